@@ -1,0 +1,185 @@
+//! Bulk selection for IPv4 packets: the same answer as
+//! [`ReuseportGroup::select`] for each packet, computed for many at once.
+//!
+//! Layout (structure of arrays, one entry per packet, all the same length):
+//! - `saddr`, `daddr`: IPv4 addresses as host-order numbers
+//!   (`a.b.c.d` is `a << 24 | b << 16 | c << 8 | d`, so 127.0.0.1 is `0x7f000001`);
+//! - `sport`, `dport`: ports as host-order numbers.
+//!
+//! The output holds the chosen listener per packet, or [`NONE`] when the
+//! packet does not reach the group or the group returns no socket.
+//!
+//! The common case (group era, no connected member, no SO_INCOMING_CPU
+//! preference in force) runs a branch-free loop that the compiler
+//! vectorises; on x86-64 it is compiled a second time for AVX-512 and picked
+//! at run time. Every other case goes packet by packet through the general
+//! path, so the answers never differ.
+
+use std::net::Ipv4Addr;
+
+use crate::error::SetupError;
+use crate::jhash::{jhash_3words, JhashForm};
+use crate::profile::{GroupScan, V4Form, WildcardLaddr, UDP_HASH2_THRESHOLD};
+use crate::reuseport::{MemberState, ReuseportGroup};
+use crate::tuple::{Proto, Tuple};
+
+/// The output value for "no listener".
+pub const NONE: u32 = u32::MAX;
+
+/// IPv4 packets in structure-of-arrays form (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct V4Batch<'a> {
+    /// Client addresses, host-order numbers.
+    pub saddr: &'a [u32],
+    /// Client ports.
+    pub sport: &'a [u16],
+    /// Destination addresses, host-order numbers.
+    pub daddr: &'a [u32],
+    /// Destination ports.
+    pub dport: &'a [u16],
+}
+
+/// Batch arrays of unequal length.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("batch arrays differ in length: saddr {saddr}, sport {sport}, daddr {daddr}, dport {dport}, out {out}; give one entry per packet in each")]
+pub struct LengthMismatch {
+    /// Length of `saddr`.
+    pub saddr: usize,
+    /// Length of `sport`.
+    pub sport: usize,
+    /// Length of `daddr`.
+    pub daddr: usize,
+    /// Length of `dport`.
+    pub dport: usize,
+    /// Length of the output.
+    pub out: usize,
+}
+
+/// The loop-invariant facts of the fast path.
+#[derive(Clone, Copy)]
+struct Fast<'a> {
+    socks: &'a [u32],
+    laddr_zero: bool,
+    bind_any: bool,
+    bind_addr: u32,
+    port: u16,
+}
+
+#[inline(always)]
+fn run<H: Fn(u32, u32, u16, u16) -> u32>(h: H, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
+    let n = f.socks.len() as u64;
+    let last = f.socks.len() - 1;
+    let iter = out.iter_mut().zip(b.saddr).zip(b.sport).zip(b.daddr).zip(b.dport);
+    for ((((o, &sa), &sp), &da), &dp) in iter {
+        // Host-order number to the kernel's raw word on little-endian.
+        let laddr = if f.laddr_zero { 0 } else { da.swap_bytes() };
+        let hv = h(laddr, sa.swap_bytes(), dp, sp);
+        let idx = ((hv as u64 * n) >> 32) as usize;
+        // idx < n always; min() lets the compiler drop the bounds check.
+        let pick = f.socks[idx.min(last)];
+        let reaches = dp == f.port && (f.bind_any | (da == f.bind_addr));
+        *o = if reaches { pick } else { NONE };
+    }
+}
+
+macro_rules! dispatch {
+    ($form:expr, $jh:expr, $iv:expr, $f:expr, $b:expr, $out:expr) => {{
+        use crate::tuple::port_raw;
+        match ($form, $jh) {
+            (V4Form::Classic, JhashForm::New) => run(|l, fa, lp, sp| jhash_3words(JhashForm::New, l, fa, (lp as u32) << 16 | port_raw(sp), $iv), $f, $b, $out),
+            (V4Form::Classic, JhashForm::Old) => run(|l, fa, lp, sp| jhash_3words(JhashForm::Old, l, fa, (lp as u32) << 16 | port_raw(sp), $iv), $f, $b, $out),
+            (V4Form::ClassicNumericFport, jh) => run(|l, fa, lp, sp| jhash_3words(jh, l, fa, (lp as u32) << 16 | sp as u32, $iv), $f, $b, $out),
+            (V4Form::LportPlus, JhashForm::New) => run(|l, fa, lp, sp| (lp as u32).wrapping_add(jhash_3words(JhashForm::New, l, fa, port_raw(sp), $iv)), $f, $b, $out),
+            (V4Form::LportPlus, JhashForm::Old) => run(|l, fa, lp, sp| (lp as u32).wrapping_add(jhash_3words(JhashForm::Old, l, fa, port_raw(sp), $iv)), $f, $b, $out),
+        }
+    }};
+}
+
+fn fast_generic(form: V4Form, jh: JhashForm, initval: u32, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
+    dispatch!(form, jh, initval, f, b, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2")]
+fn fast_avx512(form: V4Form, jh: JhashForm, initval: u32, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
+    dispatch!(form, jh, initval, f, b, out)
+}
+
+fn fast(form: V4Form, jh: JhashForm, initval: u32, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+    {
+        // SAFETY: the CPU has every feature the function was compiled for.
+        return unsafe { fast_avx512(form, jh, initval, f, b, out) };
+    }
+    fast_generic(form, jh, initval, f, b, out)
+}
+
+impl ReuseportGroup {
+    /// The invariants of the fast path, or `None` when this group needs the
+    /// general path (reservoir era, connected members, CPU preference).
+    fn fast_path(&self) -> Option<Fast<'_>> {
+        let a = self.sock_array()?;
+        if a.num_socks() == 0 {
+            return None;
+        }
+        let p = self.profile();
+        let any_connected = self.members().iter().any(|m| m.connected && m.state == MemberState::Listening);
+        let scan = p.group_scan;
+        if (scan != GroupScan::Plain && any_connected) || (scan == GroupScan::SkipConnectedPreferCpu && self.summary().incoming_cpu > 0) {
+            return None;
+        }
+        let (bind, port) = self.bound();
+        let (bind_any, bind_addr) = match bind {
+            std::net::IpAddr::V4(b) => (b.is_unspecified(), u32::from(b)),
+            // Dual-stack groups take the general path: they follow v6only and mapped rules.
+            std::net::IpAddr::V6(_) => return None,
+        };
+        let rule = match self.proto() {
+            Proto::Tcp => p.tcp_wildcard_laddr,
+            Proto::Udp => p.udp_wildcard_laddr,
+        };
+        let laddr_zero = bind_any
+            && match rule {
+                WildcardLaddr::Zero => true,
+                WildcardLaddr::Daddr => false,
+                WildcardLaddr::ZeroAboveTen => a.num_socks() > UDP_HASH2_THRESHOLD,
+            };
+        Some(Fast { socks: a.listening(), laddr_zero, bind_any, bind_addr, port })
+    }
+
+    /// Selects a listener for every packet of an IPv4 batch received on
+    /// `cpu`, writing listener numbers (or [`NONE`]) to `out`.
+    pub fn select_batch_v4(&self, b: V4Batch<'_>, cpu: u32, out: &mut [u32]) -> Result<(), LengthMismatch> {
+        let len = out.len();
+        if b.saddr.len() != len || b.sport.len() != len || b.daddr.len() != len || b.dport.len() != len {
+            return Err(LengthMismatch { saddr: b.saddr.len(), sport: b.sport.len(), daddr: b.daddr.len(), dport: b.dport.len(), out: len });
+        }
+        if let Some(f) = self.fast_path() {
+            let p = self.profile();
+            let form = match self.proto() {
+                Proto::Tcp => p.tcp4,
+                Proto::Udp => p.udp4,
+            };
+            fast(form, p.jhash, self.keys().v4, f, b, out);
+            return Ok(());
+        }
+        for i in 0..len {
+            let t = Tuple::v4(Ipv4Addr::from(b.saddr[i]), b.sport[i], Ipv4Addr::from(b.daddr[i]), b.dport[i]);
+            out[i] = match self.select(&t, cpu) {
+                Ok(c) => c.listener.unwrap_or(NONE),
+                Err(SetupError::NotForThisGroup { .. }) => NONE,
+                Err(_) => NONE,
+            };
+        }
+        Ok(())
+    }
+
+    /// Whether [`Self::select_batch_v4`] takes the vectorised path for this group.
+    pub fn batch_is_vectorised(&self) -> bool {
+        self.fast_path().is_some()
+    }
+}

@@ -1,0 +1,158 @@
+//! Errors, one enum per concern. Every message says what was wrong and how to
+//! put it right.
+
+use thiserror::Error;
+
+use crate::profile::Release;
+
+/// A `--kernel` value or `uname -r` string that names no profile.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ProfileError {
+    /// The string does not start with `MAJOR.MINOR`.
+    #[error("kernel release `{0}` is not of the form MAJOR.MINOR[.PATCH][-EXTRA] (for example 6.18 or 5.15.0-91-generic)")]
+    BadRelease(String),
+    /// The release predates SO_REUSEPORT.
+    #[error("kernel {0} predates SO_REUSEPORT, which arrived in 3.9; choose a profile from 3.9 on")]
+    TooOld(Release),
+    /// `auto` needs the running kernel's release.
+    #[error("`auto` needs the running kernel's release (uname -r); none was given, so name a profile such as 6.18")]
+    AutoWithoutRelease,
+    /// A release that is not a profile, where an exact profile was required.
+    #[error("no profile named `{name}`; known profiles: {known}")]
+    Unknown {
+        /// What was asked for.
+        name: String,
+        /// The profiles there are.
+        known: String,
+    },
+}
+
+/// A group that the kernel would refuse to build, or an operation on a
+/// member that does not apply.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum GroupError {
+    /// The 32769th member: `reuseport_grow` cannot double past `U16_MAX`.
+    #[error("listener {listener} cannot join: the group already holds 32768 members, the kernel's cap (socks[] cannot grow past U16_MAX); {call}() fails with {errno}")]
+    Full {
+        /// The listener that could not join (0-based, in join order).
+        listener: u32,
+        /// `listen` for TCP, `bind` for UDP.
+        call: &'static str,
+        /// `ENOMEM` for TCP, `EADDRINUSE` for UDP.
+        errno: &'static str,
+    },
+    /// A member number past the end.
+    #[error("listener {listener} does not exist: the group has listeners 0..{count} (numbered in {order} order)")]
+    NoSuchListener {
+        /// The number given.
+        listener: u32,
+        /// How many listeners there are.
+        count: u32,
+        /// `listen()` or `bind()`.
+        order: &'static str,
+    },
+    /// Closing or shutting down a listener twice, or re-listening one that is
+    /// already listening.
+    #[error("listener {listener} is {state}; {action} applies only to {needed} listeners")]
+    WrongState {
+        /// The listener.
+        listener: u32,
+        /// Its state now.
+        state: &'static str,
+        /// What was asked.
+        action: &'static str,
+        /// The state the action needs.
+        needed: &'static str,
+    },
+    /// An option the chosen kernel or protocol does not have.
+    #[error("{what} is not available here: {why}")]
+    Unsupported {
+        /// The option or operation.
+        what: String,
+        /// Which kernel or protocol rule says so.
+        why: String,
+    },
+}
+
+/// A group description that is inconsistent, or a packet the group cannot
+/// receive.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SetupError {
+    /// A profile problem.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    /// A group problem.
+    #[error(transparent)]
+    Group(#[from] GroupError),
+    /// Zero listeners.
+    #[error("a group needs at least one listener; give --listeners 1 or more")]
+    NoListeners,
+    /// The packet's destination is not where the group is bound.
+    #[error("destination {daddr} port {dport} does not reach the group bound to {bind} port {port}: the kernel finds no listener here ({consequence}); check the tuple's order (client first) or --bind")]
+    NotForThisGroup {
+        /// Destination address of the packet.
+        daddr: String,
+        /// Destination port of the packet.
+        dport: u16,
+        /// The group's bound address.
+        bind: String,
+        /// The group's port.
+        port: u16,
+        /// What the kernel then does.
+        consequence: &'static str,
+    },
+    /// An IPv6 packet and no inner secret.
+    #[error("an IPv6 tuple needs both IPv6 hash values: give the inner secret as well (--inner-secret)")]
+    MissingInnerSecret,
+}
+
+/// A line of tuple text that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ParseError {
+    /// Wrong number of fields.
+    #[error("expected `SADDR SPORT DADDR DPORT` or `SADDR:SPORT DADDR:DPORT`{extra}, found {found} field(s)")]
+    FieldCount {
+        /// How many fields the line had.
+        found: usize,
+        /// Description of an extra trailing field, if the format has one.
+        extra: &'static str,
+    },
+    /// An address that is neither IPv4 nor IPv6.
+    #[error("{field} `{value}` is not an IPv4 or IPv6 address (IPv6 with a port is written [addr]:port)")]
+    Address {
+        /// Which field.
+        field: &'static str,
+        /// What was there.
+        value: String,
+    },
+    /// A port that is not 0..65535.
+    #[error("{field} `{value}` is not a port number from 0 to 65535")]
+    Port {
+        /// Which field.
+        field: &'static str,
+        /// What was there.
+        value: String,
+    },
+    /// Source and destination of different families.
+    #[error("source {saddr} and destination {daddr} are of different families; write an IPv4 client to an IPv6 socket as ::ffff:a.b.c.d on both sides, or both as IPv4")]
+    MixedFamilies {
+        /// Source.
+        saddr: String,
+        /// Destination.
+        daddr: String,
+    },
+    /// A listener number field that is not a number.
+    #[error("listener `{0}` is not a listener number (0, 1, 2, … in listen order)")]
+    Listener(String),
+    /// A hex secret that does not parse.
+    #[error("`{0}` is not a 32-bit hexadecimal value such as 0x1a2b3c4d")]
+    Secret(String),
+    /// A comma list that does not parse.
+    #[error("`{value}` is not a comma-separated list of {what}")]
+    List {
+        /// What was there.
+        value: String,
+        /// What the list should hold.
+        what: &'static str,
+    },
+}

@@ -1,0 +1,384 @@
+//! Kernel eras as data.
+//!
+//! A [`Profile`] says, for one kernel series, which hash form each protocol and
+//! family uses, how a reuseport group picks a member, and which group features
+//! exist. Every field names the kernel file and the release that fixes it; the
+//! era table is `shared/reference/kernel-history.md` §9 and §11.
+//!
+//! A profile describes the newest stable release of its series as read in the
+//! reference trees (for example 6.1 is Debian's 6.1.192), so it includes the
+//! fixes that stable backported into that series. [`Profile::notes`] lists them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ProfileError;
+use crate::jhash::JhashForm;
+
+/// A kernel release, major and minor (`6.18`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Release {
+    /// Major number (the 6 of 6.18).
+    pub major: u16,
+    /// Minor number (the 18 of 6.18).
+    pub minor: u16,
+}
+
+impl Release {
+    /// Builds a release number.
+    pub const fn new(major: u16, minor: u16) -> Self {
+        Release { major, minor }
+    }
+
+    /// Reads the leading `MAJOR.MINOR` of a `uname -r` string such as
+    /// `6.18.44-fc-v657` or `5.15.0-91-generic`.
+    pub fn parse_uname(s: &str) -> Result<Release, ProfileError> {
+        let bad = || ProfileError::BadRelease(s.to_string());
+        let mut parts = s.trim().splitn(3, '.');
+        let major = parts.next().ok_or_else(bad)?;
+        let minor = parts.next().ok_or_else(bad)?;
+        let minor: String = minor.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let major: u16 = major.parse().map_err(|_| bad())?;
+        let minor: u16 = minor.parse().map_err(|_| bad())?;
+        Ok(Release { major, minor })
+    }
+}
+
+impl std::fmt::Display for Release {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// How an IPv4 reuseport hash is formed (`inet_ehashfn`, `udp_ehashfn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum V4Form {
+    /// `jhash_3words(laddr, faddr, lport << 16 | fport_raw, initval)`.
+    /// TCP before 6.15 (`net/ipv4/inet_hashtables.c`), UDP from 3.13 on
+    /// (`net/ipv4/udp.c` `udp_ehashfn`).
+    Classic,
+    /// 3.9 – 3.12 IPv4 UDP: the caller passed `htons(sport)`, swapping the
+    /// already network-order port back, so the low half-word is the numeric
+    /// source port (`net/ipv4/udp.c` 3.9, `udp4_lib_lookup2`).
+    ClassicNumericFport,
+    /// `lport + jhash_3words(laddr, faddr, fport_raw, initval)`: TCP from 6.15
+    /// (commit 9544d60a2605, `net/ipv4/inet_hashtables.c` 6.15).
+    LportPlus,
+}
+
+/// How an IPv6 reuseport hash is formed (`inet6_ehashfn`, `udp6_ehashfn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum V6Form {
+    /// `jhash_3words(laddr[3], F, lport << 16 | fport_raw, outer)` with
+    /// `F = jhash_3words(f0 ^ f1, f2, f3, inner)` (XOR-folded foreign address).
+    /// 3.9 – 6.4 (`net/ipv6/inet6_hashtables.c`, `include/net/ipv6.h`).
+    ClassicXorFold,
+    /// As [`V6Form::ClassicXorFold`] with `F = jhash2(faddr, 4, inner)`: 6.5 on
+    /// (commit d11b0df7ddf1, backported to 5.4.y and 5.10.y); UDP keeps it in 7.2.
+    ClassicJhash2,
+    /// `lport + jhash_3words(laddr[3], F, fport_raw, outer)`, F by jhash2: TCP
+    /// 6.15 – 6.18 (commit 9544d60a2605).
+    LportPlusJhash2,
+    /// The single-pass form found in 7.2.13 `net/ipv6/inet6_hashtables.c`:
+    /// nine words, one jhash, keyed by the inner secret, with `net_hash_mix`
+    /// XORed into the first local word; `lport` added outside.
+    SinglePass,
+}
+
+/// How one reuseport group hands out a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum Selection {
+    /// No group array: a reservoir scan over the listener chain, the first
+    /// equal-score socket tested against the hash, later ones against
+    /// `next_pseudo_random32` steps of it. TCP 3.9 – 4.5, UDP 3.9 – 4.4
+    /// (`net/ipv4/inet_hashtables.c` `__inet_lookup_listener`, `net/ipv4/udp.c`).
+    Reservoir,
+    /// `socks[reciprocal_scale(hash, num_socks)]` from the `sock_reuseport`
+    /// group (`net/core/sock_reuseport.c`), UDP from 4.5, TCP from 4.6.
+    Group,
+}
+
+/// Which step-over rule the group's select-by-hash applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum GroupScan {
+    /// `socks[i]` as it is, even a connected UDP member (4.5 – 5.3).
+    Plain,
+    /// Step `i` forward past connected (TCP_ESTABLISHED) members, NULL if all
+    /// are (commit acdcecc61285, 5.4; `net/core/sock_reuseport.c`).
+    SkipConnected,
+    /// 6.2 ring scan: also prefer the first member whose `SO_INCOMING_CPU`
+    /// equals the receiving CPU when any member set it (commit b261eda84ec1;
+    /// stable 6.0.y/6.1.y).
+    SkipConnectedPreferCpu,
+}
+
+/// Which local address a wildcard-bound group feeds to the hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum WildcardLaddr {
+    /// The packet's destination address (TCP 3.9 – 4.20, UDP 4.15 – 4.20).
+    Daddr,
+    /// Zero when the port slot holds more than 10 sockets (the `hash2` path
+    /// passes `htonl(INADDR_ANY)`), the destination otherwise: UDP 3.9 – 4.6
+    /// (`net/ipv4/udp.c` `__udp4_lib_lookup`).
+    ZeroAboveTen,
+    /// Always zero: the second lookup pass runs with `daddr = INADDR_ANY`
+    /// (5.0 on, `net/ipv4/inet_hashtables.c` and `net/ipv4/udp.c`).
+    Zero,
+}
+
+/// The rules of one kernel series, as data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Profile {
+    /// The series this profile describes.
+    pub release: Release,
+    /// The tree the rules were read from (kernel-history.md §0.1).
+    pub basis: &'static str,
+    /// `jhash_3words` body (`include/linux/jhash.h`): old up to 4.0, new from 4.1.
+    pub jhash: JhashForm,
+    /// IPv4 TCP hash (`net/ipv4/inet_hashtables.c` `inet_ehashfn`).
+    pub tcp4: V4Form,
+    /// IPv4 UDP hash (`net/ipv4/udp.c` `udp_ehashfn`; `inet_ehashfn` before 3.13).
+    pub udp4: V4Form,
+    /// IPv6 TCP hash (`net/ipv6/inet6_hashtables.c` `inet6_ehashfn`).
+    pub tcp6: V6Form,
+    /// IPv6 UDP hash (`net/ipv6/udp.c` `udp6_ehashfn`).
+    pub udp6: V6Form,
+    /// Before 6.5 `udp6_ehashfn` keyed its outer jhash with the inner secret
+    /// plus `net_hash_mix` ("udp6: fix udp6_ehashfn() typo", 2023), so the two
+    /// IPv6 UDP values are not independent.
+    pub udp6_outer_is_inner_plus_mix: bool,
+    /// How a TCP group picks (reservoir up to 4.5, group from 4.6).
+    pub tcp_selection: Selection,
+    /// How a UDP group picks (reservoir up to 4.4, group from 4.5).
+    pub udp_selection: Selection,
+    /// The group's select-by-hash rule (`net/core/sock_reuseport.c`).
+    pub group_scan: GroupScan,
+    /// Local address hashed for a TCP wildcard group.
+    pub tcp_wildcard_laddr: WildcardLaddr,
+    /// Local address hashed for a UDP wildcard group.
+    pub udp_wildcard_laddr: WildcardLaddr,
+    /// `setsockopt(SO_INCOMING_CPU)` exists (commit 70da268b569d, 4.4).
+    pub incoming_cpu_writable: bool,
+    /// `compute_score` adds 1 when `sk_incoming_cpu` equals the receiving CPU
+    /// (4.4 on; only changes the pick in the reservoir era).
+    pub incoming_cpu_score: bool,
+    /// Shut-down listeners may stay in the group's closed tail for request
+    /// migration (`net.ipv4.tcp_migrate_req`, 5.14, commit f9ac779f881c).
+    pub closed_tail: bool,
+}
+
+/// The listener table size in the reservoir era and the group's first
+/// `socks[]` size (`INIT_SOCKS`, `net/core/sock_reuseport.c`).
+pub const INIT_SOCKS: u32 = 128;
+/// The largest group: `max_socks` doubles while `2 * max_socks <= U16_MAX`
+/// (`reuseport_grow`, `net/core/sock_reuseport.c` 4.6 – 7.2).
+pub const MAX_SOCKS: u32 = 32768;
+/// UDP takes the `hash2` path when the port slot holds more than this many
+/// sockets (`net/ipv4/udp.c` 3.9 – 4.20).
+pub const UDP_HASH2_THRESHOLD: u32 = 10;
+
+const fn r(major: u16, minor: u16) -> Release {
+    Release::new(major, minor)
+}
+
+/// Shorthands so the table below reads as a table.
+use GroupScan::{Plain, SkipConnected, SkipConnectedPreferCpu};
+use JhashForm::{New, Old};
+use Selection::{Group as Grp, Reservoir as Res};
+use V4Form::{Classic, ClassicNumericFport, LportPlus};
+use V6Form::{ClassicJhash2, ClassicXorFold, LportPlusJhash2, SinglePass};
+use WildcardLaddr::{Daddr, Zero, ZeroAboveTen};
+
+macro_rules! profile {
+    ($rel:expr, $basis:expr, $jh:expr, $t4:expr, $u4:expr, $t6:expr, $u6:expr, $u6typo:expr,
+     $tsel:expr, $usel:expr, $scan:expr, $twl:expr, $uwl:expr, $cpuw:expr, $cpus:expr, $closed:expr) => {
+        Profile {
+            release: $rel,
+            basis: $basis,
+            jhash: $jh,
+            tcp4: $t4,
+            udp4: $u4,
+            tcp6: $t6,
+            udp6: $u6,
+            udp6_outer_is_inner_plus_mix: $u6typo,
+            tcp_selection: $tsel,
+            udp_selection: $usel,
+            group_scan: $scan,
+            tcp_wildcard_laddr: $twl,
+            udp_wildcard_laddr: $uwl,
+            incoming_cpu_writable: $cpuw,
+            incoming_cpu_score: $cpus,
+            closed_tail: $closed,
+        }
+    };
+}
+
+/// Every profile, oldest first. Columns: release, basis, jhash, tcp4, udp4,
+/// tcp6, udp6, udp6 typo, tcp selection, udp selection, group scan, tcp
+/// wildcard laddr, udp wildcard laddr, SO_INCOMING_CPU writable, CPU score,
+/// closed tail.
+pub static PROFILES: &[Profile] = &[
+    profile!(r(3, 9), "3.9.6", Old, Classic, ClassicNumericFport, ClassicXorFold, ClassicXorFold, false,
+        Res, Res, Plain, Daddr, ZeroAboveTen, false, false, false),
+    profile!(r(3, 13), "3.14.1", Old, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
+        Res, Res, Plain, Daddr, ZeroAboveTen, false, false, false),
+    profile!(r(4, 1), "4.1.3", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
+        Res, Res, Plain, Daddr, ZeroAboveTen, false, false, false),
+    profile!(r(4, 4), "Ubuntu 4.4.0-210 (4.4.262)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
+        Res, Res, Plain, Daddr, ZeroAboveTen, true, true, false),
+    profile!(r(4, 5), "inferred from 4.4 and 4.6 and the 4.5 commits", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
+        Res, Grp, Plain, Daddr, ZeroAboveTen, true, true, false),
+    profile!(r(4, 6), "4.6.2", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
+        Grp, Grp, Plain, Daddr, ZeroAboveTen, true, true, false),
+    profile!(r(4, 17), "4.17.0 (lhash2 present from 4.16)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
+        Grp, Grp, Plain, Daddr, Daddr, true, true, false),
+    profile!(r(5, 0), "Ubuntu 5.0.0-65 (5.0.21)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
+        Grp, Grp, SkipConnected, Zero, Zero, true, true, false),
+    profile!(r(5, 4), "Ubuntu 5.4.0-216 (5.4.291)", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
+        Grp, Grp, SkipConnected, Zero, Zero, true, true, false),
+    profile!(r(5, 10), "Debian 5.10.262", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
+        Grp, Grp, SkipConnected, Zero, Zero, true, true, false),
+    profile!(r(5, 14), "mainline 5.14 (migration series)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
+        Grp, Grp, SkipConnected, Zero, Zero, true, true, true),
+    profile!(r(5, 15), "mainline 5.15 (no 5.15 tree read)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
+        Grp, Grp, SkipConnected, Zero, Zero, true, true, true),
+    profile!(r(6, 1), "Debian 6.1.192", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
+        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
+    profile!(r(6, 2), "mainline 6.2", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
+        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
+    profile!(r(6, 5), "mainline 6.5", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
+        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
+    profile!(r(6, 6), "mainline 6.6", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
+        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
+    profile!(r(6, 12), "Debian 6.12.117", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
+        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
+    profile!(r(6, 15), "mainline 6.15 (commit 9544d60a2605)", New, LportPlus, Classic, LportPlusJhash2, ClassicJhash2, false,
+        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
+    profile!(r(6, 18), "6.18.44, measured on this project's machine", New, LportPlus, Classic, LportPlusJhash2, ClassicJhash2, false,
+        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
+    profile!(r(7, 2), "Debian 7.2.13", New, LportPlus, Classic, SinglePass, ClassicJhash2, false,
+        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
+];
+
+impl Profile {
+    /// The profile of exactly this series (`"6.18"`), or the newest profile not
+    /// newer than a `uname -r` string, or the newest of all for `"auto"` given
+    /// no release. See [`Profile::resolve`] for `auto`.
+    pub fn named(name: &str) -> Result<&'static Profile, ProfileError> {
+        let rel = Release::parse_uname(name)?;
+        PROFILES
+            .iter()
+            .find(|p| p.release == rel)
+            .ok_or_else(|| ProfileError::Unknown { name: name.to_string(), known: Self::names() })
+    }
+
+    /// Maps a running kernel's release (`uname -r`) to the profile whose rules
+    /// it follows: the newest profile at or below it. Errors below 3.9, which
+    /// has no SO_REUSEPORT.
+    pub fn for_release(uname: &str) -> Result<&'static Profile, ProfileError> {
+        let rel = Release::parse_uname(uname)?;
+        PROFILES
+            .iter()
+            .rev()
+            .find(|p| p.release <= rel)
+            .ok_or(ProfileError::TooOld(rel))
+    }
+
+    /// Resolves a `--kernel` argument: `auto` with the running release, a
+    /// series name that is a profile, or any release string (`5.19.3`), which
+    /// maps to the newest profile at or below it.
+    pub fn resolve(arg: &str, running: Option<&str>) -> Result<&'static Profile, ProfileError> {
+        if arg == "auto" {
+            let uname = running.ok_or(ProfileError::AutoWithoutRelease)?;
+            return Self::for_release(uname);
+        }
+        Self::named(arg).or_else(|_| Self::for_release(arg))
+    }
+
+    /// Names of all profiles, oldest first.
+    pub fn names() -> String {
+        PROFILES.iter().map(|p| p.release.to_string()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// What this profile includes that its mainline x.y.0 did not, and other
+    /// caveats a reader should see beside a result.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let rel = self.release;
+        if (rel == r(5, 4) || rel == r(5, 10)) && self.tcp6 == ClassicJhash2 {
+            notes.push(format!(
+                "{rel} as in its late stable releases: IPv6 foreign addresses hashed with jhash2 (d11b0df7ddf1) and the udp6 secret fix are backports; early {rel}.y releases XOR-fold the address"
+            ));
+        }
+        if rel == r(6, 1) {
+            notes.push("6.1 as in its stable releases: the SO_INCOMING_CPU ring scan (b261eda84ec1) and the IPv6 jhash2 change are backports; 6.1.0 had neither".into());
+        }
+        if rel == r(5, 15) {
+            notes.push("5.15: no 5.15 tree was read; the IPv6 hash form follows mainline 5.15.0 and may differ on later 5.15.y stable kernels that took d11b0df7ddf1".into());
+        }
+        if rel == r(4, 5) {
+            notes.push("4.5: inferred from the 4.5 commit messages and the 4.4 and 4.6 trees; no 4.5 tree was read".into());
+        }
+        if rel == r(7, 2) {
+            notes.push("7.2: the single-pass IPv6 TCP hash is first seen in 7.2.13; its first release between 6.19 and 7.2 is unknown".into());
+        }
+        notes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_are_sorted_and_unique() {
+        for w in PROFILES.windows(2) {
+            assert!(w[0].release < w[1].release, "{} before {}", w[0].release, w[1].release);
+        }
+    }
+
+    #[test]
+    fn the_required_series_all_have_profiles() {
+        for name in ["3.9", "4.4", "4.6", "4.17", "5.4", "5.10", "5.15", "6.1", "6.6", "6.12", "6.18", "7.2"] {
+            assert!(Profile::named(name).is_ok(), "missing profile {name}");
+        }
+    }
+
+    #[test]
+    fn uname_strings_map_to_the_newest_profile_not_newer() {
+        assert_eq!(Profile::for_release("6.18.44-fc-v657").unwrap().release, r(6, 18));
+        assert_eq!(Profile::for_release("5.15.0-91-generic").unwrap().release, r(5, 15));
+        assert_eq!(Profile::for_release("6.14.2").unwrap().release, r(6, 12));
+        assert_eq!(Profile::for_release("4.19.0").unwrap().release, r(4, 17));
+        assert_eq!(Profile::for_release("8.0.1").unwrap().release, r(7, 2));
+        assert!(matches!(Profile::for_release("3.8.13"), Err(ProfileError::TooOld(_))));
+        assert!(matches!(Profile::for_release("banana"), Err(ProfileError::BadRelease(_))));
+    }
+
+    #[test]
+    fn resolve_accepts_auto_series_and_full_releases() {
+        assert_eq!(Profile::resolve("auto", Some("6.1.0-40-amd64")).unwrap().release, r(6, 1));
+        assert_eq!(Profile::resolve("6.6", None).unwrap().release, r(6, 6));
+        assert_eq!(Profile::resolve("5.19.3", None).unwrap().release, r(5, 15));
+        assert!(matches!(Profile::resolve("auto", None), Err(ProfileError::AutoWithoutRelease)));
+    }
+
+    #[test]
+    fn tcp_lport_plus_starts_at_6_15_and_udp_never_changes() {
+        for p in PROFILES {
+            assert_eq!(p.tcp4 == LportPlus, p.release >= r(6, 15), "{}", p.release);
+            assert_ne!(p.udp4, LportPlus, "{}", p.release);
+        }
+    }
+}

@@ -1,0 +1,831 @@
+//! One SO_REUSEPORT group as the kernel holds it in a given era, and the
+//! choice it makes for each packet.
+//!
+//! In the group era (TCP 4.6+, UDP 4.5+) the members sit in the
+//! `sock_reuseport` array ([`SockArray`]); before it they sit on the
+//! listener chain, newest first, and a reservoir scan picks
+//! (kernel-history.md §3 and §4.1).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{GroupError, SetupError};
+use crate::explain::{Explain, GroupSummary, Pick, ReservoirStep, RingStep};
+use crate::group::{AddEffect, SockArray};
+use crate::hash::{self, hex, HashTrace, Keys};
+use crate::jhash::{next_pseudo_random32, reciprocal_scale};
+use crate::profile::{GroupScan, Profile, Selection, WildcardLaddr, UDP_HASH2_THRESHOLD};
+use crate::tuple::{v4_word, v6_words, Proto, Tuple};
+
+/// `SO_INCOMING_CPU` set on one listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CpuPin {
+    /// The listener (join order).
+    pub listener: u32,
+    /// The CPU number given to `setsockopt(SO_INCOMING_CPU)`.
+    pub cpu: u32,
+}
+
+/// Everything that describes one group: one typed object, the same across
+/// the command line, the wasm boundary and the tests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct GroupSpec {
+    /// TCP or UDP.
+    pub proto: Proto,
+    /// How many sockets join, numbered 0..N-1 in `listen()` (TCP) or
+    /// `bind()` (UDP) order.
+    pub listeners: u32,
+    /// The bound address: specific, or `0.0.0.0` / `::` for a wildcard group.
+    #[cfg_attr(feature = "ts", ts(as = "String"))]
+    pub bind: IpAddr,
+    /// The bound port.
+    pub port: u16,
+    /// `IPV6_V6ONLY` on an IPv6 group (an IPv6 wildcard group without it
+    /// also receives IPv4).
+    #[serde(default)]
+    pub v6only: bool,
+    /// The hash keys.
+    #[serde(default)]
+    pub keys: Keys,
+    /// Listeners closed, in this order, after all have joined.
+    #[serde(default)]
+    pub closed: Vec<u32>,
+    /// TCP listeners shut down (not closed), in this order, after the
+    /// closes. With `tcpMigrateReq` on 5.14+, they stay in the closed tail.
+    #[serde(default)]
+    pub shutdown: Vec<u32>,
+    /// `net.ipv4.tcp_migrate_req` (5.14+, TCP).
+    #[serde(default)]
+    pub tcp_migrate_req: bool,
+    /// `SO_INCOMING_CPU` settings (4.4+).
+    #[serde(default)]
+    pub incoming_cpu: Vec<CpuPin>,
+    /// UDP members that `connect()`ed (their state is TCP_ESTABLISHED).
+    #[serde(default)]
+    pub connected: Vec<u32>,
+}
+
+impl GroupSpec {
+    /// A plain group: `listeners` sockets bound to `bind:port`, nothing else.
+    pub fn new(proto: Proto, listeners: u32, bind: IpAddr, port: u16, keys: Keys) -> Self {
+        GroupSpec {
+            proto,
+            listeners,
+            bind,
+            port,
+            v6only: false,
+            keys,
+            closed: Vec::new(),
+            shutdown: Vec::new(),
+            tcp_migrate_req: false,
+            incoming_cpu: Vec::new(),
+            connected: Vec::new(),
+        }
+    }
+}
+
+/// Where a member is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum MemberState {
+    /// In the listening set (`socks[0..num_socks)` or on the chain).
+    Listening,
+    /// Shut down with migration on: in the closed tail (5.14+).
+    ClosedTail,
+    /// Shut down without migration: out of the group, may listen again.
+    ShutDown,
+    /// Closed for good.
+    Closed,
+}
+
+impl MemberState {
+    fn word(self) -> &'static str {
+        match self {
+            MemberState::Listening => "listening",
+            MemberState::ClosedTail => "in the closed tail",
+            MemberState::ShutDown => "shut down",
+            MemberState::Closed => "closed",
+        }
+    }
+}
+
+/// One socket of the group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Member {
+    /// Where it is.
+    pub state: MemberState,
+    /// `sk_incoming_cpu`; -1 when unset.
+    pub incoming_cpu: i32,
+    /// Connected (UDP), so TCP_ESTABLISHED.
+    pub connected: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Layout {
+    /// Reservoir era: the chain, head (newest) first.
+    Chain(Vec<u32>),
+    /// Group era.
+    Array(SockArray),
+}
+
+/// One reuseport group in one kernel era.
+#[derive(Debug, Clone)]
+pub struct ReuseportGroup {
+    profile: &'static Profile,
+    proto: Proto,
+    bind: IpAddr,
+    port: u16,
+    v6only: bool,
+    keys: Keys,
+    tcp_migrate_req: bool,
+    members: Vec<Member>,
+    layout: Layout,
+    incoming_cpu: u32,
+    has_conns: bool,
+}
+
+/// What a select returned: the listener and, in the group era, its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Choice {
+    /// The chosen listener, or `None` when the group returns no socket.
+    pub listener: Option<u32>,
+    /// Its index in `socks[]` (group era).
+    pub slot: Option<u32>,
+    /// The reuseport hash.
+    pub hash: u32,
+}
+
+/// What closing or adding a member did to `socks[]`, for animations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Change {
+    /// A member joined (`add` effect).
+    Joined {
+        /// Its number.
+        listener: u32,
+        /// Its slot (group era).
+        slot: Option<u32>,
+        /// Growth or eviction on the way.
+        effect: AddEffect,
+    },
+    /// A member left the listening set.
+    Left {
+        /// Its number.
+        listener: u32,
+        /// The slot it freed (group era).
+        slot: Option<u32>,
+        /// The last member, moved into that slot.
+        moved: Option<u32>,
+    },
+    /// Nothing in `socks[]` changed (a closed-tail member left, an option was set).
+    Unchanged,
+}
+
+fn zero_of(a: IpAddr) -> IpAddr {
+    match a {
+        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    }
+}
+
+fn canonical(a: IpAddr) -> IpAddr {
+    match a {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(a),
+        v4 => v4,
+    }
+}
+
+impl ReuseportGroup {
+    /// An empty group bound to `bind:port` in the given era.
+    pub fn empty(profile: &'static Profile, proto: Proto, bind: IpAddr, port: u16, keys: Keys) -> Self {
+        let selection = match proto {
+            Proto::Tcp => profile.tcp_selection,
+            Proto::Udp => profile.udp_selection,
+        };
+        ReuseportGroup {
+            profile,
+            proto,
+            bind,
+            port,
+            v6only: false,
+            keys,
+            tcp_migrate_req: false,
+            members: Vec::new(),
+            layout: match selection {
+                Selection::Reservoir => Layout::Chain(Vec::new()),
+                Selection::Group => Layout::Array(SockArray::new()),
+            },
+            incoming_cpu: 0,
+            has_conns: false,
+        }
+    }
+
+    /// Builds the group a spec describes: all listeners join in order, then
+    /// options are set, members connect, and the closes and shutdowns run in
+    /// the order given.
+    pub fn build(profile: &'static Profile, spec: &GroupSpec) -> Result<Self, SetupError> {
+        if spec.listeners == 0 {
+            return Err(SetupError::NoListeners);
+        }
+        let mut g = ReuseportGroup::empty(profile, spec.proto, spec.bind, spec.port, spec.keys);
+        g.v6only = spec.v6only && spec.bind.is_ipv6();
+        g.set_tcp_migrate_req(spec.tcp_migrate_req)?;
+        for _ in 0..spec.listeners {
+            g.join()?;
+        }
+        for pin in &spec.incoming_cpu {
+            g.set_incoming_cpu(pin.listener, Some(pin.cpu))?;
+        }
+        for &l in &spec.connected {
+            g.connect(l)?;
+        }
+        for &l in &spec.closed {
+            g.close(l)?;
+        }
+        for &l in &spec.shutdown {
+            g.shutdown(l)?;
+        }
+        Ok(g)
+    }
+
+    /// The profile in force.
+    pub fn profile(&self) -> &'static Profile {
+        self.profile
+    }
+
+    /// The protocol.
+    pub fn proto(&self) -> Proto {
+        self.proto
+    }
+
+    /// The bound address and port.
+    pub fn bound(&self) -> (IpAddr, u16) {
+        (self.bind, self.port)
+    }
+
+    /// The hash keys.
+    pub fn keys(&self) -> Keys {
+        self.keys
+    }
+
+    /// Replaces the hash keys (a new boot).
+    pub fn set_keys(&mut self, keys: Keys) {
+        self.keys = keys;
+    }
+
+    /// Reservoir scan or group array.
+    pub fn selection(&self) -> Selection {
+        match self.layout {
+            Layout::Chain(_) => Selection::Reservoir,
+            Layout::Array(_) => Selection::Group,
+        }
+    }
+
+    /// All members ever joined, by number.
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// The group array (group era only).
+    pub fn sock_array(&self) -> Option<&SockArray> {
+        match &self.layout {
+            Layout::Array(a) => Some(a),
+            Layout::Chain(_) => None,
+        }
+    }
+
+    /// The chain, head first (reservoir era only).
+    pub fn chain(&self) -> Option<&[u32]> {
+        match &self.layout {
+            Layout::Chain(c) => Some(c),
+            Layout::Array(_) => None,
+        }
+    }
+
+    /// Listening members, in slot order (group era) or chain order.
+    pub fn listening(&self) -> &[u32] {
+        match &self.layout {
+            Layout::Array(a) => a.listening(),
+            Layout::Chain(c) => c,
+        }
+    }
+
+    fn member(&self, l: u32) -> Result<Member, GroupError> {
+        self.members.get(l as usize).copied().ok_or(GroupError::NoSuchListener {
+            listener: l,
+            count: self.members.len() as u32,
+            order: self.proto.join_call(),
+        })
+    }
+
+    fn wrong_state(&self, l: u32, action: &'static str, needed: &'static str) -> GroupError {
+        GroupError::WrongState { listener: l, state: self.members[l as usize].state.word(), action, needed }
+    }
+
+    /// `net.ipv4.tcp_migrate_req`: keeps shut-down TCP listeners in the
+    /// closed tail (5.14+, `net/core/sock_reuseport.c` `reuseport_stop_listen_sock`).
+    pub fn set_tcp_migrate_req(&mut self, on: bool) -> Result<(), GroupError> {
+        if on && !self.profile.closed_tail {
+            return Err(GroupError::Unsupported {
+                what: "net.ipv4.tcp_migrate_req".into(),
+                why: format!("the sysctl arrived in 5.14; profile {} does not have it", self.profile.release),
+            });
+        }
+        if on && self.proto != Proto::Tcp {
+            return Err(GroupError::Unsupported {
+                what: "net.ipv4.tcp_migrate_req".into(),
+                why: "it applies to TCP listeners only".into(),
+            });
+        }
+        self.tcp_migrate_req = on;
+        Ok(())
+    }
+
+    fn in_group(state: MemberState) -> bool {
+        matches!(state, MemberState::Listening | MemberState::ClosedTail)
+    }
+
+    fn add_to_layout(&mut self, l: u32) -> Result<Change, GroupError> {
+        let (call, errno) = match self.proto {
+            Proto::Tcp => ("listen", "ENOMEM"),
+            Proto::Udp => ("bind", "EADDRINUSE"),
+        };
+        match &mut self.layout {
+            Layout::Chain(c) => {
+                // __inet_hash / udp_lib_get_port: head insertion (3.9 – 4.5).
+                c.insert(0, l);
+                Ok(Change::Joined { listener: l, slot: None, effect: AddEffect::Appended })
+            }
+            Layout::Array(a) => {
+                let effect = a.add(l).map_err(|_| GroupError::Full { listener: l, call, errno })?;
+                if let AddEffect::EvictedClosed { listener } = effect {
+                    let m = &mut self.members[listener as usize];
+                    m.state = MemberState::Closed;
+                    if m.incoming_cpu >= 0 {
+                        self.incoming_cpu -= 1;
+                    }
+                }
+                Ok(Change::Joined { listener: l, slot: Some(a.num_socks() - 1), effect })
+            }
+        }
+    }
+
+    /// A new socket joins (TCP `listen()`, UDP `bind()`): appended to
+    /// `socks[]`, growing it when full, or put at the chain's head.
+    pub fn join(&mut self) -> Result<Change, GroupError> {
+        let l = self.members.len() as u32;
+        self.members.push(Member { state: MemberState::Listening, incoming_cpu: -1, connected: false });
+        match self.add_to_layout(l) {
+            Ok(c) => Ok(c),
+            Err(e) => {
+                self.members.pop();
+                Err(e)
+            }
+        }
+    }
+
+    fn remove_from_listening(&mut self, l: u32) -> Change {
+        match &mut self.layout {
+            Layout::Chain(c) => {
+                c.retain(|&x| x != l);
+                Change::Left { listener: l, slot: None, moved: None }
+            }
+            Layout::Array(a) => {
+                let (slot, moved) = a.detach(l).expect("listening member is in the prefix");
+                Change::Left { listener: l, slot: Some(slot), moved }
+            }
+        }
+    }
+
+    /// `close()`: the member leaves the group for good; in the group era the
+    /// last listening member moves into its slot (`reuseport_detach_sock`).
+    pub fn close(&mut self, l: u32) -> Result<Change, GroupError> {
+        let m = self.member(l)?;
+        let change = match m.state {
+            MemberState::Listening => self.remove_from_listening(l),
+            MemberState::ClosedTail => {
+                if let Layout::Array(a) = &mut self.layout {
+                    a.detach_closed(l);
+                }
+                Change::Unchanged
+            }
+            MemberState::ShutDown => Change::Unchanged,
+            MemberState::Closed => return Err(self.wrong_state(l, "close", "open")),
+        };
+        if Self::in_group(m.state) && m.incoming_cpu >= 0 && self.selection() == Selection::Group {
+            self.incoming_cpu -= 1;
+        }
+        self.members[l as usize].state = MemberState::Closed;
+        Ok(change)
+    }
+
+    /// `shutdown()` of a TCP listener: with `tcp_migrate_req` (5.14+) it moves
+    /// to the closed tail; otherwise it leaves the group as on close, but may
+    /// listen again.
+    pub fn shutdown(&mut self, l: u32) -> Result<Change, GroupError> {
+        if self.proto != Proto::Tcp {
+            return Err(GroupError::Unsupported {
+                what: "shutdown of a member".into(),
+                why: "a UDP socket stays bound after shutdown(); close it instead".into(),
+            });
+        }
+        let m = self.member(l)?;
+        if m.state != MemberState::Listening {
+            return Err(self.wrong_state(l, "shutdown", "listening"));
+        }
+        let migrate = self.tcp_migrate_req && self.profile.closed_tail;
+        let change = match &mut self.layout {
+            Layout::Array(a) if migrate => {
+                let (slot, moved) = a.stop_listen(l).expect("listening member is in the prefix");
+                Change::Left { listener: l, slot: Some(slot), moved }
+            }
+            _ => self.remove_from_listening(l),
+        };
+        if !migrate && m.incoming_cpu >= 0 && self.selection() == Selection::Group {
+            self.incoming_cpu -= 1;
+        }
+        self.members[l as usize].state = if migrate { MemberState::ClosedTail } else { MemberState::ShutDown };
+        Ok(change)
+    }
+
+    /// `listen()` again after `shutdown()`: out of the closed tail
+    /// (`reuseport_resurrect`) or back in as a new join, appended either way.
+    pub fn relisten(&mut self, l: u32) -> Result<Change, GroupError> {
+        let m = self.member(l)?;
+        match m.state {
+            MemberState::ClosedTail => {
+                let Layout::Array(a) = &mut self.layout else { unreachable!("closed tail exists only in the group era") };
+                a.resurrect(l);
+                let slot = a.num_socks() - 1;
+                self.members[l as usize].state = MemberState::Listening;
+                Ok(Change::Joined { listener: l, slot: Some(slot), effect: AddEffect::Appended })
+            }
+            MemberState::ShutDown => {
+                self.members[l as usize].state = MemberState::Listening;
+                let change = self.add_to_layout(l).inspect_err(|_| self.members[l as usize].state = MemberState::ShutDown)?;
+                if m.incoming_cpu >= 0 && self.selection() == Selection::Group {
+                    self.incoming_cpu += 1;
+                }
+                Ok(change)
+            }
+            _ => Err(self.wrong_state(l, "listen again", "shut-down")),
+        }
+    }
+
+    /// `setsockopt(SO_INCOMING_CPU)` (4.4+), or `None` to clear it (-1). In
+    /// the group era this keeps the group's `incoming_cpu` counter
+    /// (`reuseport_update_incoming_cpu`, 6.2).
+    pub fn set_incoming_cpu(&mut self, l: u32, cpu: Option<u32>) -> Result<Change, GroupError> {
+        if !self.profile.incoming_cpu_writable {
+            return Err(GroupError::Unsupported {
+                what: "setsockopt(SO_INCOMING_CPU)".into(),
+                why: format!("it became writable in 4.4 (70da268b569d); on {} it fails with ENOPROTOOPT", self.profile.release),
+            });
+        }
+        let m = self.member(l)?;
+        if m.state == MemberState::Closed {
+            return Err(self.wrong_state(l, "SO_INCOMING_CPU", "open"));
+        }
+        let new = cpu.map(|c| c as i32).unwrap_or(-1);
+        if Self::in_group(m.state) && self.selection() == Selection::Group {
+            if m.incoming_cpu < 0 && new >= 0 {
+                self.incoming_cpu += 1;
+            } else if m.incoming_cpu >= 0 && new < 0 {
+                self.incoming_cpu -= 1;
+            }
+        }
+        self.members[l as usize].incoming_cpu = new;
+        Ok(Change::Unchanged)
+    }
+
+    /// `connect()` on a UDP member: it becomes TCP_ESTABLISHED and the group
+    /// records `has_conns` (5.4+), which is never cleared.
+    pub fn connect(&mut self, l: u32) -> Result<Change, GroupError> {
+        if self.proto != Proto::Udp {
+            return Err(GroupError::Unsupported {
+                what: "connect() on a member".into(),
+                why: "only UDP members connect; a TCP listener cannot".into(),
+            });
+        }
+        let m = self.member(l)?;
+        if m.state != MemberState::Listening {
+            return Err(self.wrong_state(l, "connect", "bound"));
+        }
+        self.members[l as usize].connected = true;
+        self.has_conns = true;
+        Ok(Change::Unchanged)
+    }
+
+    /// Checks that a packet is addressed to this group, and returns it with
+    /// any `::ffff:` addresses made IPv4.
+    pub fn accepts(&self, t: &Tuple) -> Result<Tuple, SetupError> {
+        let t = Tuple { saddr: canonical(t.saddr), daddr: canonical(t.daddr), ..*t };
+        let reaches = t.dport == self.port
+            && match (t.daddr, self.bind) {
+                (IpAddr::V4(d), IpAddr::V4(b)) => b.is_unspecified() || b == d,
+                (IpAddr::V4(d), IpAddr::V6(b)) => {
+                    !self.v6only && (b.is_unspecified() || b.to_ipv4_mapped() == Some(d))
+                }
+                (IpAddr::V6(d), IpAddr::V6(b)) => b.is_unspecified() || b == d,
+                (IpAddr::V6(_), IpAddr::V4(_)) => false,
+            };
+        if reaches {
+            Ok(t)
+        } else {
+            Err(SetupError::NotForThisGroup {
+                daddr: t.daddr.to_string(),
+                dport: t.dport,
+                bind: self.bind.to_string(),
+                port: self.port,
+                consequence: match self.proto {
+                    Proto::Tcp => "a SYN is answered with RST",
+                    Proto::Udp => "a datagram is dropped with ICMP port unreachable",
+                },
+            })
+        }
+    }
+
+    /// The local address the lookup pass that finds this group feeds to the
+    /// hash, and why (kernel-history.md §2.6).
+    pub fn hashed_laddr(&self, t: &Tuple) -> (IpAddr, String) {
+        if !self.bind.is_unspecified() {
+            return (t.daddr, format!("the group is bound to {}: the exact-address pass hashes the destination", self.bind));
+        }
+        let rule = match self.proto {
+            Proto::Tcp => self.profile.tcp_wildcard_laddr,
+            Proto::Udp => self.profile.udp_wildcard_laddr,
+        };
+        match rule {
+            WildcardLaddr::Zero => (
+                zero_of(t.daddr),
+                "wildcard group: from 5.0 the second lookup pass runs with daddr = INADDR_ANY, so the hash sees 0 (net/ipv4/inet_hashtables.c, net/ipv4/udp.c, 5.0+)".into(),
+            ),
+            WildcardLaddr::Daddr => (
+                t.daddr,
+                format!("wildcard group: before 5.0 the lookup hashes the real destination (profile {})", self.profile.release),
+            ),
+            WildcardLaddr::ZeroAboveTen => {
+                let count = self.listening().len() as u32;
+                if count > UDP_HASH2_THRESHOLD {
+                    (zero_of(t.daddr), format!("wildcard group with {count} sockets on the port slot (more than 10): the hash2 path's wildcard pass hashes INADDR_ANY (net/ipv4/udp.c, 3.9–4.6)"))
+                } else {
+                    (t.daddr, format!("wildcard group with {count} sockets on the port slot (10 or fewer): the port-slot scan hashes the real destination (net/ipv4/udp.c, 3.9–4.6)"))
+                }
+            }
+        }
+    }
+
+    /// The reuseport hash of a packet (already checked with [`Self::accepts`]).
+    pub fn hash_of(&self, t: &Tuple) -> u32 {
+        let (laddr, _) = self.hashed_laddr(t);
+        let p = self.profile;
+        match (laddr, t.saddr) {
+            (IpAddr::V4(l), IpAddr::V4(f)) => {
+                let form = if self.proto == Proto::Tcp { p.tcp4 } else { p.udp4 };
+                hash::hash_v4(form, p.jhash, v4_word(l), v4_word(f), t.dport, t.sport, self.keys.v4)
+            }
+            (IpAddr::V6(l), IpAddr::V6(f)) => {
+                let form = if self.proto == Proto::Tcp { p.tcp6 } else { p.udp6 };
+                hash::hash_v6(form, p.jhash, v6_words(l), v6_words(f), t.dport, t.sport, &self.keys)
+            }
+            _ => unreachable!("accepts() makes both addresses the same family"),
+        }
+    }
+
+    fn hash_trace(&self, t: &Tuple) -> HashTrace {
+        let (laddr, reason) = self.hashed_laddr(t);
+        hash::trace(self.profile, self.proto, laddr, reason, t.dport, t.saddr, t.sport, &self.keys)
+    }
+
+    /// `compute_score` of a member for this packet in the reservoir era
+    /// (kernel-history.md §4.1 and §5.1). All members share address, port and
+    /// device, so only the CPU bonus (4.4+) tells them apart.
+    fn reservoir_score(&self, t: &Tuple, member: &Member, cpu: u32) -> i32 {
+        let specific = !self.bind.is_unspecified();
+        let udp_hash2_path = self.proto == Proto::Udp && self.listening().len() as u32 > UDP_HASH2_THRESHOLD;
+        let base = match (self.proto, t.daddr.is_ipv6()) {
+            // AF_INET 2, AF_INET6 1; +4 for a bound address (compute_score, net/ipv4/inet_hashtables.c).
+            (Proto::Tcp, false) => (if self.bind.is_ipv4() { 2 } else { 1 }) + if specific { 4 } else { 0 },
+            // net/ipv6/inet6_hashtables.c: 1, +1 for a bound address.
+            (Proto::Tcp, true) => 1 + specific as i32,
+            // net/ipv4/udp.c: 2/1, +4 for a bound address on the port-slot scan only.
+            (Proto::Udp, false) => {
+                (if self.bind.is_ipv4() { 2 } else { 1 }) + if specific && !udp_hash2_path { 4 } else { 0 }
+            }
+            // net/ipv6/udp.c: 0, +1 for a bound address.
+            (Proto::Udp, true) => specific as i32,
+        };
+        let cpu_bonus = self.profile.incoming_cpu_score && member.incoming_cpu >= 0 && member.incoming_cpu as u32 == cpu;
+        base + cpu_bonus as i32
+    }
+
+    /// Which listener the kernel picks for this packet, received on `cpu`.
+    pub fn select(&self, t: &Tuple, cpu: u32) -> Result<Choice, SetupError> {
+        let t = self.accepts(t)?;
+        let hash = self.hash_of(&t);
+        let (listener, slot) = match &self.layout {
+            Layout::Array(a) => match self.select_by_hash(a, hash, cpu, None) {
+                Some((slot, l)) => (Some(l), Some(slot)),
+                None => (None, None),
+            },
+            Layout::Chain(c) => (self.reservoir(c, &t, hash, cpu, None), None),
+        };
+        Ok(Choice { listener, slot, hash })
+    }
+
+    /// The whole path of one packet, received on `cpu`.
+    pub fn explain(&self, t: &Tuple, cpu: u32) -> Result<Explain, SetupError> {
+        let t = self.accepts(t)?;
+        let hash = self.hash_trace(&t);
+        let h = hash.hash;
+        let mut notes = self.profile.notes();
+        let mut fallback = None;
+        let (pick, listener, slot) = match &self.layout {
+            Layout::Array(a) => {
+                let mut steps = Vec::new();
+                let n = a.num_socks();
+                let product = h as u64 * n as u64;
+                let got = self.select_by_hash(a, h, cpu, Some(&mut steps));
+                if got.is_none() {
+                    fallback = Some(if n == 0 {
+                        "the group has no listening member: no socket is returned".into()
+                    } else {
+                        "every member is connected: reuseport_select_sock returns NULL and the lookup keeps scanning (the full lookup is modelled in a later issue)".into()
+                    });
+                }
+                let source = match self.profile.group_scan {
+                    GroupScan::Plain => "reuseport_select_sock, net/core/sock_reuseport.c (4.5–5.3)",
+                    GroupScan::SkipConnected => "reuseport_select_sock, net/core/sock_reuseport.c (5.4+: skips connected members)",
+                    GroupScan::SkipConnectedPreferCpu => "reuseport_select_sock_by_hash, net/core/sock_reuseport.c (6.2+: SO_INCOMING_CPU ring scan)",
+                };
+                (
+                    Pick::ByHash {
+                        source: source.into(),
+                        num_socks: n,
+                        product: product.to_string(),
+                        product_hex: format!("{product:x}"),
+                        scaled: if n == 0 { 0 } else { reciprocal_scale(h, n) },
+                        steps,
+                    },
+                    got.map(|(_, l)| l),
+                    got.map(|(s, _)| s),
+                )
+            }
+            Layout::Chain(c) => {
+                let mut steps = Vec::new();
+                let l = self.reservoir(c, &t, h, cpu, Some(&mut steps));
+                if l.is_none() {
+                    fallback = Some("no listening member matches: no socket is returned".into());
+                }
+                let source = match self.proto {
+                    Proto::Tcp => "__inet_lookup_listener / inet6_lookup_listener reservoir scan (net/ipv4/inet_hashtables.c, 3.9–4.5)",
+                    Proto::Udp => "__udp4_lib_lookup / udp4_lib_lookup2 reservoir scan (net/ipv4/udp.c, 3.9–4.4)",
+                };
+                (Pick::Reservoir { source: source.into(), steps }, l, None)
+            }
+        };
+        if self.selection() == Selection::Reservoir && self.members.iter().any(|m| m.connected) {
+            notes.push("connected members are treated as not matching this packet; a packet from a member's own peer is matched by the full lookup, modelled in a later issue".into());
+        }
+        if self.profile.udp_wildcard_laddr == WildcardLaddr::ZeroAboveTen && self.proto == Proto::Udp && self.bind.is_unspecified() {
+            notes.push("the port-slot count assumes no other UDP socket on this port's slot".into());
+        }
+        Ok(Explain {
+            profile: self.profile.release,
+            proto: self.proto,
+            tuple: t,
+            cpu,
+            group: self.summary(),
+            hash,
+            pick,
+            listener,
+            slot,
+            fallback,
+            notes,
+        })
+    }
+
+    /// The group at a glance.
+    pub fn summary(&self) -> GroupSummary {
+        GroupSummary {
+            bind: self.bind.to_string(),
+            port: self.port,
+            selection: self.selection(),
+            listening: self.listening().len() as u32,
+            max_socks: self.sock_array().map(|a| a.max_socks()),
+            closed_tail: self.sock_array().map(|a| a.num_closed_socks()).unwrap_or(0),
+            incoming_cpu: self.incoming_cpu,
+            has_conns: self.has_conns,
+        }
+    }
+
+    /// Select by hash over the listening prefix, per era
+    /// (`net/core/sock_reuseport.c`, kernel-history.md §3.4). Returns the slot
+    /// and listener, recording each visited slot when asked.
+    fn select_by_hash(&self, a: &SockArray, hash: u32, cpu: u32, mut rec: Option<&mut Vec<RingStep>>) -> Option<(u32, u32)> {
+        let socks = a.listening();
+        let n = socks.len() as u32;
+        if n == 0 {
+            return None;
+        }
+        let start = reciprocal_scale(hash, n);
+        let mut push = |slot: u32, outcome: String, chosen: bool| {
+            if let Some(r) = rec.as_deref_mut() {
+                r.push(RingStep { slot, listener: socks[slot as usize], outcome, chosen });
+            }
+        };
+        let scan = self.profile.group_scan;
+        if scan == GroupScan::Plain {
+            push(start, "socks[reciprocal_scale(hash, num_socks)]".into(), true);
+            return Some((start, socks[start as usize]));
+        }
+        let prefer_cpu = scan == GroupScan::SkipConnectedPreferCpu && self.incoming_cpu > 0;
+        let mut first: Option<u32> = None;
+        let mut i = start;
+        loop {
+            let m = &self.members[socks[i as usize] as usize];
+            if m.connected {
+                push(i, "connected (TCP_ESTABLISHED): skipped".into(), false);
+            } else if !prefer_cpu {
+                let why = if scan == GroupScan::SkipConnectedPreferCpu {
+                    "not connected, and no member set SO_INCOMING_CPU: returned"
+                } else {
+                    "not connected: returned"
+                };
+                push(i, why.into(), true);
+                return Some((i, socks[i as usize]));
+            } else if m.incoming_cpu >= 0 && m.incoming_cpu as u32 == cpu {
+                push(i, format!("SO_INCOMING_CPU {} equals the receiving CPU: returned", m.incoming_cpu), true);
+                return Some((i, socks[i as usize]));
+            } else {
+                let first_note = if first.is_none() { "; remembered as the first valid member" } else { "" };
+                let cpu_word = if m.incoming_cpu < 0 { "unset".to_string() } else { m.incoming_cpu.to_string() };
+                push(i, format!("SO_INCOMING_CPU {cpu_word} is not CPU {cpu}{first_note}"), false);
+                first.get_or_insert(i);
+            }
+            i = if i + 1 >= n { 0 } else { i + 1 };
+            if i == start {
+                break;
+            }
+        }
+        if let (Some(f), Some(r)) = (first, rec.as_deref_mut()) {
+            r.push(RingStep { slot: f, listener: socks[f as usize], outcome: "no member on this CPU: the first valid member is returned".into(), chosen: true });
+        }
+        first.map(|f| (f, socks[f as usize]))
+    }
+
+    /// The reservoir scan (3.9–4.5 TCP, 3.9–4.4 UDP; kernel-history.md §4.1).
+    fn reservoir(&self, chain: &[u32], t: &Tuple, hash: u32, cpu: u32, mut rec: Option<&mut Vec<ReservoirStep>>) -> Option<u32> {
+        let mut result = None;
+        let mut hi = 0i32;
+        let mut matches = 0u32;
+        let mut phash = 0u32;
+        for (pos, &l) in chain.iter().enumerate() {
+            let m = &self.members[l as usize];
+            if m.connected {
+                if let Some(r) = rec.as_deref_mut() {
+                    r.push(ReservoirStep { position: pos as u32, listener: l, score: -1, matches, phash: None, scaled: None, taken: false, outcome: "connected to another peer: does not match (score -1)".into() });
+                }
+                continue;
+            }
+            let s = self.reservoir_score(t, m, cpu);
+            let (taken, tested, scaled, outcome) = if s > hi {
+                result = Some(l);
+                hi = s;
+                phash = hash;
+                matches = 1;
+                (true, None, None, format!("score {s} beats {}: taken, the reservoir restarts with the hash", if pos == 0 { "nothing".to_string() } else { "the best so far".to_string() }))
+            } else if s == hi {
+                matches += 1;
+                let tested = phash;
+                let sc = reciprocal_scale(tested, matches);
+                let take = sc == 0;
+                if take {
+                    result = Some(l);
+                }
+                phash = next_pseudo_random32(phash);
+                let outcome = if take {
+                    format!("equal score: reciprocal_scale({}, {matches}) = 0, taken", hex(tested))
+                } else {
+                    format!("equal score: reciprocal_scale({}, {matches}) = {sc}, kept the current pick", hex(tested))
+                };
+                (take, Some(tested), Some(sc), outcome)
+            } else {
+                (false, None, None, format!("score {s} is below {hi}: ignored"))
+            };
+            if let Some(r) = rec.as_deref_mut() {
+                r.push(ReservoirStep { position: pos as u32, listener: l, score: s, matches, phash: tested.map(hex), scaled, taken, outcome });
+            }
+        }
+        result
+    }
+}
