@@ -1,3 +1,269 @@
+//! # reuseport-wasm
+//!
+//! The thin WebAssembly layer over `reuseport-model`. It holds no kernel
+//! rule of its own: it converts inputs, calls the model and hands back what
+//! the model says.
+//!
+//! Boundary vocabulary:
+//! - Every exported item is prefixed `Wasm` on the Rust side and carries a
+//!   camelCase `js_name`; the TypeScript facade (`src/model/`) is the only
+//!   caller.
+//! - Structured inputs cross as one object (serde-wasm-bindgen), typed by
+//!   the declarations generated from the model's Rust types.
+//! - Errors cross as `JsError` whose message is the model's full sentence.
+//! - Group state lives here behind an opaque handle ([`WasmGroup`]).
+//! - Bulk packets cross as typed arrays living in wasm memory
+//!   ([`WasmV4Batch`]), so a million selections cost no copying.
+
+use reuseport_model::batch::V4Batch;
+use reuseport_model::tuple::{parse_tuple_line, Tuple};
+use reuseport_model::{GroupSpec, Profile, ReuseportGroup};
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
+
+/// Every fallible export returns this.
+pub type JsResult<T> = Result<T, JsError>;
+
+/// One conversion from the model's errors to JavaScript's.
+trait IntoJs<T> {
+    fn js(self) -> JsResult<T>;
+}
+
+impl<T, E: std::fmt::Display> IntoJs<T> for Result<T, E> {
+    fn js(self) -> JsResult<T> {
+        self.map_err(|e| JsError::new(&e.to_string()))
+    }
+}
+
+fn to_js<T: Serialize>(v: &T) -> JsResult<JsValue> {
+    v.serialize(&serde_wasm_bindgen::Serializer::new().serialize_missing_as_null(true)).js()
+}
+
+fn from_js<T: for<'de> Deserialize<'de>>(v: JsValue, what: &str) -> JsResult<T> {
+    serde_wasm_bindgen::from_value(v).map_err(|e| JsError::new(&format!("{what}: {e}")))
+}
+
+/// The model's version.
 #[wasm_bindgen(js_name = modelVersion)]
-pub fn model_version() -> String { reuseport_model::version().to_string() }
+pub fn wasm_model_version() -> String {
+    reuseport_model::version().to_string()
+}
+
+/// Every kernel profile, oldest first (`Profile[]`).
+#[wasm_bindgen(js_name = profiles)]
+pub fn wasm_profiles() -> JsResult<JsValue> {
+    to_js(&reuseport_model::profile::PROFILES)
+}
+
+/// The profile a `--kernel` style string resolves to (`Profile`).
+#[wasm_bindgen(js_name = resolveProfile)]
+pub fn wasm_resolve_profile(kernel: &str) -> JsResult<JsValue> {
+    to_js(Profile::resolve(kernel, None).js()?)
+}
+
+/// The input of [`WasmGroup::new`]: a kernel profile name or release, and
+/// the group.
+#[derive(Deserialize)]
+struct GroupConfig {
+    kernel: String,
+    group: GroupSpec,
+}
+
+/// One line's answer in [`WasmGroup::explain_text`].
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LineAnswer {
+    line: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explain: Option<reuseport_model::Explain>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// A reuseport group in one kernel era, held in wasm memory.
+#[wasm_bindgen(js_name = Group)]
+pub struct WasmGroup {
+    inner: ReuseportGroup,
+}
+
+#[wasm_bindgen(js_class = Group)]
+impl WasmGroup {
+    /// Builds a group from `{ kernel, group: GroupSpec }`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: JsValue) -> JsResult<WasmGroup> {
+        let cfg: GroupConfig = from_js(config, "group configuration")?;
+        let profile = Profile::resolve(&cfg.kernel, None).js()?;
+        let inner = ReuseportGroup::build(profile, &cfg.group).js()?;
+        Ok(WasmGroup { inner })
+    }
+
+    /// The full path of one packet (`Tuple` in, `Explain` out).
+    pub fn explain(&self, tuple: JsValue, cpu: u32) -> JsResult<JsValue> {
+        let t: Tuple = from_js(tuple, "tuple")?;
+        to_js(&self.inner.explain(&t, cpu).js()?)
+    }
+
+    /// Explains every line of pasted text (`SADDR SPORT DADDR DPORT` or
+    /// `SADDR:SPORT DADDR:DPORT`); blank and `#` lines are skipped. Returns
+    /// `{ line, explain } | { line, error }[]`, never throwing for a bad line.
+    #[wasm_bindgen(js_name = explainText)]
+    pub fn explain_text(&self, text: &str, cpu: u32) -> JsResult<JsValue> {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line_no = i as u32 + 1;
+            let answer = match parse_tuple_line(line) {
+                Ok(None) => continue,
+                Ok(Some(t)) => self.inner.explain(&t, cpu).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            out.push(match answer {
+                Ok(x) => LineAnswer { line: line_no, explain: Some(x), error: None },
+                Err(e) => LineAnswer { line: line_no, explain: None, error: Some(e) },
+            });
+        }
+        to_js(&out)
+    }
+
+    /// The group at a glance (`GroupSummary`).
+    pub fn summary(&self) -> JsResult<JsValue> {
+        to_js(&self.inner.summary())
+    }
+
+    /// Every member ever joined (`Member[]`, indexed by listener number).
+    pub fn members(&self) -> JsResult<JsValue> {
+        to_js(&self.inner.members())
+    }
+
+    /// `socks[]` as it stands: listener numbers, `0xffffffff` for empty
+    /// slots; empty in the reservoir era. Length is `max_socks`.
+    pub fn socks(&self) -> Vec<u32> {
+        self.inner.sock_array().map(|a| a.raw().to_vec()).unwrap_or_default()
+    }
+
+    /// The listening members in slot order (group era) or chain order,
+    /// head first (reservoir era).
+    pub fn listening(&self) -> Vec<u32> {
+        self.inner.listening().to_vec()
+    }
+
+    /// A new socket joins (`Change`).
+    pub fn join(&mut self) -> JsResult<JsValue> {
+        to_js(&self.inner.join().js()?)
+    }
+
+    /// Closes a listener (`Change`).
+    pub fn close(&mut self, listener: u32) -> JsResult<JsValue> {
+        to_js(&self.inner.close(listener).js()?)
+    }
+
+    /// Shuts a TCP listener down (`Change`).
+    pub fn shutdown(&mut self, listener: u32) -> JsResult<JsValue> {
+        to_js(&self.inner.shutdown(listener).js()?)
+    }
+
+    /// Listens again after a shutdown (`Change`).
+    pub fn relisten(&mut self, listener: u32) -> JsResult<JsValue> {
+        to_js(&self.inner.relisten(listener).js()?)
+    }
+
+    /// Sets (`cpu` a number) or clears (`undefined`) SO_INCOMING_CPU.
+    #[wasm_bindgen(js_name = setIncomingCpu)]
+    pub fn set_incoming_cpu(&mut self, listener: u32, cpu: Option<u32>) -> JsResult<JsValue> {
+        to_js(&self.inner.set_incoming_cpu(listener, cpu).js()?)
+    }
+
+    /// Connects a UDP member.
+    pub fn connect(&mut self, listener: u32) -> JsResult<JsValue> {
+        to_js(&self.inner.connect(listener).js()?)
+    }
+
+    /// Replaces the hash keys (a new boot), `Keys`.
+    #[wasm_bindgen(js_name = setKeys)]
+    pub fn set_keys(&mut self, keys: JsValue) -> JsResult<()> {
+        self.inner.set_keys(from_js(keys, "keys")?);
+        Ok(())
+    }
+
+    /// Selects for every packet in `batch` (its first `len` entries),
+    /// writing listener numbers (or `0xffffffff`) into the batch's output.
+    #[wasm_bindgen(js_name = selectBatchV4)]
+    pub fn select_batch_v4(&self, batch: &mut WasmV4Batch, len: usize, cpu: u32) -> JsResult<()> {
+        let n = len.min(batch.out.len());
+        let b = V4Batch {
+            saddr: &batch.saddr[..n],
+            sport: &batch.sport[..n],
+            daddr: &batch.daddr[..n],
+            dport: &batch.dport[..n],
+        };
+        self.inner.select_batch_v4(b, cpu, &mut batch.out[..n]).js()
+    }
+
+    /// Whether batches for this group take the vectorised path.
+    #[wasm_bindgen(js_name = batchIsVectorised)]
+    pub fn batch_is_vectorised(&self) -> bool {
+        self.inner.batch_is_vectorised()
+    }
+}
+
+/// IPv4 packets in wasm memory, structure of arrays (layout in
+/// `reuseport_model::batch`): fill the views, call
+/// [`WasmGroup::select_batch_v4`], read `out`. Views are invalidated when
+/// wasm memory grows; take them again after any other call that allocates.
+#[wasm_bindgen(js_name = V4Batch)]
+pub struct WasmV4Batch {
+    saddr: Vec<u32>,
+    sport: Vec<u16>,
+    daddr: Vec<u32>,
+    dport: Vec<u16>,
+    out: Vec<u32>,
+}
+
+#[wasm_bindgen(js_class = V4Batch)]
+impl WasmV4Batch {
+    /// Room for `capacity` packets.
+    #[wasm_bindgen(constructor)]
+    pub fn new(capacity: usize) -> WasmV4Batch {
+        WasmV4Batch {
+            saddr: vec![0; capacity],
+            sport: vec![0; capacity],
+            daddr: vec![0; capacity],
+            dport: vec![0; capacity],
+            out: vec![0; capacity],
+        }
+    }
+
+    /// How many packets fit.
+    pub fn capacity(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Client addresses, host-order numbers (a view into wasm memory).
+    pub fn saddr(&mut self) -> js_sys::Uint32Array {
+        // SAFETY: the view is used before any further wasm allocation; see the type's docs.
+        unsafe { js_sys::Uint32Array::view_mut_raw(self.saddr.as_mut_ptr(), self.saddr.len()) }
+    }
+
+    /// Client ports (a view into wasm memory).
+    pub fn sport(&mut self) -> js_sys::Uint16Array {
+        // SAFETY: as for `saddr`.
+        unsafe { js_sys::Uint16Array::view_mut_raw(self.sport.as_mut_ptr(), self.sport.len()) }
+    }
+
+    /// Destination addresses, host-order numbers (a view into wasm memory).
+    pub fn daddr(&mut self) -> js_sys::Uint32Array {
+        // SAFETY: as for `saddr`.
+        unsafe { js_sys::Uint32Array::view_mut_raw(self.daddr.as_mut_ptr(), self.daddr.len()) }
+    }
+
+    /// Destination ports (a view into wasm memory).
+    pub fn dport(&mut self) -> js_sys::Uint16Array {
+        // SAFETY: as for `saddr`.
+        unsafe { js_sys::Uint16Array::view_mut_raw(self.dport.as_mut_ptr(), self.dport.len()) }
+    }
+
+    /// Chosen listeners, `0xffffffff` for none (a view into wasm memory).
+    pub fn out(&mut self) -> js_sys::Uint32Array {
+        // SAFETY: as for `saddr`.
+        unsafe { js_sys::Uint32Array::view_mut_raw(self.out.as_mut_ptr(), self.out.len()) }
+    }
+}

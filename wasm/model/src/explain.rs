@@ -40,6 +40,7 @@ pub struct Explain {
 /// The group at the moment of the lookup.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
 pub struct GroupSummary {
     /// Bound address (`0.0.0.0` or `::` for a wildcard group).
     pub bind: String,
@@ -62,7 +63,7 @@ pub struct GroupSummary {
 /// How the member was picked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum Pick {
     /// `reuseport_select_sock` → select by hash over `socks[]`.
     ByHash {

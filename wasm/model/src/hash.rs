@@ -18,6 +18,7 @@ use crate::tuple::{port_raw, v4_word, v6_words, Proto};
 /// inputs (kernel-history.md §2.5).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
 pub struct Keys {
     /// IPv4: the jhash initval, `secret + net_hash_mix(net)` of the
     /// protocol's hash function (`inet_ehash_secret` or `udp_ehash_secret`).
@@ -52,6 +53,7 @@ pub struct JhashCall {
 /// The complete hash computation for one packet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
 pub struct HashTrace {
     /// Kernel function (`inet_ehashfn`, `udp_ehashfn`, `inet6_ehashfn`, `udp6_ehashfn`).
     pub function: String,

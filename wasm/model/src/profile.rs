@@ -137,8 +137,9 @@ pub enum WildcardLaddr {
 }
 
 /// The rules of one kernel series, as data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
 pub struct Profile {
     /// The series this profile describes.
     pub release: Release,

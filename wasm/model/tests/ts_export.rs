@@ -1,0 +1,28 @@
+//! Writes the TypeScript declarations of the model's record types, so the
+//! site's types come from the Rust types and are never kept by hand twice.
+//! Run by scripts/gen-types.sh: `cargo test -p reuseport-model --features ts --test ts_export`
+//! with `TS_EXPORT_DIR` set; without it the test checks that every type exports.
+#![cfg(feature = "ts")]
+
+use reuseport_model::explain::Explain;
+use reuseport_model::group::AddEffect;
+use reuseport_model::profile::Profile;
+use reuseport_model::reuseport::{Change, Choice, GroupSpec, Member};
+use ts_rs::{Config, TS};
+
+#[test]
+fn export_typescript_declarations() {
+    let dir = std::env::var("TS_EXPORT_DIR").ok();
+    let cfg = Config::new().with_large_int("number");
+    let cfg = match &dir {
+        Some(d) => cfg.with_out_dir(d),
+        None => cfg.with_out_dir(std::env::temp_dir().join("reuseport-ts-check")),
+    };
+    Explain::export_all(&cfg).unwrap();
+    GroupSpec::export_all(&cfg).unwrap();
+    Profile::export_all(&cfg).unwrap();
+    Change::export_all(&cfg).unwrap();
+    Choice::export_all(&cfg).unwrap();
+    Member::export_all(&cfg).unwrap();
+    AddEffect::export_all(&cfg).unwrap();
+}
