@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the wasm model package into src/model/pkg (gitignored) with wasm-pack.
+# Skipped when the output is newer than every input (wasm/, Cargo.*, .cargo/, this script).
+# Set FORCE=1 to rebuild anyway.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# node_modules/.bin first: wasm-pack must pick the npm `binaryen` wasm-opt (a current release),
+# not an old system one. Debian bookworm's binaryen 108 miswrites the export of wasm-bindgen's
+# externref table (it exports table 0, the funcref table), which breaks init() at runtime.
+export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+
+out=src/model/pkg/reuseport_bg.wasm
+inputs=(wasm Cargo.toml Cargo.lock .cargo scripts/build-wasm.sh)
+
+if [[ ${FORCE:-0} != 1 && -f $out && -f src/model/pkg/reuseport.js ]] \
+  && [[ -z $(find "${inputs[@]}" -newer "$out" -print -quit 2>/dev/null) ]]; then
+  echo "build-wasm: $out is up to date" >&2
+  exit 0
+fi
+
+[[ -x node_modules/.bin/wasm-opt ]] || { echo "build-wasm: node_modules/.bin/wasm-opt missing; run 'npm run setup' first" >&2; exit 1; }
+echo "build-wasm: wasm-pack build wasm/bindings --release --target web" >&2
+# wasm-pack must not download tools: wasm-bindgen and wasm-opt come from scripts/setup.sh.
+wasm-pack --log-level warn build wasm/bindings --release --target web \
+  --out-dir ../../src/model/pkg --out-name reuseport >&2
+touch "$out"
+echo "build-wasm: wrote $(du -h "$out" | cut -f1) $out" >&2

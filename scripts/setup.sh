@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Installs whatever the build and tests need and is missing; quick when all is present.
+# Needs beforehand: node (>= 20.19) with npm, and rustup (with cargo). Debian/Ubuntu for apt steps.
+# Progress goes to stderr, one "setup: ..." line per action.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+export DEBIAN_FRONTEND=noninteractive
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# --- 1. Tools that must exist already ---------------------------------------------------------
+have node || die "node not found on PATH; install Node.js >= 20.19 (https://nodejs.org)"
+have npm || die "npm not found on PATH; it ships with Node.js"
+have rustup || die "rustup not found (looked in PATH and ${CARGO_HOME:-$HOME/.cargo}/bin); install it from https://rustup.rs"
+have cargo || die "cargo not found; run 'rustup default stable'"
+cargo -V >/dev/null 2>&1 || die "cargo does not run (no default Rust toolchain?); run 'rustup default stable'"
+
+node_version=$(node -p 'process.versions.node')
+IFS=. read -r node_major node_minor _ <<<"$node_version"
+if (( node_major < 20 || (node_major == 20 && node_minor < 19) )); then
+  die "node $node_version is too old; Vite 8 needs >= 20.19"
+fi
+
+# --- 2. System packages via apt (collected, one 'apt-get update') ------------------------------
+apt_pkgs=()
+apt_why=()
+if ! have cc; then apt_pkgs+=(gcc libc6-dev); apt_why+=("gcc: C compiler/linker for cargo install"); fi
+if [[ ! -x /usr/bin/chromium ]]; then apt_pkgs+=(chromium fonts-liberation); apt_why+=("chromium: system browser for the Playwright e2e tests; npx playwright install cannot download"); fi
+
+if (( ${#apt_pkgs[@]} > 0 )); then
+  have apt-get || die "missing ${apt_pkgs[*]} and apt-get is not available; install them with your package manager"
+  if (( EUID == 0 )); then
+    sudo=()
+  elif have sudo; then
+    sudo=(sudo --preserve-env=DEBIAN_FRONTEND)
+  else
+    die "need root or sudo to install ${apt_pkgs[*]}"
+  fi
+  for why in "${apt_why[@]}"; do log "installing ${why%%:*} via apt (${why#*: })"; done
+  log "running apt-get update"
+  "${sudo[@]}" apt-get update -qq >&2
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}" >&2
+fi
+
+# --- 3. Node packages (also provide wasm-opt: npm `binaryen`, see scripts/build-wasm.sh) ------------------------------------------------------------------------
+stamp=node_modules/.setup-stamp
+want_stamp="$(node -p 'process.version') $(cat package.json package-lock.json | sha256sum | cut -d' ' -f1)"
+if [[ ! -d node_modules ]]; then
+  log "installing npm packages (node_modules missing): npm ci"
+  npm ci --no-audit --no-fund >&2
+  printf '%s\n' "$want_stamp" >"$stamp"
+elif [[ ! -f $stamp || "$(cat "$stamp")" != "$want_stamp" ]]; then
+  log "installing npm packages (package-lock.json or node changed since last install): npm ci"
+  npm ci --no-audit --no-fund >&2
+  printf '%s\n' "$want_stamp" >"$stamp"
+fi
+
+# --- 4. Rust wasm target ---------------------------------------------------------------------
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  log "installing Rust target wasm32-unknown-unknown (to compile the model to WebAssembly)"
+  rustup target add wasm32-unknown-unknown >&2
+fi
+
+# cargo install, --locked first; fall back to fresh resolution if a locked dependency
+# is not (or no longer) available in the registry index.
+cargo_install() {
+  if ! cargo install --locked "$@" >&2; then
+    log "cargo install --locked $* failed; retrying without --locked"
+    cargo install "$@" >&2
+  fi
+}
+
+# --- 5. wasm-pack ------------------------------------------------------------------------------
+if ! have wasm-pack; then
+  log "installing wasm-pack (builds the wasm package): cargo install wasm-pack --locked"
+  cargo_install wasm-pack
+fi
+
+# --- 6. wasm-bindgen CLI, exactly the version in Cargo.lock ------------------------------------
+# (otherwise wasm-pack tries to download one from GitHub)
+wbg_want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+[[ -n $wbg_want ]] || die "could not read the wasm-bindgen version from Cargo.lock"
+wbg_have=""
+if have wasm-bindgen; then wbg_have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}') || true; fi
+if [[ $wbg_have != "$wbg_want" ]]; then
+  log "installing wasm-bindgen-cli $wbg_want (must match Cargo.lock; found '${wbg_have:-none}')"
+  cargo_install wasm-bindgen-cli --version "$wbg_want" --force
+fi
+
+exit 0

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Sets everything up and runs every test; stops at the first failing stage and names it.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+
+stage() {
+  local name=$1; shift
+  local t0=$SECONDS
+  printf '\n==> test: %s\n' "$name" >&2
+  if ! "$@"; then
+    printf '\n==> test: FAILED at stage "%s" (command: %s)\n' "$name" "$*" >&2
+    exit 1
+  fi
+  printf '==> test: %s ok (%ss)\n' "$name" "$((SECONDS - t0))" >&2
+}
+
+stage setup bash scripts/setup.sh
+stage build-wasm bash scripts/build-wasm.sh
+stage "cargo test" cargo test --workspace --quiet
+stage typecheck tsc --noEmit -p tsconfig.json
+stage "unit tests (vitest)" vitest run
+stage "vite build" vite build
+stage "e2e tests (playwright)" playwright test
+
+printf '\n==> test: all stages passed (%ss)\n' "$SECONDS" >&2
