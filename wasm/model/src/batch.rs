@@ -68,17 +68,26 @@ struct Fast<'a> {
 #[inline(always)]
 fn run<H: Fn(u32, u32, u16, u16) -> u32>(h: H, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
     let n = f.socks.len() as u64;
-    let last = f.socks.len() - 1;
+    // Pass 1, branch-free and vectorised: the slot, or NONE when the packet
+    // does not reach the group.
     let iter = out.iter_mut().zip(b.saddr).zip(b.sport).zip(b.daddr).zip(b.dport);
     for ((((o, &sa), &sp), &da), &dp) in iter {
         // Host-order number to the kernel's raw word on little-endian.
         let laddr = if f.laddr_zero { 0 } else { da.swap_bytes() };
         let hv = h(laddr, sa.swap_bytes(), dp, sp);
-        let idx = ((hv as u64 * n) >> 32) as usize;
-        // idx < n always; min() lets the compiler drop the bounds check.
-        let pick = f.socks[idx.min(last)];
-        let reaches = dp == f.port && (f.bind_any | (da == f.bind_addr));
-        *o = if reaches { pick } else { NONE };
+        let slot = ((hv as u64 * n) >> 32) as u32;
+        let reaches = (dp == f.port) & (f.bind_any | (da == f.bind_addr));
+        *o = if reaches { slot } else { NONE };
+    }
+    // Pass 2: slot to listener (a gather; skipped when socks[i] == i).
+    if f.socks.iter().enumerate().all(|(i, &l)| l == i as u32) {
+        return;
+    }
+    let last = f.socks.len() - 1;
+    for o in out.iter_mut() {
+        if *o != NONE {
+            *o = f.socks[(*o as usize).min(last)];
+        }
     }
 }
 
@@ -105,12 +114,41 @@ fn fast_avx512(form: V4Form, jh: JhashForm, initval: u32, f: Fast<'_>, b: V4Batc
     dispatch!(form, jh, initval, f, b, out)
 }
 
-fn fast(form: V4Form, jh: JhashForm, initval: u32, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f")
+/// Which compiled copy of the vectorised loop to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    /// The widest the CPU supports (AVX-512 where present).
+    Best,
+    /// The baseline target's copy (SSE2 on x86-64, SIMD128 on wasm).
+    Portable,
+}
+
+impl Isa {
+    /// The copy `Best` resolves to on this CPU.
+    pub fn best_name() -> &'static str {
+        #[cfg(target_arch = "x86_64")]
+        if avx512() {
+            return "avx512";
+        }
+        if cfg!(target_arch = "wasm32") {
+            "simd128"
+        } else {
+            "baseline"
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512vl")
         && std::arch::is_x86_feature_detected!("avx512dq")
+}
+
+fn fast(isa: Isa, form: V4Form, jh: JhashForm, initval: u32, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Best && avx512()
     {
         // SAFETY: the CPU has every feature the function was compiled for.
         return unsafe { fast_avx512(form, jh, initval, f, b, out) };
@@ -129,7 +167,7 @@ impl ReuseportGroup {
         let p = self.profile();
         let any_connected = self.members().iter().any(|m| m.connected && m.state == MemberState::Listening);
         let scan = p.group_scan;
-        if (scan != GroupScan::Plain && any_connected) || (scan == GroupScan::SkipConnectedPreferCpu && self.summary().incoming_cpu > 0) {
+        if (scan != GroupScan::Plain && any_connected) || (scan == GroupScan::SkipConnectedPreferCpu && self.incoming_cpu_count() > 0) {
             return None;
         }
         let (bind, port) = self.bound();
@@ -154,6 +192,12 @@ impl ReuseportGroup {
     /// Selects a listener for every packet of an IPv4 batch received on
     /// `cpu`, writing listener numbers (or [`NONE`]) to `out`.
     pub fn select_batch_v4(&self, b: V4Batch<'_>, cpu: u32, out: &mut [u32]) -> Result<(), LengthMismatch> {
+        self.select_batch_v4_on(Isa::Best, b, cpu, out)
+    }
+
+    /// [`Self::select_batch_v4`] on a chosen copy of the vectorised loop
+    /// (benchmarks compare them; the answers are the same).
+    pub fn select_batch_v4_on(&self, isa: Isa, b: V4Batch<'_>, cpu: u32, out: &mut [u32]) -> Result<(), LengthMismatch> {
         let len = out.len();
         if b.saddr.len() != len || b.sport.len() != len || b.daddr.len() != len || b.dport.len() != len {
             return Err(LengthMismatch { saddr: b.saddr.len(), sport: b.sport.len(), daddr: b.daddr.len(), dport: b.dport.len(), out: len });
@@ -164,7 +208,7 @@ impl ReuseportGroup {
                 Proto::Tcp => p.tcp4,
                 Proto::Udp => p.udp4,
             };
-            fast(form, p.jhash, self.keys().v4, f, b, out);
+            fast(isa, form, p.jhash, self.keys().v4, f, b, out);
             return Ok(());
         }
         for i in 0..len {

@@ -190,6 +190,25 @@ pub enum Change {
     Unchanged,
 }
 
+/// The rule that picks the hashed local address (kernel-history.md §2.6).
+#[derive(Debug, Clone, Copy)]
+enum LaddrRule {
+    Specific,
+    WildcardZero,
+    WildcardDaddr,
+    PortSlotOverTen(u32),
+    PortSlotTenOrFewer(u32),
+}
+
+impl LaddrRule {
+    fn apply(self, daddr: IpAddr) -> IpAddr {
+        match self {
+            LaddrRule::WildcardZero | LaddrRule::PortSlotOverTen(_) => zero_of(daddr),
+            _ => daddr,
+        }
+    }
+}
+
 fn zero_of(a: IpAddr) -> IpAddr {
     match a {
         IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
@@ -554,39 +573,46 @@ impl ReuseportGroup {
         }
     }
 
-    /// The local address the lookup pass that finds this group feeds to the
-    /// hash, and why (kernel-history.md §2.6).
-    pub fn hashed_laddr(&self, t: &Tuple) -> (IpAddr, String) {
+    /// Which rule decides the hashed local address for this packet.
+    fn laddr_rule(&self) -> LaddrRule {
         if !self.bind.is_unspecified() {
-            return (t.daddr, format!("the group is bound to {}: the exact-address pass hashes the destination", self.bind));
+            return LaddrRule::Specific;
         }
         let rule = match self.proto {
             Proto::Tcp => self.profile.tcp_wildcard_laddr,
             Proto::Udp => self.profile.udp_wildcard_laddr,
         };
         match rule {
-            WildcardLaddr::Zero => (
-                zero_of(t.daddr),
-                "wildcard group: from 5.0 the second lookup pass runs with daddr = INADDR_ANY, so the hash sees 0 (net/ipv4/inet_hashtables.c, net/ipv4/udp.c, 5.0+)".into(),
-            ),
-            WildcardLaddr::Daddr => (
-                t.daddr,
-                format!("wildcard group: before 5.0 the lookup hashes the real destination (profile {})", self.profile.release),
-            ),
+            WildcardLaddr::Zero => LaddrRule::WildcardZero,
+            WildcardLaddr::Daddr => LaddrRule::WildcardDaddr,
             WildcardLaddr::ZeroAboveTen => {
                 let count = self.listening().len() as u32;
                 if count > UDP_HASH2_THRESHOLD {
-                    (zero_of(t.daddr), format!("wildcard group with {count} sockets on the port slot (more than 10): the hash2 path's wildcard pass hashes INADDR_ANY (net/ipv4/udp.c, 3.9–4.6)"))
+                    LaddrRule::PortSlotOverTen(count)
                 } else {
-                    (t.daddr, format!("wildcard group with {count} sockets on the port slot (10 or fewer): the port-slot scan hashes the real destination (net/ipv4/udp.c, 3.9–4.6)"))
+                    LaddrRule::PortSlotTenOrFewer(count)
                 }
             }
         }
     }
 
+    /// The local address the lookup pass that finds this group feeds to the
+    /// hash, and why (kernel-history.md §2.6).
+    pub fn hashed_laddr(&self, t: &Tuple) -> (IpAddr, String) {
+        let rule = self.laddr_rule();
+        let why = match rule {
+            LaddrRule::Specific => format!("the group is bound to {}: the exact-address pass hashes the destination", self.bind),
+            LaddrRule::WildcardZero => "wildcard group: from 5.0 the second lookup pass runs with daddr = INADDR_ANY, so the hash sees 0 (net/ipv4/inet_hashtables.c, net/ipv4/udp.c, 5.0+)".into(),
+            LaddrRule::WildcardDaddr => format!("wildcard group: before 5.0 the lookup hashes the real destination (profile {})", self.profile.release),
+            LaddrRule::PortSlotOverTen(count) => format!("wildcard group with {count} sockets on the port slot (more than 10): the hash2 path's wildcard pass hashes INADDR_ANY (net/ipv4/udp.c, 3.9–4.6)"),
+            LaddrRule::PortSlotTenOrFewer(count) => format!("wildcard group with {count} sockets on the port slot (10 or fewer): the port-slot scan hashes the real destination (net/ipv4/udp.c, 3.9–4.6)"),
+        };
+        (rule.apply(t.daddr), why)
+    }
+
     /// The reuseport hash of a packet (already checked with [`Self::accepts`]).
     pub fn hash_of(&self, t: &Tuple) -> u32 {
-        let (laddr, _) = self.hashed_laddr(t);
+        let laddr = self.laddr_rule().apply(t.daddr);
         let p = self.profile;
         match (laddr, t.saddr) {
             (IpAddr::V4(l), IpAddr::V4(f)) => {
@@ -712,6 +738,12 @@ impl ReuseportGroup {
             fallback,
             notes,
         })
+    }
+
+    /// The group's `incoming_cpu` counter: members in the group with
+    /// SO_INCOMING_CPU set (`net/core/sock_reuseport.c`, 6.2).
+    pub fn incoming_cpu_count(&self) -> u32 {
+        self.incoming_cpu
     }
 
     /// The group at a glance.
