@@ -1,1 +1,32 @@
-fn main() { println!("{}", reuseport_model::version()); }
+//! `reuseport-agent`: parses the command line, runs the subcommand, and maps
+//! its result to the exit status (see [`reuseport_agent::exit`]).
+
+use std::io::{self, BufWriter};
+use std::process::ExitCode;
+
+use clap::Parser;
+use reuseport_agent::{exit, predict, Cli, Command, Error};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Predict(args) => {
+            let out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+            finish(predict::run(&args, io::stdin().lock(), out).map(|o| o.failed == 0))
+        }
+    }
+}
+
+/// `Ok(true)`: all answered; `Ok(false)`: some lines failed; a broken pipe
+/// is success; any other error is printed and refused.
+fn finish(result: Result<bool, Error>) -> ExitCode {
+    match result {
+        Ok(true) => ExitCode::from(exit::OK),
+        Ok(false) => ExitCode::from(exit::SOME_LINES_FAILED),
+        Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(exit::REFUSED)
+        }
+    }
+}

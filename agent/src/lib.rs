@@ -1,0 +1,63 @@
+//! # reuseport-agent
+//!
+//! The native companion of Reuseport Lab. It runs the `reuseport-model`
+//! crate from the command line: `predict` answers, for each 4-tuple read on
+//! standard input, which member of an SO_REUSEPORT group a given Linux
+//! kernel hands the connection or datagram to.
+//!
+//! One module per subcommand, each with one `run` function that reads from
+//! any [`std::io::Read`] and writes to any [`std::io::Write`], so the
+//! commands can be tested without a process. `main` only parses the command
+//! line, calls `run`, and turns the result into an exit status
+//! ([`exit`]).
+
+#![warn(missing_docs)]
+
+use clap::{Parser, Subcommand};
+
+pub mod error;
+pub mod kernel;
+pub mod predict;
+
+pub use error::{Error, LineError};
+
+/// Predicts, and on Linux measures, which SO_REUSEPORT listener the kernel picks.
+#[derive(Debug, Parser)]
+#[command(name = "reuseport-agent", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Predict the listener chosen for each tuple on stdin (one JSON object per line on stdout).
+    ///
+    /// Input: one tuple per line, `SADDR SPORT DADDR DPORT` or
+    /// `SADDR:SPORT DADDR:DPORT` (IPv6 as `[addr]:port`); S is the client, D
+    /// the server. Blank lines and `#` comments are skipped; line numbers count
+    /// every physical line from 1.
+    ///
+    /// Output: JSON Lines, one object per tuple line, in input order:
+    /// `{"line", "tuple", "profile", "listener", "slot", "hash"}`, or with
+    /// `--explain` the whole explain record plus `line`. A line that cannot
+    /// be answered gives `{"line", "error"}` and the run goes on.
+    ///
+    /// Exit status: 0 when every line was answered, 1 when some line gave an
+    /// error object, 2 when the group or the options are impossible (nothing
+    /// is printed on stdout then).
+    Predict(predict::PredictArgs),
+}
+
+/// Exit statuses shared by the subcommands.
+pub mod exit {
+    /// Every input line was answered.
+    pub const OK: u8 = 0;
+    /// The run finished, but some input lines gave error objects.
+    pub const SOME_LINES_FAILED: u8 = 1;
+    /// Nothing was done: the options, the kernel or the group are impossible
+    /// (also the status of command-line usage errors).
+    pub const REFUSED: u8 = 2;
+}

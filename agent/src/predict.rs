@@ -1,0 +1,601 @@
+//! `predict`: which member of an SO_REUSEPORT group a given kernel picks for
+//! each 4-tuple, as JSON Lines.
+//!
+//! The group is described by the options ([`PredictArgs`]) and built once
+//! with the model ([`ReuseportGroup::build`]); every tuple line is then
+//! answered with [`ReuseportGroup::select`], or [`ReuseportGroup::explain`]
+//! with `--explain`. Input is read and output written line by line, so runs
+//! of any length use constant memory.
+//!
+//! Output objects, one per tuple line, in input order:
+//! - `{"line", "tuple", "profile", "listener", "slot", "hash"}`: `tuple` is
+//!   the tuple as read, in the `SADDR:SPORT DADDR:DPORT` form; `profile` the
+//!   kernel profile used (`"6.18"`); `listener` the chosen socket's number in
+//!   listen order (bind order for UDP), `null` when the group returns none;
+//!   `slot` its index in `socks[]`, `null` in the reservoir era (TCP up to
+//!   4.5, UDP up to 4.4); `hash` the reuseport hash as `"0x%08x"`.
+//! - with `--explain`: `line` plus every field of the model's [`Explain`]
+//!   record, serialized as the model defines it (its hex strings have no
+//!   `0x`).
+//! - `{"line", "error"}` for a line that cannot be answered.
+//!
+//! When `--bind` gives no port, or is absent, the group's port (and address)
+//! come from the first tuple line that can be answered: a line that does
+//! not parse, or an IPv6 line without `--inner-secret`, gets its error
+//! object and the next line is tried. An impossible group is refused before
+//! any input is read, so nothing reaches stdout.
+
+use std::fmt::{self, Display};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Ipv4Addr};
+
+use clap::{Args, ValueEnum};
+use reuseport_model::reuseport::CpuPin;
+use reuseport_model::tuple::{parse_bind, parse_hex32, parse_tuple_line};
+use reuseport_model::{
+    Explain, GroupSpec, Keys, ParseError, Profile, Proto, Release, ReuseportGroup, SetupError,
+    Tuple,
+};
+use serde::{Serialize, Serializer};
+
+use crate::error::{Error, LineError};
+use crate::kernel;
+
+/// Transport protocol of the group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtoArg {
+    /// TCP: members join the group at listen().
+    Tcp,
+    /// UDP: members join the group at bind().
+    Udp,
+}
+
+impl From<ProtoArg> for Proto {
+    fn from(p: ProtoArg) -> Proto {
+        match p {
+            ProtoArg::Tcp => Proto::Tcp,
+            ProtoArg::Udp => Proto::Udp,
+        }
+    }
+}
+
+/// The `--bind` value: the group's address and, optionally, its port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bind {
+    /// Specific, or `0.0.0.0` / `::` for a wildcard group.
+    pub addr: IpAddr,
+    /// The port, when given.
+    pub port: Option<u16>,
+}
+
+fn bind_arg(s: &str) -> Result<Bind, ParseError> {
+    let (addr, port) = parse_bind(s)?;
+    Ok(Bind { addr, port })
+}
+
+/// Parses one `--incoming-cpu` item, `LISTENER=CPU`.
+pub fn pin_arg(s: &str) -> Result<CpuPin, Error> {
+    let bad = || Error::Pin(s.to_string());
+    let (l, c) = s.split_once('=').ok_or_else(bad)?;
+    Ok(CpuPin {
+        listener: l.trim().parse().map_err(|_| bad())?,
+        cpu: c.trim().parse().map_err(|_| bad())?,
+    })
+}
+
+/// Options of `predict`.
+#[derive(Debug, Clone, Args)]
+pub struct PredictArgs {
+    /// Kernel to model: a release such as 6.18, 6.18.44-fc or 5.19.3 (it follows the newest profile at or below it), or `auto` for the running kernel (Linux only).
+    #[arg(long, value_name = "RELEASE|auto")]
+    pub kernel: String,
+
+    /// Transport protocol of the group.
+    #[arg(long, value_enum)]
+    pub proto: ProtoArg,
+
+    /// How many sockets join the group, numbered 0..N-1 in listen() order (bind() order for UDP).
+    #[arg(long, value_name = "N")]
+    pub listeners: u32,
+
+    /// The 32-bit jhash initval the kernel keys the IPv4 hash with: the protocol's secret plus net_hash_mix, in hex (0x1a2b3c4d). Also the IPv6 outer value; for the 7.2 single-pass IPv6 TCP form give net_hash_mix alone.
+    #[arg(long, value_name = "0xHEX", value_parser = parse_hex32)]
+    pub secret: u32,
+
+    /// The IPv6 inner value (the initval of the foreign-address hash, or the only key of the 7.2 single-pass form), in hex. Required for IPv6 tuples: without it each IPv6 line gets an error object.
+    #[arg(long, value_name = "0xHEX", value_parser = parse_hex32)]
+    pub inner_secret: Option<u32>,
+
+    /// The address the group is bound to, optionally with the port: 127.0.0.1, 10.0.0.1:8080, [::1]:8080; 0.0.0.0 or :: for a wildcard group. Default: the destination address of the first tuple line (a specific-address group). The port defaults to the first tuple line's destination port.
+    #[arg(long, value_name = "ADDR[:PORT]", value_parser = bind_arg)]
+    pub bind: Option<Bind>,
+
+    /// Listeners closed, in this order, after all have joined (comma-separated, or repeat the option).
+    #[arg(long, value_name = "I,J,...", value_delimiter = ',')]
+    pub closed: Vec<u32>,
+
+    /// TCP listeners shut down (not closed), in this order, after the closes. With --tcp-migrate-req (5.14+) they stay in the group's closed tail.
+    #[arg(long, value_name = "I,J,...", value_delimiter = ',')]
+    pub shutdown: Vec<u32>,
+
+    /// Set net.ipv4.tcp_migrate_req (TCP, 5.14+): shut-down listeners keep their requests for migration.
+    #[arg(long)]
+    pub tcp_migrate_req: bool,
+
+    /// SO_INCOMING_CPU settings as LISTENER=CPU pairs (4.4+), comma-separated: 0=1,3=1.
+    #[arg(long, value_name = "L=C,...", value_delimiter = ',', value_parser = pin_arg)]
+    pub incoming_cpu: Vec<CpuPin>,
+
+    /// UDP members that connect()ed (they are skipped by the group from 5.4).
+    #[arg(long, value_name = "I,J,...", value_delimiter = ',')]
+    pub connected: Vec<u32>,
+
+    /// IPV6_V6ONLY on an IPv6 group (without it an IPv6 wildcard group also receives IPv4). Ignored for an IPv4 group.
+    #[arg(long)]
+    pub v6only: bool,
+
+    /// The CPU that receives the packets (matters with --incoming-cpu).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub cpu: u32,
+
+    /// Print the model's full explain record for each line (hash inputs, every slot or chain step visited) instead of the short object.
+    #[arg(long)]
+    pub explain: bool,
+}
+
+impl PredictArgs {
+    /// The group these options describe, bound to `bind:port`.
+    pub fn spec(&self, bind: IpAddr, port: u16) -> GroupSpec {
+        GroupSpec {
+            proto: self.proto.into(),
+            listeners: self.listeners,
+            bind,
+            port,
+            v6only: self.v6only,
+            keys: Keys {
+                v4: self.secret,
+                v6_outer: self.secret,
+                v6_inner: self.inner_secret.unwrap_or(0),
+            },
+            closed: self.closed.clone(),
+            shutdown: self.shutdown.clone(),
+            tcp_migrate_req: self.tcp_migrate_req,
+            incoming_cpu: self.incoming_cpu.clone(),
+            connected: self.connected.clone(),
+        }
+    }
+
+    fn build(
+        &self,
+        profile: &'static Profile,
+        bind: IpAddr,
+        port: u16,
+    ) -> Result<ReuseportGroup, Error> {
+        ReuseportGroup::build(profile, &self.spec(bind, port)).map_err(Error::Group)
+    }
+}
+
+/// How a run went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Tuple lines answered.
+    pub answered: u64,
+    /// Tuple lines that got an error object.
+    pub failed: u64,
+}
+
+/// Serializes any `Display` value as a JSON string, without an
+/// intermediate `String`.
+struct Shown<T>(T);
+
+impl<T: Display> Serialize for Shown<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+/// A hash as `0x` and 8 hex digits.
+struct HashHex(u32);
+
+impl Display for HashHex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0x{:08x}", self.0)
+    }
+}
+
+#[derive(Serialize)]
+struct Prediction<'a> {
+    line: u64,
+    tuple: Shown<&'a Tuple>,
+    profile: Shown<Release>,
+    listener: Option<u32>,
+    slot: Option<u32>,
+    hash: Shown<HashHex>,
+}
+
+#[derive(Serialize)]
+struct Explained<'a> {
+    line: u64,
+    #[serde(flatten)]
+    explain: &'a Explain,
+}
+
+#[derive(Serialize)]
+struct Failure<'a> {
+    line: u64,
+    error: Shown<&'a LineError>,
+}
+
+fn emit(out: &mut impl Write, value: &impl Serialize) -> Result<(), Error> {
+    serde_json::to_writer(&mut *out, value).map_err(|e| Error::Output(e.into()))?;
+    out.write_all(b"\n").map_err(Error::Output)
+}
+
+fn parse_line(bytes: &[u8]) -> Result<Option<Tuple>, LineError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| LineError::NotText)?;
+    Ok(parse_tuple_line(text)?)
+}
+
+/// Runs `predict`: reads tuple lines from `input`, writes one JSON object
+/// per tuple line to `out` (see the module docs).
+///
+/// Returns how many lines were answered and how many failed, or an
+/// [`Error`] when the kernel or group is impossible (nothing is written
+/// then) or the input or output fails. `out` is flushed whenever the input
+/// holds no further complete line (before a read that may block) and at the
+/// end, so interactive use sees each answer at once while bulk runs write in
+/// large blocks.
+pub fn run(args: &PredictArgs, input: impl Read, mut out: impl Write) -> Result<Outcome, Error> {
+    let profile = kernel::resolve(&args.kernel)?;
+    let mut group = match args.bind {
+        Some(Bind {
+            addr,
+            port: Some(port),
+        }) => Some(args.build(profile, addr, port)?),
+        bind => {
+            // Address or port come from the first tuple line. Whether the
+            // kernel accepts the group does not depend on them: find out now.
+            let addr = bind.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |b| b.addr);
+            args.build(profile, addr, 0)?;
+            None
+        }
+    };
+
+    let mut reader = BufReader::with_capacity(1 << 16, input);
+    let mut buf = Vec::with_capacity(128);
+    let mut outcome = Outcome::default();
+    let mut line = 0u64;
+    loop {
+        if !reader.buffer().contains(&b'\n') {
+            out.flush().map_err(Error::Output)?;
+        }
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf).map_err(Error::Input)? == 0 {
+            break;
+        }
+        line += 1;
+        let answer = match parse_line(&buf) {
+            Ok(None) => continue,
+            Ok(Some(t)) if t.is_v6() && args.inner_secret.is_none() => {
+                Err(SetupError::MissingInnerSecret.into())
+            }
+            Ok(Some(t)) => {
+                if group.is_none() {
+                    let bind = args.bind.map_or(t.daddr, |b| b.addr);
+                    let port = args.bind.and_then(|b| b.port).unwrap_or(t.dport);
+                    group = Some(args.build(profile, bind, port)?);
+                }
+                let g = group.as_ref().expect("built above");
+                if args.explain {
+                    g.explain(&t, args.cpu)
+                        .map(|x| emit(&mut out, &Explained { line, explain: &x }))
+                } else {
+                    g.select(&t, args.cpu).map(|c| {
+                        emit(
+                            &mut out,
+                            &Prediction {
+                                line,
+                                tuple: Shown(&t),
+                                profile: Shown(profile.release),
+                                listener: c.listener,
+                                slot: c.slot,
+                                hash: Shown(HashHex(c.hash)),
+                            },
+                        )
+                    })
+                }
+                .map_err(LineError::from)
+            }
+            Err(e) => Err(e),
+        };
+        match answer {
+            Ok(written) => {
+                written?;
+                outcome.answered += 1;
+            }
+            Err(e) => {
+                emit(
+                    &mut out,
+                    &Failure {
+                        line,
+                        error: Shown(&e),
+                    },
+                )?;
+                outcome.failed += 1;
+            }
+        }
+    }
+    out.flush().map_err(Error::Output)?;
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use clap::Parser;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::{Cli, Command};
+
+    fn args(argv: &str) -> PredictArgs {
+        let argv = std::iter::once("reuseport-agent")
+            .chain(std::iter::once("predict"))
+            .chain(argv.split_whitespace());
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Predict(a) => a,
+        }
+    }
+
+    fn predict(argv: &str, input: &str) -> (Result<Outcome, Error>, Vec<Value>) {
+        let mut out = Vec::new();
+        let r = run(&args(argv), input.as_bytes(), &mut out);
+        let text = String::from_utf8(out).unwrap();
+        (
+            r,
+            text.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn options_parse_into_the_spec() {
+        let a = args("--kernel 6.18 --proto udp --listeners 4 --secret 0xabc --inner-secret 12 --closed 1,2 --closed 3 --connected 0 --incoming-cpu 0=1,2=3 --bind [::]:53 --v6only --cpu 2");
+        let spec = a.spec("::".parse().unwrap(), 53);
+        assert_eq!(spec.proto, Proto::Udp);
+        assert_eq!(
+            spec.keys,
+            Keys {
+                v4: 0xabc,
+                v6_outer: 0xabc,
+                v6_inner: 0x12
+            }
+        );
+        assert_eq!(spec.closed, vec![1, 2, 3]);
+        assert_eq!(spec.connected, vec![0]);
+        assert_eq!(
+            spec.incoming_cpu,
+            vec![
+                CpuPin {
+                    listener: 0,
+                    cpu: 1
+                },
+                CpuPin {
+                    listener: 2,
+                    cpu: 3
+                }
+            ]
+        );
+        assert_eq!(
+            a.bind,
+            Some(Bind {
+                addr: "::".parse().unwrap(),
+                port: Some(53)
+            })
+        );
+        assert!(spec.v6only);
+        assert_eq!(a.cpu, 2);
+    }
+
+    #[test]
+    fn bad_pins_and_secrets_are_usage_errors() {
+        for bad in [
+            "--incoming-cpu 1",
+            "--incoming-cpu a=1",
+            "--secret 0xZZ",
+            "--secret 0x123456789",
+        ] {
+            let argv = format!("predict --kernel 6.18 --proto tcp --listeners 2 --secret 1 {bad}");
+            let e = Cli::try_parse_from(
+                std::iter::once("reuseport-agent").chain(argv.split_whitespace()),
+            )
+            .unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+        }
+        assert!(pin_arg("x")
+            .unwrap_err()
+            .to_string()
+            .contains("LISTENER=CPU"));
+    }
+
+    #[test]
+    fn blank_and_comment_lines_are_skipped_but_counted() {
+        let (r, v) = predict(
+            "--kernel 6.18 --proto tcp --listeners 8 --secret 0",
+            "# header\n\n127.0.0.9 40000 127.0.0.1 8080\n",
+        );
+        assert_eq!(
+            r.unwrap(),
+            Outcome {
+                answered: 1,
+                failed: 0
+            }
+        );
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0]["line"], 3);
+        assert_eq!(v[0]["tuple"], "127.0.0.9:40000 127.0.0.1:8080");
+        assert_eq!(v[0]["profile"], "6.18");
+    }
+
+    #[test]
+    fn the_first_good_line_binds_the_group() {
+        let input = "127.0.0.9 99999 127.0.0.1 8080\n\
+                     [fd02::5]:1 [::1]:8080\n\
+                     127.0.0.9 40000 127.0.0.2 9090\n\
+                     127.0.0.9 40000 127.0.0.1 8080\n\
+                     127.0.0.9 40001 127.0.0.2 9090\n";
+        let (r, v) = predict("--kernel 6.18 --proto tcp --listeners 8 --secret 0", input);
+        assert_eq!(
+            r.unwrap(),
+            Outcome {
+                answered: 2,
+                failed: 3
+            }
+        );
+        assert!(v[0]["error"].as_str().unwrap().contains("source port"));
+        assert!(v[1]["error"].as_str().unwrap().contains("--inner-secret"));
+        assert!(
+            v[2]["listener"].is_u64(),
+            "line 3 binds the group to 127.0.0.2:9090"
+        );
+        assert!(v[3]["error"]
+            .as_str()
+            .unwrap()
+            .contains("does not reach the group bound to 127.0.0.2 port 9090"));
+        assert_eq!(v[4]["line"], 5);
+        assert!(v[4]["listener"].is_u64());
+    }
+
+    #[test]
+    fn bind_without_port_takes_the_port_from_the_first_line() {
+        let input =
+            "10.0.0.2 1000 10.0.0.1 80\n10.0.0.2 1000 10.0.0.7 80\n10.0.0.2 1000 10.0.0.1 81\n";
+        let (r, v) = predict(
+            "--kernel 6.18 --proto udp --listeners 3 --secret 7 --bind 0.0.0.0",
+            input,
+        );
+        assert_eq!(
+            r.unwrap(),
+            Outcome {
+                answered: 2,
+                failed: 1
+            }
+        );
+        assert!(v[2]["error"].as_str().unwrap().contains("port 80"));
+    }
+
+    #[test]
+    fn an_impossible_group_is_refused_before_any_output() {
+        for argv in [
+            "--kernel 6.18 --proto tcp --listeners 0 --secret 0",
+            "--kernel 6.18 --proto tcp --listeners 4 --secret 0 --closed 4",
+            "--kernel 6.18 --proto tcp --listeners 2 --secret 0 --connected 1",
+            "--kernel 6.12 --proto udp --listeners 2 --secret 0 --tcp-migrate-req",
+            "--kernel 2.6 --proto tcp --listeners 2 --secret 0",
+        ] {
+            let (r, v) = predict(argv, "bad line\n127.0.0.9 40000 127.0.0.1 8080\n");
+            assert!(r.is_err(), "{argv}");
+            assert!(v.is_empty(), "{argv}");
+        }
+    }
+
+    #[test]
+    fn explain_records_carry_the_line() {
+        let (r, v) = predict(
+            "--kernel 6.18 --proto tcp --listeners 8 --secret 0 --explain",
+            "\n127.0.0.9 40000 127.0.0.1 8080\n",
+        );
+        assert_eq!(r.unwrap().answered, 1);
+        assert_eq!(v[0]["line"], 2);
+        assert_eq!(v[0]["listener"], v[0]["slot"]);
+        assert_eq!(v[0]["group"]["listening"], 8);
+        assert!(v[0]["hash"]["calls"].is_array());
+    }
+
+    #[test]
+    fn not_utf8_is_a_line_error() {
+        let mut out = Vec::new();
+        let r = run(
+            &args("--kernel 6.18 --proto tcp --listeners 2 --secret 0"),
+            &b"\xff\xfe 1 2 3\n"[..],
+            &mut out,
+        );
+        assert_eq!(
+            r.unwrap(),
+            Outcome {
+                answered: 0,
+                failed: 1
+            }
+        );
+        assert!(String::from_utf8(out).unwrap().contains("not UTF-8"));
+    }
+
+    /// The output side of a pipe: what has been written through so far.
+    #[derive(Clone, Default)]
+    struct Pipe(Rc<RefCell<Vec<u8>>>);
+
+    impl Write for Pipe {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Input that arrives one line per read, like a person typing; each read
+    /// checks that every earlier answer has already reached the pipe.
+    struct Typist {
+        lines: Vec<&'static str>,
+        given: usize,
+        pipe: Pipe,
+    }
+
+    impl Read for Typist {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let seen = self.pipe.0.borrow().iter().filter(|&&b| b == b'\n').count();
+            assert_eq!(
+                seen, self.given,
+                "answers to earlier lines must be flushed before a read that may block"
+            );
+            let Some(l) = self.lines.get(self.given) else {
+                return Ok(0);
+            };
+            self.given += 1;
+            buf[..l.len()].copy_from_slice(l.as_bytes());
+            Ok(l.len())
+        }
+    }
+
+    #[test]
+    fn answers_are_flushed_before_waiting_for_input() {
+        let pipe = Pipe::default();
+        let typist = Typist {
+            lines: vec![
+                "127.0.0.9 40000 127.0.0.1 8080\n",
+                "127.0.0.9 40001 127.0.0.1 8080\n",
+                "x\n",
+            ],
+            given: 0,
+            pipe: pipe.clone(),
+        };
+        let out = std::io::BufWriter::new(pipe.clone());
+        let r = run(
+            &args("--kernel 6.18 --proto tcp --listeners 8 --secret 0"),
+            typist,
+            out,
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            Outcome {
+                answered: 2,
+                failed: 1
+            }
+        );
+    }
+}
