@@ -61,6 +61,32 @@ pub fn wasm_resolve_profile(kernel: &str) -> JsResult<JsValue> {
     to_js(Profile::resolve(kernel, None).js()?)
 }
 
+/// One parsed line of [`wasm_parse_tuples`].
+#[derive(Serialize)]
+struct ParsedLine {
+    line: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tuple: Option<Tuple>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// Parses pasted tuple text with the model's parser:
+/// `{ line, tuple } | { line, error }[]`, blank and `#` lines skipped.
+#[wasm_bindgen(js_name = parseTuples)]
+pub fn wasm_parse_tuples(text: &str) -> JsResult<JsValue> {
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        let line = i as u32 + 1;
+        match parse_tuple_line(l) {
+            Ok(None) => {}
+            Ok(Some(t)) => out.push(ParsedLine { line, tuple: Some(t), error: None }),
+            Err(e) => out.push(ParsedLine { line, tuple: None, error: Some(e.to_string()) }),
+        }
+    }
+    to_js(&out)
+}
+
 /// The input of [`WasmGroup::new`]: a kernel profile name or release, and
 /// the group.
 #[derive(Deserialize)]

@@ -31,7 +31,12 @@ fn generate(n: usize) -> Packets {
         x ^= x << 5;
         x
     };
-    let mut p = Packets { saddr: vec![], sport: vec![], daddr: vec![], dport: vec![] };
+    let mut p = Packets {
+        saddr: vec![],
+        sport: vec![],
+        daddr: vec![],
+        dport: vec![],
+    };
     for _ in 0..n {
         p.saddr.push(0x7f00_0000 | (next() & 0x00ff_ffff));
         p.sport.push((next() % 28232 + 32768) as u16);
@@ -45,21 +50,34 @@ fn read(path: &str) -> Packets {
     let b = std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     let n = u32::from_le_bytes(b[0..4].try_into().unwrap()) as usize;
     let mut off = 4;
-    let mut u32s = |count: usize, off: &mut usize| -> Vec<u32> {
-        let v = (0..count).map(|i| u32::from_le_bytes(b[*off + 4 * i..*off + 4 * i + 4].try_into().unwrap())).collect();
+    let u32s = |count: usize, off: &mut usize| -> Vec<u32> {
+        let v = (0..count)
+            .map(|i| u32::from_le_bytes(b[*off + 4 * i..*off + 4 * i + 4].try_into().unwrap()))
+            .collect();
         *off += 4 * count;
         v
     };
     let saddr = u32s(n, &mut off);
-    let sport: Vec<u16> = (0..n).map(|i| u16::from_le_bytes(b[off + 2 * i..off + 2 * i + 2].try_into().unwrap())).collect();
+    let sport: Vec<u16> = (0..n)
+        .map(|i| u16::from_le_bytes(b[off + 2 * i..off + 2 * i + 2].try_into().unwrap()))
+        .collect();
     off += 2 * n;
     let daddr = u32s(n, &mut off);
-    let dport = (0..n).map(|i| u16::from_le_bytes(b[off + 2 * i..off + 2 * i + 2].try_into().unwrap())).collect();
-    Packets { saddr, sport, daddr, dport }
+    let dport = (0..n)
+        .map(|i| u16::from_le_bytes(b[off + 2 * i..off + 2 * i + 2].try_into().unwrap()))
+        .collect();
+    Packets {
+        saddr,
+        sport,
+        daddr,
+        dport,
+    }
 }
 
 fn checksum(out: &[u32]) -> u64 {
-    out.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &v| (h ^ v as u64).wrapping_mul(0x0100_0000_01b3))
+    out.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &v| {
+        (h ^ v as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Best of `rounds` timings of `f`, in seconds.
@@ -76,24 +94,49 @@ fn best_of(rounds: usize, mut f: impl FnMut()) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let json = args.iter().any(|a| a == "--json");
-    let file = args.iter().position(|a| a == "--tuples").map(|i| args[i + 1].clone());
+    let file = args
+        .iter()
+        .position(|a| a == "--tuples")
+        .map(|i| args[i + 1].clone());
     let p = match &file {
         Some(f) => read(f),
         None => generate(1_000_000),
     };
     let n = p.saddr.len();
-    let batch = V4Batch { saddr: &p.saddr, sport: &p.sport, daddr: &p.daddr, dport: &p.dport };
+    let batch = V4Batch {
+        saddr: &p.saddr,
+        sport: &p.sport,
+        daddr: &p.daddr,
+        dport: &p.dport,
+    };
     let mut rows = Vec::new();
     for (kernel, listeners) in [("6.18", 64u32), ("6.12", 64)] {
-        let spec = GroupSpec::new(Proto::Tcp, listeners, Ipv4Addr::new(127, 0, 0, 1).into(), 8080, Keys { v4: 0x1234_5678, ..Keys::default() });
+        let spec = GroupSpec::new(
+            Proto::Tcp,
+            listeners,
+            Ipv4Addr::new(127, 0, 0, 1).into(),
+            8080,
+            Keys {
+                v4: 0x1234_5678,
+                ..Keys::default()
+            },
+        );
         let g = ReuseportGroup::build(Profile::named(kernel).unwrap(), &spec).unwrap();
         let mut out = vec![0u32; n];
         for (name, isa) in [(Isa::best_name(), Isa::Best), ("baseline", Isa::Portable)] {
             if name == "baseline" && Isa::best_name() == "baseline" {
                 continue;
             }
-            let secs = best_of(15, || g.select_batch_v4_on(isa, black_box(batch), 0, &mut out).unwrap());
-            rows.push((format!("native {name}"), kernel, n as f64 / secs, checksum(&out)));
+            let secs = best_of(15, || {
+                g.select_batch_v4_on(isa, black_box(batch), 0, &mut out)
+                    .unwrap()
+            });
+            rows.push((
+                format!("native {name}"),
+                kernel,
+                n as f64 / secs,
+                checksum(&out),
+            ));
         }
         // One packet at a time through the general path, on a tenth of the batch.
         let m = n / 10;
@@ -109,7 +152,10 @@ fn main() {
         if json {
             println!("{{\"path\":\"{path}\",\"kernel\":\"{kernel}\",\"packets\":{n},\"perSecond\":{rate:.0},\"checksum\":\"{sum:016x}\"}}");
         } else {
-            println!("{path:<24} kernel {kernel:<5} {:>8.3} G selections/s  checksum {sum:016x}", rate / 1e9);
+            println!(
+                "{path:<24} kernel {kernel:<5} {:>8.3} G selections/s  checksum {sum:016x}",
+                rate / 1e9
+            );
         }
     }
 }

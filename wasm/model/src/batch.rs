@@ -17,7 +17,6 @@
 
 use std::net::Ipv4Addr;
 
-use crate::error::SetupError;
 use crate::jhash::{jhash_3words, JhashForm};
 use crate::profile::{GroupScan, V4Form, WildcardLaddr, UDP_HASH2_THRESHOLD};
 use crate::reuseport::{MemberState, ReuseportGroup};
@@ -70,7 +69,12 @@ fn run<H: Fn(u32, u32, u16, u16) -> u32>(h: H, f: Fast<'_>, b: V4Batch<'_>, out:
     let n = f.socks.len() as u64;
     // Pass 1, branch-free and vectorised: the slot, or NONE when the packet
     // does not reach the group.
-    let iter = out.iter_mut().zip(b.saddr).zip(b.sport).zip(b.daddr).zip(b.dport);
+    let iter = out
+        .iter_mut()
+        .zip(b.saddr)
+        .zip(b.sport)
+        .zip(b.daddr)
+        .zip(b.dport);
     for ((((o, &sa), &sp), &da), &dp) in iter {
         // Host-order number to the kernel's raw word on little-endian.
         let laddr = if f.laddr_zero { 0 } else { da.swap_bytes() };
@@ -95,22 +99,69 @@ macro_rules! dispatch {
     ($form:expr, $jh:expr, $iv:expr, $f:expr, $b:expr, $out:expr) => {{
         use crate::tuple::port_raw;
         match ($form, $jh) {
-            (V4Form::Classic, JhashForm::New) => run(|l, fa, lp, sp| jhash_3words(JhashForm::New, l, fa, (lp as u32) << 16 | port_raw(sp), $iv), $f, $b, $out),
-            (V4Form::Classic, JhashForm::Old) => run(|l, fa, lp, sp| jhash_3words(JhashForm::Old, l, fa, (lp as u32) << 16 | port_raw(sp), $iv), $f, $b, $out),
-            (V4Form::ClassicNumericFport, jh) => run(|l, fa, lp, sp| jhash_3words(jh, l, fa, (lp as u32) << 16 | sp as u32, $iv), $f, $b, $out),
-            (V4Form::LportPlus, JhashForm::New) => run(|l, fa, lp, sp| (lp as u32).wrapping_add(jhash_3words(JhashForm::New, l, fa, port_raw(sp), $iv)), $f, $b, $out),
-            (V4Form::LportPlus, JhashForm::Old) => run(|l, fa, lp, sp| (lp as u32).wrapping_add(jhash_3words(JhashForm::Old, l, fa, port_raw(sp), $iv)), $f, $b, $out),
+            (V4Form::Classic, JhashForm::New) => run(
+                |l, fa, lp, sp| {
+                    jhash_3words(JhashForm::New, l, fa, (lp as u32) << 16 | port_raw(sp), $iv)
+                },
+                $f,
+                $b,
+                $out,
+            ),
+            (V4Form::Classic, JhashForm::Old) => run(
+                |l, fa, lp, sp| {
+                    jhash_3words(JhashForm::Old, l, fa, (lp as u32) << 16 | port_raw(sp), $iv)
+                },
+                $f,
+                $b,
+                $out,
+            ),
+            (V4Form::ClassicNumericFport, jh) => run(
+                |l, fa, lp, sp| jhash_3words(jh, l, fa, (lp as u32) << 16 | sp as u32, $iv),
+                $f,
+                $b,
+                $out,
+            ),
+            (V4Form::LportPlus, JhashForm::New) => run(
+                |l, fa, lp, sp| {
+                    (lp as u32).wrapping_add(jhash_3words(JhashForm::New, l, fa, port_raw(sp), $iv))
+                },
+                $f,
+                $b,
+                $out,
+            ),
+            (V4Form::LportPlus, JhashForm::Old) => run(
+                |l, fa, lp, sp| {
+                    (lp as u32).wrapping_add(jhash_3words(JhashForm::Old, l, fa, port_raw(sp), $iv))
+                },
+                $f,
+                $b,
+                $out,
+            ),
         }
     }};
 }
 
-fn fast_generic(form: V4Form, jh: JhashForm, initval: u32, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
+fn fast_generic(
+    form: V4Form,
+    jh: JhashForm,
+    initval: u32,
+    f: Fast<'_>,
+    b: V4Batch<'_>,
+    out: &mut [u32],
+) {
     dispatch!(form, jh, initval, f, b, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2")]
-fn fast_avx512(form: V4Form, jh: JhashForm, initval: u32, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
+fn fast_avx512(
+    form: V4Form,
+    jh: JhashForm,
+    initval: u32,
+    f: Fast<'_>,
+    b: V4Batch<'_>,
+    out: &mut [u32],
+) {
     dispatch!(form, jh, initval, f, b, out)
 }
 
@@ -146,10 +197,17 @@ fn avx512() -> bool {
         && std::arch::is_x86_feature_detected!("avx512dq")
 }
 
-fn fast(isa: Isa, form: V4Form, jh: JhashForm, initval: u32, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
+fn fast(
+    isa: Isa,
+    form: V4Form,
+    jh: JhashForm,
+    initval: u32,
+    f: Fast<'_>,
+    b: V4Batch<'_>,
+    out: &mut [u32],
+) {
     #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Best && avx512()
-    {
+    if isa == Isa::Best && avx512() {
         // SAFETY: the CPU has every feature the function was compiled for.
         return unsafe { fast_avx512(form, jh, initval, f, b, out) };
     }
@@ -165,9 +223,14 @@ impl ReuseportGroup {
             return None;
         }
         let p = self.profile();
-        let any_connected = self.members().iter().any(|m| m.connected && m.state == MemberState::Listening);
+        let any_connected = self
+            .members()
+            .iter()
+            .any(|m| m.connected && m.state == MemberState::Listening);
         let scan = p.group_scan;
-        if (scan != GroupScan::Plain && any_connected) || (scan == GroupScan::SkipConnectedPreferCpu && self.incoming_cpu_count() > 0) {
+        if (scan != GroupScan::Plain && any_connected)
+            || (scan == GroupScan::SkipConnectedPreferCpu && self.incoming_cpu_count() > 0)
+        {
             return None;
         }
         let (bind, port) = self.bound();
@@ -186,21 +249,48 @@ impl ReuseportGroup {
                 WildcardLaddr::Daddr => false,
                 WildcardLaddr::ZeroAboveTen => a.num_socks() > UDP_HASH2_THRESHOLD,
             };
-        Some(Fast { socks: a.listening(), laddr_zero, bind_any, bind_addr, port })
+        Some(Fast {
+            socks: a.listening(),
+            laddr_zero,
+            bind_any,
+            bind_addr,
+            port,
+        })
     }
 
     /// Selects a listener for every packet of an IPv4 batch received on
     /// `cpu`, writing listener numbers (or [`NONE`]) to `out`.
-    pub fn select_batch_v4(&self, b: V4Batch<'_>, cpu: u32, out: &mut [u32]) -> Result<(), LengthMismatch> {
+    pub fn select_batch_v4(
+        &self,
+        b: V4Batch<'_>,
+        cpu: u32,
+        out: &mut [u32],
+    ) -> Result<(), LengthMismatch> {
         self.select_batch_v4_on(Isa::Best, b, cpu, out)
     }
 
     /// [`Self::select_batch_v4`] on a chosen copy of the vectorised loop
     /// (benchmarks compare them; the answers are the same).
-    pub fn select_batch_v4_on(&self, isa: Isa, b: V4Batch<'_>, cpu: u32, out: &mut [u32]) -> Result<(), LengthMismatch> {
+    pub fn select_batch_v4_on(
+        &self,
+        isa: Isa,
+        b: V4Batch<'_>,
+        cpu: u32,
+        out: &mut [u32],
+    ) -> Result<(), LengthMismatch> {
         let len = out.len();
-        if b.saddr.len() != len || b.sport.len() != len || b.daddr.len() != len || b.dport.len() != len {
-            return Err(LengthMismatch { saddr: b.saddr.len(), sport: b.sport.len(), daddr: b.daddr.len(), dport: b.dport.len(), out: len });
+        if b.saddr.len() != len
+            || b.sport.len() != len
+            || b.daddr.len() != len
+            || b.dport.len() != len
+        {
+            return Err(LengthMismatch {
+                saddr: b.saddr.len(),
+                sport: b.sport.len(),
+                daddr: b.daddr.len(),
+                dport: b.dport.len(),
+                out: len,
+            });
         }
         if let Some(f) = self.fast_path() {
             let p = self.profile();
@@ -211,13 +301,19 @@ impl ReuseportGroup {
             fast(isa, form, p.jhash, self.keys().v4, f, b, out);
             return Ok(());
         }
-        for i in 0..len {
-            let t = Tuple::v4(Ipv4Addr::from(b.saddr[i]), b.sport[i], Ipv4Addr::from(b.daddr[i]), b.dport[i]);
-            out[i] = match self.select(&t, cpu) {
-                Ok(c) => c.listener.unwrap_or(NONE),
-                Err(SetupError::NotForThisGroup { .. }) => NONE,
-                Err(_) => NONE,
-            };
+        for (i, o) in out.iter_mut().enumerate() {
+            let t = Tuple::v4(
+                Ipv4Addr::from(b.saddr[i]),
+                b.sport[i],
+                Ipv4Addr::from(b.daddr[i]),
+                b.dport[i],
+            );
+            // A packet that does not reach the group gets NONE, as one that reaches no member.
+            *o = self
+                .select(&t, cpu)
+                .ok()
+                .and_then(|c| c.listener)
+                .unwrap_or(NONE);
         }
         Ok(())
     }

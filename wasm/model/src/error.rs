@@ -12,7 +12,9 @@ pub enum ProfileError {
     #[error("kernel release `{0}` is not of the form MAJOR.MINOR[.PATCH][-EXTRA] (for example 6.18 or 5.15.0-91-generic)")]
     BadRelease(String),
     /// The release predates SO_REUSEPORT.
-    #[error("kernel {0} predates SO_REUSEPORT, which arrived in 3.9; choose a profile from 3.9 on")]
+    #[error(
+        "kernel {0} predates SO_REUSEPORT, which arrived in 3.9; choose a profile from 3.9 on"
+    )]
     TooOld(Release),
     /// `auto` needs the running kernel's release.
     #[error("`auto` needs the running kernel's release (uname -r); none was given, so name a profile such as 6.18")]
@@ -102,7 +104,9 @@ pub enum SetupError {
         consequence: &'static str,
     },
     /// An IPv6 packet and no inner secret.
-    #[error("an IPv6 tuple needs both IPv6 hash values: give the inner secret as well (--inner-secret)")]
+    #[error(
+        "an IPv6 tuple needs both IPv6 hash values: give the inner secret as well (--inner-secret)"
+    )]
     MissingInnerSecret,
 }
 

@@ -63,7 +63,11 @@ pub struct GroupSummary {
 /// How the member was picked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Pick {
     /// `reuseport_select_sock` → select by hash over `socks[]`.
     ByHash {

@@ -57,7 +57,11 @@ impl Default for SockArray {
 impl SockArray {
     /// A new group: `__reuseport_alloc(INIT_SOCKS)`.
     pub fn new() -> Self {
-        SockArray { socks: vec![EMPTY; INIT_SOCKS as usize], num_socks: 0, num_closed_socks: 0 }
+        SockArray {
+            socks: vec![EMPTY; INIT_SOCKS as usize],
+            num_socks: 0,
+            num_closed_socks: 0,
+        }
     }
 
     /// `max_socks`: the allocated size of `socks[]`.
@@ -110,7 +114,10 @@ impl SockArray {
         let new_len = more.len();
         more[new_len - c..].copy_from_slice(&self.socks[max as usize - c..]);
         self.socks = more;
-        Ok(AddEffect::Grew { from: max, to: max * 2 })
+        Ok(AddEffect::Grew {
+            from: max,
+            to: max * 2,
+        })
     }
 
     /// `reuseport_add_sock` for a socket not yet in the group: grow when
@@ -149,7 +156,9 @@ impl SockArray {
     /// the hole. Returns false when the listener is not in the tail.
     pub fn detach_closed(&mut self, listener: u32) -> bool {
         let lo = (self.max_socks() - self.num_closed_socks) as usize;
-        let Some(off) = self.socks[lo..].iter().position(|&s| s == listener) else { return false };
+        let Some(off) = self.socks[lo..].iter().position(|&s| s == listener) else {
+            return false;
+        };
         self.socks[lo + off] = self.socks[lo];
         self.socks[lo] = EMPTY;
         self.num_closed_socks -= 1;
@@ -308,7 +317,10 @@ mod tests {
         a.stop_listen(5).unwrap();
         a.stop_listen(9).unwrap();
         assert_eq!(a.closed(), &[9, 5]);
-        assert_eq!(a.add(40000).unwrap(), AddEffect::EvictedClosed { listener: 9 });
+        assert_eq!(
+            a.add(40000).unwrap(),
+            AddEffect::EvictedClosed { listener: 9 }
+        );
         assert_eq!(a.closed(), &[5]);
         assert_eq!(a.num_socks(), 32767);
     }

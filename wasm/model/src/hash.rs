@@ -82,11 +82,33 @@ pub fn hex(v: u32) -> String {
 
 /// IPv4 hash, fast path (no trace): the forms of [`V4Form`].
 #[inline(always)]
-pub fn hash_v4(form: V4Form, jh: JhashForm, laddr: u32, faddr: u32, lport: u16, sport: u16, initval: u32) -> u32 {
+pub fn hash_v4(
+    form: V4Form,
+    jh: JhashForm,
+    laddr: u32,
+    faddr: u32,
+    lport: u16,
+    sport: u16,
+    initval: u32,
+) -> u32 {
     match form {
-        V4Form::Classic => jhash_3words(jh, laddr, faddr, (lport as u32) << 16 | port_raw(sport), initval),
-        V4Form::ClassicNumericFport => jhash_3words(jh, laddr, faddr, (lport as u32) << 16 | sport as u32, initval),
-        V4Form::LportPlus => (lport as u32).wrapping_add(jhash_3words(jh, laddr, faddr, port_raw(sport), initval)),
+        V4Form::Classic => jhash_3words(
+            jh,
+            laddr,
+            faddr,
+            (lport as u32) << 16 | port_raw(sport),
+            initval,
+        ),
+        V4Form::ClassicNumericFport => jhash_3words(
+            jh,
+            laddr,
+            faddr,
+            (lport as u32) << 16 | sport as u32,
+            initval,
+        ),
+        V4Form::LportPlus => {
+            (lport as u32).wrapping_add(jhash_3words(jh, laddr, faddr, port_raw(sport), initval))
+        }
     }
 }
 
@@ -117,16 +139,42 @@ fn v6_single_pass(l: [u32; 4], f: [u32; 4], fport_raw: u32, inner: u32, mix_valu
 }
 
 /// IPv6 hash, fast path (no trace).
-pub fn hash_v6(form: V6Form, jh: JhashForm, laddr: [u32; 4], faddr: [u32; 4], lport: u16, sport: u16, keys: &Keys) -> u32 {
+pub fn hash_v6(
+    form: V6Form,
+    jh: JhashForm,
+    laddr: [u32; 4],
+    faddr: [u32; 4],
+    lport: u16,
+    sport: u16,
+    keys: &Keys,
+) -> u32 {
     match form {
-        V6Form::SinglePass => (lport as u32).wrapping_add(v6_single_pass(laddr, faddr, port_raw(sport), keys.v6_inner, keys.v6_outer)),
+        V6Form::SinglePass => (lport as u32).wrapping_add(v6_single_pass(
+            laddr,
+            faddr,
+            port_raw(sport),
+            keys.v6_inner,
+            keys.v6_outer,
+        )),
         V6Form::LportPlusJhash2 => {
             let fh = v6_fhash(form, jh, faddr, keys.v6_inner);
-            (lport as u32).wrapping_add(jhash_3words(jh, laddr[3], fh, port_raw(sport), keys.v6_outer))
+            (lport as u32).wrapping_add(jhash_3words(
+                jh,
+                laddr[3],
+                fh,
+                port_raw(sport),
+                keys.v6_outer,
+            ))
         }
         V6Form::ClassicXorFold | V6Form::ClassicJhash2 => {
             let fh = v6_fhash(form, jh, faddr, keys.v6_inner);
-            jhash_3words(jh, laddr[3], fh, (lport as u32) << 16 | port_raw(sport), keys.v6_outer)
+            jhash_3words(
+                jh,
+                laddr[3],
+                fh,
+                (lport as u32) << 16 | port_raw(sport),
+                keys.v6_outer,
+            )
         }
     }
 }
@@ -148,11 +196,17 @@ fn function_and_source(p: &Profile, proto: Proto, v6: bool) -> (&'static str, &'
     match (proto, v6) {
         (Proto::Tcp, false) if before_313 => ("inet_ehashfn", "include/net/inet_sock.h"),
         (Proto::Tcp, false) => ("inet_ehashfn", "net/ipv4/inet_hashtables.c"),
-        (Proto::Udp, false) if before_313 => ("inet_ehashfn (called from net/ipv4/udp.c with htons(sport))", "include/net/inet_sock.h"),
+        (Proto::Udp, false) if before_313 => (
+            "inet_ehashfn (called from net/ipv4/udp.c with htons(sport))",
+            "include/net/inet_sock.h",
+        ),
         (Proto::Udp, false) => ("udp_ehashfn", "net/ipv4/udp.c"),
         (Proto::Tcp, true) if before_313 => ("inet6_ehashfn", "include/net/inet6_hashtables.h"),
         (Proto::Tcp, true) => ("inet6_ehashfn", "net/ipv6/inet6_hashtables.c"),
-        (Proto::Udp, true) if before_313 => ("inet6_ehashfn (called from net/ipv6/udp.c)", "include/net/inet6_hashtables.h"),
+        (Proto::Udp, true) if before_313 => (
+            "inet6_ehashfn (called from net/ipv6/udp.c)",
+            "include/net/inet6_hashtables.h",
+        ),
         (Proto::Udp, true) => ("udp6_ehashfn", "net/ipv6/udp.c"),
     }
 }
@@ -197,7 +251,13 @@ pub fn trace(
                 V4Form::LportPlus => (port_raw(sport), "lport + jhash_3words(laddr, faddr, fport, initval)", Some(lport)),
             };
             let inner = h.wrapping_sub(added.unwrap_or(0) as u32);
-            calls.push(call(jname, "the whole hash", &[lw, fw, third], keys.v4, inner));
+            calls.push(call(
+                jname,
+                "the whole hash",
+                &[lw, fw, third],
+                keys.v4,
+                inner,
+            ));
             (h, formula.to_string(), added)
         }
         (IpAddr::V6(l), IpAddr::V6(f)) => {
@@ -214,7 +274,10 @@ pub fn trace(
                     words.push(port_raw(sport));
                     calls.push(JhashCall {
                         function: "jhash (single pass over 9 words)".into(),
-                        role: format!("the whole hash; net_hash_mix {} is XORed into the first word", hex(keys.v6_outer)),
+                        role: format!(
+                            "the whole hash; net_hash_mix {} is XORed into the first word",
+                            hex(keys.v6_outer)
+                        ),
                         words: words.iter().map(|w| hex(*w)).collect(),
                         initval: hex(keys.v6_inner),
                         result: hex(h.wrapping_sub(lport as u32)),
@@ -224,16 +287,42 @@ pub fn trace(
                 _ => {
                     let fh = v6_fhash(form, jh, fw, keys.v6_inner);
                     if form == V6Form::ClassicXorFold {
-                        calls.push(call(jname, "foreign address, XOR-folded (__ipv6_addr_jhash)", &[fw[0] ^ fw[1], fw[2], fw[3]], keys.v6_inner, fh));
+                        calls.push(call(
+                            jname,
+                            "foreign address, XOR-folded (__ipv6_addr_jhash)",
+                            &[fw[0] ^ fw[1], fw[2], fw[3]],
+                            keys.v6_inner,
+                            fh,
+                        ));
                     } else {
-                        calls.push(call("jhash2", "foreign address, all 128 bits (__ipv6_addr_jhash, 6.5+)", &fw, keys.v6_inner, fh));
+                        calls.push(call(
+                            "jhash2",
+                            "foreign address, all 128 bits (__ipv6_addr_jhash, 6.5+)",
+                            &fw,
+                            keys.v6_inner,
+                            fh,
+                        ));
                     }
                     let (third, added, formula) = if form == V6Form::LportPlusJhash2 {
-                        (port_raw(sport), Some(lport), "lport + jhash_3words(laddr[3], fhash, fport, outer)")
+                        (
+                            port_raw(sport),
+                            Some(lport),
+                            "lport + jhash_3words(laddr[3], fhash, fport, outer)",
+                        )
                     } else {
-                        ((lport as u32) << 16 | port_raw(sport), None, "jhash_3words(laddr[3], fhash, lport << 16 | fport, outer)")
+                        (
+                            (lport as u32) << 16 | port_raw(sport),
+                            None,
+                            "jhash_3words(laddr[3], fhash, lport << 16 | fport, outer)",
+                        )
                     };
-                    calls.push(call(jname, "the whole hash: last word of the local address, foreign hash, ports", &[lw[3], fh, third], keys.v6_outer, h.wrapping_sub(added.unwrap_or(0) as u32)));
+                    calls.push(call(
+                        jname,
+                        "the whole hash: last word of the local address, foreign hash, ports",
+                        &[lw[3], fh, third],
+                        keys.v6_outer,
+                        h.wrapping_sub(added.unwrap_or(0) as u32),
+                    ));
                     (h, formula.to_string(), added)
                 }
             }
@@ -291,8 +380,16 @@ mod tests {
     fn ipv6_tcp_reference_values_per_era() {
         let l = v6_words("::1".parse().unwrap());
         let f = v6_words("fd02::5".parse().unwrap());
-        let classic = Keys { v4: 0, v6_outer: 0x1111_1111u32.wrapping_add(0x3333_3333), v6_inner: 0x2222_2222 };
-        let single = Keys { v4: 0, v6_outer: 0x3333_3333, v6_inner: 0x2222_2222 };
+        let classic = Keys {
+            v4: 0,
+            v6_outer: 0x1111_1111u32.wrapping_add(0x3333_3333),
+            v6_inner: 0x2222_2222,
+        };
+        let single = Keys {
+            v4: 0,
+            v6_outer: 0x3333_3333,
+            v6_inner: 0x2222_2222,
+        };
         let cases = [
             (V6Form::ClassicXorFold, classic, 0x7d8e_b89f, 3),
             (V6Form::ClassicJhash2, classic, 0x4e51_033c, 2),
@@ -308,8 +405,20 @@ mod tests {
     #[test]
     fn trace_words_are_what_the_fast_path_hashes() {
         let p = Profile::named("6.12").unwrap();
-        let keys = Keys { v4: 0xabcd_ef01, ..Keys::default() };
-        let t = trace(p, Proto::Tcp, "127.0.0.1".parse().unwrap(), "dest".into(), 8080, "127.0.0.9".parse().unwrap(), 40000, &keys);
+        let keys = Keys {
+            v4: 0xabcd_ef01,
+            ..Keys::default()
+        };
+        let t = trace(
+            p,
+            Proto::Tcp,
+            "127.0.0.1".parse().unwrap(),
+            "dest".into(),
+            8080,
+            "127.0.0.9".parse().unwrap(),
+            40000,
+            &keys,
+        );
         assert_eq!(t.calls[0].words, vec!["0100007f", "0900007f", "1f90409c"]);
         assert_eq!(t.calls[0].result, t.hash_hex);
         assert_eq!(t.lport_added, None);
@@ -318,7 +427,16 @@ mod tests {
     #[test]
     fn udp_before_3_13_hashes_the_numeric_source_port() {
         let p = Profile::named("3.9").unwrap();
-        let t = trace(p, Proto::Udp, "127.0.0.1".parse().unwrap(), "dest".into(), 8080, "127.0.0.9".parse().unwrap(), 40000, &Keys::default());
+        let t = trace(
+            p,
+            Proto::Udp,
+            "127.0.0.1".parse().unwrap(),
+            "dest".into(),
+            8080,
+            "127.0.0.9".parse().unwrap(),
+            40000,
+            &Keys::default(),
+        );
         assert_eq!(t.calls[0].words[2], "1f909c40");
     }
 }

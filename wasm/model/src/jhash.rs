@@ -77,7 +77,12 @@ pub fn jhash_3words(form: JhashForm, a: u32, b: u32, c: u32, initval: u32) -> u3
             b.wrapping_add(JHASH_INITVAL),
             c.wrapping_add(initval),
         ),
-        JhashForm::New => jhash_nwords(a, b, c, initval.wrapping_add(JHASH_INITVAL).wrapping_add(3 << 2)),
+        JhashForm::New => jhash_nwords(
+            a,
+            b,
+            c,
+            initval.wrapping_add(JHASH_INITVAL).wrapping_add(3 << 2),
+        ),
     }
 }
 
@@ -159,7 +164,10 @@ mod tests {
     fn jhash2_of_three_words_equals_jhash_3words_new_form() {
         // Both reduce to final(a+s, b+s, c+s) with s = INITVAL + 12 + iv.
         for &(a, b, c, iv) in &[(1, 2, 3, 0), (0xffff_ffff, 7, 0x1234_5678, 0x9abc_def0)] {
-            assert_eq!(jhash2(&[a, b, c], iv), jhash_3words(JhashForm::New, a, b, c, iv));
+            assert_eq!(
+                jhash2(&[a, b, c], iv),
+                jhash_3words(JhashForm::New, a, b, c, iv)
+            );
         }
     }
 

@@ -229,6 +229,7 @@ macro_rules! profile {
 /// tcp6, udp6, udp6 typo, tcp selection, udp selection, group scan, tcp
 /// wildcard laddr, udp wildcard laddr, SO_INCOMING_CPU writable, CPU score,
 /// closed tail.
+#[rustfmt::skip]
 pub static PROFILES: &[Profile] = &[
     profile!(r(3, 9), "3.9.6", Old, Classic, ClassicNumericFport, ClassicXorFold, ClassicXorFold, false,
         Res, Res, Plain, Daddr, ZeroAboveTen, false, false, false),
@@ -281,7 +282,10 @@ impl Profile {
         PROFILES
             .iter()
             .find(|p| p.release == rel)
-            .ok_or_else(|| ProfileError::Unknown { name: name.to_string(), known: Self::names() })
+            .ok_or_else(|| ProfileError::Unknown {
+                name: name.to_string(),
+                known: Self::names(),
+            })
     }
 
     /// Maps a running kernel's release (`uname -r`) to the profile whose rules
@@ -309,7 +313,11 @@ impl Profile {
 
     /// Names of all profiles, oldest first.
     pub fn names() -> String {
-        PROFILES.iter().map(|p| p.release.to_string()).collect::<Vec<_>>().join(", ")
+        PROFILES
+            .iter()
+            .map(|p| p.release.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// What this profile includes that its mainline x.y.0 did not, and other
@@ -345,34 +353,61 @@ mod tests {
     #[test]
     fn profiles_are_sorted_and_unique() {
         for w in PROFILES.windows(2) {
-            assert!(w[0].release < w[1].release, "{} before {}", w[0].release, w[1].release);
+            assert!(
+                w[0].release < w[1].release,
+                "{} before {}",
+                w[0].release,
+                w[1].release
+            );
         }
     }
 
     #[test]
     fn the_required_series_all_have_profiles() {
-        for name in ["3.9", "4.4", "4.6", "4.17", "5.4", "5.10", "5.15", "6.1", "6.6", "6.12", "6.18", "7.2"] {
+        for name in [
+            "3.9", "4.4", "4.6", "4.17", "5.4", "5.10", "5.15", "6.1", "6.6", "6.12", "6.18", "7.2",
+        ] {
             assert!(Profile::named(name).is_ok(), "missing profile {name}");
         }
     }
 
     #[test]
     fn uname_strings_map_to_the_newest_profile_not_newer() {
-        assert_eq!(Profile::for_release("6.18.44-fc-v657").unwrap().release, r(6, 18));
-        assert_eq!(Profile::for_release("5.15.0-91-generic").unwrap().release, r(5, 15));
+        assert_eq!(
+            Profile::for_release("6.18.44-fc-v657").unwrap().release,
+            r(6, 18)
+        );
+        assert_eq!(
+            Profile::for_release("5.15.0-91-generic").unwrap().release,
+            r(5, 15)
+        );
         assert_eq!(Profile::for_release("6.14.2").unwrap().release, r(6, 12));
         assert_eq!(Profile::for_release("4.19.0").unwrap().release, r(4, 17));
         assert_eq!(Profile::for_release("8.0.1").unwrap().release, r(7, 2));
-        assert!(matches!(Profile::for_release("3.8.13"), Err(ProfileError::TooOld(_))));
-        assert!(matches!(Profile::for_release("banana"), Err(ProfileError::BadRelease(_))));
+        assert!(matches!(
+            Profile::for_release("3.8.13"),
+            Err(ProfileError::TooOld(_))
+        ));
+        assert!(matches!(
+            Profile::for_release("banana"),
+            Err(ProfileError::BadRelease(_))
+        ));
     }
 
     #[test]
     fn resolve_accepts_auto_series_and_full_releases() {
-        assert_eq!(Profile::resolve("auto", Some("6.1.0-40-amd64")).unwrap().release, r(6, 1));
+        assert_eq!(
+            Profile::resolve("auto", Some("6.1.0-40-amd64"))
+                .unwrap()
+                .release,
+            r(6, 1)
+        );
         assert_eq!(Profile::resolve("6.6", None).unwrap().release, r(6, 6));
         assert_eq!(Profile::resolve("5.19.3", None).unwrap().release, r(5, 15));
-        assert!(matches!(Profile::resolve("auto", None), Err(ProfileError::AutoWithoutRelease)));
+        assert!(matches!(
+            Profile::resolve("auto", None),
+            Err(ProfileError::AutoWithoutRelease)
+        ));
     }
 
     #[test]

@@ -225,7 +225,13 @@ fn canonical(a: IpAddr) -> IpAddr {
 
 impl ReuseportGroup {
     /// An empty group bound to `bind:port` in the given era.
-    pub fn empty(profile: &'static Profile, proto: Proto, bind: IpAddr, port: u16, keys: Keys) -> Self {
+    pub fn empty(
+        profile: &'static Profile,
+        proto: Proto,
+        bind: IpAddr,
+        port: u16,
+        keys: Keys,
+    ) -> Self {
         let selection = match proto {
             Proto::Tcp => profile.tcp_selection,
             Proto::Udp => profile.udp_selection,
@@ -339,15 +345,23 @@ impl ReuseportGroup {
     }
 
     fn member(&self, l: u32) -> Result<Member, GroupError> {
-        self.members.get(l as usize).copied().ok_or(GroupError::NoSuchListener {
-            listener: l,
-            count: self.members.len() as u32,
-            order: self.proto.join_call(),
-        })
+        self.members
+            .get(l as usize)
+            .copied()
+            .ok_or(GroupError::NoSuchListener {
+                listener: l,
+                count: self.members.len() as u32,
+                order: self.proto.join_call(),
+            })
     }
 
     fn wrong_state(&self, l: u32, action: &'static str, needed: &'static str) -> GroupError {
-        GroupError::WrongState { listener: l, state: self.members[l as usize].state.word(), action, needed }
+        GroupError::WrongState {
+            listener: l,
+            state: self.members[l as usize].state.word(),
+            action,
+            needed,
+        }
     }
 
     /// `net.ipv4.tcp_migrate_req`: keeps shut-down TCP listeners in the
@@ -356,7 +370,10 @@ impl ReuseportGroup {
         if on && !self.profile.closed_tail {
             return Err(GroupError::Unsupported {
                 what: "net.ipv4.tcp_migrate_req".into(),
-                why: format!("the sysctl arrived in 5.14; profile {} does not have it", self.profile.release),
+                why: format!(
+                    "the sysctl arrived in 5.14; profile {} does not have it",
+                    self.profile.release
+                ),
             });
         }
         if on && self.proto != Proto::Tcp {
@@ -382,10 +399,18 @@ impl ReuseportGroup {
             Layout::Chain(c) => {
                 // __inet_hash / udp_lib_get_port: head insertion (3.9 – 4.5).
                 c.insert(0, l);
-                Ok(Change::Joined { listener: l, slot: None, effect: AddEffect::Appended })
+                Ok(Change::Joined {
+                    listener: l,
+                    slot: None,
+                    effect: AddEffect::Appended,
+                })
             }
             Layout::Array(a) => {
-                let effect = a.add(l).map_err(|_| GroupError::Full { listener: l, call, errno })?;
+                let effect = a.add(l).map_err(|_| GroupError::Full {
+                    listener: l,
+                    call,
+                    errno,
+                })?;
                 if let AddEffect::EvictedClosed { listener } = effect {
                     let m = &mut self.members[listener as usize];
                     m.state = MemberState::Closed;
@@ -393,7 +418,11 @@ impl ReuseportGroup {
                         self.incoming_cpu -= 1;
                     }
                 }
-                Ok(Change::Joined { listener: l, slot: Some(a.num_socks() - 1), effect })
+                Ok(Change::Joined {
+                    listener: l,
+                    slot: Some(a.num_socks() - 1),
+                    effect,
+                })
             }
         }
     }
@@ -402,7 +431,11 @@ impl ReuseportGroup {
     /// `socks[]`, growing it when full, or put at the chain's head.
     pub fn join(&mut self) -> Result<Change, GroupError> {
         let l = self.members.len() as u32;
-        self.members.push(Member { state: MemberState::Listening, incoming_cpu: -1, connected: false });
+        self.members.push(Member {
+            state: MemberState::Listening,
+            incoming_cpu: -1,
+            connected: false,
+        });
         match self.add_to_layout(l) {
             Ok(c) => Ok(c),
             Err(e) => {
@@ -416,11 +449,19 @@ impl ReuseportGroup {
         match &mut self.layout {
             Layout::Chain(c) => {
                 c.retain(|&x| x != l);
-                Change::Left { listener: l, slot: None, moved: None }
+                Change::Left {
+                    listener: l,
+                    slot: None,
+                    moved: None,
+                }
             }
             Layout::Array(a) => {
                 let (slot, moved) = a.detach(l).expect("listening member is in the prefix");
-                Change::Left { listener: l, slot: Some(slot), moved }
+                Change::Left {
+                    listener: l,
+                    slot: Some(slot),
+                    moved,
+                }
             }
         }
     }
@@ -465,14 +506,22 @@ impl ReuseportGroup {
         let change = match &mut self.layout {
             Layout::Array(a) if migrate => {
                 let (slot, moved) = a.stop_listen(l).expect("listening member is in the prefix");
-                Change::Left { listener: l, slot: Some(slot), moved }
+                Change::Left {
+                    listener: l,
+                    slot: Some(slot),
+                    moved,
+                }
             }
             _ => self.remove_from_listening(l),
         };
         if !migrate && m.incoming_cpu >= 0 && self.selection() == Selection::Group {
             self.incoming_cpu -= 1;
         }
-        self.members[l as usize].state = if migrate { MemberState::ClosedTail } else { MemberState::ShutDown };
+        self.members[l as usize].state = if migrate {
+            MemberState::ClosedTail
+        } else {
+            MemberState::ShutDown
+        };
         Ok(change)
     }
 
@@ -482,15 +531,23 @@ impl ReuseportGroup {
         let m = self.member(l)?;
         match m.state {
             MemberState::ClosedTail => {
-                let Layout::Array(a) = &mut self.layout else { unreachable!("closed tail exists only in the group era") };
+                let Layout::Array(a) = &mut self.layout else {
+                    unreachable!("closed tail exists only in the group era")
+                };
                 a.resurrect(l);
                 let slot = a.num_socks() - 1;
                 self.members[l as usize].state = MemberState::Listening;
-                Ok(Change::Joined { listener: l, slot: Some(slot), effect: AddEffect::Appended })
+                Ok(Change::Joined {
+                    listener: l,
+                    slot: Some(slot),
+                    effect: AddEffect::Appended,
+                })
             }
             MemberState::ShutDown => {
                 self.members[l as usize].state = MemberState::Listening;
-                let change = self.add_to_layout(l).inspect_err(|_| self.members[l as usize].state = MemberState::ShutDown)?;
+                let change = self
+                    .add_to_layout(l)
+                    .inspect_err(|_| self.members[l as usize].state = MemberState::ShutDown)?;
                 if m.incoming_cpu >= 0 && self.selection() == Selection::Group {
                     self.incoming_cpu += 1;
                 }
@@ -507,7 +564,10 @@ impl ReuseportGroup {
         if !self.profile.incoming_cpu_writable {
             return Err(GroupError::Unsupported {
                 what: "setsockopt(SO_INCOMING_CPU)".into(),
-                why: format!("it became writable in 4.4 (70da268b569d); on {} it fails with ENOPROTOOPT", self.profile.release),
+                why: format!(
+                    "it became writable in 4.4 (70da268b569d); on {} it fails with ENOPROTOOPT",
+                    self.profile.release
+                ),
             });
         }
         let m = self.member(l)?;
@@ -547,7 +607,11 @@ impl ReuseportGroup {
     /// Checks that a packet is addressed to this group, and returns it with
     /// any `::ffff:` addresses made IPv4.
     pub fn accepts(&self, t: &Tuple) -> Result<Tuple, SetupError> {
-        let t = Tuple { saddr: canonical(t.saddr), daddr: canonical(t.daddr), ..*t };
+        let t = Tuple {
+            saddr: canonical(t.saddr),
+            daddr: canonical(t.daddr),
+            ..*t
+        };
         let reaches = t.dport == self.port
             && match (t.daddr, self.bind) {
                 (IpAddr::V4(d), IpAddr::V4(b)) => b.is_unspecified() || b == d,
@@ -616,12 +680,36 @@ impl ReuseportGroup {
         let p = self.profile;
         match (laddr, t.saddr) {
             (IpAddr::V4(l), IpAddr::V4(f)) => {
-                let form = if self.proto == Proto::Tcp { p.tcp4 } else { p.udp4 };
-                hash::hash_v4(form, p.jhash, v4_word(l), v4_word(f), t.dport, t.sport, self.keys.v4)
+                let form = if self.proto == Proto::Tcp {
+                    p.tcp4
+                } else {
+                    p.udp4
+                };
+                hash::hash_v4(
+                    form,
+                    p.jhash,
+                    v4_word(l),
+                    v4_word(f),
+                    t.dport,
+                    t.sport,
+                    self.keys.v4,
+                )
             }
             (IpAddr::V6(l), IpAddr::V6(f)) => {
-                let form = if self.proto == Proto::Tcp { p.tcp6 } else { p.udp6 };
-                hash::hash_v6(form, p.jhash, v6_words(l), v6_words(f), t.dport, t.sport, &self.keys)
+                let form = if self.proto == Proto::Tcp {
+                    p.tcp6
+                } else {
+                    p.udp6
+                };
+                hash::hash_v6(
+                    form,
+                    p.jhash,
+                    v6_words(l),
+                    v6_words(f),
+                    t.dport,
+                    t.sport,
+                    &self.keys,
+                )
             }
             _ => unreachable!("accepts() makes both addresses the same family"),
         }
@@ -629,7 +717,16 @@ impl ReuseportGroup {
 
     fn hash_trace(&self, t: &Tuple) -> HashTrace {
         let (laddr, reason) = self.hashed_laddr(t);
-        hash::trace(self.profile, self.proto, laddr, reason, t.dport, t.saddr, t.sport, &self.keys)
+        hash::trace(
+            self.profile,
+            self.proto,
+            laddr,
+            reason,
+            t.dport,
+            t.saddr,
+            t.sport,
+            &self.keys,
+        )
     }
 
     /// `compute_score` of a member for this packet in the reservoir era
@@ -637,20 +734,26 @@ impl ReuseportGroup {
     /// device, so only the CPU bonus (4.4+) tells them apart.
     fn reservoir_score(&self, t: &Tuple, member: &Member, cpu: u32) -> i32 {
         let specific = !self.bind.is_unspecified();
-        let udp_hash2_path = self.proto == Proto::Udp && self.listening().len() as u32 > UDP_HASH2_THRESHOLD;
+        let udp_hash2_path =
+            self.proto == Proto::Udp && self.listening().len() as u32 > UDP_HASH2_THRESHOLD;
         let base = match (self.proto, t.daddr.is_ipv6()) {
             // AF_INET 2, AF_INET6 1; +4 for a bound address (compute_score, net/ipv4/inet_hashtables.c).
-            (Proto::Tcp, false) => (if self.bind.is_ipv4() { 2 } else { 1 }) + if specific { 4 } else { 0 },
+            (Proto::Tcp, false) => {
+                (if self.bind.is_ipv4() { 2 } else { 1 }) + if specific { 4 } else { 0 }
+            }
             // net/ipv6/inet6_hashtables.c: 1, +1 for a bound address.
             (Proto::Tcp, true) => 1 + specific as i32,
             // net/ipv4/udp.c: 2/1, +4 for a bound address on the port-slot scan only.
             (Proto::Udp, false) => {
-                (if self.bind.is_ipv4() { 2 } else { 1 }) + if specific && !udp_hash2_path { 4 } else { 0 }
+                (if self.bind.is_ipv4() { 2 } else { 1 })
+                    + if specific && !udp_hash2_path { 4 } else { 0 }
             }
             // net/ipv6/udp.c: 0, +1 for a bound address.
             (Proto::Udp, true) => specific as i32,
         };
-        let cpu_bonus = self.profile.incoming_cpu_score && member.incoming_cpu >= 0 && member.incoming_cpu as u32 == cpu;
+        let cpu_bonus = self.profile.incoming_cpu_score
+            && member.incoming_cpu >= 0
+            && member.incoming_cpu as u32 == cpu;
         base + cpu_bonus as i32
     }
 
@@ -665,7 +768,11 @@ impl ReuseportGroup {
             },
             Layout::Chain(c) => (self.reservoir(c, &t, hash, cpu, None), None),
         };
-        Ok(Choice { listener, slot, hash })
+        Ok(Choice {
+            listener,
+            slot,
+            hash,
+        })
     }
 
     /// The whole path of one packet, received on `cpu`.
@@ -716,14 +823,25 @@ impl ReuseportGroup {
                     Proto::Tcp => "__inet_lookup_listener / inet6_lookup_listener reservoir scan (net/ipv4/inet_hashtables.c, 3.9–4.5)",
                     Proto::Udp => "__udp4_lib_lookup / udp4_lib_lookup2 reservoir scan (net/ipv4/udp.c, 3.9–4.4)",
                 };
-                (Pick::Reservoir { source: source.into(), steps }, l, None)
+                (
+                    Pick::Reservoir {
+                        source: source.into(),
+                        steps,
+                    },
+                    l,
+                    None,
+                )
             }
         };
         if self.selection() == Selection::Reservoir && self.members.iter().any(|m| m.connected) {
             notes.push("connected members are treated as not matching this packet; a packet from a member's own peer is matched by the full lookup, modelled in a later issue".into());
         }
-        if self.profile.udp_wildcard_laddr == WildcardLaddr::ZeroAboveTen && self.proto == Proto::Udp && self.bind.is_unspecified() {
-            notes.push("the port-slot count assumes no other UDP socket on this port's slot".into());
+        if self.profile.udp_wildcard_laddr == WildcardLaddr::ZeroAboveTen
+            && self.proto == Proto::Udp
+            && self.bind.is_unspecified()
+        {
+            notes
+                .push("the port-slot count assumes no other UDP socket on this port's slot".into());
         }
         Ok(Explain {
             profile: self.profile.release,
@@ -763,7 +881,13 @@ impl ReuseportGroup {
     /// Select by hash over the listening prefix, per era
     /// (`net/core/sock_reuseport.c`, kernel-history.md §3.4). Returns the slot
     /// and listener, recording each visited slot when asked.
-    fn select_by_hash(&self, a: &SockArray, hash: u32, cpu: u32, mut rec: Option<&mut Vec<RingStep>>) -> Option<(u32, u32)> {
+    fn select_by_hash(
+        &self,
+        a: &SockArray,
+        hash: u32,
+        cpu: u32,
+        mut rec: Option<&mut Vec<RingStep>>,
+    ) -> Option<(u32, u32)> {
         let socks = a.listening();
         let n = socks.len() as u32;
         if n == 0 {
@@ -772,12 +896,21 @@ impl ReuseportGroup {
         let start = reciprocal_scale(hash, n);
         let mut push = |slot: u32, outcome: String, chosen: bool| {
             if let Some(r) = rec.as_deref_mut() {
-                r.push(RingStep { slot, listener: socks[slot as usize], outcome, chosen });
+                r.push(RingStep {
+                    slot,
+                    listener: socks[slot as usize],
+                    outcome,
+                    chosen,
+                });
             }
         };
         let scan = self.profile.group_scan;
         if scan == GroupScan::Plain {
-            push(start, "socks[reciprocal_scale(hash, num_socks)]".into(), true);
+            push(
+                start,
+                "socks[reciprocal_scale(hash, num_socks)]".into(),
+                true,
+            );
             return Some((start, socks[start as usize]));
         }
         let prefer_cpu = scan == GroupScan::SkipConnectedPreferCpu && self.incoming_cpu > 0;
@@ -796,12 +929,31 @@ impl ReuseportGroup {
                 push(i, why.into(), true);
                 return Some((i, socks[i as usize]));
             } else if m.incoming_cpu >= 0 && m.incoming_cpu as u32 == cpu {
-                push(i, format!("SO_INCOMING_CPU {} equals the receiving CPU: returned", m.incoming_cpu), true);
+                push(
+                    i,
+                    format!(
+                        "SO_INCOMING_CPU {} equals the receiving CPU: returned",
+                        m.incoming_cpu
+                    ),
+                    true,
+                );
                 return Some((i, socks[i as usize]));
             } else {
-                let first_note = if first.is_none() { "; remembered as the first valid member" } else { "" };
-                let cpu_word = if m.incoming_cpu < 0 { "unset".to_string() } else { m.incoming_cpu.to_string() };
-                push(i, format!("SO_INCOMING_CPU {cpu_word} is not CPU {cpu}{first_note}"), false);
+                let first_note = if first.is_none() {
+                    "; remembered as the first valid member"
+                } else {
+                    ""
+                };
+                let cpu_word = if m.incoming_cpu < 0 {
+                    "unset".to_string()
+                } else {
+                    m.incoming_cpu.to_string()
+                };
+                push(
+                    i,
+                    format!("SO_INCOMING_CPU {cpu_word} is not CPU {cpu}{first_note}"),
+                    false,
+                );
                 first.get_or_insert(i);
             }
             i = if i + 1 >= n { 0 } else { i + 1 };
@@ -809,14 +961,26 @@ impl ReuseportGroup {
                 break;
             }
         }
-        if let (Some(f), Some(r)) = (first, rec.as_deref_mut()) {
-            r.push(RingStep { slot: f, listener: socks[f as usize], outcome: "no member on this CPU: the first valid member is returned".into(), chosen: true });
+        if let (Some(f), Some(r)) = (first, rec) {
+            r.push(RingStep {
+                slot: f,
+                listener: socks[f as usize],
+                outcome: "no member on this CPU: the first valid member is returned".into(),
+                chosen: true,
+            });
         }
         first.map(|f| (f, socks[f as usize]))
     }
 
     /// The reservoir scan (3.9–4.5 TCP, 3.9–4.4 UDP; kernel-history.md §4.1).
-    fn reservoir(&self, chain: &[u32], t: &Tuple, hash: u32, cpu: u32, mut rec: Option<&mut Vec<ReservoirStep>>) -> Option<u32> {
+    fn reservoir(
+        &self,
+        chain: &[u32],
+        t: &Tuple,
+        hash: u32,
+        cpu: u32,
+        mut rec: Option<&mut Vec<ReservoirStep>>,
+    ) -> Option<u32> {
         let mut result = None;
         let mut hi = 0i32;
         let mut matches = 0u32;
@@ -825,37 +989,58 @@ impl ReuseportGroup {
             let m = &self.members[l as usize];
             if m.connected {
                 if let Some(r) = rec.as_deref_mut() {
-                    r.push(ReservoirStep { position: pos as u32, listener: l, score: -1, matches, phash: None, scaled: None, taken: false, outcome: "connected to another peer: does not match (score -1)".into() });
+                    r.push(ReservoirStep {
+                        position: pos as u32,
+                        listener: l,
+                        score: -1,
+                        matches,
+                        phash: None,
+                        scaled: None,
+                        taken: false,
+                        outcome: "connected to another peer: does not match (score -1)".into(),
+                    });
                 }
                 continue;
             }
             let s = self.reservoir_score(t, m, cpu);
-            let (taken, tested, scaled, outcome) = if s > hi {
+            let before = hi;
+            let (taken, tested) = if s > hi {
                 result = Some(l);
                 hi = s;
                 phash = hash;
                 matches = 1;
-                (true, None, None, format!("score {s} beats {}: taken, the reservoir restarts with the hash", if pos == 0 { "nothing".to_string() } else { "the best so far".to_string() }))
+                (true, None)
             } else if s == hi {
                 matches += 1;
                 let tested = phash;
-                let sc = reciprocal_scale(tested, matches);
-                let take = sc == 0;
+                let take = reciprocal_scale(tested, matches) == 0;
                 if take {
                     result = Some(l);
                 }
                 phash = next_pseudo_random32(phash);
-                let outcome = if take {
-                    format!("equal score: reciprocal_scale({}, {matches}) = 0, taken", hex(tested))
-                } else {
-                    format!("equal score: reciprocal_scale({}, {matches}) = {sc}, kept the current pick", hex(tested))
-                };
-                (take, Some(tested), Some(sc), outcome)
+                (take, Some(tested))
             } else {
-                (false, None, None, format!("score {s} is below {hi}: ignored"))
+                (false, None)
             };
             if let Some(r) = rec.as_deref_mut() {
-                r.push(ReservoirStep { position: pos as u32, listener: l, score: s, matches, phash: tested.map(hex), scaled, taken, outcome });
+                let scaled = tested.map(|x| reciprocal_scale(x, matches));
+                let outcome = match (tested, scaled) {
+                    (Some(x), Some(0)) => format!("equal score: reciprocal_scale({}, {matches}) = 0, taken", hex(x)),
+                    (Some(x), Some(sc)) => format!("equal score: reciprocal_scale({}, {matches}) = {sc}, kept the current pick", hex(x)),
+                    _ if taken && pos == 0 => format!("score {s}, first match: taken, the reservoir starts with the hash"),
+                    _ if taken => format!("score {s} beats {before}: taken, the reservoir restarts with the hash"),
+                    _ => format!("score {s} is below {hi}: ignored"),
+                };
+                r.push(ReservoirStep {
+                    position: pos as u32,
+                    listener: l,
+                    score: s,
+                    matches,
+                    phash: tested.map(hex),
+                    scaled,
+                    taken,
+                    outcome,
+                });
             }
         }
         result

@@ -60,7 +60,12 @@ pub struct Tuple {
 impl Tuple {
     /// Builds an IPv4 tuple.
     pub fn v4(saddr: Ipv4Addr, sport: u16, daddr: Ipv4Addr, dport: u16) -> Self {
-        Tuple { saddr: saddr.into(), sport, daddr: daddr.into(), dport }
+        Tuple {
+            saddr: saddr.into(),
+            sport,
+            daddr: daddr.into(),
+            dport,
+        }
     }
 
     /// Whether this is an IPv6 packet.
@@ -71,7 +76,12 @@ impl Tuple {
 
 impl std::fmt::Display for Tuple {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", SocketAddr::new(self.saddr, self.sport), SocketAddr::new(self.daddr, self.dport))
+        write!(
+            f,
+            "{} {}",
+            SocketAddr::new(self.saddr, self.sport),
+            SocketAddr::new(self.daddr, self.dport)
+        )
     }
 }
 
@@ -86,7 +96,9 @@ pub fn v4_word(a: Ipv4Addr) -> u32 {
 /// `[0, 0, 0, 0x01000000]`.
 pub fn v6_words(a: Ipv6Addr) -> [u32; 4] {
     let o = a.octets();
-    std::array::from_fn(|i| u32::from_le_bytes([o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]]))
+    std::array::from_fn(|i| {
+        u32::from_le_bytes([o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]])
+    })
 }
 
 /// A port as the kernel's `__be16` reads on a little-endian host, zero
@@ -106,12 +118,21 @@ fn canonical(a: IpAddr) -> IpAddr {
 }
 
 fn parse_addr(field: &'static str, s: &str) -> Result<IpAddr, ParseError> {
-    let t = s.strip_prefix('[').and_then(|x| x.strip_suffix(']')).unwrap_or(s);
-    t.parse().map(canonical).map_err(|_| ParseError::Address { field, value: s.to_string() })
+    let t = s
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(s);
+    t.parse().map(canonical).map_err(|_| ParseError::Address {
+        field,
+        value: s.to_string(),
+    })
 }
 
 fn parse_port(field: &'static str, s: &str) -> Result<u16, ParseError> {
-    s.parse().map_err(|_| ParseError::Port { field, value: s.to_string() })
+    s.parse().map_err(|_| ParseError::Port {
+        field,
+        value: s.to_string(),
+    })
 }
 
 fn parse_endpoint(which: &'static str, s: &str) -> Result<(IpAddr, u16), ParseError> {
@@ -122,21 +143,32 @@ fn parse_endpoint(which: &'static str, s: &str) -> Result<(IpAddr, u16), ParseEr
     };
     // `[v6]:port` or `v4:port`; a bare IPv6 address has several colons and no brackets.
     let split = if let Some(rest) = s.strip_prefix('[') {
-        rest.split_once("]:").map(|(a, p)| (a, p))
+        rest.split_once("]:")
     } else if s.matches(':').count() == 1 {
         s.split_once(':')
     } else {
         None
     };
-    let (a, p) = split.ok_or_else(|| ParseError::Address { field: addr_field, value: s.to_string() })?;
+    let (a, p) = split.ok_or_else(|| ParseError::Address {
+        field: addr_field,
+        value: s.to_string(),
+    })?;
     Ok((parse_addr(addr_field, a)?, parse_port(port_field, p)?))
 }
 
 fn build(saddr: IpAddr, sport: u16, daddr: IpAddr, dport: u16) -> Result<Tuple, ParseError> {
     if saddr.is_ipv4() != daddr.is_ipv4() {
-        return Err(ParseError::MixedFamilies { saddr: saddr.to_string(), daddr: daddr.to_string() });
+        return Err(ParseError::MixedFamilies {
+            saddr: saddr.to_string(),
+            daddr: daddr.to_string(),
+        });
     }
-    Ok(Tuple { saddr, sport, daddr, dport })
+    Ok(Tuple {
+        saddr,
+        sport,
+        daddr,
+        dport,
+    })
 }
 
 /// Splits a line into fields, ignoring `#` comments. Returns `None` for a
@@ -163,7 +195,10 @@ fn tuple_from(f: &[&str]) -> Result<Tuple, ParseError> {
             let (da, dp) = parse_endpoint("destination", f[1])?;
             build(sa, sp, da, dp)
         }
-        n => Err(ParseError::FieldCount { found: n, extra: "" }),
+        n => Err(ParseError::FieldCount {
+            found: n,
+            extra: "",
+        }),
     }
 }
 
@@ -181,19 +216,29 @@ pub fn parse_tuple_line(line: &str) -> Result<Option<Tuple>, ParseError> {
 /// that received it (`SADDR SPORT DADDR DPORT LISTENER`, or the two-field
 /// form plus `LISTENER`).
 pub fn parse_observed_line(line: &str) -> Result<Option<(Tuple, u32)>, ParseError> {
-    let Some(f) = fields(line) else { return Ok(None) };
+    let Some(f) = fields(line) else {
+        return Ok(None);
+    };
     if f.len() != 5 && f.len() != 3 {
-        return Err(ParseError::FieldCount { found: f.len(), extra: " followed by LISTENER" });
+        return Err(ParseError::FieldCount {
+            found: f.len(),
+            extra: " followed by LISTENER",
+        });
     }
     let (last, head) = f.split_last().expect("non-empty");
-    let listener = last.parse().map_err(|_| ParseError::Listener(last.to_string()))?;
+    let listener = last
+        .parse()
+        .map_err(|_| ParseError::Listener(last.to_string()))?;
     Ok(Some((tuple_from(head)?, listener)))
 }
 
 /// Parses a 32-bit value written in hex (`0x1a2b3c4d` or `1a2b3c4d`).
 pub fn parse_hex32(s: &str) -> Result<u32, ParseError> {
     let t = s.trim();
-    let digits = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+    let digits = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
     if digits.is_empty() || digits.len() > 8 {
         return Err(ParseError::Secret(s.to_string()));
     }
@@ -206,7 +251,12 @@ pub fn parse_list(s: &str, what: &'static str) -> Result<Vec<u32>, ParseError> {
         return Ok(Vec::new());
     }
     s.split(',')
-        .map(|x| x.trim().parse().map_err(|_| ParseError::List { value: s.to_string(), what }))
+        .map(|x| {
+            x.trim().parse().map_err(|_| ParseError::List {
+                value: s.to_string(),
+                what,
+            })
+        })
         .collect()
 }
 
@@ -216,12 +266,17 @@ pub fn parse_bind(s: &str) -> Result<(IpAddr, Option<u16>), ParseError> {
     if let Ok(a) = s.parse::<IpAddr>() {
         return Ok((a, None));
     }
-    let t = s.strip_prefix('[').and_then(|x| x.strip_suffix(']')).unwrap_or(s);
+    let t = s
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(s);
     if let Ok(a) = t.parse::<IpAddr>() {
         return Ok((a, None));
     }
-    let (a, p) = parse_endpoint("destination", s)
-        .map_err(|_| ParseError::Address { field: "bind address", value: s.to_string() })?;
+    let (a, p) = parse_endpoint("destination", s).map_err(|_| ParseError::Address {
+        field: "bind address",
+        value: s.to_string(),
+    })?;
     Ok((a, Some(p)))
 }
 
@@ -238,8 +293,12 @@ mod tests {
 
     #[test]
     fn both_line_forms_parse_to_the_same_tuple() {
-        let a = parse_tuple_line("127.0.0.9 40000 127.0.0.1 8080").unwrap().unwrap();
-        let b = parse_tuple_line("127.0.0.9:40000 127.0.0.1:8080").unwrap().unwrap();
+        let a = parse_tuple_line("127.0.0.9 40000 127.0.0.1 8080")
+            .unwrap()
+            .unwrap();
+        let b = parse_tuple_line("127.0.0.9:40000 127.0.0.1:8080")
+            .unwrap()
+            .unwrap();
         assert_eq!(a, b);
         assert_eq!(a.sport, 40000);
         assert_eq!(a.dport, 8080);
@@ -248,14 +307,18 @@ mod tests {
     #[test]
     fn ipv6_lines_parse_in_both_forms() {
         let a = parse_tuple_line("fd02::5 40000 ::1 8080").unwrap().unwrap();
-        let b = parse_tuple_line("[fd02::5]:40000 [::1]:8080").unwrap().unwrap();
+        let b = parse_tuple_line("[fd02::5]:40000 [::1]:8080")
+            .unwrap()
+            .unwrap();
         assert_eq!(a, b);
         assert!(a.is_v6());
     }
 
     #[test]
     fn v4_mapped_addresses_become_ipv4() {
-        let t = parse_tuple_line("::ffff:10.0.0.2 1234 ::ffff:10.0.0.1 80").unwrap().unwrap();
+        let t = parse_tuple_line("::ffff:10.0.0.2 1234 ::ffff:10.0.0.1 80")
+            .unwrap()
+            .unwrap();
         assert!(!t.is_v6());
     }
 
@@ -270,7 +333,10 @@ mod tests {
         let e = parse_tuple_line("127.0.0.1 70000 127.0.0.1 80").unwrap_err();
         assert!(e.to_string().contains("source port `70000`"), "{e}");
         let e = parse_tuple_line("127.0.0.1 1 300.0.0.1 80").unwrap_err();
-        assert!(e.to_string().contains("destination address `300.0.0.1`"), "{e}");
+        assert!(
+            e.to_string().contains("destination address `300.0.0.1`"),
+            "{e}"
+        );
         let e = parse_tuple_line("127.0.0.1 1 ::1 80").unwrap_err();
         assert!(matches!(e, ParseError::MixedFamilies { .. }));
         let e = parse_tuple_line("127.0.0.1 1 127.0.0.1").unwrap_err();
@@ -279,7 +345,9 @@ mod tests {
 
     #[test]
     fn observed_lines_carry_a_listener() {
-        let (t, l) = parse_observed_line("127.0.0.9 40000 127.0.0.1 8080 3").unwrap().unwrap();
+        let (t, l) = parse_observed_line("127.0.0.9 40000 127.0.0.1 8080 3")
+            .unwrap()
+            .unwrap();
         assert_eq!((t.sport, l), (40000, 3));
         assert!(parse_observed_line("127.0.0.9 40000 127.0.0.1 8080 x").is_err());
     }
@@ -295,10 +363,19 @@ mod tests {
 
     #[test]
     fn bind_addresses_with_and_without_port() {
-        assert_eq!(parse_bind("0.0.0.0").unwrap(), ("0.0.0.0".parse().unwrap(), None));
-        assert_eq!(parse_bind("[::1]:8080").unwrap(), ("::1".parse().unwrap(), Some(8080)));
+        assert_eq!(
+            parse_bind("0.0.0.0").unwrap(),
+            ("0.0.0.0".parse().unwrap(), None)
+        );
+        assert_eq!(
+            parse_bind("[::1]:8080").unwrap(),
+            ("::1".parse().unwrap(), Some(8080))
+        );
         assert_eq!(parse_bind("::").unwrap(), ("::".parse().unwrap(), None));
-        assert_eq!(parse_bind("10.0.0.1:80").unwrap(), ("10.0.0.1".parse().unwrap(), Some(80)));
+        assert_eq!(
+            parse_bind("10.0.0.1:80").unwrap(),
+            ("10.0.0.1".parse().unwrap(), Some(80))
+        );
         assert!(parse_bind("nope").is_err());
     }
 }

@@ -16,7 +16,17 @@ fn lo() -> IpAddr {
 }
 
 fn spec(proto: Proto, n: u32, bind: IpAddr) -> GroupSpec {
-    GroupSpec::new(proto, n, bind, 8080, Keys { v4: 0x5eed_1234, v6_outer: 0x0bad_cafe, v6_inner: 0x1357_9bdf })
+    GroupSpec::new(
+        proto,
+        n,
+        bind,
+        8080,
+        Keys {
+            v4: 0x5eed_1234,
+            v6_outer: 0x0bad_cafe,
+            v6_inner: 0x1357_9bdf,
+        },
+    )
 }
 
 fn group(kernel: &str, s: &GroupSpec) -> ReuseportGroup {
@@ -26,7 +36,12 @@ fn group(kernel: &str, s: &GroupSpec) -> ReuseportGroup {
 /// Client `127.x.y.z:port` for flow number `i`.
 fn flow(i: u32) -> Tuple {
     let a = 0x7f00_0000 | (i.wrapping_mul(2_654_435_761) & 0x00ff_fffe) | 1;
-    Tuple::v4(Ipv4Addr::from(a), 32768 + (i % 28000) as u16, Ipv4Addr::new(127, 0, 0, 1), 8080)
+    Tuple::v4(
+        Ipv4Addr::from(a),
+        32768 + (i % 28000) as u16,
+        Ipv4Addr::new(127, 0, 0, 1),
+        8080,
+    )
 }
 
 /// The plain rule: reciprocal_scale written out independently.
@@ -69,7 +84,12 @@ fn reservoir_two_listeners_pick_the_older_iff_the_hash_is_below_half() {
 
 #[test]
 fn reservoir_scan_matches_the_step_by_step_reference() {
-    for (kernel, proto) in [("3.9", Proto::Tcp), ("4.4", Proto::Tcp), ("4.5", Proto::Tcp), ("4.4", Proto::Udp)] {
+    for (kernel, proto) in [
+        ("3.9", Proto::Tcp),
+        ("4.4", Proto::Tcp),
+        ("4.5", Proto::Tcp),
+        ("4.4", Proto::Udp),
+    ] {
         for n in [1u32, 2, 3, 5, 17] {
             let mut s = spec(proto, n, lo());
             if n > 3 {
@@ -77,15 +97,28 @@ fn reservoir_scan_matches_the_step_by_step_reference() {
             }
             let g = group(kernel, &s);
             let chain: Vec<u32> = (0..n).rev().filter(|l| !s.closed.contains(l)).collect();
-            assert_eq!(g.chain().unwrap(), chain.as_slice(), "head insertion, newest first");
+            assert_eq!(
+                g.chain().unwrap(),
+                chain.as_slice(),
+                "head insertion, newest first"
+            );
             for i in 0..300 {
                 let t = flow(i);
                 let c = g.select(&t, 0).unwrap();
-                assert_eq!(c.listener, Some(reservoir_reference(&chain, c.hash)), "{kernel} {proto:?} n={n} flow {i}");
+                assert_eq!(
+                    c.listener,
+                    Some(reservoir_reference(&chain, c.hash)),
+                    "{kernel} {proto:?} n={n} flow {i}"
+                );
                 let e = g.explain(&t, 0).unwrap();
-                let Pick::Reservoir { steps, .. } = &e.pick else { panic!("reservoir era") };
+                let Pick::Reservoir { steps, .. } = &e.pick else {
+                    panic!("reservoir era")
+                };
                 assert_eq!(steps.len(), chain.len());
-                assert_eq!(steps.iter().rev().find(|s| s.taken).map(|s| s.listener), c.listener);
+                assert_eq!(
+                    steps.iter().rev().find(|s| s.taken).map(|s| s.listener),
+                    c.listener
+                );
             }
         }
     }
@@ -95,7 +128,10 @@ fn reservoir_scan_matches_the_step_by_step_reference() {
 fn reservoir_on_4_4_prefers_the_member_pinned_to_the_receiving_cpu() {
     // 4.4 adds 1 to compute_score when sk_incoming_cpu matches (70da268b569d).
     let mut s = spec(Proto::Tcp, 4, lo());
-    s.incoming_cpu = vec![CpuPin { listener: 2, cpu: 1 }];
+    s.incoming_cpu = vec![CpuPin {
+        listener: 2,
+        cpu: 1,
+    }];
     let g = group("4.4", &s);
     for i in 0..200 {
         assert_eq!(g.select(&flow(i), 1).unwrap().listener, Some(2));
@@ -110,7 +146,12 @@ fn so_incoming_cpu_is_ignored_before_6_2_and_honoured_from_6_2() {
     // so_incoming_cpu.c: server i pinned to CPU i; every connection from CPU i
     // lands on server i from 6.2 on.
     let mut s = spec(Proto::Tcp, 4, lo());
-    s.incoming_cpu = (0..4).map(|i| CpuPin { listener: i, cpu: i }).collect();
+    s.incoming_cpu = (0..4)
+        .map(|i| CpuPin {
+            listener: i,
+            cpu: i,
+        })
+        .collect();
     let old = group("5.15", &s);
     let new = group("6.2", &s);
     let mut old_mismatch = 0;
@@ -119,17 +160,29 @@ fn so_incoming_cpu_is_ignored_before_6_2_and_honoured_from_6_2() {
         let c = new.select(&flow(i), cpu).unwrap();
         assert_eq!(c.listener, Some(cpu));
         let o = old.select(&flow(i), cpu).unwrap();
-        assert_eq!(o.listener, Some(scale(o.hash, 4)), "5.15 selects by hash alone");
+        assert_eq!(
+            o.listener,
+            Some(scale(o.hash, 4)),
+            "5.15 selects by hash alone"
+        );
         old_mismatch += (o.listener != Some(cpu)) as u32;
     }
-    assert!(old_mismatch > 200, "before 6.2 most connections miss their CPU's server ({old_mismatch}/400)");
+    assert!(
+        old_mismatch > 200,
+        "before 6.2 most connections miss their CPU's server ({old_mismatch}/400)"
+    );
 }
 
 #[test]
 fn so_incoming_cpu_test3_an_unpinned_extra_server_receives_nothing() {
     // so_incoming_cpu.c test3: an extra server with CPU -1 stays in the group.
     let mut s = spec(Proto::Tcp, 5, lo());
-    s.incoming_cpu = (0..4).map(|i| CpuPin { listener: i, cpu: i }).collect();
+    s.incoming_cpu = (0..4)
+        .map(|i| CpuPin {
+            listener: i,
+            cpu: i,
+        })
+        .collect();
     let g = group("6.18", &s);
     for i in 0..400 {
         assert_ne!(g.select(&flow(i), i % 4).unwrap().listener, Some(4));
@@ -155,7 +208,11 @@ fn connected_udp_members_are_skipped_from_5_4_and_picked_before() {
             x => x,
         };
         assert_eq!(c.listener, Some(want), "ring step past connected members");
-        assert_eq!(old.select(&flow(i), 0).unwrap().listener, Some(start), "4.6 returns socks[i] even if connected");
+        assert_eq!(
+            old.select(&flow(i), 0).unwrap().listener,
+            Some(start),
+            "4.6 returns socks[i] even if connected"
+        );
     }
     s.connected = vec![0, 1, 2, 3];
     let all = group("5.4", &s);
@@ -166,16 +223,43 @@ fn connected_udp_members_are_skipped_from_5_4_and_picked_before() {
 #[test]
 fn the_group_cap_is_32768_with_the_kernels_errors() {
     // §10 E5 on 6.18: member 32769 fails, TCP listen() ENOMEM, UDP bind() EADDRINUSE.
-    let ok = ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec(Proto::Tcp, 32768, lo())).unwrap();
+    let ok = ReuseportGroup::build(
+        Profile::named("6.18").unwrap(),
+        &spec(Proto::Tcp, 32768, lo()),
+    )
+    .unwrap();
     assert_eq!(ok.sock_array().unwrap().max_socks(), 32768);
-    for (proto, errno, call) in [(Proto::Tcp, "ENOMEM", "listen"), (Proto::Udp, "EADDRINUSE", "bind")] {
-        let e = ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec(proto, 32769, lo())).unwrap_err();
-        assert_eq!(e, SetupError::Group(GroupError::Full { listener: 32768, call, errno }));
+    for (proto, errno, call) in [
+        (Proto::Tcp, "ENOMEM", "listen"),
+        (Proto::Udp, "EADDRINUSE", "bind"),
+    ] {
+        let e = ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec(proto, 32769, lo()))
+            .unwrap_err();
+        assert_eq!(
+            e,
+            SetupError::Group(GroupError::Full {
+                listener: 32768,
+                call,
+                errno
+            })
+        );
     }
     // No socks[] before groups: 4.4 has no cap; 4.5 caps UDP only.
-    assert!(ReuseportGroup::build(Profile::named("4.4").unwrap(), &spec(Proto::Tcp, 32769, lo())).is_ok());
-    assert!(ReuseportGroup::build(Profile::named("4.5").unwrap(), &spec(Proto::Tcp, 32769, lo())).is_ok());
-    assert!(ReuseportGroup::build(Profile::named("4.5").unwrap(), &spec(Proto::Udp, 32769, lo())).is_err());
+    assert!(ReuseportGroup::build(
+        Profile::named("4.4").unwrap(),
+        &spec(Proto::Tcp, 32769, lo())
+    )
+    .is_ok());
+    assert!(ReuseportGroup::build(
+        Profile::named("4.5").unwrap(),
+        &spec(Proto::Tcp, 32769, lo())
+    )
+    .is_ok());
+    assert!(ReuseportGroup::build(
+        Profile::named("4.5").unwrap(),
+        &spec(Proto::Udp, 32769, lo())
+    )
+    .is_err());
 }
 
 #[test]
@@ -203,7 +287,10 @@ fn e4_closing_listener_1_of_4_moves_listener_3_into_its_slot() {
     let after = group("6.18", &s);
     assert_eq!(after.listening(), &[0, 3, 2]);
     for i in 0..2000 {
-        let (b, a) = (before.select(&flow(i), 0).unwrap().listener.unwrap(), after.select(&flow(i), 0).unwrap().listener.unwrap());
+        let (b, a) = (
+            before.select(&flow(i), 0).unwrap().listener.unwrap(),
+            after.select(&flow(i), 0).unwrap().listener.unwrap(),
+        );
         let allowed: &[u32] = match b {
             0 => &[0],
             1 => &[0, 3],
@@ -223,24 +310,38 @@ fn e3_wildcard_groups_hash_with_laddr_zero_from_5_0() {
         let mut old_same = 0;
         for i in 0..200 {
             let a = flow(i);
-            let b = Tuple { daddr: Ipv4Addr::new(127, 0, 0, 2).into(), ..a };
+            let b = Tuple {
+                daddr: Ipv4Addr::new(127, 0, 0, 2).into(),
+                ..a
+            };
             assert_eq!(new.select(&a, 0).unwrap(), new.select(&b, 0).unwrap());
-            old_same += (old.select(&a, 0).unwrap().listener == old.select(&b, 0).unwrap().listener) as u32;
+            old_same +=
+                (old.select(&a, 0).unwrap().listener == old.select(&b, 0).unwrap().listener) as u32;
         }
-        assert!(old_same < 60, "4.17 hashes the real destination: {old_same}/200 alike");
+        assert!(
+            old_same < 60,
+            "4.17 hashes the real destination: {old_same}/200 alike"
+        );
     }
 }
 
 #[test]
 fn udp_wildcard_on_4_6_hashes_zero_only_past_ten_sockets() {
     let any: IpAddr = Ipv4Addr::UNSPECIFIED.into();
-    let other = |t: Tuple| Tuple { daddr: Ipv4Addr::new(127, 0, 0, 2).into(), ..t };
+    let other = |t: Tuple| Tuple {
+        daddr: Ipv4Addr::new(127, 0, 0, 2).into(),
+        ..t
+    };
     let eleven = group("4.6", &spec(Proto::Udp, 11, any));
     let ten = group("4.6", &spec(Proto::Udp, 10, any));
     let mut ten_same = 0;
     for i in 0..200 {
-        assert_eq!(eleven.select(&flow(i), 0).unwrap().hash, eleven.select(&other(flow(i)), 0).unwrap().hash);
-        ten_same += (ten.select(&flow(i), 0).unwrap().hash == ten.select(&other(flow(i)), 0).unwrap().hash) as u32;
+        assert_eq!(
+            eleven.select(&flow(i), 0).unwrap().hash,
+            eleven.select(&other(flow(i)), 0).unwrap().hash
+        );
+        ten_same += (ten.select(&flow(i), 0).unwrap().hash
+            == ten.select(&other(flow(i)), 0).unwrap().hash) as u32;
     }
     assert_eq!(ten_same, 0);
 }
@@ -250,12 +351,29 @@ fn e2_tcp_adds_lport_outside_from_6_15_and_udp_does_not() {
     // §10 E2: the same flow to port P and P+1 picks the same member on 6.18 TCP.
     let p = Profile::named("6.18").unwrap();
     for (proto, outside) in [(Proto::Tcp, true), (Proto::Udp, false)] {
-        let g1 = ReuseportGroup::build(p, &GroupSpec { port: 8080, ..spec(proto, 8, lo()) }).unwrap();
-        let g2 = ReuseportGroup::build(p, &GroupSpec { port: 8081, ..spec(proto, 8, lo()) }).unwrap();
+        let g1 = ReuseportGroup::build(
+            p,
+            &GroupSpec {
+                port: 8080,
+                ..spec(proto, 8, lo())
+            },
+        )
+        .unwrap();
+        let g2 = ReuseportGroup::build(
+            p,
+            &GroupSpec {
+                port: 8081,
+                ..spec(proto, 8, lo())
+            },
+        )
+        .unwrap();
         for i in 0..200 {
             let a = flow(i);
             let b = Tuple { dport: 8081, ..a };
-            let (ha, hb) = (g1.select(&a, 0).unwrap().hash, g2.select(&b, 0).unwrap().hash);
+            let (ha, hb) = (
+                g1.select(&a, 0).unwrap().hash,
+                g2.select(&b, 0).unwrap().hash,
+            );
             assert_eq!(hb.wrapping_sub(ha) == 1, outside, "{proto:?} flow {i}");
         }
     }
@@ -263,13 +381,33 @@ fn e2_tcp_adds_lport_outside_from_6_15_and_udp_does_not() {
 
 #[test]
 fn e1_ipv6_hashes_only_the_last_local_word_until_7_2() {
-    let keys = Keys { v4: 0, v6_outer: 0x4444_4444, v6_inner: 0x2222_2222 };
-    let t = |d: &str| Tuple { saddr: "fd02::5".parse().unwrap(), sport: 40000, daddr: d.parse().unwrap(), dport: 8080 };
+    let keys = Keys {
+        v4: 0,
+        v6_outer: 0x4444_4444,
+        v6_inner: 0x2222_2222,
+    };
+    let t = |d: &str| Tuple {
+        saddr: "fd02::5".parse().unwrap(),
+        sport: 40000,
+        daddr: d.parse().unwrap(),
+        dport: 8080,
+    };
     for (kernel, same) in [("6.18", true), ("6.5", true), ("7.2", false)] {
         let p = Profile::named(kernel).unwrap();
-        let g1 = ReuseportGroup::build(p, &GroupSpec::new(Proto::Tcp, 8, "fd00::1".parse().unwrap(), 8080, keys)).unwrap();
-        let g2 = ReuseportGroup::build(p, &GroupSpec::new(Proto::Tcp, 8, "fd01::1".parse().unwrap(), 8080, keys)).unwrap();
-        let (h1, h2) = (g1.select(&t("fd00::1"), 0).unwrap().hash, g2.select(&t("fd01::1"), 0).unwrap().hash);
+        let g1 = ReuseportGroup::build(
+            p,
+            &GroupSpec::new(Proto::Tcp, 8, "fd00::1".parse().unwrap(), 8080, keys),
+        )
+        .unwrap();
+        let g2 = ReuseportGroup::build(
+            p,
+            &GroupSpec::new(Proto::Tcp, 8, "fd01::1".parse().unwrap(), 8080, keys),
+        )
+        .unwrap();
+        let (h1, h2) = (
+            g1.select(&t("fd00::1"), 0).unwrap().hash,
+            g2.select(&t("fd01::1"), 0).unwrap().hash,
+        );
         assert_eq!(h1 == h2, same, "{kernel}");
     }
 }
@@ -277,12 +415,26 @@ fn e1_ipv6_hashes_only_the_last_local_word_until_7_2() {
 #[test]
 fn a_packet_for_another_address_or_port_is_refused_with_the_reason() {
     let g = group("6.18", &spec(Proto::Tcp, 4, lo()));
-    let e = g.select(&Tuple { dport: 9, ..flow(1) }, 0).unwrap_err();
+    let e = g
+        .select(
+            &Tuple {
+                dport: 9,
+                ..flow(1)
+            },
+            0,
+        )
+        .unwrap_err();
     assert!(e.to_string().contains("RST"), "{e}");
-    let v6only = GroupSpec { v6only: true, ..spec(Proto::Tcp, 4, "::".parse().unwrap()) };
+    let v6only = GroupSpec {
+        v6only: true,
+        ..spec(Proto::Tcp, 4, "::".parse().unwrap())
+    };
     assert!(group("6.18", &v6only).select(&flow(1), 0).is_err());
     let dual = spec(Proto::Tcp, 4, "::".parse().unwrap());
-    assert!(group("6.18", &dual).select(&flow(1), 0).is_ok(), "a dual-stack group receives IPv4");
+    assert!(
+        group("6.18", &dual).select(&flow(1), 0).is_ok(),
+        "a dual-stack group receives IPv4"
+    );
 }
 
 #[test]
@@ -293,8 +445,16 @@ fn explain_agrees_with_select_in_every_profile() {
             for i in 0..50 {
                 let c = g.select(&flow(i), 0).unwrap();
                 let e = g.explain(&flow(i), 0).unwrap();
-                assert_eq!((e.listener, e.slot, e.hash.hash), (c.listener, c.slot, c.hash), "{} {proto:?}", p.release);
-                if let Pick::ByHash { scaled, num_socks, .. } = e.pick {
+                assert_eq!(
+                    (e.listener, e.slot, e.hash.hash),
+                    (c.listener, c.slot, c.hash),
+                    "{} {proto:?}",
+                    p.release
+                );
+                if let Pick::ByHash {
+                    scaled, num_socks, ..
+                } = e.pick
+                {
                     assert_eq!((num_socks, scaled), (7, scale(c.hash, 7)));
                 }
             }
@@ -345,19 +505,45 @@ fn batch_selection_equals_one_packet_at_a_time() {
     let daddr: Vec<u32> = tuples.iter().map(|t| num(t.daddr)).collect();
     let sport: Vec<u16> = tuples.iter().map(|t| t.sport).collect();
     let dport: Vec<u16> = tuples.iter().map(|t| t.dport).collect();
-    let batch = V4Batch { saddr: &saddr, sport: &sport, daddr: &daddr, dport: &dport };
+    let batch = V4Batch {
+        saddr: &saddr,
+        sport: &sport,
+        daddr: &daddr,
+        dport: &dport,
+    };
     let mut cases = Vec::new();
     for p in reuseport_model::profile::PROFILES {
         for proto in [Proto::Tcp, Proto::Udp] {
             for bind in [lo(), any] {
                 cases.push((p, spec(proto, 13, bind)));
-                cases.push((p, GroupSpec { closed: vec![0, 5], ..spec(proto, 200, bind) }));
+                cases.push((
+                    p,
+                    GroupSpec {
+                        closed: vec![0, 5],
+                        ..spec(proto, 200, bind)
+                    },
+                ));
             }
         }
     }
     let p618 = Profile::named("6.18").unwrap();
-    cases.push((p618, GroupSpec { connected: vec![2], ..spec(Proto::Udp, 6, lo()) }));
-    cases.push((p618, GroupSpec { incoming_cpu: vec![CpuPin { listener: 1, cpu: 0 }], ..spec(Proto::Tcp, 6, lo()) }));
+    cases.push((
+        p618,
+        GroupSpec {
+            connected: vec![2],
+            ..spec(Proto::Udp, 6, lo())
+        },
+    ));
+    cases.push((
+        p618,
+        GroupSpec {
+            incoming_cpu: vec![CpuPin {
+                listener: 1,
+                cpu: 0,
+            }],
+            ..spec(Proto::Tcp, 6, lo())
+        },
+    ));
     let mut vectorised = 0;
     for (p, s) in cases {
         let g = ReuseportGroup::build(p, &s).unwrap();
@@ -366,10 +552,20 @@ fn batch_selection_equals_one_packet_at_a_time() {
             let mut out = vec![0u32; n as usize];
             g.select_batch_v4_on(isa, batch, 0, &mut out).unwrap();
             for (i, t) in tuples.iter().enumerate() {
-                let want = g.select(t, 0).map(|c| c.listener.unwrap_or(NONE)).unwrap_or(NONE);
-                assert_eq!(out[i], want, "{} {:?} bind {} packet {i}", p.release, s.proto, s.bind);
+                let want = g
+                    .select(t, 0)
+                    .map(|c| c.listener.unwrap_or(NONE))
+                    .unwrap_or(NONE);
+                assert_eq!(
+                    out[i], want,
+                    "{} {:?} bind {} packet {i}",
+                    p.release, s.proto, s.bind
+                );
             }
         }
     }
-    assert!(vectorised > 20, "most group-era cases take the vectorised path ({vectorised})");
+    assert!(
+        vectorised > 20,
+        "most group-era cases take the vectorised path ({vectorised})"
+    );
 }

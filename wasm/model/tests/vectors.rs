@@ -9,9 +9,15 @@ use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
 use serde_json::Value;
 
 fn vectors() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/vectors/ipv4-hash.jsonl");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/vectors/ipv4-hash.jsonl"
+    );
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
-    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn hex(v: &Value) -> u32 {
@@ -29,15 +35,34 @@ fn check(profile: &str, proto: Proto, hash_field: &str, index_field: &str) {
         let faddr: IpAddr = v["faddr"].as_str().unwrap().parse().unwrap();
         let lport = v["lport"].as_u64().unwrap() as u16;
         let fport = v["fport"].as_u64().unwrap() as u16;
-        let keys = Keys { v4: hex(&v["initval"]), ..Keys::default() };
-        let t = Tuple { saddr: faddr, sport: fport, daddr: laddr, dport: lport };
+        let keys = Keys {
+            v4: hex(&v["initval"]),
+            ..Keys::default()
+        };
+        let t = Tuple {
+            saddr: faddr,
+            sport: fport,
+            daddr: laddr,
+            dport: lport,
+        };
         for (n, want) in v[index_field].as_object().unwrap() {
             let n: u32 = n.parse().unwrap();
-            let g = ReuseportGroup::build(p, &GroupSpec::new(proto, n, laddr, lport, keys)).unwrap();
+            let g =
+                ReuseportGroup::build(p, &GroupSpec::new(proto, n, laddr, lport, keys)).unwrap();
             let c = g.select(&t, 0).unwrap();
-            assert_eq!(c.hash, hex(&v[hash_field]), "line {} hash ({profile} {proto:?})", line + 1);
+            assert_eq!(
+                c.hash,
+                hex(&v[hash_field]),
+                "line {} hash ({profile} {proto:?})",
+                line + 1
+            );
             // Members are numbered in join order and nothing closed, so slot == listener.
-            assert_eq!(c.slot, Some(want.as_u64().unwrap() as u32), "line {} n={n} ({profile} {proto:?})", line + 1);
+            assert_eq!(
+                c.slot,
+                Some(want.as_u64().unwrap() as u32),
+                "line {} n={n} ({profile} {proto:?})",
+                line + 1
+            );
             assert_eq!(c.listener, c.slot);
         }
     }
