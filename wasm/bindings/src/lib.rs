@@ -16,7 +16,7 @@
 //!   ([`WasmV4Batch`]), so a million selections cost no copying.
 
 use reuseport_model::batch::V4Batch;
-use reuseport_model::tuple::{parse_tuple_line, Tuple};
+use reuseport_model::tuple::{parse_bind, parse_tuple_line, Tuple};
 use reuseport_model::{GroupSpec, Profile, ReuseportGroup};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -85,6 +85,19 @@ pub fn wasm_parse_tuples(text: &str) -> JsResult<JsValue> {
         }
     }
     to_js(&out)
+}
+
+/// Parses a bound address with an optional port (`0.0.0.0`, `[::1]:8080`):
+/// `{ addr, port }` with `port` null when absent; throws naming the problem.
+#[wasm_bindgen(js_name = parseBind)]
+pub fn wasm_parse_bind(text: &str) -> JsResult<JsValue> {
+    #[derive(Serialize)]
+    struct Bind {
+        addr: String,
+        port: Option<u16>,
+    }
+    let (a, p) = parse_bind(text.trim()).js()?;
+    to_js(&Bind { addr: a.to_string(), port: p })
 }
 
 /// The input of [`WasmGroup::new`]: a kernel profile name or release, and

@@ -1,0 +1,271 @@
+/**
+ * The lookup widget: paste 4-tuples, describe the group and the kernel, and
+ * see which socket the kernel picks and exactly why.
+ *
+ * `mountLookup(el, options)` returns `dispose`; `<reuseport-lookup>` is the
+ * same widget as a custom element (attributes: kernel, proto, listeners,
+ * tuples).
+ */
+import { select } from 'd3';
+import { Group, loadModel, parseBind, parseTuples, profiles, resolveProfile, type LineAnswer, type Proto } from '../model/index';
+import { countByListener, explainView } from '../scene/explain-view';
+import { renderExplain } from '../render/explain-card';
+
+/** Options of the lookup widget. */
+export interface LookupOptions {
+  /** Kernel profile or release. @default "6.18" */
+  kernel?: string;
+  /** @default "tcp" */
+  proto?: Proto;
+  /** Group size. @default 8 */
+  listeners?: number;
+  /** Initial tuple text. @default one loopback connection */
+  tuples?: string;
+  /** The per-boot IPv4 hash value, hex. @default a random value */
+  secret?: string;
+}
+
+/** At most this many lines are explained per run, so the page never stalls. */
+export const MAX_LINES = 10_000;
+/** Detailed explanations rendered per run (the table lists every line). */
+export const MAX_DETAILED = 50;
+
+let uid = 0;
+
+function randomHex32(): string {
+  const a = new Uint32Array(1);
+  crypto.getRandomValues(a);
+  return `0x${a[0]!.toString(16).padStart(8, '0')}`;
+}
+
+function parseHex(s: string): number | undefined {
+  const t = s.trim();
+  return /^(0x)?[0-9a-f]{1,8}$/i.test(t) ? Number.parseInt(t.replace(/^0x/i, ''), 16) >>> 0 : undefined;
+}
+
+function parseNumList(s: string): number[] | undefined {
+  const t = s.trim();
+  if (t === '') return [];
+  const parts = t.split(',').map((x) => x.trim());
+  return parts.every((p) => /^\d+$/.test(p)) ? parts.map(Number) : undefined;
+}
+
+/** Mounts the widget into `el`; returns a function that removes it and its listeners. */
+export async function mountLookup(el: HTMLElement, options: LookupOptions = {}): Promise<() => void> {
+  await loadModel();
+  const id = `rl-lookup-${++uid}`;
+  const f = (name: string) => `${id}-${name}`;
+  const root = select(el).append('div').attr('class', 'rl-lookup');
+  const form = root.append('form').attr('class', 'rl-form').attr('novalidate', '').attr('aria-describedby', f('help'));
+  form
+    .append('p')
+    .attr('id', f('help'))
+    .attr('class', 'rl-help')
+    .text('One connection per line: client first. SADDR SPORT DADDR DPORT, or SADDR:SPORT DADDR:DPORT with IPv6 as [addr]:port. Lines starting with # are ignored.');
+
+  const field = (name: string, label: string, hint?: string) => {
+    const wrap = form.append('div').attr('class', 'rl-field');
+    wrap.append('label').attr('for', f(name)).text(label);
+    if (hint) wrap.append('span').attr('class', 'rl-hint').attr('id', f(`${name}-hint`)).text(hint);
+    return wrap;
+  };
+
+  const tuples = field('tuples', '4-tuples')
+    .append('textarea')
+    .attr('id', f('tuples'))
+    .attr('name', 'tuples')
+    .attr('rows', 6)
+    .attr('spellcheck', 'false')
+    .attr('aria-describedby', f('help'))
+    .property('value', options.tuples ?? '127.0.0.9 40000 127.0.0.1 8080');
+
+  const kernel = field('kernel', 'Kernel', 'a profile, or your uname -r').append('input').attr('id', f('kernel')).attr('name', 'kernel').attr('list', f('profiles')).attr('aria-describedby', f('kernel-hint')).property('value', options.kernel ?? '6.18');
+  form.append('datalist').attr('id', f('profiles')).selectAll('option').data(profiles()).join('option').attr('value', (p) => `${p.release.major}.${p.release.minor}`);
+  const profileNote = form.append('p').attr('class', 'rl-hint').attr('aria-live', 'polite');
+
+  const proto = field('proto', 'Protocol').append('select').attr('id', f('proto')).attr('name', 'proto');
+  proto.selectAll('option').data(['tcp', 'udp']).join('option').attr('value', (d) => d).text((d) => d.toUpperCase());
+  proto.property('value', options.proto ?? 'tcp');
+
+  const listeners = field('listeners', 'Listeners', '1 to 32768; numbered in listen() order (bind() for UDP)').append('input').attr('id', f('listeners')).attr('type', 'number').attr('min', 1).attr('max', 40000).attr('aria-describedby', f('listeners-hint')).property('value', String(options.listeners ?? 8));
+  const bind = field('bind', 'Bound address', 'empty: the destination of the first line; 0.0.0.0 or :: for a wildcard group').append('input').attr('id', f('bind')).attr('aria-describedby', f('bind-hint')).attr('placeholder', 'destination of the first line');
+  const closed = field('closed', 'Closed listeners', 'closed in this order after all listened, e.g. 1,3').append('input').attr('id', f('closed')).attr('aria-describedby', f('closed-hint')).attr('inputmode', 'numeric');
+  const cpu = field('cpu', 'Receiving CPU').append('input').attr('id', f('cpu')).attr('type', 'number').attr('min', 0).property('value', '0');
+
+  const secretWrap = field('secret', 'Hash secret (IPv4)', 'secret + net_hash_mix, 32-bit hex; your kernel draws its own at boot');
+  const secret = secretWrap.append('input').attr('id', f('secret')).attr('aria-describedby', f('secret-hint')).attr('spellcheck', 'false').property('value', options.secret ?? randomHex32());
+  const newBoot = secretWrap.append('button').attr('type', 'button').text('New boot');
+  const inner = field('inner', 'IPv6 inner secret', 'needed for IPv6 lines; the IPv6 outer value is the secret above').append('input').attr('id', f('inner')).attr('aria-describedby', f('inner-hint')).attr('spellcheck', 'false').property('value', '0x00000000');
+
+  form.append('button').attr('type', 'submit').attr('class', 'rl-primary').text('Explain');
+  const status = root.append('div').attr('class', 'rl-status').attr('role', 'status').attr('aria-live', 'polite');
+  const errors = root.append('div').attr('class', 'rl-errors');
+  const results = root.append('div').attr('class', 'rl-results');
+
+  const showProfile = () => {
+    try {
+      const p = resolveProfile(String(kernel.property('value')).trim());
+      profileNote.text(`Uses profile ${p.release.major}.${p.release.minor} (rules read from ${p.basis}).`);
+    } catch (e) {
+      profileNote.text((e as Error).message);
+    }
+  };
+
+  const run = () => {
+    errors.selectAll('*').remove();
+    results.selectAll('*').remove();
+    const problems: string[] = [];
+    const fail = (msg: string) => problems.push(msg);
+
+    const text = String(tuples.property('value'));
+    const lineCount = text.split('\n').length;
+    if (lineCount > MAX_LINES) fail(`The tuples field has ${lineCount} lines; at most ${MAX_LINES} are explained per run. Split the input, or use reuseport-agent predict for bulk.`);
+    const n = Number(listeners.property('value'));
+    if (!Number.isInteger(n) || n < 1) fail('Listeners: give a whole number of at least 1.');
+    const s = parseHex(String(secret.property('value')));
+    if (s === undefined) fail('Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.');
+    const i6 = parseHex(String(inner.property('value')));
+    if (i6 === undefined) fail('IPv6 inner secret: give a 32-bit hex value such as 0x1a2b3c4d.');
+    const closedList = parseNumList(String(closed.property('value')));
+    if (closedList === undefined) fail('Closed listeners: give listener numbers separated by commas, such as 1,3.');
+    const c = Number(cpu.property('value'));
+    if (!Number.isInteger(c) || c < 0) fail('Receiving CPU: give a whole number from 0.');
+
+    const parsed = parseTuples(text);
+    const first = parsed.find((p) => p.tuple);
+    let bindAddr = '';
+    let port: number | undefined;
+    const bindText = String(bind.property('value')).trim();
+    if (bindText) {
+      try {
+        const b = parseBind(bindText);
+        bindAddr = b.addr;
+        port = b.port ?? undefined;
+      } catch (e) {
+        fail(`Bound address: ${(e as Error).message}`);
+      }
+    }
+    if (!bindAddr) bindAddr = first?.tuple?.daddr ?? '';
+    port ??= first?.tuple?.dport;
+    if ((!bindAddr || port === undefined) && !problems.some((p) => p.startsWith('Bound address')))
+      fail('No line holds a valid tuple, so the group has no address and port: fix the lines below or give a bound address with a port, such as 0.0.0.0:8080.');
+
+    if (problems.length) {
+      errors.append('ul').attr('role', 'alert').selectAll('li').data(problems).join('li').text((d) => d);
+      for (const p of parsed.filter((x) => x.error)) errors.append('p').text(`Line ${p.line}: ${p.error}`);
+      return;
+    }
+
+    let group: Group;
+    try {
+      group = new Group(String(kernel.property('value')).trim(), {
+        proto: proto.property('value') as Proto,
+        listeners: n,
+        bind: bindAddr,
+        port: port!,
+        keys: { v4: s!, v6Outer: s!, v6Inner: i6! },
+        closed: closedList!,
+      });
+    } catch (e) {
+      errors.append('p').attr('role', 'alert').text(`The group cannot be built: ${(e as Error).message}`);
+      return;
+    }
+    let answers: LineAnswer[];
+    try {
+      answers = group.explainText(text, c);
+    } finally {
+      group.dispose();
+    }
+    const bad = answers.filter((a) => a.error !== undefined);
+    if (bad.length) {
+      const box = errors.append('div').attr('role', 'alert');
+      box.append('p').text(`${bad.length} line${bad.length === 1 ? '' : 's'} could not be answered:`);
+      box.append('ul').selectAll('li').data(bad.slice(0, 100)).join('li').text((a) => `Line ${a.line}: ${a.error}`);
+    }
+    const good = answers.filter((a): a is Extract<LineAnswer, { explain: object }> => a.explain !== undefined);
+    status.text(`${good.length} line${good.length === 1 ? '' : 's'} explained${bad.length ? `, ${bad.length} with errors` : ''}.`);
+    if (!good.length) return;
+
+    const counts = countByListener(good.map((a) => a.explain.listener));
+    const dist = results.append('table').attr('class', 'rl-table');
+    dist.append('caption').text('Connections per listener');
+    dist.append('thead').append('tr').selectAll('th').data(['listener', 'connections']).join('th').attr('scope', 'col').text((d) => d);
+    dist.append('tbody').selectAll('tr').data(counts).join('tr').selectAll('td').data((d) => [d.listener === null ? 'none' : String(d.listener), String(d.count)]).join('td').text((d) => d);
+
+    const table = results.append('table').attr('class', 'rl-table rl-answers');
+    table.append('caption').text('Chosen socket per line');
+    table.append('thead').append('tr').selectAll('th').data(['line', 'tuple', 'listener', 'slot', 'hash']).join('th').attr('scope', 'col').text((d) => d);
+    table
+      .append('tbody')
+      .selectAll('tr')
+      .data(good.slice(0, 1000))
+      .join('tr')
+      .selectAll('td')
+      .data((a) => {
+        const t = a.explain.tuple;
+        return [String(a.line), `${t.saddr} ${t.sport} → ${t.daddr} ${t.dport}`, a.explain.listener === null ? 'none' : String(a.explain.listener), a.explain.slot === null ? '—' : String(a.explain.slot), a.explain.hash.hashHex];
+      })
+      .join('td')
+      .text((d) => d);
+    if (good.length > 1000) results.append('p').text(`The table shows the first 1000 of ${good.length} lines.`);
+
+    for (const a of good.slice(0, MAX_DETAILED)) {
+      const det = results.append('details').attr('class', 'rl-explain').property('open', good.length === 1);
+      det.append('summary').text(`Line ${a.line}: listener ${a.explain.listener ?? 'none'}`);
+      renderExplain(det.append('div').node()!, explainView(a.explain), 3);
+    }
+    if (good.length > MAX_DETAILED) results.append('p').text(`Full explanations are shown for the first ${MAX_DETAILED} lines.`);
+  };
+
+  const onSubmit = (ev: Event) => {
+    ev.preventDefault();
+    run();
+  };
+  const onBoot = () => {
+    secret.property('value', randomHex32());
+    run();
+  };
+  const formEl = form.node()!;
+  formEl.addEventListener('submit', onSubmit);
+  newBoot.node()!.addEventListener('click', onBoot);
+  kernel.node()!.addEventListener('input', showProfile);
+  showProfile();
+  run();
+
+  return () => {
+    formEl.removeEventListener('submit', onSubmit);
+    newBoot.node()!.removeEventListener('click', onBoot);
+    kernel.node()!.removeEventListener('input', showProfile);
+    root.remove();
+  };
+}
+
+/** `<reuseport-lookup kernel="6.18" proto="tcp" listeners="8" tuples="...">`. */
+export class ReuseportLookupElement extends HTMLElement {
+  #dispose?: () => void;
+  #gen = 0;
+  connectedCallback(): void {
+    const gen = ++this.#gen;
+    const opt: LookupOptions = {
+      kernel: this.getAttribute('kernel') ?? undefined,
+      proto: (this.getAttribute('proto') as Proto | null) ?? undefined,
+      listeners: this.hasAttribute('listeners') ? Number(this.getAttribute('listeners')) : undefined,
+      tuples: this.getAttribute('tuples') ?? undefined,
+      secret: this.getAttribute('secret') ?? undefined,
+    };
+    void mountLookup(this, opt).then((d) => {
+      if (gen === this.#gen && this.isConnected) this.#dispose = d;
+      else d();
+    });
+  }
+  disconnectedCallback(): void {
+    this.#gen++;
+    this.#dispose?.();
+    this.#dispose = undefined;
+  }
+}
+
+/** Registers `<reuseport-lookup>` once. */
+export function defineLookupElement(): void {
+  if (!customElements.get('reuseport-lookup')) customElements.define('reuseport-lookup', ReuseportLookupElement);
+}

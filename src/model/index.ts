@@ -1,0 +1,215 @@
+/**
+ * The model facade: the only TypeScript that talks to the wasm module.
+ *
+ * Everything here converts and forwards; every kernel rule (hash, group,
+ * selection) lives in the Rust crate `reuseport-model`. The types come from
+ * the Rust types (`src/model/generated/`, written by scripts/gen-types.sh).
+ */
+import init, {
+  Group as WasmGroup,
+  V4Batch as WasmV4Batch,
+  initSync,
+  modelVersion,
+  parseBind as wasmParseBind,
+  parseTuples as wasmParseTuples,
+  profiles as wasmProfiles,
+  resolveProfile as wasmResolveProfile,
+} from './pkg/reuseport.js';
+import type { Change } from './generated/Change';
+import type { Explain } from './generated/Explain';
+import type { GroupSpec } from './generated/GroupSpec';
+import type { GroupSummary } from './generated/GroupSummary';
+import type { Keys } from './generated/Keys';
+import type { Member } from './generated/Member';
+import type { Profile } from './generated/Profile';
+import type { Tuple } from './generated/Tuple';
+
+export type { Change, Explain, GroupSpec, GroupSummary, Keys, Member, Profile, Tuple };
+export type { Pick as SelectionPath } from './generated/Pick';
+export type { HashTrace } from './generated/HashTrace';
+export type { JhashCall } from './generated/JhashCall';
+export type { RingStep } from './generated/RingStep';
+export type { ReservoirStep } from './generated/ReservoirStep';
+export type { Proto } from './generated/Proto';
+
+/** The listener value meaning "no socket" in batch output. */
+export const NO_LISTENER = 0xffffffff;
+
+/** The required part of a group; everything else has the kernel's default. */
+export type GroupInput = Pick<GroupSpec, 'proto' | 'listeners' | 'bind' | 'port'> & Partial<GroupSpec>;
+
+/** Fills a group description's optional fields (no options set, nothing closed). */
+export function groupSpec(input: GroupInput): GroupSpec {
+  return {
+    v6only: false,
+    keys: { v4: 0, v6Outer: 0, v6Inner: 0 },
+    closed: [],
+    shutdown: [],
+    tcpMigrateReq: false,
+    incomingCpu: [],
+    connected: [],
+    ...input,
+  };
+}
+
+/** One answered line of pasted text. */
+export type LineAnswer = { line: number; explain: Explain; error?: undefined } | { line: number; error: string; explain?: undefined };
+
+/** One parsed line of pasted text. */
+export type ParsedLine = { line: number; tuple: Tuple; error?: undefined } | { line: number; error: string; tuple?: undefined };
+
+/** A reuseport group held in wasm memory. Call {@link Group.dispose} when done. */
+export class Group {
+  #inner: WasmGroup;
+
+  /** @param kernel a profile (`6.18`) or any release string (`5.19.3`). */
+  constructor(kernel: string, spec: GroupInput) {
+    this.#inner = new WasmGroup({ kernel, group: groupSpec(spec) });
+  }
+
+  /** The kernel's whole path for one packet received on `cpu`. Throws when the packet does not reach the group. */
+  explain(tuple: Tuple, cpu = 0): Explain {
+    return this.#inner.explain(tuple, cpu) as Explain;
+  }
+
+  /** Explains every line of pasted text in one call; bad lines carry their error. */
+  explainText(text: string, cpu = 0): LineAnswer[] {
+    return this.#inner.explainText(text, cpu) as LineAnswer[];
+  }
+
+  /** The group at a glance. */
+  summary(): GroupSummary {
+    return this.#inner.summary() as GroupSummary;
+  }
+
+  /** Every member ever joined, indexed by listener number. */
+  members(): Member[] {
+    return this.#inner.members() as Member[];
+  }
+
+  /** `socks[]` (length `max_socks`, {@link NO_LISTENER} for empty slots); empty before groups existed. */
+  socks(): Uint32Array {
+    return this.#inner.socks();
+  }
+
+  /** Listening members in slot order, or chain order (newest first) in the reservoir era. */
+  listening(): Uint32Array {
+    return this.#inner.listening();
+  }
+
+  /** A new socket joins. */
+  join(): Change {
+    return this.#inner.join() as Change;
+  }
+
+  /** Closes a listener. */
+  close(listener: number): Change {
+    return this.#inner.close(listener) as Change;
+  }
+
+  /** Shuts a TCP listener down. */
+  shutdown(listener: number): Change {
+    return this.#inner.shutdown(listener) as Change;
+  }
+
+  /** Listens again after a shutdown. */
+  relisten(listener: number): Change {
+    return this.#inner.relisten(listener) as Change;
+  }
+
+  /** Sets SO_INCOMING_CPU, or clears it with `undefined`. */
+  setIncomingCpu(listener: number, cpu: number | undefined): Change {
+    return this.#inner.setIncomingCpu(listener, cpu) as Change;
+  }
+
+  /** Connects a UDP member. */
+  connect(listener: number): Change {
+    return this.#inner.connect(listener) as Change;
+  }
+
+  /** Replaces the per-boot hash keys. */
+  setKeys(keys: Keys): void {
+    this.#inner.setKeys(keys);
+  }
+
+  /** Whether batches for this group run the vectorised loop. */
+  batchIsVectorised(): boolean {
+    return this.#inner.batchIsVectorised();
+  }
+
+  /**
+   * Selects for the first `len` packets of `batch`; results land in `batch.out()`.
+   * Views taken before this call stay valid (it does not allocate).
+   */
+  selectBatchV4(batch: V4Batch, len: number, cpu = 0): void {
+    this.#inner.selectBatchV4(batch.raw, len, cpu);
+  }
+
+  /** Frees the wasm memory. */
+  dispose(): void {
+    this.#inner.free();
+  }
+}
+
+/**
+ * IPv4 packets in wasm memory, structure of arrays: addresses as host-order
+ * numbers (127.0.0.1 is 0x7f000001), ports as numbers. Take the views after
+ * creating every batch: creating one may grow wasm memory and detach older views.
+ */
+export class V4Batch {
+  readonly raw: WasmV4Batch;
+  constructor(capacity: number) {
+    this.raw = new WasmV4Batch(capacity);
+  }
+  /** Views into wasm memory, in the documented layout. */
+  views(): { saddr: Uint32Array; sport: Uint16Array; daddr: Uint32Array; dport: Uint16Array; out: Uint32Array } {
+    return { saddr: this.raw.saddr(), sport: this.raw.sport(), daddr: this.raw.daddr(), dport: this.raw.dport(), out: this.raw.out() };
+  }
+  dispose(): void {
+    this.raw.free();
+  }
+}
+
+/** Every kernel profile, oldest first. */
+export function profiles(): Profile[] {
+  return wasmProfiles() as Profile[];
+}
+
+/** The profile a kernel string resolves to; throws naming the known profiles. */
+export function resolveProfile(kernel: string): Profile {
+  return wasmResolveProfile(kernel) as Profile;
+}
+
+/** Parses pasted tuple text with the model's parser. */
+export function parseTuples(text: string): ParsedLine[] {
+  return wasmParseTuples(text) as ParsedLine[];
+}
+
+/** Parses a bound address with an optional port (`0.0.0.0`, `[::1]:8080`); throws naming the problem. */
+export function parseBind(text: string): { addr: string; port: number | null } {
+  return wasmParseBind(text) as { addr: string; port: number | null };
+}
+
+/** The model crate's version. */
+export function version(): string {
+  return modelVersion();
+}
+
+let ready: Promise<void> | undefined;
+
+/** Loads the wasm module once (browser: fetched next to the bundle). */
+export function loadModel(): Promise<void> {
+  ready ??= init().then(() => undefined);
+  return ready;
+}
+
+/** Loads the wasm module from bytes already in hand (Node, tests, benchmarks). */
+export function loadModelSync(bytes: BufferSource): void {
+  initSync({ module: bytes });
+  ready = Promise.resolve();
+}
+
+/** Formats an IPv4 host-order number as dotted quad (for labels). */
+export function ipv4ToString(n: number): string {
+  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+}

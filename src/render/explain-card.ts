@@ -1,0 +1,50 @@
+/**
+ * Renders an {@link ExplainView} as accessible HTML: headings, definition
+ * lists and real tables. Text only through textContent.
+ */
+import { select, type Selection } from 'd3';
+import type { ExplainView, Section, Table } from '../scene/explain-view';
+
+type Sel = Selection<HTMLElement, unknown, null, undefined>;
+
+function renderTable(parent: Sel, t: Table): void {
+  const table = parent.append('table').attr('class', 'rl-table');
+  table.append('caption').text(t.caption);
+  table.append('thead').append('tr').selectAll('th').data(t.head).join('th').attr('scope', 'col').text((d) => d);
+  table
+    .append('tbody')
+    .selectAll('tr')
+    .data(t.rows)
+    .join('tr')
+    .classed('rl-chosen', (_, i) => i === t.highlight)
+    .attr('aria-current', (_, i) => (i === t.highlight ? 'true' : null))
+    .selectAll('td')
+    .data((r) => r)
+    .join('td')
+    .text((d) => d);
+}
+
+function renderSection(parent: Sel, s: Section, level: number): void {
+  const sec = parent.append('section').attr('class', 'rl-section');
+  sec.append(`h${level}`).text(s.title);
+  if (s.source) sec.append('p').attr('class', 'rl-source').text(`Kernel: ${s.source}`);
+  const dl = sec.append('dl');
+  for (const r of s.rows) {
+    dl.append('dt').text(r.label);
+    dl.append('dd').classed('rl-mono', !!r.mono).text(r.value);
+  }
+  for (const t of s.tables) renderTable(sec, t);
+}
+
+/** Appends the explanation to `el`; `level` is the heading level of its sections. */
+export function renderExplain(el: HTMLElement, v: ExplainView, level = 3): void {
+  const root = select(el);
+  root.append('p').attr('class', 'rl-headline').text(v.headline);
+  for (const s of v.sections) renderSection(root, s, level);
+  if (v.fallback) root.append('p').attr('class', 'rl-fallback').text(`Fallback: ${v.fallback}`);
+  if (v.notes.length) {
+    const notes = root.append('section').attr('class', 'rl-notes');
+    notes.append(`h${level}`).text('Caveats');
+    notes.append('ul').selectAll('li').data(v.notes).join('li').text((d) => d);
+  }
+}
