@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the wasm model package into src/model/pkg (gitignored) with wasm-pack.
-# Skipped when the output is newer than every input (wasm/, Cargo.*, .cargo/, this script).
+# Skipped when no input (wasm/, Cargo.*, .cargo/, this script) changed since the last
+# successful build started.
 # Set FORCE=1 to rebuild anyway.
 set -euo pipefail
 
@@ -11,18 +12,24 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 out=src/model/pkg/reuseport_bg.wasm
+# The stamp carries the time the last successful build STARTED, so an edit made while
+# a build runs still triggers the next one.
+stamp=src/model/pkg/.build-stamp
 inputs=(wasm Cargo.toml Cargo.lock .cargo scripts/build-wasm.sh)
 
-if [[ ${FORCE:-0} != 1 && -f $out && -f src/model/pkg/reuseport.js ]] \
-  && [[ -z $(find "${inputs[@]}" -newer "$out" -print -quit 2>/dev/null) ]]; then
+if [[ ${FORCE:-0} != 1 && -f $out && -f src/model/pkg/reuseport.js && -f $stamp ]] \
+  && [[ -z $(find "${inputs[@]}" -newer "$stamp" -print -quit 2>/dev/null) ]]; then
   echo "build-wasm: $out is up to date" >&2
   exit 0
 fi
 
 [[ -x node_modules/.bin/wasm-opt ]] || { echo "build-wasm: node_modules/.bin/wasm-opt missing; run 'npm run setup' first" >&2; exit 1; }
+mkdir -p src/model/pkg
+started=$(mktemp src/model/pkg/.build-stamp.XXXXXX)
+trap 'rm -f "$started"' EXIT
 echo "build-wasm: wasm-pack build wasm/bindings --release --target web" >&2
 # wasm-pack must not download tools: wasm-bindgen and wasm-opt come from scripts/setup.sh.
 wasm-pack --log-level warn build wasm/bindings --release --target web \
   --out-dir ../../src/model/pkg --out-name reuseport >&2
-touch "$out"
+mv "$started" "$stamp"
 echo "build-wasm: wrote $(du -h "$out" | cut -f1) $out" >&2
