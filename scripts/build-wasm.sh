@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the wasm model package into src/model/pkg (gitignored) with wasm-pack.
-# Skipped when no input (wasm/, Cargo.*, .cargo/, this script) changed since the last
+# Builds the wasm model package into src/model/pkg (gitignored) with wasm-pack, then the
+# TypeScript declarations of the model's record types into src/model/generated (gitignored,
+# scripts/gen-types.sh).
+# Skipped when no input (wasm/, Cargo.*, .cargo/, these scripts) changed since the last
 # successful build started.
 # Set FORCE=1 to rebuild anyway.
 set -euo pipefail
@@ -15,11 +17,11 @@ out=src/model/pkg/reuseport_bg.wasm
 # The stamp carries the time the last successful build STARTED, so an edit made while
 # a build runs still triggers the next one.
 stamp=src/model/pkg/.build-stamp
-inputs=(wasm Cargo.toml Cargo.lock .cargo scripts/build-wasm.sh)
+inputs=(wasm Cargo.toml Cargo.lock .cargo scripts/build-wasm.sh scripts/gen-types.sh)
 
-if [[ ${FORCE:-0} != 1 && -f $out && -f src/model/pkg/reuseport.js && -f $stamp ]] \
+if [[ ${FORCE:-0} != 1 && -f $out && -f src/model/pkg/reuseport.js && -f $stamp && -d src/model/generated ]] \
   && [[ -z $(find "${inputs[@]}" -newer "$stamp" -print -quit 2>/dev/null) ]]; then
-  echo "build-wasm: $out is up to date" >&2
+  echo "build-wasm: $out and src/model/generated are up to date" >&2
   exit 0
 fi
 
@@ -31,5 +33,6 @@ echo "build-wasm: wasm-pack build wasm/bindings --release --target web" >&2
 # wasm-pack must not download tools: wasm-bindgen and wasm-opt come from scripts/setup.sh.
 wasm-pack --log-level warn build wasm/bindings --release --target web \
   --out-dir ../../src/model/pkg --out-name reuseport >&2
+bash scripts/gen-types.sh
 mv "$started" "$stamp"
 echo "build-wasm: wrote $(du -h "$out" | cut -f1) $out" >&2
