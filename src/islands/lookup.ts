@@ -186,6 +186,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     status.text(`${good.length} line${good.length === 1 ? '' : 's'} explained${bad.length ? `, ${bad.length} with errors` : ''}.`);
     if (!good.length) return;
 
+    results.append('h2').text('Results');
     const counts = countByListener(good.map((a) => a.explain.listener));
     const dist = results.append('table').attr('class', 'rl-table');
     dist.append('caption').text('Connections per listener');

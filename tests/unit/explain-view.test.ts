@@ -1,0 +1,41 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Group } from '../../src/model/index';
+import { countByListener, explainView } from '../../src/scene/explain-view';
+import { loadModelForTests } from './setup-model';
+
+const T = { saddr: '127.0.0.9', sport: 40000, daddr: '127.0.0.1', dport: 8080 };
+
+describe('explain view (scene, no DOM)', () => {
+  beforeAll(loadModelForTests);
+
+  it('shows the words the model fed to jhash and highlights the chosen slot', () => {
+    const e = new Group('6.12', { proto: 'tcp', listeners: 8, bind: '127.0.0.1', port: 8080 }).explain(T);
+    const v = explainView(e);
+    expect(v.headline).toContain(`listener ${e.listener}`);
+    expect(v.headline).toContain(e.hash.hashHex);
+    const hash = v.sections.find((s) => s.title.startsWith('Hash'))!;
+    // 127.0.0.1 and 127.0.0.9 as raw words, then 8080 << 16 | raw 40000.
+    expect(hash.tables[0]!.rows.slice(0, 3).map((r) => r[1])).toEqual(['0100007f', '0900007f', '1f90409c']);
+    const pick = v.sections[2]!;
+    const steps = pick.tables[0]!;
+    expect(steps.rows[steps.highlight!]![1]).toBe(String(e.listener));
+    expect(pick.rows[1]!.value).toBe(`slot ${e.slot}`);
+  });
+
+  it('lays out the reservoir chain, newest first, for kernels before groups', () => {
+    const e = new Group('3.9', { proto: 'tcp', listeners: 4, bind: '127.0.0.1', port: 8080, closed: [2] }).explain(T);
+    const v = explainView(e);
+    const chain = v.sections[2]!.tables[0]!;
+    expect(chain.rows.map((r) => r[1])).toEqual(['3', '1', '0']);
+    expect(chain.rows[chain.highlight!]![1]).toBe(String(e.listener));
+    expect(v.slot).toBeNull();
+  });
+
+  it('counts connections per listener, none last', () => {
+    expect(countByListener([2, 0, 2, null, 0, 2])).toEqual([
+      { listener: 0, count: 2 },
+      { listener: 2, count: 3 },
+      { listener: null, count: 1 },
+    ]);
+  });
+});
