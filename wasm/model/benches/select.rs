@@ -123,8 +123,12 @@ fn main() {
         );
         let g = ReuseportGroup::build(Profile::named(kernel).unwrap(), &spec).unwrap();
         let mut out = vec![0u32; n];
-        for (name, isa) in [(Isa::best_name(), Isa::Best), ("baseline", Isa::Portable)] {
-            if name == "baseline" && Isa::best_name() == "baseline" {
+        for (name, isa) in [
+            (Isa::best_name(), Isa::Best),
+            ("avx2", Isa::Avx2),
+            ("baseline sse2", Isa::Portable),
+        ] {
+            if name == Isa::best_name() && isa != Isa::Best {
                 continue;
             }
             let secs = best_of(15, || {

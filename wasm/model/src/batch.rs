@@ -17,7 +17,8 @@
 
 use std::net::Ipv4Addr;
 
-use crate::jhash::{jhash_3words, JhashForm};
+use crate::hash::hash_v4;
+use crate::jhash::{reciprocal_scale, reciprocal_scale_narrow, JhashForm};
 use crate::profile::{GroupScan, V4Form, WildcardLaddr, UDP_HASH2_THRESHOLD};
 use crate::reuseport::{MemberState, ReuseportGroup};
 use crate::tuple::{Proto, Tuple};
@@ -64,9 +65,20 @@ struct Fast<'a> {
     port: u16,
 }
 
+/// `reciprocal_scale` in the form each target vectorises best: wasm SIMD128
+/// has a 32-bit lane multiply but no 32×32→64 one; x86 has both.
+#[inline(always)]
+fn scale(h: u32, n: u32) -> u32 {
+    if cfg!(target_arch = "wasm32") {
+        reciprocal_scale_narrow(h, n)
+    } else {
+        reciprocal_scale(h, n)
+    }
+}
+
 #[inline(always)]
 fn run<H: Fn(u32, u32, u16, u16) -> u32>(h: H, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
-    let n = f.socks.len() as u64;
+    let n = f.socks.len() as u32;
     // Pass 1, branch-free and vectorised: the slot, or NONE when the packet
     // does not reach the group.
     let iter = out
@@ -79,7 +91,7 @@ fn run<H: Fn(u32, u32, u16, u16) -> u32>(h: H, f: Fast<'_>, b: V4Batch<'_>, out:
         // Host-order number to the kernel's raw word on little-endian.
         let laddr = if f.laddr_zero { 0 } else { da.swap_bytes() };
         let hv = h(laddr, sa.swap_bytes(), dp, sp);
-        let slot = ((hv as u64 * n) >> 32) as u32;
+        let slot = scale(hv, n);
         let reaches = (dp == f.port) & (f.bind_any | (da == f.bind_addr));
         *o = if reaches { slot } else { NONE };
     }
@@ -95,50 +107,50 @@ fn run<H: Fn(u32, u32, u16, u16) -> u32>(h: H, f: Fast<'_>, b: V4Batch<'_>, out:
     }
 }
 
-macro_rules! dispatch {
-    ($form:expr, $jh:expr, $iv:expr, $f:expr, $b:expr, $out:expr) => {{
-        use crate::tuple::port_raw;
-        match ($form, $jh) {
-            (V4Form::Classic, JhashForm::New) => run(
-                |l, fa, lp, sp| {
-                    jhash_3words(JhashForm::New, l, fa, (lp as u32) << 16 | port_raw(sp), $iv)
-                },
-                $f,
-                $b,
-                $out,
-            ),
-            (V4Form::Classic, JhashForm::Old) => run(
-                |l, fa, lp, sp| {
-                    jhash_3words(JhashForm::Old, l, fa, (lp as u32) << 16 | port_raw(sp), $iv)
-                },
-                $f,
-                $b,
-                $out,
-            ),
-            (V4Form::ClassicNumericFport, jh) => run(
-                |l, fa, lp, sp| jhash_3words(jh, l, fa, (lp as u32) << 16 | sp as u32, $iv),
-                $f,
-                $b,
-                $out,
-            ),
-            (V4Form::LportPlus, JhashForm::New) => run(
-                |l, fa, lp, sp| {
-                    (lp as u32).wrapping_add(jhash_3words(JhashForm::New, l, fa, port_raw(sp), $iv))
-                },
-                $f,
-                $b,
-                $out,
-            ),
-            (V4Form::LportPlus, JhashForm::Old) => run(
-                |l, fa, lp, sp| {
-                    (lp as u32).wrapping_add(jhash_3words(JhashForm::Old, l, fa, port_raw(sp), $iv))
-                },
-                $f,
-                $b,
-                $out,
-            ),
-        }
-    }};
+/// One monomorphic copy of the loop per hash form: the form is a constant in
+/// each arm, so `hash_v4` folds to that form's arithmetic alone.
+#[inline(always)]
+fn dispatch(form: V4Form, jh: JhashForm, iv: u32, f: Fast<'_>, b: V4Batch<'_>, out: &mut [u32]) {
+    use JhashForm::{New, Old};
+    use V4Form::{Classic, ClassicNumericFport, LportPlus};
+    match (form, jh) {
+        (Classic, New) => run(
+            |l, fa, lp, sp| hash_v4(Classic, New, l, fa, lp, sp, iv),
+            f,
+            b,
+            out,
+        ),
+        (Classic, Old) => run(
+            |l, fa, lp, sp| hash_v4(Classic, Old, l, fa, lp, sp, iv),
+            f,
+            b,
+            out,
+        ),
+        (ClassicNumericFport, New) => run(
+            |l, fa, lp, sp| hash_v4(ClassicNumericFport, New, l, fa, lp, sp, iv),
+            f,
+            b,
+            out,
+        ),
+        (ClassicNumericFport, Old) => run(
+            |l, fa, lp, sp| hash_v4(ClassicNumericFport, Old, l, fa, lp, sp, iv),
+            f,
+            b,
+            out,
+        ),
+        (LportPlus, New) => run(
+            |l, fa, lp, sp| hash_v4(LportPlus, New, l, fa, lp, sp, iv),
+            f,
+            b,
+            out,
+        ),
+        (LportPlus, Old) => run(
+            |l, fa, lp, sp| hash_v4(LportPlus, Old, l, fa, lp, sp, iv),
+            f,
+            b,
+            out,
+        ),
+    }
 }
 
 fn fast_generic(
@@ -149,7 +161,20 @@ fn fast_generic(
     b: V4Batch<'_>,
     out: &mut [u32],
 ) {
-    dispatch!(form, jh, initval, f, b, out)
+    dispatch(form, jh, initval, f, b, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn fast_avx2(
+    form: V4Form,
+    jh: JhashForm,
+    initval: u32,
+    f: Fast<'_>,
+    b: V4Batch<'_>,
+    out: &mut [u32],
+) {
+    dispatch(form, jh, initval, f, b, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -162,7 +187,7 @@ fn fast_avx512(
     b: V4Batch<'_>,
     out: &mut [u32],
 ) {
-    dispatch!(form, jh, initval, f, b, out)
+    dispatch(form, jh, initval, f, b, out)
 }
 
 /// Which compiled copy of the vectorised loop to run.
@@ -170,6 +195,8 @@ fn fast_avx512(
 pub enum Isa {
     /// The widest the CPU supports (AVX-512 where present).
     Best,
+    /// The AVX2 copy on x86-64 (the baseline where the CPU lacks AVX2).
+    Avx2,
     /// The baseline target's copy (SSE2 on x86-64, SIMD128 on wasm).
     Portable,
 }
@@ -181,10 +208,14 @@ impl Isa {
         if avx512() {
             return "avx512";
         }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return "avx2";
+        }
         if cfg!(target_arch = "wasm32") {
             "simd128"
         } else {
-            "baseline"
+            "baseline sse2"
         }
     }
 }
@@ -211,6 +242,13 @@ fn fast(
         // SAFETY: the CPU has every feature the function was compiled for.
         return unsafe { fast_avx512(form, jh, initval, f, b, out) };
     }
+    #[cfg(target_arch = "x86_64")]
+    if (isa == Isa::Best || isa == Isa::Avx2) && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { fast_avx2(form, jh, initval, f, b, out) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = isa;
     fast_generic(form, jh, initval, f, b, out)
 }
 

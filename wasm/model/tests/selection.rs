@@ -548,7 +548,7 @@ fn batch_selection_equals_one_packet_at_a_time() {
     for (p, s) in cases {
         let g = ReuseportGroup::build(p, &s).unwrap();
         vectorised += g.batch_is_vectorised() as u32;
-        for isa in [Isa::Best, Isa::Portable] {
+        for isa in [Isa::Best, Isa::Avx2, Isa::Portable] {
             let mut out = vec![0u32; n as usize];
             g.select_batch_v4_on(isa, batch, 0, &mut out).unwrap();
             for (i, t) in tuples.iter().enumerate() {
