@@ -18,6 +18,7 @@ use clap::{Parser, Subcommand};
 pub mod error;
 pub mod kernel;
 pub mod predict;
+pub mod trace;
 
 pub use error::{Error, LineError};
 
