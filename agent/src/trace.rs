@@ -162,6 +162,11 @@ pub struct Sampling {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
+    /// The event's number in the run, from 0, lost events counted (so it
+    /// has gaps when events were lost or sampled out). A UDP datagram
+    /// carries it as its payload, a big-endian u32 (modulo 2^32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
     /// Client address.
     pub saddr: IpAddr,
     /// Client port.
@@ -312,6 +317,7 @@ mod tests {
             counts: Counts { events: 1, recorded: Some(1), per_listener: vec![0, 1], lost: None },
             sampling: None,
             events: vec![Event {
+                seq: Some(0),
                 saddr: "127.0.0.9".parse().unwrap(),
                 sport: 50000,
                 daddr: "127.0.0.1".parse().unwrap(),
