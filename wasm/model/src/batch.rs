@@ -257,7 +257,7 @@ impl ReuseportGroup {
     /// general path (reservoir era, connected members, CPU preference).
     fn fast_path(&self) -> Option<Fast<'_>> {
         let a = self.sock_array()?;
-        if a.num_socks() == 0 {
+        if a.num_socks() == 0 || self.program().is_some() {
             return None;
         }
         let p = self.profile();

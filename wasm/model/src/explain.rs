@@ -84,6 +84,20 @@ pub enum Pick {
         /// Each slot visited, in order (one entry on the fast path).
         steps: Vec<RingStep>,
     },
+    /// A program attached to the group decided, or handed over.
+    Program {
+        /// Kernel function, file and release.
+        source: String,
+        /// What the program does.
+        program: String,
+        /// What it returned.
+        returned: String,
+        /// What the kernel made of that.
+        outcome: String,
+        /// The selection that followed, when the program did not decide.
+        #[cfg_attr(feature = "ts", ts(as = "Option<Pick>"))]
+        then: Option<Box<Pick>>,
+    },
     /// The 3.9–4.5 reservoir scan over the listener chain.
     Reservoir {
         /// Kernel function, file and release.

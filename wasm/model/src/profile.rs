@@ -177,6 +177,25 @@ pub struct Profile {
     /// Shut-down listeners may stay in the group's closed tail for request
     /// migration (`net.ipv4.tcp_migrate_req`, 5.14, commit f9ac779f881c).
     pub closed_tail: bool,
+    /// What an out-of-range index from a socket-filter program does
+    /// (SO_ATTACH_REUSEPORT_CBPF/EBPF; `net/core/sock_reuseport.c`).
+    pub bpf_invalid_index: BpfFallback,
+    /// `BPF_PROG_TYPE_SK_REUSEPORT` programs exist (4.19, Martin KaFai Lau's
+    /// series; `net/core/filter.c` `bpf_run_sk_reuseport`).
+    pub sk_reuseport_prog: bool,
+}
+
+/// What the kernel does when a group's socket-filter program returns an
+/// index that is not a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum BpfFallback {
+    /// 4.5 – 4.15: `reuseport_select_sock` returns NULL and the caller runs
+    /// the reservoir scan over the listener chain.
+    Reservoir,
+    /// 4.16 on: "no bpf or invalid bpf result: fall back to hash usage".
+    Hash,
 }
 
 /// The listener table size in the reservoir era and the group's first
@@ -221,6 +240,13 @@ macro_rules! profile {
             incoming_cpu_writable: $cpuw,
             incoming_cpu_score: $cpus,
             closed_tail: $closed,
+            // The two BPF rules are thresholds on the release: 4.16 and 4.19.
+            bpf_invalid_index: if $rel.major > 4 || ($rel.major == 4 && $rel.minor >= 16) {
+                BpfFallback::Hash
+            } else {
+                BpfFallback::Reservoir
+            },
+            sk_reuseport_prog: $rel.major > 4 || ($rel.major == 4 && $rel.minor >= 19),
         }
     };
 }

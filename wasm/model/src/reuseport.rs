@@ -15,7 +15,9 @@ use crate::explain::{Explain, GroupSummary, Pick, ReservoirStep, RingStep};
 use crate::group::{AddEffect, SockArray};
 use crate::hash::{self, hex, HashTrace, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
-use crate::profile::{GroupScan, Profile, Selection, WildcardLaddr, UDP_HASH2_THRESHOLD};
+use crate::profile::{
+    BpfFallback, GroupScan, Profile, Selection, WildcardLaddr, UDP_HASH2_THRESHOLD,
+};
 use crate::tuple::{v4_word, v6_words, Proto, Tuple};
 
 /// `SO_INCOMING_CPU` set on one listener.
@@ -26,6 +28,155 @@ pub struct CpuPin {
     pub listener: u32,
     /// The CPU number given to `setsockopt(SO_INCOMING_CPU)`.
     pub cpu: u32,
+}
+
+/// The receiving side of one packet: what programs and the CPU preference see.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct PacketCtx {
+    /// The CPU that processes the packet (`raw_smp_processor_id()`; on
+    /// loopback, the sender's CPU).
+    pub cpu: u32,
+    /// The first four payload bytes as a big-endian u32, when the packet
+    /// carries any (a UDP datagram, a TCP Fast Open SYN).
+    pub payload: Option<u32>,
+}
+
+/// A program attached to the group: `SO_ATTACH_REUSEPORT_CBPF`/`_EBPF`
+/// socket filters that return an index into `socks[]` (4.5 UDP, 4.6 TCP), or
+/// `BPF_PROG_TYPE_SK_REUSEPORT` programs (4.19+). The model runs the
+/// programs the kernel selftests use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum Program {
+    /// Returns the receiving CPU (`ld [SKF_AD_OFF + SKF_AD_CPU]`), as
+    /// tools/testing/selftests/net/reuseport_bpf_cpu.c.
+    Cpu,
+    /// Returns the first payload word modulo `modulus`, as reuseport_bpf.c.
+    PayloadMod {
+        /// The divisor.
+        modulus: u32,
+    },
+    /// Returns a fixed index (shows what an out-of-range index does).
+    Index {
+        /// The index returned.
+        index: u32,
+    },
+    /// SK_REUSEPORT: `bpf_sk_select_reuseport(sockarray, key = payload word)`,
+    /// as prog_tests/select_reuseport.c; on a missing entry, SK_PASS without
+    /// a selection when `passOnFailure`, else SK_DROP.
+    SockArray {
+        /// The REUSEPORT_SOCKARRAY map: listener number per key.
+        sockarray: Vec<u32>,
+        /// Pass (to select-by-hash) rather than drop when the lookup fails.
+        pass_on_failure: bool,
+    },
+    /// SK_REUSEPORT returning SK_PASS without selecting.
+    Pass,
+    /// SK_REUSEPORT returning SK_DROP.
+    Drop,
+}
+
+/// What a program decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ProgramResult {
+    Index(u32),
+    Selected(u32),
+    PassWithoutSelection(String),
+    Drop(String),
+}
+
+impl Program {
+    fn is_sk_reuseport(&self) -> bool {
+        matches!(
+            self,
+            Program::SockArray { .. } | Program::Pass | Program::Drop
+        )
+    }
+
+    fn source(&self) -> &'static str {
+        if self.is_sk_reuseport() {
+            "bpf_run_sk_reuseport, net/core/filter.c (4.19+), called from reuseport_select_sock"
+        } else {
+            "run_bpf_filter, net/core/sock_reuseport.c (4.5 UDP, 4.6 TCP)"
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Program::Cpu => "socket filter returning the receiving CPU (SKF_AD_CPU)".into(),
+            Program::PayloadMod { modulus } => {
+                format!("socket filter returning the first payload word mod {modulus}")
+            }
+            Program::Index { index } => format!("socket filter returning {index}"),
+            Program::SockArray {
+                sockarray,
+                pass_on_failure,
+            } => format!(
+                "SK_REUSEPORT: select sockarray[payload word] from {} entries, {} on failure",
+                sockarray.len(),
+                if *pass_on_failure { "pass" } else { "drop" }
+            ),
+            Program::Pass => "SK_REUSEPORT returning SK_PASS without selecting".into(),
+            Program::Drop => "SK_REUSEPORT returning SK_DROP".into(),
+        }
+    }
+
+    /// Runs the program. A classic BPF load past the end of the packet ends
+    /// the program with 0, so a payload program on an empty packet returns 0.
+    fn run(
+        &self,
+        ctx: &PacketCtx,
+        listening: &[u32],
+        is_listening: impl Fn(u32) -> bool,
+    ) -> ProgramResult {
+        match self {
+            Program::Cpu => ProgramResult::Index(ctx.cpu),
+            Program::PayloadMod { modulus } => {
+                ProgramResult::Index(ctx.payload.map_or(0, |w| w % modulus))
+            }
+            Program::Index { index } => ProgramResult::Index(*index),
+            Program::SockArray {
+                sockarray,
+                pass_on_failure,
+            } => {
+                let failed = |why: String| {
+                    if *pass_on_failure {
+                        ProgramResult::PassWithoutSelection(why)
+                    } else {
+                        ProgramResult::Drop(why)
+                    }
+                };
+                let Some(key) = ctx.payload else {
+                    return failed("no payload to read the key from".into());
+                };
+                match sockarray.get(key as usize) {
+                    Some(&l) if listening.contains(&l) && is_listening(l) => ProgramResult::Selected(l),
+                    Some(&l) => failed(format!("sockarray[{key}] holds listener {l}, which is not a listening member: bpf_sk_select_reuseport fails")),
+                    None => failed(format!("sockarray has no entry {key}: bpf_sk_select_reuseport fails with -ENOENT")),
+                }
+            }
+            Program::Pass => {
+                ProgramResult::PassWithoutSelection("the program selected nothing".into())
+            }
+            Program::Drop => ProgramResult::Drop("the program returned SK_DROP".into()),
+        }
+    }
+}
+
+/// The internal result of a selection.
+#[derive(Debug, Default)]
+struct Outcome {
+    listener: Option<u32>,
+    slot: Option<u32>,
+    pick: Option<Pick>,
+    fallback: Option<String>,
+    notes: Vec<String>,
 }
 
 /// Everything that describes one group: one typed object, the same across
@@ -67,6 +218,9 @@ pub struct GroupSpec {
     /// UDP members that `connect()`ed (their state is TCP_ESTABLISHED).
     #[serde(default)]
     pub connected: Vec<u32>,
+    /// A program attached to the group after all members joined.
+    #[serde(default)]
+    pub program: Option<Program>,
 }
 
 impl GroupSpec {
@@ -84,6 +238,7 @@ impl GroupSpec {
             tcp_migrate_req: false,
             incoming_cpu: Vec::new(),
             connected: Vec::new(),
+            program: None,
         }
     }
 }
@@ -149,6 +304,10 @@ pub struct ReuseportGroup {
     layout: Layout,
     incoming_cpu: u32,
     has_conns: bool,
+    program: Option<Program>,
+    /// Per member, when it last joined (listen or re-listen): the chain order.
+    join_seq: Vec<u64>,
+    next_seq: u64,
 }
 
 /// What a select returned: the listener and, in the group era, its slot.
@@ -251,6 +410,9 @@ impl ReuseportGroup {
             },
             incoming_cpu: 0,
             has_conns: false,
+            program: None,
+            join_seq: Vec::new(),
+            next_seq: 0,
         }
     }
 
@@ -272,6 +434,9 @@ impl ReuseportGroup {
         }
         for &l in &spec.connected {
             g.connect(l)?;
+        }
+        if let Some(p) = &spec.program {
+            g.attach_program(p.clone())?;
         }
         for &l in &spec.closed {
             g.close(l)?;
@@ -391,6 +556,11 @@ impl ReuseportGroup {
     }
 
     fn add_to_layout(&mut self, l: u32) -> Result<Change, GroupError> {
+        if self.join_seq.len() <= l as usize {
+            self.join_seq.resize(l as usize + 1, 0);
+        }
+        self.join_seq[l as usize] = self.next_seq;
+        self.next_seq += 1;
         let (call, errno) = match self.proto {
             Proto::Tcp => ("listen", "ENOMEM"),
             Proto::Udp => ("bind", "EADDRINUSE"),
@@ -536,6 +706,8 @@ impl ReuseportGroup {
                 };
                 a.resurrect(l);
                 let slot = a.num_socks() - 1;
+                self.join_seq[l as usize] = self.next_seq;
+                self.next_seq += 1;
                 self.members[l as usize].state = MemberState::Listening;
                 Ok(Change::Joined {
                     listener: l,
@@ -584,6 +756,54 @@ impl ReuseportGroup {
         }
         self.members[l as usize].incoming_cpu = new;
         Ok(Change::Unchanged)
+    }
+
+    /// Attaches (or replaces, for the whole group) a program, or detaches it
+    /// with `None` (`SO_DETACH_REUSEPORT_BPF`, 5.3+).
+    pub fn attach_program(
+        &mut self,
+        program: impl Into<Option<Program>>,
+    ) -> Result<Change, GroupError> {
+        let program = program.into();
+        match &program {
+            None if self.program.is_some() && self.profile.release < crate::profile::Release::new(5, 3) => {
+                return Err(GroupError::Unsupported {
+                    what: "SO_DETACH_REUSEPORT_BPF".into(),
+                    why: format!("it arrived in 5.3; profile {} cannot detach a program", self.profile.release),
+                })
+            }
+            Some(p) if p.is_sk_reuseport() && !self.profile.sk_reuseport_prog => {
+                return Err(GroupError::Unsupported {
+                    what: "an SK_REUSEPORT program".into(),
+                    why: format!("BPF_PROG_TYPE_SK_REUSEPORT arrived in 4.19; profile {} does not have it", self.profile.release),
+                })
+            }
+            Some(_) if self.selection() == Selection::Reservoir => {
+                return Err(GroupError::Unsupported {
+                    what: "SO_ATTACH_REUSEPORT_CBPF/EBPF".into(),
+                    why: format!(
+                        "{} reuseport groups, which programs attach to, arrived in {}; profile {} has none",
+                        if self.proto == Proto::Tcp { "TCP" } else { "UDP" },
+                        if self.proto == Proto::Tcp { "4.6" } else { "4.5" },
+                        self.profile.release
+                    ),
+                })
+            }
+            Some(Program::PayloadMod { modulus: 0 }) => {
+                return Err(GroupError::Unsupported {
+                    what: "a payload modulo 0".into(),
+                    why: "the classic BPF verifier refuses a division by the constant 0 (EINVAL)".into(),
+                })
+            }
+            _ => {}
+        }
+        self.program = program;
+        Ok(Change::Unchanged)
+    }
+
+    /// The attached program.
+    pub fn program(&self) -> Option<&Program> {
+        self.program.as_ref()
     }
 
     /// `connect()` on a UDP member: it becomes TCP_ESTABLISHED and the group
@@ -759,82 +979,35 @@ impl ReuseportGroup {
 
     /// Which listener the kernel picks for this packet, received on `cpu`.
     pub fn select(&self, t: &Tuple, cpu: u32) -> Result<Choice, SetupError> {
+        self.select_ctx(t, &PacketCtx { cpu, payload: None })
+    }
+
+    /// Which listener the kernel picks for this packet in this context.
+    pub fn select_ctx(&self, t: &Tuple, ctx: &PacketCtx) -> Result<Choice, SetupError> {
         let t = self.accepts(t)?;
         let hash = self.hash_of(&t);
-        let (listener, slot) = match &self.layout {
-            Layout::Array(a) => match self.select_by_hash(a, hash, cpu, None) {
-                Some((slot, l)) => (Some(l), Some(slot)),
-                None => (None, None),
-            },
-            Layout::Chain(c) => (self.reservoir(c, &t, hash, cpu, None), None),
-        };
+        let o = self.pick(&t, hash, ctx, false);
         Ok(Choice {
-            listener,
-            slot,
+            listener: o.listener,
+            slot: o.slot,
             hash,
         })
     }
 
     /// The whole path of one packet, received on `cpu`.
     pub fn explain(&self, t: &Tuple, cpu: u32) -> Result<Explain, SetupError> {
+        self.explain_ctx(t, &PacketCtx { cpu, payload: None })
+    }
+
+    /// The whole path of one packet in this context.
+    pub fn explain_ctx(&self, t: &Tuple, ctx: &PacketCtx) -> Result<Explain, SetupError> {
         let t = self.accepts(t)?;
         let hash = self.hash_trace(&t);
-        let h = hash.hash;
+        let o = self.pick(&t, hash.hash, ctx, true);
         let mut notes = self.profile.notes();
-        let mut fallback = None;
-        let (pick, listener, slot) = match &self.layout {
-            Layout::Array(a) => {
-                let mut steps = Vec::new();
-                let n = a.num_socks();
-                let product = h as u64 * n as u64;
-                let got = self.select_by_hash(a, h, cpu, Some(&mut steps));
-                if got.is_none() {
-                    fallback = Some(if n == 0 {
-                        "the group has no listening member: no socket is returned".into()
-                    } else {
-                        "every member is connected: reuseport_select_sock returns NULL and the lookup keeps scanning (the full lookup is modelled in a later issue)".into()
-                    });
-                }
-                let source = match self.profile.group_scan {
-                    GroupScan::Plain => "reuseport_select_sock, net/core/sock_reuseport.c (4.5–5.3)",
-                    GroupScan::SkipConnected => "reuseport_select_sock, net/core/sock_reuseport.c (5.4+: skips connected members)",
-                    GroupScan::SkipConnectedPreferCpu => "reuseport_select_sock_by_hash, net/core/sock_reuseport.c (6.2+: SO_INCOMING_CPU ring scan)",
-                };
-                (
-                    Pick::ByHash {
-                        source: source.into(),
-                        num_socks: n,
-                        product: product.to_string(),
-                        product_hex: format!("{product:x}"),
-                        scaled: if n == 0 { 0 } else { reciprocal_scale(h, n) },
-                        steps,
-                    },
-                    got.map(|(_, l)| l),
-                    got.map(|(s, _)| s),
-                )
-            }
-            Layout::Chain(c) => {
-                let mut steps = Vec::new();
-                let l = self.reservoir(c, &t, h, cpu, Some(&mut steps));
-                if l.is_none() {
-                    fallback = Some("no listening member matches: no socket is returned".into());
-                }
-                let source = match self.proto {
-                    Proto::Tcp => "__inet_lookup_listener / inet6_lookup_listener reservoir scan (net/ipv4/inet_hashtables.c, 3.9–4.5)",
-                    Proto::Udp => "__udp4_lib_lookup / udp4_lib_lookup2 reservoir scan (net/ipv4/udp.c, 3.9–4.4)",
-                };
-                (
-                    Pick::Reservoir {
-                        source: source.into(),
-                        steps,
-                    },
-                    l,
-                    None,
-                )
-            }
-        };
+        notes.extend(o.notes);
         if self.selection() == Selection::Reservoir && self.members.iter().any(|m| m.connected) {
-            notes.push("connected members are treated as not matching this packet; a packet from a member's own peer is matched by the full lookup, modelled in a later issue".into());
+            notes.push("connected members are treated as not matching this packet; a packet from a member's own peer is matched by the full lookup (ReuseportGroup models one group)".into());
         }
         if self.profile.udp_wildcard_laddr == WildcardLaddr::ZeroAboveTen
             && self.proto == Proto::Udp
@@ -847,15 +1020,196 @@ impl ReuseportGroup {
             profile: self.profile.release,
             proto: self.proto,
             tuple: t,
-            cpu,
+            cpu: ctx.cpu,
             group: self.summary(),
             hash,
-            pick,
-            listener,
-            slot,
-            fallback,
+            pick: o.pick.expect("recorded"),
+            listener: o.listener,
+            slot: o.slot,
+            fallback: o.fallback,
             notes,
         })
+    }
+
+    /// The chain a reservoir scan walks in the group era (the 4.5–4.15
+    /// fallback for an invalid program index): listening members in
+    /// `listening_hash` order, newest first, but IPv6 reuseport sockets at
+    /// the tail from 4.6 (d894ba18d4e4).
+    fn group_era_chain(&self) -> Vec<u32> {
+        let mut chain: Vec<u32> = self.listening().to_vec();
+        chain.sort_by_key(|&l| std::cmp::Reverse(self.join_seq[l as usize]));
+        if self.bind.is_ipv6() {
+            chain.reverse();
+        }
+        chain
+    }
+
+    fn slot_of(&self, listener: u32) -> Option<u32> {
+        self.sock_array()?
+            .listening()
+            .iter()
+            .position(|&l| l == listener)
+            .map(|i| i as u32)
+    }
+
+    /// The selection proper: program, select-by-hash or reservoir, with the
+    /// record built only when asked.
+    fn pick(&self, t: &Tuple, h: u32, ctx: &PacketCtx, record: bool) -> Outcome {
+        let mut o = Outcome::default();
+        let a = match &self.layout {
+            Layout::Chain(c) => {
+                let mut steps = Vec::new();
+                o.listener = self.reservoir(c, t, h, ctx.cpu, record.then_some(&mut steps));
+                if o.listener.is_none() {
+                    o.fallback = Some("no listening member matches: no socket is returned".into());
+                }
+                if record {
+                    o.pick = Some(Pick::Reservoir {
+                        source: self.reservoir_source().into(),
+                        steps,
+                    });
+                }
+                return o;
+            }
+            Layout::Array(a) => a,
+        };
+        let Some(program) = &self.program else {
+            return self.by_hash(a, h, ctx.cpu, record);
+        };
+        let n = a.num_socks();
+        let ran = program.run(ctx, a.listening(), |l| {
+            self.members[l as usize].state == MemberState::Listening
+        });
+        let describe = |then: Option<Box<Pick>>, returned: String, outcome: String| Pick::Program {
+            source: program.source().into(),
+            program: program.describe(),
+            returned,
+            outcome,
+            then,
+        };
+        match ran {
+            ProgramResult::Index(i) if i < n => {
+                o.slot = Some(i);
+                o.listener = Some(a.listening()[i as usize]);
+                if record {
+                    o.pick = Some(describe(
+                        None,
+                        format!("index {i}"),
+                        format!("{i} < num_socks {n}: socks[{i}]"),
+                    ));
+                }
+                o
+            }
+            ProgramResult::Index(i) => {
+                let why = format!("{i} is not below num_socks {n}: an invalid index");
+                match self.profile.bpf_invalid_index {
+                    BpfFallback::Hash => {
+                        let inner = self.by_hash(a, h, ctx.cpu, record);
+                        Outcome {
+                            pick: record.then(|| {
+                                describe(
+                                    inner.pick.map(Box::new),
+                                    format!("index {i}"),
+                                    format!("{why}; falls back to select-by-hash (4.16+)"),
+                                )
+                            }),
+                            ..inner
+                        }
+                    }
+                    BpfFallback::Reservoir => {
+                        let mut steps = Vec::new();
+                        let chain = self.group_era_chain();
+                        let l = self.reservoir(&chain, t, h, ctx.cpu, record.then_some(&mut steps));
+                        o.listener = l;
+                        o.slot = l.and_then(|l| self.slot_of(l));
+                        if record {
+                            let inner = Pick::Reservoir {
+                                source:
+                                    "the caller's reservoir scan over listening_hash (4.5–4.15)"
+                                        .into(),
+                                steps,
+                            };
+                            o.pick = Some(describe(Some(Box::new(inner)), format!("index {i}"), format!("{why}; reuseport_select_sock returns NULL and the lookup falls back to the reservoir scan (before 4.16)")));
+                        }
+                        o
+                    }
+                }
+            }
+            ProgramResult::Selected(l) => {
+                o.listener = Some(l);
+                o.slot = self.slot_of(l);
+                if record {
+                    o.pick = Some(describe(
+                        None,
+                        "SK_PASS with a selected socket".into(),
+                        format!("bpf_sk_select_reuseport chose listener {l}"),
+                    ));
+                }
+                o
+            }
+            ProgramResult::PassWithoutSelection(why) => {
+                let inner = self.by_hash(a, h, ctx.cpu, record);
+                Outcome {
+                    pick: record.then(|| {
+                        describe(
+                            inner.pick.map(Box::new),
+                            "SK_PASS without a selection".into(),
+                            format!("{why}; select-by-hash decides"),
+                        )
+                    }),
+                    ..inner
+                }
+            }
+            ProgramResult::Drop(why) => {
+                o.fallback = Some("SK_DROP: the lookup returns ERR_PTR(-ECONNREFUSED) and the packet is dropped (TCP: no SYN-ACK)".into());
+                if record {
+                    o.pick = Some(describe(None, "SK_DROP".into(), why));
+                }
+                o
+            }
+        }
+    }
+
+    fn reservoir_source(&self) -> &'static str {
+        match self.proto {
+            Proto::Tcp => "__inet_lookup_listener / inet6_lookup_listener reservoir scan (net/ipv4/inet_hashtables.c, 3.9–4.5)",
+            Proto::Udp => "__udp4_lib_lookup / udp4_lib_lookup2 reservoir scan (net/ipv4/udp.c, 3.9–4.4)",
+        }
+    }
+
+    fn by_hash(&self, a: &SockArray, h: u32, cpu: u32, record: bool) -> Outcome {
+        let mut steps = Vec::new();
+        let n = a.num_socks();
+        let got = self.select_by_hash(a, h, cpu, record.then_some(&mut steps));
+        let mut o = Outcome {
+            listener: got.map(|(_, l)| l),
+            slot: got.map(|(s, _)| s),
+            ..Outcome::default()
+        };
+        if got.is_none() {
+            o.fallback = Some(if n == 0 {
+                "the group has no listening member: no socket is returned".into()
+            } else {
+                "every member is connected: reuseport_select_sock returns NULL and the lookup keeps scanning".into()
+            });
+        }
+        if record {
+            let source = match self.profile.group_scan {
+                GroupScan::Plain => "reuseport_select_sock, net/core/sock_reuseport.c (4.5–5.3)",
+                GroupScan::SkipConnected => "reuseport_select_sock, net/core/sock_reuseport.c (5.4+: skips connected members)",
+                GroupScan::SkipConnectedPreferCpu => "reuseport_select_sock_by_hash, net/core/sock_reuseport.c (6.2+: SO_INCOMING_CPU ring scan)",
+            };
+            let product = h as u64 * n as u64;
+            o.pick = Some(Pick::ByHash {
+                source: source.into(),
+                num_socks: n,
+                product: product.to_string(),
+                product_hex: format!("{product:x}"),
+                scaled: if n == 0 { 0 } else { reciprocal_scale(h, n) },
+                steps,
+            });
+        }
+        o
     }
 
     /// The group's `incoming_cpu` counter: members in the group with
