@@ -15,6 +15,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod bench;
 pub mod error;
 pub mod kernel;
 pub mod predict;
@@ -50,6 +51,23 @@ pub enum Command {
     /// error object, 2 when the group or the options are impossible (nothing
     /// is printed on stdout then).
     Predict(predict::PredictArgs),
+    /// Measure one listener shared by forked servers against one SO_REUSEPORT listener per server (the articles' benchmark, on loopback).
+    ///
+    /// For each mode, forks --workers server processes on 127.0.0.1 and
+    /// --clients client processes that each connect --connections times and
+    /// reset (client i from 127.0.1.1 + i). `fork`: one listener opened
+    /// before fork(), shared by all workers; `reuseport`: each worker opens
+    /// its own SO_REUSEPORT listener after fork(). Reports per mode the time
+    /// from the clients' release until the last is done, connections/s, each
+    /// worker's accepts, max/min and Jain's fairness index; then the fork /
+    /// reuseport time ratio. Every child is killed and reaped when a mode
+    /// ends, also on --timeout and Ctrl-C (the counts so far are reported).
+    ///
+    /// Exit status: 0 when every mode completed, 1 when the run is
+    /// incomplete (--timeout, a signal, a failed client; partial results are
+    /// printed), 2 when the options are impossible or the run could not be
+    /// set up (nothing was measured).
+    Bench(bench::BenchArgs),
 }
 
 /// Exit statuses shared by the subcommands.

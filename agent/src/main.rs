@@ -5,7 +5,7 @@ use std::io::{self, BufWriter};
 use std::process::ExitCode;
 
 use clap::Parser;
-use reuseport_agent::{exit, predict, Cli, Command, Error};
+use reuseport_agent::{bench, exit, predict, Cli, Command, Error};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -14,6 +14,15 @@ fn main() -> ExitCode {
             let out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
             finish(predict::run(&args, io::stdin().lock(), out).map(|o| o.failed == 0))
         }
+        Command::Bench(args) => match bench::run(&args, io::stdout().lock()) {
+            Ok(report) if report.complete => ExitCode::from(exit::OK),
+            Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
+            Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(exit::REFUSED)
+            }
+        },
     }
 }
 

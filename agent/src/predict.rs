@@ -346,6 +346,7 @@ mod tests {
             .chain(argv.split_whitespace());
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Predict(a) => a,
+            _ => unreachable!("parsed a predict command line"),
         }
     }
 

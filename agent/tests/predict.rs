@@ -324,7 +324,10 @@ fn hash_vectors_in_process() {
                 let reuseport_agent::Command::Predict(args) =
                     Cli::try_parse_from(argv.split_whitespace())
                         .unwrap()
-                        .command;
+                        .command
+                else {
+                    unreachable!("parsed a predict command line")
+                };
                 let mut out = Vec::new();
                 let outcome = predict::run(&args, v.tuple.as_bytes(), &mut out).unwrap();
                 assert_eq!((outcome.answered, outcome.failed), (1, 0));
