@@ -19,6 +19,7 @@ pub mod bench;
 pub mod error;
 pub mod kernel;
 pub mod predict;
+pub mod record;
 pub mod trace;
 
 pub use error::{Error, LineError};
@@ -68,6 +69,22 @@ pub enum Command {
     /// printed), 2 when the options are impossible or the run could not be
     /// set up (nothing was measured).
     Bench(bench::BenchArgs),
+    /// Record which SO_REUSEPORT member the running Linux kernel picks for each connection or datagram, as a trace file (format v1).
+    ///
+    /// Sets up --listeners sockets on --bind and --port (members numbered in
+    /// listen() order, bind() order for UDP), applies --closed,
+    /// --incoming-cpu and --bpf, then drives connections (TCP) or datagrams
+    /// (UDP) over loopback one at a time from (client address, source port)
+    /// pairs chosen from --seed, and records the member that received each
+    /// one. Stops at --count events or after --duration seconds. The trace
+    /// (JSON, schema public/traces/schema/trace-v1.schema.json) goes to
+    /// --output or stdout; progress goes to stderr twice a second.
+    ///
+    /// Linux only. Exit status: 0 when the recording finished, 130 when
+    /// SIGINT or SIGTERM stopped it (the trace holds what was recorded), 2
+    /// when the options are impossible or the system refused (the message
+    /// names the socket, the kernel's errno and what to change).
+    Record(record::RecordArgs),
 }
 
 /// Exit statuses shared by the subcommands.
@@ -79,4 +96,7 @@ pub mod exit {
     /// Nothing was done: the options, the kernel or the group are impossible
     /// (also the status of command-line usage errors).
     pub const REFUSED: u8 = 2;
+    /// `record` was stopped by SIGINT or SIGTERM (128 + SIGINT); the trace
+    /// holds what was recorded.
+    pub const INTERRUPTED: u8 = 130;
 }

@@ -5,7 +5,7 @@ use std::io::{self, BufWriter};
 use std::process::ExitCode;
 
 use clap::Parser;
-use reuseport_agent::{bench, exit, predict, Cli, Command, Error};
+use reuseport_agent::{bench, exit, predict, record, Cli, Command, Error};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -21,6 +21,18 @@ fn main() -> ExitCode {
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::from(exit::REFUSED)
+            }
+        },
+        Command::Record(args) => match record::run(&args) {
+            Ok(o) if o.interrupted => ExitCode::from(exit::INTERRUPTED),
+            Ok(_) => ExitCode::from(exit::OK),
+            Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(match e {
+                    record::RecordError::Interrupted => exit::INTERRUPTED,
+                    _ => exit::REFUSED,
+                })
             }
         },
     }

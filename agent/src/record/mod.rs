@@ -1,0 +1,898 @@
+//! `record`: sets up an SO_REUSEPORT group on the running Linux kernel,
+//! drives connections (TCP) or datagrams (UDP) into it over loopback one at
+//! a time, and writes which member received each one as a trace file
+//! (format v1, [`crate::trace`]).
+//!
+//! The stages:
+//!
+//! 1. **Plan** ([`plan`]): the options are checked and turned into the group
+//!    to make ([`GroupSetup`]), the client addresses and the seeded order of
+//!    (address, source port) pairs ([`clients`]). Impossible options are
+//!    refused here, before any socket exists.
+//! 2. **Setup** (Linux): the descriptor limit is raised, SIGINT/SIGTERM set
+//!    a stop flag, and a dedicated thread optionally enters a private
+//!    network namespace (`--netns`), sets `net.ipv4.tcp_migrate_req`, and
+//!    makes the group: member i is the i-th to call listen() (TCP) or bind()
+//!    (UDP), which is the kernel's numbering (kernel-history.md §6.2); then
+//!    SO_INCOMING_CPU, the classic BPF program, the closes.
+//! 3. **Drive** ([`drive`]): for each pair, a client socket bound to it
+//!    connects (TCP) or sends its sequence number (UDP); epoll on the
+//!    members tells which one got it. One event at a time, so attribution
+//!    is unambiguous; nothing within the wait (1 s) counts as lost.
+//! 4. **Trace**: the events, counts per listener, each listener's slot in
+//!    `socks[]` per the model ([`ReuseportGroup::build`] on the same spec),
+//!    kernel, machine and options. Written also after Ctrl-C, with what was
+//!    recorded; the sysctl is restored on every way out.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::Args;
+use reuseport_model::reuseport::CpuPin;
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup};
+use serde_json::json;
+
+use crate::predict::{pin_arg, ProtoArg};
+use crate::trace::{
+    BpfInfo, KernelInfo, MachineInfo, Sampling, Trace, TraceGroup, FORMAT, VERSION,
+};
+
+pub mod clients;
+pub mod drive;
+mod error;
+#[cfg(target_os = "linux")]
+mod net;
+#[cfg(target_os = "linux")]
+mod sys;
+
+pub use error::RecordError;
+
+use clients::Pairs;
+use drive::Recording;
+
+/// A classic BPF program for the group (`--bpf`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bpf {
+    /// `ld [SKF_AD_OFF + SKF_AD_CPU]; ret a`: the index is the CPU that
+    /// runs the lookup (kernel selftest reuseport_bpf_cpu.c).
+    Cpu,
+    /// The first four payload bytes as a big-endian u32, modulo M (UDP;
+    /// kernel selftest reuseport_bpf.c).
+    PayloadMod(u32),
+}
+
+impl Bpf {
+    fn info(self) -> BpfInfo {
+        match self {
+            Bpf::Cpu => BpfInfo {
+                kind: "cpu".into(),
+                modulus: None,
+            },
+            Bpf::PayloadMod(m) => BpfInfo {
+                kind: "payload-mod".into(),
+                modulus: Some(m),
+            },
+        }
+    }
+}
+
+fn bpf_arg(s: &str) -> Result<Bpf, String> {
+    let bad =
+        || format!("`{s}` is not `cpu` or `payload-mod:M` with M from 1, such as payload-mod:4");
+    match s {
+        "cpu" => Ok(Bpf::Cpu),
+        _ => {
+            let m: u32 = s
+                .strip_prefix("payload-mod:")
+                .ok_or_else(bad)?
+                .parse()
+                .map_err(|_| bad())?;
+            if m == 0 {
+                return Err(bad());
+            }
+            Ok(Bpf::PayloadMod(m))
+        }
+    }
+}
+
+/// An inclusive source port range (`--sport-range LO-HI`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortRange {
+    /// First port.
+    pub lo: u16,
+    /// Last port.
+    pub hi: u16,
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.lo, self.hi)
+    }
+}
+
+fn range_arg(s: &str) -> Result<PortRange, String> {
+    let bad = || {
+        format!("`{s}` is not a port range LO-HI with 1 <= LO <= HI <= 65535, such as 20000-29999")
+    };
+    let (lo, hi) = s.split_once('-').ok_or_else(bad)?;
+    let (lo, hi): (u16, u16) = (
+        lo.trim().parse().map_err(|_| bad())?,
+        hi.trim().parse().map_err(|_| bad())?,
+    );
+    if lo == 0 || lo > hi {
+        return Err(bad());
+    }
+    Ok(PortRange { lo, hi })
+}
+
+/// Options of `record`.
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// Transport protocol of the group.
+    #[arg(long, value_enum)]
+    pub proto: ProtoArg,
+
+    /// How many sockets join the group, numbered 0..N-1 in listen() order (bind() order for UDP). The kernel caps a group at 32768; past that the agent tries and reports the kernel's errno (TCP listen() ENOMEM, UDP bind() EADDRINUSE).
+    #[arg(long, value_name = "N")]
+    pub listeners: u32,
+
+    /// The address the group binds: 127.0.0.1, 0.0.0.0, ::1, ::, or (with --netns) any address, which is then put on lo. Clients send to it; to 127.0.0.1 for 0.0.0.0 and to ::1 for :: (127.0.0.1 when every --client is IPv4).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+
+    /// IPV6_V6ONLY on the members of an IPv6 group (without it, IPV6_V6ONLY is explicitly cleared). Ignored for an IPv4 group.
+    #[arg(long)]
+    pub v6only: bool,
+
+    /// The group's port; 0 lets the first member's bind pick a free one, which the others then bind.
+    #[arg(long, value_name = "P", default_value_t = 0)]
+    pub port: u16,
+
+    /// Listeners closed, in this order, after all have joined and before any traffic (comma-separated, or repeat the option).
+    #[arg(long, value_name = "I,J,...", value_delimiter = ',')]
+    pub closed: Vec<u32>,
+
+    /// SO_INCOMING_CPU settings as LISTENER=CPU pairs, set after every member has joined: 0=1,3=1.
+    #[arg(long, value_name = "L=C,...", value_delimiter = ',', value_parser = pin_arg, conflicts_with = "incoming_cpu_all")]
+    pub incoming_cpu: Vec<CpuPin>,
+
+    /// SO_INCOMING_CPU on every listener: listener i gets the i-th CPU this process may run on, round-robin (CPU i mod nproc on an unrestricted machine).
+    #[arg(long)]
+    pub incoming_cpu_all: bool,
+
+    /// Attach a classic BPF program to the group (SO_ATTACH_REUSEPORT_CBPF on listener 0, after all have joined): `cpu` returns the CPU of the lookup, `payload-mod:M` the first 4 payload bytes (big-endian u32, the datagram's sequence number) modulo M; UDP only, since a TCP SYN carries no payload without TCP_FASTOPEN.
+    #[arg(long, value_name = "cpu|payload-mod:M", value_parser = bpf_arg)]
+    pub bpf: Option<Bpf>,
+
+    /// Set net.ipv4.tcp_migrate_req to 1 for the recording (TCP, 5.14+, root); the previous value is restored afterwards, also on errors and Ctrl-C.
+    #[arg(long)]
+    pub tcp_migrate_req: bool,
+
+    /// How many client addresses to generate from --seed: distinct addresses in 127.0.0.0/8 with no .0 or .255 octet, or fd00::/112 for IPv6 (with --netns). Default 16; IPv6 without --netns has only ::1.
+    #[arg(long, value_name = "K", conflicts_with = "client")]
+    pub clients: Option<u32>,
+
+    /// A client address to use instead of generated ones (repeat the option). Must be local, or is put on lo with --netns.
+    #[arg(long, value_name = "ADDR")]
+    pub client: Vec<IpAddr>,
+
+    /// Source ports the clients bind (with SO_REUSEADDR); (address, port) pairs are taken in a seeded order without repeats.
+    #[arg(long, value_name = "LO-HI", value_parser = range_arg, default_value = "20000-29999")]
+    pub sport_range: PortRange,
+
+    /// Seed of the client addresses and of the order of (address, port) pairs: two runs with the same seed, clients and range drive the same pairs in the same order.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
+
+    /// Run the client on the CPUs this process may use, round-robin by event (sched_setaffinity), and record each event's CPU (needed to study SO_INCOMING_CPU and --bpf cpu).
+    #[arg(long)]
+    pub pin_cpu: bool,
+
+    /// Record in a private network namespace (unshare(CLONE_NEWNET), root): lo is brought up and given the IPv6 client addresses (fd00::/112), the bind address and any --client address that is not loopback. The namespace has its own hash secret mix (net_hash_mix).
+    #[arg(long)]
+    pub netns: bool,
+
+    /// Stop after this many connections or datagrams.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub count: u64,
+
+    /// Stop after this many seconds (whichever of --count and --duration comes first).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub duration: f64,
+
+    /// Keep every n-th received event in the trace's events (the counts still count all).
+    #[arg(long, value_name = "EVERY", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample: u64,
+
+    /// Write the trace here instead of standard output (progress always goes to standard error).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// How long a connection or datagram may take to arrive before it counts
+/// as lost.
+pub const WAIT: Duration = Duration::from_secs(1);
+/// Client addresses generated when `--clients` is not given.
+pub const DEFAULT_CLIENTS: u32 = 16;
+/// Progress lines on stderr this often.
+pub const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+/// `machine.netns` with `--netns`.
+pub const PRIVATE_NETNS: &str = "private (unshare)";
+
+/// The group to make, as the options describe it.
+#[derive(Debug, Clone)]
+pub struct GroupSetup {
+    /// TCP or UDP.
+    pub proto: Proto,
+    /// Members.
+    pub listeners: u32,
+    /// Bound address.
+    pub bind: IpAddr,
+    /// Bound port, 0 for an ephemeral one chosen by the first bind.
+    pub port: u16,
+    /// IPV6_V6ONLY (IPv6 groups only).
+    pub v6only: bool,
+    /// SO_INCOMING_CPU, set after every member has joined.
+    pub pins: Vec<CpuPin>,
+    /// Program attached to member 0 after every member has joined.
+    pub bpf: Option<Bpf>,
+    /// Members closed, in order, after that.
+    pub closed: Vec<u32>,
+    /// `net.ipv4.tcp_migrate_req` during the recording.
+    pub tcp_migrate_req: bool,
+}
+
+impl GroupSetup {
+    /// The model's description of the group, bound to `port` (keys do not
+    /// matter for the layout).
+    pub fn spec(&self, port: u16) -> GroupSpec {
+        GroupSpec {
+            v6only: self.v6only,
+            closed: self.closed.clone(),
+            incoming_cpu: self.pins.clone(),
+            tcp_migrate_req: self.tcp_migrate_req,
+            ..GroupSpec::new(self.proto, self.listeners, self.bind, port, Keys::default())
+        }
+    }
+}
+
+/// A checked recording plan: everything but the sockets.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The group.
+    pub setup: GroupSetup,
+    /// Where clients send (the port comes from the group).
+    pub dest: IpAddr,
+    /// (client address, source port) pairs in order.
+    pub pairs: Pairs,
+    /// Addresses to put on lo in the private namespace.
+    pub netns_addrs: Vec<IpAddr>,
+    /// CPUs the client cycles through with `--pin-cpu`.
+    pub pin_cpus: Vec<u32>,
+    /// Stop after this many events.
+    pub count: u64,
+    /// Time bound.
+    pub duration: Duration,
+    /// Keep every n-th received event.
+    pub sample: u64,
+}
+
+fn is_loopback(a: IpAddr) -> bool {
+    match a {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6.is_loopback(),
+    }
+}
+
+/// Checks the options and plans the recording; `cpus` are the CPUs the
+/// process may run on (for `--incoming-cpu-all` and `--pin-cpu`). Pure:
+/// nothing is touched.
+pub fn plan(args: &RecordArgs, cpus: &[u32]) -> Result<Plan, RecordError> {
+    let proto: Proto = args.proto.into();
+    let n = args.listeners;
+    if n == 0 {
+        return Err(RecordError::NoListeners);
+    }
+    let order = proto.join_call();
+    let mut closed = Vec::with_capacity(args.closed.len());
+    for &l in &args.closed {
+        if l >= n {
+            return Err(RecordError::NoSuchListener {
+                option: "--closed",
+                listener: l,
+                count: n,
+                order,
+            });
+        }
+        if closed.contains(&l) {
+            return Err(RecordError::ClosedTwice(l));
+        }
+        closed.push(l);
+    }
+    if closed.len() as u64 == u64::from(n) {
+        return Err(RecordError::AllClosed(n));
+    }
+    let pins: Vec<CpuPin> = if args.incoming_cpu_all {
+        let cpus = if cpus.is_empty() { &[0][..] } else { cpus };
+        (0..n)
+            .map(|l| CpuPin {
+                listener: l,
+                cpu: cpus[l as usize % cpus.len()],
+            })
+            .collect()
+    } else {
+        args.incoming_cpu.clone()
+    };
+    if let Some(p) = pins.iter().find(|p| p.listener >= n) {
+        return Err(RecordError::NoSuchListener {
+            option: "--incoming-cpu",
+            listener: p.listener,
+            count: n,
+            order,
+        });
+    }
+    if matches!(args.bpf, Some(Bpf::PayloadMod(_))) && proto != Proto::Udp {
+        return Err(RecordError::PayloadModNeedsUdp);
+    }
+    if args.tcp_migrate_req && proto != Proto::Tcp {
+        return Err(RecordError::MigrateReqNeedsTcp);
+    }
+    let duration = Duration::try_from_secs_f64(args.duration)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or(RecordError::BadDuration(args.duration))?;
+
+    // Where clients send, and in which family.
+    let bind = args.bind;
+    let v6only = args.v6only && bind.is_ipv6();
+    let given: Vec<IpAddr> = args.client.iter().map(|c| c.to_canonical()).collect();
+    let all_given_v4 = !given.is_empty() && given.iter().all(IpAddr::is_ipv4);
+    let dest: IpAddr = match bind {
+        IpAddr::V4(a) if a.is_unspecified() => Ipv4Addr::LOCALHOST.into(),
+        IpAddr::V6(a) if a.is_unspecified() && all_given_v4 => Ipv4Addr::LOCALHOST.into(),
+        IpAddr::V6(a) if a.is_unspecified() => Ipv6Addr::LOCALHOST.into(),
+        a => a.to_canonical(),
+    };
+    for &c in &given {
+        if c.is_ipv4() && bind.is_ipv6() && v6only {
+            return Err(RecordError::V6OnlyRefusesV4 { client: c });
+        }
+        if c.is_ipv4() != dest.is_ipv4() {
+            return Err(RecordError::ClientFamily {
+                client: c,
+                bind,
+                why: if c.is_ipv4() {
+                    "an IPv4 client reaches an IPv6 group only when it is bound to :: without --v6only, and then every --client must be IPv4"
+                } else {
+                    "an IPv6 client cannot reach an IPv4 group; bind the group to an IPv6 address or :: instead"
+                },
+            });
+        }
+    }
+    if dest.is_ipv4() && bind.is_ipv6() && v6only {
+        return Err(RecordError::V6OnlyRefusesV4 { client: dest });
+    }
+    let v6 = dest.is_ipv6();
+    let clients: Vec<IpAddr> = if !given.is_empty() {
+        let mut seen = Vec::new();
+        for c in given {
+            if !seen.contains(&c) {
+                seen.push(c);
+            }
+        }
+        seen
+    } else {
+        let k = args.clients.unwrap_or(if v6 && !args.netns {
+            1
+        } else {
+            DEFAULT_CLIENTS
+        });
+        if k == 0 {
+            return Err(RecordError::NoClients);
+        }
+        if v6 && !args.netns {
+            if k > 1 {
+                return Err(RecordError::V6ClientsNeedNetns(k));
+            }
+            vec![Ipv6Addr::LOCALHOST.into()]
+        } else {
+            clients::generate(v6, k, args.seed, &[bind, dest]).ok_or(
+                RecordError::TooManyClients {
+                    asked: k,
+                    space: clients::space(v6),
+                    space_name: if v6 { "fd00::/112" } else { "127.0.0.0/8" },
+                },
+            )?
+        }
+    };
+    let ports = u64::from(args.sport_range.hi - args.sport_range.lo) + 1;
+    let pairs = Pairs::new(
+        clients,
+        (args.sport_range.lo, args.sport_range.hi),
+        args.seed,
+    );
+    if args.count > pairs.len() {
+        return Err(RecordError::TooFewPairs {
+            count: args.count,
+            pairs: pairs.len(),
+            clients: pairs.clients().len() as u64,
+            ports,
+        });
+    }
+    let mut netns_addrs = Vec::new();
+    if args.netns {
+        for &a in std::iter::once(&bind).chain(pairs.clients()) {
+            let a = a.to_canonical();
+            if !a.is_unspecified() && !is_loopback(a) && !netns_addrs.contains(&a) {
+                netns_addrs.push(a);
+            }
+        }
+    }
+    Ok(Plan {
+        setup: GroupSetup {
+            proto,
+            listeners: n,
+            bind,
+            port: args.port,
+            v6only,
+            pins,
+            bpf: args.bpf,
+            closed,
+            tcp_migrate_req: args.tcp_migrate_req,
+        },
+        dest,
+        pairs,
+        netns_addrs,
+        pin_cpus: if args.pin_cpu {
+            cpus.to_vec()
+        } else {
+            Vec::new()
+        },
+        count: args.count,
+        duration,
+        sample: args.sample,
+    })
+}
+
+/// Each listener's slot in `socks[]` per the model, and the slots in order
+/// (`group.slots`); `None` when the model has no array for this kernel or
+/// refuses the group (said on stderr).
+fn model_slots(
+    profile: Option<&'static Profile>,
+    setup: &GroupSetup,
+    port: u16,
+) -> Option<Vec<u32>> {
+    let profile = profile?;
+    match ReuseportGroup::build(profile, &setup.spec(port)) {
+        Ok(g) => g.sock_array().map(|a| a.listening().to_vec()),
+        Err(e) => {
+            eprintln!("record: the model cannot describe this group ({e}); events carry no slot");
+            None
+        }
+    }
+}
+
+/// The date and time of `t` in UTC, RFC 3339 with seconds (`…Z`).
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Days to civil date (H. Hinnant, "chrono-Compatible Low-Level Date
+    // Algorithms").
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// What a finished run reports besides the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// Events driven.
+    pub events: u64,
+    /// Of which lost.
+    pub lost: u64,
+    /// Stopped by SIGINT or SIGTERM (exit status 130).
+    pub interrupted: bool,
+}
+
+/// What the recording thread hands back.
+struct Measured {
+    recording: Recording,
+    port: u16,
+    slots: Option<Vec<u32>>,
+    started: SystemTime,
+    migrate_req_before: Option<String>,
+}
+
+/// Everything the trace says besides the events.
+struct Context<'a> {
+    args: &'a RecordArgs,
+    plan: &'a Plan,
+    release: String,
+    profile: Option<&'static Profile>,
+    cpus: u32,
+}
+
+fn assemble(cx: &Context<'_>, m: Measured) -> Trace {
+    let (args, plan) = (cx.args, cx.plan);
+    let s = &plan.setup;
+    let Measured {
+        recording: r,
+        port,
+        slots,
+        started,
+        migrate_req_before,
+    } = m;
+    let listed = |v: &[IpAddr]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+    let clients = plan.pairs.clients();
+    let options = json!({
+        "proto": s.proto,
+        "listeners": s.listeners,
+        "bind": s.bind,
+        "port": args.port,
+        "v6only": s.v6only,
+        "closed": s.closed,
+        "incomingCpu": args.incoming_cpu,
+        "incomingCpuAll": args.incoming_cpu_all,
+        "bpf": args.bpf.map(|b| b.info()),
+        "tcpMigrateReq": args.tcp_migrate_req,
+        "tcpMigrateReqBefore": migrate_req_before,
+        "seed": args.seed,
+        "clients": clients.len(),
+        "client": listed(&args.client),
+        "clientAddrs": (clients.len() <= 256).then(|| listed(clients)),
+        "sportRange": args.sport_range.to_string(),
+        "dest": std::net::SocketAddr::new(plan.dest, port).to_string(),
+        "pinCpu": args.pin_cpu,
+        "pinCpus": plan.pin_cpus,
+        "netns": args.netns,
+        "count": args.count,
+        "duration": args.duration,
+        "sample": args.sample,
+        "waitMs": WAIT.as_millis() as u64,
+        "stoppedBy": r.stopped_by.word(),
+        "skippedPairs": r.skipped,
+        "elapsedNs": r.elapsed.as_nanos() as u64,
+    });
+    Trace {
+        format: FORMAT.into(),
+        version: VERSION,
+        recorded: Some(rfc3339(started)),
+        command: Some(
+            std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        kernel: KernelInfo {
+            release: cx.release.clone(),
+            profile: cx.profile.map(|p| p.release.to_string()),
+        },
+        machine: MachineInfo {
+            cpus: Some(cx.cpus),
+            netns: Some(if args.netns { PRIVATE_NETNS } else { "host" }.into()),
+        },
+        group: TraceGroup {
+            proto: s.proto,
+            bind: s.bind,
+            port,
+            listeners: s.listeners,
+            v6only: s.v6only,
+            closed: s.closed.clone(),
+            incoming_cpu: s.pins.clone(),
+            bpf: s.bpf.map(Bpf::info),
+            tcp_migrate_req: s.tcp_migrate_req,
+            slots: slots.unwrap_or_default(),
+        },
+        options,
+        counts: r.counts,
+        sampling: (args.sample > 1).then_some(Sampling { every: args.sample }),
+        events: r.events,
+    }
+}
+
+/// Records on the running kernel and returns the trace (nothing is
+/// written). Refuses off Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn record(_args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
+    Err(RecordError::NotLinux)
+}
+
+/// Records on the running kernel and returns the trace (nothing is
+/// written): plans, raises the descriptor limit, installs the signal
+/// handlers, and runs the setup and the traffic on a dedicated thread, so
+/// that `--netns` and `--pin-cpu` change that thread only.
+#[cfg(target_os = "linux")]
+pub fn record(args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
+    use std::sync::atomic::Ordering;
+
+    let cpus = sys::allowed_cpus()?;
+    let plan = plan(args, &cpus)?;
+    sys::raise_fd_limit(args.listeners)?;
+    let release = crate::kernel::running_release()?;
+    let profile = Profile::for_release(&release).ok();
+    let _signals = sys::SignalGuard::install()
+        .map_err(|e| RecordError::sys("installing the SIGINT/SIGTERM handlers", e, ""))?;
+    let measured = std::thread::scope(|scope| {
+        scope
+            .spawn(|| measure(&plan, args.netns, profile))
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+    let measured = match measured {
+        Err(_) if sys::STOP.load(Ordering::Relaxed) => return Err(RecordError::Interrupted),
+        m => m?,
+    };
+    let outcome = Outcome {
+        events: measured.recording.counts.events,
+        lost: measured.recording.counts.lost.unwrap_or(0),
+        interrupted: measured.recording.stopped_by == drive::StoppedBy::Signal,
+    };
+    let cx = Context {
+        args,
+        plan: &plan,
+        release,
+        profile,
+        cpus: sys::online_cpus(),
+    };
+    Ok((assemble(&cx, measured), outcome))
+}
+
+/// The recording thread: namespace, sysctl, group, traffic. The sockets are
+/// closed before the sysctl is restored.
+#[cfg(target_os = "linux")]
+fn measure(
+    plan: &Plan,
+    netns: bool,
+    profile: Option<&'static Profile>,
+) -> Result<Measured, RecordError> {
+    use std::time::Instant;
+
+    if netns {
+        sys::enter_private_netns(&plan.netns_addrs)?;
+    }
+    let migrate = if plan.setup.tcp_migrate_req {
+        Some(sys::MigrateReq::enable()?)
+    } else {
+        None
+    };
+    let mut group = net::Group::build(&plan.setup, plan.dest, WAIT, &sys::STOP)?;
+    let port = group.port();
+    let slots = model_slots(profile, &plan.setup, port);
+    let mut slot_of = vec![None; plan.setup.listeners as usize];
+    for (i, &l) in slots.iter().flatten().enumerate() {
+        slot_of[l as usize] = Some(i as u32);
+    }
+    let limits = drive::Limits {
+        count: plan.count,
+        duration: plan.duration,
+        sample: plan.sample,
+        dest: group.dest(),
+        listeners: plan.setup.listeners,
+        slot_of,
+        pin_cpus: plan.pin_cpus.clone(),
+        progress_every: PROGRESS_EVERY,
+    };
+    let started = SystemTime::now();
+    let clock = drive::Wall(Instant::now());
+    let recording = drive::record(
+        &mut group,
+        &plan.pairs,
+        &limits,
+        &clock,
+        &sys::STOP,
+        &mut |p| eprintln!("{}", p.line()),
+    )?;
+    drop(group);
+    let migrate_req_before = migrate.as_ref().map(|m| m.previous().to_string());
+    drop(migrate);
+    Ok(Measured {
+        recording,
+        port,
+        slots,
+        started,
+        migrate_req_before,
+    })
+}
+
+/// Runs `record` and writes the trace to `--output` or standard output.
+/// The output file is created first, so an unwritable path fails before
+/// any socket is made (and is removed again when the recording fails).
+pub fn run(args: &RecordArgs) -> Result<Outcome, RecordError> {
+    let (name, mut file) = match &args.output {
+        Some(p) => (
+            p.display().to_string(),
+            Some(File::create(p).map_err(|source| RecordError::Output {
+                path: p.display().to_string(),
+                source,
+            })?),
+        ),
+        None => ("standard output".to_string(), None),
+    };
+    let (trace, outcome) = match record(args) {
+        Ok(r) => r,
+        Err(e) => {
+            if let (Some(p), Some(f)) = (&args.output, file.take()) {
+                drop(f);
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(e);
+        }
+    };
+    let mut text = trace.to_json();
+    text.push('\n');
+    let written = match file.as_mut() {
+        Some(f) => f.write_all(text.as_bytes()).and_then(|()| f.flush()),
+        None => {
+            let mut out = io::stdout().lock();
+            out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        }
+    };
+    written.map_err(|source| RecordError::Output { path: name, source })?;
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::{Cli, Command};
+
+    fn args(argv: &str) -> RecordArgs {
+        let argv = ["reuseport-agent", "record"]
+            .into_iter()
+            .chain(argv.split_whitespace());
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Record(a) => a,
+            _ => unreachable!("parsed a record command line"),
+        }
+    }
+
+    fn planned(argv: &str) -> Result<Plan, RecordError> {
+        plan(&args(argv), &[0, 1])
+    }
+
+    fn refusal(argv: &str) -> String {
+        planned(argv).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_plan_a_loopback_group_with_16_generated_clients() {
+        let p = planned("--proto tcp --listeners 8").unwrap();
+        assert_eq!(p.setup.bind, "127.0.0.1".parse::<IpAddr>().unwrap());
+        assert_eq!(p.dest, p.setup.bind);
+        assert_eq!(p.setup.port, 0);
+        assert_eq!(p.pairs.clients().len(), 16);
+        assert_eq!(p.pairs.len(), 16 * 10_000);
+        assert_eq!((p.count, p.sample), (1000, 1));
+        assert_eq!(p.duration, Duration::from_secs(30));
+        assert!(p.pin_cpus.is_empty() && p.netns_addrs.is_empty());
+    }
+
+    #[test]
+    fn wildcard_groups_are_reached_through_loopback() {
+        assert_eq!(
+            planned("--proto udp --listeners 2 --bind 0.0.0.0")
+                .unwrap()
+                .dest
+                .to_string(),
+            "127.0.0.1"
+        );
+        let p = planned("--proto tcp --listeners 2 --bind ::").unwrap();
+        assert_eq!(p.dest.to_string(), "::1");
+        assert_eq!(p.pairs.clients(), &["::1".parse::<IpAddr>().unwrap()]);
+        let p = planned("--proto tcp --listeners 2 --bind :: --client 127.0.0.5").unwrap();
+        assert_eq!(
+            p.dest.to_string(),
+            "127.0.0.1",
+            "IPv4 clients reach a dual-stack group"
+        );
+    }
+
+    #[test]
+    fn the_private_namespace_gets_every_address_lo_lacks() {
+        let p = planned("--proto tcp --listeners 2 --bind fd01::1 --netns --clients 3").unwrap();
+        assert_eq!(p.netns_addrs.len(), 4);
+        assert_eq!(p.netns_addrs[0].to_string(), "fd01::1");
+        assert!(p.netns_addrs[1..]
+            .iter()
+            .all(|a| a.to_string().starts_with("fd00::")));
+        let p = planned("--proto tcp --listeners 2 --netns --client 127.0.0.9 --client 10.1.1.1")
+            .unwrap();
+        assert_eq!(p.netns_addrs, vec!["10.1.1.1".parse::<IpAddr>().unwrap()]);
+    }
+
+    #[test]
+    fn incoming_cpu_all_pins_listeners_round_robin() {
+        let p = planned("--proto tcp --listeners 5 --incoming-cpu-all --pin-cpu").unwrap();
+        let cpus: Vec<u32> = p.setup.pins.iter().map(|p| p.cpu).collect();
+        assert_eq!(cpus, vec![0, 1, 0, 1, 0]);
+        assert_eq!(p.pin_cpus, vec![0, 1]);
+    }
+
+    #[test]
+    fn impossible_options_are_refused_with_the_fix() {
+        assert!(refusal("--proto tcp --listeners 0").contains("at least one listener"));
+        assert!(refusal("--proto tcp --listeners 4 --closed 9").contains("listeners 0..4"));
+        assert!(refusal("--proto tcp --listeners 4 --closed 1,1").contains("twice"));
+        assert!(refusal("--proto tcp --listeners 2 --closed 0,1").contains("leave at least one"));
+        assert!(refusal("--proto udp --listeners 2 --incoming-cpu 2=0")
+            .contains("--incoming-cpu names listener 2"));
+        assert!(refusal("--proto tcp --listeners 2 --bpf payload-mod:2").contains("TCP_FASTOPEN"));
+        assert!(
+            refusal("--proto udp --listeners 2 --tcp-migrate-req").contains("TCP listeners only")
+        );
+        assert!(refusal("--proto tcp --listeners 2 --duration 0").contains("positive"));
+        assert!(refusal("--proto tcp --listeners 2 --duration 1e300").contains("positive"));
+        assert!(refusal("--proto tcp --listeners 2 --bind ::1 --clients 5").contains("--netns"));
+        assert!(
+            refusal("--proto tcp --listeners 2 --bind ::1 --client 127.0.0.2").contains("IPv4")
+        );
+        assert!(refusal("--proto tcp --listeners 2 --client ::1")
+            .contains("IPv6 client cannot reach an IPv4 group"));
+        assert!(
+            refusal("--proto tcp --listeners 2 --bind :: --v6only --client 127.0.0.2")
+                .contains("--v6only")
+        );
+        assert!(refusal(
+            "--proto tcp --listeners 2 --clients 2 --sport-range 20000-20009 --count 21"
+        )
+        .contains("give only 20"));
+        assert!(refusal("--proto tcp --listeners 2 --clients 0").contains("at least one client"));
+    }
+
+    #[test]
+    fn bad_option_values_are_usage_errors() {
+        for bad in [
+            "--bpf payload-mod:0",
+            "--bpf mod:3",
+            "--sport-range 30000-20000",
+            "--sport-range 0-10",
+            "--sample 0",
+            "--incoming-cpu 1",
+            "--clients 3 --client 127.0.0.2",
+            "--incoming-cpu 0=1 --incoming-cpu-all",
+        ] {
+            let argv = format!("reuseport-agent record --proto udp --listeners 2 {bad}");
+            let e = Cli::try_parse_from(argv.split_whitespace()).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_model_gives_the_slots_after_closes() {
+        let p = planned("--proto tcp --listeners 8 --closed 1").unwrap();
+        let slots = model_slots(Profile::named("6.18").ok(), &p.setup, 8080).unwrap();
+        assert_eq!(slots, vec![0, 7, 2, 3, 4, 5, 6]);
+        let p = planned("--proto udp --listeners 4 --closed 0,3").unwrap();
+        let slots = model_slots(Profile::named("6.18").ok(), &p.setup, 8080).unwrap();
+        assert_eq!(slots, vec![2, 1]);
+    }
+
+    #[test]
+    fn rfc3339_formats_utc_dates() {
+        let at = |s: u64| rfc3339(UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(at(4_107_542_399), "2100-02-28T23:59:59Z");
+    }
+}

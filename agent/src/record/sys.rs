@@ -1,0 +1,309 @@
+//! The process-level parts of a Linux recording: the stop flag set by
+//! SIGINT and SIGTERM, the descriptor limit, CPUs and pinning, the private
+//! network namespace, and the `tcp_migrate_req` sysctl restored on every
+//! way out.
+
+use std::io::{self, Write};
+use std::mem;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::RecordError;
+
+/// Set by the SIGINT/SIGTERM handler; the recording loop polls it.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// SIGINT and SIGTERM handlers that set [`STOP`] instead of killing the
+/// process, so the trace is written and the sysctl restored; the previous
+/// handlers come back on drop.
+pub struct SignalGuard {
+    old: [(libc::c_int, libc::sigaction); 2],
+}
+
+impl SignalGuard {
+    /// Installs the handlers and clears [`STOP`]. No `SA_RESTART`: a
+    /// blocking connect() or epoll_wait() returns EINTR, and the loop sees
+    /// the flag at once.
+    pub fn install() -> io::Result<SignalGuard> {
+        STOP.store(false, Ordering::Relaxed);
+        let mut old = [
+            (libc::SIGINT, unsafe { mem::zeroed() }),
+            (libc::SIGTERM, unsafe { mem::zeroed() }),
+        ];
+        for (sig, prev) in &mut old {
+            // SAFETY: a zeroed sigaction is a valid "no flags, empty mask"
+            // value; the handler only stores to an atomic.
+            let rc = unsafe {
+                let mut act: libc::sigaction = mem::zeroed();
+                act.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut act.sa_mask);
+                libc::sigaction(*sig, &act, prev)
+            };
+            if rc != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(SignalGuard { old })
+    }
+}
+
+impl Drop for SignalGuard {
+    fn drop(&mut self) {
+        for (sig, prev) in &self.old {
+            // SAFETY: restores the action saved by `install`.
+            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// Descriptors beyond the listeners: stdio, epoll, one client and one
+/// accepted socket at a time, the output file, `ip`'s pipes.
+pub const FD_SLACK: u64 = 64;
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit, and refuses up front
+/// when the hard limit cannot hold `listeners` sockets.
+pub fn raise_fd_limit(listeners: u32) -> Result<(), RecordError> {
+    let needed = u64::from(listeners) + FD_SLACK;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(RecordError::sys(
+            "getrlimit(RLIMIT_NOFILE)",
+            io::Error::last_os_error(),
+            "",
+        ));
+    }
+    if lim.rlim_max != libc::RLIM_INFINITY && lim.rlim_max < needed {
+        return Err(RecordError::FdLimit {
+            listeners,
+            needed,
+            hard: lim.rlim_max,
+        });
+    }
+    if lim.rlim_cur != lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: setrlimit reads one rlimit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 && lim.rlim_cur < needed {
+            return Err(RecordError::sys(
+                format!("raising the soft descriptor limit to {}", lim.rlim_max),
+                io::Error::last_os_error(),
+                format!("raise it yourself with `ulimit -n {needed}`"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Online CPUs (`_SC_NPROCESSORS_ONLN`).
+pub fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    n.max(1) as u32
+}
+
+/// The CPUs this thread may run on, ascending.
+pub fn allowed_cpus() -> Result<Vec<u32>, RecordError> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return Err(RecordError::sys(
+            "sched_getaffinity",
+            io::Error::last_os_error(),
+            "",
+        ));
+    }
+    let max = 8 * mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: CPU_ISSET reads the set within its size.
+    Ok((0..max)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .map(|c| c as u32)
+        .collect())
+}
+
+/// Pins the calling thread to one CPU (it has moved there when this
+/// returns).
+pub fn pin_to(cpu: u32) -> Result<(), RecordError> {
+    // SAFETY: the set is built in place and passed with its size.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(RecordError::sys(
+            format!("--pin-cpu: sched_setaffinity to CPU {cpu}"),
+            io::Error::last_os_error(),
+            "the CPU is offline or outside this process's cpuset; run without --pin-cpu or allow the CPU (taskset)",
+        ));
+    }
+    Ok(())
+}
+
+/// The CPU the calling thread runs on now.
+pub fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu has no memory effects.
+    let c = unsafe { libc::sched_getcpu() };
+    (c >= 0).then_some(c as u32)
+}
+
+/// Moves the calling thread into a new network namespace, brings `lo` up
+/// and gives it `addrs` (IPv6 without duplicate address detection). Only
+/// this thread (and the processes it starts) sees the namespace; it
+/// disappears with the last socket in it.
+pub fn enter_private_netns(addrs: &[IpAddr]) -> Result<(), RecordError> {
+    // SAFETY: unshare only changes this thread's namespaces.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+        let e = io::Error::last_os_error();
+        let hint = if e.raw_os_error() == Some(libc::EPERM) {
+            "creating a network namespace needs root (CAP_SYS_ADMIN): run as root, or record without --netns (IPv6 then has only ::1 as client address)"
+        } else {
+            "this kernel may lack network namespaces (CONFIG_NET_NS); record without --netns"
+        };
+        return Err(RecordError::sys("--netns: unshare(CLONE_NEWNET)", e, hint));
+    }
+    let mut batch = String::from("link set dev lo up\n");
+    for a in addrs {
+        match a {
+            IpAddr::V4(_) => batch += &format!("address add {a}/32 dev lo\n"),
+            IpAddr::V6(_) => batch += &format!("address add {a}/128 dev lo nodad\n"),
+        }
+    }
+    let mut child = Command::new("ip")
+        .args(["-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            RecordError::sys(
+                "--netns: running `ip`",
+                e,
+                "--netns sets up lo with the `ip` command of iproute2; install it (apt-get install iproute2)",
+            )
+        })?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let written = stdin.write_all(batch.as_bytes());
+    drop(stdin);
+    let out = child
+        .wait_with_output()
+        .map_err(|e| RecordError::sys("--netns: waiting for `ip`", e, ""))?;
+    if let Err(e) = written {
+        return Err(RecordError::sys("--netns: writing to `ip`", e, ""));
+    }
+    if !out.status.success() {
+        return Err(RecordError::IpCommand(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
+    }
+    wait_for_local_routes(addrs)
+}
+
+/// How long the kernel may take to install the local routes of new
+/// addresses.
+const ROUTE_WAIT: Duration = Duration::from_secs(5);
+
+/// Waits until every address in `addrs` is routable. IPv6 installs the
+/// local route of a new address from a work queue, after `ip` has returned;
+/// until then a SYN-ACK to a client address is dropped and the connect()
+/// retransmits a second later. A UDP connect() is a route lookup that sends
+/// nothing: it fails with ENETUNREACH until the route is there.
+fn wait_for_local_routes(addrs: &[IpAddr]) -> Result<(), RecordError> {
+    let deadline = Instant::now() + ROUTE_WAIT;
+    for &a in addrs {
+        let probe = if a.is_ipv4() {
+            UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))
+        } else {
+            UdpSocket::bind((Ipv6Addr::UNSPECIFIED, 0))
+        }
+        .map_err(|e| RecordError::sys("--netns: a UDP socket to probe routes", e, ""))?;
+        loop {
+            match probe.connect(SocketAddr::new(a, 9)) {
+                Ok(()) => break,
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => {
+                    return Err(RecordError::sys(
+                        format!(
+                            "--netns: {a} on lo got no local route within {} s",
+                            ROUTE_WAIT.as_secs()
+                        ),
+                        e,
+                        "the kernel did not finish adding the address; run again",
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where `net.ipv4.tcp_migrate_req` lives (per network namespace).
+pub const MIGRATE_REQ: &str = "/proc/sys/net/ipv4/tcp_migrate_req";
+
+/// `net.ipv4.tcp_migrate_req` set to 1 while this lives; the previous value
+/// is written back on drop, which runs on success, on errors, on Ctrl-C
+/// (the handler only sets a flag) and on panics.
+#[derive(Debug)]
+pub struct MigrateReq {
+    previous: String,
+}
+
+impl MigrateReq {
+    /// Reads the current value and sets 1.
+    pub fn enable() -> Result<MigrateReq, RecordError> {
+        let previous = std::fs::read_to_string(MIGRATE_REQ).map_err(|e| {
+            let hint = if e.kind() == io::ErrorKind::NotFound {
+                "this kernel has no net.ipv4.tcp_migrate_req (it arrived in 5.14); drop --tcp-migrate-req"
+            } else {
+                ""
+            };
+            RecordError::sys(format!("--tcp-migrate-req: reading {MIGRATE_REQ}"), e, hint)
+        })?;
+        std::fs::write(MIGRATE_REQ, "1\n").map_err(|e| {
+            let hint = if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+                || matches!(
+                    e.kind(),
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+                ) {
+                "setting a sysctl needs root: run as root, or drop --tcp-migrate-req"
+            } else {
+                ""
+            };
+            RecordError::sys(
+                format!("--tcp-migrate-req: writing 1 to {MIGRATE_REQ}"),
+                e,
+                hint,
+            )
+        })?;
+        Ok(MigrateReq {
+            previous: previous.trim().to_string(),
+        })
+    }
+
+    /// The value before the recording.
+    pub fn previous(&self) -> &str {
+        &self.previous
+    }
+}
+
+impl Drop for MigrateReq {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::write(MIGRATE_REQ, format!("{}\n", self.previous)) {
+            eprintln!(
+                "record: could not restore {MIGRATE_REQ} to {}: {e}; restore it with `sysctl -w net.ipv4.tcp_migrate_req={}`",
+                self.previous, self.previous
+            );
+        }
+    }
+}
