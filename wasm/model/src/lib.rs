@@ -32,7 +32,9 @@ pub mod explain;
 pub mod group;
 pub mod hash;
 pub mod jhash;
+pub mod lookup;
 pub mod profile;
+pub mod recover;
 pub mod reuseport;
 pub mod tuple;
 

@@ -169,6 +169,17 @@ impl Program {
     }
 }
 
+/// What a group answers inside a full lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupAnswer {
+    /// This member (join-order number).
+    Member(u32),
+    /// No socket: every member connected, or an invalid index before 4.16.
+    Null,
+    /// An SK_REUSEPORT program dropped the packet.
+    Drop,
+}
+
 /// The internal result of a selection.
 #[derive(Debug, Default)]
 struct Outcome {
@@ -414,6 +425,14 @@ impl ReuseportGroup {
             join_seq: Vec::new(),
             next_seq: 0,
         }
+    }
+
+    /// An empty group as a spec describes it (bind, port, keys, v6only),
+    /// for members to join one by one.
+    pub fn build_empty(profile: &'static Profile, spec: &GroupSpec) -> Self {
+        let mut g = ReuseportGroup::empty(profile, spec.proto, spec.bind, spec.port, spec.keys);
+        g.v6only = spec.v6only && spec.bind.is_ipv6();
+        g
     }
 
     /// Builds the group a spec describes: all listeners join in order, then
@@ -986,7 +1005,7 @@ impl ReuseportGroup {
     pub fn select_ctx(&self, t: &Tuple, ctx: &PacketCtx) -> Result<Choice, SetupError> {
         let t = self.accepts(t)?;
         let hash = self.hash_of(&t);
-        let o = self.pick(&t, hash, ctx, false);
+        let o = self.pick(&t, hash, ctx, false, true);
         Ok(Choice {
             listener: o.listener,
             slot: o.slot,
@@ -1003,20 +1022,76 @@ impl ReuseportGroup {
     pub fn explain_ctx(&self, t: &Tuple, ctx: &PacketCtx) -> Result<Explain, SetupError> {
         let t = self.accepts(t)?;
         let hash = self.hash_trace(&t);
-        let o = self.pick(&t, hash.hash, ctx, true);
+        Ok(self.explain_from(t, hash, ctx, true).1)
+    }
+
+    /// The group's answer inside a full listener lookup: the lookup pass
+    /// decides the local address the hash sees (`laddr`, with `why`), and an
+    /// invalid program index before 4.16 returns NULL to the caller, whose
+    /// own reservoir scan goes on ([`crate::lookup`]).
+    pub fn select_for_lookup(
+        &self,
+        t: &Tuple,
+        ctx: &PacketCtx,
+        laddr: IpAddr,
+        why: &str,
+    ) -> Result<(GroupAnswer, Explain), SetupError> {
+        let t = Tuple {
+            saddr: canonical(t.saddr),
+            daddr: canonical(t.daddr),
+            ..*t
+        };
+        let laddr = canonical(laddr);
+        if t.saddr.is_ipv4() != laddr.is_ipv4() {
+            return Err(SetupError::NotForThisGroup {
+                daddr: t.daddr.to_string(),
+                dport: t.dport,
+                bind: self.bind.to_string(),
+                port: self.port,
+                consequence: "the families differ",
+            });
+        }
+        let hash = hash::trace(
+            self.profile,
+            self.proto,
+            laddr,
+            why.to_string(),
+            t.dport,
+            t.saddr,
+            t.sport,
+            &self.keys,
+        );
+        let (answer, e) = self.explain_from(t, hash, ctx, false);
+        Ok((answer, e))
+    }
+
+    fn explain_from(
+        &self,
+        t: Tuple,
+        hash: HashTrace,
+        ctx: &PacketCtx,
+        standalone: bool,
+    ) -> (GroupAnswer, Explain) {
+        let o = self.pick(&t, hash.hash, ctx, true, standalone);
+        let answer = match (o.listener, o.fallback.as_deref()) {
+            (Some(l), _) => GroupAnswer::Member(l),
+            (None, Some(f)) if f.starts_with("SK_DROP") => GroupAnswer::Drop,
+            (None, _) => GroupAnswer::Null,
+        };
         let mut notes = self.profile.notes();
         notes.extend(o.notes);
         if self.selection() == Selection::Reservoir && self.members.iter().any(|m| m.connected) {
-            notes.push("connected members are treated as not matching this packet; a packet from a member's own peer is matched by the full lookup (ReuseportGroup models one group)".into());
+            notes.push("connected members are treated as not matching this packet; a packet from a member's own peer is matched by the full lookup".into());
         }
-        if self.profile.udp_wildcard_laddr == WildcardLaddr::ZeroAboveTen
+        if standalone
+            && self.profile.udp_wildcard_laddr == WildcardLaddr::ZeroAboveTen
             && self.proto == Proto::Udp
             && self.bind.is_unspecified()
         {
             notes
                 .push("the port-slot count assumes no other UDP socket on this port's slot".into());
         }
-        Ok(Explain {
+        let e = Explain {
             profile: self.profile.release,
             proto: self.proto,
             tuple: t,
@@ -1028,7 +1103,8 @@ impl ReuseportGroup {
             slot: o.slot,
             fallback: o.fallback,
             notes,
-        })
+        };
+        (answer, e)
     }
 
     /// The chain a reservoir scan walks in the group era (the 4.5–4.15
@@ -1054,7 +1130,7 @@ impl ReuseportGroup {
 
     /// The selection proper: program, select-by-hash or reservoir, with the
     /// record built only when asked.
-    fn pick(&self, t: &Tuple, h: u32, ctx: &PacketCtx, record: bool) -> Outcome {
+    fn pick(&self, t: &Tuple, h: u32, ctx: &PacketCtx, record: bool, standalone: bool) -> Outcome {
         let mut o = Outcome::default();
         let a = match &self.layout {
             Layout::Chain(c) => {
@@ -1115,6 +1191,17 @@ impl ReuseportGroup {
                             }),
                             ..inner
                         }
+                    }
+                    BpfFallback::Reservoir if !standalone => {
+                        o.fallback = Some("invalid program index: reuseport_select_sock returns NULL and the caller's reservoir scan goes on (before 4.16)".into());
+                        if record {
+                            o.pick = Some(describe(
+                                None,
+                                format!("index {i}"),
+                                format!("{why}; the group returns NULL (before 4.16)"),
+                            ));
+                        }
+                        o
                     }
                     BpfFallback::Reservoir => {
                         let mut steps = Vec::new();

@@ -1,0 +1,1381 @@
+//! The whole listener lookup: several sockets on a host, the `bind()` and
+//! `listen()` rules that decide which of them may share a port, the
+//! reuseport groups they form, the tables a packet's lookup walks, every
+//! candidate's `compute_score`, and which socket wins (kernel-history.md
+//! §4 – §7).
+//!
+//! A [`Layout`] lists sockets in `bind()` order (and, for TCP, an optional
+//! `listen()` order). [`Host::build`] replays the calls and records each
+//! one's answer; [`Host::lookup`] answers a packet with a [`LookupExplain`].
+//!
+//! Simplifications, each stated in the notes of an answer where it applies:
+//! the hash tables are taken to hold only the sockets of the packet's port
+//! (collisions with other ports depend on `net_hash_mix` and table sizes,
+//! kernel-history.md §12.9); one network namespace; devices are names.
+
+pub mod rules;
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::explain::Explain;
+use crate::hash::{self, hex, Keys};
+use crate::jhash::{next_pseudo_random32, reciprocal_scale};
+use crate::profile::{Profile, Release};
+use crate::reuseport::{GroupAnswer, GroupSpec, PacketCtx, Program, ReuseportGroup};
+use crate::tuple::{Proto, Tuple};
+use rules::{LookupRules, ScanRule, ScoreRule, TcpTables, UdpTables};
+
+/// Address family of a socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// AF_INET.
+    Inet,
+    /// AF_INET6 (may receive IPv4 unless `v6only`).
+    Inet6,
+}
+
+/// What the socket does after `bind()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum SockState {
+    /// TCP: `listen()`; UDP: receiving (bound). The default.
+    #[default]
+    Listen,
+    /// Bound only (TCP: never listens).
+    Bound,
+    /// A TCP connection in TIME_WAIT on this address and port.
+    TimeWait,
+    /// UDP: `connect()`ed to `peer` (TCP_ESTABLISHED).
+    Connected,
+}
+
+/// One socket of a layout: its options and where it binds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct SocketSpec {
+    /// AF_INET or AF_INET6.
+    pub family: Family,
+    /// TCP or UDP.
+    pub proto: Proto,
+    /// Bound address: IPv4 for AF_INET; IPv6 (`::ffff:a.b.c.d` for a
+    /// v4-mapped bind) for AF_INET6; the wildcard `0.0.0.0` or `::`.
+    #[cfg_attr(feature = "ts", ts(as = "String"))]
+    pub addr: IpAddr,
+    /// Bound port.
+    pub port: u16,
+    /// IPV6_V6ONLY.
+    #[serde(default)]
+    pub v6only: bool,
+    /// SO_REUSEADDR.
+    #[serde(default)]
+    pub reuseaddr: bool,
+    /// SO_REUSEPORT.
+    #[serde(default)]
+    pub reuseport: bool,
+    /// Owner UID (`sock_i_uid`).
+    #[serde(default)]
+    pub uid: u32,
+    /// SO_BINDTODEVICE, by name.
+    #[serde(default)]
+    pub device: Option<String>,
+    /// What it does after bind.
+    #[serde(default)]
+    pub state: SockState,
+    /// The peer of a connected UDP socket.
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(as = "Option<String>"))]
+    pub peer: Option<SocketAddr>,
+    /// SO_INCOMING_CPU.
+    #[serde(default)]
+    pub incoming_cpu: Option<u32>,
+    /// A program attached to this socket's group after it joined.
+    #[serde(default)]
+    pub program: Option<Program>,
+}
+
+/// A BPF `sk_lookup` program (5.9+): it runs before the tables.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum SkLookup {
+    /// `bpf_sk_assign(socket)`; unless `noReuseport`, a reuseport socket's
+    /// group then picks (BPF_SK_LOOKUP_F_NO_REUSEPORT skips that).
+    Assign {
+        /// The socket's index in the layout.
+        socket: usize,
+        /// BPF_SK_LOOKUP_F_NO_REUSEPORT.
+        #[serde(default)]
+        no_reuseport: bool,
+    },
+    /// SK_DROP: no socket.
+    Drop,
+    /// SK_PASS without assigning: the tables decide.
+    Pass,
+}
+
+/// Sockets in `bind()` order, with the order of `listen()` calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Layout {
+    /// The sockets; each binds in this order.
+    pub sockets: Vec<SocketSpec>,
+    /// Indexes of TCP sockets in the order they call `listen()`; by default
+    /// the bind order. Listed sockets must be in state `listen`.
+    #[serde(default)]
+    pub listen_order: Option<Vec<usize>>,
+    /// An `sk_lookup` program (5.9+).
+    #[serde(default)]
+    pub sk_lookup: Option<SkLookup>,
+    /// The hash keys.
+    #[serde(default)]
+    pub keys: Keys,
+    /// `net.ipv4.ip_local_port_range` and `ip_autobind_reuse`, for sockets
+    /// that bind port 0.
+    #[serde(default)]
+    pub ephemeral: Option<Ephemeral>,
+}
+
+/// The ephemeral port range that `bind(addr, 0)` draws from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Ephemeral {
+    /// Lowest port.
+    pub low: u16,
+    /// Highest port.
+    pub high: u16,
+    /// `net.ipv4.ip_autobind_reuse` (5.9+): a second, relaxed pass lets
+    /// SO_REUSEADDR sockets share an ephemeral port.
+    #[serde(default)]
+    pub autobind_reuse: bool,
+}
+
+/// A layout that cannot be replayed at all.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum LayoutError {
+    /// Family and address disagree.
+    #[error("socket {socket}: {problem}")]
+    Socket {
+        /// Its index.
+        socket: usize,
+        /// What is wrong and how to fix it.
+        problem: String,
+    },
+    /// The listen order is not a permutation of listening TCP sockets.
+    #[error("listenOrder: {0}")]
+    ListenOrder(String),
+    /// The sk_lookup program names no socket, or the profile lacks it.
+    #[error("skLookup: {0}")]
+    SkLookup(String),
+}
+
+/// How one socket's calls went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct CallResult {
+    /// The socket's index.
+    pub socket: usize,
+    /// `bind()`: `None` on success, else the errno and the rule.
+    pub bind: Option<Refusal>,
+    /// `listen()` for TCP sockets that listen.
+    pub listen: Option<Refusal>,
+    /// Whether it ended up receiving (listening TCP, bound UDP).
+    pub receiving: bool,
+    /// Its reuseport group (index into the host's groups).
+    pub group: Option<usize>,
+    /// Its member number in that group (join order).
+    pub member: Option<u32>,
+}
+
+/// A refused call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Refusal {
+    /// `EADDRINUSE`, `EINVAL`, `ENOMEM`.
+    pub errno: String,
+    /// The rule that decided, with its kernel source.
+    pub rule: String,
+    /// The socket it conflicts with, if any.
+    pub with: Option<usize>,
+}
+
+/// A packet to look up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Packet {
+    /// TCP SYN or UDP datagram.
+    pub proto: Proto,
+    /// Its addresses and ports.
+    pub tuple: Tuple,
+    /// The device it arrived on (`lo` by default).
+    #[serde(default)]
+    pub device: Option<String>,
+    /// Receiving CPU and payload word.
+    #[serde(default)]
+    pub ctx: PacketCtx,
+}
+
+/// One socket considered by a scan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Candidate {
+    /// The socket's index in the layout.
+    pub socket: usize,
+    /// Its `compute_score` (-1: no match).
+    pub score: i32,
+    /// What happened, in words.
+    pub outcome: String,
+}
+
+/// One table (bucket) walked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct TableWalk {
+    /// Which table and bucket (`lhash2 (127.0.0.1, 8080)`).
+    pub table: String,
+    /// The kernel function and file.
+    pub source: String,
+    /// The address the scores compare against and the hash sees.
+    pub daddr: String,
+    /// Sockets in list order.
+    pub candidates: Vec<Candidate>,
+}
+
+/// The whole lookup of one packet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct LookupExplain {
+    /// The profile.
+    pub profile: Release,
+    /// The packet.
+    pub packet: Packet,
+    /// What a BPF sk_lookup program did, if one ran.
+    pub sk_lookup: Option<String>,
+    /// Tables walked, in order.
+    pub tables: Vec<TableWalk>,
+    /// The reuseport group that picked, and how (its member numbers).
+    pub group: Option<GroupPick>,
+    /// The socket that receives the packet (index in the layout), if any.
+    pub socket: Option<usize>,
+    /// Why that socket, in one sentence.
+    pub reason: String,
+    /// Caveats for this answer.
+    pub notes: Vec<String>,
+}
+
+/// A group's part in a lookup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct GroupPick {
+    /// The group's index.
+    pub group: usize,
+    /// The socket index of each member, by member number.
+    pub members: Vec<usize>,
+    /// The group's own record (hash, slot, program).
+    pub explain: Explain,
+}
+
+struct Sock {
+    spec: SocketSpec,
+    bound: bool,
+    listening: bool,
+    group: Option<usize>,
+    member: Option<u32>,
+}
+
+struct GroupEntry {
+    group: ReuseportGroup,
+    /// Socket index per member number.
+    members: Vec<usize>,
+}
+
+/// A host's sockets after the layout's calls, ready for lookups.
+pub struct Host {
+    profile: &'static Profile,
+    rules: LookupRules,
+    socks: Vec<Sock>,
+    groups: Vec<GroupEntry>,
+    /// Receiving sockets per protocol, in port-list order (head first).
+    port_list: BTreeMap<(Proto, u16), Vec<usize>>,
+    /// Receiving sockets per (protocol, bucket address, port), in list order.
+    addr_list: BTreeMap<(Proto, IpAddr, u16), Vec<usize>>,
+    results: Vec<CallResult>,
+    sk_lookup: Option<SkLookup>,
+    keys: Keys,
+}
+
+/// The address a socket's `lhash2`/`hash2` bucket is keyed by: `::` and
+/// `0.0.0.0` share one, as do `::ffff:a.b.c.d` and `a.b.c.d`
+/// (`ipv6_portaddr_hash`, include/net/ipv6.h).
+fn bucket_addr(a: IpAddr) -> IpAddr {
+    match a {
+        IpAddr::V6(v6) if v6.is_unspecified() => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(a),
+        v4 => v4,
+    }
+}
+
+/// The IPv4 address an AF_INET6 socket presents to IPv4 lookups
+/// (`inet_rcv_saddr`): 0 for `::`, `a.b.c.d` for `::ffff:a.b.c.d`, and none
+/// for a plain IPv6 address.
+fn v4_view(s: &SocketSpec) -> Option<Ipv4Addr> {
+    match s.addr {
+        IpAddr::V4(a) => Some(a),
+        IpAddr::V6(v6) if v6.is_unspecified() => (!s.v6only).then_some(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped(),
+    }
+}
+
+/// `inet_rcv_saddr_equal(sk, sk2, match_wildcard = true)`: whether two
+/// bound addresses overlap for the bind-conflict rules.
+fn overlaps(a: &SocketSpec, b: &SocketSpec) -> bool {
+    match (a.family, b.family) {
+        (Family::Inet, Family::Inet) => {
+            let (x, y) = (v4_view(a).unwrap(), v4_view(b).unwrap());
+            x.is_unspecified() || y.is_unspecified() || x == y
+        }
+        (Family::Inet6, Family::Inet6) => {
+            let (x, y) = (as_v6(a.addr), as_v6(b.addr));
+            let mapped = |v: Ipv6Addr| v.to_ipv4_mapped().is_some();
+            if x == y {
+                return true;
+            }
+            // A v6only wildcard does not cover v4-mapped addresses.
+            if x.is_unspecified() {
+                return !(a.v6only && mapped(y));
+            }
+            if y.is_unspecified() {
+                return !(b.v6only && mapped(x));
+            }
+            false
+        }
+        _ => {
+            let (v4, v6) = if a.family == Family::Inet {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            match v4_view(v6) {
+                Some(m) => {
+                    let x = v4_view(v4).unwrap();
+                    m.is_unspecified() || x.is_unspecified() || m == x
+                }
+                None => false,
+            }
+        }
+    }
+}
+
+fn as_v6(a: IpAddr) -> Ipv6Addr {
+    match a {
+        IpAddr::V6(v) => v,
+        IpAddr::V4(v) => v.to_ipv6_mapped(),
+    }
+}
+
+fn devices_compatible(a: &SocketSpec, b: &SocketSpec) -> bool {
+    a.device.is_none() || b.device.is_none() || a.device == b.device
+}
+
+/// The `sock_reuseport` join rule (`inet_reuseport_add_sock`,
+/// `udp_reuseport_add_sock`; kernel-history.md §6.1): same family,
+/// `ipv6only`, device, port, SO_REUSEPORT, UID, and exactly the same address.
+fn same_group(a: &SocketSpec, b: &SocketSpec) -> bool {
+    a.family == b.family
+        && a.proto == b.proto
+        && a.v6only == b.v6only
+        && a.device == b.device
+        && a.port == b.port
+        && a.reuseport
+        && b.reuseport
+        && a.uid == b.uid
+        && a.addr == b.addr
+}
+
+impl Host {
+    /// Replays the layout's `bind()` and `listen()` calls in this profile.
+    pub fn build(profile: &'static Profile, layout: &Layout) -> Result<Host, LayoutError> {
+        let rules = LookupRules::of(profile);
+        for (i, s) in layout.sockets.iter().enumerate() {
+            let bad = |problem: String| Err(LayoutError::Socket { socket: i, problem });
+            match (s.family, s.addr) {
+                (Family::Inet, IpAddr::V6(_)) => {
+                    return bad(format!(
+                        "an AF_INET socket cannot bind the IPv6 address {}; use family inet6",
+                        s.addr
+                    ))
+                }
+                (Family::Inet6, IpAddr::V4(_)) => {
+                    return bad(format!(
+                        "an AF_INET6 socket binds IPv4 addresses as ::ffff:{}",
+                        s.addr
+                    ))
+                }
+                _ => {}
+            }
+            if s.state == SockState::Connected && (s.proto != Proto::Udp || s.peer.is_none()) {
+                return bad("state connected is for UDP sockets and needs a peer address".into());
+            }
+            if s.state == SockState::Connected && s.addr.is_unspecified() {
+                return bad("a connected UDP socket takes its source address as its bound address: give that address instead of the wildcard".into());
+            }
+            if s.state == SockState::TimeWait && s.proto != Proto::Tcp {
+                return bad("TIME_WAIT is a TCP state".into());
+            }
+        }
+        let tcp_listeners: Vec<usize> = layout
+            .sockets
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.proto == Proto::Tcp && s.state == SockState::Listen)
+            .map(|(i, _)| i)
+            .collect();
+        let listen_order = match &layout.listen_order {
+            None => tcp_listeners.clone(),
+            Some(o) => {
+                let mut sorted = o.clone();
+                sorted.sort_unstable();
+                if sorted != tcp_listeners {
+                    return Err(LayoutError::ListenOrder(format!(
+                        "must list each TCP socket in state listen exactly once ({tcp_listeners:?}); got {o:?}"
+                    )));
+                }
+                o.clone()
+            }
+        };
+        if let Some(sk) = &layout.sk_lookup {
+            if !rules.sk_lookup {
+                return Err(LayoutError::SkLookup(format!(
+                    "BPF sk_lookup arrived in 5.9; profile {} does not have it",
+                    profile.release
+                )));
+            }
+            if let SkLookup::Assign { socket, .. } = sk {
+                if *socket >= layout.sockets.len() {
+                    return Err(LayoutError::SkLookup(format!(
+                        "assigns socket {socket}, but the layout has {}",
+                        layout.sockets.len()
+                    )));
+                }
+            }
+        }
+        let mut host = Host {
+            profile,
+            rules,
+            socks: layout
+                .sockets
+                .iter()
+                .map(|s| Sock {
+                    spec: s.clone(),
+                    bound: false,
+                    listening: false,
+                    group: None,
+                    member: None,
+                })
+                .collect(),
+            groups: Vec::new(),
+            port_list: BTreeMap::new(),
+            addr_list: BTreeMap::new(),
+            results: (0..layout.sockets.len())
+                .map(|socket| CallResult {
+                    socket,
+                    bind: None,
+                    listen: None,
+                    receiving: false,
+                    group: None,
+                    member: None,
+                })
+                .collect(),
+            sk_lookup: layout.sk_lookup.clone(),
+            keys: layout.keys,
+        };
+        let bind_then_listen = |host: &mut Host, i: usize, listen_now: bool| {
+            let refused = if host.socks[i].spec.port == 0 {
+                host.autobind(i, layout.ephemeral)
+            } else {
+                host.bind_conflict(i)
+            };
+            match refused {
+                Some(r) => host.results[i].bind = Some(r),
+                None => {
+                    host.socks[i].bound = true;
+                    let s = &host.socks[i].spec;
+                    let udp_receives = s.proto == Proto::Udp
+                        && matches!(s.state, SockState::Listen | SockState::Connected);
+                    let tcp_listens = s.proto == Proto::Tcp && s.state == SockState::Listen;
+                    if udp_receives || (tcp_listens && listen_now) {
+                        host.listen_or_receive(i, layout.keys);
+                    }
+                }
+            }
+        };
+        match &layout.listen_order {
+            // Each socket binds, then listens at once.
+            None => {
+                for i in 0..host.socks.len() {
+                    bind_then_listen(&mut host, i, true);
+                }
+            }
+            // Every socket binds, then the listens run in the given order.
+            Some(_) => {
+                for i in 0..host.socks.len() {
+                    bind_then_listen(&mut host, i, false);
+                }
+                for &i in &listen_order {
+                    if host.socks[i].bound {
+                        host.listen_or_receive(i, layout.keys);
+                    }
+                }
+            }
+        }
+        Ok(host)
+    }
+
+    /// `bind()`: the conflict rules against every socket bound before on the
+    /// same protocol and port (kernel-history.md §7; `inet_bind_conflict`,
+    /// net/ipv4/inet_connection_sock.c 6.12; `udp_lib_lport_inuse`,
+    /// net/ipv4/udp.c).
+    fn bind_conflict(&self, i: usize) -> Option<Refusal> {
+        let s = &self.socks[i].spec;
+        if s.family == Family::Inet6 && s.v6only && as_v6(s.addr).to_ipv4_mapped().is_some() {
+            return Some(Refusal { errno: "EINVAL".into(), rule: "an IPV6_V6ONLY socket cannot bind a v4-mapped address (inet6_bind, net/ipv6/af_inet6.c)".into(), with: None });
+        }
+        for (j, o) in self.socks.iter().enumerate().take(i) {
+            let e = &o.spec;
+            if !o.bound
+                || e.proto != s.proto
+                || e.port != s.port
+                || !devices_compatible(s, e)
+                || !overlaps(s, e)
+            {
+                continue;
+            }
+            let allowed = match s.proto {
+                Proto::Tcp => {
+                    let e_listening = self.socks[j].listening;
+                    (s.reuseaddr && e.reuseaddr && !e_listening)
+                        || (s.reuseport
+                            && e.reuseport
+                            && (e.state == SockState::TimeWait || e.uid == s.uid))
+                }
+                Proto::Udp => {
+                    (s.reuseaddr && e.reuseaddr) || (s.reuseport && e.reuseport && e.uid == s.uid)
+                }
+            };
+            if !allowed {
+                return Some(Refusal {
+                    errno: "EADDRINUSE".into(),
+                    rule: self.conflict_rule(s, e, false),
+                    with: Some(j),
+                });
+            }
+        }
+        None
+    }
+
+    fn listen_or_receive(&mut self, i: usize, keys: Keys) {
+        if self.socks[i].spec.proto == Proto::Tcp {
+            if let Some(r) = self.listen_conflict(i) {
+                self.results[i].listen = Some(r);
+                return;
+            }
+        }
+        self.receive(i, keys);
+    }
+
+    /// `bind(addr, 0)` over TCP: `inet_csk_find_open_port` tries each port of
+    /// the range with the strict rule (no exemption at all), then, with
+    /// `ip_autobind_reuse`, again letting two SO_REUSEADDR sockets share a
+    /// port unless both also set SO_REUSEPORT with the same owner
+    /// (net/ipv4/inet_connection_sock.c; reuseaddr_ports_exhausted.c).
+    fn autobind(&mut self, i: usize, eph: Option<Ephemeral>) -> Option<Refusal> {
+        let Some(eph) = eph else {
+            return Some(Refusal {
+                errno: "EINVAL".into(),
+                rule:
+                    "port 0 needs the layout's ephemeral range (ip_local_port_range) to draw from"
+                        .into(),
+                with: None,
+            });
+        };
+        let passes: &[bool] = if eph.autobind_reuse {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        for &relax in passes {
+            for port in eph.low..=eph.high {
+                self.socks[i].spec.port = port;
+                let s = &self.socks[i].spec;
+                let taken = self.socks.iter().take(i).any(|o| {
+                    let e = &o.spec;
+                    if !o.bound
+                        || e.proto != s.proto
+                        || e.port != port
+                        || !devices_compatible(s, e)
+                        || !overlaps(s, e)
+                    {
+                        return false;
+                    }
+                    if !relax {
+                        return true;
+                    }
+                    if s.reuseaddr && e.reuseaddr && !o.listening {
+                        s.reuseport
+                            && e.reuseport
+                            && (e.state == SockState::TimeWait || e.uid == s.uid)
+                    } else {
+                        true
+                    }
+                });
+                if !taken {
+                    return None;
+                }
+            }
+        }
+        self.socks[i].spec.port = 0;
+        Some(Refusal {
+            errno: "EADDRINUSE".into(),
+            rule: format!(
+                "no port of ip_local_port_range {}-{} is free for this socket{} (inet_csk_find_open_port, net/ipv4/inet_connection_sock.c)",
+                eph.low,
+                eph.high,
+                if eph.autobind_reuse { ", even with ip_autobind_reuse" } else { "" }
+            ),
+            with: None,
+        })
+    }
+
+    /// The port a socket ended up bound to (port 0 draws one).
+    pub fn bound_port(&self, i: usize) -> Option<u16> {
+        self.socks.get(i).filter(|s| s.bound).map(|s| s.spec.port)
+    }
+
+    /// `listen()`: `inet_csk_get_port` runs again with the socket in
+    /// TCP_LISTEN, so the SO_REUSEADDR exemption no longer covers another
+    /// listener (net/ipv4/inet_connection_sock.c `inet_csk_listen_start`).
+    fn listen_conflict(&self, i: usize) -> Option<Refusal> {
+        let s = &self.socks[i].spec;
+        for (j, o) in self.socks.iter().enumerate() {
+            let e = &o.spec;
+            if j == i
+                || !o.bound
+                || e.proto != Proto::Tcp
+                || e.port != s.port
+                || !devices_compatible(s, e)
+                || !overlaps(s, e)
+            {
+                continue;
+            }
+            let allowed = (s.reuseaddr && e.reuseaddr && !o.listening)
+                || (s.reuseport
+                    && e.reuseport
+                    && (e.state == SockState::TimeWait || e.uid == s.uid));
+            if !allowed {
+                return Some(Refusal {
+                    errno: "EADDRINUSE".into(),
+                    rule: self.conflict_rule(s, e, true),
+                    with: Some(j),
+                });
+            }
+        }
+        None
+    }
+
+    fn conflict_rule(&self, s: &SocketSpec, e: &SocketSpec, at_listen: bool) -> String {
+        let (file, func) = match s.proto {
+            Proto::Tcp => ("net/ipv4/inet_connection_sock.c", "inet_bind_conflict"),
+            Proto::Udp => ("net/ipv4/udp.c", "udp_lib_lport_inuse"),
+        };
+        let why = if s.reuseport && e.reuseport && s.uid != e.uid {
+            format!(
+                "both set SO_REUSEPORT but their owners differ (UID {} and {})",
+                s.uid, e.uid
+            )
+        } else if s.reuseaddr && e.reuseaddr && s.proto == Proto::Tcp {
+            "both set SO_REUSEADDR, but that exemption never covers a socket in TCP_LISTEN"
+                .to_string()
+        } else if s.reuseport != e.reuseport || !s.reuseport {
+            "their addresses overlap and they do not both set SO_REUSEPORT (nor both SO_REUSEADDR)"
+                .to_string()
+        } else {
+            "their addresses overlap".to_string()
+        };
+        let when = if at_listen {
+            "at listen(), which checks the port again as TCP_LISTEN"
+        } else {
+            "at bind()"
+        };
+        format!(
+            "{when}: {why} ({func}, {file}, profile {})",
+            self.profile.release
+        )
+    }
+
+    /// The socket starts receiving: joins or makes its group and enters the lists.
+    fn receive(&mut self, i: usize, keys: Keys) {
+        let spec = self.socks[i].spec.clone();
+        if spec.reuseport && self.group_era(spec.proto) {
+            let found = (0..self.groups.len()).find(|&g| {
+                let first = self.groups[g].members[0];
+                same_group(&self.socks[first].spec, &spec)
+            });
+            let g = match found {
+                Some(g) => g,
+                None => {
+                    let gs = GroupSpec {
+                        v6only: spec.v6only,
+                        ..GroupSpec::new(spec.proto, 0, spec.addr, spec.port, keys)
+                    };
+                    self.groups.push(GroupEntry {
+                        group: ReuseportGroup::build_empty(self.profile, &gs),
+                        members: Vec::new(),
+                    });
+                    self.groups.len() - 1
+                }
+            };
+            let entry = &mut self.groups[g];
+            match entry.group.join() {
+                Ok(_) => {
+                    let member = entry.members.len() as u32;
+                    entry.members.push(i);
+                    if let Some(cpu) = spec.incoming_cpu {
+                        let _ = entry.group.set_incoming_cpu(member, Some(cpu));
+                    }
+                    if spec.state == SockState::Connected {
+                        let _ = entry.group.connect(member);
+                    }
+                    if let Some(p) = &spec.program {
+                        if let Err(e) = entry.group.attach_program(p.clone()) {
+                            self.results[i].listen = Some(Refusal {
+                                errno: "EINVAL".into(),
+                                rule: e.to_string(),
+                                with: None,
+                            });
+                        }
+                    }
+                    self.socks[i].group = Some(g);
+                    self.socks[i].member = Some(member);
+                    self.results[i].group = Some(g);
+                    self.results[i].member = Some(member);
+                }
+                Err(e) => {
+                    let r = Refusal {
+                        errno: if spec.proto == Proto::Tcp {
+                            "ENOMEM"
+                        } else {
+                            "EADDRINUSE"
+                        }
+                        .into(),
+                        rule: e.to_string(),
+                        with: None,
+                    };
+                    if spec.proto == Proto::Tcp {
+                        self.results[i].listen = Some(r);
+                    } else {
+                        self.results[i].bind = Some(r);
+                        self.socks[i].bound = false;
+                    }
+                    return;
+                }
+            }
+        }
+        self.socks[i].listening = true;
+        self.results[i].receiving = true;
+        let tail = self.rules.v6_reuseport_tail && spec.reuseport && spec.family == Family::Inet6;
+        for list in [
+            self.port_list.entry((spec.proto, spec.port)).or_default(),
+            self.addr_list
+                .entry((spec.proto, bucket_addr(spec.addr), spec.port))
+                .or_default(),
+        ] {
+            if tail {
+                list.push(i);
+            } else {
+                list.insert(0, i);
+            }
+        }
+    }
+
+    fn group_era(&self, proto: Proto) -> bool {
+        let scan = match proto {
+            Proto::Tcp => self.rules.tcp_scan,
+            Proto::Udp => self.rules.udp_scan,
+        };
+        scan != ScanRule::Reservoir
+    }
+
+    /// Each socket's `bind()`/`listen()` answer.
+    pub fn results(&self) -> &[CallResult] {
+        &self.results
+    }
+
+    /// The lookup rules in force.
+    pub fn rules(&self) -> LookupRules {
+        self.rules
+    }
+
+    /// The socket index of each member of group `g`.
+    pub fn group_members(&self, g: usize) -> Option<&[usize]> {
+        self.groups.get(g).map(|e| e.members.as_slice())
+    }
+
+    /// `compute_score` of socket `i` for the packet, against `daddr` (the
+    /// pass's address), per era and family (kernel-history.md §4.1, §4.4,
+    /// §5.1, §5.4; net/ipv4/inet_hashtables.c, net/ipv6/inet6_hashtables.c,
+    /// net/ipv4/udp.c, net/ipv6/udp.c).
+    fn score(&self, i: usize, p: &Packet, daddr: IpAddr) -> i32 {
+        let s = &self.socks[i].spec;
+        if s.port != p.tuple.dport || s.proto != p.proto {
+            return -1;
+        }
+        let dev_ok = s.device.is_none() || s.device == p.device.clone().or(Some("lo".into()));
+        let cpu = (self.rules.cpu_bonus && s.incoming_cpu == Some(p.ctx.cpu)) as i32;
+        let v6_packet = p.tuple.daddr.is_ipv6();
+        let exact = self.rules.score != ScoreRule::Classic;
+        let bound_dev = s.device.is_some();
+        // The socket's address as this lookup sees it.
+        let addr_match: Option<bool> = if v6_packet {
+            if s.family != Family::Inet6 {
+                return -1;
+            }
+            let mine = as_v6(s.addr);
+            let want = as_v6(daddr);
+            Some(mine == want || (!exact && mine.is_unspecified()))
+        } else {
+            if s.family == Family::Inet6 && s.v6only {
+                return -1;
+            }
+            match v4_view(s) {
+                None => return -1,
+                Some(mine) => {
+                    let want = match daddr {
+                        IpAddr::V4(d) => d,
+                        IpAddr::V6(_) => return -1,
+                    };
+                    Some(mine == want || (!exact && mine.is_unspecified()))
+                }
+            }
+        };
+        if addr_match != Some(true) || !dev_ok {
+            return -1;
+        }
+        let specific = !s.addr.is_unspecified();
+        let af_inet = s.family == Family::Inet;
+        match p.proto {
+            Proto::Tcp => {
+                if v6_packet {
+                    match self.rules.score {
+                        ScoreRule::Classic => 1 + specific as i32 + bound_dev as i32 + cpu,
+                        ScoreRule::Exact => 1 + cpu,
+                        ScoreRule::ExactPreferDevice => (if bound_dev { 2 } else { 1 }) + cpu,
+                    }
+                } else {
+                    match self.rules.score {
+                        ScoreRule::Classic => {
+                            (if af_inet { 2 } else { 1 })
+                                + 4 * specific as i32
+                                + 4 * bound_dev as i32
+                                + cpu
+                        }
+                        ScoreRule::Exact => (if af_inet { 2 } else { 1 }) + cpu,
+                        ScoreRule::ExactPreferDevice => {
+                            (if bound_dev { 2 } else { 1 }) + af_inet as i32 + cpu
+                        }
+                    }
+                }
+            }
+            Proto::Udp => {
+                // Connected sockets must match the packet's source.
+                let (conn, peer_ok) = match (s.state, s.peer) {
+                    (SockState::Connected, Some(peer)) => (
+                        true,
+                        peer.ip() == p.tuple.saddr && peer.port() == p.tuple.sport,
+                    ),
+                    _ => (false, true),
+                };
+                if !peer_ok {
+                    return -1;
+                }
+                if v6_packet {
+                    // net/ipv6/udp.c: base 0; +1 for the peer's port, +1 for its address.
+                    let dev = match self.rules.score {
+                        ScoreRule::Classic | ScoreRule::ExactPreferDevice => bound_dev as i32,
+                        ScoreRule::Exact => 1,
+                    };
+                    2 * conn as i32 + (specific && !exact) as i32 + dev + cpu
+                } else {
+                    let dev = match self.rules.score {
+                        ScoreRule::Classic | ScoreRule::ExactPreferDevice => 4 * bound_dev as i32,
+                        ScoreRule::Exact => 4,
+                    };
+                    (if af_inet { 2 } else { 1 })
+                        + 8 * conn as i32
+                        + 4 * (specific && !exact) as i32
+                        + dev
+                        + cpu
+                }
+            }
+        }
+    }
+
+    /// Looks up one packet.
+    pub fn lookup(&self, p: &Packet) -> LookupExplain {
+        let mut x = LookupExplain {
+            profile: self.profile.release,
+            packet: p.clone(),
+            sk_lookup: None,
+            tables: Vec::new(),
+            group: None,
+            socket: None,
+            reason: String::new(),
+            notes: vec!["each table is taken to hold only this port's sockets (bucket collisions with other ports depend on net_hash_mix and table sizes)".into()],
+        };
+        let t = p.tuple;
+        let zero = if t.daddr.is_ipv6() {
+            IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+        } else {
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        };
+        match p.proto {
+            Proto::Tcp => {
+                if self.run_sk_lookup(p, &mut x) {
+                    return x;
+                }
+                match self.rules.tcp_tables {
+                    TcpTables::Lhash2 => {
+                        if self.walk_addr(p, t.daddr, t.daddr, &mut x) {
+                            return x;
+                        }
+                        self.walk_addr(p, zero, zero, &mut x);
+                    }
+                    TcpTables::PortList => {
+                        self.walk_port(p, &mut x);
+                    }
+                    TcpTables::PortListOrLhash2 => {
+                        let count = self.port_list.get(&(p.proto, t.dport)).map_or(0, Vec::len);
+                        if count <= 10 {
+                            x.notes.push(format!("{count} listeners on the port (10 or fewer): the port list is walked (4.16–4.20)"));
+                            self.walk_port(p, &mut x);
+                        } else {
+                            x.notes.push(format!("{count} listeners on the port (more than 10): lhash2 is walked (4.16–4.20)"));
+                            if !self.walk_addr(p, t.daddr, t.daddr, &mut x) {
+                                // 4.16–4.20 pass the real daddr to the wildcard bucket scan too.
+                                self.walk_addr(p, zero, t.daddr, &mut x);
+                            }
+                        }
+                    }
+                }
+            }
+            Proto::Udp => match self.rules.udp_tables {
+                UdpTables::Hash2 => {
+                    let found = self.walk_addr(p, t.daddr, t.daddr, &mut x);
+                    let connected = x
+                        .socket
+                        .is_some_and(|s| self.socks[s].spec.state == SockState::Connected);
+                    if found && connected {
+                        return x;
+                    }
+                    if self.run_sk_lookup(p, &mut x) {
+                        return x;
+                    }
+                    if found || x.socket.is_some() {
+                        return x;
+                    }
+                    self.walk_addr(p, zero, zero, &mut x);
+                }
+                UdpTables::PortSlotOrHash2 => {
+                    let count = self.port_list.get(&(p.proto, t.dport)).map_or(0, Vec::len);
+                    if count > 10 {
+                        x.notes.push(format!(
+                            "{count} sockets on the port slot (more than 10): hash2 is walked"
+                        ));
+                        if !self.walk_addr(p, t.daddr, t.daddr, &mut x) {
+                            let wild_laddr = match self.profile.udp_wildcard_laddr {
+                                crate::profile::WildcardLaddr::Daddr => t.daddr,
+                                _ => zero,
+                            };
+                            self.walk_addr_with(p, zero, zero, wild_laddr, &mut x);
+                        }
+                    } else {
+                        self.walk_port(p, &mut x);
+                    }
+                }
+            },
+        }
+        if x.socket.is_none() && x.reason.is_empty() {
+            x.reason = match p.proto {
+                Proto::Tcp => "no listener matches: the SYN is answered with RST".into(),
+                Proto::Udp => {
+                    "no socket matches: the datagram is dropped with ICMP port unreachable".into()
+                }
+            };
+        }
+        x
+    }
+
+    /// BPF sk_lookup (5.9+). Returns true when it decided.
+    fn run_sk_lookup(&self, p: &Packet, x: &mut LookupExplain) -> bool {
+        let Some(prog) = &self.sk_lookup else {
+            return false;
+        };
+        match prog {
+            SkLookup::Pass => {
+                x.sk_lookup = Some("sk_lookup passed without assigning: the tables decide".into());
+                false
+            }
+            SkLookup::Drop => {
+                x.sk_lookup = Some("sk_lookup returned SK_DROP".into());
+                x.reason = "BPF sk_lookup dropped the packet".into();
+                true
+            }
+            SkLookup::Assign {
+                socket,
+                no_reuseport,
+            } => {
+                let s = *socket;
+                let sock = &self.socks[s];
+                if !sock.listening || sock.spec.proto != p.proto {
+                    x.sk_lookup = Some(format!("sk_lookup assigned socket {s}, which cannot take this packet; the tables decide"));
+                    return false;
+                }
+                x.sk_lookup = Some(format!(
+                    "sk_lookup assigned socket {s}{} (inet_lookup_run_sk_lookup, net/ipv4/inet_hashtables.c)",
+                    if *no_reuseport { " with BPF_SK_LOOKUP_F_NO_REUSEPORT" } else { "" }
+                ));
+                if !no_reuseport && sock.spec.reuseport {
+                    if let Some(g) = sock.group {
+                        // The reuseport hash uses the real destination here.
+                        if let Some((sk, pick)) = self.group_select(
+                            g,
+                            p,
+                            p.tuple.daddr,
+                            "sk_lookup re-selects with the real destination address",
+                        ) {
+                            x.group = Some(pick);
+                            if let Some(sk) = sk {
+                                x.socket = Some(sk);
+                                x.reason = format!("sk_lookup assigned socket {s}; its reuseport group picked socket {sk}");
+                                return true;
+                            }
+                        }
+                    }
+                }
+                x.socket = Some(s);
+                x.reason = format!("sk_lookup assigned socket {s}");
+                true
+            }
+        }
+    }
+
+    fn walk_port(&self, p: &Packet, x: &mut LookupExplain) -> bool {
+        let chain = self
+            .port_list
+            .get(&(p.proto, p.tuple.dport))
+            .cloned()
+            .unwrap_or_default();
+        let (table, source) = match p.proto {
+            Proto::Tcp => (
+                "listening_hash (port-keyed, 32 buckets)".to_string(),
+                "__inet_lookup_listener, net/ipv4/inet_hashtables.c (≤ 4.20)",
+            ),
+            Proto::Udp => (
+                "UDP port slot".to_string(),
+                "__udp4_lib_lookup, net/ipv4/udp.c (≤ 4.20)",
+            ),
+        };
+        self.scan(
+            p,
+            &chain,
+            p.tuple.daddr,
+            p.tuple.daddr,
+            format!("{table}, port {}", p.tuple.dport),
+            source,
+            x,
+        )
+    }
+
+    fn walk_addr(&self, p: &Packet, bucket: IpAddr, daddr: IpAddr, x: &mut LookupExplain) -> bool {
+        self.walk_addr_with(p, bucket, daddr, daddr, x)
+    }
+
+    fn walk_addr_with(
+        &self,
+        p: &Packet,
+        bucket: IpAddr,
+        daddr: IpAddr,
+        laddr: IpAddr,
+        x: &mut LookupExplain,
+    ) -> bool {
+        let chain = self
+            .addr_list
+            .get(&(p.proto, bucket_addr(bucket), p.tuple.dport))
+            .cloned()
+            .unwrap_or_default();
+        let (table, source) = match (p.proto, p.tuple.daddr.is_ipv6()) {
+            (Proto::Tcp, false) => ("lhash2", "inet_lhash2_lookup, net/ipv4/inet_hashtables.c"),
+            (Proto::Tcp, true) => ("lhash2", "inet6_lhash2_lookup, net/ipv6/inet6_hashtables.c"),
+            (Proto::Udp, false) => ("UDP hash2", "udp4_lib_lookup2, net/ipv4/udp.c"),
+            (Proto::Udp, true) => ("UDP hash2", "udp6_lib_lookup2, net/ipv6/udp.c"),
+        };
+        self.scan(
+            p,
+            &chain,
+            daddr,
+            laddr,
+            format!("{table} ({bucket}, {})", p.tuple.dport),
+            source,
+            x,
+        )
+    }
+
+    /// One list walk with the era's scan rule. Returns true when it found a socket.
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &self,
+        p: &Packet,
+        chain: &[usize],
+        daddr: IpAddr,
+        laddr: IpAddr,
+        table: String,
+        source: &str,
+        x: &mut LookupExplain,
+    ) -> bool {
+        let rule = match p.proto {
+            Proto::Tcp => self.rules.tcp_scan,
+            Proto::Udp => self.rules.udp_scan,
+        };
+        let udp_v6 = p.proto == Proto::Udp && p.tuple.daddr.is_ipv6();
+        let mut hi: i32 = if udp_v6 { -1 } else { 0 };
+        let mut result: Option<usize> = None;
+        let mut cands = Vec::new();
+        let mut matches = 0u32;
+        let mut phash = 0u32;
+        let mut reservoir_on = false;
+        let h = self.packet_hash(p, laddr);
+        let mut done = false;
+        for &i in chain {
+            let s = self.score(i, p, daddr);
+            let sock = &self.socks[i];
+            if done {
+                break;
+            }
+            if s > hi {
+                hi = s;
+                // UDP: a connected socket is a result of its own, never a group entry.
+                let connected = sock.spec.state == SockState::Connected;
+                if rule != ScanRule::Reservoir && sock.spec.reuseport && !connected {
+                    if let Some(g) = sock.group {
+                        let why = format!("socket {i} scores {s}, the best so far, and has SO_REUSEPORT: its group picks");
+                        match self.group_select(g, p, laddr, &why) {
+                            Some((Some(chosen), pick)) => {
+                                let has_conns = p.proto == Proto::Udp
+                                    && self.rules.udp_has_conns
+                                    && pick.explain.group.has_conns;
+                                x.group = Some(pick);
+                                if has_conns {
+                                    cands.push(Candidate { socket: i, score: s, outcome: format!("{why}; it chose socket {chosen}, but the group has connected members, so the scan goes on") });
+                                    result = Some(chosen);
+                                    if self.rules.udp_rescore {
+                                        // f0ea27e7bfe1: the chosen member is scored; only a higher score raises the bar.
+                                        hi = hi.max(self.score(chosen, p, daddr));
+                                    }
+                                    continue;
+                                }
+                                cands.push(Candidate {
+                                    socket: i,
+                                    score: s,
+                                    outcome: format!(
+                                        "{why}; it chose socket {chosen}, and the lookup returns"
+                                    ),
+                                });
+                                x.socket = Some(chosen);
+                                x.reason = format!("the first socket with the best score so far (socket {i}) belongs to a reuseport group, which picked socket {chosen}");
+                                done = true;
+                                continue;
+                            }
+                            Some((None, pick)) => {
+                                let dropped = pick
+                                    .explain
+                                    .fallback
+                                    .as_deref()
+                                    .is_some_and(|f| f.starts_with("SK_DROP"));
+                                x.group = Some(pick);
+                                if dropped {
+                                    cands.push(Candidate {
+                                        socket: i,
+                                        score: s,
+                                        outcome: format!("{why}; its program dropped the packet"),
+                                    });
+                                    x.reason =
+                                        "the group's SK_REUSEPORT program returned SK_DROP".into();
+                                    x.tables.push(TableWalk {
+                                        table,
+                                        source: source.into(),
+                                        daddr: daddr.to_string(),
+                                        candidates: cands,
+                                    });
+                                    return true;
+                                }
+                                cands.push(Candidate {
+                                    socket: i,
+                                    score: s,
+                                    outcome: format!(
+                                        "{why}; it returned no socket, so this socket is kept"
+                                    ),
+                                });
+                            }
+                            None => {}
+                        }
+                    }
+                }
+                if rule != ScanRule::GroupThenFirst && sock.spec.reuseport {
+                    reservoir_on = true;
+                    matches = 1;
+                    phash = h;
+                } else {
+                    reservoir_on = false;
+                }
+                result = Some(i);
+                cands.push(Candidate {
+                    socket: i,
+                    score: s,
+                    outcome: format!("score {s} beats the best so far: kept"),
+                });
+            } else if s == hi && s >= 0 && reservoir_on {
+                matches += 1;
+                let sc = reciprocal_scale(phash, matches);
+                let took = sc == 0;
+                if took {
+                    result = Some(i);
+                }
+                cands.push(Candidate {
+                    socket: i,
+                    score: s,
+                    outcome: format!(
+                        "equal score: reciprocal_scale({}, {matches}) = {sc}: {}",
+                        hex(phash),
+                        if took { "taken" } else { "not taken" }
+                    ),
+                });
+                phash = next_pseudo_random32(phash);
+            } else {
+                cands.push(Candidate {
+                    socket: i,
+                    score: s,
+                    outcome: if s < 0 {
+                        "does not match".into()
+                    } else {
+                        format!("score {s} does not beat {hi}")
+                    },
+                });
+            }
+        }
+        x.tables.push(TableWalk {
+            table,
+            source: source.into(),
+            daddr: daddr.to_string(),
+            candidates: cands,
+        });
+        if done {
+            return true;
+        }
+        if let Some(r) = result {
+            x.socket = Some(r);
+            if x.reason.is_empty() || x.group.is_some() {
+                x.reason = format!("socket {r} has the best score in this table");
+            }
+            return true;
+        }
+        false
+    }
+
+    /// The reuseport hash of the packet with the given local address, for
+    /// the reservoir (the group computes its own in its record).
+    fn packet_hash(&self, p: &Packet, laddr: IpAddr) -> u32 {
+        let p_ = self.profile;
+        let t = p.tuple;
+        match (laddr, t.saddr) {
+            (IpAddr::V4(l), IpAddr::V4(f)) => {
+                let form = if p.proto == Proto::Tcp {
+                    p_.tcp4
+                } else {
+                    p_.udp4
+                };
+                hash::hash_v4(
+                    form,
+                    p_.jhash,
+                    crate::tuple::v4_word(l),
+                    crate::tuple::v4_word(f),
+                    t.dport,
+                    t.sport,
+                    self.keys.v4,
+                )
+            }
+            (IpAddr::V6(l), IpAddr::V6(f)) => {
+                let form = if p.proto == Proto::Tcp {
+                    p_.tcp6
+                } else {
+                    p_.udp6
+                };
+                hash::hash_v6(
+                    form,
+                    p_.jhash,
+                    crate::tuple::v6_words(l),
+                    crate::tuple::v6_words(f),
+                    t.dport,
+                    t.sport,
+                    &self.keys,
+                )
+            }
+            _ => 0,
+        }
+    }
+
+    /// Asks group `g` to pick with the pass's local address.
+    fn group_select(
+        &self,
+        g: usize,
+        p: &Packet,
+        laddr: IpAddr,
+        why: &str,
+    ) -> Option<(Option<usize>, GroupPick)> {
+        let e = &self.groups[g];
+        let (answer, explain) = e
+            .group
+            .select_for_lookup(&p.tuple, &p.ctx, laddr, why)
+            .ok()?;
+        let sk = match answer {
+            GroupAnswer::Member(m) => Some(e.members[m as usize]),
+            GroupAnswer::Null | GroupAnswer::Drop => None,
+        };
+        Some((
+            sk,
+            GroupPick {
+                group: g,
+                members: e.members.clone(),
+                explain,
+            },
+        ))
+    }
+}

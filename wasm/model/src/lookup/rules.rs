@@ -1,0 +1,153 @@
+//! The lookup and bind rules of each profile, as data (kernel-history.md
+//! §4, §5, §7 and the era table §11).
+
+use serde::{Deserialize, Serialize};
+
+use crate::profile::{Profile, Release};
+
+/// Which listener tables a TCP lookup walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum TcpTables {
+    /// The port-keyed `listening_hash[32]` only (3.9 – 4.15,
+    /// `net/ipv4/inet_hashtables.c` `__inet_lookup_listener`).
+    PortList,
+    /// `lhash2` by address and port when the port bucket holds more than 10
+    /// sockets, the port list otherwise (4.16 – 4.20, commit 61b7c691c731).
+    PortListOrLhash2,
+    /// `lhash2` only: the destination address, then the wildcard
+    /// (5.0+, commit d9fbc7f6431f).
+    Lhash2,
+}
+
+/// Which tables a UDP lookup walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum UdpTables {
+    /// The port slot, or `hash2` by address and port when the slot holds
+    /// more than 10 sockets (3.9 – 4.20, `net/ipv4/udp.c` `__udp4_lib_lookup`).
+    PortSlotOrHash2,
+    /// `hash2` only: the destination address, then the wildcard (5.0+).
+    Hash2,
+}
+
+/// What the scan does when a socket beats the best score so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum ScanRule {
+    /// No groups: reservoir sampling over equal top scores (TCP ≤ 4.5, UDP ≤ 4.4).
+    Reservoir,
+    /// The group picks and the lookup returns; if it returns nothing the
+    /// reservoir goes on (TCP 4.6 – 4.15, UDP 4.5 – 4.15).
+    GroupThenReservoir,
+    /// The group picks and the lookup returns; otherwise the socket is kept
+    /// and the scan goes on for a strictly higher score (4.16+).
+    GroupThenFirst,
+}
+
+/// `compute_score` variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum ScoreRule {
+    /// Before 5.0: a wildcard socket matches any address; a bound address
+    /// (+4 IPv4, +1 IPv6) and a bound device (+4 / +1) add to the score.
+    Classic,
+    /// 5.0 – 5.14: the address must equal the pass's address exactly; TCP:
+    /// family only (2/1); UDP: +4 whenever the device matches (6da5b0f027a8).
+    Exact,
+    /// 5.15+: a bound device scores 2 (TCP) or +4 (UDP) over an unbound one
+    /// (8d6c414cd2fb, backported to 5.4.y and 5.10.y).
+    ExactPreferDevice,
+}
+
+/// The rules of one profile that govern lookups and binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct LookupRules {
+    /// TCP tables.
+    pub tcp_tables: TcpTables,
+    /// UDP tables.
+    pub udp_tables: UdpTables,
+    /// TCP scan.
+    pub tcp_scan: ScanRule,
+    /// UDP scan.
+    pub udp_scan: ScanRule,
+    /// `compute_score`.
+    pub score: ScoreRule,
+    /// IPv6 reuseport sockets go to the tail of their lists (4.6,
+    /// d894ba18d4e4); everything else to the head.
+    pub v6_reuseport_tail: bool,
+    /// +1 for `sk_incoming_cpu == this CPU` (4.4).
+    pub cpu_bonus: bool,
+    /// UDP groups with connected members keep scanning (`has_conns`, 5.4).
+    pub udp_has_conns: bool,
+    /// The member a UDP group returned is re-scored (f0ea27e7bfe1, 6.5;
+    /// backported to 5.10.y).
+    pub udp_rescore: bool,
+    /// BPF `sk_lookup` runs before the tables (5.9, 1559b4aa1db4).
+    pub sk_lookup: bool,
+    /// A socket already in a group cannot use the SO_REUSEPORT bind
+    /// exemption (4.6 `inet_csk_bind_conflict`, `udp_lib_lport_inuse`).
+    pub bind_needs_no_group: bool,
+}
+
+const fn at_least(r: Release, major: u16, minor: u16) -> bool {
+    r.major > major || (r.major == major && r.minor >= minor)
+}
+
+impl LookupRules {
+    /// The rules of a profile. Thresholds are the mainline releases of
+    /// kernel-history.md §11; the 5.4 and 5.10 profiles follow their late
+    /// stable trees, which carry the 5.15 device preference and (5.10) the
+    /// 6.5 UDP re-score as backports.
+    pub fn of(p: &Profile) -> LookupRules {
+        let r = p.release;
+        let stable_54_510 = r == Release::new(5, 4) || r == Release::new(5, 10);
+        LookupRules {
+            tcp_tables: if at_least(r, 5, 0) {
+                TcpTables::Lhash2
+            } else if at_least(r, 4, 16) {
+                TcpTables::PortListOrLhash2
+            } else {
+                TcpTables::PortList
+            },
+            udp_tables: if at_least(r, 5, 0) {
+                UdpTables::Hash2
+            } else {
+                UdpTables::PortSlotOrHash2
+            },
+            tcp_scan: if at_least(r, 4, 16) {
+                ScanRule::GroupThenFirst
+            } else if at_least(r, 4, 6) {
+                ScanRule::GroupThenReservoir
+            } else {
+                ScanRule::Reservoir
+            },
+            udp_scan: if at_least(r, 4, 16) {
+                ScanRule::GroupThenFirst
+            } else if at_least(r, 4, 5) {
+                ScanRule::GroupThenReservoir
+            } else {
+                ScanRule::Reservoir
+            },
+            score: if at_least(r, 5, 15) || stable_54_510 {
+                ScoreRule::ExactPreferDevice
+            } else if at_least(r, 5, 0) {
+                ScoreRule::Exact
+            } else {
+                ScoreRule::Classic
+            },
+            v6_reuseport_tail: at_least(r, 4, 6),
+            cpu_bonus: at_least(r, 4, 4),
+            udp_has_conns: at_least(r, 5, 4) || r == Release::new(5, 0),
+            udp_rescore: at_least(r, 6, 5) || r == Release::new(5, 10) || r == Release::new(6, 1),
+            sk_lookup: at_least(r, 5, 9),
+            bind_needs_no_group: at_least(r, 4, 6),
+        }
+    }
+}
