@@ -169,6 +169,27 @@ impl Program {
     }
 }
 
+/// Where a closed listener's pending request goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Migration {
+    /// To this listening member.
+    To {
+        /// The listener.
+        listener: u32,
+        /// Its slot.
+        slot: u32,
+        /// The request's hash.
+        hash: u32,
+    },
+    /// The request is reset.
+    Reset {
+        /// Why.
+        reason: String,
+    },
+}
+
 /// What a group answers inside a full lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupAnswer {
@@ -1297,6 +1318,57 @@ impl ReuseportGroup {
             });
         }
         o
+    }
+
+    /// Where a pending request (SYN_RECV / NEW_SYN_RECV child) of a listener
+    /// that has just been shut down or closed goes (5.14+,
+    /// `reuseport_migrate_sock`, net/core/sock_reuseport.c): with
+    /// `net.ipv4.tcp_migrate_req` on, select-by-hash over the listening
+    /// members with the request's own hash (`sk_hash`, the established hash
+    /// of its 4-tuple, so the real local address even for a wildcard group);
+    /// otherwise the request is reset.
+    pub fn migrate(&self, t: &Tuple, cpu: u32) -> Result<Migration, SetupError> {
+        let t = Tuple {
+            saddr: canonical(t.saddr),
+            daddr: canonical(t.daddr),
+            ..*t
+        };
+        if self.proto != Proto::Tcp || !self.profile.closed_tail {
+            return Ok(Migration::Reset { reason: format!("request migration arrived in 5.14 for TCP; profile {} resets the requests of a closed listener", self.profile.release) });
+        }
+        if !self.tcp_migrate_req {
+            return Ok(Migration::Reset {
+                reason:
+                    "net.ipv4.tcp_migrate_req is 0: the requests of a closed listener are reset"
+                        .into(),
+            });
+        }
+        let a = self.sock_array().expect("group era from 5.14");
+        let hash = self.hash_with_laddr(&t, t.daddr);
+        match self.select_by_hash(a, hash, cpu, None) {
+            Some((slot, listener)) => Ok(Migration::To {
+                listener,
+                slot,
+                hash,
+            }),
+            None => Ok(Migration::Reset {
+                reason: "no listening member is left to take the request".into(),
+            }),
+        }
+    }
+
+    fn hash_with_laddr(&self, t: &Tuple, laddr: IpAddr) -> u32 {
+        hash::trace(
+            self.profile,
+            self.proto,
+            laddr,
+            String::new(),
+            t.dport,
+            t.saddr,
+            t.sport,
+            &self.keys,
+        )
+        .hash
     }
 
     /// The group's `incoming_cpu` counter: members in the group with

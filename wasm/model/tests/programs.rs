@@ -314,3 +314,57 @@ fn a_payload_program_on_an_empty_packet_returns_index_0() {
         assert_eq!(g.select(&packet(i), 0).unwrap().listener, Some(0));
     }
 }
+
+#[test]
+fn migrate_reuseport_requests_of_closed_listeners_move_by_hash_with_the_real_address() {
+    // migrate_reuseport.c (5.14+): servers 0–3 shut down with migration on;
+    // every request moves to a listening member.
+    use reuseport_model::reuseport::Migration;
+    let p = Profile::named("6.18").unwrap();
+    let mut s = spec(Proto::Tcp, 5, None);
+    s.tcp_migrate_req = true;
+    s.shutdown = vec![0, 1, 2, 3];
+    let g = ReuseportGroup::build(p, &s).unwrap();
+    for i in 0..25 {
+        match g.migrate(&packet(i), 0).unwrap() {
+            Migration::To { listener, .. } => assert_eq!(listener, 4),
+            m => panic!("{m:?}"),
+        }
+    }
+    // With several left, the request's own hash (real destination, even for
+    // a wildcard group) picks among the listening members.
+    let mut s = spec(Proto::Tcp, 6, None);
+    s.tcp_migrate_req = true;
+    s.shutdown = vec![1];
+    let g = ReuseportGroup::build(p, &s).unwrap();
+    let listening = g.listening().to_vec();
+    for i in 0..100 {
+        let t = packet(i);
+        let Migration::To { listener, hash, .. } = g.migrate(&t, 0).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            listener,
+            listening[scale(hash, listening.len() as u32) as usize]
+        );
+        assert_ne!(
+            hash,
+            g.select(&t, 0).unwrap().hash,
+            "the lookup hashes laddr 0 for a wildcard group; the request hashes 127.0.0.1"
+        );
+    }
+    // Off: reset. Before 5.14: reset.
+    let mut off = spec(Proto::Tcp, 3, None);
+    off.shutdown = vec![0];
+    let g = ReuseportGroup::build(p, &off).unwrap();
+    assert!(matches!(
+        g.migrate(&packet(1), 0).unwrap(),
+        Migration::Reset { .. }
+    ));
+    let g =
+        ReuseportGroup::build(Profile::named("5.10").unwrap(), &spec(Proto::Tcp, 3, None)).unwrap();
+    assert!(matches!(
+        g.migrate(&packet(1), 0).unwrap(),
+        Migration::Reset { .. }
+    ));
+}
