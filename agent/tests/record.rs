@@ -322,6 +322,9 @@ fn bpf_payload_mod_sends_sequence_k_to_listener_k_mod_4() {
 
 #[test]
 fn payload_mod_is_refused_for_tcp() {
+    if !linux() {
+        return;
+    }
     let r = record(&[
         "--proto",
         "tcp",
@@ -444,6 +447,15 @@ fn tcp_migrate_req_is_set_for_the_run_and_restored_after() {
     assert_eq!(t.group.slots, vec![0, 1, 3]);
 }
 
+#[cfg(not(target_os = "linux"))]
+#[test]
+fn off_linux_record_exits_2_saying_it_needs_linux() {
+    let r = record(&["--proto", "tcp", "--listeners", "2"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("record needs Linux"), "{}", r.stderr);
+}
+
+#[cfg(target_os = "linux")]
 #[test]
 fn sigint_writes_what_was_recorded_restores_the_sysctl_and_exits_130() {
     if !linux() {
@@ -512,6 +524,9 @@ fn sigint_writes_what_was_recorded_restores_the_sysctl_and_exits_130() {
 
 #[test]
 fn impossible_options_exit_2_with_a_message() {
+    if !linux() {
+        return;
+    }
     for (args, says) in [
         (&["--listeners", "0"][..], "at least one listener"),
         (&["--listeners", "4", "--closed", "9"][..], "listeners 0..4"),

@@ -24,6 +24,9 @@
 //!    kernel, machine and options. Written also after Ctrl-C, with what was
 //!    recorded; the sysctl is restored on every way out.
 
+// Off Linux `record` refuses at once; the trace assembly is then unused.
+#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
+
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -746,6 +749,12 @@ pub fn run(args: &RecordArgs) -> Result<Outcome, RecordError> {
         }
     };
     written.map_err(|source| RecordError::Output { path: name, source })?;
+    if outcome.interrupted {
+        eprintln!(
+            "record: interrupted; the trace holds the {} events driven so far",
+            outcome.events
+        );
+    }
     Ok(outcome)
 }
 
