@@ -20,6 +20,7 @@ pub mod error;
 pub mod kernel;
 pub mod predict;
 pub mod record;
+pub mod recover;
 pub mod trace;
 
 pub use error::{Error, LineError};
@@ -85,6 +86,26 @@ pub enum Command {
     /// when the options are impossible or the system refused (the message
     /// names the socket, the kernel's errno and what to change).
     Record(record::RecordArgs),
+    /// Recover the kernel's IPv4 reuseport hash key (secret + net_hash_mix) from observed selections, by trying all 2^32 values.
+    ///
+    /// Input: trace files (positional; validated, the group and kernel come
+    /// from each), or `--lines FILE|-` with lines `SADDR SPORT DADDR DPORT
+    /// LISTENER` and the group described as for predict (--proto,
+    /// --listeners, --bind, --closed, ...). Every observation is checked
+    /// against the model first; one that cannot be used (a bad line, an IPv6
+    /// tuple, a listener that is closed, a group not selected by the hash
+    /// alone) refuses the run. Searches on every CPU (--threads) with
+    /// progress on stderr; Ctrl-C stops early and reports the part searched.
+    ///
+    /// Output: one JSON object: `secret` (0x%08x, the first candidate, or
+    /// null), `candidates`, `all` (at most 1000), `form`, `profile`,
+    /// `observations`, `expectedFalseMatches`, `seconds`,
+    /// `candidatesPerSecond`, `complete`, `isa`, and per-form `searches`.
+    ///
+    /// Exit status: 0 when exactly one key fits, 1 when none or several
+    /// (stderr says which), 2 when the input is refused, 130 when
+    /// interrupted (the JSON says `"complete": false`).
+    Recover(recover::RecoverArgs),
 }
 
 /// Exit statuses shared by the subcommands.

@@ -5,7 +5,7 @@ use std::io::{self, BufWriter};
 use std::process::ExitCode;
 
 use clap::Parser;
-use reuseport_agent::{bench, exit, predict, record, Cli, Command, Error};
+use reuseport_agent::{bench, exit, predict, record, recover, Cli, Command, Error};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -35,6 +35,20 @@ fn main() -> ExitCode {
                 })
             }
         },
+        Command::Recover(args) => {
+            let stop = recover::stop_on_interrupt();
+            let out = io::stdout().lock();
+            match recover::run(&args, io::stdin().lock(), out, &mut io::stderr(), stop) {
+                Ok(o) if !o.complete => ExitCode::from(exit::INTERRUPTED),
+                Ok(o) if o.candidates == 1 => ExitCode::from(exit::OK),
+                Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
+                Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(exit::REFUSED)
+                }
+            }
+        }
     }
 }
 

@@ -83,29 +83,12 @@ pub fn pin_arg(s: &str) -> Result<CpuPin, Error> {
     })
 }
 
-/// Options of `predict`.
-#[derive(Debug, Clone, Args)]
-pub struct PredictArgs {
-    /// Kernel to model: a release such as 6.18, 6.18.44-fc or 5.19.3 (it follows the newest profile at or below it), or `auto` for the running kernel (Linux only).
-    #[arg(long, value_name = "RELEASE|auto")]
-    pub kernel: String,
-
-    /// Transport protocol of the group.
-    #[arg(long, value_enum)]
-    pub proto: ProtoArg,
-
-    /// How many sockets join the group, numbered 0..N-1 in listen() order (bind() order for UDP).
-    #[arg(long, value_name = "N")]
-    pub listeners: u32,
-
-    /// The 32-bit jhash initval the kernel keys the IPv4 hash with: the protocol's secret plus net_hash_mix, in hex (0x1a2b3c4d). Also the IPv6 outer value; for the 7.2 single-pass IPv6 TCP form give net_hash_mix alone.
-    #[arg(long, value_name = "0xHEX", value_parser = parse_hex32)]
-    pub secret: u32,
-
-    /// The IPv6 inner value (the initval of the foreign-address hash, or the only key of the 7.2 single-pass form), in hex. Required for IPv6 tuples: without it each IPv6 line gets an error object.
-    #[arg(long, value_name = "0xHEX", value_parser = parse_hex32)]
-    pub inner_secret: Option<u32>,
-
+/// The options that describe a group beyond its protocol and size: where
+/// it is bound, which members closed, shut down or connected, and the
+/// socket options. Shared by the subcommands that build a group from the
+/// command line (`predict`, `recover`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct GroupOptions {
     /// The address the group is bound to, optionally with the port: 127.0.0.1, 10.0.0.1:8080, [::1]:8080; 0.0.0.0 or :: for a wildcard group. Default: the destination address of the first tuple line (a specific-address group). The port defaults to the first tuple line's destination port.
     #[arg(long, value_name = "ADDR[:PORT]", value_parser = bind_arg)]
     pub bind: Option<Bind>,
@@ -133,6 +116,57 @@ pub struct PredictArgs {
     /// IPV6_V6ONLY on an IPv6 group (without it an IPv6 wildcard group also receives IPv4). Ignored for an IPv4 group.
     #[arg(long)]
     pub v6only: bool,
+}
+
+impl GroupOptions {
+    /// The group these options describe, for `proto` with `listeners`
+    /// members bound to `bind:port` and keyed by `keys`.
+    pub fn spec(
+        &self,
+        proto: Proto,
+        listeners: u32,
+        keys: Keys,
+        bind: IpAddr,
+        port: u16,
+    ) -> GroupSpec {
+        GroupSpec {
+            v6only: self.v6only,
+            closed: self.closed.clone(),
+            shutdown: self.shutdown.clone(),
+            tcp_migrate_req: self.tcp_migrate_req,
+            incoming_cpu: self.incoming_cpu.clone(),
+            connected: self.connected.clone(),
+            ..GroupSpec::new(proto, listeners, bind, port, keys)
+        }
+    }
+}
+
+/// Options of `predict`.
+#[derive(Debug, Clone, Args)]
+pub struct PredictArgs {
+    /// Kernel to model: a release such as 6.18, 6.18.44-fc or 5.19.3 (it follows the newest profile at or below it), or `auto` for the running kernel (Linux only).
+    #[arg(long, value_name = "RELEASE|auto")]
+    pub kernel: String,
+
+    /// Transport protocol of the group.
+    #[arg(long, value_enum)]
+    pub proto: ProtoArg,
+
+    /// How many sockets join the group, numbered 0..N-1 in listen() order (bind() order for UDP).
+    #[arg(long, value_name = "N")]
+    pub listeners: u32,
+
+    /// The 32-bit jhash initval the kernel keys the IPv4 hash with: the protocol's secret plus net_hash_mix, in hex (0x1a2b3c4d). Also the IPv6 outer value; for the 7.2 single-pass IPv6 TCP form give net_hash_mix alone.
+    #[arg(long, value_name = "0xHEX", value_parser = parse_hex32)]
+    pub secret: u32,
+
+    /// The IPv6 inner value (the initval of the foreign-address hash, or the only key of the 7.2 single-pass form), in hex. Required for IPv6 tuples: without it each IPv6 line gets an error object.
+    #[arg(long, value_name = "0xHEX", value_parser = parse_hex32)]
+    pub inner_secret: Option<u32>,
+
+    /// The group's address, closes, shutdowns and socket options.
+    #[command(flatten)]
+    pub group: GroupOptions,
 
     /// The CPU that receives the packets (matters with --incoming-cpu).
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -146,23 +180,13 @@ pub struct PredictArgs {
 impl PredictArgs {
     /// The group these options describe, bound to `bind:port`.
     pub fn spec(&self, bind: IpAddr, port: u16) -> GroupSpec {
-        GroupSpec {
-            proto: self.proto.into(),
-            listeners: self.listeners,
-            bind,
-            port,
-            v6only: self.v6only,
-            keys: Keys {
-                v4: self.secret,
-                v6_outer: self.secret,
-                v6_inner: self.inner_secret.unwrap_or(0),
-            },
-            closed: self.closed.clone(),
-            shutdown: self.shutdown.clone(),
-            tcp_migrate_req: self.tcp_migrate_req,
-            incoming_cpu: self.incoming_cpu.clone(),
-            connected: self.connected.clone(),
-        }
+        let keys = Keys {
+            v4: self.secret,
+            v6_outer: self.secret,
+            v6_inner: self.inner_secret.unwrap_or(0),
+        };
+        self.group
+            .spec(self.proto.into(), self.listeners, keys, bind, port)
     }
 
     fn build(
@@ -247,7 +271,7 @@ fn parse_line(bytes: &[u8]) -> Result<Option<Tuple>, LineError> {
 /// large blocks.
 pub fn run(args: &PredictArgs, input: impl Read, mut out: impl Write) -> Result<Outcome, Error> {
     let profile = kernel::resolve(&args.kernel)?;
-    let mut group = match args.bind {
+    let mut group = match args.group.bind {
         Some(Bind {
             addr,
             port: Some(port),
@@ -281,8 +305,8 @@ pub fn run(args: &PredictArgs, input: impl Read, mut out: impl Write) -> Result<
             }
             Ok(Some(t)) => {
                 if group.is_none() {
-                    let bind = args.bind.map_or(t.daddr, |b| b.addr);
-                    let port = args.bind.and_then(|b| b.port).unwrap_or(t.dport);
+                    let bind = args.group.bind.map_or(t.daddr, |b| b.addr);
+                    let port = args.group.bind.and_then(|b| b.port).unwrap_or(t.dport);
                     group = Some(args.build(profile, bind, port)?);
                 }
                 let g = group.as_ref().expect("built above");
@@ -391,7 +415,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            a.bind,
+            a.group.bind,
             Some(Bind {
                 addr: "::".parse().unwrap(),
                 port: Some(53)
