@@ -112,6 +112,8 @@ for (const kernel of ['6.18', '6.12']) {
 batch.free();
 
 const gz = gzipSync(wasmBytes, { level: 9 }).length;
+const lookupBytes = readFileSync(join(root, 'src/model/pkg-lookup/reuseport_bg.wasm'));
+const lookupGz = gzipSync(lookupBytes, { level: 9 }).length;
 const fmt = (x) => (x / 1e9).toFixed(3);
 console.log(`\nBatch selection, ${N} IPv4 packets, TCP group of 64 on 127.0.0.1:8080 (best of ${ROUNDS} runs; 1 core)\n`);
 console.log('path                       kernel   G sel/s   vs native best   checksum');
@@ -124,7 +126,8 @@ for (const kernel of ['6.18', '6.12']) {
     console.log(`${r.path.padEnd(26)} ${kernel.padEnd(8)} ${fmt(r.perSecond).padStart(7)}   ${(r.perSecond / best).toFixed(2).padStart(14)}   ${same}`);
   }
 }
-console.log(`\nwasm file: ${wasmBytes.length} bytes, ${gz} bytes gzipped (${(gz / 1024).toFixed(1)} KiB)`);
+console.log(`\nwasm core package (pkg): ${wasmBytes.length} bytes, ${gz} bytes gzipped (${(gz / 1024).toFixed(1)} KiB)`);
+console.log(`wasm lookup package (pkg-lookup, adds the full listener lookup): ${lookupBytes.length} bytes, ${lookupGz} bytes gzipped (${(lookupGz / 1024).toFixed(1)} KiB)`);
 if (rows.some((r) => r.checksum !== '0000000000000000' && rows.find((q) => q.kernel === r.kernel && q.path.startsWith('native'))?.checksum !== r.checksum)) {
   console.error('bench: native and wasm answers differ: this is a bug, not a speed result');
   process.exit(1);

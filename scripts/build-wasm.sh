@@ -19,7 +19,7 @@ out=src/model/pkg/reuseport_bg.wasm
 stamp=src/model/pkg/.build-stamp
 inputs=(wasm Cargo.toml Cargo.lock .cargo scripts/build-wasm.sh scripts/gen-types.sh)
 
-if [[ ${FORCE:-0} != 1 && -f $out && -f src/model/pkg/reuseport.js && -f $stamp && -d src/model/generated ]] \
+if [[ ${FORCE:-0} != 1 && -f $out && -f src/model/pkg/reuseport.js && -f src/model/pkg-lookup/reuseport.js && -f $stamp && -d src/model/generated ]] \
   && [[ -z $(find "${inputs[@]}" -newer "$stamp" -print -quit 2>/dev/null) ]]; then
   echo "build-wasm: $out and src/model/generated are up to date" >&2
   exit 0
@@ -33,6 +33,10 @@ echo "build-wasm: wasm-pack build wasm/bindings --release --target web" >&2
 # wasm-pack must not download tools: wasm-bindgen and wasm-opt come from scripts/setup.sh.
 wasm-pack --log-level warn build wasm/bindings --release --target web \
   --out-dir ../../src/model/pkg --out-name reuseport >&2
+# The same crate with the full listener lookup, for the pages that need it.
+echo "build-wasm: wasm-pack build wasm/bindings --release --target web --features lookup" >&2
+wasm-pack --log-level warn build wasm/bindings --release --target web \
+  --out-dir ../../src/model/pkg-lookup --out-name reuseport -- --features lookup >&2
 bash scripts/gen-types.sh
 mv "$started" "$stamp"
-echo "build-wasm: wrote $(du -h "$out" | cut -f1) $out" >&2
+echo "build-wasm: wrote $(du -h "$out" | cut -f1) $out and $(du -h src/model/pkg-lookup/reuseport_bg.wasm | cut -f1) src/model/pkg-lookup/reuseport_bg.wasm" >&2

@@ -48,6 +48,7 @@ export function groupSpec(input: GroupInput): GroupSpec {
     tcpMigrateReq: false,
     incomingCpu: [],
     connected: [],
+    program: null,
     ...input,
   };
 }

@@ -3,7 +3,7 @@
  * sections of labelled rows and tables. No DOM, no arithmetic on kernel
  * values: every number shown is one the model reported.
  */
-import type { Explain } from '../model/index';
+import type { Explain, SelectionPath } from '../model/index';
 
 /** A labelled value; `mono` marks hex and code. */
 export interface Row {
@@ -89,43 +89,8 @@ export function explainView(e: Explain): ExplainView {
   if (h.lportAdded !== null) hash.rows.push({ label: 'Added outside the jhash', value: `lport ${h.lportAdded}` });
   hash.rows.push({ label: 'Hash', value: h.hashHex, mono: true });
 
-  let pick: Section;
-  if (e.pick.kind === 'by_hash') {
-    const p = e.pick;
-    pick = {
-      title: 'reciprocal_scale and the slot',
-      source: p.source,
-      rows: [
-        { label: 'hash × num_socks', value: `0x${h.hashHex} × ${p.numSocks} = 0x${p.productHex} (${p.product})`, mono: true },
-        { label: '>> 32', value: `slot ${p.scaled}`, mono: true },
-      ],
-      tables: [
-        {
-          caption: 'Slots visited',
-          head: ['slot', 'listener', 'what happened'],
-          rows: p.steps.map((s) => [String(s.slot), String(s.listener), s.outcome]),
-          highlight: p.steps.findIndex((s) => s.chosen),
-        },
-      ],
-    };
-  } else {
-    const p = e.pick;
-    pick = {
-      title: 'Reservoir scan over the chain',
-      source: p.source,
-      rows: [{ label: 'Rule', value: 'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its next_pseudo_random32 steps' }],
-      tables: [
-        {
-          caption: 'Chain, newest listener first',
-          head: ['position', 'listener', 'score', 'matches', 'phash', 'scaled', 'what happened'],
-          rows: p.steps.map((s) => [String(s.position), String(s.listener), String(s.score), String(s.matches), s.phash ?? '', s.scaled === null ? '' : String(s.scaled), s.outcome]),
-          highlight: e.listener === null ? undefined : p.steps.map((s) => s.taken).lastIndexOf(true),
-        },
-      ],
-    };
-  }
-
-  return { headline, listener: e.listener, slot: e.slot, hashHex: h.hashHex, sections: [packet, hash, pick], fallback: e.fallback, notes: e.notes };
+  const picks = pickSections(e.pick, e);
+  return { headline, listener: e.listener, slot: e.slot, hashHex: h.hashHex, sections: [packet, hash, ...picks], fallback: e.fallback, notes: e.notes };
 }
 
 /** Connections per listener among answered lines, for the summary. */
@@ -133,4 +98,56 @@ export function countByListener(listeners: (number | null)[]): { listener: numbe
   const m = new Map<number | null, number>();
   for (const l of listeners) m.set(l, (m.get(l) ?? 0) + 1);
   return [...m.entries()].sort((a, b) => (a[0] ?? Infinity) - (b[0] ?? Infinity)).map(([listener, count]) => ({ listener, count }));
+}
+
+/** The selection steps as sections: a program, then what it handed over to. */
+function pickSections(pick: SelectionPath, e: Explain): Section[] {
+  if (pick.kind === 'by_hash') {
+    return [
+      {
+        title: 'reciprocal_scale and the slot',
+        source: pick.source,
+        rows: [
+          { label: 'hash × num_socks', value: `0x${e.hash.hashHex} × ${pick.numSocks} = 0x${pick.productHex} (${pick.product})`, mono: true },
+          { label: '>> 32', value: `slot ${pick.scaled}`, mono: true },
+        ],
+        tables: [
+          {
+            caption: 'Slots visited',
+            head: ['slot', 'listener', 'what happened'],
+            rows: pick.steps.map((s) => [String(s.slot), String(s.listener), s.outcome]),
+            highlight: pick.steps.findIndex((s) => s.chosen),
+          },
+        ],
+      },
+    ];
+  }
+  if (pick.kind === 'program') {
+    const own: Section = {
+      title: 'Program attached to the group',
+      source: pick.source,
+      rows: [
+        { label: 'Program', value: pick.program },
+        { label: 'Returned', value: pick.returned, mono: true },
+        { label: 'Outcome', value: pick.outcome },
+      ],
+      tables: [],
+    };
+    return pick.then ? [own, ...pickSections(pick.then, e)] : [own];
+  }
+  return [
+    {
+      title: 'Reservoir scan over the chain',
+      source: pick.source,
+      rows: [{ label: 'Rule', value: 'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its next_pseudo_random32 steps' }],
+      tables: [
+        {
+          caption: 'Chain, newest listener first',
+          head: ['position', 'listener', 'score', 'matches', 'phash', 'scaled', 'what happened'],
+          rows: pick.steps.map((s) => [String(s.position), String(s.listener), String(s.score), String(s.matches), s.phash ?? '', s.scaled === null ? '' : String(s.scaled), s.outcome]),
+          highlight: e.listener === null ? undefined : pick.steps.map((s) => s.taken).lastIndexOf(true),
+        },
+      ],
+    },
+  ];
 }

@@ -16,6 +16,8 @@
 //!   ([`WasmV4Batch`]), so a million selections cost no copying.
 
 use reuseport_model::batch::V4Batch;
+#[cfg(feature = "lookup")]
+use reuseport_model::lookup::{Host, Layout, Packet};
 use reuseport_model::tuple::{parse_bind, parse_tuple_line, Tuple};
 use reuseport_model::{GroupSpec, Profile, ReuseportGroup};
 use serde::{Deserialize, Serialize};
@@ -304,5 +306,49 @@ impl WasmV4Batch {
     pub fn out(&mut self) -> js_sys::Uint32Array {
         // SAFETY: as for `saddr`.
         unsafe { js_sys::Uint32Array::view_mut_raw(self.out.as_mut_ptr(), self.out.len()) }
+    }
+}
+
+/// The input of [`WasmHost::new`]: a kernel and a layout of sockets.
+#[cfg(feature = "lookup")]
+#[derive(Deserialize)]
+struct HostConfig {
+    kernel: String,
+    layout: Layout,
+}
+
+/// Several sockets on one host after their `bind()`/`listen()` calls: the
+/// full listener lookup (feature `lookup`).
+#[cfg(feature = "lookup")]
+#[wasm_bindgen(js_name = Host)]
+pub struct WasmHost {
+    inner: Host,
+}
+
+#[cfg(feature = "lookup")]
+#[wasm_bindgen(js_class = Host)]
+impl WasmHost {
+    /// Replays `{ kernel, layout: Layout }`; throws naming the socket at fault.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: JsValue) -> JsResult<WasmHost> {
+        let cfg: HostConfig = from_js(config, "host configuration")?;
+        let profile = Profile::resolve(&cfg.kernel, None).js()?;
+        Ok(WasmHost { inner: Host::build(profile, &cfg.layout).js()? })
+    }
+
+    /// Each socket's `bind()`/`listen()` answer (`CallResult[]`).
+    pub fn results(&self) -> JsResult<JsValue> {
+        to_js(&self.inner.results())
+    }
+
+    /// The lookup rules in force (`LookupRules`).
+    pub fn rules(&self) -> JsResult<JsValue> {
+        to_js(&self.inner.rules())
+    }
+
+    /// Looks up one packet (`Packet` in, `LookupExplain` out).
+    pub fn lookup(&self, packet: JsValue) -> JsResult<JsValue> {
+        let p: Packet = from_js(packet, "packet")?;
+        to_js(&self.inner.lookup(&p))
     }
 }

@@ -6,6 +6,7 @@
 
 use reuseport_model::explain::Explain;
 use reuseport_model::group::AddEffect;
+use reuseport_model::lookup::{rules::LookupRules, CallResult, Layout, LookupExplain, Packet};
 use reuseport_model::profile::Profile;
 use reuseport_model::reuseport::{Change, Choice, GroupSpec, Member};
 use ts_rs::{Config, TS};
@@ -25,4 +26,10 @@ fn export_typescript_declarations() {
     Choice::export_all(&cfg).unwrap();
     Member::export_all(&cfg).unwrap();
     AddEffect::export_all(&cfg).unwrap();
+    Layout::export_all(&cfg).unwrap();
+    Packet::export_all(&cfg).unwrap();
+    LookupExplain::export_all(&cfg).unwrap();
+    CallResult::export_all(&cfg).unwrap();
+    LookupRules::export_all(&cfg).unwrap();
+    reuseport_model::reuseport::Migration::export_all(&cfg).unwrap();
 }

@@ -1,0 +1,58 @@
+/**
+ * The full listener lookup (several sockets, the bind rules, the tables and
+ * scores), from the larger wasm package `pkg-lookup`, loaded only by the
+ * pages that need it. Same rules as the core package: both are built from
+ * the one Rust crate.
+ */
+import init, { Host as WasmHost, initSync } from './pkg-lookup/reuseport.js';
+import type { CallResult } from './generated/CallResult';
+import type { Layout } from './generated/Layout';
+import type { LookupExplain } from './generated/LookupExplain';
+import type { LookupRules } from './generated/LookupRules';
+import type { Packet } from './generated/Packet';
+import type { SocketSpec } from './generated/SocketSpec';
+
+export type { CallResult, Layout, LookupExplain, LookupRules, Packet, SocketSpec };
+
+let ready: Promise<void> | undefined;
+
+/** Loads the lookup package once (browser). */
+export function loadLookup(): Promise<void> {
+  ready ??= init().then(() => undefined);
+  return ready;
+}
+
+/** Loads the lookup package from bytes (Node, tests). */
+export function loadLookupSync(bytes: BufferSource): void {
+  initSync({ module: bytes });
+  ready = Promise.resolve();
+}
+
+/** Several sockets on one host after their bind()/listen() calls. */
+export class Host {
+  #inner: WasmHost;
+
+  /** Replays the layout's calls; throws naming the socket at fault. */
+  constructor(kernel: string, layout: Layout) {
+    this.#inner = new WasmHost({ kernel, layout });
+  }
+
+  /** Each socket's bind()/listen() answer. */
+  results(): CallResult[] {
+    return this.#inner.results() as CallResult[];
+  }
+
+  /** The lookup rules of the profile. */
+  rules(): LookupRules {
+    return this.#inner.rules() as LookupRules;
+  }
+
+  /** Tables walked, candidates and scores, the group's pick, the receiving socket. */
+  lookup(packet: Packet): LookupExplain {
+    return this.#inner.lookup(packet) as LookupExplain;
+  }
+
+  dispose(): void {
+    this.#inner.free();
+  }
+}

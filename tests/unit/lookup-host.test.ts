@@ -1,0 +1,35 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Host, loadLookupSync, type SocketSpec } from '../../src/model/lookup';
+
+const wasm = fileURLToPath(new URL('../../src/model/pkg-lookup/reuseport_bg.wasm', import.meta.url));
+
+function sock(family: 'inet' | 'inet6', addr: string): SocketSpec {
+  return { family, proto: 'tcp', addr, port: 8888, v6only: false, reuseaddr: false, reuseport: true, uid: 0, device: null, state: 'listen', peer: null, incomingCpu: null, program: null };
+}
+
+describe('full listener lookup over wasm', () => {
+  beforeAll(() => loadLookupSync(readFileSync(wasm)));
+
+  it('reuseport_addr_any: the specific socket wins on 6.18, not on 4.17', () => {
+    const sockets = [sock('inet', '0.0.0.0'), sock('inet', '0.0.0.0'), sock('inet6', '::'), sock('inet', '127.0.0.1'), sock('inet', '0.0.0.0')];
+    const layout = { sockets, listenOrder: null, skLookup: null, keys: { v4: 7, v6Outer: 0, v6Inner: 0 }, ephemeral: null };
+    const packet = { proto: 'tcp' as const, tuple: { saddr: '127.0.0.1', sport: 40000, daddr: '127.0.0.1', dport: 8888 }, device: null, ctx: { cpu: 0, payload: null } };
+    const now = new Host('6.18', layout).lookup(packet);
+    expect(now.socket).toBe(3);
+    expect(now.tables[0]!.table).toContain('lhash2 (127.0.0.1, 8888)');
+    const old = new Host('4.17', layout).lookup(packet);
+    expect(old.socket).not.toBe(3);
+    expect(old.group?.members).toContain(old.socket);
+  });
+
+  it('names the socket whose bind fails and the rule', () => {
+    const a = { ...sock('inet', '127.0.0.1'), reuseport: false };
+    const layout = { sockets: [a, a], listenOrder: null, skLookup: null, keys: { v4: 0, v6Outer: 0, v6Inner: 0 }, ephemeral: null };
+    const r = new Host('6.18', layout).results();
+    expect(r[1]!.bind?.errno).toBe('EADDRINUSE');
+    expect(r[1]!.bind?.with).toBe(0);
+    expect(r[1]!.bind?.rule).toMatch(/inet_bind_conflict/);
+  });
+});
