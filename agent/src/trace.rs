@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 use std::path::Path;
 
-use reuseport_model::reuseport::CpuPin;
+use reuseport_model::reuseport::{CpuPin, Program};
 use reuseport_model::{GroupSpec, Keys, Proto, Tuple};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -123,9 +123,16 @@ pub struct TraceGroup {
 }
 
 impl TraceGroup {
-    /// The model's description of this group with the given keys.
+    /// The model's description of this group with the given keys, with the
+    /// attached program when the trace records one.
     pub fn spec(&self, keys: Keys) -> GroupSpec {
+        let program = self.bpf.as_ref().and_then(|b| match (b.kind.as_str(), b.modulus) {
+            ("cpu", _) => Some(Program::Cpu),
+            ("payload-mod", Some(modulus)) => Some(Program::PayloadMod { modulus }),
+            _ => None,
+        });
         GroupSpec {
+            program,
             v6only: self.v6only,
             closed: self.closed.clone(),
             incoming_cpu: self.incoming_cpu.clone(),
