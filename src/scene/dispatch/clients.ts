@@ -1,0 +1,71 @@
+/**
+ * Clients of the scene: addresses and source ports drawn from the seed, or
+ * a user-given list. Each client is one flow (one 4-tuple) received on one
+ * CPU (as RSS would steer it).
+ */
+import { parseTuples } from '../../model/index';
+import { Rng, mix32 } from './rng';
+
+export interface Client {
+  /** Host-order IPv4 address (127.0.0.1 is 0x7f000001). */
+  addr: number;
+  saddr: string;
+  sport: number;
+  /** The CPU its packets are received on. */
+  cpu: number;
+}
+
+/** The server address packets are sent to, and the group's port. */
+export const SERVER = { addr: '10.0.0.1', addrNum: 0x0a000001, port: 8080 } as const;
+
+export function ipv4ToNumber(s: string): number | undefined {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(s);
+  if (!m) return undefined;
+  const p = m.slice(1).map(Number);
+  if (p.some((x) => x > 255)) return undefined;
+  return ((p[0]! << 24) | (p[1]! << 16) | (p[2]! << 8) | p[3]!) >>> 0;
+}
+
+const dotted = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+
+/** `count` clients from `seed`, spread over `cpus` CPUs. */
+export function makeClients(seed: number, count: number, cpus: number): Client[] {
+  const rng = new Rng(mix32(seed, 0xc11e));
+  const out: Client[] = [];
+  for (let i = 0; i < count; i++) {
+    const r = rng.u32();
+    const addr = (((198 << 24) | (18 << 16)) + (r & 0x1ffff) + 1) >>> 0; // 198.18.0.0/15, benchmarking range
+    const sport = 32768 + rng.below(28232);
+    out.push({ addr, saddr: dotted(addr), sport, cpu: rng.below(Math.max(1, cpus)) });
+  }
+  return out;
+}
+
+/**
+ * Clients from text, one per line: `ADDR PORT` or `ADDR:PORT` (IPv4), parsed
+ * by the model's tuple parser. Returns the clients and the problems by line.
+ */
+export function parseClients(text: string, cpus: number, seed: number): { clients: Client[]; errors: string[] } {
+  const lines = text.split('\n');
+  const withServer = lines.map((l) => {
+    const t = l.trim();
+    if (t === '' || t.startsWith('#')) return l;
+    return t.includes(' ') ? `${t} ${SERVER.addr} ${SERVER.port}` : `${t} ${SERVER.addr}:${SERVER.port}`;
+  });
+  const rng = new Rng(mix32(seed, 0xc9b0));
+  const clients: Client[] = [];
+  const errors: string[] = [];
+  for (const p of parseTuples(withServer.join('\n'))) {
+    if (p.error !== undefined) {
+      errors.push(`Line ${p.line}: ${p.error}`);
+      continue;
+    }
+    const addr = ipv4ToNumber(p.tuple.saddr);
+    if (addr === undefined) {
+      errors.push(`Line ${p.line}: only IPv4 clients are shown`);
+      continue;
+    }
+    clients.push({ addr, saddr: p.tuple.saddr, sport: p.tuple.sport, cpu: rng.below(Math.max(1, cpus)) });
+  }
+  return { clients, errors };
+}

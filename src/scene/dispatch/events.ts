@@ -1,0 +1,119 @@
+/**
+ * The event list: every packet the scene shows, in order, with a cursor
+ * for stepping (Packet Tracer's simulation mode). Stepping back moves the
+ * cursor only; stepping forward past the end asks for the next events, so
+ * a step back followed by a step forward shows the very same event.
+ */
+import type { Explain, Tuple } from '../../model/index';
+import type { PacketKind } from './palette';
+
+export interface DispatchEvent {
+  /** Position in the run, from 0 (kept when old events are dropped). */
+  seq: number;
+  /** The connection (TCP) or datagram (UDP) it belongs to, from 0. */
+  conn: number;
+  kind: PacketKind;
+  /** Simulated time it was sent, seconds. */
+  t: number;
+  /** Client index. */
+  client: number;
+  tuple: Tuple;
+  /** Receiving CPU. */
+  cpu: number;
+  /** Listener the model chose (SYN, UDP) or that the packet belongs to; null for none. */
+  listener: number | null;
+  /** `socks[]` index the model reported. */
+  slot: number | null;
+  /** The model's hash (a number) and its hex, when explained. */
+  hash: number | null;
+  hashHex: string | null;
+  /** The model's whole record for the dispatch this packet belongs to. */
+  explain: Explain | null;
+  /** One line about the packet. */
+  note: string;
+}
+
+export class EventLog {
+  #events: DispatchEvent[] = [];
+  /** seq of #events[0]. */
+  #base = 0;
+  #cursor = -1;
+  readonly max: number;
+
+  /** @param max events kept; older ones are dropped. @default 20000 */
+  constructor(max = 20000) {
+    this.max = max;
+  }
+
+  get length(): number {
+    return this.#events.length;
+  }
+  /** seq of the first kept event. */
+  get firstSeq(): number {
+    return this.#base;
+  }
+  /** Next seq to be given out. */
+  get nextSeq(): number {
+    return this.#base + this.#events.length;
+  }
+  /** seq under the cursor, or -1 before the first step. */
+  get cursor(): number {
+    return this.#cursor;
+  }
+  /** The event under the cursor. */
+  current(): DispatchEvent | undefined {
+    return this.get(this.#cursor);
+  }
+  get(seq: number): DispatchEvent | undefined {
+    return this.#events[seq - this.#base];
+  }
+  /** The last `n` events up to and including `seq` (oldest first). */
+  window(endSeq: number, n: number): DispatchEvent[] {
+    const end = Math.min(endSeq - this.#base + 1, this.#events.length);
+    return this.#events.slice(Math.max(0, end - n), Math.max(0, end));
+  }
+  last(): DispatchEvent | undefined {
+    return this.#events[this.#events.length - 1];
+  }
+
+  /** Appends events (their seq must be {@link nextSeq} onwards) and drops the oldest beyond `max`. */
+  push(evs: DispatchEvent[]): void {
+    for (const e of evs) {
+      if (e.seq !== this.nextSeq) throw new Error(`event seq ${e.seq} out of order (expected ${this.nextSeq})`);
+      this.#events.push(e);
+    }
+    const over = this.#events.length - this.max;
+    if (over > 0) {
+      this.#events.splice(0, over);
+      this.#base += over;
+      if (this.#cursor < this.#base && this.#cursor !== -1) this.#cursor = this.#base;
+    }
+  }
+
+  /** Moves the cursor to `seq` when kept. */
+  seek(seq: number): boolean {
+    if (!this.get(seq)) return false;
+    this.#cursor = seq;
+    return true;
+  }
+
+  /** One event on; `more` appends the next events when the cursor is at the end. */
+  stepForward(more: () => void): DispatchEvent | undefined {
+    if (this.#cursor + 1 >= this.nextSeq) more();
+    if (this.#cursor + 1 < this.#base) this.#cursor = this.#base - 1;
+    if (this.#cursor + 1 < this.nextSeq) this.#cursor++;
+    return this.current();
+  }
+
+  /** One event back (stays on the first kept event). */
+  stepBack(): DispatchEvent | undefined {
+    if (this.#cursor > this.#base) this.#cursor--;
+    return this.current();
+  }
+
+  clear(): void {
+    this.#events = [];
+    this.#base = 0;
+    this.#cursor = -1;
+  }
+}

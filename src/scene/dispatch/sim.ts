@@ -1,0 +1,540 @@
+/**
+ * The dispatch scene's state: a model group, the clients, the event list,
+ * the packets in flight, per-listener counts and queues. No DOM: every
+ * kernel answer (hash, product, slot, listener, fallbacks) comes from the
+ * model (`Group.explain` per dispatched packet, `selectBatchV4` for the
+ * flow map); this file only moves dots along the path the model reported.
+ */
+import { Group, NO_LISTENER, V4Batch, type Change, type Explain, type GroupSummary, type Proto } from '../../model/index';
+import type { CpuPin } from '../../model/generated/CpuPin';
+import type { Program } from '../../model/generated/Program';
+import { makeClients, SERVER, type Client } from './clients';
+import { EventLog, type DispatchEvent } from './events';
+import { COL, clientY, hashToY, along } from './layout';
+import type { PacketKind } from './palette';
+import { bootSecret, hex32, mix32, Rng } from './rng';
+
+/** What describes a run. Same options, same run. */
+export interface SimOptions {
+  /** Kernel profile or release. */
+  kernel: string;
+  proto: Proto;
+  /** Members joined at start. */
+  listeners: number;
+  /** Bound to 0.0.0.0 (true) or to the server address 10.0.0.1. */
+  wildcard: boolean;
+  /** Seed of clients, arrivals and boots. */
+  seed: number;
+  /** The IPv4 hash key (`secret + net_hash_mix`). */
+  secret: number;
+  /** Number of generated clients (ignored with `clientList`). */
+  clients: number;
+  /** A user-given client list. */
+  clientList?: Client[] | null;
+  /** New connections (or datagrams) per simulated second. */
+  rate: number;
+  /** Receiving CPUs the clients are spread over. */
+  cpus: number;
+  /** A program attached to the group. */
+  program: Program | null;
+  /** SO_INCOMING_CPU settings at start. */
+  incomingCpu?: CpuPin[];
+}
+
+/** Simulated seconds a packet takes. */
+export const TRAVEL: Record<PacketKind, number> = { SYN: 1.6, UDP: 1.6, 'SYN-ACK': 0.5, ACK: 0.5, RST: 0.8 };
+
+const KIND_CODE: Record<PacketKind, number> = { SYN: 0, 'SYN-ACK': 1, ACK: 2, RST: 3, UDP: 4 };
+export const KIND_OF_CODE: PacketKind[] = ['SYN', 'SYN-ACK', 'ACK', 'RST', 'UDP'];
+
+/** What the last add or close did, from the model's answers before and after. */
+export interface Remap {
+  what: string;
+  /** Client indexes whose listener changed. */
+  moved: number[];
+  total: number;
+  /** Listener of each moved client before and after (NO_LISTENER for none). */
+  from: number[];
+  to: number[];
+  /** Simulated time it happened. */
+  t: number;
+}
+
+/** Growable structure-of-arrays store of packets in flight. */
+export class Particles {
+  n = 0;
+  kind = new Uint8Array(256);
+  t0 = new Float64Array(256);
+  dur = new Float32Array(256);
+  client = new Int32Array(256);
+  hashY = new Float32Array(256);
+  listener = new Int32Array(256);
+  seq = new Float64Array(256);
+
+  add(kind: PacketKind, t0: number, client: number, hashY: number, listener: number, seq: number): void {
+    if (this.n === this.kind.length) this.#grow();
+    const i = this.n++;
+    this.kind[i] = KIND_CODE[kind];
+    this.t0[i] = t0;
+    this.dur[i] = TRAVEL[kind];
+    this.client[i] = client;
+    this.hashY[i] = hashY;
+    this.listener[i] = listener;
+    this.seq[i] = seq;
+  }
+
+  /** Removes packets that arrived by `t`; calls `arrived` for each. */
+  sweep(t: number, arrived: (kind: PacketKind, listener: number) => void): void {
+    let w = 0;
+    for (let r = 0; r < this.n; r++) {
+      if (this.t0[r]! + this.dur[r]! <= t) {
+        arrived(KIND_OF_CODE[this.kind[r]!]!, this.listener[r]!);
+        continue;
+      }
+      if (w !== r) {
+        this.kind[w] = this.kind[r]!;
+        this.t0[w] = this.t0[r]!;
+        this.dur[w] = this.dur[r]!;
+        this.client[w] = this.client[r]!;
+        this.hashY[w] = this.hashY[r]!;
+        this.listener[w] = this.listener[r]!;
+        this.seq[w] = this.seq[r]!;
+      }
+      w++;
+    }
+    this.n = w;
+  }
+
+  /** SYNs (or datagrams) in flight at `t`. */
+  inFlight(t: number, kinds: PacketKind[] = ['SYN', 'UDP']): number {
+    const codes = kinds.map((k) => KIND_CODE[k]);
+    let c = 0;
+    for (let i = 0; i < this.n; i++) if (codes.includes(this.kind[i]!) && this.t0[i]! <= t) c++;
+    return c;
+  }
+
+  clear(): void {
+    this.n = 0;
+  }
+
+  #grow(): void {
+    const g = <T extends Uint8Array | Float64Array | Float32Array | Int32Array>(a: T): T => {
+      const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+      b.set(a);
+      return b;
+    };
+    this.kind = g(this.kind);
+    this.t0 = g(this.t0);
+    this.dur = g(this.dur);
+    this.client = g(this.client);
+    this.hashY = g(this.hashY);
+    this.listener = g(this.listener);
+    this.seq = g(this.seq);
+  }
+}
+
+/** Positions of drawn packets, filled per frame. */
+export interface Frame {
+  n: number;
+  x: Float32Array;
+  y: Float32Array;
+  kind: Uint8Array;
+  /** Listener number, or -1 for none. */
+  listener: Int32Array;
+  seq: Float64Array;
+}
+
+export function newFrame(cap = 1024): Frame {
+  return { n: 0, x: new Float32Array(cap), y: new Float32Array(cap), kind: new Uint8Array(cap), listener: new Int32Array(cap), seq: new Float64Array(cap) };
+}
+
+/** Selects a listener for every client with the batch API, one call per receiving CPU. */
+export function selectClients(group: Group, clients: readonly Client[], batch?: V4Batch): Uint32Array {
+  const out = new Uint32Array(clients.length).fill(NO_LISTENER);
+  if (clients.length === 0) return out;
+  const b = batch ?? new V4Batch(clients.length);
+  try {
+    const v = b.views();
+    const cpus = [...new Set(clients.map((c) => c.cpu))].sort((a, z) => a - z);
+    for (const cpu of cpus) {
+      const idx: number[] = [];
+      clients.forEach((c, i) => {
+        if (c.cpu === cpu) idx.push(i);
+      });
+      idx.forEach((ci, k) => {
+        const c = clients[ci]!;
+        v.saddr[k] = c.addr;
+        v.sport[k] = c.sport;
+        v.daddr[k] = SERVER.addrNum;
+        v.dport[k] = SERVER.port;
+      });
+      group.selectBatchV4(b, idx.length, cpu);
+      idx.forEach((ci, k) => {
+        out[ci] = v.out[k]!;
+      });
+    }
+  } finally {
+    if (!batch) b.dispose();
+  }
+  return out;
+}
+
+type Op = { op: 'join' } | { op: 'close'; listener: number } | { op: 'cpu'; listener: number; cpu: number | undefined } | { op: 'keys'; secret: number };
+
+export class DispatchSim {
+  readonly log: EventLog;
+  readonly particles = new Particles();
+  opts: SimOptions;
+  group!: Group;
+  clients: Client[] = [];
+  /** Simulated seconds. */
+  time = 0;
+  /** Connections (or datagrams) generated. */
+  conns = 0;
+  /** Connections dispatched per listener (model answers), indexed by listener. */
+  counts: number[] = [];
+  /** Connections dispatched to no socket. */
+  dropped = 0;
+  /** Accept queue length per listener (connections established, not yet accepted by its worker). */
+  queue: number[] = [];
+  /** Listener number per row (listening members in slot order; chain order in the reservoir era). */
+  rows: number[] = [];
+  /** Current and target row centre (y) per listener. */
+  rowY: number[] = [];
+  rowTarget: number[] = [];
+  /** The listener each client's flow lands on now (batch API). */
+  clientListener: Uint32Array = new Uint32Array(0);
+  lastRemap: Remap | null = null;
+  /** Boots drawn from the seed so far. */
+  boot = 0;
+  /** Each worker accepts this many connections per simulated second, as a multiple of its fair share. @default 1.2 */
+  workerHeadroom = 1.2;
+  #ops: Op[] = [];
+  #carry = 0;
+  #batch: V4Batch | null = null;
+  #tmp = { x: 0, y: 0 };
+
+  constructor(opts: SimOptions, logMax = 20000) {
+    this.opts = { ...opts };
+    this.log = new EventLog(logMax);
+    this.rebuild();
+  }
+
+  /** Builds the group again from the options, replaying adds, closes, SO_INCOMING_CPU and keys; clears the run. */
+  rebuild(keepOps = false): void {
+    const o = this.opts;
+    const g = new Group(o.kernel, {
+      proto: o.proto,
+      listeners: o.listeners,
+      bind: o.wildcard ? '0.0.0.0' : SERVER.addr,
+      port: SERVER.port,
+      keys: { v4: o.secret >>> 0, v6Outer: 0, v6Inner: 0 },
+      incomingCpu: o.incomingCpu ?? [],
+      program: o.program,
+    });
+    if (!keepOps) this.#ops = [];
+    for (const op of this.#ops) this.#apply(g, op);
+    this.group?.dispose();
+    this.group = g;
+    this.clients = o.clientList ?? makeClients(o.seed, o.clients, o.cpus);
+    this.#batch?.dispose();
+    this.#batch = this.clients.length ? new V4Batch(this.clients.length) : null;
+    this.log.clear();
+    this.particles.clear();
+    this.time = 0;
+    this.conns = 0;
+    this.#carry = 0;
+    this.counts = [];
+    this.queue = [];
+    this.dropped = 0;
+    this.lastRemap = null;
+    this.#layoutRows(true);
+    this.clientListener = this.#selectAll();
+  }
+
+  #apply(g: Group, op: Op): void {
+    if (op.op === 'join') g.join();
+    else if (op.op === 'close') g.close(op.listener);
+    else if (op.op === 'cpu') g.setIncomingCpu(op.listener, op.cpu);
+    else g.setKeys({ v4: op.secret >>> 0, v6Outer: 0, v6Inner: 0 });
+  }
+
+  #selectAll(): Uint32Array {
+    return selectClients(this.group, this.clients, this.#batch ?? undefined);
+  }
+
+  summary(): GroupSummary {
+    return this.group.summary();
+  }
+
+  /** Members ever joined. */
+  memberCount(): number {
+    return this.group.members().length;
+  }
+
+  #layoutRows(snap: boolean): void {
+    this.rows = [...this.group.listening()];
+    const n = this.memberCount();
+    while (this.rowY.length < n) {
+      this.rowY.push(0.5);
+      this.rowTarget.push(0.5);
+    }
+    while (this.counts.length < n) this.counts.push(0);
+    while (this.queue.length < n) this.queue.push(0);
+    this.rows.forEach((l, i) => {
+      this.rowTarget[l] = (i + 0.5) / this.rows.length;
+      if (snap) this.rowY[l] = this.rowTarget[l]!;
+    });
+  }
+
+  /** Row index of each listener (-1 when not listening). */
+  rowOf(listener: number): number {
+    return this.rows.indexOf(listener);
+  }
+
+  /** Applies a group change and records which client flows now land elsewhere (the model's answers before and after). */
+  #change(op: Op, what: (c: Change | undefined) => string, snap: boolean): Change | undefined {
+    const before = this.clientListener;
+    let change: Change | undefined;
+    if (op.op === 'join') change = this.group.join();
+    else if (op.op === 'close') change = this.group.close(op.listener);
+    else if (op.op === 'cpu') change = this.group.setIncomingCpu(op.listener, op.cpu);
+    else this.group.setKeys({ v4: op.secret >>> 0, v6Outer: 0, v6Inner: 0 });
+    this.#ops.push(op);
+    this.#layoutRows(snap);
+    const after = this.#selectAll();
+    this.clientListener = after;
+    const moved: number[] = [];
+    const from: number[] = [];
+    const to: number[] = [];
+    for (let i = 0; i < after.length; i++)
+      if (before[i] !== after[i]) {
+        moved.push(i);
+        from.push(before[i]!);
+        to.push(after[i]!);
+      }
+    this.lastRemap = { what: what(change), moved, total: after.length, from, to, t: this.time };
+    return change;
+  }
+
+  /** A new member joins; returns the model's record (its slot, any growth of socks[]). */
+  join(snap = false): Change {
+    return this.#change(
+      { op: 'join' },
+      (c) => {
+        if (c?.kind !== 'joined') return 'A listener joined';
+        const eff = c.effect.kind === 'grew' ? `; socks[] grew from ${c.effect.from} to ${c.effect.to} slots` : c.effect.kind === 'evicted_closed' ? `; evicted closed listener ${c.effect.listener}` : '';
+        return `Listener ${c.listener} joined${c.slot !== null ? ` at socks[${c.slot}]` : ''}${eff}`;
+      },
+      snap,
+    )!;
+  }
+
+  /** Closes a listener; returns the model's record of the slot freed and the member moved into it. */
+  close(listener: number, snap = false): Change {
+    return this.#change(
+      { op: 'close', listener },
+      (c) => {
+        let what = `Listener ${listener} closed`;
+        if (c?.kind === 'left' && c.slot !== null) what += c.moved !== null ? `; listener ${c.moved} moved from the last slot into socks[${c.slot}]` : `; it held the last slot, socks[${c.slot}]`;
+        return what;
+      },
+      snap,
+    )!;
+  }
+
+  setIncomingCpu(listener: number, cpu: number | undefined, snap = false): void {
+    this.#change({ op: 'cpu', listener, cpu }, () => cpu === undefined ? `SO_INCOMING_CPU cleared on listener ${listener}` : `SO_INCOMING_CPU ${cpu} set on listener ${listener}`, snap);
+  }
+
+  /** Replaces the hash key (a new boot, or a typed secret). */
+  setSecret(secret: number): void {
+    this.opts.secret = secret >>> 0;
+    this.#change({ op: 'keys', secret: secret >>> 0 }, () => `New hash secret ${hex32(secret)}`, true);
+  }
+
+  /** Draws the next boot's secret from the seed. */
+  newBoot(): number {
+    this.boot++;
+    const s = bootSecret(this.opts.seed, this.boot);
+    this.setSecret(s);
+    return s;
+  }
+
+  /** The packets of connection `n` (deterministic from the seed and n), explained by the model. */
+  #connection(n: number, t: number): DispatchEvent[] {
+    const rng = new Rng(mix32(this.opts.seed, n + 1));
+    const ci = this.clients.length ? rng.below(this.clients.length) : -1;
+    if (ci < 0) return [];
+    const c = this.clients[ci]!;
+    const tuple = { saddr: c.saddr, sport: c.sport, daddr: SERVER.addr, dport: SERVER.port };
+    let ex: Explain | null = null;
+    let err = '';
+    try {
+      ex = this.group.explain(tuple, c.cpu);
+    } catch (e) {
+      err = (e as Error).message;
+    }
+    const listener = ex?.listener ?? null;
+    const base = { conn: n, t, client: ci, tuple, cpu: c.cpu, listener, slot: ex?.slot ?? null, hash: ex ? ex.hash.hash : null, hashHex: ex ? ex.hash.hashHex : null, explain: ex };
+    const seq0 = this.log.nextSeq;
+    const ev = (k: number, kind: PacketKind, dt: number, note: string): DispatchEvent => ({ ...base, seq: seq0 + k, kind, t: t + dt, note });
+    const where = listener === null ? 'no socket' : `listener ${listener}${ex?.slot != null ? ` (socks[${ex.slot}])` : ''}`;
+    if (this.opts.proto === 'udp') return [ev(0, 'UDP', 0, listener === null ? `datagram dropped: ${ex?.fallback ?? (err || 'no socket')}` : `datagram to ${where}`)];
+    if (listener === null) return [ev(0, 'SYN', 0, `SYN: ${ex?.fallback ?? (err || 'no socket')}`), ev(1, 'RST', TRAVEL.SYN * 0.4, 'RST back to the client: no listener took the SYN')];
+    return [
+      ev(0, 'SYN', 0, `SYN to ${where}`),
+      ev(1, 'SYN-ACK', TRAVEL.SYN, `SYN-ACK from listener ${listener}`),
+      ev(2, 'ACK', TRAVEL.SYN + TRAVEL['SYN-ACK'], `ACK to listener ${listener}'s request socket (found in ehash, no reuseport selection)`),
+    ];
+  }
+
+  #record(evs: DispatchEvent[], spawn: boolean): void {
+    this.log.push(evs);
+    for (const e of evs) {
+      if (e.kind === 'SYN' || e.kind === 'UDP') {
+        if (e.listener === null) this.dropped++;
+        else this.counts[e.listener] = (this.counts[e.listener] ?? 0) + 1;
+      }
+      if (spawn) this.particles.add(e.kind, e.t, e.client, e.hash === null ? 0.5 : hashToY(e.hash), e.listener ?? -1, e.seq);
+    }
+  }
+
+  /** Generates the next connection without animating it (stepping); returns its events. */
+  nextConnection(): DispatchEvent[] {
+    const evs = this.#connection(this.conns++, this.time);
+    this.#record(evs, false);
+    return evs;
+  }
+
+  /** Advances simulated time by `dt` seconds: new connections at the rate, arrivals, workers, rows. */
+  advance(dt: number, snapRows = false): void {
+    if (dt > 0) {
+      this.#carry += this.opts.rate * dt;
+      const k = Math.floor(this.#carry);
+      this.#carry -= k;
+      for (let i = 0; i < k; i++) {
+        const t = this.time + (dt * (i + 1)) / (k + 1);
+        this.#record(this.#connection(this.conns++, t), true);
+      }
+      this.time += dt;
+    }
+    this.particles.sweep(this.time, (kind, l) => {
+      if (l >= 0 && (kind === 'ACK' || kind === 'UDP')) this.queue[l] = (this.queue[l] ?? 0) + 1;
+    });
+    const listening = Math.max(1, this.rows.length);
+    const drain = ((this.opts.rate * this.workerHeadroom) / listening) * dt;
+    for (const l of this.rows) this.queue[l] = Math.max(0, (this.queue[l] ?? 0) - drain);
+    const a = snapRows ? 1 : 1 - Math.exp(-dt * 6);
+    for (const l of this.rows) this.rowY[l] = this.rowY[l]! + (this.rowTarget[l]! - this.rowY[l]!) * a;
+  }
+
+  /** Snaps rows to their places (reduced motion). */
+  snapRows(): void {
+    for (const l of this.rows) this.rowY[l] = this.rowTarget[l]!;
+  }
+
+  /** Row centre of a listener now (its last place when no longer listening). */
+  listenerY(l: number): number {
+    return this.rowY[l] ?? 0.5;
+  }
+
+  /** The path of one packet, as [x, y, ...] points and segment weights. */
+  path(kind: PacketKind, client: number, hashY: number, listener: number): { pts: number[]; w: number[] } {
+    const cy = clientY(client, this.clients.length);
+    const ly = listener >= 0 ? this.listenerY(listener) : 0.5;
+    const bySlot = this.summary().selection === 'group';
+    switch (kind) {
+      case 'SYN':
+      case 'UDP':
+        if (listener < 0) return { pts: [COL.client, cy, COL.hash, hashY], w: [1] };
+        return bySlot ? { pts: [COL.client, cy, COL.hash, hashY, COL.slot, ly, COL.listener, ly], w: [0.45, 0.3, 0.25] } : { pts: [COL.client, cy, COL.hash, hashY, COL.listener, ly], w: [0.5, 0.5] };
+      case 'SYN-ACK':
+        return { pts: [COL.listener, ly, COL.client, cy], w: [1] };
+      case 'ACK':
+        return { pts: [COL.client, cy, COL.listener, ly], w: [1] };
+      case 'RST':
+        return { pts: [COL.hash, hashY, COL.client, cy], w: [1] };
+    }
+  }
+
+  /** Fills `f` with the position of every packet in flight at the current time. */
+  frame(f: Frame): Frame {
+    const p = this.particles;
+    if (f.x.length < p.n) Object.assign(f, newFrame(p.n * 2));
+    const bySlot = this.summary().selection === 'group';
+    const nc = this.clients.length;
+    let k = 0;
+    const tmp = this.#tmp;
+    for (let i = 0; i < p.n; i++) {
+      const t0 = p.t0[i]!;
+      if (t0 > this.time) continue;
+      const u = (this.time - t0) / p.dur[i]!;
+      const kind = p.kind[i]!;
+      const l = p.listener[i]!;
+      const cy = (p.client[i]! + 0.5) / nc;
+      const hy = p.hashY[i]!;
+      const ly = l >= 0 ? (this.rowY[l] ?? 0.5) : 0.5;
+      if (kind === 0 || kind === 4) {
+        // SYN / UDP: client -> hash -> slot -> listener (inline for speed; same path as path()).
+        if (l < 0) {
+          tmp.x = COL.client + (COL.hash - COL.client) * u;
+          tmp.y = cy + (hy - cy) * u;
+        } else if (bySlot) {
+          if (u < 0.45) {
+            const v = u / 0.45;
+            tmp.x = COL.client + (COL.hash - COL.client) * v;
+            tmp.y = cy + (hy - cy) * v;
+          } else if (u < 0.75) {
+            const v = (u - 0.45) / 0.3;
+            tmp.x = COL.hash + (COL.slot - COL.hash) * v;
+            tmp.y = hy + (ly - hy) * v;
+          } else {
+            const v = (u - 0.75) / 0.25;
+            tmp.x = COL.slot + (COL.listener - COL.slot) * v;
+            tmp.y = ly;
+          }
+        } else along([COL.client, cy, COL.hash, hy, COL.listener, ly], [0.5, 0.5], u, tmp);
+      } else if (kind === 1) {
+        tmp.x = COL.listener + (COL.client - COL.listener) * u;
+        tmp.y = ly + (cy - ly) * u;
+      } else if (kind === 2) {
+        tmp.x = COL.client + (COL.listener - COL.client) * u;
+        tmp.y = cy + (ly - cy) * u;
+      } else {
+        tmp.x = COL.hash + (COL.client - COL.hash) * u;
+        tmp.y = hy + (cy - hy) * u;
+      }
+      f.x[k] = tmp.x;
+      f.y[k] = tmp.y;
+      f.kind[k] = kind;
+      f.listener[k] = l;
+      f.seq[k] = p.seq[i]!;
+      k++;
+    }
+    f.n = k;
+    return f;
+  }
+
+  /** The scene in words, for the aria-live summary. */
+  describe(): string {
+    const s = this.summary();
+    const o = this.opts;
+    const inflight = this.particles.inFlight(this.time);
+    const parts = [
+      `${o.proto.toUpperCase()} group on kernel ${o.kernel}, bound to ${s.bind}:${s.port}, ${s.listening} listening member${s.listening === 1 ? '' : 's'}`,
+      s.selection === 'group' ? `socks[] capacity ${s.maxSocks}` : 'no group yet (reservoir scan)',
+      `${this.clients.length} clients`,
+      `${this.conns} ${o.proto === 'udp' ? 'datagrams' : 'connections'} so far, ${inflight} in flight`,
+    ];
+    if (this.dropped) parts.push(`${this.dropped} reached no socket`);
+    if (this.lastRemap) parts.push(`${this.lastRemap.what}: ${this.lastRemap.moved.length} of ${this.lastRemap.total} flows now land on another listener`);
+    return `${parts.join('; ')}.`;
+  }
+
+  dispose(): void {
+    this.#batch?.dispose();
+    this.#batch = null;
+    this.group.dispose();
+  }
+}
