@@ -353,6 +353,7 @@ fn read_traces(args: &RecoverArgs) -> Result<Input, RecoverCliError> {
         }
     }
     let (fname, release, ..) = first.ok_or(RecoverCliError::NoInput)?;
+    input.read = input.observed.len();
     if input.observed.is_empty() {
         return Err(RecoverCliError::Empty(fname));
     }
@@ -877,7 +878,12 @@ pub fn run(
             None => "every observation came from a one-member group, which carries no information; observe a group of two or more".into(),
         };
         warnings.push(format!(
-            "more evidence is needed: {e:.3} keys are expected to match every observation by chance; {how}"
+            "more evidence is needed: {} keys are expected to match every observation by chance; {how}",
+            if e >= 1000.0 {
+                format!("{e:.3e}")
+            } else {
+                format!("{e:.3}")
+            }
         ));
     }
     if !complete {
@@ -895,7 +901,7 @@ pub fn run(
         profile: show_search.then(|| searches[lead].profiles.join(", ")),
         proto: input.proto,
         observations: input.observed.len(),
-        observations_read: input.read.max(input.observed.len()),
+        observations_read: input.read,
         constraints: plan.constraints().len(),
         duplicates: plan.duplicates(),
         expected_false_matches: e,
@@ -919,6 +925,23 @@ pub fn run(
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
         .map_err(RecoverCliError::Output)?;
+    if !args.quiet {
+        let _ = writeln!(
+            err,
+            "recover: searched {} keys in {:.2} s ({}, {} on {} thread(s)): {} candidate(s){}",
+            tried,
+            seconds,
+            fmt_rate(report.candidates_per_second),
+            report.isa,
+            threads,
+            total.count,
+            report
+                .secret
+                .as_ref()
+                .map(|s| format!(", first {s}"))
+                .unwrap_or_default()
+        );
+    }
     let mut summary = String::new();
     match total.count {
         1 => {}

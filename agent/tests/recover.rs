@@ -496,6 +496,24 @@ fn traces_carry_their_group_and_kernel() {
     let r = recover(&[one.as_str(), "--range", WINDOW, "-q"], "");
     assert_found(&r, SECRET, "lport_plus");
     assert_eq!(r.json["profile"], "6.18");
+    let r = recover(
+        &[
+            one.as_str(),
+            "--range",
+            WINDOW,
+            "-q",
+            "--max-observations",
+            "5",
+        ],
+        "",
+    );
+    assert_eq!(
+        (
+            r.json["observations"].as_u64(),
+            r.json["observationsRead"].as_u64()
+        ),
+        (Some(5), Some(30))
+    );
 
     // Two groups of the same boot combine: neither alone is enough.
     let p2 = args(

@@ -54,7 +54,7 @@ use crate::tuple::{v4_word, Proto, Tuple};
 pub const SPACE: u64 = 1 << 32;
 
 /// Candidates per block of the search loop.
-pub const BLOCK: usize = 1024;
+pub const BLOCK: usize = 8192;
 
 /// Lanes evaluated together.
 const LANES: usize = 16;
