@@ -1,9 +1,12 @@
 //! `reuseport-agent recover` end to end. The observations are made by
 //! `reuseport-agent predict` (the oracle: which listener a kernel with a
 //! given key picks), written as lines or as trace files, and `recover` must
-//! find that key again. A debug build cannot search all 2^32 keys in a
-//! test's time, so the searches use `--range` windows holding the key; the
-//! full range is measured in release (see the report in the commit).
+//! find that key again. The last test reads traces recorded on the real
+//! 6.18 kernel (public/traces): one key per protocol must explain all of
+//! their events. A debug build cannot search all 2^32 keys in a test's
+//! time, so the searches use `--range` windows holding the key; the full
+//! range is measured in release (`cargo bench -p reuseport-model --bench
+//! recover`, or `reuseport-agent recover` built with `--release`).
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -756,4 +759,74 @@ fn ctrl_c_stops_the_workers_and_reports_exit_130() {
         "progress on stderr: {err}"
     );
     assert!(err.contains("interrupted"), "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// Traces recorded on the real 6.18 kernel of this project's machine
+// (public/traces, made by scripts/record-traces.sh in one boot).
+
+fn public_trace(name: &str) -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../public/traces/").to_string() + name
+}
+
+#[test]
+fn real_kernel_traces_are_explained_by_one_key_per_protocol() {
+    // 4000 TCP connections in four groups (specific, wildcard, two closed,
+    // 130 members): one key explains every one, in the 6.15+ lport+ form.
+    let tcp: Vec<String> = [
+        "tcp-v4-specific-8.json",
+        "tcp-v4-wildcard-8.json",
+        "tcp-v4-closed-1-5.json",
+        "tcp-v4-130.json",
+    ]
+    .iter()
+    .map(|n| public_trace(n))
+    .collect();
+    let mut a: Vec<&str> = tcp.iter().map(String::as_str).collect();
+    a.extend(["--range", "0x2f300000-0x2f400000", "-q"]);
+    let r = recover(&a, "");
+    assert_found(&r, "0x2f3923d9", "lport_plus");
+    assert_eq!(r.json["observations"], 4000);
+    // The classic (pre-6.15) form explains none of them.
+    let one = public_trace("tcp-v4-specific-8.json");
+    let r = recover(
+        &[
+            one.as_str(),
+            "--kernel",
+            "any",
+            "--range",
+            "0x2f300000-0x2f400000",
+            "-q",
+        ],
+        "",
+    );
+    assert_found(&r, "0x2f3923d9", "lport_plus");
+    let classic = &r.json["searches"][0];
+    assert_eq!(
+        (classic["form"].as_str(), classic["candidates"].as_u64()),
+        (Some("classic"), Some(0))
+    );
+    // UDP has its own key.
+    let udp = public_trace("udp-v4-specific-8.json");
+    let r = recover(
+        &[udp.as_str(), "--range", "0xae300000-0xae400000", "-q"],
+        "",
+    );
+    assert_found(&r, "0xae3f9302", "classic");
+    // What the hash alone does not decide is refused.
+    refused(
+        &[public_trace("tcp-v4-incoming-cpu.json").as_str()],
+        "",
+        "SO_INCOMING_CPU",
+    );
+    refused(
+        &[public_trace("udp-v4-bpf-cpu.json").as_str()],
+        "",
+        "BPF program",
+    );
+    refused(
+        &[public_trace("tcp-v6-wildcard-netns.json").as_str()],
+        "",
+        "2^64",
+    );
 }
