@@ -5,7 +5,7 @@ import { defineConfig } from 'vite';
 const root = fileURLToPath(new URL('.', import.meta.url));
 
 // Every HTML entry page of the site. Add new pages here (multi-page build).
-const pages = ['index.html'];
+const pages = ['index.html', 'dispatch.html'];
 
 export default defineConfig({
   root,

@@ -425,8 +425,18 @@ export class DispatchSim {
     const listening = Math.max(1, this.rows.length);
     const drain = ((this.opts.rate * this.workerHeadroom) / listening) * dt;
     for (const l of this.rows) this.queue[l] = Math.max(0, (this.queue[l] ?? 0) - drain);
-    const a = snapRows ? 1 : 1 - Math.exp(-dt * 6);
-    for (const l of this.rows) this.rowY[l] = this.rowY[l]! + (this.rowTarget[l]! - this.rowY[l]!) * a;
+    this.animateRows(snapRows ? Infinity : dt);
+  }
+
+  /** Moves rows toward their places over `dt` seconds of animation (Infinity snaps); returns whether any still moves. */
+  animateRows(dt: number): boolean {
+    const a = 1 - Math.exp(-dt * 6);
+    let moving = false;
+    for (const l of this.rows) {
+      this.rowY[l] = this.rowY[l]! + (this.rowTarget[l]! - this.rowY[l]!) * a;
+      if (Math.abs(this.rowTarget[l]! - this.rowY[l]!) > 1e-4) moving = true;
+    }
+    return moving;
   }
 
   /** Snaps rows to their places (reduced motion). */

@@ -1,0 +1,571 @@
+/**
+ * The dispatch visualizer: clients send SYNs (or UDP datagrams) to one
+ * SO_REUSEPORT group; each packet travels the path the model reports (hash
+ * on the 32-bit range cut into N bands, the slot of socks[], the listener's
+ * accept queue). Play, pause, step through the event list, change the
+ * group, and inspect any packet's whole explain record.
+ *
+ * `mount(el, options)` returns `dispose`; `<reuseport-dispatch>` is the same
+ * widget as a custom element (attributes as in {@link DispatchOptions},
+ * kebab-case).
+ */
+import { select } from 'd3';
+import { FrameClock } from '../clock';
+import { loadModel, profiles, type Proto } from '../model/index';
+import type { Program } from '../model/generated/Program';
+import { renderExplain } from '../render/explain-card';
+import { Chart, fmtRatio } from '../render/dispatch/chart';
+import { Overlay } from '../render/dispatch/overlay';
+import { drawClients, drawPackets, drawRoute, hitTest, type Box } from '../render/dispatch/particles';
+import { explainView } from '../scene/explain-view';
+import { parseClients } from '../scene/dispatch/clients';
+import type { DispatchEvent } from '../scene/dispatch/events';
+import { along, COL, hashToY } from '../scene/dispatch/layout';
+import { KIND_SHAPE, KINDS, listenerMark } from '../scene/dispatch/palette';
+import { bootSecret, hex32, parseHex32 } from '../scene/dispatch/rng';
+import { DispatchSim, newFrame, type SimOptions } from '../scene/dispatch/sim';
+import { fairness } from '../scene/dispatch/stats';
+import { markerText, structure, type Structure } from '../scene/dispatch/structure';
+
+/** Options of the dispatch visualizer. */
+export interface DispatchOptions {
+  /** Kernel profile (one of `profiles()`, e.g. "6.18"). @default "6.18" */
+  kernel?: string;
+  /** @default "tcp" */
+  proto?: Proto;
+  /** Members joined at start (1 to 1024). @default 8 */
+  listeners?: number;
+  /** Generated clients (1 to 5000). @default 200 */
+  clients?: number;
+  /** New connections (or datagrams) per simulated second. @default 40 */
+  rate?: number;
+  /** Simulated seconds per wall-clock second. @default 1 */
+  speed?: number;
+  /** Seed of clients, arrivals and boots (unsigned 32-bit). @default 1 */
+  seed?: number;
+  /** The IPv4 hash key (`secret + net_hash_mix`), 32-bit. @default the seed's first boot */
+  secret?: number;
+  /** Bind 0.0.0.0 instead of the server address 10.0.0.1. @default false */
+  wildcard?: boolean;
+  /** Receiving CPUs the clients' flows are spread over (1 to 64). @default 4 */
+  cpus?: number;
+  /** Start playing (ignored with prefers-reduced-motion, which starts paused and plays in 1 s steps). @default true */
+  autoplay?: boolean;
+  /** Events kept in the event list. @default 20000 */
+  logMax?: number;
+}
+
+let uid = 0;
+const SPEEDS = [0.1, 0.25, 0.5, 1, 2, 4];
+/** Milliseconds the focused packet takes to travel its route when stepping. */
+const FOCUS_MS = 900;
+
+/** Mounts the visualizer into `el`; resolves to a function removing it (frames, observers, listeners). */
+export async function mount(el: HTMLElement, options: DispatchOptions = {}): Promise<() => void> {
+  await loadModel();
+  const id = `rl-dv-${++uid}`;
+  const f = (n: string) => `${id}-${n}`;
+  const reduced = typeof matchMedia === 'function' && matchMedia('(prefers-reduced-motion: reduce)').matches;
+  const seed0 = (options.seed ?? 1) >>> 0;
+  const opts: SimOptions = {
+    kernel: options.kernel ?? '6.18',
+    proto: options.proto ?? 'tcp',
+    listeners: options.listeners ?? 8,
+    wildcard: options.wildcard ?? false,
+    seed: seed0,
+    secret: (options.secret ?? bootSecret(seed0, 0)) >>> 0,
+    clients: options.clients ?? 200,
+    rate: options.rate ?? 40,
+    cpus: options.cpus ?? 4,
+    program: null,
+    clientList: null,
+  };
+  let speed = options.speed ?? 1;
+  const sim = new DispatchSim(opts, options.logMax ?? 20000);
+
+  const root = select(el).append('div').attr('class', 'rl-dv');
+  const cleanups: (() => void)[] = [];
+  const on = <K extends keyof HTMLElementEventMap>(node: HTMLElement, type: K, fn: (ev: HTMLElementEventMap[K]) => void) => {
+    node.addEventListener(type, fn as EventListener);
+    cleanups.push(() => node.removeEventListener(type, fn as EventListener));
+  };
+
+  // ---- Controls -------------------------------------------------------------------------------
+  const form = root.append('form').attr('class', 'rl-dv-controls').attr('novalidate', '').attr('aria-label', 'Visualizer controls');
+  on(form.node()!, 'submit', (e) => e.preventDefault());
+  const transport = form.append('fieldset').attr('class', 'rl-dv-fs');
+  transport.append('legend').text('Playback');
+  const playBtn = transport.append('button').attr('type', 'button').attr('aria-pressed', 'false').text('Play');
+  const backBtn = transport.append('button').attr('type', 'button').text('Step back');
+  const fwdBtn = transport.append('button').attr('type', 'button').text('Step forward');
+  const field = (parent: typeof transport, name: string, label: string) => {
+    const w = parent.append('div').attr('class', 'rl-field');
+    w.append('label').attr('for', f(name)).text(label);
+    return w;
+  };
+  const speedSel = field(transport, 'speed', 'Speed').append('select').attr('id', f('speed'));
+  speedSel.selectAll('option').data(SPEEDS).join('option').attr('value', (d) => String(d)).text((d) => `${d}×`);
+  speedSel.property('value', String(speed));
+  const rateIn = field(transport, 'rate', 'Arrival rate (per simulated second)').append('input').attr('id', f('rate')).attr('type', 'number').attr('min', 1).attr('max', 5000).property('value', String(opts.rate));
+
+  const groupFs = form.append('fieldset').attr('class', 'rl-dv-fs');
+  groupFs.append('legend').text('Group (changing these restarts the run)');
+  const kernelSel = field(groupFs, 'kernel', 'Kernel profile').append('select').attr('id', f('kernel'));
+  kernelSel.selectAll('option').data(profiles().map((p) => `${p.release.major}.${p.release.minor}`)).join('option').attr('value', (d) => d).text((d) => d);
+  kernelSel.property('value', opts.kernel);
+  const protoSel = field(groupFs, 'proto', 'Protocol').append('select').attr('id', f('proto'));
+  protoSel.selectAll('option').data(['tcp', 'udp']).join('option').attr('value', (d) => d).text((d) => d.toUpperCase());
+  protoSel.property('value', opts.proto);
+  const bindSel = field(groupFs, 'bind', 'Bound address').append('select').attr('id', f('bind'));
+  bindSel.selectAll('option').data([['specific', '10.0.0.1 (specific)'], ['wildcard', '0.0.0.0 (wildcard)']]).join('option').attr('value', (d) => d[0]!).text((d) => d[1]!);
+  bindSel.property('value', opts.wildcard ? 'wildcard' : 'specific');
+  const listenersIn = field(groupFs, 'listeners', 'Listeners').append('input').attr('id', f('listeners')).attr('type', 'number').attr('min', 1).attr('max', 1024).property('value', String(opts.listeners));
+  const clientsIn = field(groupFs, 'clients', 'Clients').append('input').attr('id', f('clients')).attr('type', 'number').attr('min', 1).attr('max', 5000).property('value', String(opts.clients));
+  const cpusIn = field(groupFs, 'cpus', 'Receiving CPUs').append('input').attr('id', f('cpus')).attr('type', 'number').attr('min', 1).attr('max', 64).property('value', String(opts.cpus));
+  const progSel = field(groupFs, 'program', 'Group program (BPF)').append('select').attr('id', f('program'));
+  progSel.selectAll('option').data([['none', 'none (select by hash)'], ['cpu', 'index = receiving CPU'], ['index', 'fixed index']]).join('option').attr('value', (d) => d[0]!).text((d) => d[1]!);
+  const progIdx = field(groupFs, 'progidx', 'Fixed index returned').append('input').attr('id', f('progidx')).attr('type', 'number').attr('min', 0).property('value', '99');
+  const seedIn = field(groupFs, 'seed', 'Seed').append('input').attr('id', f('seed')).attr('type', 'number').attr('min', 0).property('value', String(opts.seed));
+  const listWrap = groupFs.append('div').attr('class', 'rl-field rl-dv-wide');
+  listWrap.append('label').attr('for', f('clientlist')).text('Client list (optional: ADDR PORT per line, IPv4; empty = generated clients)');
+  const clientList = listWrap.append('textarea').attr('id', f('clientlist')).attr('rows', 2).attr('spellcheck', 'false');
+  const restartBtn = groupFs.append('button').attr('type', 'button').attr('class', 'rl-primary').text('Apply and restart');
+
+  const liveFs = form.append('fieldset').attr('class', 'rl-dv-fs');
+  liveFs.append('legend').text('Live changes');
+  const secretIn = field(liveFs, 'secret', 'Hash secret (IPv4)').append('input').attr('id', f('secret')).attr('spellcheck', 'false').property('value', hex32(opts.secret));
+  const setSecretBtn = liveFs.append('button').attr('type', 'button').text('Set secret');
+  const bootBtn = liveFs.append('button').attr('type', 'button').text('New boot');
+  const addBtn = liveFs.append('button').attr('type', 'button').text('Add listener');
+  const closeSel = field(liveFs, 'close', 'Listener').append('select').attr('id', f('close'));
+  const closeBtn = liveFs.append('button').attr('type', 'button').text('Close listener');
+  const cpuIn = field(liveFs, 'pin', 'SO_INCOMING_CPU').append('input').attr('id', f('pin')).attr('type', 'number').attr('min', 0).property('value', '0');
+  const pinBtn = liveFs.append('button').attr('type', 'button').text('Set CPU');
+  const unpinBtn = liveFs.append('button').attr('type', 'button').text('Clear CPU');
+
+  const errors = root.append('div').attr('class', 'rl-errors').attr('role', 'alert');
+  const summary = root.append('p').attr('class', 'rl-dv-summary').attr('aria-live', 'polite').attr('id', f('summary'));
+  const remapLine = root.append('p').attr('class', 'rl-dv-remap').attr('aria-live', 'polite');
+  const movedBox = root.append('details').attr('class', 'rl-dv-moved');
+  movedBox.append('summary').text('Flows that land elsewhere after the last change');
+  const movedBody = movedBox.append('div');
+
+  // ---- Stage -----------------------------------------------------------------------------------
+  const layout = root.append('div').attr('class', 'rl-dv-layout');
+  const stage = layout.append('div').attr('class', 'rl-dv-stage').attr('role', 'group').attr('aria-label', 'Animated scene (the event list below holds the same packets)');
+  const canvas = stage.append('canvas').attr('class', 'rl-dv-canvas').attr('aria-hidden', 'true');
+  const overlay = new Overlay(stage.node()!);
+  const legend = stage.append('ul').attr('class', 'rl-dv-legend').attr('aria-label', 'Packet shapes');
+  legend.selectAll('li').data(KINDS).join('li').text((k) => `${{ circle: '●', diamond: '◆', square: '■', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`);
+  const side = layout.append('div').attr('class', 'rl-dv-side');
+  side.append('h2').text('Connections per listener');
+  const chartBox = side.append('div');
+  const chart = new Chart(chartBox.node()!);
+  const figures = side.append('dl').attr('class', 'rl-dv-figures');
+
+  const tableWrap = root.append('div').attr('class', 'rl-dv-events');
+  const table = tableWrap.append('table').attr('class', 'rl-table');
+  table.append('caption').text('Event list');
+  table.append('thead').append('tr').selectAll('th').data(['#', 'time (s)', 'packet', 'client', 'CPU', 'listener', 'slot', 'hash', 'what']).join('th').attr('scope', 'col').text((d) => d);
+  const tbody = table.append('tbody');
+  const inspector = root.append('section').attr('class', 'rl-dv-inspector').attr('aria-labelledby', f('insp-h'));
+  inspector.append('h2').attr('id', f('insp-h')).text('Inspector');
+  const inspBody = inspector.append('div').attr('aria-live', 'polite');
+  inspBody.append('p').text('Pause and step, click a packet, or choose an event row to see the model’s whole record.');
+
+  // ---- State -----------------------------------------------------------------------------------
+  let playing = false;
+  let inspected: number | null = null;
+  let focus: { seq: number; start: number } | null = null;
+  let struct: Structure = structure(sim);
+  let box: Box = { left: 0, top: 0, width: 1, height: 1 };
+  let cssW = 0;
+  let cssH = 0;
+  let lastSlow = -Infinity;
+  let stepAcc = 0;
+  const frameBuf = newFrame(4096);
+  const one = newFrame(1);
+  const ctx = canvas.node()!.getContext('2d');
+
+  const setError = (msg: string) => errors.text(msg);
+  const movedSet = () => new Set(sim.lastRemap && sim.time - sim.lastRemap.t < 6 ? sim.lastRemap.moved : []);
+
+  const refreshStructure = () => {
+    struct = structure(sim);
+    overlay.draw(struct, box, cssW, cssH);
+    closeSel.selectAll('option').data(sim.rows).join('option').attr('value', (d) => String(d)).text((d) => `L${d}`);
+  };
+
+  const describe = () => summary.text(sim.describe());
+  const showRemap = () => {
+    const r = sim.lastRemap;
+    remapLine.text(r ? `${r.what}: ${r.moved.length} of ${r.total} client flows now land on another listener (the model's answers for the same flows before and after; moved clients are ringed).` : '');
+    movedBox.property('hidden', !r);
+    movedBody.selectAll('*').remove();
+    if (!r) return;
+    const name = (l: number) => (l === 0xffffffff ? 'none' : `L${l}`);
+    const t = movedBody.append('table').attr('class', 'rl-table rl-dv-moved-table');
+    t.append('caption').text(`${r.moved.length} moved flow${r.moved.length === 1 ? '' : 's'}${r.moved.length > 500 ? ' (first 500 shown)' : ''}`);
+    t.append('thead').append('tr').selectAll('th').data(['client', 'before', 'after']).join('th').attr('scope', 'col').text((d) => d);
+    t.append('tbody')
+      .selectAll('tr')
+      .data(r.moved.slice(0, 500).map((ci, k) => [`${sim.clients[ci]!.saddr}:${sim.clients[ci]!.sport}`, name(r.from[k]!), name(r.to[k]!)]))
+      .join('tr')
+      .selectAll('td')
+      .data((d) => d)
+      .join('td')
+      .text((d) => d);
+  };
+
+  const resize = () => {
+    const node = stage.node()!;
+    const w = Math.max(320, node.clientWidth);
+    const h = Math.max(240, Math.min(560, Math.round(w * 0.55)));
+    cssW = w;
+    cssH = h;
+    const dpr = Math.min(2, globalThis.devicePixelRatio || 1);
+    canvas.attr('width', Math.round(w * dpr)).attr('height', Math.round(h * dpr)).style('width', `${w}px`).style('height', `${h}px`);
+    ctx?.setTransform(dpr, 0, 0, dpr, 0, 0);
+    box = { left: 12, top: 38, width: w * 0.86, height: h - 50 };
+    overlay.draw(struct, box, w, h);
+  };
+
+  const eventCells = (e: DispatchEvent) => [
+    `${e.t.toFixed(3)}`,
+    e.kind,
+    `${e.tuple.saddr}:${e.tuple.sport}`,
+    String(e.cpu),
+    e.listener === null ? 'none' : `L${e.listener}`,
+    e.slot === null ? '—' : String(e.slot),
+    e.hashHex ? `0x${e.hashHex}` : '—',
+    e.note,
+  ];
+
+  const drawTable = () => {
+    const cur = sim.log.cursor;
+    const end = playing || cur < 0 ? sim.log.nextSeq - 1 : Math.min(sim.log.nextSeq - 1, cur + 4);
+    const rows = sim.log.window(end, 12);
+    const tr = tbody
+      .selectAll<HTMLTableRowElement, DispatchEvent>('tr')
+      .data(rows, (d) => String(d.seq))
+      .join((enter) => {
+        const r = enter.append('tr');
+        r.append('th')
+          .attr('scope', 'row')
+          .append('button')
+          .attr('type', 'button')
+          .attr('class', 'rl-dv-rowbtn')
+          .attr('aria-label', (d) => `Inspect event ${d.seq}`)
+          .text((d) => String(d.seq));
+        for (let i = 0; i < 8; i++) r.append('td');
+        return r;
+      });
+    tr.order();
+    tr.classed('rl-chosen', (d) => d.seq === cur && !playing).attr('aria-current', (d) => (d.seq === cur && !playing ? 'true' : null));
+    tr.selectAll<HTMLTableCellElement, string>('td')
+      .data((d) => eventCells(d))
+      .text((d) => d);
+  };
+
+  const drawSide = () => {
+    const bars = struct.rows.map((r) => ({ label: String(r.listener), count: sim.counts[r.listener] ?? 0, colour: r.colour, hollow: r.fill === 'hollow' }));
+    const fr = fairness(bars.map((b) => b.count));
+    chart.draw(bars, fr);
+    const items: [string, string][] = [
+      ['Dispatched', `${fr.total}${sim.dropped ? ` (+${sim.dropped} to no socket)` : ''}`],
+      ['Uniform expectation', `${fr.expected.toFixed(1)} per listener`],
+      ['Max / min', fmtRatio(fr.maxMinRatio)],
+      ['Jain’s index', fr.jain === null ? 'n/a' : fr.jain.toFixed(4)],
+      ['In flight', String(sim.particles.inFlight(sim.time))],
+    ];
+    figures.selectAll('div').data(items).join((e) => {
+      const d = e.append('div');
+      d.append('dt');
+      d.append('dd');
+      return d;
+    });
+    figures.selectAll('div').select('dt').text((d) => (d as [string, string])[0]);
+    figures.selectAll('div').select('dd').text((d) => (d as [string, string])[1]);
+  };
+
+  const markerFor = (): { y: number; text: string } | null => {
+    const seq = inspected ?? (playing ? sim.log.last()?.seq : sim.log.cursor);
+    if (seq === undefined || seq === null || seq < 0) return null;
+    const e = sim.log.get(seq);
+    if (!e?.explain) return null;
+    return { y: hashToY(e.explain.hash.hash), text: markerText(e.explain) };
+  };
+
+  const inspect = (seq: number) => {
+    const e = sim.log.get(seq);
+    if (!e) return;
+    inspected = seq;
+    sim.log.seek(seq);
+    inspBody.selectAll('*').remove();
+    const m = listenerMark(e.listener);
+    inspBody.append('p').attr('class', 'rl-headline').text(`Event ${e.seq}: ${e.kind} at ${e.t.toFixed(3)} s, ${e.note}. Listener mark: ${m.label}.`);
+    if (e.kind !== 'SYN' && e.kind !== 'UDP') inspBody.append('p').text(`This ${e.kind} belongs to connection ${e.conn}; the record below is its SYN's dispatch.`);
+    if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain), 3);
+    else inspBody.append('p').text('The model did not deliver this packet to the group.');
+    overlay.marker(markerFor(), box);
+  };
+
+  const setPlaying = (p: boolean) => {
+    playing = p;
+    playBtn.text(p ? 'Pause' : 'Play').attr('aria-pressed', String(p));
+    if (!p) {
+      const last = sim.log.last();
+      if (last && sim.log.cursor < 0) sim.log.seek(last.seq);
+      describe();
+    } else {
+      focus = null;
+      inspected = null;
+    }
+    drawTable();
+  };
+
+  const step = (dir: 1 | -1) => {
+    if (playing) setPlaying(false);
+    const e = dir === 1 ? sim.log.stepForward(() => sim.nextConnection()) : sim.log.stepBack();
+    if (!e) return;
+    focus = { seq: e.seq, start: performance.now() };
+    inspect(e.seq);
+    drawTable();
+    drawSide();
+    summary.text(`Event ${e.seq}: ${e.kind} from ${e.tuple.saddr}:${e.tuple.sport}, ${e.note}.`);
+  };
+
+  const restart = () => {
+    setError('');
+    const num = (s: typeof rateIn, lo: number, hi: number, name: string): number | undefined => {
+      const v = Number(s.property('value'));
+      if (!Number.isInteger(v) || v < lo || v > hi) {
+        setError(`${name}: give a whole number from ${lo} to ${hi}.`);
+        return undefined;
+      }
+      return v;
+    };
+    const listeners = num(listenersIn, 1, 1024, 'Listeners');
+    const clients = num(clientsIn, 1, 5000, 'Clients');
+    const cpus = num(cpusIn, 1, 64, 'Receiving CPUs');
+    const seed = num(seedIn, 0, 4294967295, 'Seed');
+    const secret = parseHex32(String(secretIn.property('value')));
+    if (listeners === undefined || clients === undefined || cpus === undefined || seed === undefined) return;
+    if (secret === undefined) return setError('Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.');
+    const prog = String(progSel.property('value'));
+    let program: Program | null = null;
+    if (prog === 'cpu') program = { kind: 'cpu' };
+    if (prog === 'index') {
+      const idx = num(progIdx, 0, 65535, 'Fixed index');
+      if (idx === undefined) return;
+      program = { kind: 'index', index: idx };
+    }
+    let clientListParsed = null;
+    const text = String(clientList.property('value'));
+    if (text.trim()) {
+      const r = parseClients(text, cpus, seed);
+      if (r.errors.length) return setError(`Client list: ${r.errors.slice(0, 5).join('; ')}`);
+      if (!r.clients.length) return setError('Client list: no client given.');
+      clientListParsed = r.clients;
+    }
+    const next: SimOptions = { ...sim.opts, kernel: String(kernelSel.property('value')), proto: protoSel.property('value') as Proto, wildcard: bindSel.property('value') === 'wildcard', listeners, clients, cpus, seed, secret, program, clientList: clientListParsed };
+    const prev = sim.opts;
+    sim.opts = next;
+    try {
+      sim.rebuild();
+    } catch (e) {
+      sim.opts = prev;
+      sim.rebuild();
+      setError(`The group cannot be built: ${(e as Error).message}`);
+    }
+    sim.boot = 0;
+    inspected = null;
+    focus = null;
+    refreshStructure();
+    drawTable();
+    drawSide();
+    showRemap();
+    describe();
+  };
+
+  const live = (fn: () => void) => () => {
+    setError('');
+    try {
+      fn();
+    } catch (e) {
+      setError((e as Error).message);
+    }
+    if (reduced) sim.snapRows();
+    refreshStructure();
+    showRemap();
+    describe();
+    drawSide();
+  };
+
+  on(playBtn.node()!, 'click', () => setPlaying(!playing));
+  on(backBtn.node()!, 'click', () => step(-1));
+  on(fwdBtn.node()!, 'click', () => step(1));
+  on(speedSel.node()!, 'change', () => (speed = Number(speedSel.property('value'))));
+  on(rateIn.node()!, 'change', () => {
+    const v = Number(rateIn.property('value'));
+    if (Number.isFinite(v) && v > 0 && v <= 5000) sim.opts.rate = v;
+    else setError('Arrival rate: give a number from 1 to 5000.');
+  });
+  on(restartBtn.node()!, 'click', restart);
+  on(setSecretBtn.node()!, 'click', live(() => {
+    const s = parseHex32(String(secretIn.property('value')));
+    if (s === undefined) throw new Error('Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.');
+    sim.setSecret(s);
+  }));
+  on(bootBtn.node()!, 'click', live(() => {
+    const s = sim.newBoot();
+    secretIn.property('value', hex32(s));
+  }));
+  on(addBtn.node()!, 'click', live(() => void sim.join(reduced)));
+  on(closeBtn.node()!, 'click', live(() => {
+    const l = Number(closeSel.property('value'));
+    if (!sim.rows.includes(l)) throw new Error('Choose a listening member to close.');
+    sim.close(l, reduced);
+  }));
+  on(pinBtn.node()!, 'click', live(() => {
+    const c = Number(cpuIn.property('value'));
+    if (!Number.isInteger(c) || c < 0) throw new Error('SO_INCOMING_CPU: give a whole number from 0.');
+    sim.setIncomingCpu(Number(closeSel.property('value')), c, reduced);
+  }));
+  on(unpinBtn.node()!, 'click', live(() => sim.setIncomingCpu(Number(closeSel.property('value')), undefined, reduced)));
+  on(tbody.node()!, 'click', (ev) => {
+    const btn = (ev.target as HTMLElement).closest('button.rl-dv-rowbtn');
+    if (!btn) return;
+    const seq = Number(btn.textContent);
+    if (playing) setPlaying(false);
+    focus = { seq, start: performance.now() };
+    inspect(seq);
+    drawTable();
+  });
+  on(canvas.node() as unknown as HTMLElement, 'click', (ev) => {
+    const r = (canvas.node() as HTMLCanvasElement).getBoundingClientRect();
+    const i = hitTest(frameBuf, box, ev.clientX - r.left, ev.clientY - r.top, 10);
+    if (i < 0) return;
+    const seq = frameBuf.seq[i]!;
+    if (playing) setPlaying(false);
+    inspect(seq);
+    drawTable();
+  });
+
+  // ---- Frames ----------------------------------------------------------------------------------
+  const clock = new FrameClock();
+  const render = (now: number) => {
+    if (!ctx) return;
+    ctx.clearRect(0, 0, cssW, cssH);
+    drawClients(ctx, box, COL.client, sim.clientListener, movedSet(), 6);
+    sim.frame(frameBuf);
+    drawPackets(ctx, frameBuf, box, 3, inspected);
+    if (focus && !playing) {
+      const e = sim.log.get(focus.seq);
+      if (e) {
+        const route = sim.path(e.kind, e.client, e.hash === null ? 0.5 : hashToY(e.hash), e.listener ?? -1);
+        drawRoute(ctx, box, route.pts);
+        const u = reduced ? 1 : Math.min(1, (now - focus.start) / FOCUS_MS);
+        const p = { x: 0, y: 0 };
+        along(route.pts, route.w, u, p);
+        one.n = 1;
+        one.x[0] = p.x;
+        one.y[0] = p.y;
+        one.kind[0] = KINDS.indexOf(e.kind);
+        one.listener[0] = e.listener ?? -1;
+        one.seq[0] = e.seq;
+        drawPackets(ctx, one, box, 6, e.seq);
+      }
+    }
+    for (const r of struct.rows) {
+      r.y = sim.listenerY(r.listener);
+      r.queue = sim.queue[r.listener] ?? 0;
+    }
+    overlay.update(struct, box, 3);
+  };
+  clock.subscribe((now, dt) => {
+    const sec = dt / 1000;
+    if (playing) {
+      if (reduced) {
+        stepAcc += sec;
+        if (stepAcc >= 1) {
+          stepAcc = 0;
+          sim.advance(speed, true);
+        }
+      } else sim.advance(sec * speed);
+    } else sim.animateRows(reduced ? Infinity : sec);
+    render(now);
+    if (now - lastSlow > 250) {
+      lastSlow = now;
+      if (playing) {
+        drawTable();
+        drawSide();
+      }
+      overlay.marker(markerFor(), box);
+    }
+  });
+
+  const io = typeof IntersectionObserver === 'function' ? new IntersectionObserver((entries) => clock.setVisible(entries.some((e) => e.isIntersecting))) : null;
+  io?.observe(stage.node()!);
+  const ro = typeof ResizeObserver === 'function' ? new ResizeObserver(() => resize()) : null;
+  ro?.observe(stage.node()!);
+
+  resize();
+  refreshStructure();
+  drawTable();
+  drawSide();
+  describe();
+  clock.start();
+  setPlaying(!reduced && (options.autoplay ?? true));
+  // For tests and benchmarks: the frame clock and the scene.
+  (el as HTMLElement & { __dispatch?: unknown }).__dispatch = { clock, sim };
+
+  return () => {
+    clock.stop();
+    io?.disconnect();
+    ro?.disconnect();
+    for (const c of cleanups) c();
+    sim.dispose();
+    delete (el as HTMLElement & { __dispatch?: unknown }).__dispatch;
+    root.remove();
+  };
+}
+
+const numAttr = (el: HTMLElement, name: string): number | undefined => (el.hasAttribute(name) ? Number(el.getAttribute(name)) : undefined);
+
+/** `<reuseport-dispatch kernel="6.18" proto="tcp" listeners="8" clients="200" rate="40" seed="1" secret="0x…" wildcard cpus="4" autoplay="false">`. */
+export class ReuseportDispatchElement extends HTMLElement {
+  #dispose?: () => void;
+  #gen = 0;
+  connectedCallback(): void {
+    const gen = ++this.#gen;
+    const secret = this.getAttribute('secret');
+    const opt: DispatchOptions = {
+      kernel: this.getAttribute('kernel') ?? undefined,
+      proto: (this.getAttribute('proto') as Proto | null) ?? undefined,
+      listeners: numAttr(this, 'listeners'),
+      clients: numAttr(this, 'clients'),
+      rate: numAttr(this, 'rate'),
+      speed: numAttr(this, 'speed'),
+      seed: numAttr(this, 'seed'),
+      secret: secret ? parseHex32(secret) : undefined,
+      wildcard: this.hasAttribute('wildcard'),
+      cpus: numAttr(this, 'cpus'),
+      autoplay: this.getAttribute('autoplay') !== 'false',
+    };
+    void mount(this, opt).then((d) => {
+      if (gen === this.#gen && this.isConnected) this.#dispose = d;
+      else d();
+    });
+  }
+  disconnectedCallback(): void {
+    this.#gen++;
+    this.#dispose?.();
+    this.#dispose = undefined;
+  }
+}
+
+/** Registers `<reuseport-dispatch>` once. */
+export function defineDispatchElement(): void {
+  if (!customElements.get('reuseport-dispatch')) customElements.define('reuseport-dispatch', ReuseportDispatchElement);
+}

@@ -1,0 +1,51 @@
+/**
+ * Live chart: connections per listener against the uniform-hash
+ * expectation, with max/min and Jain's index. D3 scales and axes on SVG.
+ */
+import { axisBottom, axisLeft, max, scaleBand, scaleLinear, select, type Selection } from 'd3';
+import type { Fairness } from '../../scene/dispatch/stats';
+
+export interface Bar {
+  label: string;
+  count: number;
+  colour: string;
+  hollow: boolean;
+}
+
+export class Chart {
+  readonly svg: Selection<SVGSVGElement, unknown, null, undefined>;
+  constructor(parent: HTMLElement, readonly width = 360, readonly height = 200) {
+    this.svg = select(parent).append('svg').attr('class', 'rl-dv-chart').attr('width', width).attr('height', height).attr('role', 'img');
+  }
+
+  draw(bars: Bar[], f: Fairness): void {
+    const m = { l: 36, r: 8, t: 8, b: 22 };
+    const svg = this.svg;
+    svg.selectAll('*').remove();
+    svg.attr('aria-label', `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${fmtRatio(f.maxMinRatio)}; Jain ${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`);
+    const x = scaleBand<string>().domain(bars.map((b) => b.label)).range([m.l, this.width - m.r]).padding(0.1);
+    const y = scaleLinear().domain([0, Math.max(1, max(bars, (b) => b.count) ?? 1, f.expected)]).nice().range([this.height - m.b, m.t]);
+    svg
+      .append('g')
+      .selectAll('rect')
+      .data(bars)
+      .join('rect')
+      .attr('x', (d) => x(d.label)!)
+      .attr('y', (d) => y(d.count))
+      .attr('width', x.bandwidth())
+      .attr('height', (d) => y(0) - y(d.count))
+      .attr('fill', (d) => (d.hollow ? '#fff' : d.colour))
+      .attr('stroke', (d) => d.colour);
+    svg.append('line').attr('class', 'rl-dv-expect').attr('x1', m.l).attr('x2', this.width - m.r).attr('y1', y(f.expected)).attr('y2', y(f.expected));
+    const every = Math.max(1, Math.ceil(bars.length / 16));
+    svg
+      .append('g')
+      .attr('transform', `translate(0,${this.height - m.b})`)
+      .call(axisBottom(x).tickValues(bars.filter((_, i) => i % every === 0).map((b) => b.label)));
+    svg.append('g').attr('transform', `translate(${m.l},0)`).call(axisLeft(y).ticks(4));
+  }
+}
+
+export function fmtRatio(r: number | null): string {
+  return r === null ? 'n/a' : r === Infinity ? '∞' : r.toFixed(2);
+}

@@ -1,0 +1,131 @@
+/**
+ * The scene's fixed parts as SVG with D3: column headings, the hash range
+ * with its bands and axis, the socks[] column with its capacity, listener
+ * boxes with accept-queue bars, and the focused packet's hash marker.
+ */
+import { axisLeft, scaleLinear, select, type Selection } from 'd3';
+import type { Structure } from '../../scene/dispatch/structure';
+import { COL } from '../../scene/dispatch/layout';
+import { px, py, type Box } from './particles';
+
+type G = Selection<SVGGElement, unknown, null, undefined>;
+
+export interface Marker {
+  /** Hash as a y position in [0, 1]. */
+  y: number;
+  text: string;
+}
+
+export class Overlay {
+  readonly svg: Selection<SVGSVGElement, unknown, null, undefined>;
+  #static: G;
+  #rows: G;
+  #marker: G;
+  constructor(parent: HTMLElement) {
+    this.svg = select(parent).append('svg').attr('class', 'rl-dv-overlay').attr('aria-hidden', 'true');
+    this.#static = this.svg.append('g');
+    this.#rows = this.svg.append('g');
+    this.#marker = this.svg.append('g');
+  }
+
+  /** Redraws the fixed parts (after a group change or a resize). */
+  draw(s: Structure, b: Box, w: number, h: number): void {
+    this.svg.attr('width', w).attr('height', h).attr('viewBox', `0 0 ${w} ${h}`);
+    const g = this.#static;
+    g.selectAll('*').remove();
+    const head = (x: number, t: string, anchor = 'start') => g.append('text').attr('class', 'rl-dv-head').attr('x', px(b, x)).attr('y', 14).attr('text-anchor', anchor).text(t);
+    head(0, s.headings.clients);
+    head(COL.hash, s.headings.hash, 'middle');
+    head(COL.slot, s.headings.slots, 'middle');
+    head(COL.listener, s.headings.listeners);
+    const hx = px(b, COL.hash);
+    const scale = scaleLinear().domain([0, 2 ** 32]).range([py(b, 0), py(b, 1)]);
+    g.append('rect').attr('x', hx - 6).attr('y', py(b, 0)).attr('width', 12).attr('height', b.height).attr('class', 'rl-dv-range');
+    if (s.bands > 0) {
+      const bh = b.height / s.bands;
+      g.append('g')
+        .selectAll('rect')
+        .data(Array.from({ length: s.bands }, (_, i) => i))
+        .join('rect')
+        .attr('x', hx - 6)
+        .attr('y', (i) => py(b, 0) + i * bh)
+        .attr('width', 12)
+        .attr('height', bh)
+        .attr('class', (i) => (i % 2 ? 'rl-dv-band rl-dv-band-odd' : 'rl-dv-band'));
+    }
+    g.append('g')
+      .attr('transform', `translate(${hx - 8},0)`)
+      .attr('class', 'rl-dv-axis')
+      .call(axisLeft(scale).tickValues([0, 2 ** 30, 2 ** 31, 3 * 2 ** 30, 2 ** 32 - 1]).tickFormat((d) => `0x${Number(d).toString(16).padStart(8, '0')}`));
+    if (s.selection === 'group' && s.maxSocks) {
+      // Capacity gauge: used slots over max_socks.
+      const gx = px(b, COL.slot) - 30;
+      g.append('rect').attr('x', gx).attr('y', 20).attr('width', 60).attr('height', 6).attr('class', 'rl-dv-gauge');
+      g.append('rect').attr('x', gx).attr('y', 20).attr('width', (60 * s.listening) / s.maxSocks).attr('height', 6).attr('class', 'rl-dv-gauge-used');
+    }
+    this.#rows.selectAll('*').remove();
+    const rh = b.height / Math.max(1, s.rows.length);
+    const fs = Math.max(7, Math.min(12, rh * 0.8));
+    const every = Math.max(1, Math.ceil(9 / rh));
+    const row = this.#rows
+      .selectAll('g')
+      .data(s.rows, (d) => String((d as { listener: number }).listener))
+      .join('g')
+      .attr('class', 'rl-dv-row')
+      .attr('transform', (d) => `translate(0,${py(b, d.y)})`);
+    if (s.selection === 'group')
+      row
+        .append('rect')
+        .attr('x', px(b, COL.slot) - 14)
+        .attr('y', -rh / 2 + 0.5)
+        .attr('width', 28)
+        .attr('height', Math.max(1, rh - 1))
+        .attr('class', 'rl-dv-slot');
+    row
+      .filter((d) => d.index % every === 0)
+      .append('text')
+      .attr('x', px(b, COL.slot))
+      .attr('dy', '0.35em')
+      .attr('text-anchor', 'middle')
+      .attr('font-size', fs)
+      .attr('class', 'rl-dv-slot-label')
+      .text((d) => (s.selection === 'group' ? `[${d.index}]` : `#${d.index}`));
+    row
+      .append('rect')
+      .attr('x', px(b, COL.listener))
+      .attr('y', -rh / 2 + 0.5)
+      .attr('width', 16)
+      .attr('height', Math.max(1, rh - 1))
+      .attr('fill', (d) => (d.fill === 'solid' ? d.colour : '#fff'))
+      .attr('stroke', (d) => d.colour)
+      .attr('stroke-width', 2);
+    row
+      .filter((d) => d.index % every === 0)
+      .append('text')
+      .attr('x', px(b, COL.listener) + 20)
+      .attr('dy', '0.35em')
+      .attr('font-size', fs)
+      .text((d) => `${d.label}${d.incomingCpu >= 0 ? ` cpu${d.incomingCpu}` : ''}`);
+    row.append('rect').attr('class', 'rl-dv-queue').attr('x', px(b, COL.listener) + 70).attr('y', -Math.max(1, rh * 0.3)).attr('height', Math.max(1, rh * 0.6)).attr('width', 0);
+  }
+
+  /** Per-frame: row positions (animated moves) and queue bars. */
+  update(s: Structure, b: Box, queueScale: number): void {
+    this.#rows
+      .selectAll<SVGGElement, Structure['rows'][number]>('g.rl-dv-row')
+      .data(s.rows, (d) => String(d.listener))
+      .attr('transform', (d) => `translate(0,${py(b, d.y)})`)
+      .select('rect.rl-dv-queue')
+      .attr('width', (d) => Math.min(b.width * 0.2, d.queue * queueScale));
+  }
+
+  /** The focused packet's hash on the range, with the model's numbers. */
+  marker(m: Marker | null, b: Box): void {
+    this.#marker.selectAll('*').remove();
+    if (!m) return;
+    const y = py(b, m.y);
+    const x = px(b, COL.hash);
+    this.#marker.append('line').attr('x1', x - 10).attr('x2', x + 10).attr('y1', y).attr('y2', y).attr('class', 'rl-dv-marker');
+    this.#marker.append('text').attr('x', x + 12).attr('y', y - 4).attr('class', 'rl-dv-marker-text').text(m.text);
+  }
+}

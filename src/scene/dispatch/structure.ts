@@ -1,0 +1,67 @@
+/**
+ * The static part of the scene as plain data (labels, rows, bands, the
+ * capacity of socks[]), from the model's group state. No DOM.
+ */
+import type { Explain, SelectionPath } from '../../model/index';
+import { listenerMark, type FillStyle } from './palette';
+import type { DispatchSim } from './sim';
+
+export interface RowView {
+  listener: number;
+  /** Slot in socks[] (group era) or chain position (reservoir). */
+  index: number;
+  label: string;
+  colour: string;
+  fill: FillStyle;
+  /** Current (animated) row centre. */
+  y: number;
+  queue: number;
+  count: number;
+  /** SO_INCOMING_CPU, -1 unset. */
+  incomingCpu: number;
+}
+
+export interface Structure {
+  selection: 'group' | 'reservoir';
+  listening: number;
+  /** `max_socks`; null before groups existed. */
+  maxSocks: number | null;
+  /** Equal bands of the hash range: one per listening member (the `n` of reciprocal_scale). */
+  bands: number;
+  rows: RowView[];
+  headings: { clients: string; hash: string; slots: string; listeners: string };
+}
+
+export function structure(sim: DispatchSim): Structure {
+  const s = sim.summary();
+  const members = sim.group.members();
+  const rows = sim.rows.map((l, i) => {
+    const m = listenerMark(l);
+    return { listener: l, index: i, label: m.label, colour: m.colour, fill: m.fill, y: sim.listenerY(l), queue: sim.queue[l] ?? 0, count: sim.counts[l] ?? 0, incomingCpu: members[l]?.incomingCpu ?? -1 };
+  });
+  const group = s.selection === 'group';
+  return {
+    selection: s.selection,
+    listening: s.listening,
+    maxSocks: s.maxSocks,
+    bands: group ? s.listening : 0,
+    rows,
+    headings: {
+      clients: `Clients (${sim.clients.length})`,
+      hash: group ? `Hash range, ${s.listening} bands` : 'Hash (reservoir, no bands)',
+      slots: group ? `socks[] ${s.listening}/${s.maxSocks}` : 'no socks[] yet',
+      listeners: 'Listeners · accept queue',
+    },
+  };
+}
+
+function pickText(p: SelectionPath): string {
+  if (p.kind === 'by_hash') return `× ${p.numSocks} = 0x${p.productHex}, >> 32 = slot ${p.scaled}`;
+  if (p.kind === 'program') return `${p.program}: ${p.returned}${p.then ? `; then ${pickText(p.then)}` : ''}`;
+  return `reservoir scan over ${p.steps.length} listeners`;
+}
+
+/** The hash marker's label: the model's hash, product and slot for one packet. */
+export function markerText(e: Explain): string {
+  return `hash 0x${e.hash.hashHex} ${pickText(e.pick)} → ${e.listener === null ? 'no socket' : `L${e.listener}`}`;
+}

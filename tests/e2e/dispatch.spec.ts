@@ -1,0 +1,114 @@
+import { execFileSync } from 'node:child_process';
+import AxeBuilder from '@axe-core/playwright';
+import { expect, test, type Page } from '@playwright/test';
+
+const SECRET = '0x5eed1234';
+const CLIENTS = Array.from({ length: 60 }, (_, i) => `198.51.100.${(i * 7) % 250 + 2} ${33000 + i * 131}`);
+
+// Build first with stdin closed: when cargo re-probes rustc it passes its own stdin on, and the
+// tuples piped to predict would then be read as Rust source.
+test.beforeAll(() => {
+  execFileSync('cargo', ['build', '-q', '-p', 'reuseport-agent'], { stdio: ['ignore', 'inherit', 'inherit'] });
+});
+
+type Predicted = { tuple: string; listener: number | null; slot: number | null; hash: string };
+
+function predict(lines: string[], o: { kernel: string; listeners: number; closed?: string; explain?: boolean }): Predicted[] {
+  const args = ['run', '-q', '-p', 'reuseport-agent', '--', 'predict', '--kernel', o.kernel, '--proto', 'tcp', '--listeners', String(o.listeners), '--secret', SECRET];
+  if (o.closed) args.push('--closed', o.closed);
+  if (o.explain) args.push('--explain');
+  const out = execFileSync('cargo', args, { input: lines.join('\n'), encoding: 'utf8' });
+  return out.trim().split('\n').map((l) => JSON.parse(l) as Predicted);
+}
+
+async function setup(page: Page, o: { kernel?: string; listeners?: number; clients?: string[] } = {}) {
+  await page.goto('./dispatch.html?autoplay=false&seed=7');
+  await expect(page.locator('#model-version')).toHaveText(/model \d+\.\d+\.\d+/);
+  await page.getByLabel('Kernel profile').selectOption(o.kernel ?? '6.18');
+  await page.getByLabel('Listeners', { exact: true }).fill(String(o.listeners ?? 8));
+  await page.getByLabel('Hash secret (IPv4)').fill(SECRET);
+  await page.getByLabel(/Client list/).fill((o.clients ?? CLIENTS).join('\n'));
+  await page.getByRole('button', { name: 'Apply and restart' }).click();
+  await expect(page.locator('.rl-dv-summary')).toContainText(`${(o.clients ?? CLIENTS).length} clients`);
+}
+
+const currentRow = (page: Page) => page.locator('.rl-dv-events tbody tr[aria-current="true"]');
+const headline = (page: Page) => page.locator('.rl-dv-inspector .rl-headline').nth(1);
+
+test('step back then step forward shows the same event', async ({ page }) => {
+  await setup(page);
+  const fwd = page.getByRole('button', { name: 'Step forward' });
+  for (let i = 0; i < 4; i++) await fwd.click();
+  await expect(currentRow(page).locator('th')).toHaveText('3');
+  const row = await currentRow(page).innerText();
+  const head = await headline(page).innerText();
+  await page.getByRole('button', { name: 'Step back' }).click();
+  await expect(currentRow(page).locator('th')).toHaveText('2');
+  await fwd.click();
+  await expect(currentRow(page).locator('th')).toHaveText('3');
+  expect(await currentRow(page).innerText()).toBe(row);
+  expect(await headline(page).innerText()).toBe(head);
+});
+
+test('closing a listener moves exactly the flows reuseport-agent predict says move', async ({ page }) => {
+  for (const c of [{ kernel: '6.18', listeners: 8, close: 2 }, { kernel: '5.10', listeners: 5, close: 0 }]) {
+    await setup(page, { kernel: c.kernel, listeners: c.listeners });
+    const tuples = CLIENTS.map((l) => `${l} 10.0.0.1 8080`);
+    const before = predict(tuples, { kernel: c.kernel, listeners: c.listeners });
+    const after = predict(tuples, { kernel: c.kernel, listeners: c.listeners, closed: String(c.close) });
+    const want = CLIENTS.flatMap((l, i) => (before[i]!.listener === after[i]!.listener ? [] : [[l.replace(' ', ':'), `L${before[i]!.listener}`, `L${after[i]!.listener}`]]));
+    expect(want.length).toBeGreaterThan(0);
+    await page.getByLabel('Listener', { exact: true }).selectOption(String(c.close));
+    await page.getByRole('button', { name: 'Close listener' }).click();
+    await expect(page.locator('.rl-dv-remap')).toContainText(`${want.length} of ${CLIENTS.length} client flows`);
+    const got = await page.locator('.rl-dv-moved-table tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+    expect(got).toEqual(want);
+  }
+});
+
+test("the inspector's numbers equal reuseport-agent predict", async ({ page }) => {
+  await setup(page, { listeners: 12 });
+  await page.getByRole('button', { name: 'Step forward' }).click();
+  const first = await currentRow(page).locator('td').nth(2).innerText();
+  const [addr, port] = first.split(':');
+  const want = predict([`${addr} ${port} 10.0.0.1 8080`], { kernel: '6.18', listeners: 12, explain: true })[0] as unknown as { listener: number; slot: number; hash: { hashHex: string; calls: { words: string[] }[] }; pick: { productHex: string; scaled: number } };
+  await expect(headline(page)).toHaveText(`TCP ${addr}:${port} → 10.0.0.1:8080 on kernel 6.18: listener ${want.listener} in socks[${want.slot}], hash ${want.hash.hashHex}.`);
+  const insp = page.locator('.rl-dv-inspector');
+  await expect(insp).toContainText(`0x${want.pick.productHex}`);
+  await expect(insp).toContainText(`slot ${want.pick.scaled}`);
+  for (const w of want.hash.calls[0]!.words) await expect(insp).toContainText(w);
+});
+
+test('the visualizer works from the keyboard', async ({ page }) => {
+  await page.goto('./dispatch.html?autoplay=false&seed=7');
+  await expect(page.locator('#model-version')).toHaveText(/model/);
+  const play = page.getByRole('button', { name: 'Play' });
+  await play.focus();
+  await page.keyboard.press('Space');
+  await expect(page.getByRole('button', { name: 'Pause' })).toHaveAttribute('aria-pressed', 'true');
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('button', { name: 'Play' })).toHaveAttribute('aria-pressed', 'false');
+  await page.keyboard.press('Tab'); // Step back
+  await page.keyboard.press('Tab'); // Step forward
+  await expect(page.getByRole('button', { name: 'Step forward' })).toBeFocused();
+  await page.keyboard.press('Enter');
+  await expect(currentRow(page)).toHaveCount(1);
+  // An event row's button opens its record.
+  const btn = page.locator('.rl-dv-rowbtn').first();
+  await btn.focus();
+  await page.keyboard.press('Enter');
+  await expect(page.locator('.rl-dv-inspector')).toContainText('reciprocal_scale and the slot');
+  // Add and close listeners from the keyboard.
+  await page.getByRole('button', { name: 'Add listener' }).focus();
+  await page.keyboard.press('Enter');
+  await expect(page.locator('.rl-dv-remap')).toContainText('Listener 8 joined at socks[8]');
+});
+
+test('the visualizer has no axe violations', async ({ page }) => {
+  await setup(page);
+  await page.getByRole('button', { name: 'Step forward' }).click();
+  await page.getByRole('button', { name: 'Close listener' }).click();
+  await page.locator('.rl-dv-moved summary').click();
+  const results = await new AxeBuilder({ page }).analyze();
+  expect(results.violations).toEqual([]);
+});
