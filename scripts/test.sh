@@ -19,6 +19,12 @@ stage() {
 stage setup bash scripts/setup.sh
 stage build-wasm bash scripts/build-wasm.sh
 stage "cargo test" cargo test --workspace --quiet
+if [[ $(uname -s) == Linux ]]; then
+  stage "agent release build" cargo build --release -q -p reuseport-agent
+  stage "verify on the running kernel (record, recover, predict)" target/release/reuseport-agent verify --quick
+else
+  printf '==> test: verify skipped: it records on a Linux kernel\n' >&2
+fi
 stage typecheck tsc --noEmit -p tsconfig.json
 stage "unit tests (vitest)" vitest run
 stage "vite build" vite build

@@ -22,6 +22,7 @@ pub mod predict;
 pub mod record;
 pub mod recover;
 pub mod trace;
+pub mod verify;
 
 pub use error::{Error, LineError};
 
@@ -106,6 +107,17 @@ pub enum Command {
     /// (stderr says which), 2 when the input is refused, 130 when
     /// interrupted (the JSON says `"complete": false`).
     Recover(recover::RecoverArgs),
+    /// Prove the model on the running kernel (Linux): for each IPv4 group layout,
+    /// record fresh traffic, recover the hash key from the first part, predict
+    /// the rest with the model, and report agreement.
+    ///
+    /// Layouts: tcp-specific, tcp-wildcard, udp, udp-wildcard, closed (8
+    /// listeners, 1 and 5 closed), large (130 listeners). `--quick` records 300
+    /// events per layout (the test suite runs it).
+    ///
+    /// Exit status: 0 when every prediction agrees, 1 when any disagrees or
+    /// the key cannot be pinned down, 2 when recording is impossible here.
+    Verify(verify::VerifyArgs),
 }
 
 /// Exit statuses shared by the subcommands.

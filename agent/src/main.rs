@@ -5,7 +5,7 @@ use std::io::{self, BufWriter};
 use std::process::ExitCode;
 
 use clap::Parser;
-use reuseport_agent::{bench, exit, predict, record, recover, Cli, Command, Error};
+use reuseport_agent::{bench, exit, predict, record, recover, verify, Cli, Command, Error};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -33,6 +33,15 @@ fn main() -> ExitCode {
                     record::RecordError::Interrupted => exit::INTERRUPTED,
                     _ => exit::REFUSED,
                 })
+            }
+        },
+        Command::Verify(args) => match verify::run(&args, io::stdout().lock(), &mut io::stderr()) {
+            Ok(r) if r.exact => ExitCode::from(exit::OK),
+            Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
+            Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(exit::REFUSED)
             }
         },
         Command::Recover(args) => {

@@ -685,10 +685,13 @@ pub fn stop_on_interrupt() -> &'static AtomicBool {
 }
 
 /// What one parallel search returns.
-struct Searched {
-    found: Found,
-    searched: Range<u64>,
-    seconds: f64,
+pub(crate) struct Searched {
+    /// The candidates.
+    pub(crate) found: Found,
+    /// The part of the range searched (all of it unless stopped).
+    pub(crate) searched: Range<u64>,
+    /// Wall time.
+    pub(crate) seconds: f64,
 }
 
 fn fmt_rate(r: f64) -> String {
@@ -698,7 +701,7 @@ fn fmt_rate(r: f64) -> String {
 /// Searches `range` with `threads` workers, writing progress to `err`
 /// every half second unless `quiet`.
 #[allow(clippy::too_many_arguments)]
-fn parallel_search(
+pub(crate) fn parallel_search(
     plan: &Plan,
     isa: Isa,
     range: Range<u64>,

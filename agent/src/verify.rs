@@ -1,0 +1,375 @@
+//! `verify`: the proof that the model is the kernel. For each group layout it
+//! records fresh traffic on the running kernel ([`crate::record`]), recovers
+//! the hash key from the first part of the trace ([`crate::recover`]'s
+//! search over all 2^32 values), then predicts every remaining connection
+//! with the model and counts agreement. Anything below 100% is a failure.
+//!
+//! IPv4 only: an IPv6 key is two independent 32-bit values (2^64
+//! candidates), so IPv6 is checked structurally by the record tests instead.
+
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+
+use clap::{Args, Parser, ValueEnum};
+use reuseport_model::batch::Isa;
+use reuseport_model::recover::Plan;
+use reuseport_model::{Keys, Profile, ReuseportGroup};
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::record::{self, RecordArgs, RecordError};
+use crate::recover::parallel_search;
+
+/// The layouts `verify` can check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LayoutName {
+    /// TCP, 8 listeners on 127.0.0.1.
+    TcpSpecific,
+    /// TCP, 8 listeners on 0.0.0.0 (the hash sees local address 0 from 5.0).
+    TcpWildcard,
+    /// UDP, 8 sockets on 127.0.0.1.
+    Udp,
+    /// UDP, 8 sockets on 0.0.0.0.
+    UdpWildcard,
+    /// TCP, 8 listeners with 1 and then 5 closed before traffic.
+    Closed,
+    /// TCP, 130 listeners: past 128 members socks[] doubles.
+    Large,
+}
+
+impl LayoutName {
+    fn all() -> Vec<LayoutName> {
+        vec![
+            LayoutName::TcpSpecific,
+            LayoutName::TcpWildcard,
+            LayoutName::Udp,
+            LayoutName::UdpWildcard,
+            LayoutName::Closed,
+            LayoutName::Large,
+        ]
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            LayoutName::TcpSpecific => "tcp-specific",
+            LayoutName::TcpWildcard => "tcp-wildcard",
+            LayoutName::Udp => "udp",
+            LayoutName::UdpWildcard => "udp-wildcard",
+            LayoutName::Closed => "closed",
+            LayoutName::Large => "large",
+        }
+    }
+
+    /// `record` arguments for this layout.
+    fn record_args(self, count: u64, seed: u64) -> Vec<String> {
+        let base: &[&str] = match self {
+            LayoutName::TcpSpecific => {
+                &["--proto", "tcp", "--listeners", "8", "--bind", "127.0.0.1"]
+            }
+            LayoutName::TcpWildcard => &["--proto", "tcp", "--listeners", "8", "--bind", "0.0.0.0"],
+            LayoutName::Udp => &["--proto", "udp", "--listeners", "8", "--bind", "127.0.0.1"],
+            LayoutName::UdpWildcard => &["--proto", "udp", "--listeners", "8", "--bind", "0.0.0.0"],
+            LayoutName::Closed => &["--proto", "tcp", "--listeners", "8", "--closed", "1,5"],
+            LayoutName::Large => &["--proto", "tcp", "--listeners", "130"],
+        };
+        let mut v: Vec<String> = ["record"]
+            .iter()
+            .chain(base)
+            .map(|s| s.to_string())
+            .collect();
+        v.extend([
+            "--clients".into(),
+            "64".into(),
+            "--count".into(),
+            count.to_string(),
+            "--seed".into(),
+            seed.to_string(),
+        ]);
+        v
+    }
+}
+
+/// Options of `verify`.
+#[derive(Debug, Clone, Args)]
+pub struct VerifyArgs {
+    /// Layouts to check (comma-separated); all by default.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub layouts: Vec<LayoutName>,
+    /// Connections or datagrams recorded per layout.
+    #[arg(long, default_value_t = 1000)]
+    pub count: u64,
+    /// How many of them recover the key; the rest are predicted.
+    #[arg(long, default_value_t = 48)]
+    pub train: usize,
+    /// A short run for the test suite: 300 events per layout.
+    #[arg(long)]
+    pub quick: bool,
+    /// Search threads (default: every CPU).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Seed of the client addresses and ports.
+    #[arg(long, default_value_t = 11)]
+    pub seed: u64,
+    /// One JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Why `verify` could not run.
+#[derive(Debug, Error)]
+pub enum VerifyError {
+    /// Recording failed.
+    #[error("recording layout {layout} failed: {source}")]
+    Record {
+        /// The layout.
+        layout: &'static str,
+        /// The cause.
+        source: RecordError,
+    },
+    /// The trace cannot be used to recover the key.
+    #[error("layout {layout}: {problem}")]
+    Recover {
+        /// The layout.
+        layout: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+    /// Writing the report failed.
+    #[error("writing the report: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl VerifyError {
+    /// True when stdout was closed early (`| head`).
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, VerifyError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
+/// One layout's result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LayoutResult {
+    /// Layout name.
+    pub layout: &'static str,
+    /// `tcp` or `udp`.
+    pub proto: String,
+    /// `ipv4`.
+    pub family: &'static str,
+    /// Bound address.
+    pub bind: String,
+    /// Group size.
+    pub listeners: u32,
+    /// Closed before traffic.
+    pub closed: Vec<u32>,
+    /// The kernel's release and the profile it maps to.
+    pub kernel: String,
+    /// Profile.
+    pub profile: String,
+    /// Events recorded.
+    pub events: usize,
+    /// Events that recovered the key.
+    pub train: usize,
+    /// Candidates the full search found (1 when the key is pinned down).
+    pub candidates: u64,
+    /// The key, hex.
+    pub secret: Option<String>,
+    /// Expected false matches for the training evidence.
+    pub expected_false_matches: f64,
+    /// Seconds of the full 2^32 search.
+    pub recover_seconds: f64,
+    /// Events predicted.
+    pub tested: usize,
+    /// Predictions equal to the kernel's choice.
+    pub agreed: usize,
+    /// `agreed / tested`, percent.
+    pub percent: f64,
+    /// The first disagreements, if any.
+    pub mismatches: Vec<String>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// Per layout.
+    pub layouts: Vec<LayoutResult>,
+    /// All at 100%.
+    pub exact: bool,
+}
+
+#[derive(Parser)]
+struct RecordOnly {
+    #[command(flatten)]
+    args: RecordArgs,
+}
+
+fn check_layout(
+    name: LayoutName,
+    args: &VerifyArgs,
+    count: u64,
+    err: &mut dyn Write,
+) -> Result<LayoutResult, VerifyError> {
+    let layout = name.name();
+    let rec = RecordOnly::try_parse_from(name.record_args(count, args.seed))
+        .expect("verify's own record arguments parse")
+        .args;
+    let (trace, _) =
+        record::record(&rec).map_err(|source| VerifyError::Record { layout, source })?;
+    let bad = |problem: String| VerifyError::Recover { layout, problem };
+    let profile = Profile::for_release(&trace.kernel.release).map_err(|e| bad(e.to_string()))?;
+    let group = ReuseportGroup::build(profile, &trace.group.spec(Keys::default()))
+        .map_err(|e| bad(e.to_string()))?;
+    let train = args.train.min(trace.events.len() / 2);
+    let mut plan = Plan::new(&group).map_err(|e| bad(e.to_string()))?;
+    for e in &trace.events[..train] {
+        plan.add(0, &e.tuple(), e.listener)
+            .map_err(|e| bad(e.to_string()))?;
+    }
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
+    let stop = AtomicBool::new(false);
+    let searched = parallel_search(
+        &plan,
+        Isa::Best,
+        0..1u64 << 32,
+        threads,
+        &stop,
+        &format!(" {layout}"),
+        true,
+        err,
+    );
+    let key = (searched.found.count == 1).then(|| searched.found.values[0]);
+    let tested_events = &trace.events[train..];
+    let mut agreed = 0;
+    let mut mismatches = Vec::new();
+    if let Some(k) = key {
+        let g = ReuseportGroup::build(
+            profile,
+            &trace.group.spec(Keys {
+                v4: k,
+                v6_outer: 0,
+                v6_inner: 0,
+            }),
+        )
+        .map_err(|e| bad(e.to_string()))?;
+        for e in tested_events {
+            let got = g.select(&e.tuple(), 0).ok().and_then(|c| c.listener);
+            if got == Some(e.listener) {
+                agreed += 1;
+            } else if mismatches.len() < 5 {
+                mismatches.push(format!(
+                    "{} {} -> {}: kernel {}, model {:?}",
+                    e.saddr, e.sport, e.dport, e.listener, got
+                ));
+            }
+        }
+    }
+    let tested = tested_events.len();
+    Ok(LayoutResult {
+        layout,
+        proto: format!("{:?}", trace.group.proto).to_lowercase(),
+        family: "ipv4",
+        bind: trace.group.bind.to_string(),
+        listeners: trace.group.listeners,
+        closed: trace.group.closed.clone(),
+        kernel: trace.kernel.release.clone(),
+        profile: profile.release.to_string(),
+        events: trace.events.len(),
+        train,
+        candidates: searched.found.count,
+        secret: key.map(|k| format!("0x{k:08x}")),
+        expected_false_matches: plan.expected_false_matches(),
+        recover_seconds: searched.seconds,
+        tested,
+        agreed,
+        percent: if tested == 0 {
+            0.0
+        } else {
+            100.0 * agreed as f64 / tested as f64
+        },
+        mismatches,
+    })
+}
+
+/// Runs `verify`: writes the report to `out`, progress to `err`.
+pub fn run(
+    args: &VerifyArgs,
+    mut out: impl Write,
+    err: &mut dyn Write,
+) -> Result<Report, VerifyError> {
+    let layouts = if args.layouts.is_empty() {
+        LayoutName::all()
+    } else {
+        args.layouts.clone()
+    };
+    let count = if args.quick { 300 } else { args.count };
+    let mut results = Vec::new();
+    for l in layouts {
+        writeln!(
+            err,
+            "verify: {}: recording {count} events, recovering the key from {}, predicting the rest",
+            l.name(),
+            args.train
+        )?;
+        results.push(check_layout(l, args, count, err)?);
+    }
+    let exact = results.iter().all(|r| r.tested > 0 && r.agreed == r.tested);
+    let report = Report {
+        layouts: results,
+        exact,
+    };
+    if args.json {
+        serde_json::to_writer(&mut out, &report).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "{:<13} {:<4} {:<10} {:>5} {:>7} {:>6} {:>12} {:>8} {:>9} {:>8}",
+            "layout",
+            "prot",
+            "bind",
+            "socks",
+            "kernel",
+            "train",
+            "secret",
+            "search s",
+            "predicted",
+            "agree"
+        )?;
+        for r in &report.layouts {
+            writeln!(
+                out,
+                "{:<13} {:<4} {:<10} {:>5} {:>7} {:>6} {:>12} {:>8.2} {:>9} {:>7.2}%",
+                r.layout,
+                r.proto,
+                r.bind,
+                r.listeners,
+                r.profile,
+                r.train,
+                r.secret.as_deref().unwrap_or(if r.candidates == 0 {
+                    "none"
+                } else {
+                    "ambiguous"
+                }),
+                r.recover_seconds,
+                r.tested,
+                r.percent
+            )?;
+            for m in &r.mismatches {
+                writeln!(out, "    mismatch: {m}")?;
+            }
+        }
+        writeln!(
+            out,
+            "{}",
+            if report.exact {
+                "verify: the model predicted every connection exactly"
+            } else {
+                "verify: DISAGREEMENT: the model is not exact here"
+            }
+        )?;
+    }
+    Ok(report)
+}
