@@ -126,11 +126,14 @@ impl TraceGroup {
     /// The model's description of this group with the given keys, with the
     /// attached program when the trace records one.
     pub fn spec(&self, keys: Keys) -> GroupSpec {
-        let program = self.bpf.as_ref().and_then(|b| match (b.kind.as_str(), b.modulus) {
-            ("cpu", _) => Some(Program::Cpu),
-            ("payload-mod", Some(modulus)) => Some(Program::PayloadMod { modulus }),
-            _ => None,
-        });
+        let program = self
+            .bpf
+            .as_ref()
+            .and_then(|b| match (b.kind.as_str(), b.modulus) {
+                ("cpu", _) => Some(Program::Cpu),
+                ("payload-mod", Some(modulus)) => Some(Program::PayloadMod { modulus }),
+                _ => None,
+            });
         GroupSpec {
             program,
             v6only: self.v6only,
@@ -201,7 +204,12 @@ pub struct Event {
 impl Event {
     /// The packet as a model tuple.
     pub fn tuple(&self) -> Tuple {
-        Tuple { saddr: self.saddr, sport: self.sport, daddr: self.daddr, dport: self.dport }
+        Tuple {
+            saddr: self.saddr,
+            sport: self.sport,
+            daddr: self.daddr,
+            dport: self.dport,
+        }
     }
 }
 
@@ -237,14 +245,19 @@ pub struct Trace {
 }
 
 fn schema_problems(value: &serde_json::Value) -> Vec<String> {
-    let schema: serde_json::Value = serde_json::from_str(SCHEMA).expect("the checked-in schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("the checked-in schema is a valid JSON Schema");
+    let schema: serde_json::Value =
+        serde_json::from_str(SCHEMA).expect("the checked-in schema is JSON");
+    let validator =
+        jsonschema::validator_for(&schema).expect("the checked-in schema is a valid JSON Schema");
     validator
         .iter_errors(value)
         .take(10)
         .map(|e| {
             let at = e.instance_path().to_string();
-            format!("at {}: {e}", if at.is_empty() { "/".to_string() } else { at })
+            format!(
+                "at {}: {e}",
+                if at.is_empty() { "/".to_string() } else { at }
+            )
         })
         .collect()
 }
@@ -252,17 +265,24 @@ fn schema_problems(value: &serde_json::Value) -> Vec<String> {
 impl Trace {
     /// Parses and validates trace text; `path` names it in messages.
     pub fn parse(text: &str, path: &str) -> Result<Trace, TraceError> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| TraceError::Json {
-            path: path.into(),
-            line: e.line(),
-            column: e.column(),
-            source: e,
-        })?;
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| TraceError::Json {
+                path: path.into(),
+                line: e.line(),
+                column: e.column(),
+                source: e,
+            })?;
         let problems = schema_problems(&value);
         if !problems.is_empty() {
-            return Err(TraceError::Schema { path: path.into(), problems: problems.join("; ") });
+            return Err(TraceError::Schema {
+                path: path.into(),
+                problems: problems.join("; "),
+            });
         }
-        let trace: Trace = serde_json::from_value(value).map_err(|e| TraceError::Schema { path: path.into(), problems: e.to_string() })?;
+        let trace: Trace = serde_json::from_value(value).map_err(|e| TraceError::Schema {
+            path: path.into(),
+            problems: e.to_string(),
+        })?;
         trace.check(path)?;
         Ok(trace)
     }
@@ -270,22 +290,43 @@ impl Trace {
     /// Reads and validates a trace file.
     pub fn read(path: &Path) -> Result<Trace, TraceError> {
         let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io { path: p.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
+            path: p.clone(),
+            source,
+        })?;
         Trace::parse(&text, &p)
     }
 
     /// Consistency the schema cannot express.
     fn check(&self, path: &str) -> Result<(), TraceError> {
         let n = self.group.listeners;
-        let bad = |problem: String| Err(TraceError::Inconsistent { path: path.into(), problem });
+        let bad = |problem: String| {
+            Err(TraceError::Inconsistent {
+                path: path.into(),
+                problem,
+            })
+        };
         if let Some(l) = self.group.closed.iter().find(|&&l| l >= n) {
-            return bad(format!("group.closed names listener {l}, but the group has listeners 0..{n}"));
+            return bad(format!(
+                "group.closed names listener {l}, but the group has listeners 0..{n}"
+            ));
         }
-        if let Some((i, e)) = self.events.iter().enumerate().find(|(_, e)| e.listener >= n) {
-            return bad(format!("events[{i}].listener is {}, but the group has listeners 0..{n}", e.listener));
+        if let Some((i, e)) = self
+            .events
+            .iter()
+            .enumerate()
+            .find(|(_, e)| e.listener >= n)
+        {
+            return bad(format!(
+                "events[{i}].listener is {}, but the group has listeners 0..{n}",
+                e.listener
+            ));
         }
         if self.counts.per_listener.len() != n as usize {
-            return bad(format!("counts.perListener has {} entries for {n} listeners", self.counts.per_listener.len()));
+            return bad(format!(
+                "counts.perListener has {} entries for {n} listeners",
+                self.counts.per_listener.len()
+            ));
         }
         Ok(())
     }
@@ -306,8 +347,14 @@ mod tests {
             version: VERSION,
             recorded: Some("2026-11-21T09:00:00Z".into()),
             command: Some("reuseport-agent record --proto tcp --listeners 2".into()),
-            kernel: KernelInfo { release: "6.18.44".into(), profile: Some("6.18".into()) },
-            machine: MachineInfo { cpus: Some(2), netns: Some("host".into()) },
+            kernel: KernelInfo {
+                release: "6.18.44".into(),
+                profile: Some("6.18".into()),
+            },
+            machine: MachineInfo {
+                cpus: Some(2),
+                netns: Some("host".into()),
+            },
             group: TraceGroup {
                 proto: Proto::Tcp,
                 bind: "127.0.0.1".parse().unwrap(),
@@ -321,7 +368,12 @@ mod tests {
                 slots: vec![0, 1],
             },
             options: serde_json::json!({"count": 1}),
-            counts: Counts { events: 1, recorded: Some(1), per_listener: vec![0, 1], lost: None },
+            counts: Counts {
+                events: 1,
+                recorded: Some(1),
+                per_listener: vec![0, 1],
+                lost: None,
+            },
             sampling: None,
             events: vec![Event {
                 seq: Some(0),
@@ -348,11 +400,15 @@ mod tests {
     fn schema_violations_name_the_field() {
         let mut v: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
         v["events"][0]["sport"] = serde_json::json!(70000);
-        let e = Trace::parse(&v.to_string(), "t.json").unwrap_err().to_string();
+        let e = Trace::parse(&v.to_string(), "t.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("/events/0/sport"), "{e}");
         v["events"][0]["sport"] = serde_json::json!(1);
         v["version"] = serde_json::json!(2);
-        let e = Trace::parse(&v.to_string(), "t.json").unwrap_err().to_string();
+        let e = Trace::parse(&v.to_string(), "t.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("/version"), "{e}");
     }
 
@@ -360,13 +416,17 @@ mod tests {
     fn listener_numbers_past_the_group_are_refused() {
         let mut t = sample();
         t.events[0].listener = 2;
-        let e = Trace::parse(&t.to_json(), "t.json").unwrap_err().to_string();
+        let e = Trace::parse(&t.to_json(), "t.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("events[0].listener is 2"), "{e}");
     }
 
     #[test]
     fn bad_json_names_line_and_column() {
-        let e = Trace::parse("{\n  \"format\": ,\n}", "t.json").unwrap_err().to_string();
+        let e = Trace::parse("{\n  \"format\": ,\n}", "t.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("line 2"), "{e}");
     }
 }
