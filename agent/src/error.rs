@@ -32,6 +32,9 @@ pub enum Error {
     /// A `--incoming-cpu` item that is not `LISTENER=CPU`.
     #[error("`{0}` is not a LISTENER=CPU pair such as 0=2 (the listener's number in listen order, then the CPU given to SO_INCOMING_CPU)")]
     Pin(String),
+    /// The `--layout` file cannot be read or replayed.
+    #[error("--layout {0}")]
+    Layout(String),
     /// Standard input could not be read.
     #[error("cannot read the tuples from standard input: {0}")]
     Input(#[source] io::Error),

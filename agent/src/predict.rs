@@ -33,8 +33,7 @@ use clap::{Args, ValueEnum};
 use reuseport_model::reuseport::CpuPin;
 use reuseport_model::tuple::{parse_bind, parse_hex32, parse_tuple_line};
 use reuseport_model::{
-    Explain, GroupSpec, Keys, ParseError, Profile, Proto, Release, ReuseportGroup, SetupError,
-    Tuple,
+    GroupSpec, Keys, ParseError, Profile, Proto, Release, ReuseportGroup, SetupError, Tuple,
 };
 use serde::{Serialize, Serializer};
 
@@ -148,17 +147,26 @@ pub struct PredictArgs {
     #[arg(long, value_name = "RELEASE|auto")]
     pub kernel: String,
 
-    /// Transport protocol of the group.
-    #[arg(long, value_enum)]
-    pub proto: ProtoArg,
+    /// Transport protocol of the group (with --layout: of the packets; by default the layout's if all its sockets share one).
+    #[arg(long, value_enum, required_unless_present = "layout")]
+    pub proto: Option<ProtoArg>,
 
     /// How many sockets join the group, numbered 0..N-1 in listen() order (bind() order for UDP).
-    #[arg(long, value_name = "N")]
-    pub listeners: u32,
+    #[arg(
+        long,
+        value_name = "N",
+        required_unless_present = "layout",
+        conflicts_with = "layout"
+    )]
+    pub listeners: Option<u32>,
 
-    /// The 32-bit jhash initval the kernel keys the IPv4 hash with: the protocol's secret plus net_hash_mix, in hex (0x1a2b3c4d). Also the IPv6 outer value; for the 7.2 single-pass IPv6 TCP form give net_hash_mix alone.
-    #[arg(long, value_name = "0xHEX", value_parser = parse_hex32)]
-    pub secret: u32,
+    /// The 32-bit jhash initval the kernel keys the IPv4 hash with: the protocol's secret plus net_hash_mix, in hex (0x1a2b3c4d). Also the IPv6 outer value; for the 7.2 single-pass IPv6 TCP form give net_hash_mix alone. With --layout it replaces the layout's keys.v4 and keys.v6Outer.
+    #[arg(long, value_name = "0xHEX", value_parser = parse_hex32, required_unless_present = "layout")]
+    pub secret: Option<u32>,
+
+    /// A JSON file describing several sockets (family, protocol, address, port, SO_REUSEADDR/SO_REUSEPORT, UID, device, state, options, in bind order, with an optional listenOrder), in place of --listeners: the full listener lookup and the bind rules. The first output line gives each socket's bind()/listen() answer (`calls`); then one object per tuple with the receiving `socket`.
+    #[arg(long, value_name = "FILE")]
+    pub layout: Option<std::path::PathBuf>,
 
     /// The IPv6 inner value (the initval of the foreign-address hash, or the only key of the 7.2 single-pass form), in hex. Required for IPv6 tuples: without it each IPv6 line gets an error object.
     #[arg(long, value_name = "0xHEX", value_parser = parse_hex32)]
@@ -180,13 +188,15 @@ pub struct PredictArgs {
 impl PredictArgs {
     /// The group these options describe, bound to `bind:port`.
     pub fn spec(&self, bind: IpAddr, port: u16) -> GroupSpec {
+        let secret = self.secret.unwrap_or(0);
         let keys = Keys {
-            v4: self.secret,
-            v6_outer: self.secret,
+            v4: secret,
+            v6_outer: secret,
             v6_inner: self.inner_secret.unwrap_or(0),
         };
-        self.group
-            .spec(self.proto.into(), self.listeners, keys, bind, port)
+        let proto = self.proto.expect("required without --layout");
+        let listeners = self.listeners.expect("required without --layout");
+        self.group.spec(proto.into(), listeners, keys, bind, port)
     }
 
     fn build(
@@ -238,10 +248,10 @@ struct Prediction<'a> {
 }
 
 #[derive(Serialize)]
-struct Explained<'a> {
+struct Explained<'a, T: Serialize> {
     line: u64,
     #[serde(flatten)]
-    explain: &'a Explain,
+    explain: &'a T,
 }
 
 #[derive(Serialize)]
@@ -271,6 +281,9 @@ fn parse_line(bytes: &[u8]) -> Result<Option<Tuple>, LineError> {
 /// large blocks.
 pub fn run(args: &PredictArgs, input: impl Read, mut out: impl Write) -> Result<Outcome, Error> {
     let profile = kernel::resolve(&args.kernel)?;
+    if let Some(path) = &args.layout {
+        return run_layout(args, profile, path, input, out);
+    }
     let mut group = match args.group.bind {
         Some(Bind {
             addr,
@@ -335,6 +348,138 @@ pub fn run(args: &PredictArgs, input: impl Read, mut out: impl Write) -> Result<
         match answer {
             Ok(written) => {
                 written?;
+                outcome.answered += 1;
+            }
+            Err(e) => {
+                emit(
+                    &mut out,
+                    &Failure {
+                        line,
+                        error: Shown(&e),
+                    },
+                )?;
+                outcome.failed += 1;
+            }
+        }
+    }
+    out.flush().map_err(Error::Output)?;
+    Ok(outcome)
+}
+
+/// One tuple's answer with `--layout`.
+#[derive(Serialize)]
+struct Routed<'a> {
+    line: u64,
+    tuple: Shown<&'a Tuple>,
+    profile: Shown<Release>,
+    socket: Option<usize>,
+    group: Option<usize>,
+    member: Option<u32>,
+    reason: &'a str,
+}
+
+/// The first line with `--layout`: every socket's `bind()`/`listen()` answer.
+#[derive(Serialize)]
+struct Calls<'a> {
+    calls: &'a [reuseport_model::lookup::CallResult],
+}
+
+/// `predict --layout`: the full lookup over the sockets of a layout file.
+fn run_layout(
+    args: &PredictArgs,
+    profile: &'static Profile,
+    path: &std::path::Path,
+    input: impl Read,
+    mut out: impl Write,
+) -> Result<Outcome, Error> {
+    use reuseport_model::lookup::{Host, Layout, Packet};
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Layout(format!("cannot read {shown}: {e}")))?;
+    let mut layout: Layout =
+        serde_json::from_str(&text).map_err(|e| Error::Layout(format!("{shown}: {e}")))?;
+    if let Some(secret) = args.secret {
+        layout.keys.v4 = secret;
+        layout.keys.v6_outer = secret;
+    }
+    if let Some(inner) = args.inner_secret {
+        layout.keys.v6_inner = inner;
+    }
+    let proto = match args.proto {
+        Some(p) => p.into(),
+        None => {
+            let first = layout
+                .sockets
+                .first()
+                .map(|s| s.proto)
+                .ok_or_else(|| Error::Layout(format!("{shown}: the layout has no sockets")))?;
+            if layout.sockets.iter().any(|s| s.proto != first) {
+                return Err(Error::Layout(format!(
+                    "{shown} mixes TCP and UDP sockets: say which the packets are with --proto"
+                )));
+            }
+            first
+        }
+    };
+    let host = Host::build(profile, &layout).map_err(|e| Error::Layout(format!("{shown}: {e}")))?;
+    emit(
+        &mut out,
+        &Calls {
+            calls: host.results(),
+        },
+    )?;
+    let mut reader = BufReader::with_capacity(1 << 16, input);
+    let mut buf = Vec::with_capacity(128);
+    let mut outcome = Outcome::default();
+    let mut line = 0u64;
+    loop {
+        if !reader.buffer().contains(&b'\n') {
+            out.flush().map_err(Error::Output)?;
+        }
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf).map_err(Error::Input)? == 0 {
+            break;
+        }
+        line += 1;
+        match parse_line(&buf) {
+            Ok(None) => continue,
+            Ok(Some(t)) => {
+                let packet = Packet {
+                    proto,
+                    tuple: t,
+                    device: None,
+                    ctx: reuseport_model::reuseport::PacketCtx {
+                        cpu: args.cpu,
+                        payload: None,
+                    },
+                };
+                let x = host.lookup(&packet);
+                if args.explain {
+                    emit(&mut out, &Explained { line, explain: &x })?;
+                } else {
+                    let (group, member) = match &x.group {
+                        Some(g) if x.socket.is_some_and(|s| g.members.contains(&s)) => (
+                            Some(g.group),
+                            g.members
+                                .iter()
+                                .position(|&m| Some(m) == x.socket)
+                                .map(|i| i as u32),
+                        ),
+                        _ => (None, None),
+                    };
+                    emit(
+                        &mut out,
+                        &Routed {
+                            line,
+                            tuple: Shown(&t),
+                            profile: Shown(profile.release),
+                            socket: x.socket,
+                            group,
+                            member,
+                            reason: &x.reason,
+                        },
+                    )?;
+                }
                 outcome.answered += 1;
             }
             Err(e) => {
