@@ -43,6 +43,8 @@ export class FrameClock {
   #running = false;
   /** Frames delivered since construction (for tests and benchmarks). */
   frames = 0;
+  /** Milliseconds the subscribers took in the last frame (for benchmarks). */
+  workMs = 0;
 
   constructor(options: ClockOptions = {}) {
     this.#maxDt = options.maxDt ?? 100;
@@ -99,7 +101,9 @@ export class FrameClock {
     const dt = this.#last === null ? 0 : Math.min(Math.max(now - this.#last, 0), this.#maxDt);
     this.#last = now;
     this.frames++;
+    const t0 = performance.now();
     for (const cb of this.#subs) cb(now, dt);
+    this.workMs = performance.now() - t0;
     if (this.#running && this.#visible) this.#schedule();
   }
 }

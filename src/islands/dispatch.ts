@@ -16,7 +16,7 @@ import type { Program } from '../model/generated/Program';
 import { renderExplain } from '../render/explain-card';
 import { Chart, fmtRatio } from '../render/dispatch/chart';
 import { Overlay } from '../render/dispatch/overlay';
-import { drawClients, drawPackets, drawRoute, hitTest, type Box } from '../render/dispatch/particles';
+import { drawClients, drawPackets, drawRoute, hitTest, px, py, type Box } from '../render/dispatch/particles';
 import { explainView } from '../scene/explain-view';
 import { parseClients } from '../scene/dispatch/clients';
 import type { DispatchEvent } from '../scene/dispatch/events';
@@ -183,6 +183,8 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   let cssH = 0;
   let lastSlow = -Infinity;
   let stepAcc = 0;
+  let rowsMoving = false;
+  let wasMoving = false;
   const frameBuf = newFrame(4096);
   const one = newFrame(1);
   const ctx = canvas.node()!.getContext('2d');
@@ -477,11 +479,19 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
         drawPackets(ctx, one, box, 6, e.seq);
       }
     }
+    // Accept queues on the canvas (they change every frame); the SVG rows only move while animating.
+    const rh = box.height / Math.max(1, struct.rows.length);
+    ctx.fillStyle = '#555';
+    ctx.beginPath();
     for (const r of struct.rows) {
-      r.y = sim.listenerY(r.listener);
-      r.queue = sim.queue[r.listener] ?? 0;
+      const q = sim.queue[r.listener] ?? 0;
+      if (q >= 0.5) ctx.rect(px(box, COL.listener) + 70, py(box, sim.listenerY(r.listener)) - Math.max(0.5, rh * 0.3), Math.min(box.width * 0.2, q * 3), Math.max(1, rh * 0.6));
     }
-    overlay.update(struct, box, 3);
+    ctx.fill();
+    if (rowsMoving) {
+      for (const r of struct.rows) r.y = sim.listenerY(r.listener);
+      overlay.update(struct, box);
+    }
   };
   clock.subscribe((now, dt) => {
     const sec = dt / 1000;
@@ -493,7 +503,10 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
           sim.advance(speed, true);
         }
       } else sim.advance(sec * speed);
-    } else sim.animateRows(reduced ? Infinity : sec);
+    }
+    const moving = sim.animateRows(reduced ? Infinity : playing ? 0 : sec);
+    rowsMoving = moving || wasMoving;
+    wasMoving = moving;
     render(now);
     if (now - lastSlow > 250) {
       lastSlow = now;
@@ -506,7 +519,10 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   });
 
   const io = typeof IntersectionObserver === 'function' ? new IntersectionObserver((entries) => clock.setVisible(entries.some((e) => e.isIntersecting))) : null;
-  io?.observe(stage.node()!);
+  if (io) {
+    clock.setVisible(false); // until the observer's first report
+    io.observe(stage.node()!);
+  }
   const ro = typeof ResizeObserver === 'function' ? new ResizeObserver(() => resize()) : null;
   ro?.observe(stage.node()!);
 

@@ -112,3 +112,45 @@ test('the visualizer has no axe violations', async ({ page }) => {
   const results = await new AxeBuilder({ page }).analyze();
   expect(results.violations).toEqual([]);
 });
+
+test('with reduced motion the scene starts paused and plays in steps', async ({ page }) => {
+  await page.emulateMedia({ reducedMotion: 'reduce' });
+  await page.goto('./dispatch.html?seed=7&rate=5');
+  await expect(page.locator('#model-version')).toHaveText(/model/);
+  await expect(page.getByRole('button', { name: 'Play' })).toHaveAttribute('aria-pressed', 'false');
+  await page.getByRole('button', { name: 'Play' }).click();
+  // Frames run only while the scene is on screen.
+  await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
+  // One simulated second per step: 5 connections of 3 packets each.
+  await expect(page.locator('.rl-dv-events tbody tr')).toHaveCount(12, { timeout: 5000 });
+});
+
+test('the custom element mounts, runs old kernels and few clients, and disposes', async ({ page }) => {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto('./dispatch.html?autoplay=false&kernel=3.9&listeners=4&clients=6');
+  await expect(page.locator('.rl-dv-summary')).toContainText('reservoir scan');
+  await page.getByRole('button', { name: 'Step forward' }).click();
+  await expect(page.locator('.rl-dv-inspector')).toContainText('Reservoir scan over the chain');
+  await expect(page.locator('.rl-dv-overlay .rl-dv-client')).toHaveCount(6);
+  await page.evaluate(() => {
+    const el = document.createElement('reuseport-dispatch');
+    el.setAttribute('listeners', '3');
+    el.setAttribute('proto', 'udp');
+    el.id = 'extra';
+    document.body.append(el);
+  });
+  await expect(page.locator('#extra .rl-dv-summary')).toContainText('UDP group');
+  await expect(page.locator('#extra .rl-dv-events tbody tr')).toHaveCount(0); // off screen: no frames
+  await page.locator('#extra .rl-dv-stage').scrollIntoViewIfNeeded();
+  await expect(page.locator('#extra .rl-dv-events tbody tr').first()).toContainText('UDP');
+  const stopped = await page.evaluate(() => {
+    const el = document.getElementById('extra')!;
+    const { clock } = (el as unknown as { __dispatch: { clock: { running: boolean } } }).__dispatch;
+    el.remove();
+    return clock.running;
+  });
+  expect(stopped).toBe(false);
+  await expect(page.locator('#extra')).toHaveCount(0);
+  expect(errors).toEqual([]);
+});

@@ -18,17 +18,28 @@ export class Chart {
     this.svg = select(parent).append('svg').attr('class', 'rl-dv-chart').attr('width', width).attr('height', height).attr('role', 'img');
   }
 
+  #bars?: Selection<SVGGElement, unknown, null, undefined>;
+  #expect?: Selection<SVGLineElement, unknown, null, undefined>;
+  #x?: Selection<SVGGElement, unknown, null, undefined>;
+  #y?: Selection<SVGGElement, unknown, null, undefined>;
+  #labels = '';
+
+  /** Updates in place (bars joined by label); axes are redrawn only when the listeners or the scale change. */
   draw(bars: Bar[], f: Fairness): void {
     const m = { l: 36, r: 8, t: 8, b: 22 };
     const svg = this.svg;
-    svg.selectAll('*').remove();
+    if (!this.#bars) {
+      this.#bars = svg.append('g');
+      this.#expect = svg.append('line').attr('class', 'rl-dv-expect');
+      this.#x = svg.append('g').attr('transform', `translate(0,${this.height - m.b})`);
+      this.#y = svg.append('g').attr('transform', `translate(${m.l},0)`);
+    }
     svg.attr('aria-label', `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${fmtRatio(f.maxMinRatio)}; Jain ${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`);
     const x = scaleBand<string>().domain(bars.map((b) => b.label)).range([m.l, this.width - m.r]).padding(0.1);
     const y = scaleLinear().domain([0, Math.max(1, max(bars, (b) => b.count) ?? 1, f.expected)]).nice().range([this.height - m.b, m.t]);
-    svg
-      .append('g')
-      .selectAll('rect')
-      .data(bars)
+    this.#bars
+      .selectAll<SVGRectElement, Bar>('rect')
+      .data(bars, (d) => d.label)
       .join('rect')
       .attr('x', (d) => x(d.label)!)
       .attr('y', (d) => y(d.count))
@@ -36,13 +47,15 @@ export class Chart {
       .attr('height', (d) => y(0) - y(d.count))
       .attr('fill', (d) => (d.hollow ? '#fff' : d.colour))
       .attr('stroke', (d) => d.colour);
-    svg.append('line').attr('class', 'rl-dv-expect').attr('x1', m.l).attr('x2', this.width - m.r).attr('y1', y(f.expected)).attr('y2', y(f.expected));
-    const every = Math.max(1, Math.ceil(bars.length / 16));
-    svg
-      .append('g')
-      .attr('transform', `translate(0,${this.height - m.b})`)
-      .call(axisBottom(x).tickValues(bars.filter((_, i) => i % every === 0).map((b) => b.label)));
-    svg.append('g').attr('transform', `translate(${m.l},0)`).call(axisLeft(y).ticks(4));
+    this.#expect!.attr('x1', m.l).attr('x2', this.width - m.r).attr('y1', y(f.expected)).attr('y2', y(f.expected));
+    const labels = bars.map((b) => b.label).join(',');
+    if (labels !== this.#labels) {
+      this.#labels = labels;
+      const every = Math.max(1, Math.ceil(bars.length / 16));
+      this.#x!.call(axisBottom(x).tickValues(bars.filter((_, i) => i % every === 0).map((b) => b.label)));
+    }
+    const top = String(y.domain()[1]);
+    if (this.#y!.attr('data-top') !== top) this.#y!.attr('data-top', top).call(axisLeft(y).ticks(4));
   }
 }
 

@@ -38,6 +38,15 @@ export class Overlay {
     head(COL.hash, s.headings.hash, 'middle');
     head(COL.slot, s.headings.slots, 'middle');
     head(COL.listener, s.headings.listeners);
+    g.append('g')
+      .selectAll('text')
+      .data(s.clientLabels)
+      .join('text')
+      .attr('class', 'rl-dv-client')
+      .attr('x', px(b, COL.client) + 8)
+      .attr('y', (d) => py(b, d.y))
+      .attr('dy', '0.35em')
+      .text((d) => d.label);
     const hx = px(b, COL.hash);
     const scale = scaleLinear().domain([0, 2 ** 32]).range([py(b, 0), py(b, 1)]);
     g.append('rect').attr('x', hx - 6).attr('y', py(b, 0)).attr('width', 12).attr('height', b.height).attr('class', 'rl-dv-range');
@@ -106,17 +115,14 @@ export class Overlay {
       .attr('dy', '0.35em')
       .attr('font-size', fs)
       .text((d) => `${d.label}${d.incomingCpu >= 0 ? ` cpu${d.incomingCpu}` : ''}`);
-    row.append('rect').attr('class', 'rl-dv-queue').attr('x', px(b, COL.listener) + 70).attr('y', -Math.max(1, rh * 0.3)).attr('height', Math.max(1, rh * 0.6)).attr('width', 0);
   }
 
-  /** Per-frame: row positions (animated moves) and queue bars. */
-  update(s: Structure, b: Box, queueScale: number): void {
+  /** Row positions while a move animates (the last member moving into a hole). */
+  update(s: Structure, b: Box): void {
     this.#rows
       .selectAll<SVGGElement, Structure['rows'][number]>('g.rl-dv-row')
       .data(s.rows, (d) => String(d.listener))
-      .attr('transform', (d) => `translate(0,${py(b, d.y)})`)
-      .select('rect.rl-dv-queue')
-      .attr('width', (d) => Math.min(b.width * 0.2, d.queue * queueScale));
+      .attr('transform', (d) => `translate(0,${py(b, d.y)})`);
   }
 
   /** The focused packet's hash on the range, with the model's numbers. */

@@ -29,8 +29,13 @@ export interface Structure {
   /** Equal bands of the hash range: one per listening member (the `n` of reciprocal_scale). */
   bands: number;
   rows: RowView[];
+  /** Client labels when there are few enough to read (at most {@link CLIENT_LABELS}). */
+  clientLabels: { label: string; y: number }[];
   headings: { clients: string; hash: string; slots: string; listeners: string };
 }
+
+/** Clients are labelled with their address when there are at most this many. */
+export const CLIENT_LABELS = 24;
 
 export function structure(sim: DispatchSim): Structure {
   const s = sim.summary();
@@ -46,6 +51,7 @@ export function structure(sim: DispatchSim): Structure {
     maxSocks: s.maxSocks,
     bands: group ? s.listening : 0,
     rows,
+    clientLabels: sim.clients.length <= CLIENT_LABELS ? sim.clients.map((c, i) => ({ label: `${c.saddr}:${c.sport}`, y: (i + 0.5) / sim.clients.length })) : [],
     headings: {
       clients: `Clients (${sim.clients.length})`,
       hash: group ? `Hash range, ${s.listening} bands` : 'Hash (reservoir, no bands)',
