@@ -201,7 +201,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const describe = () => summary.text(sim.describe());
   const showRemap = () => {
     const r = sim.lastRemap;
-    remapLine.text(r ? `${r.what}: ${r.moved.length} of ${r.total} client flows now land on another listener (the model's answers for the same flows before and after; moved clients are ringed).` : '');
+    remapLine.text(r ? `${r.what}: ${r.moved.length} of ${r.total} client flows now land on another listener (the model's answers for the same flows before and after; moved clients are marked in black).` : '');
     movedBox.property('hidden', !r);
     movedBody.selectAll('*').remove();
     if (!r) return;
@@ -534,7 +534,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   clock.start();
   setPlaying(!reduced && (options.autoplay ?? true));
   // For tests and benchmarks: the frame clock and the scene.
-  (el as HTMLElement & { __dispatch?: unknown }).__dispatch = { clock, sim };
+  (el as HTMLElement & { __dispatch?: unknown }).__dispatch = {
+    clock,
+    sim,
+    /** Drawn packets in canvas CSS pixels. */
+    packets: () => Array.from({ length: frameBuf.n }, (_, i) => ({ x: px(box, frameBuf.x[i]!), y: py(box, frameBuf.y[i]!), seq: frameBuf.seq[i]! })),
+  };
 
   return () => {
     clock.stop();

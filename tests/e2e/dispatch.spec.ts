@@ -154,3 +154,21 @@ test('the custom element mounts, runs old kernels and few clients, and disposes'
   await expect(page.locator('#extra')).toHaveCount(0);
   expect(errors).toEqual([]);
 });
+
+test('clicking a packet in flight opens its record', async ({ page }) => {
+  await page.goto('./dispatch.html?seed=7&rate=20');
+  await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
+  await expect(page.locator('.rl-dv-events tbody tr')).not.toHaveCount(0);
+  await page.waitForTimeout(1200);
+  await page.getByRole('button', { name: 'Pause' }).click();
+  const target = await page.evaluate(() => {
+    type P = { x: number; y: number; seq: number };
+    const d = (document.querySelector('#app') as unknown as { __dispatch: { packets: () => P[] } }).__dispatch;
+    const ps = d.packets();
+    return ps.find((p) => ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > 12)) ?? null;
+  });
+  expect(target).not.toBeNull();
+  await page.locator('.rl-dv-canvas').click({ position: { x: target!.x, y: target!.y } });
+  await expect(page.locator('.rl-dv-inspector .rl-headline').first()).toContainText(`Event ${target!.seq}:`);
+  await expect(page.locator('.rl-dv-inspector')).toContainText('Hash: inet_ehashfn');
+});

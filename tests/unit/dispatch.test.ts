@@ -164,3 +164,44 @@ describe('dispatch scene', () => {
     expect(clock.running).toBe(false);
   });
 });
+
+describe('dispatch scene structure', () => {
+  beforeAll(loadModelForTests);
+
+  it('labels rows by slot, shows the capacity and one band per member', async () => {
+    const { structure } = await import('../../src/scene/dispatch/structure');
+    const sim = new DispatchSim({ ...base, listeners: 4, clients: 6 });
+    sim.close(1, true);
+    const s = structure(sim);
+    expect(s.selection).toBe('group');
+    expect(s.bands).toBe(3);
+    expect(s.rows.map((r) => [r.index, r.label])).toEqual([[0, 'L0'], [1, 'L3'], [2, 'L2']]);
+    expect(s.rows.map((r) => r.y)).toEqual([1 / 6, 3 / 6, 5 / 6]);
+    expect(s.headings.slots).toBe('socks[] 3/128');
+    expect(s.clientLabels).toHaveLength(6);
+    expect(sim.lastRemap!.what).toBe('Listener 1 closed; listener 3 moved from the last slot into socks[1]');
+    sim.dispose();
+  });
+
+  it('keeps running with every listener closed: SYNs get a RST', () => {
+    const sim = new DispatchSim({ ...base, listeners: 2 });
+    sim.close(0);
+    sim.close(1);
+    sim.advance(0.2);
+    const evs = sim.log.window(sim.log.nextSeq - 1, 100);
+    expect(evs.length).toBeGreaterThan(0);
+    expect(evs.every((e) => e.listener === null)).toBe(true);
+    expect(evs.some((e) => e.kind === 'RST')).toBe(true);
+    expect(fairness([]).n).toBe(0);
+    sim.dispose();
+  });
+
+  it('describes the reservoir era without socks[]', async () => {
+    const { structure } = await import('../../src/scene/dispatch/structure');
+    const sim = new DispatchSim({ ...base, kernel: '3.9', listeners: 3 });
+    const s = structure(sim);
+    expect([s.selection, s.maxSocks, s.bands]).toEqual(['reservoir', null, 0]);
+    expect(sim.describe()).toMatch(/reservoir scan/);
+    sim.dispose();
+  });
+});

@@ -107,11 +107,18 @@ export function drawClients(ctx: CanvasRenderingContext2D, b: Box, x: number, li
     ctx.fill();
   }
   if (moved.size) {
+    // Moved flows: a black tick to the right of the client (a ring when there is room).
     ctx.strokeStyle = '#000';
+    ctx.fillStyle = '#000';
     ctx.lineWidth = 1;
     ctx.beginPath();
-    for (const i of moved) ctx.rect(px(b, x) - w / 2 - 3, py(b, (i + 0.5) / n) - h / 2 - 1, w + 6, h + 2);
-    ctx.stroke();
+    const room = b.height / Math.max(1, n) >= 4;
+    for (const i of moved) {
+      if (room) ctx.rect(px(b, x) - w / 2 - 3, py(b, (i + 0.5) / n) - h / 2 - 1, w + 6, h + 2);
+      else ctx.rect(px(b, x) + w / 2 + 2, py(b, (i + 0.5) / n) - 0.5, 6, 1);
+    }
+    if (room) ctx.stroke();
+    else ctx.fill();
   }
 }
 
