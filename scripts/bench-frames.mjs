@@ -100,7 +100,9 @@ try {
   console.log('                     p50      p95      p99      max   (ms)');
   console.log(`frame interval  ${fmt(pct(f, 50))}  ${fmt(pct(f, 95))}  ${fmt(pct(f, 99))}  ${fmt(f.at(-1))}`);
   console.log(`frame work      ${fmt(pct(w, 50))}  ${fmt(pct(w, 95))}  ${fmt(pct(w, 99))}  ${fmt(w.at(-1))}   (model calls + scene + canvas + overlay, per frame)`);
-  console.log(`goal: p95 frame interval <= 16.7 ms: ${pct(f, 95) <= 16.7 ? 'met' : 'not met'}`);
+  const dropped = r.frames.filter((d) => d > 25).length;
+  console.log(`frames longer than 25 ms (a missed 60 Hz vsync): ${dropped} of ${r.frames.length} (${((100 * dropped) / r.frames.length).toFixed(1)}%)`);
+  console.log(`goal: p95 frame interval <= 16.7 ms: ${pct(f, 95) <= 16.7 ? 'met' : `not met (${pct(f, 95).toFixed(2)} ms; rAF timestamps jitter by about 0.1 ms around the 16.7 ms vsync)`}`);
 } finally {
   await browser?.close();
   try {

@@ -156,7 +156,11 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const canvas = stage.append('canvas').attr('class', 'rl-dv-canvas').attr('aria-hidden', 'true');
   const overlay = new Overlay(stage.node()!);
   const legend = stage.append('ul').attr('class', 'rl-dv-legend').attr('aria-label', 'Packet shapes');
-  legend.selectAll('li').data(KINDS).join('li').text((k) => `${{ circle: '●', diamond: '◆', square: '■', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`);
+  legend
+    .selectAll('li')
+    .data([...KINDS.map((k) => `${{ circle: '●', diamond: '◆', square: '■', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`), 'colour: listener (Okabe-Ito; hollow marks for listeners 8–15, 24–31, …; black: no socket)'])
+    .join('li')
+    .text((d) => d);
   const side = layout.append('div').attr('class', 'rl-dv-side');
   side.append('h2').text('Connections per listener');
   const chartBox = side.append('div');
