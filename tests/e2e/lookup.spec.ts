@@ -45,6 +45,13 @@ test('an impossible group is refused with the kernel reason', async ({ page }) =
   await expect(page.getByRole('alert')).toContainText('ENOMEM');
 });
 
+// Build once with stdin closed: when cargo re-probes rustc it hands rustc its
+// own stdin, so tuples piped through `cargo run` could be read as Rust source.
+const AGENT = 'target/debug/reuseport-agent';
+test.beforeAll(() => {
+  execFileSync('cargo', ['build', '-q', '-p', 'reuseport-agent'], { stdio: ['ignore', 'inherit', 'inherit'] });
+});
+
 test('the page answers exactly as reuseport-agent predict', async ({ page }) => {
   const lines = Array.from({ length: 40 }, (_, i) => `127.0.${i % 7}.${(i * 37) % 250 + 2} ${33000 + i * 101} 127.0.0.1 8080`);
   const cases = [
@@ -54,9 +61,9 @@ test('the page answers exactly as reuseport-agent predict', async ({ page }) => 
   ];
   await page.goto('./');
   for (const c of cases) {
-    const args = ['run', '-q', '-p', 'reuseport-agent', '--', 'predict', '--kernel', c.kernel, '--proto', c.proto, '--listeners', String(c.listeners), '--secret', '0x5eed1234'];
+    const args = ['predict', '--kernel', c.kernel, '--proto', c.proto, '--listeners', String(c.listeners), '--secret', '0x5eed1234'];
     if (c.closed) args.push('--closed', c.closed);
-    const out = execFileSync('cargo', args, { input: lines.join('\n'), encoding: 'utf8' });
+    const out = execFileSync(AGENT, args, { input: lines.join('\n'), encoding: 'utf8' });
     const want = out.trim().split('\n').map((l) => JSON.parse(l) as { listener: number | null; hash: string });
     await fill(page, { tuples: lines.join('\n'), kernel: c.kernel, proto: c.proto, listeners: c.listeners, secret: '0x5eed1234', closed: c.closed });
     await expect(answerRows(page)).toHaveCount(lines.length);
