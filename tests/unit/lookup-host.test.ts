@@ -6,7 +6,7 @@ import { Host, loadLookupSync, type SocketSpec } from '../../src/model/lookup';
 const wasm = fileURLToPath(new URL('../../src/model/pkg-lookup/reuseport_bg.wasm', import.meta.url));
 
 function sock(family: 'inet' | 'inet6', addr: string): SocketSpec {
-  return { family, proto: 'tcp', addr, port: 8888, v6only: false, reuseaddr: false, reuseport: true, uid: 0, device: null, state: 'listen', peer: null, incomingCpu: null, program: null };
+  return { family, proto: 'tcp', addr, port: 8888, v6only: false, reuseaddr: false, reuseport: true, uid: 0, device: null, state: 'listen', peer: null, incomingCpu: null, program: null, programBeforeBind: false };
 }
 
 describe('full listener lookup over wasm', () => {

@@ -24,6 +24,7 @@ fn sock(family: Family, proto: Proto, addr: &str, port: u16) -> SocketSpec {
         peer: None,
         incoming_cpu: None,
         program: None,
+        program_before_bind: false,
     }
 }
 
@@ -439,4 +440,54 @@ fn lookup_agrees_with_the_single_group_model() {
             }
         }
     }
+}
+
+#[test]
+fn reuseport_bpf_test_extra_filter_and_filter_no_reuseport() {
+    use reuseport_model::reuseport::Program;
+    // Two unbound SO_REUSEPORT sockets, each with its own program attached
+    // before bind: the first bind succeeds, the second fails (4.6+).
+    let with_prog = SocketSpec {
+        program: Some(Program::Cpu),
+        program_before_bind: true,
+        state: SockState::Bound,
+        ..sock(Family::Inet, Proto::Udp, "0.0.0.0", 8889)
+    };
+    for p in since(4, 6) {
+        for proto in [Proto::Udp, Proto::Tcp] {
+            let a = SocketSpec {
+                proto,
+                ..with_prog.clone()
+            };
+            let h = Host::build(p, &layout(vec![a.clone(), a])).unwrap();
+            assert!(h.results()[0].bind.is_none(), "{}", p.release);
+            let r = h.results()[1].bind.as_ref().expect("second bind refused");
+            assert_eq!(r.errno, "EADDRINUSE");
+            assert!(
+                r.rule.contains("already owns a reuseport group"),
+                "{}",
+                r.rule
+            );
+        }
+    }
+    // A bound socket without SO_REUSEPORT: attaching gives EINVAL.
+    let plain = SocketSpec {
+        reuseport: false,
+        program: Some(Program::Cpu),
+        ..sock(Family::Inet, Proto::Udp, "0.0.0.0", 8890)
+    };
+    let h = Host::build(Profile::named("6.18").unwrap(), &layout(vec![plain])).unwrap();
+    assert_eq!(
+        h.results()[0].attach.as_ref().map(|r| r.errno.as_str()),
+        Some("EINVAL")
+    );
+    // A program attached after all joined steers the whole group (selftest order).
+    let mut socks: Vec<SocketSpec> = (0..4)
+        .map(|_| sock(Family::Inet, Proto::Udp, "0.0.0.0", 8891))
+        .collect();
+    socks[0].program = Some(Program::Cpu);
+    let h = Host::build(Profile::named("6.18").unwrap(), &layout(socks)).unwrap();
+    let mut pk = packet(Proto::Udp, "127.0.0.1", 1234, "127.0.0.1", 8891);
+    pk.ctx.cpu = 3;
+    assert_eq!(h.lookup(&pk).socket, Some(3));
 }

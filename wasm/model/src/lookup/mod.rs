@@ -96,9 +96,14 @@ pub struct SocketSpec {
     /// SO_INCOMING_CPU.
     #[serde(default)]
     pub incoming_cpu: Option<u32>,
-    /// A program attached to this socket's group after it joined.
+    /// A program attached to this socket's group (SO_ATTACH_REUSEPORT_CBPF/EBPF).
     #[serde(default)]
     pub program: Option<Program>,
+    /// Attach the program before `bind()`, as the selftests do: the socket
+    /// then owns a one-member group, which from 4.6 denies it the
+    /// SO_REUSEPORT bind exemption (kernel-history.md §6.4).
+    #[serde(default)]
+    pub program_before_bind: bool,
 }
 
 /// A BPF `sk_lookup` program (5.9+): it runs before the tables.
@@ -193,6 +198,8 @@ pub struct CallResult {
     pub bind: Option<Refusal>,
     /// `listen()` for TCP sockets that listen.
     pub listen: Option<Refusal>,
+    /// Attaching its program: `None` on success (or no program).
+    pub attach: Option<Refusal>,
     /// Whether it ended up receiving (listening TCP, bound UDP).
     pub receiving: bool,
     /// Its reuseport group (index into the host's groups).
@@ -501,6 +508,7 @@ impl Host {
                     socket,
                     bind: None,
                     listen: None,
+                    attach: None,
                     receiving: false,
                     group: None,
                     member: None,
@@ -509,6 +517,16 @@ impl Host {
             sk_lookup: layout.sk_lookup.clone(),
             keys: layout.keys,
         };
+        for (i, s) in layout.sockets.iter().enumerate() {
+            if s.program.is_some() && !s.reuseport {
+                host.results[i].attach = Some(Refusal {
+                    errno: "EINVAL".into(),
+                    rule: "SO_ATTACH_REUSEPORT_CBPF/EBPF needs SO_REUSEPORT on the socket (sk_reuseport_attach_filter, net/core/sock.c; reuseport_bpf.c test_filter_no_reuseport)".into(),
+                    with: None,
+                });
+                host.socks[i].spec.program = None;
+            }
+        }
         let bind_then_listen = |host: &mut Host, i: usize, listen_now: bool| {
             let refused = if host.socks[i].spec.port == 0 {
                 host.autobind(i, layout.ephemeral)
@@ -557,6 +575,12 @@ impl Host {
     /// net/ipv4/udp.c).
     fn bind_conflict(&self, i: usize) -> Option<Refusal> {
         let s = &self.socks[i].spec;
+        // A socket that already owns a group (a program attached before
+        // bind) cannot use the SO_REUSEPORT exemption from 4.6.
+        let in_group = self.rules.bind_needs_no_group
+            && s.reuseport
+            && s.program.is_some()
+            && s.program_before_bind;
         if s.family == Family::Inet6 && s.v6only && as_v6(s.addr).to_ipv4_mapped().is_some() {
             return Some(Refusal { errno: "EINVAL".into(), rule: "an IPV6_V6ONLY socket cannot bind a v4-mapped address (inet6_bind, net/ipv6/af_inet6.c)".into(), with: None });
         }
@@ -576,16 +600,23 @@ impl Host {
                     (s.reuseaddr && e.reuseaddr && !e_listening)
                         || (s.reuseport
                             && e.reuseport
+                            && !in_group
                             && (e.state == SockState::TimeWait || e.uid == s.uid))
                 }
                 Proto::Udp => {
-                    (s.reuseaddr && e.reuseaddr) || (s.reuseport && e.reuseport && e.uid == s.uid)
+                    (s.reuseaddr && e.reuseaddr)
+                        || (s.reuseport && e.reuseport && !in_group && e.uid == s.uid)
                 }
             };
             if !allowed {
+                let rule = if in_group {
+                    format!("at bind(): this socket already owns a reuseport group (its program was attached before bind), and from 4.6 such a socket cannot share the port through SO_REUSEPORT (inet_csk_bind_conflict, udp_lib_lport_inuse; reuseport_bpf.c test_extra_filter; profile {})", self.profile.release)
+                } else {
+                    self.conflict_rule(s, e, false)
+                };
                 return Some(Refusal {
                     errno: "EADDRINUSE".into(),
-                    rule: self.conflict_rule(s, e, false),
+                    rule,
                     with: Some(j),
                 });
             }
