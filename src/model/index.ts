@@ -68,9 +68,14 @@ export class Group {
     this.#inner = new WasmGroup({ kernel, group: groupSpec(spec) });
   }
 
-  /** The kernel's whole path for one packet received on `cpu`. Throws when the packet does not reach the group. */
-  explain(tuple: Tuple, cpu = 0): Explain {
-    return this.#inner.explain(tuple, cpu) as Explain;
+  /**
+   * The kernel's whole path for one packet received on `cpu`, carrying `payload`
+   * (its first four bytes as a big-endian number, read by payload programs).
+   * Throws when the packet does not reach the group.
+   */
+  explain(tuple: Tuple, cpu = 0, payload: number | null = null): Explain {
+    if (payload === null) return this.#inner.explain(tuple, cpu) as Explain;
+    return this.#inner.explainCtx(tuple, { cpu, payload }) as Explain;
   }
 
   /** Explains every line of pasted text in one call; bad lines carry their error. */

@@ -98,3 +98,17 @@ describe('model facade over wasm', () => {
     g.dispose();
   });
 });
+
+describe('payload programs through the facade', () => {
+  beforeAll(loadModelForTests);
+
+  it('reuseport_bpf: datagram k lands on listener k mod 4', () => {
+    const g = new Group('6.18', { proto: 'udp', listeners: 8, bind: '0.0.0.0', port: 8888, program: { kind: 'payload_mod', modulus: 4 } });
+    for (let k = 0; k < 16; k++) {
+      const e = g.explain({ saddr: '127.0.0.1', sport: 30000 + k, daddr: '127.0.0.1', dport: 8888 }, 0, k);
+      expect(e.listener).toBe(k % 4);
+      expect(e.pick.kind).toBe('program');
+    }
+    g.dispose();
+  });
+});

@@ -144,6 +144,15 @@ impl WasmGroup {
         to_js(&self.inner.explain(&t, cpu).js()?)
     }
 
+    /// The full path of one packet in a context (`Tuple`, `PacketCtx` with
+    /// the receiving CPU and the first payload word, for programs).
+    #[wasm_bindgen(js_name = explainCtx)]
+    pub fn explain_ctx(&self, tuple: JsValue, ctx: JsValue) -> JsResult<JsValue> {
+        let t: Tuple = from_js(tuple, "tuple")?;
+        let c: reuseport_model::reuseport::PacketCtx = from_js(ctx, "packet context")?;
+        to_js(&self.inner.explain_ctx(&t, &c).js()?)
+    }
+
     /// Explains every line of pasted text (`SADDR SPORT DADDR DPORT` or
     /// `SADDR:SPORT DADDR:DPORT`); blank and `#` lines are skipped. Returns
     /// `{ line, explain } | { line, error }[]`, never throwing for a bad line.
