@@ -179,6 +179,48 @@ pub fn hash_v6(
     }
 }
 
+/// The reuseport hash of a packet for this protocol in this profile, with
+/// `laddr` as the local address the lookup pass hashes; `None` when the
+/// addresses are of different families.
+#[allow(clippy::too_many_arguments)]
+pub fn reuseport_hash(
+    p: &Profile,
+    proto: Proto,
+    laddr: IpAddr,
+    lport: u16,
+    faddr: IpAddr,
+    sport: u16,
+    keys: &Keys,
+) -> Option<u32> {
+    match (laddr, faddr) {
+        (IpAddr::V4(l), IpAddr::V4(f)) => {
+            let form = if proto == Proto::Tcp { p.tcp4 } else { p.udp4 };
+            Some(hash_v4(
+                form,
+                p.jhash,
+                v4_word(l),
+                v4_word(f),
+                lport,
+                sport,
+                keys.v4,
+            ))
+        }
+        (IpAddr::V6(l), IpAddr::V6(f)) => {
+            let form = if proto == Proto::Tcp { p.tcp6 } else { p.udp6 };
+            Some(hash_v6(
+                form,
+                p.jhash,
+                v6_words(l),
+                v6_words(f),
+                lport,
+                sport,
+                keys,
+            ))
+        }
+        _ => None,
+    }
+}
+
 fn call(function: &str, role: &str, words: &[u32], initval: u32, result: u32) -> JhashCall {
     JhashCall {
         function: function.into(),

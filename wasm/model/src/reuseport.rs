@@ -18,7 +18,7 @@ use crate::jhash::{next_pseudo_random32, reciprocal_scale};
 use crate::profile::{
     BpfFallback, GroupScan, Profile, Selection, WildcardLaddr, UDP_HASH2_THRESHOLD,
 };
-use crate::tuple::{v4_word, v6_words, Proto, Tuple};
+use crate::tuple::{Proto, Tuple};
 
 /// `SO_INCOMING_CPU` set on one listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -936,43 +936,7 @@ impl ReuseportGroup {
 
     /// The reuseport hash of a packet (already checked with [`Self::accepts`]).
     pub fn hash_of(&self, t: &Tuple) -> u32 {
-        let laddr = self.laddr_rule().apply(t.daddr);
-        let p = self.profile;
-        match (laddr, t.saddr) {
-            (IpAddr::V4(l), IpAddr::V4(f)) => {
-                let form = if self.proto == Proto::Tcp {
-                    p.tcp4
-                } else {
-                    p.udp4
-                };
-                hash::hash_v4(
-                    form,
-                    p.jhash,
-                    v4_word(l),
-                    v4_word(f),
-                    t.dport,
-                    t.sport,
-                    self.keys.v4,
-                )
-            }
-            (IpAddr::V6(l), IpAddr::V6(f)) => {
-                let form = if self.proto == Proto::Tcp {
-                    p.tcp6
-                } else {
-                    p.udp6
-                };
-                hash::hash_v6(
-                    form,
-                    p.jhash,
-                    v6_words(l),
-                    v6_words(f),
-                    t.dport,
-                    t.sport,
-                    &self.keys,
-                )
-            }
-            _ => unreachable!("accepts() makes both addresses the same family"),
-        }
+        self.hash_with_laddr(t, self.laddr_rule().apply(t.daddr))
     }
 
     fn hash_trace(&self, t: &Tuple) -> HashTrace {
@@ -1358,17 +1322,16 @@ impl ReuseportGroup {
     }
 
     fn hash_with_laddr(&self, t: &Tuple, laddr: IpAddr) -> u32 {
-        hash::trace(
+        hash::reuseport_hash(
             self.profile,
             self.proto,
             laddr,
-            String::new(),
             t.dport,
             t.saddr,
             t.sport,
             &self.keys,
         )
-        .hash
+        .expect("accepts() makes both addresses the same family")
     }
 
     /// The group's `incoming_cpu` counter: members in the group with

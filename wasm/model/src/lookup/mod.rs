@@ -1344,43 +1344,17 @@ impl Host {
     /// The reuseport hash of the packet with the given local address, for
     /// the reservoir (the group computes its own in its record).
     fn packet_hash(&self, p: &Packet, laddr: IpAddr) -> u32 {
-        let p_ = self.profile;
         let t = p.tuple;
-        match (laddr, t.saddr) {
-            (IpAddr::V4(l), IpAddr::V4(f)) => {
-                let form = if p.proto == Proto::Tcp {
-                    p_.tcp4
-                } else {
-                    p_.udp4
-                };
-                hash::hash_v4(
-                    form,
-                    p_.jhash,
-                    crate::tuple::v4_word(l),
-                    crate::tuple::v4_word(f),
-                    t.dport,
-                    t.sport,
-                    self.keys.v4,
-                )
-            }
-            (IpAddr::V6(l), IpAddr::V6(f)) => {
-                let form = if p.proto == Proto::Tcp {
-                    p_.tcp6
-                } else {
-                    p_.udp6
-                };
-                hash::hash_v6(
-                    form,
-                    p_.jhash,
-                    crate::tuple::v6_words(l),
-                    crate::tuple::v6_words(f),
-                    t.dport,
-                    t.sport,
-                    &self.keys,
-                )
-            }
-            _ => 0,
-        }
+        hash::reuseport_hash(
+            self.profile,
+            p.proto,
+            laddr,
+            t.dport,
+            t.saddr,
+            t.sport,
+            &self.keys,
+        )
+        .unwrap_or(0)
     }
 
     /// Asks group `g` to pick with the pass's local address.
