@@ -26,6 +26,10 @@ import { bootSecret, hex32, parseHex32 } from '../scene/dispatch/rng';
 import { DispatchSim, newFrame, type SimOptions } from '../scene/dispatch/sim';
 import { fairness } from '../scene/dispatch/stats';
 import { markerText, structure, type Structure } from '../scene/dispatch/structure';
+import { addrAnyPlan, groupPlan, hostPacket, lookupView, type HostPlan, type LookupScene, type LookupView } from '../scene/dispatch/lookup';
+import { renderLookup } from '../render/dispatch/lookup';
+
+type LookupModule = typeof import('../model/lookup');
 
 /** Options of the dispatch visualizer. */
 export interface DispatchOptions {
@@ -123,8 +127,21 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const clientsIn = field(groupFs, 'clients', 'Clients').append('input').attr('id', f('clients')).attr('type', 'number').attr('min', 1).attr('max', 5000).property('value', String(opts.clients));
   const cpusIn = field(groupFs, 'cpus', 'Receiving CPUs').append('input').attr('id', f('cpus')).attr('type', 'number').attr('min', 1).attr('max', 64).property('value', String(opts.cpus));
   const progSel = field(groupFs, 'program', 'Group program (BPF)').append('select').attr('id', f('program'));
-  progSel.selectAll('option').data([['none', 'none (select by hash)'], ['cpu', 'index = receiving CPU'], ['index', 'fixed index']]).join('option').attr('value', (d) => d[0]!).text((d) => d[1]!);
+  progSel
+    .selectAll('option')
+    .data([
+      ['none', 'none (select by hash)'],
+      ['cpu', 'index = receiving CPU'],
+      ['index', 'fixed index'],
+      ['payload_mod', 'index = payload word mod N (datagram k carries k)'],
+      ['pass', 'SK_REUSEPORT: SK_PASS (4.19+)'],
+      ['drop', 'SK_REUSEPORT: SK_DROP (4.19+)'],
+    ])
+    .join('option')
+    .attr('value', (d) => d[0]!)
+    .text((d) => d[1]!);
   const progIdx = field(groupFs, 'progidx', 'Fixed index returned').append('input').attr('id', f('progidx')).attr('type', 'number').attr('min', 0).property('value', '99');
+  const progMod = field(groupFs, 'progmod', 'Payload modulus N').append('input').attr('id', f('progmod')).attr('type', 'number').attr('min', 1).property('value', '3');
   const seedIn = field(groupFs, 'seed', 'Seed').append('input').attr('id', f('seed')).attr('type', 'number').attr('min', 0).property('value', String(opts.seed));
   const listWrap = groupFs.append('div').attr('class', 'rl-field rl-dv-wide');
   listWrap.append('label').attr('for', f('clientlist')).text('Client list (optional: ADDR PORT per line, IPv4; empty = generated clients)');
@@ -176,6 +193,24 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   inspector.append('h2').attr('id', f('insp-h')).text('Inspector');
   const inspBody = inspector.append('div').attr('aria-live', 'polite');
   inspBody.append('p').text('Pause and step, click a packet, or choose an event row to see the model’s whole record.');
+
+  // ---- Listener lookup (the full lookup model, loaded lazily) -------------------------------------
+  const lookupSec = root.append('section').attr('class', 'rl-dv-lookup').attr('aria-labelledby', f('lk-h'));
+  lookupSec.append('h2').attr('id', f('lk-h')).text('Listener lookup');
+  const lkField = lookupSec.append('div').attr('class', 'rl-field');
+  lkField.append('label').attr('for', f('lkscene')).text('Lookup layout');
+  const lkSel = lkField.append('select').attr('id', f('lkscene'));
+  lkSel
+    .selectAll('option')
+    .data([
+      ['group', 'the visualized group'],
+      ['addr_any', 'several groups: 0.0.0.0, :: and 127.0.0.1 (reuseport_addr_any)'],
+    ])
+    .join('option')
+    .attr('value', (d) => d[0]!)
+    .text((d) => d[1]!);
+  const lkBody = lookupSec.append('div').attr('class', 'rl-dv-lookup-body').attr('aria-live', 'polite');
+  lkBody.append('p').text('Inspect a packet to see the tables the kernel walked, every candidate socket’s compute_score, and the group’s pick.');
 
   // ---- State -----------------------------------------------------------------------------------
   let playing = false;
@@ -313,8 +348,75 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     if (e.kind !== 'SYN' && e.kind !== 'UDP') inspBody.append('p').text(`This ${e.kind} belongs to connection ${e.conn}; the record below is its SYN's dispatch.`);
     if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain), 3);
     else inspBody.append('p').text('The model did not deliver this packet to the group.');
+    inspLookup = inspBody.append('p').attr('class', 'rl-dv-insp-lookup').node();
     overlay.marker(markerFor(), box);
+    showLookup();
   };
+
+  // The lookup model, its Host for the current layout, and the last answer.
+  let lk: LookupModule | null = null;
+  let lkHost: { key: string; host: InstanceType<LookupModule['Host']> } | null = null;
+  let inspLookup: HTMLElement | null = null;
+  const lkReady = import('../model/lookup').then(async (m) => {
+    await m.loadLookup();
+    lk = m;
+  });
+  lkReady.catch((e: unknown) => lkBody.text(`The lookup model failed to load: ${e instanceof Error ? e.message : String(e)}`));
+  const planFor = (scene: LookupScene): HostPlan => {
+    const s = sim.summary();
+    return scene === 'addr_any'
+      ? addrAnyPlan(sim.opts.proto, sim.opts.secret)
+      : groupPlan({ proto: sim.opts.proto, bind: s.bind, port: s.port, secret: sim.opts.secret, program: sim.opts.program, members: sim.group.members() });
+  };
+  const hostFor = (m: LookupModule, plan: HostPlan) => {
+    const key = `${sim.opts.kernel}|${JSON.stringify(plan.layout)}`;
+    if (lkHost?.key !== key) {
+      lkHost?.host.dispose();
+      lkHost = null;
+      lkHost = { key, host: new m.Host(sim.opts.kernel, plan.layout) };
+    }
+    return lkHost.host;
+  };
+  /** The model's lookup of the inspected packet in `scene`'s layout. */
+  const lookupOf = (scene: LookupScene, seq: number): { plan: HostPlan; view: LookupView } | { error: string } | null => {
+    const e = sim.log.get(seq);
+    if (!e || !lk) return null;
+    const plan = planFor(scene);
+    try {
+      const host = hostFor(lk, plan);
+      const ex = host.lookup(hostPacket(plan, sim.opts.proto, e.tuple, e.cpu, e.payload));
+      return { plan, view: lookupView(plan, host.results(), ex) };
+    } catch (err) {
+      return { error: (err as Error).message };
+    }
+  };
+  const showLookup = () => {
+    if (inspected === null) return;
+    const seq = inspected;
+    if (!lk) {
+      lkBody.selectAll('*').remove();
+      lkBody.append('p').text('Loading the lookup model…');
+      void lkReady.then(() => inspected === seq && showLookup());
+      return;
+    }
+    const scene = lkSel.property('value') as LookupScene;
+    const r = lookupOf(scene, seq);
+    lkBody.selectAll('*').remove();
+    if (!r) return;
+    if ('error' in r) lkBody.append('p').attr('class', 'rl-fallback').text(`The model refuses this layout: ${r.error}`);
+    else renderLookup(lkBody.node()!, r.plan.describe, r.view, 3);
+    // The inspector names the lookup in the visualized group's layout in one line.
+    const g = scene === 'group' ? r : lookupOf('group', seq);
+    if (inspLookup && g) {
+      const e = sim.log.get(seq);
+      if ('error' in g) inspLookup.textContent = `Listener lookup: the model refuses this layout: ${g.error}`;
+      else {
+        const agree = e && g.view.listener !== e.listener ? ` The live group answered ${e.listener === null ? 'no socket' : `L${e.listener}`}: the Host's group is rebuilt without the closes, so its socks[] order differs.` : '';
+        inspLookup.textContent = `Listener lookup (Host model): ${g.view.walks.map((w) => `${w.caption}, ${w.rows.length} candidate${w.rows.length === 1 ? '' : 's'}`).join('; ')}. ${g.view.reason}.${agree} The Listener lookup panel lists every candidate and score.`;
+      }
+    }
+  };
+  on(lkSel.node()!, 'change', showLookup);
 
   const setPlaying = (p: boolean) => {
     playing = p;
@@ -366,6 +468,13 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
       if (idx === undefined) return;
       program = { kind: 'index', index: idx };
     }
+    if (prog === 'payload_mod') {
+      const m = num(progMod, 1, 4294967295, 'Payload modulus');
+      if (m === undefined) return;
+      program = { kind: 'payload_mod', modulus: m };
+    }
+    if (prog === 'pass') program = { kind: 'pass' };
+    if (prog === 'drop') program = { kind: 'drop' };
     let clientListParsed = null;
     const text = String(clientList.property('value'));
     if (text.trim()) {
@@ -387,6 +496,9 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     sim.boot = 0;
     inspected = null;
     focus = null;
+    inspLookup = null;
+    lkBody.selectAll('*').remove();
+    lkBody.append('p').text('Inspect a packet to see the tables the kernel walked, every candidate socket’s compute_score, and the group’s pick.');
     refreshStructure();
     drawTable();
     drawSide();
@@ -403,6 +515,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     }
     if (reduced) sim.snapRows();
     refreshStructure();
+    showLookup();
     showRemap();
     describe();
     drawSide();
@@ -550,6 +663,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     io?.disconnect();
     ro?.disconnect();
     for (const c of cleanups) c();
+    lkHost?.host.dispose();
     sim.dispose();
     delete (el as HTMLElement & { __dispatch?: unknown }).__dispatch;
     root.remove();

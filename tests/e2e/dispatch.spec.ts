@@ -172,3 +172,77 @@ test('clicking a packet in flight opens its record', async ({ page }) => {
   await expect(page.locator('.rl-dv-inspector .rl-headline').first()).toContainText(`Event ${target!.seq}:`);
   await expect(page.locator('.rl-dv-inspector')).toContainText('Hash: inet_ehashfn');
 });
+
+type LookupPredicted = { socket: number | null; tables: { table: string; candidates: { socket: number; score: number; outcome: string }[] }[] };
+
+function predictLayout(lines: string[], kernel: string): LookupPredicted[] {
+  const args = ['predict', '--kernel', kernel, '--layout', 'tests/fixtures/layouts/addr-any.json', '--secret', SECRET, '--explain'];
+  const out = execFileSync('target/debug/reuseport-agent', args, { input: lines.join('\n'), encoding: 'utf8' });
+  const [calls, ...rest] = out.trim().split('\n');
+  expect(JSON.parse(calls!)).toHaveProperty('calls');
+  return rest.map((l) => JSON.parse(l) as LookupPredicted);
+}
+
+test('the lookup panel for reuseport_addr_any: the specific socket wins on 6.18, not on 4.17, as reuseport-agent predict says', async ({ page }) => {
+  const panel = page.locator('.rl-dv-lookup');
+  for (const kernel of ['6.18', '4.17']) {
+    await setup(page, { kernel });
+    await page.getByLabel('Lookup layout').selectOption('addr_any');
+    await page.getByRole('button', { name: 'Step forward' }).click();
+    const client = await currentRow(page).locator('td').nth(2).innerText();
+    const [addr, port] = client.split(':');
+    const want = predictLayout([`${addr} ${port} 127.0.0.1 8888`], kernel)[0]!;
+    if (kernel === '6.18') expect(want.socket).toBe(4);
+    else expect(want.socket).not.toBe(4);
+    await expect(panel.locator('.rl-dv-lookup-head')).toContainText(`→ 127.0.0.1:8888`);
+    await expect(panel.locator('.rl-dv-lookup-head')).toContainText(`socket ${want.socket} (`);
+    await expect(panel.locator('.rl-dv-walk h3')).toHaveText(want.tables.map((t, i) => `Table ${i + 1}: ${t.table}`));
+    const rows = await panel.locator('.rl-dv-candidates').evaluateAll((ts) => ts.map((t) => [...t.querySelectorAll('tbody tr')].map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? ''))));
+    expect(rows.map((t) => t.map((r) => [r[0]!.split(' (')[0], r[1]!.split(' ')[0], r[2]]))).toEqual(want.tables.map((t) => t.candidates.map((c) => [`socket ${c.socket}`, String(c.score), c.outcome])));
+    await expect(panel).toContainText('socket 9: bind() fails with EADDRINUSE');
+    if (kernel === '6.18') await expect(panel.locator('.rl-dv-walk h3').first()).toHaveText('Table 1: lhash2 (127.0.0.1, 8888)');
+    else await expect(panel.locator('.rl-dv-walk h3').first()).toContainText('listening_hash (port-keyed, 32 buckets)');
+  }
+});
+
+test('the lookup panel follows the inspected packet in the visualized group, from the keyboard, axe clean', async ({ page }) => {
+  await setup(page, { kernel: '6.18' });
+  await page.getByRole('button', { name: 'Step forward' }).focus();
+  await page.keyboard.press('Enter');
+  const listener = await currentRow(page).locator('td').nth(4).innerText();
+  const panel = page.locator('.rl-dv-lookup');
+  await expect(panel.locator('.rl-dv-lookup-head')).toContainText(`listener ${listener} of the visualized group`);
+  await expect(panel.locator('.rl-dv-walk h3').first()).toHaveText('Table 1: lhash2 (10.0.0.1, 8080)');
+  await expect(page.locator('.rl-dv-insp-lookup')).toContainText('Listener lookup (Host model): lhash2 (10.0.0.1, 8080)');
+  // Keyboard: the layout select is reachable and changes the panel.
+  await page.getByLabel('Lookup layout').focus();
+  await page.keyboard.press('ArrowDown');
+  await expect(panel.locator('.rl-dv-lookup-head')).toContainText('→ 127.0.0.1:8888');
+  const results = await new AxeBuilder({ page }).analyze();
+  expect(results.violations).toEqual([]);
+});
+
+test('programs: payload_mod reads the datagram number; SK_REUSEPORT drop is refused on 4.17 with the model’s reason', async ({ page }) => {
+  await page.goto('./dispatch.html?autoplay=false&seed=7');
+  await expect(page.locator('#model-version')).toHaveText(/model/);
+  await page.getByLabel('Protocol').selectOption('udp');
+  await page.getByLabel('Group program (BPF)').selectOption('payload_mod');
+  await page.getByLabel('Payload modulus N').fill('3');
+  await page.getByRole('button', { name: 'Apply and restart' }).click();
+  const fwd = page.getByRole('button', { name: 'Step forward' });
+  for (let i = 0; i < 4; i++) {
+    await fwd.click();
+    await expect(currentRow(page).locator('td').nth(7)).toHaveText(new RegExp(`^datagram ${i} \\(payload ${i}\\) to listener ${i % 3} \\(socks\\[${i % 3}\\]\\)$`));
+  }
+  await expect(page.locator('.rl-dv-inspector')).toContainText('payload word mod 3');
+  await page.getByLabel('Kernel profile').selectOption('4.17');
+  await page.getByLabel('Group program (BPF)').selectOption('drop');
+  await page.getByRole('button', { name: 'Apply and restart' }).click();
+  await expect(page.locator('.rl-errors')).toContainText('SK_REUSEPORT');
+  await expect(page.locator('.rl-errors')).toContainText('4.19');
+  await page.getByLabel('Kernel profile').selectOption('6.18');
+  await page.getByRole('button', { name: 'Apply and restart' }).click();
+  await expect(page.locator('.rl-errors')).toHaveText('');
+  await fwd.click();
+  await expect(currentRow(page).locator('td').nth(4)).toHaveText('none');
+});

@@ -20,6 +20,8 @@ export interface DispatchEvent {
   tuple: Tuple;
   /** Receiving CPU. */
   cpu: number;
+  /** The first payload word payload programs read (a datagram carries its number), or null (a SYN carries none). */
+  payload: number | null;
   /** Listener the model chose (SYN, UDP) or that the packet belongs to; null for none. */
   listener: number | null;
   /** `socks[]` index the model reported. */

@@ -368,19 +368,21 @@ export class DispatchSim {
     if (ci < 0) return [];
     const c = this.clients[ci]!;
     const tuple = { saddr: c.saddr, sport: c.sport, daddr: SERVER.addr, dport: SERVER.port };
+    // A datagram's payload is its number (payload_mod programs read it); a SYN carries none.
+    const payload = this.opts.proto === 'udp' ? n >>> 0 : null;
     let ex: Explain | null = null;
     let err = '';
     try {
-      ex = this.group.explain(tuple, c.cpu);
+      ex = this.group.explain(tuple, c.cpu, payload);
     } catch (e) {
       err = (e as Error).message;
     }
     const listener = ex?.listener ?? null;
-    const base = { conn: n, t, client: ci, tuple, cpu: c.cpu, listener, slot: ex?.slot ?? null, hash: ex ? ex.hash.hash : null, hashHex: ex ? ex.hash.hashHex : null, explain: ex };
+    const base = { conn: n, t, client: ci, tuple, cpu: c.cpu, payload, listener, slot: ex?.slot ?? null, hash: ex ? ex.hash.hash : null, hashHex: ex ? ex.hash.hashHex : null, explain: ex };
     const seq0 = this.log.nextSeq;
     const ev = (k: number, kind: PacketKind, dt: number, note: string): DispatchEvent => ({ ...base, seq: seq0 + k, kind, t: t + dt, note });
     const where = listener === null ? 'no socket' : `listener ${listener}${ex?.slot != null ? ` (socks[${ex.slot}])` : ''}`;
-    if (this.opts.proto === 'udp') return [ev(0, 'UDP', 0, listener === null ? `datagram dropped: ${ex?.fallback ?? (err || 'no socket')}` : `datagram to ${where}`)];
+    if (this.opts.proto === 'udp') return [ev(0, 'UDP', 0, listener === null ? `datagram ${n} dropped: ${ex?.fallback ?? (err || 'no socket')}` : `datagram ${n} (payload ${n}) to ${where}`)];
     if (listener === null) return [ev(0, 'SYN', 0, `SYN: ${ex?.fallback ?? (err || 'no socket')}`), ev(1, 'RST', TRAVEL.SYN * 0.4, 'RST back to the client: no listener took the SYN')];
     return [
       ev(0, 'SYN', 0, `SYN to ${where}`),

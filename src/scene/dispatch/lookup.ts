@@ -1,0 +1,179 @@
+/**
+ * The listener lookup behind a dispatched packet, as the model's full lookup
+ * (`Host` of `pkg-lookup`) reports it: the tables (buckets) walked, every
+ * candidate socket with its `compute_score` and outcome, the reuseport
+ * group's pick and the receiving socket. No DOM and no kernel arithmetic:
+ * this file builds a `Layout` equivalent to the visualized group (or a
+ * preset with several groups) and turns the model's answer into rows.
+ */
+import type { Member, Proto, Tuple } from '../../model/index';
+import type { CallResult } from '../../model/generated/CallResult';
+import type { Layout } from '../../model/generated/Layout';
+import type { LookupExplain } from '../../model/generated/LookupExplain';
+import type { Packet } from '../../model/generated/Packet';
+import type { Program } from '../../model/generated/Program';
+import type { SocketSpec } from '../../model/generated/SocketSpec';
+
+/** Which layout the lookup panel asks about. */
+export type LookupScene = 'group' | 'addr_any';
+
+/** A layout for the model's Host, with what each socket is in the scene. */
+export interface HostPlan {
+  scene: LookupScene;
+  layout: Layout;
+  /** The visualized group's listener number of each socket index (null: not one of its listeners). */
+  listenerOf: (number | null)[];
+  /** Where packets go in this layout (the visualized group's address, or the preset's). */
+  daddr: string;
+  dport: number;
+  /** One sentence about the layout. */
+  describe: string;
+}
+
+/** What of the visualized group a layout needs (all from the model or the run's options). */
+export interface GroupSource {
+  proto: Proto;
+  /** Bound address and port of the group. */
+  bind: string;
+  port: number;
+  /** The IPv4 hash key. */
+  secret: number;
+  program: Program | null;
+  /** `Group.members()`, indexed by listener number. */
+  members: Member[];
+}
+
+/** A receiving socket: `listen` is also UDP's receiving state in the model. */
+function sock(proto: Proto, family: 'inet' | 'inet6', addr: string, port: number, reuseport = true): SocketSpec {
+  return { family, proto, addr, port, v6only: false, reuseaddr: false, reuseport, uid: 0, device: null, state: 'listen', peer: null, incomingCpu: null, program: null, programBeforeBind: false };
+}
+
+const keys = (secret: number, v6Outer = 0) => ({ v4: secret >>> 0, v6Outer: v6Outer >>> 0, v6Inner: 0 });
+
+/**
+ * The visualized group as a Host layout: one socket per listening member, in
+ * listener-number order (so they join the Host's group in the same order),
+ * with its SO_INCOMING_CPU; closed members are omitted. The group's program
+ * is attached on the first socket after all have joined (the selftests' order).
+ */
+export function groupPlan(g: GroupSource): HostPlan {
+  const listenerOf: number[] = [];
+  const sockets: SocketSpec[] = [];
+  g.members.forEach((m, l) => {
+    if (m.state !== 'listening') return;
+    listenerOf.push(l);
+    sockets.push({ ...sock(g.proto, 'inet', g.bind, g.port), incomingCpu: m.incomingCpu >= 0 ? m.incomingCpu : null });
+  });
+  if (g.program && sockets.length) sockets[0] = { ...sockets[0]!, program: g.program };
+  const closed = g.members.length - sockets.length;
+  return {
+    scene: 'group',
+    layout: { sockets, listenOrder: null, skLookup: null, keys: keys(g.secret), ephemeral: null },
+    listenerOf,
+    daddr: g.bind === '0.0.0.0' ? '10.0.0.1' : g.bind,
+    dport: g.port,
+    describe: `The visualized group as ${sockets.length} ${g.proto.toUpperCase()} socket${sockets.length === 1 ? '' : 's'} bound to ${g.bind}:${g.port}, socket i being the i-th listening listener${closed ? ` (${closed} closed listener${closed === 1 ? '' : 's'} left out: the Host replays bind() and listen() only, so after closes its socks[] order can differ from the live group's)` : ''}.`,
+  };
+}
+
+/** reuseport_addr_any (selftests): wildcard IPv4 and IPv6 groups, a specific 127.0.0.1 group, and a socket without SO_REUSEPORT whose bind fails. */
+export const ADDR_ANY_PORT = 8888;
+export function addrAnyPlan(proto: Proto, secret: number): HostPlan {
+  const p = ADDR_ANY_PORT;
+  const v4 = () => sock(proto, 'inet', '0.0.0.0', p);
+  const v6 = () => sock(proto, 'inet6', '::', p);
+  const lo = () => sock(proto, 'inet', '127.0.0.1', p);
+  const sockets = [v4(), v4(), v6(), v6(), lo(), v4(), v4(), v6(), v6(), sock(proto, 'inet', '127.0.0.1', p, false)];
+  const layout: Layout = { sockets, listenOrder: null, skLookup: null, keys: keys(secret, secret), ephemeral: null };
+  return {
+    scene: 'addr_any',
+    layout,
+    listenerOf: sockets.map(() => null),
+    daddr: '127.0.0.1',
+    dport: p,
+    describe: `Several groups on port ${p} (tools/testing/selftests/net/reuseport_addr_any.c): sockets 0, 1, 5, 6 on 0.0.0.0, 2, 3, 7, 8 on :: (dual-stack), 4 on 127.0.0.1, all with SO_REUSEPORT, then 9 on 127.0.0.1 without it. The packet is the inspected client's, sent to 127.0.0.1:${p}.`,
+  };
+}
+
+/** The packet the Host looks up for a dispatched one: same client and CPU, the plan's destination. */
+export function hostPacket(plan: HostPlan, proto: Proto, tuple: Tuple, cpu: number, payload: number | null): Packet {
+  return { proto, tuple: { saddr: tuple.saddr, sport: tuple.sport, daddr: plan.daddr, dport: plan.dport }, device: null, ctx: { cpu, payload } };
+}
+
+/** One table walked, ready to render. */
+export interface WalkView {
+  caption: string;
+  source: string;
+  daddr: string;
+  head: string[];
+  rows: string[][];
+  /** The socket index of each row (the model's candidates, in list order). */
+  sockets: number[];
+  /** Rows of the receiving socket. */
+  highlight: number[];
+}
+
+/** The whole lookup, ready to render. */
+export interface LookupView {
+  headline: string;
+  /** Receiving socket (layout index), as the model said. */
+  socket: number | null;
+  /** Its listener number in the visualized group (scene `group`). */
+  listener: number | null;
+  /** The group's member number of the receiving socket. */
+  member: number | null;
+  walks: WalkView[];
+  groupLine: string | null;
+  reason: string;
+  skLookup: string | null;
+  notes: string[];
+  /** bind()/listen()/attach refusals, in words. */
+  refusals: string[];
+}
+
+function sockLabel(plan: HostPlan, results: CallResult[], s: number): string {
+  const spec = plan.layout.sockets[s];
+  const where = spec ? (spec.family === 'inet6' ? `[${spec.addr}]:${spec.port}` : `${spec.addr}:${spec.port}`) : '?';
+  const l = plan.listenerOf[s];
+  const r = results[s];
+  const gm = r && r.group !== null ? `, group ${r.group} member ${r.member}` : '';
+  return `socket ${s} (${where}${l !== null && l !== undefined ? `, L${l}` : ''}${gm})`;
+}
+
+/** Turns the model's lookup into rows: one table per bucket walked, one row per candidate the model listed. */
+export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExplain): LookupView {
+  const walks = ex.tables.map((t) => ({
+    caption: t.table,
+    source: t.source,
+    daddr: t.daddr,
+    head: ['socket', 'compute_score', 'outcome'],
+    rows: t.candidates.map((c) => [sockLabel(plan, results, c.socket), c.score < 0 ? `${c.score} (no match)` : String(c.score), c.outcome]),
+    sockets: t.candidates.map((c) => c.socket),
+    highlight: t.candidates.flatMap((c, i) => (c.socket === ex.socket ? [i] : [])),
+  }));
+  const g = ex.group;
+  const member = g && ex.socket !== null ? g.members.indexOf(ex.socket) : -1;
+  const listener = ex.socket === null ? null : (plan.listenerOf[ex.socket] ?? null);
+  const who = ex.socket === null ? 'no socket receives it' : `${sockLabel(plan, results, ex.socket)} receives it${listener !== null ? `: listener L${listener} of the visualized group` : ''}`;
+  const groupLine = g
+    ? `Reuseport group ${g.group} (members by number: ${g.members.map((s, m) => `${m}→socket ${s}`).join(', ')}) picked member ${g.explain.listener ?? 'none'}${g.explain.slot !== null ? ` in socks[${g.explain.slot}]` : ''}, hash ${g.explain.hash.hashHex}${g.explain.fallback ? `; ${g.explain.fallback}` : ''}.`
+    : null;
+  const refusals = results.flatMap((r) =>
+    (['bind', 'listen', 'attach'] as const).flatMap((call) => {
+      const x = r[call];
+      return x ? [`socket ${r.socket}: ${call}() fails with ${x.errno}${x.with !== null && x.with !== undefined ? ` (against socket ${x.with})` : ''}: ${x.rule}`] : [];
+    }),
+  );
+  return {
+    headline: `Kernel ${ex.profile.major}.${ex.profile.minor}, ${ex.packet.proto.toUpperCase()} ${ex.packet.tuple.saddr}:${ex.packet.tuple.sport} → ${ex.packet.tuple.daddr}:${ex.packet.tuple.dport}: ${ex.tables.length} table${ex.tables.length === 1 ? '' : 's'} walked; ${who}.`,
+    socket: ex.socket,
+    listener,
+    member: member >= 0 ? member : null,
+    walks,
+    groupLine,
+    reason: ex.reason,
+    skLookup: ex.skLookup,
+    notes: ex.notes,
+    refusals,
+  };
+}
