@@ -298,6 +298,51 @@ pub fn run(args: &PredictArgs, input: impl Read, mut out: impl Write) -> Result<
         }
     };
 
+    answer_lines(input, &mut out, |out, line, t| {
+        if t.is_v6() && args.inner_secret.is_none() {
+            return Ok(Err(SetupError::MissingInnerSecret.into()));
+        }
+        if group.is_none() {
+            let bind = args.group.bind.map_or(t.daddr, |b| b.addr);
+            let port = args.group.bind.and_then(|b| b.port).unwrap_or(t.dport);
+            group = Some(args.build(profile, bind, port)?);
+        }
+        let g = group.as_ref().expect("built above");
+        let written = if args.explain {
+            g.explain(&t, args.cpu)
+                .map(|x| emit(out, &Explained { line, explain: &x }))
+        } else {
+            g.select(&t, args.cpu).map(|c| {
+                emit(
+                    out,
+                    &Prediction {
+                        line,
+                        tuple: Shown(&t),
+                        profile: Shown(profile.release),
+                        listener: c.listener,
+                        slot: c.slot,
+                        hash: Shown(HashHex(c.hash)),
+                    },
+                )
+            })
+        };
+        match written {
+            Ok(w) => w.map(Ok),
+            Err(e) => Ok(Err(LineError::from(e))),
+        }
+    })
+}
+
+/// Reads tuple lines from `input`, flushing `out` before any read that may
+/// block, and answers each non-blank line with `answer` (given the 1-based
+/// line number and the parsed tuple). A line that does not parse, or whose
+/// answer is a line error, gets a `{"line", "error"}` object. Returns the
+/// counts.
+fn answer_lines<W: Write>(
+    input: impl Read,
+    out: &mut W,
+    mut answer: impl FnMut(&mut W, u64, Tuple) -> Result<Result<(), LineError>, Error>,
+) -> Result<Outcome, Error> {
     let mut reader = BufReader::with_capacity(1 << 16, input);
     let mut buf = Vec::with_capacity(128);
     let mut outcome = Outcome::default();
@@ -311,48 +356,16 @@ pub fn run(args: &PredictArgs, input: impl Read, mut out: impl Write) -> Result<
             break;
         }
         line += 1;
-        let answer = match parse_line(&buf) {
+        let result = match parse_line(&buf) {
             Ok(None) => continue,
-            Ok(Some(t)) if t.is_v6() && args.inner_secret.is_none() => {
-                Err(SetupError::MissingInnerSecret.into())
-            }
-            Ok(Some(t)) => {
-                if group.is_none() {
-                    let bind = args.group.bind.map_or(t.daddr, |b| b.addr);
-                    let port = args.group.bind.and_then(|b| b.port).unwrap_or(t.dport);
-                    group = Some(args.build(profile, bind, port)?);
-                }
-                let g = group.as_ref().expect("built above");
-                if args.explain {
-                    g.explain(&t, args.cpu)
-                        .map(|x| emit(&mut out, &Explained { line, explain: &x }))
-                } else {
-                    g.select(&t, args.cpu).map(|c| {
-                        emit(
-                            &mut out,
-                            &Prediction {
-                                line,
-                                tuple: Shown(&t),
-                                profile: Shown(profile.release),
-                                listener: c.listener,
-                                slot: c.slot,
-                                hash: Shown(HashHex(c.hash)),
-                            },
-                        )
-                    })
-                }
-                .map_err(LineError::from)
-            }
+            Ok(Some(t)) => answer(out, line, t)?,
             Err(e) => Err(e),
         };
-        match answer {
-            Ok(written) => {
-                written?;
-                outcome.answered += 1;
-            }
+        match result {
+            Ok(()) => outcome.answered += 1,
             Err(e) => {
                 emit(
-                    &mut out,
+                    out,
                     &Failure {
                         line,
                         error: Shown(&e),
@@ -428,74 +441,45 @@ fn run_layout(
             calls: host.results(),
         },
     )?;
-    let mut reader = BufReader::with_capacity(1 << 16, input);
-    let mut buf = Vec::with_capacity(128);
-    let mut outcome = Outcome::default();
-    let mut line = 0u64;
-    loop {
-        if !reader.buffer().contains(&b'\n') {
-            out.flush().map_err(Error::Output)?;
+    answer_lines(input, &mut out, |out, line, t| {
+        let packet = Packet {
+            proto,
+            tuple: t,
+            device: None,
+            ctx: reuseport_model::reuseport::PacketCtx {
+                cpu: args.cpu,
+                payload: None,
+            },
+        };
+        let x = host.lookup(&packet);
+        if args.explain {
+            emit(out, &Explained { line, explain: &x })?;
+        } else {
+            let (group, member) = match &x.group {
+                Some(g) if x.socket.is_some_and(|s| g.members.contains(&s)) => (
+                    Some(g.group),
+                    g.members
+                        .iter()
+                        .position(|&m| Some(m) == x.socket)
+                        .map(|i| i as u32),
+                ),
+                _ => (None, None),
+            };
+            emit(
+                out,
+                &Routed {
+                    line,
+                    tuple: Shown(&t),
+                    profile: Shown(profile.release),
+                    socket: x.socket,
+                    group,
+                    member,
+                    reason: &x.reason,
+                },
+            )?;
         }
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf).map_err(Error::Input)? == 0 {
-            break;
-        }
-        line += 1;
-        match parse_line(&buf) {
-            Ok(None) => continue,
-            Ok(Some(t)) => {
-                let packet = Packet {
-                    proto,
-                    tuple: t,
-                    device: None,
-                    ctx: reuseport_model::reuseport::PacketCtx {
-                        cpu: args.cpu,
-                        payload: None,
-                    },
-                };
-                let x = host.lookup(&packet);
-                if args.explain {
-                    emit(&mut out, &Explained { line, explain: &x })?;
-                } else {
-                    let (group, member) = match &x.group {
-                        Some(g) if x.socket.is_some_and(|s| g.members.contains(&s)) => (
-                            Some(g.group),
-                            g.members
-                                .iter()
-                                .position(|&m| Some(m) == x.socket)
-                                .map(|i| i as u32),
-                        ),
-                        _ => (None, None),
-                    };
-                    emit(
-                        &mut out,
-                        &Routed {
-                            line,
-                            tuple: Shown(&t),
-                            profile: Shown(profile.release),
-                            socket: x.socket,
-                            group,
-                            member,
-                            reason: &x.reason,
-                        },
-                    )?;
-                }
-                outcome.answered += 1;
-            }
-            Err(e) => {
-                emit(
-                    &mut out,
-                    &Failure {
-                        line,
-                        error: Shown(&e),
-                    },
-                )?;
-                outcome.failed += 1;
-            }
-        }
-    }
-    out.flush().map_err(Error::Output)?;
-    Ok(outcome)
+        Ok(Ok(()))
+    })
 }
 
 #[cfg(test)]
