@@ -178,6 +178,8 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     .data([...KINDS.map((k) => `${{ circle: '●', diamond: '◆', square: '■', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`), 'colour: listener (Okabe-Ito; hollow marks for listeners 8–15, 24–31, …; black: no socket)'])
     .join('li')
     .text((d) => d);
+  // The listener lookup of the inspected packet, in one line under the scene (details in the Listener lookup panel).
+  const stageLookup = stage.append('p').attr('class', 'rl-dv-stage-lookup');
   const side = layout.append('div').attr('class', 'rl-dv-side');
   side.append('h2').text('Connections per listener');
   const chartBox = side.append('div');
@@ -405,6 +407,11 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     if (!r) return;
     if ('error' in r) lkBody.append('p').attr('class', 'rl-fallback').text(`The model refuses this layout: ${r.error}`);
     else renderLookup(lkBody.node()!, r.plan.describe, r.view, 3);
+    stageLookup.text(
+      'error' in r
+        ? ''
+        : `Lookup of event ${seq}${scene === 'addr_any' ? ' (several groups, to 127.0.0.1:8888)' : ''}: ${r.view.walks.map((w) => `${w.caption} [${w.rows.map((row, i) => `${row[0]!.split(' (')[0]} score ${row[1]!.split(' ')[0]}${w.highlight.includes(i) ? ' ✓' : ''}`).join(', ')}]`).join(' → ')} → ${r.view.socket === null ? 'no socket' : `socket ${r.view.socket}${r.view.listener !== null ? ` = L${r.view.listener}` : ''}`}`,
+    );
     // The inspector names the lookup in the visualized group's layout in one line.
     const g = scene === 'group' ? r : lookupOf('group', seq);
     if (inspLookup && g) {
@@ -497,6 +504,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     inspected = null;
     focus = null;
     inspLookup = null;
+    stageLookup.text('');
     lkBody.selectAll('*').remove();
     lkBody.append('p').text('Inspect a packet to see the tables the kernel walked, every candidate socket’s compute_score, and the group’s pick.');
     refreshStructure();
