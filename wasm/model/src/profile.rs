@@ -271,6 +271,8 @@ pub static PROFILES: &[Profile] = &[
         Grp, Grp, Plain, Daddr, ZeroAboveTen, true, true, false),
     profile!(r(4, 17), "4.17.0 (lhash2 present from 4.16)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
         Grp, Grp, Plain, Daddr, Daddr, true, true, false),
+    profile!(r(4, 19), "4.18.20 rules plus the 4.19 SK_REUSEPORT programs (no 4.19 tree read)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
+        Grp, Grp, Plain, Daddr, Daddr, true, true, false),
     profile!(r(5, 0), "Ubuntu 5.0.0-65 (5.0.21)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
         Grp, Grp, SkipConnected, Zero, Zero, true, true, false),
     profile!(r(5, 4), "Ubuntu 5.4.0-216 (5.4.291)", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
@@ -362,6 +364,9 @@ impl Profile {
         if rel == r(5, 15) {
             notes.push("5.15: no 5.15 tree was read; the IPv6 hash form follows mainline 5.15.0 and may differ on later 5.15.y stable kernels that took d11b0df7ddf1".into());
         }
+        if rel == r(4, 19) {
+            notes.push("4.19: the 4.16–4.18 lookup with the SK_REUSEPORT programs of 4.19; no 4.19 tree was read".into());
+        }
         if rel == r(4, 5) {
             notes.push("4.5: inferred from the 4.5 commit messages and the 4.4 and 4.6 trees; no 4.5 tree was read".into());
         }
@@ -408,7 +413,8 @@ mod tests {
             r(5, 15)
         );
         assert_eq!(Profile::for_release("6.14.2").unwrap().release, r(6, 12));
-        assert_eq!(Profile::for_release("4.19.0").unwrap().release, r(4, 17));
+        assert_eq!(Profile::for_release("4.19.0").unwrap().release, r(4, 19));
+        assert_eq!(Profile::for_release("4.18.5").unwrap().release, r(4, 17));
         assert_eq!(Profile::for_release("8.0.1").unwrap().release, r(7, 2));
         assert!(matches!(
             Profile::for_release("3.8.13"),
