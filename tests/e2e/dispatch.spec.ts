@@ -14,10 +14,10 @@ test.beforeAll(() => {
 type Predicted = { tuple: string; listener: number | null; slot: number | null; hash: string };
 
 function predict(lines: string[], o: { kernel: string; listeners: number; closed?: string; explain?: boolean }): Predicted[] {
-  const args = ['run', '-q', '-p', 'reuseport-agent', '--', 'predict', '--kernel', o.kernel, '--proto', 'tcp', '--listeners', String(o.listeners), '--secret', SECRET];
+  const args = ['predict', '--kernel', o.kernel, '--proto', 'tcp', '--listeners', String(o.listeners), '--secret', SECRET];
   if (o.closed) args.push('--closed', o.closed);
   if (o.explain) args.push('--explain');
-  const out = execFileSync('cargo', args, { input: lines.join('\n'), encoding: 'utf8' });
+  const out = execFileSync('target/debug/reuseport-agent', args, { input: lines.join('\n'), encoding: 'utf8' });
   return out.trim().split('\n').map((l) => JSON.parse(l) as Predicted);
 }
 
