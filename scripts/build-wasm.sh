@@ -6,6 +6,9 @@
 # successful build started.
 # Set FORCE=1 to rebuild anyway.
 set -euo pipefail
+# Cargo's rustc probe (`rustc -`) reads this process's stdin: keep it empty,
+# so whatever the caller's stdin holds is never compiled as Rust.
+exec </dev/null
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # node_modules/.bin first: wasm-pack must pick the npm `binaryen` wasm-opt (a current release),

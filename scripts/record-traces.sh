@@ -3,6 +3,9 @@
 # writes their manifest. Needs Linux and root (netns, sysctl, CPU pinning).
 # Each trace is small: at most 1000 events kept.
 set -euo pipefail
+# Cargo's rustc probe (`rustc -`) reads this process's stdin: keep it empty,
+# so whatever the caller's stdin holds is never compiled as Rust.
+exec </dev/null
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 cargo build --release -q -p reuseport-agent

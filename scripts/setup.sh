@@ -3,6 +3,9 @@
 # Needs beforehand: node (>= 20.19) with npm, and rustup (with cargo). Debian/Ubuntu for apt steps.
 # Progress goes to stderr, one "setup: ..." line per action.
 set -euo pipefail
+# Cargo's rustc probe (`rustc -`) reads this process's stdin: keep it empty,
+# so whatever the caller's stdin holds is never compiled as Rust.
+exec </dev/null
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test; stops at the first failing stage and names it.
 set -euo pipefail
+# Cargo's rustc probe (`rustc -`) reads this process's stdin: keep it empty,
+# so whatever the caller's stdin holds is never compiled as Rust.
+exec </dev/null
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="$PWD/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
