@@ -368,7 +368,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     const s = sim.summary();
     return scene === 'addr_any'
       ? addrAnyPlan(sim.opts.proto, sim.opts.secret)
-      : groupPlan({ proto: sim.opts.proto, bind: s.bind, port: s.port, secret: sim.opts.secret, program: sim.opts.program, members: sim.group.members() });
+      : groupPlan({ proto: sim.opts.proto, bind: s.bind, port: s.port, secret: sim.opts.secret, program: sim.opts.program, members: sim.group.members(), closedOrder: closedOrderOf(sim) });
   };
   const hostFor = (m: LookupModule, plan: HostPlan) => {
     const key = `${sim.opts.kernel}|${JSON.stringify(plan.layout)}`;
@@ -715,4 +715,10 @@ export class ReuseportDispatchElement extends HTMLElement {
 /** Registers `<reuseport-dispatch>` once. */
 export function defineDispatchElement(): void {
   if (!customElements.get('reuseport-dispatch')) customElements.define('reuseport-dispatch', ReuseportDispatchElement);
+}
+
+/** The close order when a Host layout can replay it (no listener joined after a close), else undefined. */
+function closedOrderOf(sim: DispatchSim): number[] | undefined {
+  const h = sim.closeHistory();
+  return h.joinAfterClose ? undefined : h.order;
 }

@@ -83,6 +83,28 @@ describe('dispatch: listener lookup panel', () => {
     sim.dispose();
   });
 
+  it('replays the closes in order, so the Host picks exactly what the live group picks', () => {
+    const sim = new DispatchSim({ ...base, listeners: 6 });
+    sim.close(1);
+    sim.close(3);
+    const h = sim.closeHistory();
+    expect(h).toEqual({ order: [1, 3], joinAfterClose: false });
+    const s = sim.summary();
+    const plan = groupPlan({ proto: 'tcp', bind: s.bind, port: s.port, secret: sim.opts.secret, program: null, members: sim.group.members(), closedOrder: h.order });
+    expect(plan.listenerOf).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(plan.layout.closed).toEqual([1, 3]);
+    const host = new Host('6.18', plan.layout);
+    for (const e of dispatched(sim, 30)) {
+      const x = host.lookup(hostPacket(plan, 'tcp', e.tuple, e.cpu, null));
+      // The live group answered this connection with e.listener (the model's Group).
+      expect(x.socket).toBe(e.listener);
+    }
+    sim.join();
+    expect(sim.closeHistory().joinAfterClose).toBe(true);
+    host.dispose();
+    sim.dispose();
+  });
+
   it('reuseport_addr_any: the specific socket wins on 6.18; on 4.17 a later wildcard group hides it', () => {
     const plan = addrAnyPlan('tcp', base.secret);
     const tuple = { saddr: '127.0.0.1', sport: 40000, daddr: SERVER.addr, dport: SERVER.port };

@@ -14,7 +14,7 @@ describe('full listener lookup over wasm', () => {
 
   it('reuseport_addr_any: the specific socket wins on 6.18, not on 4.17', () => {
     const sockets = [sock('inet', '0.0.0.0'), sock('inet', '0.0.0.0'), sock('inet6', '::'), sock('inet', '127.0.0.1'), sock('inet', '0.0.0.0')];
-    const layout = { sockets, listenOrder: null, skLookup: null, keys: { v4: 7, v6Outer: 0, v6Inner: 0 }, ephemeral: null };
+    const layout = { sockets, listenOrder: null, skLookup: null, keys: { v4: 7, v6Outer: 0, v6Inner: 0 }, ephemeral: null, closed: [] };
     const packet = { proto: 'tcp' as const, tuple: { saddr: '127.0.0.1', sport: 40000, daddr: '127.0.0.1', dport: 8888 }, device: null, ctx: { cpu: 0, payload: null } };
     const now = new Host('6.18', layout).lookup(packet);
     expect(now.socket).toBe(3);
@@ -26,7 +26,7 @@ describe('full listener lookup over wasm', () => {
 
   it('names the socket whose bind fails and the rule', () => {
     const a = { ...sock('inet', '127.0.0.1'), reuseport: false };
-    const layout = { sockets: [a, a], listenOrder: null, skLookup: null, keys: { v4: 0, v6Outer: 0, v6Inner: 0 }, ephemeral: null };
+    const layout = { sockets: [a, a], listenOrder: null, skLookup: null, keys: { v4: 0, v6Outer: 0, v6Inner: 0 }, ephemeral: null, closed: [] };
     const r = new Host('6.18', layout).results();
     expect(r[1]!.bind?.errno).toBe('EADDRINUSE');
     expect(r[1]!.bind?.with).toBe(0);

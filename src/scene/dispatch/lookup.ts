@@ -41,6 +41,8 @@ export interface GroupSource {
   program: Program | null;
   /** `Group.members()`, indexed by listener number. */
   members: Member[];
+  /** Listeners closed, in order, when no listener joined after a close; the layout then replays the closes. */
+  closedOrder?: number[];
 }
 
 /** A receiving socket: `listen` is also UDP's receiving state in the model. */
@@ -59,20 +61,23 @@ const keys = (secret: number, v6Outer = 0) => ({ v4: secret >>> 0, v6Outer: v6Ou
 export function groupPlan(g: GroupSource): HostPlan {
   const listenerOf: number[] = [];
   const sockets: SocketSpec[] = [];
+  const replay = g.closedOrder !== undefined;
   g.members.forEach((m, l) => {
-    if (m.state !== 'listening') return;
+    // With the close order known, every member binds and listens, then the
+    // closes run in order: the Host's socks[] is then the live group's.
+    if (!replay && m.state !== 'listening') return;
     listenerOf.push(l);
     sockets.push({ ...sock(g.proto, 'inet', g.bind, g.port), incomingCpu: m.incomingCpu >= 0 ? m.incomingCpu : null });
   });
   if (g.program && sockets.length) sockets[0] = { ...sockets[0]!, program: g.program };
-  const closed = g.members.length - sockets.length;
+  const omitted = g.members.length - sockets.length;
   return {
     scene: 'group',
-    layout: { sockets, listenOrder: null, skLookup: null, keys: keys(g.secret), ephemeral: null },
+    layout: { sockets, listenOrder: null, skLookup: null, keys: keys(g.secret), ephemeral: null, closed: replay ? [...g.closedOrder!] : [] },
     listenerOf,
     daddr: g.bind === '0.0.0.0' ? '10.0.0.1' : g.bind,
     dport: g.port,
-    describe: `The visualized group as ${sockets.length} ${g.proto.toUpperCase()} socket${sockets.length === 1 ? '' : 's'} bound to ${g.bind}:${g.port}, socket i being the i-th listening listener${closed ? ` (${closed} closed listener${closed === 1 ? '' : 's'} left out: the Host replays bind() and listen() only, so after closes its socks[] order can differ from the live group's)` : ''}.`,
+    describe: `The visualized group as ${sockets.length} ${g.proto.toUpperCase()} socket${sockets.length === 1 ? '' : 's'} bound to ${g.bind}:${g.port}, socket i being listener i${replay && g.closedOrder!.length ? `, with the closes replayed in order (${g.closedOrder!.join(', ')})` : ''}${omitted ? ` (${omitted} closed listener${omitted === 1 ? '' : 's'} left out: a listener joined after a close, which a Host layout cannot replay, so its socks[] order can differ from the live group's)` : ''}.`,
   };
 }
 
@@ -84,7 +89,7 @@ export function addrAnyPlan(proto: Proto, secret: number): HostPlan {
   const v6 = () => sock(proto, 'inet6', '::', p);
   const lo = () => sock(proto, 'inet', '127.0.0.1', p);
   const sockets = [v4(), v4(), v6(), v6(), lo(), v4(), v4(), v6(), v6(), sock(proto, 'inet', '127.0.0.1', p, false)];
-  const layout: Layout = { sockets, listenOrder: null, skLookup: null, keys: keys(secret, secret), ephemeral: null };
+  const layout: Layout = { sockets, listenOrder: null, skLookup: null, keys: keys(secret, secret), ephemeral: null, closed: [] };
   return {
     scene: 'addr_any',
     layout,

@@ -263,6 +263,21 @@ export class DispatchSim {
     return selectClients(this.group, this.clients, this.#batch ?? undefined);
   }
 
+  /**
+   * Listeners closed so far, in order, and whether a listener joined after a
+   * close (a Host layout replays every join before any close, so it can only
+   * mirror the live group when none did).
+   */
+  closeHistory(): { order: number[]; joinAfterClose: boolean } {
+    const order: number[] = [];
+    let joinAfterClose = false;
+    for (const op of this.#ops) {
+      if (op.op === 'close') order.push(op.listener);
+      else if (op.op === 'join' && order.length) joinAfterClose = true;
+    }
+    return { order, joinAfterClose };
+  }
+
   summary(): GroupSummary {
     return this.group.summary();
   }

@@ -39,6 +39,7 @@ fn layout(sockets: Vec<SocketSpec>) -> Layout {
             v6_inner: 0x7777_0002,
         },
         ephemeral: None,
+        closed: vec![],
     }
 }
 
@@ -490,4 +491,42 @@ fn reuseport_bpf_test_extra_filter_and_filter_no_reuseport() {
     let mut pk = packet(Proto::Udp, "127.0.0.1", 1234, "127.0.0.1", 8891);
     pk.ctx.cpu = 3;
     assert_eq!(h.lookup(&pk).socket, Some(3));
+}
+
+#[test]
+fn closing_sockets_in_a_layout_matches_the_single_group_model() {
+    // E4's rule through the full lookup: the last member moves into the hole.
+    use reuseport_model::{GroupSpec, ReuseportGroup};
+    let keys = Keys {
+        v4: 0x0bad_f00d,
+        ..Keys::default()
+    };
+    for p in since(4, 6) {
+        for proto in [Proto::Tcp, Proto::Udp] {
+            let l = Layout {
+                keys,
+                closed: vec![1, 4],
+                ..layout(
+                    (0..6)
+                        .map(|_| sock(Family::Inet, proto, "127.0.0.1", 8080))
+                        .collect(),
+                )
+            };
+            let h = Host::build(p, &l).unwrap();
+            assert!(h.results()[1].closed && !h.results()[1].receiving);
+            let g = ReuseportGroup::build(
+                p,
+                &GroupSpec {
+                    closed: vec![1, 4],
+                    ..GroupSpec::new(proto, 6, "127.0.0.1".parse::<IpAddr>().unwrap(), 8080, keys)
+                },
+            )
+            .unwrap();
+            for sport in 20000..20200 {
+                let pk = packet(proto, "127.0.0.7", sport, "127.0.0.1", 8080);
+                let want = g.select(&pk.tuple, 0).unwrap().listener.map(|l| l as usize);
+                assert_eq!(h.lookup(&pk).socket, want, "{} {proto:?}", p.release);
+            }
+        }
+    }
 }

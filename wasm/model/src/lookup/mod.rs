@@ -151,6 +151,11 @@ pub struct Layout {
     /// that bind port 0.
     #[serde(default)]
     pub ephemeral: Option<Ephemeral>,
+    /// Sockets closed, in this order, after every bind and listen: each
+    /// leaves its lists, and its group moves the last member into its slot
+    /// (`reuseport_detach_sock`).
+    #[serde(default)]
+    pub closed: Vec<usize>,
 }
 
 /// The ephemeral port range that `bind(addr, 0)` draws from.
@@ -202,6 +207,8 @@ pub struct CallResult {
     pub attach: Option<Refusal>,
     /// Whether it ended up receiving (listening TCP, bound UDP).
     pub receiving: bool,
+    /// Closed after the calls (`Layout::closed`).
+    pub closed: bool,
     /// Its reuseport group (index into the host's groups).
     pub group: Option<usize>,
     /// Its member number in that group (join order).
@@ -510,6 +517,7 @@ impl Host {
                     listen: None,
                     attach: None,
                     receiving: false,
+                    closed: false,
                     group: None,
                     member: None,
                 })
@@ -566,7 +574,45 @@ impl Host {
                 }
             }
         }
+        for &i in &layout.closed {
+            if i >= host.socks.len() {
+                return Err(LayoutError::Socket {
+                    socket: i,
+                    problem: format!(
+                        "closed names socket {i}, but the layout has {}",
+                        host.socks.len()
+                    ),
+                });
+            }
+            host.close_socket(i);
+        }
         Ok(host)
+    }
+
+    /// `close()` of a socket after the calls: out of its lists, and out of
+    /// its group with the last member moved into its slot.
+    fn close_socket(&mut self, i: usize) {
+        if self.results[i].closed {
+            return;
+        }
+        self.results[i].closed = true;
+        let was_receiving = self.socks[i].listening;
+        self.socks[i].listening = false;
+        self.socks[i].bound = false;
+        self.results[i].receiving = false;
+        if !was_receiving {
+            return;
+        }
+        for list in self
+            .port_list
+            .values_mut()
+            .chain(self.addr_list.values_mut())
+        {
+            list.retain(|&x| x != i);
+        }
+        if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
+            let _ = self.groups[g].group.close(m);
+        }
     }
 
     /// `bind()`: the conflict rules against every socket bound before on the
