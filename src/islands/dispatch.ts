@@ -175,7 +175,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const legend = stage.append('ul').attr('class', 'rl-dv-legend').attr('aria-label', 'Packet shapes');
   legend
     .selectAll('li')
-    .data([...KINDS.map((k) => `${{ circle: '●', diamond: '◆', square: '■', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`), 'colour: listener (Okabe-Ito; hollow marks for listeners 8–15, 24–31, …; black: no socket)'])
+    .data([...KINDS.map((k) => `${{ square: '■', diamond: '◆', bar: '▬', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`), 'colour: listener (Okabe-Ito; hollow marks for listeners 8–15, 24–31, …; black: no socket)'])
     .join('li')
     .text((d) => d);
   // The listener lookup of the inspected packet, in one line under the scene (details in the Listener lookup panel).
@@ -581,6 +581,10 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
 
   // ---- Frames ----------------------------------------------------------------------------------
   const clock = new FrameClock();
+  // The event table, the chart and the figures refresh once a second while
+  // playing: each refresh lays out and repaints DOM, which costs whole frames
+  // when rasterising without a GPU.
+  const SLOW_MS = 1000;
   const render = (now: number) => {
     if (!ctx) return;
     ctx.clearRect(0, 0, cssW, cssH);
@@ -633,7 +637,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     rowsMoving = moving || wasMoving;
     wasMoving = moving;
     render(now);
-    if (now - lastSlow > 250) {
+    if (now - lastSlow > SLOW_MS) {
       lastSlow = now;
       if (playing) {
         drawTable();

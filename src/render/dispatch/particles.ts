@@ -1,7 +1,7 @@
 /**
  * Draws the clients and the packets in flight on a canvas: one path per
  * colour and fill, so thousands of packets cost a few dozen draw calls.
- * Kinds are told apart by shape (SYN circle, SYN-ACK diamond, ACK square,
+ * Kinds are told apart by shape (SYN square, SYN-ACK diamond, ACK bar,
  * RST cross, UDP triangle); listeners by Okabe-Ito colour, hollow marks on
  * every second cycle of 8.
  */
@@ -23,9 +23,8 @@ const COLOURS = [...OKABE_ITO, NO_LISTENER_COLOUR];
 
 function shape(ctx: CanvasRenderingContext2D, kind: number, x: number, y: number, r: number): void {
   switch (kind) {
-    case 0: // SYN
-      ctx.moveTo(x + r, y);
-      ctx.arc(x, y, r, 0, Math.PI * 2);
+    case 0: // SYN (straight edges: see KIND_SHAPE)
+      ctx.rect(x - r, y - r, 2 * r, 2 * r);
       break;
     case 1: // SYN-ACK
       ctx.moveTo(x, y - r * 1.3);
@@ -35,7 +34,7 @@ function shape(ctx: CanvasRenderingContext2D, kind: number, x: number, y: number
       ctx.closePath();
       break;
     case 2: // ACK
-      ctx.rect(x - r, y - r, 2 * r, 2 * r);
+      ctx.rect(x - r * 1.4, y - r * 0.5, 2.8 * r, r);
       break;
     case 3: // RST
       ctx.moveTo(x - r, y - r);

@@ -31,10 +31,12 @@ export function listenerMark(l: number | null): ListenerMark {
 export type PacketKind = 'SYN' | 'SYN-ACK' | 'ACK' | 'RST' | 'UDP';
 
 /** Shape per kind: the kind is told by shape and by its label, never by colour alone. */
-export const KIND_SHAPE: Record<PacketKind, 'circle' | 'diamond' | 'square' | 'cross' | 'triangle'> = {
-  SYN: 'circle',
+// Straight-edged shapes only: thousands of arcs per frame cost whole frames
+// when the canvas is rasterised without a GPU (npm run bench:frames).
+export const KIND_SHAPE: Record<PacketKind, 'square' | 'diamond' | 'bar' | 'cross' | 'triangle'> = {
+  SYN: 'square',
   'SYN-ACK': 'diamond',
-  ACK: 'square',
+  ACK: 'bar',
   RST: 'cross',
   UDP: 'triangle',
 };
