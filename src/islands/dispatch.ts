@@ -407,6 +407,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     if (!r) return;
     if ('error' in r) lkBody.append('p').attr('class', 'rl-fallback').text(`The model refuses this layout: ${r.error}`);
     else renderLookup(lkBody.node()!, r.plan.describe, r.view, 3);
+    overlay.lookup('error' in r ? null : r.view.walks, box, 'error' in r ? null : r.view.socket === null ? 'no socket' : r.view.listener !== null ? `L${r.view.listener}` : `socket ${r.view.socket}`);
     stageLookup.text(
       'error' in r
         ? ''
@@ -505,6 +506,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     focus = null;
     inspLookup = null;
     stageLookup.text('');
+    overlay.lookup(null, box);
     lkBody.selectAll('*').remove();
     lkBody.append('p').text('Inspect a packet to see the tables the kernel walked, every candidate socket’s compute_score, and the group’s pick.');
     refreshStructure();

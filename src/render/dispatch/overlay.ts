@@ -21,11 +21,55 @@ export class Overlay {
   #static: G;
   #rows: G;
   #marker: G;
+  #lookup: G;
   constructor(parent: HTMLElement) {
     this.svg = select(parent).append('svg').attr('class', 'rl-dv-overlay').attr('aria-hidden', 'true');
     this.#static = this.svg.append('g');
     this.#rows = this.svg.append('g');
     this.#marker = this.svg.append('g');
+    this.#lookup = this.svg.append('g').attr('class', 'rl-dv-lk');
+  }
+
+  /**
+   * The inspected packet's listener lookup between the clients and the hash
+   * range: each table the model walked, its candidates in list order with
+   * their compute_score, the receiving one ticked (`null` clears it). The
+   * text under the scene says the same for screen readers.
+   */
+  lookup(walks: readonly { caption: string; chips: readonly { label: string; score: number; chosen: boolean }[] }[] | null, b: Box, receiver: string | null = null): void {
+    const g = this.#lookup;
+    g.selectAll('*').remove();
+    if (!walks) return;
+    const x = px(b, COL.lookup);
+    const bottom = py(b, 1);
+    let y = py(b, 0) + 2;
+    const MAX_ROWS = 8;
+    for (const w of walks) {
+      if (y > bottom - 30) break;
+      // Table name, then its bucket key on a second line.
+      const caption = w.caption.replace(' (port-keyed, 32 buckets),', '[32]');
+      const cut = caption.indexOf(' (');
+      const lines = cut > 0 ? [caption.slice(0, cut), caption.slice(cut + 1)] : [caption];
+      for (const line of lines) {
+        g.append('text').attr('class', 'rl-dv-lk-cap').attr('x', x).attr('y', y + 10).text(line);
+        y += 12;
+      }
+      const shown = w.chips.slice(0, MAX_ROWS);
+      for (const c of shown) {
+        g.append('text')
+          .attr('class', c.chosen ? 'rl-dv-lk-row rl-dv-lk-chosen' : 'rl-dv-lk-row')
+          .attr('x', x + 6)
+          .attr('y', y + 10)
+          .text(`${c.label} · score ${c.score}${c.chosen ? ' ✓' : ''}`);
+        y += 13;
+      }
+      if (w.chips.length > shown.length) {
+        g.append('text').attr('class', 'rl-dv-lk-row').attr('x', x + 6).attr('y', y + 10).text(`+${w.chips.length - shown.length} more`);
+        y += 13;
+      }
+      y += 6;
+    }
+    if (receiver !== null && y < bottom - 12) g.append('text').attr('class', 'rl-dv-lk-row rl-dv-lk-chosen').attr('x', x).attr('y', y + 10).text(`→ ${receiver}`);
   }
 
   /** Redraws the fixed parts (after a group change or a resize). */

@@ -6,7 +6,7 @@
  */
 
 /** Column positions. */
-export const COL = { client: 0.04, hash: 0.36, slot: 0.58, listener: 0.78 } as const;
+export const COL = { client: 0.04, lookup: 0.12, hash: 0.36, slot: 0.58, listener: 0.78 } as const;
 
 /** Centre of row `i` of `n` equal rows. */
 export function rowCentre(i: number, n: number): number {

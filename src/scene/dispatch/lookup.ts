@@ -116,6 +116,8 @@ export interface WalkView {
   sockets: number[];
   /** Rows of the receiving socket. */
   highlight: number[];
+  /** The same candidates in a few characters each, for the scene: listener (or socket) and score. */
+  chips: { label: string; score: number; chosen: boolean }[];
 }
 
 /** The whole lookup, ready to render. */
@@ -155,6 +157,10 @@ export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExpl
     rows: t.candidates.map((c) => [sockLabel(plan, results, c.socket), c.score < 0 ? `${c.score} (no match)` : String(c.score), c.outcome]),
     sockets: t.candidates.map((c) => c.socket),
     highlight: t.candidates.flatMap((c, i) => (c.socket === ex.socket ? [i] : [])),
+    chips: t.candidates.map((c) => {
+      const l = plan.listenerOf[c.socket];
+      return { label: l !== null && l !== undefined ? `L${l}` : `socket ${c.socket}`, score: c.score, chosen: c.socket === ex.socket };
+    }),
   }));
   const g = ex.group;
   const member = g && ex.socket !== null ? g.members.indexOf(ex.socket) : -1;
