@@ -98,6 +98,12 @@ describe('dispatch: listener lookup panel', () => {
       const x = host.lookup(hostPacket(plan, 'tcp', e.tuple, e.cpu, null));
       // The live group answered this connection with e.listener (the model's Group).
       expect(x.socket).toBe(e.listener);
+      // The scene's chips are the model's candidates, in list order, labelled by listener.
+      const v = lookupView(plan, host.results(), x);
+      v.walks.forEach((w, i) => {
+        const c = x.tables[i]!.candidates;
+        expect(w.chips).toEqual(c.map((k) => ({ label: `L${k.socket}`, score: k.score, chosen: k.socket === x.socket })));
+      });
     }
     sim.join();
     expect(sim.closeHistory().joinAfterClose).toBe(true);
