@@ -175,7 +175,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const legend = stage.append('ul').attr('class', 'rl-dv-legend').attr('aria-label', 'Packet shapes');
   legend
     .selectAll('li')
-    .data([...KINDS.map((k) => `${{ square: '■', diamond: '◆', bar: '▬', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`), 'colour: listener (Okabe-Ito; hollow marks for listeners 8–15, 24–31, …; black: no socket)'])
+    .data([...KINDS.map((k) => `${{ square: '■', diamond: '◆', bar: '▬', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`), 'colour: listener (Okabe-Ito; hollow marks for listeners 8–15, 24–31, …; black: no socket, or, under a payload program, no single listener per client)'])
     .join('li')
     .text((d) => d);
   // The listener lookup of the inspected packet, in one line under the scene (details in the Listener lookup panel).

@@ -260,6 +260,10 @@ export class DispatchSim {
   }
 
   #selectAll(): Uint32Array {
+    // A payload program routes each datagram by its number, so a client has
+    // no single listener: leave it uncoloured rather than show the answer for
+    // an empty payload.
+    if (this.opts.program?.kind === 'payload_mod') return new Uint32Array(this.clients.length).fill(NO_LISTENER);
     return selectClients(this.group, this.clients, this.#batch ?? undefined);
   }
 
