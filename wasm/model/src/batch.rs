@@ -19,7 +19,7 @@ use std::net::Ipv4Addr;
 
 use crate::hash::hash_v4;
 use crate::jhash::{reciprocal_scale, reciprocal_scale_narrow, JhashForm};
-use crate::profile::{GroupScan, V4Form, WildcardLaddr, UDP_HASH2_THRESHOLD};
+use crate::profile::{GroupScan, V4Form};
 use crate::reuseport::{MemberState, ReuseportGroup};
 use crate::tuple::{Proto, Tuple};
 
@@ -190,43 +190,9 @@ fn fast_avx512(
     dispatch(form, jh, initval, f, b, out)
 }
 
-/// Which compiled copy of the vectorised loop to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Isa {
-    /// The widest the CPU supports (AVX-512 where present).
-    Best,
-    /// The AVX2 copy on x86-64 (the baseline where the CPU lacks AVX2).
-    Avx2,
-    /// The baseline target's copy (SSE2 on x86-64, SIMD128 on wasm).
-    Portable,
-}
-
-impl Isa {
-    /// The copy `Best` resolves to on this CPU.
-    pub fn best_name() -> &'static str {
-        #[cfg(target_arch = "x86_64")]
-        if avx512() {
-            return "avx512";
-        }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            return "avx2";
-        }
-        if cfg!(target_arch = "wasm32") {
-            "simd128"
-        } else {
-            "baseline sse2"
-        }
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
-fn avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-        && std::arch::is_x86_feature_detected!("avx512dq")
-}
+use crate::isa::Compiled;
+pub use crate::isa::Isa;
 
 fn fast(
     isa: Isa,
@@ -237,19 +203,15 @@ fn fast(
     b: V4Batch<'_>,
     out: &mut [u32],
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Best && avx512() {
-        // SAFETY: the CPU has every feature the function was compiled for.
-        return unsafe { fast_avx512(form, jh, initval, f, b, out) };
+    match isa.resolve() {
+        // SAFETY: `resolve` found every feature the copy was compiled for.
+        #[cfg(target_arch = "x86_64")]
+        Compiled::Avx512 => unsafe { fast_avx512(form, jh, initval, f, b, out) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Compiled::Avx2 => unsafe { fast_avx2(form, jh, initval, f, b, out) },
+        _ => fast_generic(form, jh, initval, f, b, out),
     }
-    #[cfg(target_arch = "x86_64")]
-    if (isa == Isa::Best || isa == Isa::Avx2) && std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { fast_avx2(form, jh, initval, f, b, out) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = isa;
-    fast_generic(form, jh, initval, f, b, out)
 }
 
 impl ReuseportGroup {
@@ -277,16 +239,7 @@ impl ReuseportGroup {
             // Dual-stack groups take the general path: they follow v6only and mapped rules.
             std::net::IpAddr::V6(_) => return None,
         };
-        let rule = match self.proto() {
-            Proto::Tcp => p.tcp_wildcard_laddr,
-            Proto::Udp => p.udp_wildcard_laddr,
-        };
-        let laddr_zero = bind_any
-            && match rule {
-                WildcardLaddr::Zero => true,
-                WildcardLaddr::Daddr => false,
-                WildcardLaddr::ZeroAboveTen => a.num_socks() > UDP_HASH2_THRESHOLD,
-            };
+        let laddr_zero = bind_any && self.hashes_laddr_zero();
         Some(Fast {
             socks: a.listening(),
             laddr_zero,

@@ -31,6 +31,7 @@ pub mod error;
 pub mod explain;
 pub mod group;
 pub mod hash;
+pub mod isa;
 pub mod jhash;
 pub mod lookup;
 pub mod profile;

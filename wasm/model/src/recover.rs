@@ -42,9 +42,11 @@ use std::ops::Range;
 
 use thiserror::Error;
 
-use crate::batch::Isa;
 use crate::error::SetupError;
 use crate::hash::{hash_v4, Keys};
+#[cfg(target_arch = "x86_64")]
+use crate::isa::Compiled;
+use crate::isa::Isa;
 use crate::jhash::{reciprocal_scale, JhashForm};
 use crate::profile::{GroupScan, Profile, Release, Selection, V4Form};
 use crate::reuseport::{MemberState, ReuseportGroup};
@@ -652,7 +654,7 @@ impl Keep for Compress {
         k: &mut usize,
     ) {
         // SAFETY: `Compress` is used only by `search_avx512`, which runs only
-        // after `avx512()` confirmed the CPU features; `*k + 16 <= buf.len()`
+        // after `Isa::resolve` confirmed the CPU features; `*k + 16 <= buf.len()`
         // because `*k <= BLOCK` (survivors never outnumber the lanes seen).
         unsafe { compress(h, iv, o.lo, o.width, valid, buf, k) }
     }
@@ -789,38 +791,10 @@ fn search_avx512(form: V4Form, jh: JhashForm, obs: &[Obs], r: Range<u64>, found:
     dispatch::<Compress>(form, jh, obs, r, found)
 }
 
-#[cfg(target_arch = "x86_64")]
-fn avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-        && std::arch::is_x86_feature_detected!("avx512dq")
-        && std::arch::is_x86_feature_detected!("popcnt")
-}
-
-#[cfg(target_arch = "x86_64")]
-fn avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
-}
-
 /// The compiled copy [`search`] runs for `isa` on this CPU: `avx512`,
 /// `avx2`, `baseline sse2` or `simd128`.
 pub fn isa_used(isa: Isa) -> &'static str {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if isa == Isa::Best && avx512() {
-            return "avx512";
-        }
-        if isa != Isa::Portable && avx2() {
-            return "avx2";
-        }
-    }
-    let _ = isa;
-    if cfg!(target_arch = "wasm32") {
-        "simd128"
-    } else {
-        "baseline sse2"
-    }
+    isa.resolve().name()
 }
 
 /// Finds every initval in `range` (a part of `0..2^32`) under which each
@@ -840,19 +814,15 @@ pub fn search(
         range.start <= range.end && range.end <= SPACE,
         "range {range:?} is not within 0..2^32"
     );
-    #[cfg(target_arch = "x86_64")]
-    {
-        if isa == Isa::Best && avx512() {
-            // SAFETY: the CPU has every feature the function was compiled for.
-            return unsafe { search_avx512(form, jh, obs, range, found) };
-        }
-        if isa != Isa::Portable && avx2() {
-            // SAFETY: the CPU has AVX2.
-            return unsafe { search_avx2(form, jh, obs, range, found) };
-        }
+    match isa.resolve() {
+        // SAFETY: `resolve` found every feature the copy was compiled for.
+        #[cfg(target_arch = "x86_64")]
+        Compiled::Avx512 => unsafe { search_avx512(form, jh, obs, range, found) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Compiled::Avx2 => unsafe { search_avx2(form, jh, obs, range, found) },
+        _ => search_generic(form, jh, obs, range, found),
     }
-    let _ = isa;
-    search_generic(form, jh, obs, range, found)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! listener chain, newest first, and a reservoir scan picks
 //! (kernel-history.md §3 and §4.1).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +18,7 @@ use crate::jhash::{next_pseudo_random32, reciprocal_scale};
 use crate::profile::{
     BpfFallback, GroupScan, Profile, Selection, WildcardLaddr, UDP_HASH2_THRESHOLD,
 };
-use crate::tuple::{Proto, Tuple};
+use crate::tuple::{canonical, unspecified_like, Proto, Tuple};
 
 /// `SO_INCOMING_CPU` set on one listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -394,23 +394,9 @@ enum LaddrRule {
 impl LaddrRule {
     fn apply(self, daddr: IpAddr) -> IpAddr {
         match self {
-            LaddrRule::WildcardZero | LaddrRule::PortSlotOverTen(_) => zero_of(daddr),
+            LaddrRule::WildcardZero | LaddrRule::PortSlotOverTen(_) => unspecified_like(daddr),
             _ => daddr,
         }
-    }
-}
-
-fn zero_of(a: IpAddr) -> IpAddr {
-    match a {
-        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
-        IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
-    }
-}
-
-fn canonical(a: IpAddr) -> IpAddr {
-    match a {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(a),
-        v4 => v4,
     }
 }
 
@@ -918,6 +904,15 @@ impl ReuseportGroup {
                 }
             }
         }
+    }
+
+    /// Whether the hash sees local address 0 rather than the destination
+    /// (a wildcard group in the eras of kernel-history.md §2.6).
+    pub(crate) fn hashes_laddr_zero(&self) -> bool {
+        matches!(
+            self.laddr_rule(),
+            LaddrRule::WildcardZero | LaddrRule::PortSlotOverTen(_)
+        )
     }
 
     /// The local address the lookup pass that finds this group feeds to the

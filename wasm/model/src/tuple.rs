@@ -110,10 +110,18 @@ pub fn port_raw(port: u16) -> u32 {
 
 /// Treats `::ffff:a.b.c.d` as the IPv4 address it carries: such packets are
 /// IPv4 on the wire.
-fn canonical(a: IpAddr) -> IpAddr {
+pub(crate) fn canonical(a: IpAddr) -> IpAddr {
     match a {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(a),
         v4 => v4,
+    }
+}
+
+/// The wildcard address of `a`'s family (`0.0.0.0` or `::`).
+pub(crate) fn unspecified_like(a: IpAddr) -> IpAddr {
+    match a {
+        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
     }
 }
 

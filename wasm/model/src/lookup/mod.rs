@@ -26,7 +26,7 @@ use crate::hash::{self, hex, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
 use crate::profile::{Profile, Release};
 use crate::reuseport::{GroupAnswer, GroupSpec, PacketCtx, Program, ReuseportGroup};
-use crate::tuple::{Proto, Tuple};
+use crate::tuple::{unspecified_like, Proto, Tuple};
 use rules::{LookupRules, ScanRule, ScoreRule, TcpTables, UdpTables};
 
 /// Address family of a socket.
@@ -926,7 +926,10 @@ impl Host {
         if s.port != p.tuple.dport || s.proto != p.proto {
             return -1;
         }
-        let dev_ok = s.device.is_none() || s.device == p.device.clone().or(Some("lo".into()));
+        let dev_ok = s
+            .device
+            .as_deref()
+            .is_none_or(|d| d == p.device.as_deref().unwrap_or("lo"));
         let cpu = (self.rules.cpu_bonus && s.incoming_cpu == Some(p.ctx.cpu)) as i32;
         let v6_packet = p.tuple.daddr.is_ipv6();
         let exact = self.rules.score != ScoreRule::Classic;
@@ -1029,11 +1032,7 @@ impl Host {
             notes: vec!["each table is taken to hold only this port's sockets (bucket collisions with other ports depend on net_hash_mix and table sizes)".into()],
         };
         let t = p.tuple;
-        let zero = if t.daddr.is_ipv6() {
-            IpAddr::V6(Ipv6Addr::UNSPECIFIED)
-        } else {
-            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-        };
+        let zero = unspecified_like(t.daddr);
         match p.proto {
             Proto::Tcp => {
                 if self.run_sk_lookup(p, &mut x) {
@@ -1169,8 +1168,7 @@ impl Host {
         let chain = self
             .port_list
             .get(&(p.proto, p.tuple.dport))
-            .cloned()
-            .unwrap_or_default();
+            .map_or(&[][..], Vec::as_slice);
         let (table, source) = match p.proto {
             Proto::Tcp => (
                 "listening_hash (port-keyed, 32 buckets)".to_string(),
@@ -1183,7 +1181,7 @@ impl Host {
         };
         self.scan(
             p,
-            &chain,
+            chain,
             p.tuple.daddr,
             p.tuple.daddr,
             format!("{table}, port {}", p.tuple.dport),
@@ -1207,8 +1205,7 @@ impl Host {
         let chain = self
             .addr_list
             .get(&(p.proto, bucket_addr(bucket), p.tuple.dport))
-            .cloned()
-            .unwrap_or_default();
+            .map_or(&[][..], Vec::as_slice);
         let (table, source) = match (p.proto, p.tuple.daddr.is_ipv6()) {
             (Proto::Tcp, false) => ("lhash2", "inet_lhash2_lookup, net/ipv4/inet_hashtables.c"),
             (Proto::Tcp, true) => ("lhash2", "inet6_lhash2_lookup, net/ipv6/inet6_hashtables.c"),
@@ -1217,7 +1214,7 @@ impl Host {
         };
         self.scan(
             p,
-            &chain,
+            chain,
             daddr,
             laddr,
             format!("{table} ({bucket}, {})", p.tuple.dport),
