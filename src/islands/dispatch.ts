@@ -11,6 +11,7 @@
  */
 import { select } from 'd3';
 import { FrameClock } from '../clock';
+import { defineIsland, islandElement } from './element';
 import { loadModel, profiles, type Proto } from '../model/index';
 import type { Program } from '../model/generated/Program';
 import { renderExplain } from '../render/explain-card';
@@ -686,41 +687,27 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
 
 const numAttr = (el: HTMLElement, name: string): number | undefined => (el.hasAttribute(name) ? Number(el.getAttribute(name)) : undefined);
 
-/** `<reuseport-dispatch kernel="6.18" proto="tcp" listeners="8" clients="200" rate="40" seed="1" secret="0x…" wildcard cpus="4" autoplay="false">`. */
-export class ReuseportDispatchElement extends HTMLElement {
-  #dispose?: () => void;
-  #gen = 0;
-  connectedCallback(): void {
-    const gen = ++this.#gen;
-    const secret = this.getAttribute('secret');
-    const opt: DispatchOptions = {
-      kernel: this.getAttribute('kernel') ?? undefined,
-      proto: (this.getAttribute('proto') as Proto | null) ?? undefined,
-      listeners: numAttr(this, 'listeners'),
-      clients: numAttr(this, 'clients'),
-      rate: numAttr(this, 'rate'),
-      speed: numAttr(this, 'speed'),
-      seed: numAttr(this, 'seed'),
-      secret: secret ? parseHex32(secret) : undefined,
-      wildcard: this.hasAttribute('wildcard'),
-      cpus: numAttr(this, 'cpus'),
-      autoplay: this.getAttribute('autoplay') !== 'false',
-    };
-    void mount(this, opt).then((d) => {
-      if (gen === this.#gen && this.isConnected) this.#dispose = d;
-      else d();
-    });
-  }
-  disconnectedCallback(): void {
-    this.#gen++;
-    this.#dispose?.();
-    this.#dispose = undefined;
-  }
-}
+/** `<reuseport-dispatch kernel="6.18" proto="tcp" listeners="8" clients="200" rate="40" speed="1" seed="1" secret="0x..." wildcard cpus="4" autoplay="false">`. */
+export const ReuseportDispatchElement = islandElement(mount, (el): DispatchOptions => {
+  const secret = el.getAttribute('secret');
+  return {
+    kernel: el.getAttribute('kernel') ?? undefined,
+    proto: (el.getAttribute('proto') as Proto | null) ?? undefined,
+    listeners: numAttr(el, 'listeners'),
+    clients: numAttr(el, 'clients'),
+    rate: numAttr(el, 'rate'),
+    speed: numAttr(el, 'speed'),
+    seed: numAttr(el, 'seed'),
+    secret: secret ? parseHex32(secret) : undefined,
+    wildcard: el.hasAttribute('wildcard'),
+    cpus: numAttr(el, 'cpus'),
+    autoplay: el.getAttribute('autoplay') !== 'false',
+  };
+});
 
 /** Registers `<reuseport-dispatch>` once. */
 export function defineDispatchElement(): void {
-  if (!customElements.get('reuseport-dispatch')) customElements.define('reuseport-dispatch', ReuseportDispatchElement);
+  defineIsland('reuseport-dispatch', ReuseportDispatchElement);
 }
 
 /** The close order when a Host layout can replay it (no listener joined after a close), else undefined. */

@@ -10,6 +10,8 @@ import { select } from 'd3';
 import { Group, loadModel, parseBind, parseTuples, profiles, resolveProfile, type LineAnswer, type Proto } from '../model/index';
 import { countByListener, explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
+import { hex32, parseHex32 } from '../hex';
+import { defineIsland, islandElement } from './element';
 
 /** Options of the lookup widget. */
 export interface LookupOptions {
@@ -33,14 +35,7 @@ export const MAX_DETAILED = 50;
 let uid = 0;
 
 function randomHex32(): string {
-  const a = new Uint32Array(1);
-  crypto.getRandomValues(a);
-  return `0x${a[0]!.toString(16).padStart(8, '0')}`;
-}
-
-function parseHex(s: string): number | undefined {
-  const t = s.trim();
-  return /^(0x)?[0-9a-f]{1,8}$/i.test(t) ? Number.parseInt(t.replace(/^0x/i, ''), 16) >>> 0 : undefined;
+  return hex32(crypto.getRandomValues(new Uint32Array(1))[0]!);
 }
 
 function parseNumList(s: string): number[] | undefined {
@@ -122,9 +117,9 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     if (lineCount > MAX_LINES) fail(`The tuples field has ${lineCount} lines; at most ${MAX_LINES} are explained per run. Split the input, or use reuseport-agent predict for bulk.`);
     const n = Number(listeners.property('value'));
     if (!Number.isInteger(n) || n < 1) fail('Listeners: give a whole number of at least 1.');
-    const s = parseHex(String(secret.property('value')));
+    const s = parseHex32(String(secret.property('value')));
     if (s === undefined) fail('Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.');
-    const i6 = parseHex(String(inner.property('value')));
+    const i6 = parseHex32(String(inner.property('value')));
     if (i6 === undefined) fail('IPv6 inner secret: give a 32-bit hex value such as 0x1a2b3c4d.');
     const closedList = parseNumList(String(closed.property('value')));
     if (closedList === undefined) fail('Closed listeners: give listener numbers separated by commas, such as 1,3.');
@@ -241,32 +236,16 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
   };
 }
 
-/** `<reuseport-lookup kernel="6.18" proto="tcp" listeners="8" tuples="...">`. */
-export class ReuseportLookupElement extends HTMLElement {
-  #dispose?: () => void;
-  #gen = 0;
-  connectedCallback(): void {
-    const gen = ++this.#gen;
-    const opt: LookupOptions = {
-      kernel: this.getAttribute('kernel') ?? undefined,
-      proto: (this.getAttribute('proto') as Proto | null) ?? undefined,
-      listeners: this.hasAttribute('listeners') ? Number(this.getAttribute('listeners')) : undefined,
-      tuples: this.getAttribute('tuples') ?? undefined,
-      secret: this.getAttribute('secret') ?? undefined,
-    };
-    void mountLookup(this, opt).then((d) => {
-      if (gen === this.#gen && this.isConnected) this.#dispose = d;
-      else d();
-    });
-  }
-  disconnectedCallback(): void {
-    this.#gen++;
-    this.#dispose?.();
-    this.#dispose = undefined;
-  }
-}
+/** `<reuseport-lookup kernel="6.18" proto="tcp" listeners="8" tuples="..." secret="0x...">`. */
+export const ReuseportLookupElement = islandElement(mountLookup, (el): LookupOptions => ({
+  kernel: el.getAttribute('kernel') ?? undefined,
+  proto: (el.getAttribute('proto') as Proto | null) ?? undefined,
+  listeners: el.hasAttribute('listeners') ? Number(el.getAttribute('listeners')) : undefined,
+  tuples: el.getAttribute('tuples') ?? undefined,
+  secret: el.getAttribute('secret') ?? undefined,
+}));
 
 /** Registers `<reuseport-lookup>` once. */
 export function defineLookupElement(): void {
-  if (!customElements.get('reuseport-lookup')) customElements.define('reuseport-lookup', ReuseportLookupElement);
+  defineIsland('reuseport-lookup', ReuseportLookupElement);
 }
