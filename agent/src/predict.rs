@@ -438,7 +438,7 @@ fn run_layout(
     emit(
         &mut out,
         &Calls {
-            calls: host.results(),
+            calls: &host.results(),
         },
     )?;
     answer_lines(input, &mut out, |out, line, t| {

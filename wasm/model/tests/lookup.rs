@@ -462,7 +462,8 @@ fn reuseport_bpf_test_extra_filter_and_filter_no_reuseport() {
             };
             let h = Host::build(p, &layout(vec![a.clone(), a])).unwrap();
             assert!(h.results()[0].bind.is_none(), "{}", p.release);
-            let r = h.results()[1].bind.as_ref().expect("second bind refused");
+            let results = h.results();
+            let r = results[1].bind.as_ref().expect("second bind refused");
             assert_eq!(r.errno, "EADDRINUSE");
             assert!(
                 r.rule.contains("already owns a reuseport group"),

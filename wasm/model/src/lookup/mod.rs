@@ -315,6 +315,10 @@ struct Sock {
     listening: bool,
     group: Option<usize>,
     member: Option<u32>,
+    bind_refusal: Option<Refusal>,
+    listen_refusal: Option<Refusal>,
+    attach_refusal: Option<Refusal>,
+    closed: bool,
 }
 
 struct GroupEntry {
@@ -333,7 +337,6 @@ pub struct Host {
     port_list: BTreeMap<(Proto, u16), Vec<usize>>,
     /// Receiving sockets per (protocol, bucket address, port), in list order.
     addr_list: BTreeMap<(Proto, IpAddr, u16), Vec<usize>>,
-    results: Vec<CallResult>,
     sk_lookup: Option<SkLookup>,
     keys: Keys,
 }
@@ -505,29 +508,21 @@ impl Host {
                     listening: false,
                     group: None,
                     member: None,
+                    bind_refusal: None,
+                    listen_refusal: None,
+                    attach_refusal: None,
+                    closed: false,
                 })
                 .collect(),
             groups: Vec::new(),
             port_list: BTreeMap::new(),
             addr_list: BTreeMap::new(),
-            results: (0..layout.sockets.len())
-                .map(|socket| CallResult {
-                    socket,
-                    bind: None,
-                    listen: None,
-                    attach: None,
-                    receiving: false,
-                    closed: false,
-                    group: None,
-                    member: None,
-                })
-                .collect(),
             sk_lookup: layout.sk_lookup.clone(),
             keys: layout.keys,
         };
         for (i, s) in layout.sockets.iter().enumerate() {
             if s.program.is_some() && !s.reuseport {
-                host.results[i].attach = Some(Refusal {
+                host.socks[i].attach_refusal = Some(Refusal {
                     errno: "EINVAL".into(),
                     rule: "SO_ATTACH_REUSEPORT_CBPF/EBPF needs SO_REUSEPORT on the socket (sk_reuseport_attach_filter, net/core/sock.c; reuseport_bpf.c test_filter_no_reuseport)".into(),
                     with: None,
@@ -542,7 +537,7 @@ impl Host {
                 host.bind_conflict(i)
             };
             match refused {
-                Some(r) => host.results[i].bind = Some(r),
+                Some(r) => host.socks[i].bind_refusal = Some(r),
                 None => {
                     host.socks[i].bound = true;
                     let s = &host.socks[i].spec;
@@ -592,14 +587,13 @@ impl Host {
     /// `close()` of a socket after the calls: out of its lists, and out of
     /// its group with the last member moved into its slot.
     fn close_socket(&mut self, i: usize) {
-        if self.results[i].closed {
+        if self.socks[i].closed {
             return;
         }
-        self.results[i].closed = true;
+        self.socks[i].closed = true;
         let was_receiving = self.socks[i].listening;
         self.socks[i].listening = false;
         self.socks[i].bound = false;
-        self.results[i].receiving = false;
         if !was_receiving {
             return;
         }
@@ -673,7 +667,7 @@ impl Host {
     fn listen_or_receive(&mut self, i: usize, keys: Keys) {
         if self.socks[i].spec.proto == Proto::Tcp {
             if let Some(r) = self.listen_conflict(i) {
-                self.results[i].listen = Some(r);
+                self.socks[i].listen_refusal = Some(r);
                 return;
             }
         }
@@ -844,7 +838,7 @@ impl Host {
                     }
                     if let Some(p) = &spec.program {
                         if let Err(e) = entry.group.attach_program(p.clone()) {
-                            self.results[i].listen = Some(Refusal {
+                            self.socks[i].listen_refusal = Some(Refusal {
                                 errno: "EINVAL".into(),
                                 rule: e.to_string(),
                                 with: None,
@@ -853,8 +847,6 @@ impl Host {
                     }
                     self.socks[i].group = Some(g);
                     self.socks[i].member = Some(member);
-                    self.results[i].group = Some(g);
-                    self.results[i].member = Some(member);
                 }
                 Err(e) => {
                     let r = Refusal {
@@ -868,9 +860,9 @@ impl Host {
                         with: None,
                     };
                     if spec.proto == Proto::Tcp {
-                        self.results[i].listen = Some(r);
+                        self.socks[i].listen_refusal = Some(r);
                     } else {
-                        self.results[i].bind = Some(r);
+                        self.socks[i].bind_refusal = Some(r);
                         self.socks[i].bound = false;
                     }
                     return;
@@ -878,7 +870,6 @@ impl Host {
             }
         }
         self.socks[i].listening = true;
-        self.results[i].receiving = true;
         let tail = self.rules.v6_reuseport_tail && spec.reuseport && spec.family == Family::Inet6;
         for list in [
             self.port_list.entry((spec.proto, spec.port)).or_default(),
@@ -903,8 +894,21 @@ impl Host {
     }
 
     /// Each socket's `bind()`/`listen()` answer.
-    pub fn results(&self) -> &[CallResult] {
-        &self.results
+    pub fn results(&self) -> Vec<CallResult> {
+        self.socks
+            .iter()
+            .enumerate()
+            .map(|(socket, s)| CallResult {
+                socket,
+                bind: s.bind_refusal.clone(),
+                listen: s.listen_refusal.clone(),
+                attach: s.attach_refusal.clone(),
+                receiving: s.listening,
+                closed: s.closed,
+                group: s.group,
+                member: s.member,
+            })
+            .collect()
     }
 
     /// The lookup rules in force.
