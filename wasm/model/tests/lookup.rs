@@ -531,3 +531,21 @@ fn closing_sockets_in_a_layout_matches_the_single_group_model() {
         }
     }
 }
+
+#[test]
+fn a_program_the_era_lacks_is_an_attach_refusal_not_a_listen_one() {
+    // SK_REUSEPORT programs arrived in 4.19: on 4.17 the setsockopt fails,
+    // while the socket itself listens and receives.
+    use reuseport_model::reuseport::Program;
+    let s = SocketSpec {
+        program: Some(Program::Drop),
+        ..sock(Family::Inet, Proto::Tcp, "127.0.0.1", 8892)
+    };
+    let h = Host::build(Profile::named("4.17").unwrap(), &layout(vec![s])).unwrap();
+    let r = &h.results()[0];
+    assert!(r.listen.is_none() && r.receiving);
+    assert!(
+        r.attach.as_ref().is_some_and(|a| a.rule.contains("4.19")),
+        "{r:?}"
+    );
+}

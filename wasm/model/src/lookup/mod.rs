@@ -838,7 +838,7 @@ impl Host {
                     }
                     if let Some(p) = &spec.program {
                         if let Err(e) = entry.group.attach_program(p.clone()) {
-                            self.socks[i].listen_refusal = Some(Refusal {
+                            self.socks[i].attach_refusal = Some(Refusal {
                                 errno: "EINVAL".into(),
                                 rule: e.to_string(),
                                 with: None,
