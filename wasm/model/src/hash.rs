@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::jhash::{final_c, jhash2, jhash_3words, mix, JhashForm, JHASH_INITVAL};
+use crate::jhash::{final_c, jhash2, jhash_3words, mix, JhashForm};
 use crate::profile::{Profile, Release, V4Form, V6Form};
 use crate::tuple::{port_raw, v4_word, v6_words, Proto};
 
@@ -382,12 +382,6 @@ pub fn trace(
         hash,
         hash_hex: hex(hash),
     }
-}
-
-/// The initval the first jhash word gets in the new form, for display:
-/// `JHASH_INITVAL + 12 + initval`.
-pub fn new_form_start(initval: u32) -> u32 {
-    JHASH_INITVAL.wrapping_add(12).wrapping_add(initval)
 }
 
 #[cfg(test)]

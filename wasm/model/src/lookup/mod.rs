@@ -737,11 +737,6 @@ impl Host {
         })
     }
 
-    /// The port a socket ended up bound to (port 0 draws one).
-    pub fn bound_port(&self, i: usize) -> Option<u16> {
-        self.socks.get(i).filter(|s| s.bound).map(|s| s.spec.port)
-    }
-
     /// `listen()`: `inet_csk_get_port` runs again with the socket in
     /// TCP_LISTEN, so the SO_REUSEADDR exemption no longer covers another
     /// listener (net/ipv4/inet_connection_sock.c `inet_csk_listen_start`).
