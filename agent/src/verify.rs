@@ -113,11 +113,20 @@ pub struct VerifyArgs {
     /// One JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Check traces already recorded (`reuseport-agent record` files) instead of
+    /// recording: recover the key from the first `--train` events of each and
+    /// predict the rest. Traces selected by a program or `SO_INCOMING_CPU`, and
+    /// IPv6 traces, are refused (their key cannot be searched).
+    #[arg(long = "trace", value_name = "FILE", conflicts_with_all = ["layouts", "quick"])]
+    pub traces: Vec<std::path::PathBuf>,
 }
 
 /// Why `verify` could not run.
 #[derive(Debug, Error)]
 pub enum VerifyError {
+    /// A trace file could not be read.
+    #[error("{0}")]
+    Trace(#[from] crate::trace::TraceError),
     /// Recording failed.
     #[error("recording layout {layout} failed: {source}")]
     Record {
@@ -129,8 +138,8 @@ pub enum VerifyError {
     /// The trace cannot be used to recover the key.
     #[error("layout {layout}: {problem}")]
     Recover {
-        /// The layout.
-        layout: &'static str,
+        /// The layout (or the trace file).
+        layout: String,
         /// What is wrong.
         problem: String,
     },
@@ -150,8 +159,8 @@ impl VerifyError {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LayoutResult {
-    /// Layout name.
-    pub layout: &'static str,
+    /// Layout name, or the trace file for `--trace`.
+    pub layout: String,
     /// `tcp` or `udp`.
     pub proto: String,
     /// `ipv4`.
@@ -216,7 +225,27 @@ fn check_layout(
         .args;
     let (trace, _) =
         record::record(&rec).map_err(|source| VerifyError::Record { layout, source })?;
-    let bad = |problem: String| VerifyError::Recover { layout, problem };
+    check_trace(layout.to_string(), &trace, args, err)
+}
+
+/// Recovers the key from the first `args.train` events of `trace` and
+/// predicts the rest with the model.
+fn check_trace(
+    layout: String,
+    trace: &crate::trace::Trace,
+    args: &VerifyArgs,
+    err: &mut dyn Write,
+) -> Result<LayoutResult, VerifyError> {
+    let bad = |problem: String| VerifyError::Recover {
+        layout: layout.clone(),
+        problem,
+    };
+    if trace.group.bpf.is_some() || !trace.group.incoming_cpu.is_empty() {
+        return Err(bad("the choice was made by a program or SO_INCOMING_CPU, not by the hash alone, so the key cannot be recovered from it".into()));
+    }
+    if trace.group.bind.is_ipv6() {
+        return Err(bad("an IPv6 key is two 32-bit values and cannot be searched".into()));
+    }
     let profile = Profile::for_release(&trace.kernel.release).map_err(|e| bad(e.to_string()))?;
     let group = ReuseportGroup::build(profile, &trace.group.spec(Keys::default()))
         .map_err(|e| bad(e.to_string()))?;
@@ -268,7 +297,7 @@ fn check_layout(
     }
     let tested = tested_events.len();
     Ok(LayoutResult {
-        layout,
+        layout: layout.clone(),
         proto: format!("{:?}", trace.group.proto).to_lowercase(),
         family: "ipv4",
         bind: trace.group.bind.to_string(),
@@ -306,6 +335,17 @@ pub fn run(
     };
     let count = if args.quick { 300 } else { args.count };
     let mut results = Vec::new();
+    for path in &args.traces {
+        let trace = crate::trace::Trace::read(path)?;
+        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        writeln!(
+            err,
+            "verify: {name}: recovering the key from {} events, predicting the rest",
+            args.train
+        )?;
+        results.push(check_trace(name, &trace, args, err)?);
+    }
+    let layouts = if args.traces.is_empty() { layouts } else { Vec::new() };
     for l in layouts {
         writeln!(
             err,

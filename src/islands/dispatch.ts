@@ -685,25 +685,37 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   };
 }
 
-const numAttr = (el: HTMLElement, name: string): number | undefined => (el.hasAttribute(name) ? Number(el.getAttribute(name)) : undefined);
 
-/** `<reuseport-dispatch kernel="6.18" proto="tcp" listeners="8" clients="200" rate="40" speed="1" seed="1" secret="0x..." wildcard cpus="4" autoplay="false">`. */
-export const ReuseportDispatchElement = islandElement(mount, (el): DispatchOptions => {
-  const secret = el.getAttribute('secret');
-  return {
-    kernel: el.getAttribute('kernel') ?? undefined,
-    proto: (el.getAttribute('proto') as Proto | null) ?? undefined,
-    listeners: numAttr(el, 'listeners'),
-    clients: numAttr(el, 'clients'),
-    rate: numAttr(el, 'rate'),
-    speed: numAttr(el, 'speed'),
-    seed: numAttr(el, 'seed'),
-    secret: secret ? parseHex32(secret) : undefined,
-    wildcard: el.hasAttribute('wildcard'),
-    cpus: numAttr(el, 'cpus'),
-    autoplay: el.getAttribute('autoplay') !== 'false',
+/** Options from attributes, then (with the `from-url` attribute) from the page URL's query. */
+function readDispatch(el: HTMLElement): DispatchOptions {
+  const q = el.hasAttribute('from-url') ? new URLSearchParams(location.search) : new URLSearchParams();
+  const get = (name: string): string | null => q.get(name) ?? el.getAttribute(name);
+  const num = (name: string): number | undefined => {
+    const v = get(name);
+    return v === null ? undefined : Number(v);
   };
-});
+  const secret = get('secret');
+  return {
+    kernel: get('kernel') ?? undefined,
+    proto: (get('proto') as Proto | null) ?? undefined,
+    listeners: num('listeners'),
+    clients: num('clients'),
+    rate: num('rate'),
+    speed: num('speed'),
+    seed: num('seed'),
+    secret: secret ? parseHex32(secret) : undefined,
+    wildcard: el.hasAttribute('wildcard') || q.get('bind') === 'wildcard',
+    cpus: num('cpus'),
+    autoplay: get('autoplay') !== 'false',
+  };
+}
+
+/**
+ * `<reuseport-dispatch kernel="6.18" proto="tcp" listeners="8" clients="200" rate="40" speed="1" seed="1"
+ * secret="0x..." wildcard cpus="4" autoplay="false" from-url>`; `from-url` lets the page's query
+ * (?kernel=6.18&listeners=8&bind=wildcard…) override the attributes.
+ */
+export const ReuseportDispatchElement = islandElement(mount, readDispatch);
 
 /** Registers `<reuseport-dispatch>` once. */
 export function defineDispatchElement(): void {

@@ -1,0 +1,56 @@
+// The site: Astro with Starlight (docs frame: sidebar, table of contents,
+// previous/next, i18n with fallback notices, Pagefind search with CJK
+// segmentation, dark mode) over Markdown in content/, with the widgets as
+// islands (src/islands/loader.ts hydrates each custom element when it
+// scrolls into view). BASE_PATH sets the base ("/" or "/reuseport-lab/").
+import { defineConfig, passthroughImageService } from 'astro/config';
+import starlight from '@astrojs/starlight';
+import { chapterSlugs } from './site/pages-list.mjs';
+
+const base = process.env.BASE_PATH ?? '/';
+
+export default defineConfig({
+  base,
+  trailingSlash: 'ignore',
+  srcDir: './site',
+  outDir: './dist',
+  publicDir: './public',
+  // No image processing (no sharp): the site has no raster images to optimise.
+  image: { service: passthroughImageService() },
+  server: { host: '127.0.0.1', port: 5173 },
+  vite: {
+    build: { target: 'es2022' },
+    // The wasm packages are loaded with `new URL(…, import.meta.url)`; keep them out of pre-bundling.
+    optimizeDeps: { exclude: ['./src/model/pkg', './src/model/pkg-lookup'] },
+  },
+  integrations: [
+    starlight({
+      title: { en: 'Reuseport Lab', 'zh-CN': 'Reuseport Lab' },
+      description: 'Which SO_REUSEPORT listener Linux hands each connection to, why, and what that does to load.',
+      defaultLocale: 'root',
+      locales: {
+        root: { label: 'English', lang: 'en' },
+        'zh-cn': { label: '简体中文', lang: 'zh-CN' },
+      },
+      components: {
+        Head: './site/components/Head.astro',
+        SiteTitle: './site/components/SiteTitle.astro',
+      },
+      customCss: ['./site/site.css'],
+      sidebar: [
+        {
+          label: 'Tools',
+          translations: { 'zh-CN': '工具' },
+          items: ['lookup', 'dispatch', 'traces'],
+        },
+        {
+          label: 'Guide',
+          translations: { 'zh-CN': '指南' },
+          items: chapterSlugs(),
+        },
+      ],
+      lastUpdated: false,
+      pagination: true,
+    }),
+  ],
+});

@@ -1,0 +1,21 @@
+// Page ids and the guide's order, from the file names in content/ (used by the
+// content loader and the sidebar, and by tests). English is the root locale.
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const contentDir = fileURLToPath(new URL('../content/', import.meta.url));
+
+/** `en/01-four-tuple.md` → `four-tuple`; `zh-CN/01-four-tuple.md` → `zh-cn/four-tuple`. */
+export function pageId(entry) {
+  const [lang, ...rest] = entry.replace(/\.md$/, '').split('/');
+  const path = rest.map((p) => p.replace(/^\d+-/, '')).join('/');
+  return lang === 'en' ? path : `${lang.toLowerCase()}/${path}`;
+}
+
+/** The guide's chapters in order: slugs of content/en/NN-*.md. */
+export function chapterSlugs() {
+  return readdirSync(`${contentDir}en`)
+    .filter((f) => /^\d+-.+\.md$/.test(f))
+    .sort()
+    .map((f) => f.replace(/^\d+-/, '').replace(/\.md$/, ''));
+}

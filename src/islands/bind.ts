@@ -1,0 +1,185 @@
+/**
+ * The bind checker `<reuseport-bind kernel="6.18" layout='{"sockets":[…]}'>`:
+ * sockets in bind order (the agent's `predict --layout` format), each
+ * editable; for each, the model's answer to its bind(), listen() and program
+ * attach calls: success, or the errno, the kernel rule and the socket it
+ * conflicts with. Every answer is the model's `Host`.
+ */
+import { select } from 'd3';
+import { loadModel, profiles } from '../model/index';
+import { Host, loadLookup, type CallResult, type Layout, type SocketSpec } from '../model/lookup';
+import { defineIsland, islandElement } from './element';
+
+/** Options of the bind checker. */
+export interface BindOptions {
+  /** Kernel profile or release. @default "6.18" */
+  kernel?: string;
+  /** The sockets, in bind order. @default two wildcard TCP listeners on 8080 with SO_REUSEPORT */
+  layout?: Layout;
+}
+
+/** At most this many sockets, so every edit answers at once. */
+export const MAX_SOCKETS = 32;
+
+const DEFAULT: Layout = {
+  sockets: [
+    { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 8080, reuseport: true },
+    { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 8080, reuseport: true },
+  ],
+} as unknown as Layout;
+
+const zh = () => document.documentElement.lang.toLowerCase().startsWith('zh');
+
+function words() {
+  return zh()
+    ? { kernel: '内核', socket: '套接字', addr: '地址', port: '端口', uid: 'UID', state: '之后', result: '结果', ok: '成功', add: '添加套接字', remove: '删除', conflicts: '与套接字', refused: '被拒绝', listenWord: 'listen()', bindWord: 'bind()', attachWord: '挂载程序', caption: '每个套接字按顺序执行 bind()（TCP 还有 listen()）时，模型给出的结果', bad: '布局无效' }
+    : { kernel: 'Kernel', socket: 'Socket', addr: 'Address', port: 'Port', uid: 'UID', state: 'Then', result: 'Result', ok: 'ok', add: 'Add a socket', remove: 'Remove', conflicts: 'conflicts with socket', refused: 'refused', listenWord: 'listen()', bindWord: 'bind()', attachWord: 'attach', caption: "The model's answer to each socket's bind() (and listen() for TCP), in order", bad: 'The layout is not valid' };
+}
+
+function familyOf(addr: string): 'inet' | 'inet6' {
+  return addr.includes(':') ? 'inet6' : 'inet';
+}
+
+/** Mounts the checker into `el`; returns `dispose`. */
+export async function mountBind(el: HTMLElement, options: BindOptions = {}): Promise<() => void> {
+  await Promise.all([loadModel(), loadLookup()]);
+  const w = words();
+  const sockets: SocketSpec[] = structuredClone((options.layout ?? DEFAULT).sockets).slice(0, MAX_SOCKETS);
+  let kernel = options.kernel ?? '6.18';
+  const root = select(el).append('div').attr('class', 'rl-bind');
+  const top = root.append('div').attr('class', 'rl-bind-top');
+  const kid = `rl-bind-k-${Math.random().toString(36).slice(2, 8)}`;
+  top.append('label').attr('for', kid).text(`${w.kernel} `);
+  const ksel = top.append('select').attr('id', kid);
+  ksel
+    .selectAll('option')
+    .data(profiles())
+    .join('option')
+    .attr('value', (p) => `${p.release.major}.${p.release.minor}`)
+    .text((p) => `${p.release.major}.${p.release.minor}`);
+  ksel.property('value', kernel).on('change', () => {
+    kernel = String(ksel.property('value'));
+    draw();
+  });
+  const wrap = root.append('div').attr('class', 'rl-tv-tablewrap');
+  const table = wrap.append('table').attr('class', 'rl-table rl-bind-table');
+  table.append('caption').text(w.caption);
+  const hr = table.append('thead').append('tr');
+  for (const h of [w.socket, 'proto', w.addr, w.port, 'SO_REUSEADDR', 'SO_REUSEPORT', w.uid, w.state, w.result, '']) hr.append('th').attr('scope', 'col').text(h);
+  const tbody = table.append('tbody');
+  const err = root.append('p').attr('class', 'rl-errors').attr('role', 'alert');
+  const add = root.append('button').attr('type', 'button').text(w.add);
+  add.on('click', () => {
+    if (sockets.length >= MAX_SOCKETS) return;
+    const last = sockets[sockets.length - 1];
+    sockets.push(structuredClone(last ?? DEFAULT.sockets[0]!));
+    draw();
+  });
+
+  function outcome(r: CallResult | undefined): { text: string; ok: boolean } {
+    if (!r) return { text: '', ok: false };
+    const parts: string[] = [];
+    const ref = (what: string, x: NonNullable<CallResult['bind']>) => `${what} ${w.refused}: ${x.errno}${x.with !== null ? ` (${w.conflicts} ${x.with})` : ''}. ${x.rule}`;
+    if (r.bind) parts.push(ref(w.bindWord, r.bind));
+    if (r.listen) parts.push(ref(w.listenWord, r.listen));
+    if (r.attach) parts.push(ref(w.attachWord, r.attach));
+    if (parts.length === 0) return { text: `${w.ok}${r.group !== null ? ` (group ${r.group}, member ${r.member})` : ''}`, ok: true };
+    return { text: parts.join(' '), ok: false };
+  }
+
+  function draw(): void {
+    let results: CallResult[] = [];
+    err.text('');
+    try {
+      const host = new Host(kernel, { sockets } as unknown as Layout);
+      results = host.results();
+      host.dispose();
+    } catch (e) {
+      err.text(`${w.bad}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    add.property('disabled', sockets.length >= MAX_SOCKETS);
+    tbody.selectAll('tr').remove();
+    sockets.forEach((s, i) => {
+      const tr = tbody.append('tr');
+      const o = outcome(results[i]);
+      tr.append('th').attr('scope', 'row').text(String(i));
+      const cell = () => tr.append('td');
+      const lab = (what: string) => `${w.socket} ${i}: ${what}`;
+      const proto = cell().append('select').attr('aria-label', lab('proto'));
+      proto.selectAll('option').data(['tcp', 'udp']).join('option').attr('value', (d) => d).text((d) => d);
+      proto.property('value', s.proto).on('change', () => {
+        s.proto = proto.property('value');
+        draw();
+      });
+      const addr = cell().append('input').attr('aria-label', lab(w.addr)).attr('size', 14).property('value', s.addr);
+      addr.on('change', () => {
+        s.addr = String(addr.property('value')).trim();
+        s.family = familyOf(s.addr);
+        draw();
+      });
+      const port = cell().append('input').attr('aria-label', lab(w.port)).attr('type', 'number').attr('min', 0).attr('max', 65535).style('width', '6rem').property('value', s.port);
+      port.on('change', () => {
+        const v = Number(port.property('value'));
+        if (Number.isInteger(v) && v >= 0 && v <= 65535) s.port = v;
+        draw();
+      });
+      for (const opt of ['reuseaddr', 'reuseport'] as const) {
+        cell()
+          .append('input')
+          .attr('type', 'checkbox')
+          .attr('aria-label', lab(opt === 'reuseaddr' ? 'SO_REUSEADDR' : 'SO_REUSEPORT'))
+          .property('checked', !!s[opt])
+          .on('change', function () {
+            s[opt] = (this as HTMLInputElement).checked;
+            draw();
+          });
+      }
+      const uid = cell().append('input').attr('aria-label', lab('UID')).attr('type', 'number').attr('min', 0).style('width', '5rem').property('value', s.uid ?? 0);
+      uid.on('change', () => {
+        const v = Number(uid.property('value'));
+        if (Number.isInteger(v) && v >= 0 && v < 2 ** 32) s.uid = v;
+        draw();
+      });
+      const st = cell().append('select').attr('aria-label', lab(w.state));
+      st.selectAll('option').data(['listen', 'bound', 'time_wait']).join('option').attr('value', (d) => d).text((d) => d);
+      st.property('value', s.state ?? 'listen').on('change', () => {
+        s.state = st.property('value');
+        draw();
+      });
+      tr.append('td').attr('class', o.ok ? 'rl-bind-ok' : 'rl-bind-refused').text(o.text);
+      cell()
+        .append('button')
+        .attr('type', 'button')
+        .attr('aria-label', `${w.remove} ${w.socket} ${i}`)
+        .text('×')
+        .property('disabled', sockets.length <= 1)
+        .on('click', () => {
+          sockets.splice(i, 1);
+          draw();
+        });
+    });
+    el.dataset.state = 'ready';
+  }
+  draw();
+  return () => root.remove();
+}
+
+function readBind(el: HTMLElement): BindOptions {
+  const raw = el.getAttribute('layout');
+  let layout: Layout | undefined;
+  if (raw) {
+    try {
+      layout = JSON.parse(raw) as Layout;
+    } catch (e) {
+      throw new Error(`<reuseport-bind>: the layout attribute is not JSON: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  return { kernel: el.getAttribute('kernel') ?? undefined, layout };
+}
+
+export const ReuseportBindElement = islandElement(mountBind, readBind);
+
+/** Registers `<reuseport-bind>` once. */
+export function defineBindElement(): void {
+  defineIsland('reuseport-bind', ReuseportBindElement);
+}

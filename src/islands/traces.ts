@@ -1,0 +1,341 @@
+/**
+ * The trace viewer `<reuseport-traces>` (choose a curated trace or open your
+ * own; recorded choices beside the model's, agreement, per-listener counts,
+ * the layout, "explain" on any row) and the compact card
+ * `<reuseport-trace src="tcp-v4-specific-8.json">` for chapters.
+ */
+import { select } from 'd3';
+import { Group, loadModel, type Tuple } from '../model/index';
+import { MAX_TRACE_BYTES, checkTrace, predictTrace, traceGroup, type Trace } from '../model/trace';
+import { TRAIN_EVENTS, rows, summarize } from '../scene/trace-view';
+import { explainView } from '../scene/explain-view';
+import { renderExplain } from '../render/explain-card';
+import { renderBars, renderCountsTable, renderRows } from '../render/trace-view';
+import { hex32, parseHex32 } from '../hex';
+import { defineIsland, islandElement } from './element';
+import { traceText, type TraceText } from './trace-text';
+
+/** One entry of public/traces/manifest.json. */
+interface ManifestEntry {
+  file: string;
+  kind: string;
+  shows: string;
+  key?: string;
+}
+
+const PAGE = 50;
+let uid = 0;
+
+/** Where the site's traces are: `<base>traces/`. */
+function tracesUrl(): string {
+  return `${import.meta.env.BASE_URL.replace(/\/?$/, '/')}traces/`;
+}
+
+/** The trace viewer page of the site in the page's language. */
+function viewerUrl(file: string): string {
+  const zh = document.documentElement.lang.toLowerCase().startsWith('zh');
+  return `${import.meta.env.BASE_URL.replace(/\/?$/, '/')}${zh ? 'zh-cn/' : ''}traces/?trace=${encodeURIComponent(file)}`;
+}
+
+let manifest: Promise<ManifestEntry[]> | undefined;
+function loadManifest(): Promise<ManifestEntry[]> {
+  manifest ??= fetch(`${tracesUrl()}manifest.json`).then(async (r) => {
+    if (!r.ok) throw new Error(`${r.status} ${r.statusText}`);
+    return ((await r.json()) as { traces: ManifestEntry[] }).traces;
+  });
+  return manifest;
+}
+
+async function fetchTrace(file: string, t: TraceText): Promise<Trace> {
+  const url = `${tracesUrl()}${file}`;
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(t.fetchFailed(url, `${r.status} ${r.statusText}`));
+  const checked = checkTrace(await r.json());
+  if (checked.errors) throw new Error(`${t.invalid(file)} ${checked.errors.join('; ')}`);
+  return checked.trace;
+}
+
+function describeSelection(tr: Trace): string {
+  const g = tr.group;
+  if (g.bpf) return `BPF ${g.bpf.kind}${g.bpf.modulus ? ` ${g.bpf.modulus}` : ''}`;
+  if (g.incomingCpu?.length) return `SO_INCOMING_CPU ${g.incomingCpu.map((p) => `${p.listener}→${p.cpu}`).join(' ')}`;
+  return 'hash';
+}
+
+/** The full viewer. */
+export async function mountTraces(el: HTMLElement, options: { trace?: string } = {}): Promise<() => void> {
+  await loadModel();
+  const t = traceText();
+  const id = `rl-traces-${++uid}`;
+  const root = select(el).append('div').attr('class', 'rl-tv');
+  const pick = root.append('div').attr('class', 'rl-tv-pick');
+  pick.append('label').attr('for', `${id}-sel`).text(t.choose);
+  const sel = pick.append('select').attr('id', `${id}-sel`);
+  const fileWrap = pick.append('label').attr('class', 'rl-tv-file');
+  fileWrap.append('span').text(`${t.orDrop}: `);
+  const fileInput = fileWrap.append('input').attr('type', 'file').attr('accept', '.json,application/json');
+  const status = root.append('p').attr('class', 'rl-tv-status').attr('role', 'status').attr('aria-live', 'polite');
+  const progress = root.append('div').attr('class', 'rl-tv-progress').attr('hidden', '');
+  const bar = progress.append('progress').attr('max', 1).attr('value', 0);
+  const cancelBtn = progress.append('button').attr('type', 'button').text(t.cancel);
+  const errors = root.append('div').attr('class', 'rl-errors').attr('role', 'alert');
+  const body = root.append('div').attr('class', 'rl-tv-body');
+
+  let abort: AbortController | undefined;
+  let current: { trace: Trace; pred?: Int32Array; key?: number; name: string } | undefined;
+  let from = 0;
+  let onlyMiss = false;
+
+  cancelBtn.on('click', () => abort?.abort());
+
+  const entries = await loadManifest().catch(() => [] as ManifestEntry[]);
+  const traces = entries.filter((e) => e.kind === 'trace');
+  sel
+    .selectAll('option')
+    .data(traces)
+    .join('option')
+    .attr('value', (e) => e.file)
+    .text((e) => `${e.file}: ${e.shows}`);
+
+  function draw(): void {
+    body.html('');
+    if (!current) return;
+    const { trace: tr, pred } = current;
+    const s = summarize(tr, pred);
+    const meta = body.append('section').attr('class', 'rl-section').attr('aria-labelledby', `${id}-meta`);
+    meta.append('h3').attr('id', `${id}-meta`).text(t.layout);
+    const dl = meta.append('dl');
+    const item = (k: string, v: string) => {
+      dl.append('dt').text(k);
+      dl.append('dd').text(v);
+    };
+    const g = tr.group;
+    item(t.kernel, `${tr.kernel.release} (profile ${tr.kernel.profile})`);
+    item(t.group, `${g.proto.toUpperCase()} ${g.bind.includes(':') ? `[${g.bind}]` : g.bind}:${g.port}, ${g.listeners} listeners${g.closed?.length ? `, closed ${g.closed.join(', ')}` : ''}${g.v6only ? ', v6only' : ''}${g.tcpMigrateReq ? ', tcp_migrate_req' : ''}`);
+    item(t.program, describeSelection(tr));
+    if (tr.recorded) item(t.recorded, tr.recorded);
+    if (tr.command) item(t.command, tr.command);
+    item(t.key, current.key === undefined ? t.keyNone : t.keyFromManifest(hex32(current.key)));
+
+    const fig = body.append('section').attr('class', 'rl-section');
+    fig.append('p').attr('class', 'rl-headline rl-tv-agree').text(pred ? t.agreementAll(s.all, s.events) : '');
+    if (pred && current.key !== undefined) fig.append('p').attr('class', 'rl-tv-held').text(t.agreementHeld(s.heldOut, TRAIN_EVENTS));
+    fig.append('p').text(t.spread(s));
+    renderBars(fig.append('div').attr('class', 'rl-tv-chart').node()!, s, t);
+    renderCountsTable(fig as never, s, t);
+
+    const keyForm = fig.append('form').attr('class', 'rl-tv-keyform').attr('novalidate', '');
+    keyForm.append('label').attr('for', `${id}-key`).text(t.keyLabel);
+    const keyIn = keyForm.append('input').attr('id', `${id}-key`).attr('size', 12).property('value', current.key === undefined ? '' : hex32(current.key));
+    keyForm.append('button').attr('type', 'submit').text(t.apply);
+    const keyErr = keyForm.append('span').attr('class', 'rl-hint').attr('role', 'alert');
+    keyForm.on('submit', (ev: Event) => {
+      ev.preventDefault();
+      const k = parseHex32(String(keyIn.property('value')));
+      if (k === undefined) {
+        keyErr.text(t.keyBad);
+        return;
+      }
+      if (current) void predict(current.trace, current.name, k);
+    });
+
+    const ev = body.append('section').attr('class', 'rl-section');
+    ev.append('h3').text(t.events);
+    const tools = ev.append('div').attr('class', 'rl-tv-tools');
+    const onlyLabel = tools.append('label');
+    onlyLabel
+      .append('input')
+      .attr('type', 'checkbox')
+      .property('checked', onlyMiss)
+      .on('change', function () {
+        onlyMiss = (this as HTMLInputElement).checked;
+        from = 0;
+        draw();
+      });
+    onlyLabel.append('span').text(` ${t.onlyMismatches}`);
+    const page = rows(tr, pred, from, PAGE, onlyMiss);
+    const nav = tools.append('span').attr('class', 'rl-tv-pager');
+    nav
+      .append('button')
+      .attr('type', 'button')
+      .text(t.prev)
+      .property('disabled', from === 0)
+      .on('click', () => {
+        from = Math.max(0, from - PAGE);
+        draw();
+      });
+    nav.append('span').attr('aria-live', 'polite').text(` ${t.page(page.total ? from + 1 : 0, Math.min(page.total, from + PAGE), page.total)} `);
+    nav
+      .append('button')
+      .attr('type', 'button')
+      .text(t.next)
+      .property('disabled', from + PAGE >= page.total)
+      .on('click', () => {
+        from += PAGE;
+        draw();
+      });
+    const wrap = ev.append('div').attr('class', 'rl-tv-tablewrap');
+    const table = wrap.append('table').attr('class', 'rl-table rl-tv-table');
+    const hr = table.append('thead').append('tr');
+    for (const h of [t.seq, t.tuple, t.cpu, t.kernelPick, t.modelPick, t.agrees, '']) hr.append('th').attr('scope', 'col').text(h);
+    const explainBox = ev.append('div').attr('class', 'rl-tv-explain').attr('tabindex', '-1');
+    renderRows(table.append('tbody'), page.rows, t, (i) => {
+      const e = tr.events[i]!;
+      const group = new Group(tr.kernel.release, traceGroup(tr, current?.key ?? 0));
+      try {
+        const tuple = { saddr: e.saddr, sport: e.sport, daddr: e.daddr, dport: e.dport } as unknown as Tuple;
+        const x = group.explain(tuple, e.cpu ?? 0, tr.group.bpf?.kind === 'payload-mod' ? (e.seq ?? i) >>> 0 : null);
+        explainBox.html('');
+        explainBox.append('h4').text(`${t.explain}: #${e.seq ?? i}, ${t.kernelPick} ${e.listener}`);
+        renderExplain(explainBox.append('div').node()!, explainView(x), 4);
+        (explainBox.node() as HTMLElement).focus();
+      } catch (err) {
+        explainBox.text(err instanceof Error ? err.message : String(err));
+      } finally {
+        group.dispose();
+      }
+    });
+  }
+
+  async function predict(tr: Trace, name: string, key: number | undefined): Promise<void> {
+    abort?.abort();
+    const ctl = new AbortController();
+    abort = ctl;
+    current = { trace: tr, key, name };
+    from = 0;
+    draw();
+    progress.attr('hidden', null);
+    try {
+      const pred = await predictTrace(tr, {
+        key,
+        signal: ctl.signal,
+        onProgress: (d, n) => {
+          bar.attr('value', d / n);
+          status.text(t.predicting(d, n));
+        },
+      });
+      if (ctl.signal.aborted || current?.trace !== tr) return;
+      current = { trace: tr, key, name, pred };
+      status.text(name);
+      el.dataset.state = 'ready';
+      draw();
+    } catch (err) {
+      if (err instanceof DOMException && err.name === 'AbortError') status.text(t.cancelled);
+      else errors.text(err instanceof Error ? err.message : String(err));
+    } finally {
+      if (abort === ctl) progress.attr('hidden', '');
+    }
+  }
+
+  async function openCurated(file: string): Promise<void> {
+    errors.text('');
+    el.dataset.state = 'loading';
+    status.text(t.loading(file));
+    try {
+      const tr = await fetchTrace(file, t);
+      const entry = traces.find((e) => e.file === file);
+      await predict(tr, file, entry?.key ? parseHex32(entry.key) : undefined);
+    } catch (err) {
+      el.dataset.state = 'error';
+      errors.text(err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  async function openFile(f: File): Promise<void> {
+    errors.text('');
+    if (f.size > MAX_TRACE_BYTES) {
+      errors.text(t.tooBig(f.size / 2 ** 20, MAX_TRACE_BYTES / 2 ** 20));
+      return;
+    }
+    status.text(t.loading(f.name));
+    let value: unknown;
+    try {
+      value = JSON.parse(await f.text());
+    } catch (err) {
+      errors.text(t.notJson(f.name, err instanceof Error ? err.message : String(err)));
+      return;
+    }
+    const checked = checkTrace(value);
+    if (checked.errors) {
+      errors.html('');
+      errors.append('p').text(t.invalid(f.name));
+      errors.append('ul').selectAll('li').data(checked.errors).join('li').text((d) => d);
+      status.text('');
+      return;
+    }
+    await predict(checked.trace, f.name, undefined);
+  }
+
+  sel.on('change', () => void openCurated(String(sel.property('value'))));
+  fileInput.on('change', function () {
+    const f = (this as HTMLInputElement).files?.[0];
+    if (f) void openFile(f);
+  });
+  const onDragOver = (e: DragEvent) => {
+    e.preventDefault();
+    el.classList.add('rl-tv-dragging');
+  };
+  const onDragLeave = () => el.classList.remove('rl-tv-dragging');
+  const onDrop = (e: DragEvent) => {
+    e.preventDefault();
+    el.classList.remove('rl-tv-dragging');
+    const f = e.dataTransfer?.files[0];
+    if (f) void openFile(f);
+  };
+  el.addEventListener('dragover', onDragOver);
+  el.addEventListener('dragleave', onDragLeave);
+  el.addEventListener('drop', onDrop);
+
+  const wanted = options.trace ?? new URLSearchParams(location.search).get('trace') ?? traces[0]?.file;
+  if (wanted) {
+    sel.property('value', wanted);
+    void openCurated(wanted);
+  }
+
+  return () => {
+    abort?.abort();
+    el.removeEventListener('dragover', onDragOver);
+    el.removeEventListener('dragleave', onDragLeave);
+    el.removeEventListener('drop', onDrop);
+    root.remove();
+  };
+}
+
+/** The compact card for a chapter: counts, agreement, a link to the viewer. */
+export async function mountTraceCard(el: HTMLElement, options: { src: string }): Promise<() => void> {
+  await loadModel();
+  const t = traceText();
+  const root = select(el).append('div').attr('class', 'rl-tv rl-tv-card');
+  const ctl = new AbortController();
+  try {
+    const [entries, tr] = await Promise.all([loadManifest(), fetchTrace(options.src, t)]);
+    const entry = entries.find((e) => e.file === options.src);
+    root.append('p').attr('class', 'rl-headline').text(`${options.src}${entry ? `: ${entry.shows}` : ''}`);
+    const key = entry?.key ? parseHex32(entry.key) : undefined;
+    const pred = await predictTrace(tr, { key, signal: ctl.signal });
+    const s = summarize(tr, pred);
+    root.append('p').attr('class', 'rl-tv-agree').text(t.agreementAll(s.all, s.events));
+    root.append('p').text(t.spread(s));
+    renderBars(root.append('div').attr('class', 'rl-tv-chart').node()!, s, t, 480);
+    root.append('p').append('a').attr('href', viewerUrl(options.src)).text(`${t.open} →`);
+    el.dataset.state = 'ready';
+  } catch (err) {
+    if (!ctl.signal.aborted) {
+      el.dataset.state = 'error';
+      root.append('p').attr('role', 'alert').attr('class', 'rl-errors').text(err instanceof Error ? err.message : String(err));
+    }
+  }
+  return () => {
+    ctl.abort();
+    root.remove();
+  };
+}
+
+export const ReuseportTracesElement = islandElement(mountTraces, (el) => ({ trace: el.getAttribute('trace') ?? undefined }));
+export const ReuseportTraceElement = islandElement(mountTraceCard, (el) => ({ src: el.getAttribute('src') ?? '' }));
+
+/** Registers `<reuseport-traces>` and `<reuseport-trace>` once. */
+export function defineTraceElements(): void {
+  defineIsland('reuseport-traces', ReuseportTracesElement);
+  defineIsland('reuseport-trace', ReuseportTraceElement);
+}
