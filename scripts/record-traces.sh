@@ -54,3 +54,4 @@ printf '%s\n' "${entries[@]}" | node -e '
   require("fs").writeFileSync("public/traces/manifest.json", JSON.stringify(manifest, null, 2) + "\n");
 '
 echo "record-traces: wrote public/traces/manifest.json (${#entries[@]} entries)" >&2
+AGENT="$agent" node scripts/trace-keys.mjs

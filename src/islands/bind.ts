@@ -44,7 +44,10 @@ function familyOf(addr: string): 'inet' | 'inet6' {
 export async function mountBind(el: HTMLElement, options: BindOptions = {}): Promise<() => void> {
   await Promise.all([loadModel(), loadLookup()]);
   const w = words();
-  const sockets: SocketSpec[] = structuredClone((options.layout ?? DEFAULT).sockets).slice(0, MAX_SOCKETS);
+  const given = structuredClone(options.layout ?? DEFAULT);
+  const sockets: SocketSpec[] = given.sockets.slice(0, MAX_SOCKETS);
+  // The rest of the layout (listenOrder, closed, …) applies while the sockets are only edited, not removed.
+  let rest: Omit<Layout, 'sockets'> | undefined = given;
   let kernel = options.kernel ?? '6.18';
   const root = select(el).append('div').attr('class', 'rl-bind');
   const top = root.append('div').attr('class', 'rl-bind-top');
@@ -73,6 +76,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
     if (sockets.length >= MAX_SOCKETS) return;
     const last = sockets[sockets.length - 1];
     sockets.push(structuredClone(last ?? DEFAULT.sockets[0]!));
+    rest = undefined;
     draw();
   });
 
@@ -91,7 +95,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
     let results: CallResult[] = [];
     err.text('');
     try {
-      const host = new Host(kernel, { sockets } as unknown as Layout);
+      const host = new Host(kernel, { ...(rest ?? {}), sockets } as unknown as Layout);
       results = host.results();
       host.dispose();
     } catch (e) {
@@ -155,6 +159,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
         .property('disabled', sockets.length <= 1)
         .on('click', () => {
           sockets.splice(i, 1);
+          rest = undefined;
           draw();
         });
     });

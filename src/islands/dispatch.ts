@@ -56,6 +56,8 @@ export interface DispatchOptions {
   cpus?: number;
   /** Start playing (ignored with prefers-reduced-motion, which starts paused and plays in 1 s steps). @default true */
   autoplay?: boolean;
+  /** Only the scene and the play control (for a front page or a small embed). @default false */
+  compact?: boolean;
   /** Events kept in the event list. @default 20000 */
   logMax?: number;
 }
@@ -88,7 +90,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   let speed = options.speed ?? 1;
   const sim = new DispatchSim(opts, options.logMax ?? 20000);
 
-  const root = select(el).append('div').attr('class', 'rl-dv');
+  const root = select(el).append('div').attr('class', options.compact ? 'rl-dv rl-dv-compact' : 'rl-dv');
   const cleanups: (() => void)[] = [];
   const on = <K extends keyof HTMLElementEventMap>(node: HTMLElement, type: K, fn: (ev: HTMLElementEventMap[K]) => void) => {
     node.addEventListener(type, fn as EventListener);
@@ -707,6 +709,7 @@ function readDispatch(el: HTMLElement): DispatchOptions {
     wildcard: el.hasAttribute('wildcard') || q.get('bind') === 'wildcard',
     cpus: num('cpus'),
     autoplay: get('autoplay') !== 'false',
+    compact: el.hasAttribute('compact'),
   };
 }
 

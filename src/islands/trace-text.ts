@@ -20,7 +20,7 @@ export interface TraceText {
   recorded: string;
   command: string;
   key: string;
-  keyFromManifest: (k: string) => string;
+  keyFromManifest: (k: string, from?: string) => string;
   keyNone: string;
   keyLabel: string;
   keyBad: string;
@@ -76,8 +76,8 @@ const en: TraceText = {
   recorded: 'Recorded',
   command: 'Command',
   key: 'Per-boot key',
-  keyFromManifest: (k) => `${k}, recovered from this trace by reuseport-agent recover`,
-  keyNone: 'not known: only choices that do not depend on it are predicted',
+  keyFromManifest: (k, from) => (from ? `${k}, recovered by reuseport-agent verify --trace from ${from}, recorded in the same run (same boot); this trace's own choices cannot be searched` : `${k}, recovered from this trace by reuseport-agent verify --trace`),
+  keyNone: 'not known: only choices a program made without the hash are predicted. Enter the key below if you have it.',
   keyLabel: 'IPv4 key (hex), from reuseport-agent recover',
   keyBad: 'The key must be a 32-bit hex value such as 0x2f3923d9.',
   apply: 'Predict with this key',
@@ -131,8 +131,8 @@ const zh: TraceText = {
   recorded: '录制时间',
   command: '命令',
   key: '本次启动的密钥',
-  keyFromManifest: (k) => `${k}，由 reuseport-agent recover 从该轨迹中恢复`,
-  keyNone: '未知：只预测与密钥无关的选择',
+  keyFromManifest: (k, from) => (from ? `${k}，由 reuseport-agent verify --trace 从同一次录制（同一次启动）的 ${from} 中恢复；本轨迹自身的选择无法用于搜索密钥` : `${k}，由 reuseport-agent verify --trace 从该轨迹中恢复`),
+  keyNone: '未知：只预测由程序直接做出、不经过哈希的选择。如已知密钥，可在下方输入。',
   keyLabel: 'IPv4 密钥（十六进制），来自 reuseport-agent recover',
   keyBad: '密钥应为 32 位十六进制数，例如 0x2f3923d9。',
   apply: '用此密钥预测',

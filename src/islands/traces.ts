@@ -21,6 +21,7 @@ interface ManifestEntry {
   kind: string;
   shows: string;
   key?: string;
+  keyFrom?: string;
 }
 
 const PAGE = 50;
@@ -82,7 +83,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
   const body = root.append('div').attr('class', 'rl-tv-body');
 
   let abort: AbortController | undefined;
-  let current: { trace: Trace; pred?: Int32Array; key?: number; name: string } | undefined;
+  let current: { trace: Trace; pred?: Int32Array; key?: number; keyFrom?: string; name: string } | undefined;
   let from = 0;
   let onlyMiss = false;
 
@@ -115,11 +116,11 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     item(t.program, describeSelection(tr));
     if (tr.recorded) item(t.recorded, tr.recorded);
     if (tr.command) item(t.command, tr.command);
-    item(t.key, current.key === undefined ? t.keyNone : t.keyFromManifest(hex32(current.key)));
+    item(t.key, current.key === undefined ? t.keyNone : t.keyFromManifest(hex32(current.key), current.keyFrom));
 
     const fig = body.append('section').attr('class', 'rl-section');
     fig.append('p').attr('class', 'rl-headline rl-tv-agree').text(pred ? t.agreementAll(s.all, s.events) : '');
-    if (pred && current.key !== undefined) fig.append('p').attr('class', 'rl-tv-held').text(t.agreementHeld(s.heldOut, TRAIN_EVENTS));
+    if (pred && current.key !== undefined && !current.keyFrom) fig.append('p').attr('class', 'rl-tv-held').text(t.agreementHeld(s.heldOut, TRAIN_EVENTS));
     fig.append('p').text(t.spread(s));
     renderBars(fig.append('div').attr('class', 'rl-tv-chart').node()!, s, t);
     renderCountsTable(fig as never, s, t);
@@ -136,7 +137,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         keyErr.text(t.keyBad);
         return;
       }
-      if (current) void predict(current.trace, current.name, k);
+      if (current) void predict(current.trace, current.name, k, k === current.key ? current.keyFrom : undefined);
     });
 
     const ev = body.append('section').attr('class', 'rl-section');
@@ -197,11 +198,11 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     });
   }
 
-  async function predict(tr: Trace, name: string, key: number | undefined): Promise<void> {
+  async function predict(tr: Trace, name: string, key: number | undefined, keyFrom?: string): Promise<void> {
     abort?.abort();
     const ctl = new AbortController();
     abort = ctl;
-    current = { trace: tr, key, name };
+    current = { trace: tr, key, keyFrom, name };
     from = 0;
     draw();
     progress.attr('hidden', null);
@@ -215,7 +216,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         },
       });
       if (ctl.signal.aborted || current?.trace !== tr) return;
-      current = { trace: tr, key, name, pred };
+      current = { trace: tr, key, keyFrom, name, pred };
       status.text(name);
       el.dataset.state = 'ready';
       draw();
@@ -234,7 +235,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     try {
       const tr = await fetchTrace(file, t);
       const entry = traces.find((e) => e.file === file);
-      await predict(tr, file, entry?.key ? parseHex32(entry.key) : undefined);
+      await predict(tr, file, entry?.key ? parseHex32(entry.key) : undefined, entry?.keyFrom);
     } catch (err) {
       el.dataset.state = 'error';
       errors.text(err instanceof Error ? err.message : String(err));

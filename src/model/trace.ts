@@ -116,8 +116,8 @@ const tick = () => new Promise<void>((r) => setTimeout(r, 0));
 /**
  * The model's listener for every event (listen-order number, or a
  * {@link Predicted} value), computed in chunks so the page stays responsive.
- * Without a key, each event is asked with two different keys: where the two
- * answers agree the choice did not use the hash (a program or the CPU decided).
+ * Without a key, an event is predicted only when the model's record says a
+ * program chose the socket without falling back to the hash.
  */
 export async function predictTrace(trace: Trace, opts: PredictOptions = {}): Promise<Int32Array> {
   const n = trace.events.length;
@@ -125,7 +125,6 @@ export async function predictTrace(trace: Trace, opts: PredictOptions = {}): Pro
   const chunk = opts.chunk ?? 2000;
   const known = opts.key !== undefined;
   const a = new Group(trace.kernel.release, traceGroup(trace, opts.key ?? 0));
-  const b = known ? undefined : new Group(trace.kernel.release, traceGroup(trace, 0xffffffff));
   const payloadProgram = trace.group.bpf?.kind === 'payload-mod';
   try {
     for (let i = 0; i < n; i += chunk) {
@@ -136,18 +135,15 @@ export async function predictTrace(trace: Trace, opts: PredictOptions = {}): Pro
         const t = tupleOf(e);
         const cpu = e.cpu ?? 0;
         const payload = payloadProgram ? (e.seq ?? j) >>> 0 : null;
-        const la = a.explain(t, cpu, payload).listener;
-        if (b) {
-          const lb = b.explain(t, cpu, payload).listener;
-          out[j] = la !== lb ? Predicted.NeedsKey : (la ?? Predicted.None);
-        } else out[j] = la ?? Predicted.None;
+        const x = a.explain(t, cpu, payload);
+        const keyFree = x.pick.kind === 'program' && x.pick.then === null;
+        out[j] = known || keyFree ? (x.listener ?? Predicted.None) : Predicted.NeedsKey;
       }
       opts.onProgress?.(end, n);
       if (end < n) await tick();
     }
   } finally {
     a.dispose();
-    b?.dispose();
   }
   return out;
 }

@@ -78,10 +78,8 @@ export class Overlay {
     const g = this.#static;
     g.selectAll('*').remove();
     const head = (x: number, t: string, anchor = 'start') => g.append('text').attr('class', 'rl-dv-head').attr('x', px(b, x)).attr('y', 14).attr('text-anchor', anchor).text(t);
-    head(0, s.headings.clients);
-    head(COL.hash, s.headings.hash, 'middle');
-    head(COL.slot, s.headings.slots, 'middle');
-    head(COL.listener, s.headings.listeners);
+    const heads = [head(0, s.headings.clients), head(COL.hash, s.headings.hash, 'middle'), head(COL.slot, s.headings.slots, 'middle'), head(COL.listener, s.headings.listeners)];
+    spreadHeadings(heads.map((h) => h.node()!), w);
     g.append('g')
       .selectAll('text')
       .data(s.clientLabels)
@@ -113,8 +111,8 @@ export class Overlay {
     if (s.selection === 'group' && s.maxSocks) {
       // Capacity gauge: used slots over max_socks.
       const gx = px(b, COL.slot) - 30;
-      g.append('rect').attr('x', gx).attr('y', 20).attr('width', 60).attr('height', 6).attr('class', 'rl-dv-gauge');
-      g.append('rect').attr('x', gx).attr('y', 20).attr('width', (60 * s.listening) / s.maxSocks).attr('height', 6).attr('class', 'rl-dv-gauge-used');
+      g.append('rect').attr('x', gx).attr('y', 31).attr('width', 60).attr('height', 6).attr('class', 'rl-dv-gauge');
+      g.append('rect').attr('x', gx).attr('y', 31).attr('width', (60 * s.listening) / s.maxSocks).attr('height', 6).attr('class', 'rl-dv-gauge-used');
     }
     this.#rows.selectAll('*').remove();
     const rh = b.height / Math.max(1, s.rows.length);
@@ -177,5 +175,39 @@ export class Overlay {
     const x = px(b, COL.hash);
     this.#marker.append('line').attr('x1', x - 10).attr('x2', x + 10).attr('y1', y).attr('y2', y).attr('class', 'rl-dv-marker');
     this.#marker.append('text').attr('x', x + 12).attr('y', y - 4).attr('class', 'rl-dv-marker-text').text(m.text);
+  }
+}
+
+/**
+ * Keeps the column headings from overlapping on a narrow scene: a heading that
+ * would run into the one before it drops to a second line, and the last one
+ * ends at the right edge instead of running past it.
+ */
+function spreadHeadings(nodes: SVGTextElement[], width: number): void {
+  const boxes = nodes.map((n) => (typeof n.getBBox === 'function' ? n.getBBox() : undefined));
+  if (boxes.some((b) => !b || b.width === 0)) return; // not laid out (no DOM rendering): leave as drawn
+  const last = nodes.length - 1;
+  const lb = boxes[last]!;
+  if (lb.x + lb.width > width - 2) {
+    nodes[last]!.setAttribute('text-anchor', 'end');
+    nodes[last]!.setAttribute('x', String(width - 2));
+    boxes[last] = nodes[last]!.getBBox();
+  }
+  // Two heading lines; each heading takes the first line it fits on, shortened
+  // to its first phrase when it fits on neither.
+  const rights = [-Infinity, -Infinity];
+  const ys = ['14', '28'];
+  for (const [i, n] of nodes.entries()) {
+    let b = boxes[i]!;
+    let row = rights.findIndex((r) => b.x >= r + 6);
+    if (row < 0) {
+      const short = (n.textContent ?? '').split(/ · |, /)[0]!;
+      n.textContent = short;
+      b = n.getBBox();
+      row = rights.findIndex((r) => b.x >= r + 6);
+    }
+    if (row < 0) row = 1;
+    n.setAttribute('y', ys[row]!);
+    rights[row] = b.x + b.width;
   }
 }
