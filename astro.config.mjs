@@ -35,6 +35,7 @@ export default defineConfig({
       components: {
         Head: './site/components/Head.astro',
         SiteTitle: './site/components/SiteTitle.astro',
+        FallbackContentNotice: './site/components/FallbackContentNotice.astro',
       },
       customCss: ['./site/site.css'],
       sidebar: [
@@ -49,6 +50,8 @@ export default defineConfig({
           items: chapterSlugs(),
         },
       ],
+      // Long lines wrap rather than scroll: no unlabeled scroll regions, and readable on a phone.
+      expressiveCode: { defaultProps: { wrap: true } },
       lastUpdated: false,
       pagination: true,
     }),

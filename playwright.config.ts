@@ -38,9 +38,9 @@ export default defineConfig({
       },
     },
   ],
-  // Tests run against the production build (dist/, made by `vite build`).
+  // Tests run against the production build (dist/, made by `astro build`).
   webServer: {
-    command: `npx vite preview --port ${PORT} --strictPort --host 127.0.0.1`,
+    command: `npx astro preview --port ${PORT} --host 127.0.0.1`,
     url: baseURL,
     reuseExistingServer: !process.env.CI,
     timeout: 60_000,

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Frame-time benchmark of the dispatch visualizer: the production build served by `vite preview`
+// Frame-time benchmark of the dispatch visualizer: the production build served by `astro preview`
 // on a free port, 64 listeners and about 2,000 SYNs in flight, measured in the page over 5 s with
 // requestAnimationFrame timestamps. Prints the distribution; never fails on time.
 // Usage: node scripts/bench-frames.mjs [--no-build] [--seconds 5] [--listeners 64] [--inflight 2000]
@@ -45,24 +45,24 @@ async function waitFor(url, ms) {
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 const fmt = (x) => x.toFixed(2).padStart(7);
 
-if (!argv.includes('--no-build')) execFileSync('npx', ['vite', 'build', '--logLevel', 'warn'], { cwd: root, stdio: 'inherit' });
+if (!argv.includes('--no-build')) execFileSync('npx', ['astro', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
 const port = await freePort();
-const server = spawn('npx', ['vite', 'preview', '--host', '127.0.0.1', '--port', String(port), '--strictPort'], { cwd: root, stdio: 'ignore', detached: true });
+const server = spawn('npx', ['astro', 'preview', '--host', '127.0.0.1', '--port', String(port)], { cwd: root, stdio: 'ignore', detached: true });
 let browser;
 try {
   const base = `http://127.0.0.1:${port}`;
-  await waitFor(`${base}/dispatch.html`, 30_000);
+  await waitFor(`${base}/dispatch/`, 30_000);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  await page.goto(`${base}/dispatch.html?listeners=${listeners}&clients=2000&rate=${rate}&seed=1`);
-  await page.waitForFunction(() => document.querySelector('#app')?.__dispatch, null, { timeout: 30_000 });
+  await page.goto(`${base}/dispatch/?listeners=${listeners}&clients=2000&rate=${rate}&seed=1`);
+  await page.waitForFunction(() => document.querySelector('reuseport-dispatch')?.__dispatch, null, { timeout: 30_000 });
   // Let the scene fill up to its steady state (one SYN travel plus the handshake).
   await page.waitForFunction(
     (want) => {
-      const { sim } = document.querySelector('#app').__dispatch;
+      const { sim } = document.querySelector('reuseport-dispatch').__dispatch;
       return sim.particles.inFlight(sim.time) >= want * 0.95;
     },
     inflight,
@@ -72,7 +72,7 @@ try {
   const r = await page.evaluate(
     (ms) =>
       new Promise((resolve) => {
-        const { sim, clock } = document.querySelector('#app').__dispatch;
+        const { sim, clock } = document.querySelector('reuseport-dispatch').__dispatch;
         const frames = [];
         const work = [];
         const syns = [];

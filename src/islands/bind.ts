@@ -68,7 +68,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
   const table = wrap.append('table').attr('class', 'rl-table rl-bind-table');
   table.append('caption').text(w.caption);
   const hr = table.append('thead').append('tr');
-  for (const h of [w.socket, 'proto', w.addr, w.port, 'SO_REUSEADDR', 'SO_REUSEPORT', w.uid, w.state, w.result, '']) hr.append('th').attr('scope', 'col').text(h);
+  for (const h of [w.socket, 'proto', w.addr, w.port, 'SO_REUSEADDR', 'SO_REUSEPORT', w.uid, w.state, w.result, w.remove]) hr.append('th').attr('scope', 'col').text(h);
   const tbody = table.append('tbody');
   const err = root.append('p').attr('class', 'rl-errors').attr('role', 'alert');
   const add = root.append('button').attr('type', 'button').text(w.add);

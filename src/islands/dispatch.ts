@@ -70,7 +70,8 @@ const FOCUS_MS = 900;
 /** Mounts the visualizer into `el`; resolves to a function removing it (frames, observers, listeners). */
 export async function mount(el: HTMLElement, options: DispatchOptions = {}): Promise<() => void> {
   await loadModel();
-  const id = `rl-dv-${++uid}`;
+  const seq = ++uid;
+  const id = `rl-dv-${seq}`;
   const f = (n: string) => `${id}-${n}`;
   const reduced = typeof matchMedia === 'function' && matchMedia('(prefers-reduced-motion: reduce)').matches;
   const seed0 = (options.seed ?? 1) >>> 0;
@@ -98,7 +99,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   };
 
   // ---- Controls -------------------------------------------------------------------------------
-  const form = root.append('form').attr('class', 'rl-dv-controls').attr('novalidate', '').attr('aria-label', 'Visualizer controls');
+  const form = root.append('form').attr('class', 'rl-dv-controls').attr('novalidate', '').attr('aria-label', seq > 1 ? `Visualizer controls (${seq})` : 'Visualizer controls');
   on(form.node()!, 'submit', (e) => e.preventDefault());
   const transport = form.append('fieldset').attr('class', 'rl-dv-fs');
   transport.append('legend').text('Playback');
@@ -195,13 +196,14 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   table.append('thead').append('tr').selectAll('th').data(['#', 'time (s)', 'packet', 'client', 'CPU', 'listener', 'slot', 'hash', 'what']).join('th').attr('scope', 'col').text((d) => d);
   const tbody = table.append('tbody');
   const inspector = root.append('section').attr('class', 'rl-dv-inspector').attr('aria-labelledby', f('insp-h'));
-  inspector.append('h2').attr('id', f('insp-h')).text('Inspector');
+  const nth = seq > 1 ? ` (${seq})` : '';
+  inspector.append('h2').attr('id', f('insp-h')).text(`Inspector${nth}`);
   const inspBody = inspector.append('div').attr('aria-live', 'polite');
   inspBody.append('p').text('Pause and step, click a packet, or choose an event row to see the model’s whole record.');
 
   // ---- Listener lookup (the full lookup model, loaded lazily) -------------------------------------
   const lookupSec = root.append('section').attr('class', 'rl-dv-lookup').attr('aria-labelledby', f('lk-h'));
-  lookupSec.append('h2').attr('id', f('lk-h')).text('Listener lookup');
+  lookupSec.append('h2').attr('id', f('lk-h')).text(`Listener lookup${nth}`);
   const lkField = lookupSec.append('div').attr('class', 'rl-field');
   lkField.append('label').attr('for', f('lkscene')).text('Lookup layout');
   const lkSel = lkField.append('select').attr('id', f('lkscene'));

@@ -104,7 +104,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     const { trace: tr, pred } = current;
     const s = summarize(tr, pred);
     const meta = body.append('section').attr('class', 'rl-section').attr('aria-labelledby', `${id}-meta`);
-    meta.append('h3').attr('id', `${id}-meta`).text(t.layout);
+    meta.append('h2').attr('id', `${id}-meta`).text(t.layout);
     const dl = meta.append('dl');
     const item = (k: string, v: string) => {
       dl.append('dt').text(k);
@@ -141,7 +141,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     });
 
     const ev = body.append('section').attr('class', 'rl-section');
-    ev.append('h3').text(t.events);
+    ev.append('h2').text(t.events);
     const tools = ev.append('div').attr('class', 'rl-tv-tools');
     const onlyLabel = tools.append('label');
     onlyLabel
@@ -178,7 +178,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     const wrap = ev.append('div').attr('class', 'rl-tv-tablewrap');
     const table = wrap.append('table').attr('class', 'rl-table rl-tv-table');
     const hr = table.append('thead').append('tr');
-    for (const h of [t.seq, t.tuple, t.cpu, t.kernelPick, t.modelPick, t.agrees, '']) hr.append('th').attr('scope', 'col').text(h);
+    for (const h of [t.seq, t.tuple, t.cpu, t.kernelPick, t.modelPick, t.agrees, t.explain]) hr.append('th').attr('scope', 'col').text(h);
     const explainBox = ev.append('div').attr('class', 'rl-tv-explain').attr('tabindex', '-1');
     renderRows(table.append('tbody'), page.rows, t, (i) => {
       const e = tr.events[i]!;
@@ -187,7 +187,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         const tuple = { saddr: e.saddr, sport: e.sport, daddr: e.daddr, dport: e.dport } as unknown as Tuple;
         const x = group.explain(tuple, e.cpu ?? 0, tr.group.bpf?.kind === 'payload-mod' ? (e.seq ?? i) >>> 0 : null);
         explainBox.html('');
-        explainBox.append('h4').text(`${t.explain}: #${e.seq ?? i}, ${t.kernelPick} ${e.listener}`);
+        explainBox.append('h3').text(`${t.explain}: #${e.seq ?? i}, ${t.kernelPick} ${e.listener}`);
         renderExplain(explainBox.append('div').node()!, explainView(x), 4);
         (explainBox.node() as HTMLElement).focus();
       } catch (err) {

@@ -22,8 +22,8 @@ function predict(lines: string[], o: { kernel: string; listeners: number; closed
 }
 
 async function setup(page: Page, o: { kernel?: string; listeners?: number; clients?: string[] } = {}) {
-  await page.goto('./dispatch.html?autoplay=false&seed=7');
-  await expect(page.locator('#model-version')).toHaveText(/model \d+\.\d+\.\d+/);
+  await page.goto('./dispatch/?autoplay=false&seed=7');
+  await expect(page.locator('reuseport-dispatch .rl-dv')).toBeVisible();
   await page.getByLabel('Kernel profile').selectOption(o.kernel ?? '6.18');
   await page.getByLabel('Listeners', { exact: true }).fill(String(o.listeners ?? 8));
   await page.getByLabel('Hash secret (IPv4)').fill(SECRET);
@@ -80,8 +80,8 @@ test("the inspector's numbers equal reuseport-agent predict", async ({ page }) =
 });
 
 test('the visualizer works from the keyboard', async ({ page }) => {
-  await page.goto('./dispatch.html?autoplay=false&seed=7');
-  await expect(page.locator('#model-version')).toHaveText(/model/);
+  await page.goto('./dispatch/?autoplay=false&seed=7');
+  await expect(page.locator('reuseport-dispatch .rl-dv')).toBeVisible();
   const play = page.getByRole('button', { name: 'Play' });
   await play.focus();
   await page.keyboard.press('Space');
@@ -115,8 +115,8 @@ test('the visualizer has no axe violations', async ({ page }) => {
 
 test('with reduced motion the scene starts paused and plays in steps', async ({ page }) => {
   await page.emulateMedia({ reducedMotion: 'reduce' });
-  await page.goto('./dispatch.html?seed=7&rate=5');
-  await expect(page.locator('#model-version')).toHaveText(/model/);
+  await page.goto('./dispatch/?seed=7&rate=5');
+  await expect(page.locator('reuseport-dispatch .rl-dv')).toBeVisible();
   await expect(page.getByRole('button', { name: 'Play' })).toHaveAttribute('aria-pressed', 'false');
   await page.getByRole('button', { name: 'Play' }).click();
   // Frames run only while the scene is on screen.
@@ -128,7 +128,7 @@ test('with reduced motion the scene starts paused and plays in steps', async ({ 
 test('the custom element mounts, runs old kernels and few clients, and disposes', async ({ page }) => {
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto('./dispatch.html?autoplay=false&kernel=3.9&listeners=4&clients=6');
+  await page.goto('./dispatch/?autoplay=false&kernel=3.9&listeners=4&clients=6');
   await expect(page.locator('.rl-dv-summary')).toContainText('reservoir scan');
   await page.getByRole('button', { name: 'Step forward' }).click();
   await expect(page.locator('.rl-dv-inspector')).toContainText('Reservoir scan over the chain');
@@ -156,14 +156,14 @@ test('the custom element mounts, runs old kernels and few clients, and disposes'
 });
 
 test('clicking a packet in flight opens its record', async ({ page }) => {
-  await page.goto('./dispatch.html?seed=7&rate=20');
+  await page.goto('./dispatch/?seed=7&rate=20');
   await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
   await expect(page.locator('.rl-dv-events tbody tr')).not.toHaveCount(0);
   await page.waitForTimeout(1200);
   await page.getByRole('button', { name: 'Pause' }).click();
   const target = await page.evaluate(() => {
     type P = { x: number; y: number; seq: number };
-    const d = (document.querySelector('#app') as unknown as { __dispatch: { packets: () => P[] } }).__dispatch;
+    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[] } }).__dispatch;
     const ps = d.packets();
     return ps.find((p) => ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > 12)) ?? null;
   });
@@ -223,8 +223,8 @@ test('the lookup panel follows the inspected packet in the visualized group, fro
 });
 
 test('programs: payload_mod reads the datagram number; SK_REUSEPORT drop is refused on 4.17 with the model’s reason', async ({ page }) => {
-  await page.goto('./dispatch.html?autoplay=false&seed=7');
-  await expect(page.locator('#model-version')).toHaveText(/model/);
+  await page.goto('./dispatch/?autoplay=false&seed=7');
+  await expect(page.locator('reuseport-dispatch .rl-dv')).toBeVisible();
   await page.getByLabel('Protocol').selectOption('udp');
   await page.getByLabel('Group program (BPF)').selectOption('payload_mod');
   await page.getByLabel('Payload modulus N').fill('3');

@@ -20,8 +20,8 @@ function answerRows(page: Page) {
 }
 
 test('the reference connection lands on listener 6 on 6.18 and 4 on 6.12', async ({ page }) => {
-  await page.goto('./');
-  await expect(page.locator('#model-version')).toHaveText(/model \d+\.\d+\.\d+/);
+  await page.goto('./lookup/');
+  await expect(page.locator('reuseport-lookup .rl-lookup')).toBeVisible();
   await fill(page, { tuples: REF, kernel: '6.18' });
   await expect(answerRows(page).first()).toContainText('c3b545b8');
   await expect(answerRows(page).first().locator('td').nth(2)).toHaveText('6');
@@ -33,14 +33,14 @@ test('the reference connection lands on listener 6 on 6.18 and 4 on 6.12', async
 });
 
 test('a bad line is reported with its number and field while the others are answered', async ({ page }) => {
-  await page.goto('./');
+  await page.goto('./lookup/');
   await fill(page, { tuples: `${REF}\n127.0.0.9 99999 127.0.0.1 8080\n127.0.0.10 40001 127.0.0.1 8080`, kernel: '6.18' });
   await expect(page.getByRole('alert')).toContainText('Line 2: source port `99999`');
   await expect(answerRows(page)).toHaveCount(2);
 });
 
 test('an impossible group is refused with the kernel reason', async ({ page }) => {
-  await page.goto('./');
+  await page.goto('./lookup/');
   await fill(page, { tuples: REF, kernel: '6.18', listeners: 32769 });
   await expect(page.getByRole('alert')).toContainText('ENOMEM');
 });
@@ -59,7 +59,7 @@ test('the page answers exactly as reuseport-agent predict', async ({ page }) => 
     { kernel: '4.4', proto: 'tcp', listeners: 5, closed: '' },
     { kernel: '5.10', proto: 'udp', listeners: 130, closed: '129,1' },
   ];
-  await page.goto('./');
+  await page.goto('./lookup/');
   for (const c of cases) {
     const args = ['predict', '--kernel', c.kernel, '--proto', c.proto, '--listeners', String(c.listeners), '--secret', '0x5eed1234'];
     if (c.closed) args.push('--closed', c.closed);
@@ -73,7 +73,7 @@ test('the page answers exactly as reuseport-agent predict', async ({ page }) => 
 });
 
 test('the form works from the keyboard alone', async ({ page }) => {
-  await page.goto('./');
+  await page.goto('./lookup/');
   await page.getByLabel('4-tuples').fill('127.0.0.9 40000 127.0.0.1 8080');
   await page.getByLabel('Hash secret (IPv4)').fill('0xacf13568');
   await page.getByLabel('Kernel', { exact: true }).fill('6.18');
@@ -82,7 +82,7 @@ test('the form works from the keyboard alone', async ({ page }) => {
 });
 
 test('the page has no axe violations, with results shown', async ({ page }) => {
-  await page.goto('./');
+  await page.goto('./lookup/');
   await fill(page, { tuples: `${REF}\n127.0.0.9 99999 127.0.0.1 8080`, kernel: '3.9' });
   await expect(answerRows(page)).toHaveCount(1);
   const results = await new AxeBuilder({ page }).analyze();

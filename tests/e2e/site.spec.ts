@@ -1,0 +1,158 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import AxeBuilder from '@axe-core/playwright';
+import { expect, test, type Page } from '@playwright/test';
+
+/** Every built page, as a path under the site root (dist/ is the production build). */
+function builtPages(dir = 'dist', prefix = ''): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) {
+      if (['_astro', 'pagefind'].includes(name) && prefix === '') continue;
+      out.push(...builtPages(p, `${prefix}${name}/`));
+    } else if (name === 'index.html') out.push(prefix);
+  }
+  return out;
+}
+
+const WIDGETS = 'reuseport-dispatch, reuseport-lookup, reuseport-bind, reuseport-trace, reuseport-traces';
+
+/** Scrolls to each widget (they hydrate when seen) and waits for its first frame. */
+async function widgetsMounted(page: Page): Promise<number> {
+  const widgets = page.locator(WIDGETS);
+  const n = await widgets.count();
+  for (let i = 0; i < n; i++) {
+    const w = widgets.nth(i);
+    await w.scrollIntoViewIfNeeded();
+    const tag = await w.evaluate((el) => el.localName);
+    if (tag === 'reuseport-dispatch') {
+      // The scene's first frame: the frame clock has run and packets are being drawn (or it waits paused).
+      await expect(w.locator('canvas.rl-dv-canvas'), `dispatch widget ${i}`).toBeVisible();
+      await expect.poll(() => w.evaluate((el) => Boolean((el as HTMLElement & { __dispatch?: unknown }).__dispatch)), { message: `dispatch widget ${i} mounted` }).toBe(true);
+      await expect(w.locator('.rl-dv-summary'), `dispatch widget ${i} summary`).toContainText(/listening members|监听/);
+    } else if (tag === 'reuseport-lookup') {
+      await expect(w.locator('.rl-lookup table').first(), `lookup widget ${i} answered`).toBeVisible();
+    } else {
+      await expect(w, `${tag} ${i} ready`).toHaveAttribute('data-state', 'ready', { timeout: 20_000 });
+    }
+    await expect(w.locator('.rl-error'), `${tag} ${i} loaded`).toHaveCount(0);
+  }
+  return n;
+}
+
+test.describe('every page', () => {
+  test.describe.configure({ timeout: 600_000 });
+  test('in both languages: its widgets mount and show their first frame, and axe finds no violations', async ({ page }) => {
+    const pages = builtPages();
+    // Twenty pages in each language (the front page, three tools, sixteen chapters).
+    expect(pages.length).toBeGreaterThanOrEqual(40);
+    const failures: string[] = [];
+    for (const path of pages) {
+      await page.goto(`./${path}`);
+      const chapter = /^(zh-cn\/)?[a-z-]+\/$/.test(path) && !/^(zh-cn\/)?(lookup|dispatch|traces)\/$/.test(path);
+      const n = await widgetsMounted(page);
+      if (chapter && n === 0) failures.push(`${path}: no widget`);
+      const r = await new AxeBuilder({ page }).analyze();
+      for (const v of r.violations) failures.push(`${path}: ${v.id} (${v.nodes.length}×: ${v.nodes[0]?.target.join(' ')})`);
+    }
+    expect(failures).toEqual([]);
+  });
+});
+
+test('search finds an English term and a Chinese term', async ({ page }) => {
+  await page.goto('./');
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.locator('.pagefind-ui__search-input').fill('reciprocal_scale');
+  await expect(page.locator('.pagefind-ui__result').first()).toBeVisible();
+  await page.goto('./zh-cn/');
+  await page.getByRole('button', { name: '搜索' }).click();
+  await page.locator('.pagefind-ui__search-input').fill('惊群');
+  const hit = page.locator('.pagefind-ui__result-link').first();
+  await expect(hit).toBeVisible();
+  await expect(hit).toHaveAttribute('href', /\/zh-cn\//);
+});
+
+test('the language switch keeps the reader at the same section', async ({ page }) => {
+  await page.goto('./hash/');
+  const h2 = page.locator('.sl-markdown-content h2');
+  expect(await h2.count()).toBeGreaterThan(3);
+  await h2.nth(3).evaluate((el) => el.scrollIntoView({ block: 'start' }));
+  await page.locator('starlight-lang-select select').first().selectOption({ label: '简体中文' });
+  await page.waitForURL(/\/zh-cn\/hash\/$/);
+  const zh = page.locator('.sl-markdown-content h2').nth(3);
+  await expect.poll(async () => (await zh.boundingBox())?.y ?? 9999, { message: 'the fourth section is at the top of the Chinese page' }).toBeLessThan(200);
+});
+
+test.describe('trace viewer', () => {
+  test.beforeAll(() => {
+    execFileSync('cargo', ['build', '--release', '-q', '-p', 'reuseport-agent'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  });
+  const manifest = JSON.parse(readFileSync('public/traces/manifest.json', 'utf8')) as { traces: { file: string; kind: string }[] };
+  for (const { file } of manifest.traces.filter((t) => t.kind === 'trace')) {
+    test(`${file}: the viewer's agreement is 100% and equals reuseport-agent verify --trace`, async ({ page }) => {
+      let agent: { tested: number; agreed: number } | undefined;
+      try {
+        const out = execFileSync('target/release/reuseport-agent', ['verify', '--trace', `public/traces/${file}`, '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+        agent = (JSON.parse(out) as { layouts: { tested: number; agreed: number }[] }).layouts[0];
+      } catch (e) {
+        // verify refuses traces whose key cannot be searched; the viewer then shows only what needs no search.
+        expect(String((e as { stderr?: string }).stderr)).toMatch(/cannot be (recovered|searched)/);
+      }
+      await page.goto(`./traces/?trace=${file}`);
+      const viewer = page.locator('reuseport-traces');
+      await expect(viewer).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+      const agree = (await page.locator('.rl-tv-agree').textContent()) ?? '';
+      if (agent) {
+        expect(agent.agreed).toBe(agent.tested);
+        await expect(page.locator('.rl-tv-held')).toContainText(`${agent.agreed.toLocaleString('en')} of ${agent.tested.toLocaleString('en')} (100%)`);
+      }
+      if (/predicted events/.test(agree)) expect(agree).toMatch(/\(100%\)\.$/);
+      else expect(file, 'only the IPv6 trace has no key at all').toMatch(/-v6-/);
+    });
+  }
+
+  test('a file that is not a trace is refused naming the field', async ({ page }) => {
+    await page.goto('./traces/');
+    await expect(page.locator('reuseport-traces')).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+    const bad = JSON.parse(readFileSync('public/traces/tcp-v4-specific-8.json', 'utf8'));
+    bad.events[3].sport = 70000;
+    delete bad.group;
+    await page.locator('reuseport-traces input[type=file]').setInputFiles({ name: 'bad.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(bad)) });
+    const alert = page.locator('reuseport-traces .rl-errors');
+    await expect(alert).toContainText('bad.json is not a trace');
+    await expect(alert).toContainText('/events/3/sport');
+    await expect(alert).toContainText("must have required property 'group'");
+  });
+
+  test('explain on a row shows the model record for that event', async ({ page }) => {
+    await page.goto('./traces/?trace=tcp-v4-specific-8.json');
+    await expect(page.locator('reuseport-traces')).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+    await page.getByRole('button', { name: 'Explain event 0' }).click();
+    await expect(page.locator('.rl-tv-explain')).toContainText('inet_ehashfn');
+    await expect(page.locator('.rl-tv-explain')).toContainText('Kernel 2');
+  });
+});
+
+test('the bind checker gives the answers of reuseport-agent predict --layout', async ({ page }) => {
+  await page.goto('./bind-rules/');
+  const w = page.locator('reuseport-bind').first();
+  await w.scrollIntoViewIfNeeded();
+  await expect(w).toHaveAttribute('data-state', 'ready', { timeout: 20_000 });
+  const layout = (await w.getAttribute('layout'))!;
+  const kernel = (await w.getAttribute('kernel')) ?? '6.18';
+  const dir = mkdtempSync(join(tmpdir(), 'rl-bind-'));
+  writeFileSync(`${dir}/layout.json`, layout);
+  const out = execFileSync('target/release/reuseport-agent', ['predict', '--kernel', kernel, '--layout', `${dir}/layout.json`, '--secret', '0x1'], { input: '', encoding: 'utf8' });
+  const calls = (JSON.parse(out.split('\n')[0]!) as { calls: { bind: { errno: string } | null; listen: { errno: string } | null }[] }).calls;
+  const cells = w.locator('tbody tr td:nth-last-child(2)');
+  await expect(cells).toHaveCount(calls.length);
+  for (const [i, c] of calls.entries()) {
+    const text = (await cells.nth(i).textContent()) ?? '';
+    const errno = c.bind?.errno ?? c.listen?.errno;
+    if (errno) expect(text, `socket ${i}`).toContain(errno);
+    else expect(text, `socket ${i}`).toMatch(/^ok/);
+  }
+});

@@ -1,0 +1,67 @@
+/**
+ * The documentation in content/: every page's front matter passes the site's
+ * schema, every chapter cites kernel sources, names measured traces that
+ * exist, links one and embeds a live widget, and the two languages keep the
+ * same sections in the same order (the language switch relies on it).
+ */
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { load } from 'js-yaml';
+import { describe, expect, it } from 'vitest';
+import { pageFields } from '../../site/schema';
+
+const dir = (lang: string) => `content/${lang}`;
+const read = (lang: string, f: string) => readFileSync(`${dir(lang)}/${f}`, 'utf8');
+
+function split(text: string): { front: Record<string, unknown>; body: string } {
+  const m = /^---\n([\s\S]*?)\n---\n([\s\S]*)$/.exec(text);
+  if (!m) throw new Error('no front matter');
+  return { front: load(m[1]!) as Record<string, unknown>, body: m[2]! };
+}
+
+const chapters = readdirSync(dir('en')).filter((f) => /^\d+-.+\.md$/.test(f)).sort();
+const WIDGET = /<reuseport-(dispatch|lookup|bind|trace|traces)[\s>]/;
+
+describe('content', () => {
+  it('has the sixteen chapters of the guide, numbered without gaps', () => {
+    expect(chapters.map((f) => Number(f.slice(0, 2)))).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
+  });
+
+  for (const lang of ['en', 'zh-CN']) {
+    for (const f of readdirSync(dir(lang)).filter((x) => x.endsWith('.md'))) {
+      it(`${lang}/${f}: front matter matches the schema`, () => {
+        const { front } = split(read(lang, f));
+        expect(typeof front.title, 'title').toBe('string');
+        const r = pageFields.safeParse(front);
+        expect(r.success, r.success ? '' : JSON.stringify(r.error.issues)).toBe(true);
+      });
+    }
+    for (const f of chapters) {
+      if (!existsSync(`${dir(lang)}/${f}`)) continue;
+      it(`${lang}/${f}: cites kernel sources, names and links existing traces, embeds a widget, links relatively`, () => {
+        const { front, body } = split(read(lang, f));
+        const p = pageFields.parse(front);
+        expect(p.sources.length, 'kernel sources in front matter').toBeGreaterThan(0);
+        expect(p.traces.length, 'traces in front matter').toBeGreaterThan(0);
+        for (const t of p.traces) expect(existsSync(`public/traces/${t}`), `public/traces/${t}`).toBe(true);
+        expect(body, 'a live widget').toMatch(WIDGET);
+        expect(body, 'a link to a measured trace').toMatch(/\]\(\.\.\/traces\/\?trace=[a-z0-9-]+\.json\)/);
+        expect(body, 'internal links are relative (the site works under any base path)').not.toMatch(/\]\(\/(?!\/)/);
+      });
+    }
+  }
+
+  for (const f of chapters) {
+    it(`zh-CN/${f} exists and has the same ## sections as the English page`, () => {
+      expect(existsSync(`${dir('zh-CN')}/${f}`)).toBe(true);
+      const h2 = (lang: string) => split(read(lang, f)).body.split('\n').filter((l) => /^## /.test(l)).length;
+      expect(h2('zh-CN')).toBe(h2('en'));
+    });
+  }
+
+  it('rejects a chapter whose release is not quoted text or whose trace is not a file name, naming the field', () => {
+    const r = pageFields.safeParse({ sources: [{ file: 'net/core/sock_reuseport.c', release: 4.6 }], traces: ['../etc/passwd'] });
+    expect(r.success).toBe(false);
+    const paths = r.success ? [] : r.error.issues.map((i) => i.path.join('.'));
+    expect(paths).toEqual(expect.arrayContaining(['sources.0.release', 'traces.0']));
+  });
+});
