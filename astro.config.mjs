@@ -6,6 +6,7 @@
 import { defineConfig, passthroughImageService } from 'astro/config';
 import starlight from '@astrojs/starlight';
 import { chapterSlugs } from './site/pages-list.mjs';
+import remarkCjkNewlines from './site/remark-cjk-newlines.mjs';
 
 const base = process.env.BASE_PATH ?? '/';
 
@@ -17,6 +18,7 @@ export default defineConfig({
   publicDir: './public',
   // No image processing (no sharp): the site has no raster images to optimise.
   image: { service: passthroughImageService() },
+  markdown: { remarkPlugins: [remarkCjkNewlines] },
   server: { host: '127.0.0.1', port: 5173 },
   vite: {
     build: { target: 'es2022' },

@@ -7,13 +7,15 @@ import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { LinkChecker } from 'linkinator';
 
+// Usage: node scripts/check-links.mjs [ROOT] [BASE]: the site built with base BASE (default "/") lies in ROOT/BASE.
 const dist = process.argv[2] ?? 'dist';
+const base = (process.argv[3] ?? '/').replace(/\/?$/, '/');
 const problems = [];
 
 const checker = new LinkChecker();
 const result = await checker.check({
   serverRoot: dist,
-  path: ['/', '/zh-cn/'],
+  path: [base, `${base}zh-cn/`],
   recurse: true,
   checkFragments: true,
   // Only the site's own pages: external links are not fetched (no network here).

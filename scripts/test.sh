@@ -30,7 +30,12 @@ else
 fi
 stage typecheck tsc --noEmit -p tsconfig.json
 stage "unit tests (vitest)" vitest run
-stage "vite build" vite build
+stage "site build (astro, pagefind)" astro build --silent
+stage "link check over the built site" node scripts/check-links.mjs dist
+# The same site under a sub-path, as a host serving it at /reuseport-lab/ would.
+rm -rf dist-base
+stage "site build under /reuseport-lab/" env BASE_PATH=/reuseport-lab/ astro build --silent --outDir dist-base/reuseport-lab
+stage "link check under /reuseport-lab/" node scripts/check-links.mjs dist-base /reuseport-lab/
 stage "e2e tests (playwright)" playwright test
 
 printf '\n==> test: all stages passed (%ss)\n' "$SECONDS" >&2

@@ -32,8 +32,8 @@ const zh = () => document.documentElement.lang.toLowerCase().startsWith('zh');
 
 function words() {
   return zh()
-    ? { kernel: '内核', socket: '套接字', addr: '地址', port: '端口', uid: 'UID', state: '之后', result: '结果', ok: '成功', add: '添加套接字', remove: '删除', conflicts: '与套接字', refused: '被拒绝', listenWord: 'listen()', bindWord: 'bind()', attachWord: '挂载程序', caption: '每个套接字按顺序执行 bind()（TCP 还有 listen()）时，模型给出的结果', bad: '布局无效' }
-    : { kernel: 'Kernel', socket: 'Socket', addr: 'Address', port: 'Port', uid: 'UID', state: 'Then', result: 'Result', ok: 'ok', add: 'Add a socket', remove: 'Remove', conflicts: 'conflicts with socket', refused: 'refused', listenWord: 'listen()', bindWord: 'bind()', attachWord: 'attach', caption: "The model's answer to each socket's bind() (and listen() for TCP), in order", bad: 'The layout is not valid' };
+    ? { kernel: '内核', socket: '套接字', addr: '地址', port: '端口', uid: 'UID', state: '之后', result: '结果', ok: '成功', add: '添加套接字', remove: '删除', conflicts: (n: number) => `与套接字 ${n} 冲突`, refused: '被拒绝', listenWord: 'listen()', bindWord: 'bind()', attachWord: '挂载程序', caption: '每个套接字按顺序执行 bind()（TCP 还有 listen()）时，模型给出的结果', bad: '布局无效' }
+    : { kernel: 'Kernel', socket: 'Socket', addr: 'Address', port: 'Port', uid: 'UID', state: 'Then', result: 'Result', ok: 'ok', add: 'Add a socket', remove: 'Remove', conflicts: (n: number) => `conflicts with socket ${n}`, refused: 'refused', listenWord: 'listen()', bindWord: 'bind()', attachWord: 'attach', caption: "The model's answer to each socket's bind() (and listen() for TCP), in order", bad: 'The layout is not valid' };
 }
 
 function familyOf(addr: string): 'inet' | 'inet6' {
@@ -64,12 +64,8 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
     kernel = String(ksel.property('value'));
     draw();
   });
-  const wrap = root.append('div').attr('class', 'rl-tv-tablewrap');
-  const table = wrap.append('table').attr('class', 'rl-table rl-bind-table');
-  table.append('caption').text(w.caption);
-  const hr = table.append('thead').append('tr');
-  for (const h of [w.socket, 'proto', w.addr, w.port, 'SO_REUSEADDR', 'SO_REUSEPORT', w.uid, w.state, w.result, w.remove]) hr.append('th').attr('scope', 'col').text(h);
-  const tbody = table.append('tbody');
+  root.append('p').attr('class', 'rl-bind-caption').text(w.caption);
+  const list = root.append('ol').attr('class', 'rl-bind-list');
   const err = root.append('p').attr('class', 'rl-errors').attr('role', 'alert');
   const add = root.append('button').attr('type', 'button').text(w.add);
   add.on('click', () => {
@@ -83,7 +79,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
   function outcome(r: CallResult | undefined): { text: string; ok: boolean } {
     if (!r) return { text: '', ok: false };
     const parts: string[] = [];
-    const ref = (what: string, x: NonNullable<CallResult['bind']>) => `${what} ${w.refused}: ${x.errno}${x.with !== null ? ` (${w.conflicts} ${x.with})` : ''}. ${x.rule}`;
+    const ref = (what: string, x: NonNullable<CallResult['bind']>) => `${what} ${w.refused}: ${x.errno}${x.with !== null ? ` (${w.conflicts(x.with)})` : ''}. ${x.rule}`;
     if (r.bind) parts.push(ref(w.bindWord, r.bind));
     if (r.listen) parts.push(ref(w.listenWord, r.listen));
     if (r.attach) parts.push(ref(w.attachWord, r.attach));
@@ -102,58 +98,62 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
       err.text(`${w.bad}: ${e instanceof Error ? e.message : String(e)}`);
     }
     add.property('disabled', sockets.length >= MAX_SOCKETS);
-    tbody.selectAll('tr').remove();
+    list.selectAll('li').remove();
     sockets.forEach((s, i) => {
-      const tr = tbody.append('tr');
+      const li = list.append('li').attr('class', 'rl-bind-sock');
       const o = outcome(results[i]);
-      tr.append('th').attr('scope', 'row').text(String(i));
-      const cell = () => tr.append('td');
-      const lab = (what: string) => `${w.socket} ${i}: ${what}`;
-      const proto = cell().append('select').attr('aria-label', lab('proto'));
+      const row = li.append('div').attr('class', 'rl-bind-row');
+      row.append('span').attr('class', 'rl-bind-name').text(`${w.socket} ${i}`);
+      const labelled = (text: string) => {
+        const l = row.append('label').attr('class', 'rl-bind-field');
+        l.append('span').text(text);
+        return l;
+      };
+      const proto = labelled('proto').append('select');
       proto.selectAll('option').data(['tcp', 'udp']).join('option').attr('value', (d) => d).text((d) => d);
       proto.property('value', s.proto).on('change', () => {
         s.proto = proto.property('value');
         draw();
       });
-      const addr = cell().append('input').attr('aria-label', lab(w.addr)).attr('size', 14).property('value', s.addr);
+      const addr = labelled(w.addr).append('input').attr('size', 14).property('value', s.addr);
       addr.on('change', () => {
         s.addr = String(addr.property('value')).trim();
         s.family = familyOf(s.addr);
         draw();
       });
-      const port = cell().append('input').attr('aria-label', lab(w.port)).attr('type', 'number').attr('min', 0).attr('max', 65535).style('width', '6rem').property('value', s.port);
+      const port = labelled(w.port).append('input').attr('type', 'number').attr('min', 0).attr('max', 65535).style('width', '6rem').property('value', s.port);
       port.on('change', () => {
         const v = Number(port.property('value'));
         if (Number.isInteger(v) && v >= 0 && v <= 65535) s.port = v;
         draw();
       });
       for (const opt of ['reuseaddr', 'reuseport'] as const) {
-        cell()
-          .append('input')
+        const l = row.append('label').attr('class', 'rl-bind-check');
+        l.append('input')
           .attr('type', 'checkbox')
-          .attr('aria-label', lab(opt === 'reuseaddr' ? 'SO_REUSEADDR' : 'SO_REUSEPORT'))
           .property('checked', !!s[opt])
           .on('change', function () {
             s[opt] = (this as HTMLInputElement).checked;
             draw();
           });
+        l.append('span').text(opt === 'reuseaddr' ? 'SO_REUSEADDR' : 'SO_REUSEPORT');
       }
-      const uid = cell().append('input').attr('aria-label', lab('UID')).attr('type', 'number').attr('min', 0).style('width', '5rem').property('value', s.uid ?? 0);
+      const uid = labelled('UID').append('input').attr('type', 'number').attr('min', 0).style('width', '5rem').property('value', s.uid ?? 0);
       uid.on('change', () => {
         const v = Number(uid.property('value'));
         if (Number.isInteger(v) && v >= 0 && v < 2 ** 32) s.uid = v;
         draw();
       });
-      const st = cell().append('select').attr('aria-label', lab(w.state));
+      const st = labelled(w.state).append('select');
       st.selectAll('option').data(['listen', 'bound', 'time_wait']).join('option').attr('value', (d) => d).text((d) => d);
       st.property('value', s.state ?? 'listen').on('change', () => {
         s.state = st.property('value');
         draw();
       });
-      tr.append('td').attr('class', o.ok ? 'rl-bind-ok' : 'rl-bind-refused').text(o.text);
-      cell()
+      row
         .append('button')
         .attr('type', 'button')
+        .attr('class', 'rl-bind-remove')
         .attr('aria-label', `${w.remove} ${w.socket} ${i}`)
         .text('×')
         .property('disabled', sockets.length <= 1)
@@ -162,6 +162,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
           rest = undefined;
           draw();
         });
+      li.append('p').attr('class', `rl-bind-result ${o.ok ? 'rl-bind-ok' : 'rl-bind-refused'}`).text(o.text);
     });
     el.dataset.state = 'ready';
   }

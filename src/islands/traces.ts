@@ -25,6 +25,11 @@ interface ManifestEntry {
 }
 
 const PAGE = 50;
+
+/** The chart is drawn at its box's width (so its labels keep their size on a phone), within 280–640 px. */
+function chartWidth(box: HTMLElement): number {
+  return Math.max(280, Math.min(640, Math.round(box.clientWidth || 560)));
+}
 let uid = 0;
 
 /** Where the site's traces are: `<base>traces/`. */
@@ -122,7 +127,8 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     fig.append('p').attr('class', 'rl-headline rl-tv-agree').text(pred ? t.agreementAll(s.all, s.events) : '');
     if (pred && current.key !== undefined && !current.keyFrom) fig.append('p').attr('class', 'rl-tv-held').text(t.agreementHeld(s.heldOut, TRAIN_EVENTS));
     fig.append('p').text(t.spread(s));
-    renderBars(fig.append('div').attr('class', 'rl-tv-chart').node()!, s, t);
+    const chart = fig.append('div').attr('class', 'rl-tv-chart').node()!;
+    renderBars(chart, s, t, chartWidth(chart));
     renderCountsTable(fig as never, s, t);
 
     const keyForm = fig.append('form').attr('class', 'rl-tv-keyform').attr('novalidate', '');
@@ -175,7 +181,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         from += PAGE;
         draw();
       });
-    const wrap = ev.append('div').attr('class', 'rl-tv-tablewrap');
+    const wrap = ev.append('div').attr('class', 'rl-tv-tablewrap').attr('tabindex', 0).attr('role', 'region').attr('aria-label', t.events);
     const table = wrap.append('table').attr('class', 'rl-table rl-tv-table');
     const hr = table.append('thead').append('tr');
     for (const h of [t.seq, t.tuple, t.cpu, t.kernelPick, t.modelPick, t.agrees, t.explain]) hr.append('th').attr('scope', 'col').text(h);
@@ -317,7 +323,8 @@ export async function mountTraceCard(el: HTMLElement, options: { src: string }):
     const s = summarize(tr, pred);
     root.append('p').attr('class', 'rl-tv-agree').text(t.agreementAll(s.all, s.events));
     root.append('p').text(t.spread(s));
-    renderBars(root.append('div').attr('class', 'rl-tv-chart').node()!, s, t, 480);
+    const chart = root.append('div').attr('class', 'rl-tv-chart').node()!;
+    renderBars(chart, s, t, chartWidth(chart));
     root.append('p').append('a').attr('href', viewerUrl(options.src)).text(`${t.open} →`);
     el.dataset.state = 'ready';
   } catch (err) {

@@ -47,6 +47,10 @@ test.describe('every page', () => {
   test.describe.configure({ timeout: 600_000 });
   test('in both languages: its widgets mount and show their first frame, and axe finds no violations', async ({ page }) => {
     const pages = builtPages();
+    const foreign: string[] = [];
+    page.on('request', (r) => {
+      if (!/^(http:\/\/127\.0\.0\.1[:/]|data:|blob:)/.test(r.url())) foreign.push(r.url());
+    });
     // Twenty pages in each language (the front page, three tools, sixteen chapters).
     expect(pages.length).toBeGreaterThanOrEqual(40);
     const failures: string[] = [];
@@ -59,7 +63,27 @@ test.describe('every page', () => {
       for (const v of r.violations) failures.push(`${path}: ${v.id} (${v.nodes.length}×: ${v.nodes[0]?.target.join(' ')})`);
     }
     expect(failures).toEqual([]);
+    expect(foreign, 'no request leaves the site (fonts and all assets are local)').toEqual([]);
   });
+});
+
+test('the site runs under the Content Security Policy the README gives to hosts', async ({ page }) => {
+  const readme = readFileSync('README.md', 'utf8');
+  const csp = /`(default-src [^`]+)`/.exec(readme)?.[1];
+  expect(csp, 'README names a CSP').toBeTruthy();
+  await page.route('**/*', async (route) => {
+    const response = await route.fetch();
+    await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': csp! } });
+  });
+  const refused: string[] = [];
+  page.on('console', (m) => {
+    if (/Content Security Policy|Refused to/.test(m.text())) refused.push(m.text());
+  });
+  for (const path of ['./', './traces/?trace=udp-v4-specific-8.json', './bind-rules/']) {
+    await page.goto(path);
+    await widgetsMounted(page);
+  }
+  expect(refused).toEqual([]);
 });
 
 test('search finds an English term and a Chinese term', async ({ page }) => {
@@ -147,7 +171,7 @@ test('the bind checker gives the answers of reuseport-agent predict --layout', a
   writeFileSync(`${dir}/layout.json`, layout);
   const out = execFileSync('target/release/reuseport-agent', ['predict', '--kernel', kernel, '--layout', `${dir}/layout.json`, '--secret', '0x1'], { input: '', encoding: 'utf8' });
   const calls = (JSON.parse(out.split('\n')[0]!) as { calls: { bind: { errno: string } | null; listen: { errno: string } | null }[] }).calls;
-  const cells = w.locator('tbody tr td:nth-last-child(2)');
+  const cells = w.locator('.rl-bind-result');
   await expect(cells).toHaveCount(calls.length);
   for (const [i, c] of calls.entries()) {
     const text = (await cells.nth(i).textContent()) ?? '';
