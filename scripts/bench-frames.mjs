@@ -3,10 +3,10 @@
 // on a free port, 64 listeners and about 2,000 SYNs in flight, measured in the page over 5 s with
 // requestAnimationFrame timestamps. Prints the distribution; never fails on time.
 // Usage: node scripts/bench-frames.mjs [--no-build] [--seconds 5] [--listeners 64] [--inflight 2000]
-import { spawn, execFileSync } from 'node:child_process';
-import { createServer } from 'node:net';
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { chromium } from '@playwright/test';
+import { CHROMIUM_ARGS, servePreview } from './bench-util.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const argv = process.argv.slice(2);
@@ -20,41 +20,16 @@ const inflight = opt('inflight', 2000);
 const SYN_TRAVEL = 1.6; // simulated seconds, src/scene/dispatch/sim.ts TRAVEL.SYN
 const rate = Math.round(inflight / SYN_TRAVEL);
 
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => res(port));
-    });
-  });
-}
-
-async function waitFor(url, ms) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${url} did not answer within ${ms} ms`);
-}
-
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 const fmt = (x) => x.toFixed(2).padStart(7);
 
 if (!argv.includes('--no-build')) execFileSync('npx', ['astro', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
-const port = await freePort();
-const server = spawn('npx', ['astro', 'preview', '--host', '127.0.0.1', '--port', String(port)], { cwd: root, stdio: 'ignore', detached: true });
+const { base, stop } = await servePreview(root, '/dispatch/');
 let browser;
 try {
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor(`${base}/dispatch/`, 30_000);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: CHROMIUM_ARGS,
   });
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   await page.goto(`${base}/dispatch/?listeners=${listeners}&clients=2000&rate=${rate}&seed=1`);
@@ -107,7 +82,5 @@ try {
   console.log(`goal: p95 frame interval <= 16.7 ms: ${verdict}`);
 } finally {
   await browser?.close();
-  try {
-    process.kill(-server.pid, 'SIGTERM');
-  } catch {}
+  stop();
 }

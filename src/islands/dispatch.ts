@@ -364,10 +364,13 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   let lk: LookupModule | null = null;
   let lkHost: { key: string; host: InstanceType<LookupModule['Host']> } | null = null;
   let inspLookup: HTMLElement | null = null;
-  const lkReady = import('../model/lookup').then(async (m) => {
-    await m.loadLookup();
-    lk = m;
-  });
+  // The compact scene shows no lookup panel: it does not fetch the larger lookup package.
+  const lkReady = options.compact
+    ? new Promise<void>(() => {})
+    : import('../model/lookup').then(async (m) => {
+        await m.loadLookup();
+        lk = m;
+      });
   lkReady.catch((e: unknown) => lkBody.text(`The lookup model failed to load: ${e instanceof Error ? e.message : String(e)}`));
   const planFor = (scene: LookupScene): HostPlan => {
     const s = sim.summary();

@@ -26,6 +26,24 @@ interface ManifestEntry {
 
 const PAGE = 50;
 
+type WorkerAnswer = { trace?: Trace; errors?: string[]; notJson?: string };
+
+/** Parses and checks a dropped file in a worker (a large file would freeze the page here). */
+function readInWorker(f: File): Promise<WorkerAnswer> {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(new URL('../model/trace-worker.ts', import.meta.url), { type: 'module' });
+    w.onmessage = (e: MessageEvent<WorkerAnswer>) => {
+      w.terminate();
+      resolve(e.data);
+    };
+    w.onerror = (e) => {
+      w.terminate();
+      reject(new Error(e.message));
+    };
+    w.postMessage(f);
+  });
+}
+
 /** The chart is drawn at its box's width (so its labels keep their size on a phone), within 280–640 px. */
 function chartWidth(box: HTMLElement): number {
   return Math.max(280, Math.min(640, Math.round(box.clientWidth || 560)));
@@ -250,19 +268,18 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
 
   async function openFile(f: File): Promise<void> {
     errors.text('');
+    el.dataset.state = 'loading';
     if (f.size > MAX_TRACE_BYTES) {
       errors.text(t.tooBig(f.size / 2 ** 20, MAX_TRACE_BYTES / 2 ** 20));
       return;
     }
     status.text(t.loading(f.name));
-    let value: unknown;
-    try {
-      value = JSON.parse(await f.text());
-    } catch (err) {
-      errors.text(t.notJson(f.name, err instanceof Error ? err.message : String(err)));
+    const checked = await readInWorker(f).catch((err: unknown) => ({ notJson: err instanceof Error ? err.message : String(err) }) as WorkerAnswer);
+    if (checked.notJson !== undefined) {
+      errors.text(t.notJson(f.name, checked.notJson));
+      status.text('');
       return;
     }
-    const checked = checkTrace(value);
     if (checked.errors) {
       errors.html('');
       errors.append('p').text(t.invalid(f.name));
@@ -270,7 +287,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
       status.text('');
       return;
     }
-    await predict(checked.trace, f.name, undefined);
+    await predict(checked.trace!, f.name, undefined);
   }
 
   sel.on('change', () => void openCurated(String(sel.property('value'))));

@@ -215,6 +215,15 @@ export function loadModelSync(bytes: BufferSource): void {
   ready = Promise.resolve();
 }
 
+/** Parses a dotted-quad IPv4 address to a host-order number; undefined when it is not one. */
+export function ipv4ToNumber(s: string): number | undefined {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(s);
+  if (!m) return undefined;
+  const p = m.slice(1).map(Number);
+  if (p.some((x) => x > 255)) return undefined;
+  return ((p[0]! << 24) | (p[1]! << 16) | (p[2]! << 8) | p[3]!) >>> 0;
+}
+
 /** Formats an IPv4 host-order number as dotted quad (for labels). */
 export function ipv4ToString(n: number): string {
   return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');

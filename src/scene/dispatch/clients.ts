@@ -3,8 +3,11 @@
  * a user-given list. Each client is one flow (one 4-tuple) received on one
  * CPU (as RSS would steer it).
  */
-import { parseTuples } from '../../model/index';
+import { ipv4ToNumber, parseTuples } from '../../model/index';
 import { Rng, mix32 } from './rng';
+
+/** The server address packets are sent to, and the group's port. */
+export const SERVER = { addr: '10.0.0.1', addrNum: 0x0a000001, port: 8080 } as const;
 
 export interface Client {
   /** Host-order IPv4 address (127.0.0.1 is 0x7f000001). */
@@ -15,16 +18,6 @@ export interface Client {
   cpu: number;
 }
 
-/** The server address packets are sent to, and the group's port. */
-export const SERVER = { addr: '10.0.0.1', addrNum: 0x0a000001, port: 8080 } as const;
-
-export function ipv4ToNumber(s: string): number | undefined {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(s);
-  if (!m) return undefined;
-  const p = m.slice(1).map(Number);
-  if (p.some((x) => x > 255)) return undefined;
-  return ((p[0]! << 24) | (p[1]! << 16) | (p[2]! << 8) | p[3]!) >>> 0;
-}
 
 const dotted = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
 

@@ -1,0 +1,46 @@
+// Shared by the browser benchmarks: a free loopback port and the built site served by `astro preview`.
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+export async function waitFor(url, ms) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} did not answer within ${ms} ms`);
+}
+
+/** Serves dist/ on a free loopback port; returns its base URL and a stop function. */
+export async function servePreview(root, path = '/') {
+  const port = await freePort();
+  const server = spawn('npx', ['astro', 'preview', '--host', '127.0.0.1', '--port', String(port)], { cwd: root, stdio: 'ignore', detached: true });
+  const base = `http://127.0.0.1:${port}`;
+  const stop = () => {
+    try {
+      process.kill(-server.pid);
+    } catch {}
+  };
+  try {
+    await waitFor(`${base}${path}`, 30_000);
+  } catch (e) {
+    stop();
+    throw e;
+  }
+  return { base, stop };
+}
+
+export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
