@@ -48,6 +48,15 @@ entries+=("$(node -e '
   console.log(JSON.stringify({ file: "bench-fork-vs-reuseport.json", kind: "bench", shows: "The seed articles benchmark on this machine: workers sharing one listener after fork() against one SO_REUSEPORT listener each; times and per-worker accepts", command: `reuseport-agent ${args}`, kernel: require("os").release() }));
 ' "$bench_args")")
 
+echo "record-traces: bench with epoll workers" >&2
+epoll_args="bench --workers 4 --clients 4 --connections 5000 --epoll --json"
+# shellcheck disable=SC2086
+$agent $epoll_args > "$out/bench-fork-vs-reuseport-epoll.json"
+entries+=("$(node -e '
+  const [args] = process.argv.slice(1);
+  console.log(JSON.stringify({ file: "bench-fork-vs-reuseport-epoll.json", kind: "bench", shows: "The same benchmark with epoll workers: in fork mode every worker waits in epoll on the one shared listener; per-worker accepts show the skew", command: `reuseport-agent ${args}`, kernel: require("os").release() }));
+' "$epoll_args")")
+
 printf '%s\n' "${entries[@]}" | node -e '
   const lines = require("fs").readFileSync(0, "utf8").trim().split("\n").map((l) => JSON.parse(l));
   const manifest = { format: "reuseport-lab-trace-manifest", version: 1, machine: { cpus: require("os").cpus().length, kernel: require("os").release() }, traces: lines };

@@ -53,6 +53,11 @@ export interface TraceText {
   page: (from: number, to: number, total: number) => string;
   open: string;
   none: string;
+  benchTitle: string;
+  benchSetup: (workers: number, clients: number, conns: number, accept: string, nproc: number) => string;
+  benchCols: string[];
+  benchPerWorker: string;
+  benchWorkerAxis: string;
 }
 
 const pct = (a: number, b: number) => (b ? `${((100 * a) / b).toFixed(a === b ? 0 : 2)}%` : '–');
@@ -110,6 +115,11 @@ const en: TraceText = {
   page: (f, t, n) => `Events ${f.toLocaleString('en')}–${t.toLocaleString('en')} of ${n.toLocaleString('en')}`,
   open: 'Open in the trace viewer',
   none: 'none',
+  benchTitle: 'Benchmark: one shared listener (fork) against one SO_REUSEPORT listener per worker',
+  benchSetup: (w, c, n, a, p) => `${w} worker processes, ${c} client processes × ${n.toLocaleString('en')} connections each, accept by ${a}, on ${p} CPUs.`,
+  benchCols: ['Mode', 'Seconds', 'Connections/s', 'Accepts per worker', 'Max/min', 'Jain'],
+  benchPerWorker: 'accepts per worker',
+  benchWorkerAxis: 'worker (dashed: even split)',
 };
 
 const zh: TraceText = {
@@ -165,6 +175,11 @@ const zh: TraceText = {
   page: (f, t, n) => `第 ${f.toLocaleString('zh-CN')}–${t.toLocaleString('zh-CN')} 个事件，共 ${n.toLocaleString('zh-CN')} 个`,
   open: '在轨迹查看器中打开',
   none: '无',
+  benchTitle: '基准测试：共享一个监听套接字（fork）与每个工作进程一个 SO_REUSEPORT 监听套接字',
+  benchSetup: (w, c, n, a, p) => `${w} 个工作进程，${c} 个客户端进程，每个发起 ${n.toLocaleString('zh-CN')} 个连接，用 ${a} 接收连接，${p} 个 CPU。`,
+  benchCols: ['模式', '耗时（秒）', '连接数/秒', '各工作进程接收数', '最大/最小', 'Jain 指数'],
+  benchPerWorker: '各工作进程接收的连接数',
+  benchWorkerAxis: '工作进程（虚线：平均分配）',
 };
 
 /** The words for the page's language. */

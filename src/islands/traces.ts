@@ -113,7 +113,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
   cancelBtn.on('click', () => abort?.abort());
 
   const entries = await loadManifest().catch(() => [] as ManifestEntry[]);
-  const traces = entries.filter((e) => e.kind === 'trace');
+  const traces = entries.filter((e) => e.kind === 'trace' || e.kind === 'bench');
   sel
     .selectAll('option')
     .data(traces)
@@ -256,6 +256,22 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     errors.text('');
     el.dataset.state = 'loading';
     status.text(t.loading(file));
+    if (traces.find((e) => e.file === file)?.kind === 'bench') {
+      abort?.abort();
+      current = undefined;
+      try {
+        const r = await fetch(`${tracesUrl()}${file}`);
+        if (!r.ok) throw new Error(t.fetchFailed(file, `${r.status} ${r.statusText}`));
+        body.html('');
+        renderBench(body, (await r.json()) as BenchFile, t);
+        status.text(file);
+        el.dataset.state = 'ready';
+      } catch (err) {
+        el.dataset.state = 'error';
+        errors.text(err instanceof Error ? err.message : String(err));
+      }
+      return;
+    }
     try {
       const tr = await fetchTrace(file, t);
       const entry = traces.find((e) => e.file === file);
@@ -323,6 +339,57 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     el.removeEventListener('drop', onDrop);
     root.remove();
   };
+}
+
+/** A `reuseport-agent bench` file (the fields shown). */
+interface BenchFile {
+  nproc: number;
+  workers: number;
+  clients: number;
+  connections_per_client: number;
+  accept: string;
+  note?: string;
+  fork_over_reuseport?: number;
+  modes: { mode: string; seconds: number; connections_per_second: number; per_worker: number[]; max_min_ratio: number; jain: number }[];
+}
+
+/** The benchmark view: per mode, time, rate and each worker's accepts, with a bar chart per mode. */
+function renderBench(body: ReturnType<typeof select<HTMLDivElement, unknown>>, b: BenchFile, t: TraceText): void {
+  const sec = body.append('section').attr('class', 'rl-section');
+  sec.append('h2').text(t.benchTitle);
+  sec.append('p').text(t.benchSetup(b.workers, b.clients, b.connections_per_client, b.accept, b.nproc));
+  const table = sec.append('div').attr('class', 'rl-tv-tablewrap').append('table').attr('class', 'rl-table');
+  const hr = table.append('thead').append('tr');
+  for (const h of t.benchCols) hr.append('th').attr('scope', 'col').text(h);
+  table
+    .append('tbody')
+    .selectAll('tr')
+    .data(b.modes)
+    .join('tr')
+    .call((tr) => {
+      tr.append('th').attr('scope', 'row').text((m) => m.mode);
+      tr.append('td').text((m) => m.seconds.toFixed(3));
+      tr.append('td').text((m) => Math.round(m.connections_per_second).toLocaleString('en'));
+      tr.append('td').text((m) => m.per_worker.join(', '));
+      tr.append('td').text((m) => m.max_min_ratio.toFixed(2));
+      tr.append('td').text((m) => m.jain.toFixed(3));
+    });
+  for (const m of b.modes) {
+    const total = m.per_worker.reduce((x, y) => x + y, 0);
+    const s = {
+      events: total,
+      bars: m.per_worker.map((count, listener) => ({ listener, count, share: total ? count / total : 0 })),
+      expected: m.per_worker.length ? total / m.per_worker.length : 0,
+      maxOverMin: m.max_min_ratio,
+      all: { predicted: 0, agreed: 0, needsKey: 0 },
+      heldOut: { predicted: 0, agreed: 0, needsKey: 0 },
+      mismatches: [],
+    };
+    sec.append('h3').text(`${m.mode}: ${t.benchPerWorker}`);
+    const chart = sec.append('div').attr('class', 'rl-tv-chart').node()!;
+    renderBars(chart, s, { ...t, listenerAxis: t.benchWorkerAxis }, chartWidth(chart));
+  }
+  if (b.note) sec.append('p').attr('class', 'rl-hint').text(b.note);
 }
 
 /** The compact card for a chapter: counts, agreement, a link to the viewer. */

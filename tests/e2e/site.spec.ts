@@ -180,3 +180,11 @@ test('the bind checker gives the answers of reuseport-agent predict --layout', a
     else expect(text, `socket ${i}`).toMatch(/^ok/);
   }
 });
+
+test('a benchmark file opens in the viewer with each worker’s accepts from the file', async ({ page }) => {
+  const file = 'bench-fork-vs-reuseport-epoll.json';
+  const bench = JSON.parse(readFileSync(`public/traces/${file}`, 'utf8')) as { modes: { mode: string; per_worker: number[] }[] };
+  await page.goto(`./traces/?trace=${file}`);
+  await expect(page.locator('reuseport-traces')).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+  for (const m of bench.modes) await expect(page.locator('reuseport-traces tbody tr', { hasText: m.mode })).toContainText(m.per_worker.join(', '));
+});
