@@ -38,6 +38,7 @@ export default defineConfig({
         Head: './site/components/Head.astro',
         SiteTitle: './site/components/SiteTitle.astro',
         FallbackContentNotice: './site/components/FallbackContentNotice.astro',
+        MarkdownContent: './site/components/MarkdownContent.astro',
       },
       customCss: ['./site/site.css'],
       sidebar: [
