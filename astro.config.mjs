@@ -7,6 +7,7 @@ import { defineConfig, passthroughImageService } from 'astro/config';
 import starlight from '@astrojs/starlight';
 import { chapterSlugs } from './site/pages-list.mjs';
 import remarkCjkNewlines from './site/remark-cjk-newlines.mjs';
+import traceValidator from './site/trace-validator-plugin.mjs';
 
 const base = process.env.BASE_PATH ?? '/';
 
@@ -21,6 +22,9 @@ export default defineConfig({
   markdown: { remarkPlugins: [remarkCjkNewlines] },
   server: { host: '127.0.0.1', port: 5173 },
   vite: {
+    plugins: [traceValidator()],
+    // The trace worker imports the compiled validator too.
+    worker: { format: 'es', plugins: () => [traceValidator()] },
     build: { target: 'es2022' },
     // The wasm packages are loaded with `new URL(…, import.meta.url)`; keep them out of pre-bundling.
     optimizeDeps: { exclude: ['./src/model/pkg', './src/model/pkg-lookup'] },

@@ -1,10 +1,10 @@
 /**
  * Checking a trace file (format v1, written by `reuseport-agent record`)
- * against the checked-in JSON Schema. No model here: the trace viewer runs
+ * against the checked-in JSON Schema (compiled to code at build time by
+ * site/trace-validator-plugin.mjs). No model here: the trace viewer runs
  * this in a worker, off the page's thread.
  */
-import Ajv2020 from 'ajv/dist/2020';
-import schema from '../../public/traces/schema/trace-v1.schema.json';
+import validate from 'virtual:trace-validator';
 
 /** Largest trace file the viewer reads. */
 export const MAX_TRACE_BYTES = 64 * 1024 * 1024;
@@ -47,8 +47,6 @@ export interface Trace {
   events: TraceEvent[];
 }
 
-const ajv = new Ajv2020({ allErrors: true, strict: false });
-const validate = ajv.compile(schema);
 
 /** Checks a parsed file; returns the trace, or every problem naming its field (`/events/12/sport`). */
 export function checkTrace(value: unknown): { trace: Trace; errors?: undefined } | { errors: string[]; trace?: undefined } {

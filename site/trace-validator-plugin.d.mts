@@ -1,0 +1,3 @@
+import type { Plugin } from 'vite';
+/** `virtual:trace-validator`: the trace schema compiled to code at build time. */
+export default function traceValidator(): Plugin;
