@@ -14,6 +14,7 @@ import { FrameClock } from '../clock';
 import { defineIsland, islandElement } from './element';
 import { loadModel, profiles, type Proto } from '../model/index';
 import type { Program } from '../model/generated/Program';
+import { langOf } from '../model/messages';
 import { renderExplain } from '../render/explain-card';
 import { Chart, fmtRatio } from '../render/dispatch/chart';
 import { Overlay } from '../render/dispatch/overlay';
@@ -392,7 +393,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     try {
       const host = hostFor(lk, plan);
       const ex = host.lookup(hostPacket(plan, sim.opts.proto, e.tuple, e.cpu, e.payload));
-      return { plan, view: lookupView(plan, host.results(), ex) };
+      return { plan, view: lookupView(plan, host.results(), ex, langOf(document.documentElement.lang)) };
     } catch (err) {
       return { error: (err as Error).message };
     }

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Group } from '../../src/model/index';
 import { Host, loadLookupSync } from '../../src/model/lookup';
+import { say } from '../../src/model/messages';
 import { SERVER } from '../../src/scene/dispatch/clients';
 import { addrAnyPlan, groupPlan, hostPacket, lookupView } from '../../src/scene/dispatch/lookup';
 import { DispatchSim, type SimOptions } from '../../src/scene/dispatch/sim';
@@ -50,7 +51,7 @@ describe('dispatch: listener lookup panel', () => {
         v.walks.forEach((w, i) => {
           const cands = ex.tables[i]!.candidates;
           expect(w.sockets).toEqual(cands.map((x) => x.socket));
-          expect(w.rows.map((r) => [r[0]!.split(' ').slice(0, 2).join(' '), r[1]!.split(' ')[0], r[2]])).toEqual(cands.map((x) => [`socket ${x.socket}`, String(x.score), x.outcome]));
+          expect(w.rows.map((r) => [r[0]!.split(' ').slice(0, 2).join(' '), r[1]!.split(' ')[0], r[2]])).toEqual(cands.map((x) => [`socket ${x.socket}`, String(x.score), say('en', 'candidate_outcome', x.outcome)]));
         });
         // Nothing closed: the Host's answer is the live group's, numbered the same way.
         expect(v.listener).toBe(e.listener);

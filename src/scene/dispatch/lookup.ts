@@ -13,6 +13,7 @@ import type { LookupExplain } from '../../model/generated/LookupExplain';
 import type { Packet } from '../../model/generated/Packet';
 import type { Program } from '../../model/generated/Program';
 import type { SocketSpec } from '../../model/generated/SocketSpec';
+import { say, sayRefusal, type Lang } from '../../model/messages';
 
 /** Which layout the lookup panel asks about. */
 export type LookupScene = 'group' | 'addr_any';
@@ -148,13 +149,13 @@ function sockLabel(plan: HostPlan, results: CallResult[], s: number): string {
 }
 
 /** Turns the model's lookup into rows: one table per bucket walked, one row per candidate the model listed. */
-export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExplain): LookupView {
+export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExplain, lang: Lang = 'en'): LookupView {
   const walks = ex.tables.map((t) => ({
     caption: t.table,
     source: t.source,
     daddr: t.daddr,
     head: ['socket', 'compute_score', 'outcome'],
-    rows: t.candidates.map((c) => [sockLabel(plan, results, c.socket), c.score < 0 ? `${c.score} (no match)` : String(c.score), c.outcome]),
+    rows: t.candidates.map((c) => [sockLabel(plan, results, c.socket), c.score < 0 ? `${c.score} (no match)` : String(c.score), say(lang, 'candidate_outcome', c.outcome)]),
     sockets: t.candidates.map((c) => c.socket),
     highlight: t.candidates.flatMap((c, i) => (c.socket === ex.socket ? [i] : [])),
     chips: t.candidates.map((c) => {
@@ -172,7 +173,7 @@ export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExpl
   const refusals = results.flatMap((r) =>
     (['bind', 'listen', 'attach'] as const).flatMap((call) => {
       const x = r[call];
-      return x ? [`socket ${r.socket}: ${call}() fails with ${x.errno}${x.with !== null && x.with !== undefined ? ` (against socket ${x.with})` : ''}: ${x.rule}`] : [];
+      return x ? [`socket ${r.socket}: ${call}() fails with ${x.errno}${x.with !== null && x.with !== undefined ? ` (against socket ${x.with})` : ''}: ${sayRefusal(lang, x)}`] : [];
     }),
   );
   return {

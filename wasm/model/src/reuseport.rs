@@ -15,8 +15,9 @@ use crate::explain::{Explain, GroupSummary, Pick, ReservoirStep, RingStep};
 use crate::group::{AddEffect, SockArray};
 use crate::hash::{self, hex, HashTrace, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
+use crate::message::{KernelSource, RefusalRule};
 use crate::profile::{
-    BpfFallback, GroupScan, Profile, Selection, WildcardLaddr, UDP_HASH2_THRESHOLD,
+    BpfFallback, GroupScan, Profile, Release, Selection, WildcardLaddr, UDP_HASH2_THRESHOLD,
 };
 use crate::tuple::{canonical, unspecified_like, Proto, Tuple};
 
@@ -784,6 +785,36 @@ impl ReuseportGroup {
         Ok(Change::Unchanged)
     }
 
+    /// Why the kernel would refuse to attach `program` to this group, with
+    /// the place it does so; `None` when the attach succeeds.
+    pub fn attach_refusal(&self, program: &Program) -> Option<(RefusalRule, KernelSource)> {
+        let release = self.profile.release;
+        if program.is_sk_reuseport() && !self.profile.sk_reuseport_prog {
+            // BPF_PROG_TYPE_SK_REUSEPORT arrived in 4.19: an unknown type to BPF_PROG_LOAD.
+            return Some((
+                RefusalRule::NoSkReuseportProgram,
+                KernelSource::new("find_prog_type", "kernel/bpf/syscall.c", release),
+            ));
+        }
+        if self.selection() == Selection::Reservoir {
+            let since = match self.proto {
+                Proto::Tcp => Release::new(4, 6),
+                Proto::Udp => Release::new(4, 5),
+            };
+            return Some((
+                RefusalRule::NoGroups { since },
+                KernelSource::new("sock_setsockopt", "net/core/sock.c", release),
+            ));
+        }
+        if matches!(program, Program::PayloadMod { modulus: 0 }) {
+            return Some((
+                RefusalRule::PayloadModZero,
+                KernelSource::new("bpf_check_classic", "net/core/filter.c", release),
+            ));
+        }
+        None
+    }
+
     /// Attaches (or replaces, for the whole group) a program, or detaches it
     /// with `None` (`SO_DETACH_REUSEPORT_BPF`, 5.3+).
     pub fn attach_program(
@@ -798,29 +829,31 @@ impl ReuseportGroup {
                     why: format!("it arrived in 5.3; profile {} cannot detach a program", self.profile.release),
                 })
             }
-            Some(p) if p.is_sk_reuseport() && !self.profile.sk_reuseport_prog => {
-                return Err(GroupError::Unsupported {
-                    what: "an SK_REUSEPORT program".into(),
-                    why: format!("BPF_PROG_TYPE_SK_REUSEPORT arrived in 4.19; profile {} does not have it", self.profile.release),
-                })
-            }
-            Some(_) if self.selection() == Selection::Reservoir => {
-                return Err(GroupError::Unsupported {
-                    what: "SO_ATTACH_REUSEPORT_CBPF/EBPF".into(),
-                    why: format!(
-                        "{} reuseport groups, which programs attach to, arrived in {}; profile {} has none",
-                        if self.proto == Proto::Tcp { "TCP" } else { "UDP" },
-                        if self.proto == Proto::Tcp { "4.6" } else { "4.5" },
-                        self.profile.release
-                    ),
-                })
-            }
-            Some(Program::PayloadMod { modulus: 0 }) => {
-                return Err(GroupError::Unsupported {
-                    what: "a payload modulo 0".into(),
-                    why: "the classic BPF verifier refuses a division by the constant 0 (EINVAL)".into(),
-                })
-            }
+            Some(p) => match self.attach_refusal(p).map(|(rule, _)| rule) {
+                Some(RefusalRule::NoSkReuseportProgram) => {
+                    return Err(GroupError::Unsupported {
+                        what: "an SK_REUSEPORT program".into(),
+                        why: format!("BPF_PROG_TYPE_SK_REUSEPORT arrived in 4.19; profile {} does not have it", self.profile.release),
+                    })
+                }
+                Some(RefusalRule::NoGroups { since }) => {
+                    return Err(GroupError::Unsupported {
+                        what: "SO_ATTACH_REUSEPORT_CBPF/EBPF".into(),
+                        why: format!(
+                            "{} reuseport groups, which programs attach to, arrived in {since}; profile {} has none",
+                            if self.proto == Proto::Tcp { "TCP" } else { "UDP" },
+                            self.profile.release
+                        ),
+                    })
+                }
+                Some(_) => {
+                    return Err(GroupError::Unsupported {
+                        what: "a payload modulo 0".into(),
+                        why: "the classic BPF verifier refuses a division by the constant 0 (EINVAL)".into(),
+                    })
+                }
+                None => {}
+            },
             _ => {}
         }
         self.program = program;

@@ -24,6 +24,8 @@ use thiserror::Error;
 use crate::explain::Explain;
 use crate::hash::{self, hex, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
+pub use crate::message::Refusal;
+use crate::message::{CandidateOutcome, Errno, KernelSource, RefusalRule};
 use crate::profile::{Profile, Release};
 use crate::reuseport::{GroupAnswer, GroupSpec, PacketCtx, Program, ReuseportGroup};
 use crate::tuple::{unspecified_like, Proto, Tuple};
@@ -215,19 +217,6 @@ pub struct CallResult {
     pub member: Option<u32>,
 }
 
-/// A refused call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
-pub struct Refusal {
-    /// `EADDRINUSE`, `EINVAL`, `ENOMEM`.
-    pub errno: String,
-    /// The rule that decided, with its kernel source.
-    pub rule: String,
-    /// The socket it conflicts with, if any.
-    pub with: Option<usize>,
-}
-
 /// A packet to look up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -254,8 +243,8 @@ pub struct Candidate {
     pub socket: usize,
     /// Its `compute_score` (-1: no match).
     pub score: i32,
-    /// What happened, in words.
-    pub outcome: String,
+    /// What happened.
+    pub outcome: CandidateOutcome,
 }
 
 /// One table (bucket) walked.
@@ -429,6 +418,23 @@ fn same_group(a: &SocketSpec, b: &SocketSpec) -> bool {
         && a.addr == b.addr
 }
 
+/// Which bind-conflict rule refuses socket `s` against the earlier `e`
+/// (kernel-history.md §7).
+fn conflict_rule(s: &SocketSpec, e: &SocketSpec) -> RefusalRule {
+    if s.reuseport && e.reuseport && s.uid != e.uid {
+        RefusalRule::UidsDiffer {
+            uid: s.uid,
+            other_uid: e.uid,
+        }
+    } else if s.reuseaddr && e.reuseaddr && s.proto == Proto::Tcp {
+        RefusalRule::ReuseaddrListener
+    } else if s.reuseport != e.reuseport || !s.reuseport {
+        RefusalRule::NoSharedOption
+    } else {
+        RefusalRule::Overlap
+    }
+}
+
 impl Host {
     /// Replays the layout's `bind()` and `listen()` calls in this profile.
     pub fn build(profile: &'static Profile, layout: &Layout) -> Result<Host, LayoutError> {
@@ -522,9 +528,15 @@ impl Host {
         };
         for (i, s) in layout.sockets.iter().enumerate() {
             if s.program.is_some() && !s.reuseport {
+                // reuseport_bpf.c test_filter_no_reuseport.
                 host.socks[i].attach_refusal = Some(Refusal {
-                    errno: "EINVAL".into(),
-                    rule: "SO_ATTACH_REUSEPORT_CBPF/EBPF needs SO_REUSEPORT on the socket (sk_reuseport_attach_filter, net/core/sock.c; reuseport_bpf.c test_filter_no_reuseport)".into(),
+                    errno: Errno::Einval,
+                    rule: RefusalRule::ProgramNeedsReuseport,
+                    source: KernelSource::new(
+                        "sk_reuseport_attach_filter",
+                        "net/core/sock.c",
+                        profile.release,
+                    ),
                     with: None,
                 });
                 host.socks[i].spec.program = None;
@@ -622,7 +634,16 @@ impl Host {
             && s.program.is_some()
             && s.program_before_bind;
         if s.family == Family::Inet6 && s.v6only && as_v6(s.addr).to_ipv4_mapped().is_some() {
-            return Some(Refusal { errno: "EINVAL".into(), rule: "an IPV6_V6ONLY socket cannot bind a v4-mapped address (inet6_bind, net/ipv6/af_inet6.c)".into(), with: None });
+            return Some(Refusal {
+                errno: Errno::Einval,
+                rule: RefusalRule::V6onlyMapped,
+                source: KernelSource::new(
+                    "inet6_bind",
+                    "net/ipv6/af_inet6.c",
+                    self.profile.release,
+                ),
+                with: None,
+            });
         }
         for (j, o) in self.socks.iter().enumerate().take(i) {
             let e = &o.spec;
@@ -649,14 +670,16 @@ impl Host {
                 }
             };
             if !allowed {
+                // reuseport_bpf.c test_extra_filter for the group owner.
                 let rule = if in_group {
-                    format!("at bind(): this socket already owns a reuseport group (its program was attached before bind), and from 4.6 such a socket cannot share the port through SO_REUSEPORT (inet_csk_bind_conflict, udp_lib_lport_inuse; reuseport_bpf.c test_extra_filter; profile {})", self.profile.release)
+                    RefusalRule::OwnsGroupBeforeBind
                 } else {
-                    self.conflict_rule(s, e, false)
+                    conflict_rule(s, e)
                 };
                 return Some(Refusal {
-                    errno: "EADDRINUSE".into(),
+                    errno: Errno::Eaddrinuse,
                     rule,
+                    source: self.conflict_source(s.proto),
                     with: Some(j),
                 });
             }
@@ -682,10 +705,13 @@ impl Host {
     fn autobind(&mut self, i: usize, eph: Option<Ephemeral>) -> Option<Refusal> {
         let Some(eph) = eph else {
             return Some(Refusal {
-                errno: "EINVAL".into(),
-                rule:
-                    "port 0 needs the layout's ephemeral range (ip_local_port_range) to draw from"
-                        .into(),
+                errno: Errno::Einval,
+                rule: RefusalRule::NoEphemeralRange,
+                source: KernelSource::new(
+                    "inet_csk_find_open_port",
+                    "net/ipv4/inet_connection_sock.c",
+                    self.profile.release,
+                ),
                 with: None,
             });
         };
@@ -725,13 +751,18 @@ impl Host {
             }
         }
         self.socks[i].spec.port = 0;
+        let (low, high) = (eph.low, eph.high);
         Some(Refusal {
-            errno: "EADDRINUSE".into(),
-            rule: format!(
-                "no port of ip_local_port_range {}-{} is free for this socket{} (inet_csk_find_open_port, net/ipv4/inet_connection_sock.c)",
-                eph.low,
-                eph.high,
-                if eph.autobind_reuse { ", even with ip_autobind_reuse" } else { "" }
+            errno: Errno::Eaddrinuse,
+            rule: if eph.autobind_reuse {
+                RefusalRule::EphemeralExhaustedAutobindReuse { low, high }
+            } else {
+                RefusalRule::EphemeralExhausted { low, high }
+            },
+            source: KernelSource::new(
+                "inet_csk_find_open_port",
+                "net/ipv4/inet_connection_sock.c",
+                self.profile.release,
             ),
             with: None,
         })
@@ -759,8 +790,9 @@ impl Host {
                     && (e.state == SockState::TimeWait || e.uid == s.uid));
             if !allowed {
                 return Some(Refusal {
-                    errno: "EADDRINUSE".into(),
-                    rule: self.conflict_rule(s, e, true),
+                    errno: Errno::Eaddrinuse,
+                    rule: conflict_rule(s, e),
+                    source: self.conflict_source(Proto::Tcp),
                     with: Some(j),
                 });
             }
@@ -768,34 +800,14 @@ impl Host {
         None
     }
 
-    fn conflict_rule(&self, s: &SocketSpec, e: &SocketSpec, at_listen: bool) -> String {
-        let (file, func) = match s.proto {
-            Proto::Tcp => ("net/ipv4/inet_connection_sock.c", "inet_bind_conflict"),
-            Proto::Udp => ("net/ipv4/udp.c", "udp_lib_lport_inuse"),
+    /// Where the bind-conflict rules live: `inet_bind_conflict` (TCP, also
+    /// at `listen()`) or `udp_lib_lport_inuse`.
+    fn conflict_source(&self, proto: Proto) -> KernelSource {
+        let (func, file) = match proto {
+            Proto::Tcp => ("inet_bind_conflict", "net/ipv4/inet_connection_sock.c"),
+            Proto::Udp => ("udp_lib_lport_inuse", "net/ipv4/udp.c"),
         };
-        let why = if s.reuseport && e.reuseport && s.uid != e.uid {
-            format!(
-                "both set SO_REUSEPORT but their owners differ (UID {} and {})",
-                s.uid, e.uid
-            )
-        } else if s.reuseaddr && e.reuseaddr && s.proto == Proto::Tcp {
-            "both set SO_REUSEADDR, but that exemption never covers a socket in TCP_LISTEN"
-                .to_string()
-        } else if s.reuseport != e.reuseport || !s.reuseport {
-            "their addresses overlap and they do not both set SO_REUSEPORT (nor both SO_REUSEADDR)"
-                .to_string()
-        } else {
-            "their addresses overlap".to_string()
-        };
-        let when = if at_listen {
-            "at listen(), which checks the port again as TCP_LISTEN"
-        } else {
-            "at bind()"
-        };
-        format!(
-            "{when}: {why} ({func}, {file}, profile {})",
-            self.profile.release
-        )
+        KernelSource::new(func, file, self.profile.release)
     }
 
     /// The socket starts receiving: joins or makes its group and enters the lists.
@@ -832,26 +844,34 @@ impl Host {
                         let _ = entry.group.connect(member);
                     }
                     if let Some(p) = &spec.program {
-                        if let Err(e) = entry.group.attach_program(p.clone()) {
+                        if let Some((rule, source)) = entry.group.attach_refusal(p) {
                             self.socks[i].attach_refusal = Some(Refusal {
-                                errno: "EINVAL".into(),
-                                rule: e.to_string(),
+                                errno: Errno::Einval,
+                                rule,
+                                source,
                                 with: None,
                             });
+                        } else {
+                            let _ = entry.group.attach_program(p.clone());
                         }
                     }
                     self.socks[i].group = Some(g);
                     self.socks[i].member = Some(member);
                 }
-                Err(e) => {
+                Err(_) => {
+                    // reuseport_grow cannot double socks[] past U16_MAX.
                     let r = Refusal {
                         errno: if spec.proto == Proto::Tcp {
-                            "ENOMEM"
+                            Errno::Enomem
                         } else {
-                            "EADDRINUSE"
-                        }
-                        .into(),
-                        rule: e.to_string(),
+                            Errno::Eaddrinuse
+                        },
+                        rule: RefusalRule::GroupFull,
+                        source: KernelSource::new(
+                            "reuseport_grow",
+                            "net/core/sock_reuseport.c",
+                            self.profile.release,
+                        ),
                         with: None,
                     };
                     if spec.proto == Proto::Tcp {
@@ -1267,7 +1287,11 @@ impl Host {
                                     && pick.explain.group.has_conns;
                                 x.group = Some(pick);
                                 if has_conns {
-                                    cands.push(Candidate { socket: i, score: s, outcome: format!("{why}; it chose socket {chosen}, but the group has connected members, so the scan goes on") });
+                                    cands.push(Candidate {
+                                        socket: i,
+                                        score: s,
+                                        outcome: CandidateOutcome::GroupChoseScanGoesOn { chosen },
+                                    });
                                     result = Some(chosen);
                                     if self.rules.udp_rescore {
                                         // f0ea27e7bfe1: the chosen member is scored; only a higher score raises the bar.
@@ -1278,9 +1302,7 @@ impl Host {
                                 cands.push(Candidate {
                                     socket: i,
                                     score: s,
-                                    outcome: format!(
-                                        "{why}; it chose socket {chosen}, and the lookup returns"
-                                    ),
+                                    outcome: CandidateOutcome::GroupChose { chosen },
                                 });
                                 x.socket = Some(chosen);
                                 x.reason = format!("the first socket with the best score so far (socket {i}) belongs to a reuseport group, which picked socket {chosen}");
@@ -1298,7 +1320,7 @@ impl Host {
                                     cands.push(Candidate {
                                         socket: i,
                                         score: s,
-                                        outcome: format!("{why}; its program dropped the packet"),
+                                        outcome: CandidateOutcome::GroupDropped,
                                     });
                                     x.reason =
                                         "the group's SK_REUSEPORT program returned SK_DROP".into();
@@ -1313,9 +1335,7 @@ impl Host {
                                 cands.push(Candidate {
                                     socket: i,
                                     score: s,
-                                    outcome: format!(
-                                        "{why}; it returned no socket, so this socket is kept"
-                                    ),
+                                    outcome: CandidateOutcome::GroupReturnedNone,
                                 });
                             }
                             None => {}
@@ -1333,7 +1353,7 @@ impl Host {
                 cands.push(Candidate {
                     socket: i,
                     score: s,
-                    outcome: format!("score {s} beats the best so far: kept"),
+                    outcome: CandidateOutcome::Kept,
                 });
             } else if s == hi && s >= 0 && reservoir_on {
                 matches += 1;
@@ -1345,11 +1365,18 @@ impl Host {
                 cands.push(Candidate {
                     socket: i,
                     score: s,
-                    outcome: format!(
-                        "equal score: reciprocal_scale({}, {matches}) = {sc}: {}",
-                        hex(phash),
-                        if took { "taken" } else { "not taken" }
-                    ),
+                    outcome: if took {
+                        CandidateOutcome::ReservoirTaken {
+                            phash: hex(phash),
+                            matches,
+                        }
+                    } else {
+                        CandidateOutcome::ReservoirNotTaken {
+                            phash: hex(phash),
+                            matches,
+                            scaled: sc,
+                        }
+                    },
                 });
                 phash = next_pseudo_random32(phash);
             } else {
@@ -1357,9 +1384,9 @@ impl Host {
                     socket: i,
                     score: s,
                     outcome: if s < 0 {
-                        "does not match".into()
+                        CandidateOutcome::NoMatch
                     } else {
-                        format!("score {s} does not beat {hi}")
+                        CandidateOutcome::DoesNotBeat { best: hi }
                     },
                 });
             }
