@@ -342,7 +342,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     if (seq === undefined || seq === null || seq < 0) return null;
     const e = sim.log.get(seq);
     if (!e?.explain) return null;
-    return { y: hashToY(e.explain.hash.hash), text: markerText(e.explain) };
+    return { y: hashToY(e.explain.hash.hash), text: markerText(e.explain, langOf(document.documentElement.lang)) };
   };
 
   const inspect = (seq: number) => {
@@ -354,7 +354,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     const m = listenerMark(e.listener);
     inspBody.append('p').attr('class', 'rl-headline').text(`Event ${e.seq}: ${e.kind} at ${e.t.toFixed(3)} s, ${e.note}. Listener mark: ${m.label}.`);
     if (e.kind !== 'SYN' && e.kind !== 'UDP') inspBody.append('p').text(`This ${e.kind} belongs to connection ${e.conn}; the record below is its SYN's dispatch.`);
-    if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain), 3);
+    if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain, langOf(document.documentElement.lang)), 3);
     else inspBody.append('p').text('The model did not deliver this packet to the group.');
     inspLookup = inspBody.append('p').attr('class', 'rl-dv-insp-lookup').node();
     overlay.marker(markerFor(), box);

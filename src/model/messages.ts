@@ -12,9 +12,16 @@
 import en from '../../messages/en.json';
 import zhCN from '../../messages/zh-CN.json';
 import type { CandidateOutcome } from './generated/message/CandidateOutcome';
+import type { Fallback } from './generated/message/Fallback';
 import type { KernelSource } from './generated/message/KernelSource';
+import type { Note } from './generated/message/Note';
+import type { ProgramOutcome } from './generated/message/ProgramOutcome';
+import type { ProgramReturn } from './generated/message/ProgramReturn';
+import type { ProgramSummary } from './generated/message/ProgramSummary';
 import type { Refusal } from './generated/message/Refusal';
 import type { RefusalRule } from './generated/message/RefusalRule';
+import type { ReservoirOutcome } from './generated/message/ReservoirOutcome';
+import type { RingOutcome } from './generated/message/RingOutcome';
 
 /** A language the site is written in. */
 export type Lang = 'en' | 'zh-CN';
@@ -32,6 +39,13 @@ export interface Messages {
   refusal_rule: RefusalRule;
   candidate_outcome: CandidateOutcome;
   kernel_source: KernelSource;
+  program_summary: ProgramSummary;
+  program_return: ProgramReturn;
+  program_outcome: ProgramOutcome;
+  ring_outcome: RingOutcome;
+  reservoir_outcome: ReservoirOutcome;
+  fallback: Fallback;
+  note: Note;
 }
 
 /** How a field's value reads in a sentence: strings as they are, numbers in decimal, a release `{major, minor}` as `6.18`. */

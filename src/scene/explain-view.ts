@@ -4,6 +4,7 @@
  * values: every number shown is one the model reported.
  */
 import type { Explain, SelectionPath } from '../model/index';
+import { say, type Lang } from '../model/messages';
 
 /** A labelled value; `mono` marks hex and code. */
 export interface Row {
@@ -50,8 +51,8 @@ function fmtTuple(e: Explain): string {
   return `${ep(saddr, sport)} → ${ep(daddr, dport)}`;
 }
 
-/** Builds the display data for one explained packet. */
-export function explainView(e: Explain): ExplainView {
+/** Builds the display data for one explained packet; the model's outcomes are said in `lang`. */
+export function explainView(e: Explain, lang: Lang = 'en'): ExplainView {
   const who = e.listener === null ? 'no socket' : `listener ${e.listener}`;
   const where = e.slot === null ? '' : ` in socks[${e.slot}]`;
   const headline = `${e.proto.toUpperCase()} ${fmtTuple(e)} on kernel ${release(e)}: ${who}${where}, hash ${e.hash.hashHex}.`;
@@ -89,8 +90,9 @@ export function explainView(e: Explain): ExplainView {
   if (h.lportAdded !== null) hash.rows.push({ label: 'Added outside the jhash', value: `lport ${h.lportAdded}` });
   hash.rows.push({ label: 'Hash', value: h.hashHex, mono: true });
 
-  const picks = pickSections(e.pick, e);
-  return { headline, listener: e.listener, slot: e.slot, hashHex: h.hashHex, sections: [packet, hash, ...picks], fallback: e.fallback, notes: e.notes };
+  const picks = pickSections(e.pick, e, lang);
+  const fallback = e.fallback === null ? null : say(lang, 'fallback', e.fallback);
+  return { headline, listener: e.listener, slot: e.slot, hashHex: h.hashHex, sections: [packet, hash, ...picks], fallback, notes: e.notes.map((n) => say(lang, 'note', n)) };
 }
 
 /** Connections per listener among answered lines, for the summary. */
@@ -101,7 +103,7 @@ export function countByListener(listeners: (number | null)[]): { listener: numbe
 }
 
 /** The selection steps as sections: a program, then what it handed over to. */
-function pickSections(pick: SelectionPath, e: Explain): Section[] {
+function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
   if (pick.kind === 'by_hash') {
     return [
       {
@@ -115,7 +117,7 @@ function pickSections(pick: SelectionPath, e: Explain): Section[] {
           {
             caption: 'Slots visited',
             head: ['slot', 'listener', 'what happened'],
-            rows: pick.steps.map((s) => [String(s.slot), String(s.listener), s.outcome]),
+            rows: pick.steps.map((s) => [String(s.slot), String(s.listener), say(lang, 'ring_outcome', s.outcome)]),
             highlight: pick.steps.findIndex((s) => s.chosen),
           },
         ],
@@ -127,13 +129,13 @@ function pickSections(pick: SelectionPath, e: Explain): Section[] {
       title: 'Program attached to the group',
       source: pick.source,
       rows: [
-        { label: 'Program', value: pick.program },
-        { label: 'Returned', value: pick.returned, mono: true },
-        { label: 'Outcome', value: pick.outcome },
+        { label: 'Program', value: say(lang, 'program_summary', pick.program) },
+        { label: 'Returned', value: say(lang, 'program_return', pick.returned), mono: true },
+        { label: 'Outcome', value: say(lang, 'program_outcome', pick.outcome) },
       ],
       tables: [],
     };
-    return pick.then ? [own, ...pickSections(pick.then, e)] : [own];
+    return pick.then ? [own, ...pickSections(pick.then, e, lang)] : [own];
   }
   return [
     {
@@ -144,7 +146,7 @@ function pickSections(pick: SelectionPath, e: Explain): Section[] {
         {
           caption: 'Chain, newest listener first',
           head: ['position', 'listener', 'score', 'matches', 'phash', 'scaled', 'what happened'],
-          rows: pick.steps.map((s) => [String(s.position), String(s.listener), String(s.score), String(s.matches), s.phash ?? '', s.scaled === null ? '' : String(s.scaled), s.outcome]),
+          rows: pick.steps.map((s) => [String(s.position), String(s.listener), String(s.score), String(s.matches), s.phash ?? '', s.scaled === null ? '' : String(s.scaled), say(lang, 'reservoir_outcome', s.outcome)]),
           highlight: e.listener === null ? undefined : pick.steps.map((s) => s.taken).lastIndexOf(true),
         },
       ],

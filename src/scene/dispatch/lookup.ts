@@ -168,7 +168,7 @@ export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExpl
   const listener = ex.socket === null ? null : (plan.listenerOf[ex.socket] ?? null);
   const who = ex.socket === null ? 'no socket receives it' : `${sockLabel(plan, results, ex.socket)} receives it${listener !== null ? `: listener L${listener} of the visualized group` : ''}`;
   const groupLine = g
-    ? `Reuseport group ${g.group} (members by number: ${g.members.map((s, m) => `${m}→socket ${s}`).join(', ')}) picked member ${g.explain.listener ?? 'none'}${g.explain.slot !== null ? ` in socks[${g.explain.slot}]` : ''}, hash ${g.explain.hash.hashHex}${g.explain.fallback ? `; ${g.explain.fallback}` : ''}.`
+    ? `Reuseport group ${g.group} (members by number: ${g.members.map((s, m) => `${m}→socket ${s}`).join(', ')}) picked member ${g.explain.listener ?? 'none'}${g.explain.slot !== null ? ` in socks[${g.explain.slot}]` : ''}, hash ${g.explain.hash.hashHex}${g.explain.fallback ? `; ${say(lang, 'fallback', g.explain.fallback)}` : ''}.`
     : null;
   const refusals = results.flatMap((r) =>
     (['bind', 'listen', 'attach'] as const).flatMap((call) => {
@@ -185,7 +185,7 @@ export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExpl
     groupLine,
     reason: ex.reason,
     skLookup: ex.skLookup,
-    notes: ex.notes,
+    notes: ex.notes.map((n) => say(lang, 'note', n)),
     refusals,
   };
 }

@@ -185,3 +185,324 @@ pub enum CandidateOutcome {
     /// The socket does not match the packet.
     NoMatch,
 }
+
+/// What a program attached to a group does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ProgramSummary {
+    /// A socket filter returning the receiving CPU (`SKF_AD_CPU`).
+    Cpu,
+    /// A socket filter returning the first payload word modulo `modulus`.
+    PayloadMod {
+        /// The divisor.
+        modulus: u32,
+    },
+    /// A socket filter returning a fixed index.
+    Index {
+        /// The index.
+        index: u32,
+    },
+    /// SK_REUSEPORT selecting `sockarray[payload word]`, passing on failure.
+    SockArrayPass {
+        /// Entries in the map.
+        entries: u32,
+    },
+    /// SK_REUSEPORT selecting `sockarray[payload word]`, dropping on failure.
+    SockArrayDrop {
+        /// Entries in the map.
+        entries: u32,
+    },
+    /// SK_REUSEPORT returning SK_PASS without selecting.
+    Pass,
+    /// SK_REUSEPORT returning SK_DROP.
+    Drop,
+}
+
+/// What a program returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ProgramReturn {
+    /// A socket filter's index into `socks[]`.
+    Index {
+        /// The index.
+        index: u32,
+    },
+    /// SK_PASS with a socket selected.
+    Selected,
+    /// SK_PASS without a selection.
+    PassWithoutSelection,
+    /// SK_DROP.
+    Drop,
+}
+
+/// What the kernel made of a program's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ProgramOutcome {
+    /// An index below `num_socks`: that slot's member.
+    InRange {
+        /// The index.
+        index: u32,
+        /// `num_socks`.
+        num_socks: u32,
+    },
+    /// An invalid index: select-by-hash decides (4.16+).
+    InvalidThenHash {
+        /// The index.
+        index: u32,
+        /// `num_socks`.
+        num_socks: u32,
+    },
+    /// An invalid index: the group returns NULL to the lookup (before 4.16).
+    InvalidReturnsNull {
+        /// The index.
+        index: u32,
+        /// `num_socks`.
+        num_socks: u32,
+    },
+    /// An invalid index: NULL, and the lookup's reservoir scan decides
+    /// (before 4.16).
+    InvalidThenReservoir {
+        /// The index.
+        index: u32,
+        /// `num_socks`.
+        num_socks: u32,
+    },
+    /// `bpf_sk_select_reuseport` chose this listener.
+    Selected {
+        /// The listener.
+        listener: u32,
+    },
+    /// No payload to read the key from; select-by-hash decides.
+    PassNoPayload,
+    /// The map entry is not a listening member; select-by-hash decides.
+    PassNotListening {
+        /// The key.
+        key: u32,
+        /// The listener the entry holds.
+        listener: u32,
+    },
+    /// No map entry for the key (`-ENOENT`); select-by-hash decides.
+    PassNoEntry {
+        /// The key.
+        key: u32,
+    },
+    /// The program selected nothing; select-by-hash decides.
+    PassSelectedNothing,
+    /// No payload to read the key from: dropped.
+    DropNoPayload,
+    /// The map entry is not a listening member: dropped.
+    DropNotListening {
+        /// The key.
+        key: u32,
+        /// The listener the entry holds.
+        listener: u32,
+    },
+    /// No map entry for the key (`-ENOENT`): dropped.
+    DropNoEntry {
+        /// The key.
+        key: u32,
+    },
+    /// The program returned SK_DROP.
+    DropReturned,
+}
+
+/// What happened at one slot visited by select-by-hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum RingOutcome {
+    /// `socks[reciprocal_scale(hash, num_socks)]`, no skips (4.5 – 5.3).
+    Plain,
+    /// A connected member (TCP_ESTABLISHED): skipped.
+    ConnectedSkipped,
+    /// Not connected: returned.
+    NotConnected,
+    /// Not connected, and no member set SO_INCOMING_CPU: returned (6.2+).
+    NotConnectedNoIncomingCpu,
+    /// SO_INCOMING_CPU equals the receiving CPU: returned.
+    CpuMatch {
+        /// The CPU.
+        cpu: u32,
+    },
+    /// SO_INCOMING_CPU unset: not this CPU's member.
+    CpuUnset {
+        /// The receiving CPU.
+        cpu: u32,
+    },
+    /// SO_INCOMING_CPU unset, and the first valid member: remembered.
+    CpuUnsetFirst {
+        /// The receiving CPU.
+        cpu: u32,
+    },
+    /// SO_INCOMING_CPU set to another CPU.
+    CpuOther {
+        /// The member's SO_INCOMING_CPU.
+        incoming_cpu: u32,
+        /// The receiving CPU.
+        cpu: u32,
+    },
+    /// SO_INCOMING_CPU set to another CPU, and the first valid member:
+    /// remembered.
+    CpuOtherFirst {
+        /// The member's SO_INCOMING_CPU.
+        incoming_cpu: u32,
+        /// The receiving CPU.
+        cpu: u32,
+    },
+    /// No member on this CPU: the first valid member is returned.
+    FirstValid,
+}
+
+/// What happened to one listener during a reservoir scan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ReservoirOutcome {
+    /// Connected to another peer: no match (score -1).
+    Connected,
+    /// An equal score, and `reciprocal_scale(phash, matches)` is 0: taken.
+    EqualTaken {
+        /// The value tested, hex.
+        phash: String,
+        /// Matches so far.
+        matches: u32,
+    },
+    /// An equal score, and the current pick stays.
+    EqualKept {
+        /// The value tested, hex.
+        phash: String,
+        /// Matches so far.
+        matches: u32,
+        /// `reciprocal_scale(phash, matches)`.
+        scaled: u32,
+    },
+    /// The first match: taken, and the reservoir starts with the hash.
+    FirstMatch {
+        /// Its score.
+        score: i32,
+    },
+    /// A higher score: taken, and the reservoir restarts with the hash.
+    Beats {
+        /// Its score.
+        score: i32,
+        /// The best score before it.
+        before: i32,
+    },
+    /// A lower score: ignored.
+    Below {
+        /// Its score.
+        score: i32,
+        /// The best score so far.
+        best: i32,
+    },
+}
+
+/// A fallback the kernel took when the group returned no member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum Fallback {
+    /// The reservoir scan found no listening member that matches.
+    NoListeningMatch,
+    /// An invalid program index before 4.16: NULL, and the caller's
+    /// reservoir scan goes on.
+    InvalidIndexNull,
+    /// SK_DROP: `ERR_PTR(-ECONNREFUSED)`, the packet is dropped.
+    SkDrop,
+    /// The group has no listening member.
+    NoListeningMember,
+    /// Every member is connected: NULL, and the lookup keeps scanning.
+    AllConnected,
+}
+
+/// A caveat or simplification that applies to an answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum Note {
+    /// 5.4 and 5.10 as in their late stable releases: the IPv6 jhash2
+    /// (d11b0df7ddf1) and the udp6 secret fix are backports.
+    LateStableIpv6Hash {
+        /// The profile.
+        release: Release,
+    },
+    /// 6.1 as in its stable releases: the SO_INCOMING_CPU ring scan
+    /// (b261eda84ec1) and the IPv6 jhash2 change are backports.
+    StableIncomingCpuRing {
+        /// The profile.
+        release: Release,
+    },
+    /// 5.15: no tree read; the IPv6 hash form follows mainline 5.15.0.
+    MainlineIpv6Hash {
+        /// The profile.
+        release: Release,
+    },
+    /// 4.19: the 4.16 – 4.18 lookup with 4.19's SK_REUSEPORT programs.
+    OlderLookupNewPrograms {
+        /// The profile.
+        release: Release,
+    },
+    /// 4.5: inferred from the commit messages and the 4.4 and 4.6 trees.
+    InferredFromNeighbours {
+        /// The profile.
+        release: Release,
+    },
+    /// 7.2: the single-pass IPv6 TCP hash, first seen in 7.2.13.
+    SinglePassFirstSeen {
+        /// The profile.
+        release: Release,
+    },
+    /// Connected members are treated as not matching (reservoir era).
+    ConnectedMembersUnmatched,
+    /// The port-slot count assumes no other UDP socket on the slot.
+    PortSlotAssumedAlone,
+    /// Each table is taken to hold only this port's sockets.
+    TablesHoldOnlyThisPort,
+    /// 10 or fewer listeners on the port: the port list is walked (4.16 – 4.20).
+    PortListWalked {
+        /// Listeners on the port.
+        count: u32,
+    },
+    /// More than 10 listeners on the port: lhash2 is walked (4.16 – 4.20).
+    Lhash2Walked {
+        /// Listeners on the port.
+        count: u32,
+    },
+    /// More than 10 sockets on the UDP port slot: hash2 is walked.
+    Hash2Walked {
+        /// Sockets on the slot.
+        count: u32,
+    },
+}

@@ -15,7 +15,10 @@ use crate::explain::{Explain, GroupSummary, Pick, ReservoirStep, RingStep};
 use crate::group::{AddEffect, SockArray};
 use crate::hash::{self, hex, HashTrace, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
-use crate::message::{KernelSource, RefusalRule};
+use crate::message::{
+    Fallback, KernelSource, Note, ProgramOutcome, ProgramReturn, ProgramSummary, RefusalRule,
+    ReservoirOutcome, RingOutcome,
+};
 use crate::profile::{
     BpfFallback, GroupScan, Profile, Release, Selection, WildcardLaddr, UDP_HASH2_THRESHOLD,
 };
@@ -88,8 +91,36 @@ pub enum Program {
 enum ProgramResult {
     Index(u32),
     Selected(u32),
-    PassWithoutSelection(String),
-    Drop(String),
+    PassWithoutSelection(Miss),
+    Drop(Miss),
+}
+
+/// Why an SK_REUSEPORT program selected nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Miss {
+    NoPayload,
+    NotListening { key: u32, listener: u32 },
+    NoEntry { key: u32 },
+    SelectedNothing,
+    ReturnedDrop,
+}
+
+impl Miss {
+    /// What the kernel made of it: select-by-hash decides, or the packet
+    /// is dropped.
+    fn outcome(self, pass: bool) -> ProgramOutcome {
+        use ProgramOutcome as O;
+        match (self, pass) {
+            (Miss::NoPayload, true) => O::PassNoPayload,
+            (Miss::NoPayload, false) => O::DropNoPayload,
+            (Miss::NotListening { key, listener }, true) => O::PassNotListening { key, listener },
+            (Miss::NotListening { key, listener }, false) => O::DropNotListening { key, listener },
+            (Miss::NoEntry { key }, true) => O::PassNoEntry { key },
+            (Miss::NoEntry { key }, false) => O::DropNoEntry { key },
+            (Miss::SelectedNothing, _) => O::PassSelectedNothing,
+            (Miss::ReturnedDrop, _) => O::DropReturned,
+        }
+    }
 }
 
 impl Program {
@@ -108,23 +139,24 @@ impl Program {
         }
     }
 
-    fn describe(&self) -> String {
+    fn describe(&self) -> ProgramSummary {
         match self {
-            Program::Cpu => "socket filter returning the receiving CPU (SKF_AD_CPU)".into(),
-            Program::PayloadMod { modulus } => {
-                format!("socket filter returning the first payload word mod {modulus}")
-            }
-            Program::Index { index } => format!("socket filter returning {index}"),
+            Program::Cpu => ProgramSummary::Cpu,
+            Program::PayloadMod { modulus } => ProgramSummary::PayloadMod { modulus: *modulus },
+            Program::Index { index } => ProgramSummary::Index { index: *index },
             Program::SockArray {
                 sockarray,
                 pass_on_failure,
-            } => format!(
-                "SK_REUSEPORT: select sockarray[payload word] from {} entries, {} on failure",
-                sockarray.len(),
-                if *pass_on_failure { "pass" } else { "drop" }
-            ),
-            Program::Pass => "SK_REUSEPORT returning SK_PASS without selecting".into(),
-            Program::Drop => "SK_REUSEPORT returning SK_DROP".into(),
+            } => {
+                let entries = sockarray.len() as u32;
+                if *pass_on_failure {
+                    ProgramSummary::SockArrayPass { entries }
+                } else {
+                    ProgramSummary::SockArrayDrop { entries }
+                }
+            }
+            Program::Pass => ProgramSummary::Pass,
+            Program::Drop => ProgramSummary::Drop,
         }
     }
 
@@ -146,7 +178,7 @@ impl Program {
                 sockarray,
                 pass_on_failure,
             } => {
-                let failed = |why: String| {
+                let failed = |why: Miss| {
                     if *pass_on_failure {
                         ProgramResult::PassWithoutSelection(why)
                     } else {
@@ -154,18 +186,18 @@ impl Program {
                     }
                 };
                 let Some(key) = ctx.payload else {
-                    return failed("no payload to read the key from".into());
+                    return failed(Miss::NoPayload);
                 };
                 match sockarray.get(key as usize) {
-                    Some(&l) if listening.contains(&l) && is_listening(l) => ProgramResult::Selected(l),
-                    Some(&l) => failed(format!("sockarray[{key}] holds listener {l}, which is not a listening member: bpf_sk_select_reuseport fails")),
-                    None => failed(format!("sockarray has no entry {key}: bpf_sk_select_reuseport fails with -ENOENT")),
+                    Some(&l) if listening.contains(&l) && is_listening(l) => {
+                        ProgramResult::Selected(l)
+                    }
+                    Some(&l) => failed(Miss::NotListening { key, listener: l }),
+                    None => failed(Miss::NoEntry { key }),
                 }
             }
-            Program::Pass => {
-                ProgramResult::PassWithoutSelection("the program selected nothing".into())
-            }
-            Program::Drop => ProgramResult::Drop("the program returned SK_DROP".into()),
+            Program::Pass => ProgramResult::PassWithoutSelection(Miss::SelectedNothing),
+            Program::Drop => ProgramResult::Drop(Miss::ReturnedDrop),
         }
     }
 }
@@ -208,8 +240,8 @@ struct Outcome {
     listener: Option<u32>,
     slot: Option<u32>,
     pick: Option<Pick>,
-    fallback: Option<String>,
-    notes: Vec<String>,
+    fallback: Option<Fallback>,
+    notes: Vec<Note>,
 }
 
 /// Everything that describes one group: one typed object, the same across
@@ -1086,23 +1118,22 @@ impl ReuseportGroup {
         standalone: bool,
     ) -> (GroupAnswer, Explain) {
         let o = self.pick(&t, hash.hash, ctx, true, standalone);
-        let answer = match (o.listener, o.fallback.as_deref()) {
+        let answer = match (o.listener, o.fallback) {
             (Some(l), _) => GroupAnswer::Member(l),
-            (None, Some(f)) if f.starts_with("SK_DROP") => GroupAnswer::Drop,
+            (None, Some(Fallback::SkDrop)) => GroupAnswer::Drop,
             (None, _) => GroupAnswer::Null,
         };
         let mut notes = self.profile.notes();
         notes.extend(o.notes);
         if self.selection() == Selection::Reservoir && self.members.iter().any(|m| m.connected) {
-            notes.push("connected members are treated as not matching this packet; a packet from a member's own peer is matched by the full lookup".into());
+            notes.push(Note::ConnectedMembersUnmatched);
         }
         if standalone
             && self.profile.udp_wildcard_laddr == WildcardLaddr::ZeroAboveTen
             && self.proto == Proto::Udp
             && self.bind.is_unspecified()
         {
-            notes
-                .push("the port-slot count assumes no other UDP socket on this port's slot".into());
+            notes.push(Note::PortSlotAssumedAlone);
         }
         let e = Explain {
             profile: self.profile.release,
@@ -1150,7 +1181,7 @@ impl ReuseportGroup {
                 let mut steps = Vec::new();
                 o.listener = self.reservoir(c, t, h, ctx.cpu, record.then_some(&mut steps));
                 if o.listener.is_none() {
-                    o.fallback = Some("no listening member matches: no socket is returned".into());
+                    o.fallback = Some(Fallback::NoListeningMatch);
                 }
                 if record {
                     o.pick = Some(Pick::Reservoir {
@@ -1169,7 +1200,9 @@ impl ReuseportGroup {
         let ran = program.run(ctx, a.listening(), |l| {
             self.members[l as usize].state == MemberState::Listening
         });
-        let describe = |then: Option<Box<Pick>>, returned: String, outcome: String| Pick::Program {
+        let describe = |then: Option<Box<Pick>>,
+                        returned: ProgramReturn,
+                        outcome: ProgramOutcome| Pick::Program {
             source: program.source().into(),
             program: program.describe(),
             returned,
@@ -1183,66 +1216,78 @@ impl ReuseportGroup {
                 if record {
                     o.pick = Some(describe(
                         None,
-                        format!("index {i}"),
-                        format!("{i} < num_socks {n}: socks[{i}]"),
+                        ProgramReturn::Index { index: i },
+                        ProgramOutcome::InRange {
+                            index: i,
+                            num_socks: n,
+                        },
                     ));
                 }
                 o
             }
-            ProgramResult::Index(i) => {
-                let why = format!("{i} is not below num_socks {n}: an invalid index");
-                match self.profile.bpf_invalid_index {
-                    BpfFallback::Hash => {
-                        let inner = self.by_hash(a, h, ctx.cpu, record);
-                        Outcome {
-                            pick: record.then(|| {
-                                describe(
-                                    inner.pick.map(Box::new),
-                                    format!("index {i}"),
-                                    format!("{why}; falls back to select-by-hash (4.16+)"),
-                                )
-                            }),
-                            ..inner
-                        }
-                    }
-                    BpfFallback::Reservoir if !standalone => {
-                        o.fallback = Some("invalid program index: reuseport_select_sock returns NULL and the caller's reservoir scan goes on (before 4.16)".into());
-                        if record {
-                            o.pick = Some(describe(
-                                None,
-                                format!("index {i}"),
-                                format!("{why}; the group returns NULL (before 4.16)"),
-                            ));
-                        }
-                        o
-                    }
-                    BpfFallback::Reservoir => {
-                        let mut steps = Vec::new();
-                        let chain = self.group_era_chain();
-                        let l = self.reservoir(&chain, t, h, ctx.cpu, record.then_some(&mut steps));
-                        o.listener = l;
-                        o.slot = l.and_then(|l| self.slot_of(l));
-                        if record {
-                            let inner = Pick::Reservoir {
-                                source:
-                                    "the caller's reservoir scan over listening_hash (4.5–4.15)"
-                                        .into(),
-                                steps,
-                            };
-                            o.pick = Some(describe(Some(Box::new(inner)), format!("index {i}"), format!("{why}; reuseport_select_sock returns NULL and the lookup falls back to the reservoir scan (before 4.16)")));
-                        }
-                        o
+            ProgramResult::Index(i) => match self.profile.bpf_invalid_index {
+                BpfFallback::Hash => {
+                    let inner = self.by_hash(a, h, ctx.cpu, record);
+                    Outcome {
+                        pick: record.then(|| {
+                            describe(
+                                inner.pick.map(Box::new),
+                                ProgramReturn::Index { index: i },
+                                ProgramOutcome::InvalidThenHash {
+                                    index: i,
+                                    num_socks: n,
+                                },
+                            )
+                        }),
+                        ..inner
                     }
                 }
-            }
+                BpfFallback::Reservoir if !standalone => {
+                    o.fallback = Some(Fallback::InvalidIndexNull);
+                    if record {
+                        o.pick = Some(describe(
+                            None,
+                            ProgramReturn::Index { index: i },
+                            ProgramOutcome::InvalidReturnsNull {
+                                index: i,
+                                num_socks: n,
+                            },
+                        ));
+                    }
+                    o
+                }
+                BpfFallback::Reservoir => {
+                    let mut steps = Vec::new();
+                    let chain = self.group_era_chain();
+                    let l = self.reservoir(&chain, t, h, ctx.cpu, record.then_some(&mut steps));
+                    o.listener = l;
+                    o.slot = l.and_then(|l| self.slot_of(l));
+                    if record {
+                        let inner = Pick::Reservoir {
+                            source: "the caller's reservoir scan over listening_hash (4.5–4.15)"
+                                .into(),
+                            steps,
+                        };
+                        o.pick = Some(describe(
+                            Some(Box::new(inner)),
+                            ProgramReturn::Index { index: i },
+                            ProgramOutcome::InvalidThenReservoir {
+                                index: i,
+                                num_socks: n,
+                            },
+                        ));
+                    }
+                    o
+                }
+            },
             ProgramResult::Selected(l) => {
                 o.listener = Some(l);
                 o.slot = self.slot_of(l);
                 if record {
                     o.pick = Some(describe(
                         None,
-                        "SK_PASS with a selected socket".into(),
-                        format!("bpf_sk_select_reuseport chose listener {l}"),
+                        ProgramReturn::Selected,
+                        ProgramOutcome::Selected { listener: l },
                     ));
                 }
                 o
@@ -1253,17 +1298,17 @@ impl ReuseportGroup {
                     pick: record.then(|| {
                         describe(
                             inner.pick.map(Box::new),
-                            "SK_PASS without a selection".into(),
-                            format!("{why}; select-by-hash decides"),
+                            ProgramReturn::PassWithoutSelection,
+                            why.outcome(true),
                         )
                     }),
                     ..inner
                 }
             }
             ProgramResult::Drop(why) => {
-                o.fallback = Some("SK_DROP: the lookup returns ERR_PTR(-ECONNREFUSED) and the packet is dropped (TCP: no SYN-ACK)".into());
+                o.fallback = Some(Fallback::SkDrop);
                 if record {
-                    o.pick = Some(describe(None, "SK_DROP".into(), why));
+                    o.pick = Some(describe(None, ProgramReturn::Drop, why.outcome(false)));
                 }
                 o
             }
@@ -1288,9 +1333,9 @@ impl ReuseportGroup {
         };
         if got.is_none() {
             o.fallback = Some(if n == 0 {
-                "the group has no listening member: no socket is returned".into()
+                Fallback::NoListeningMember
             } else {
-                "every member is connected: reuseport_select_sock returns NULL and the lookup keeps scanning".into()
+                Fallback::AllConnected
             });
         }
         if record {
@@ -1398,7 +1443,7 @@ impl ReuseportGroup {
             return None;
         }
         let start = reciprocal_scale(hash, n);
-        let mut push = |slot: u32, outcome: String, chosen: bool| {
+        let mut push = |slot: u32, outcome: RingOutcome, chosen: bool| {
             if let Some(r) = rec.as_deref_mut() {
                 r.push(RingStep {
                     slot,
@@ -1410,11 +1455,7 @@ impl ReuseportGroup {
         };
         let scan = self.profile.group_scan;
         if scan == GroupScan::Plain {
-            push(
-                start,
-                "socks[reciprocal_scale(hash, num_socks)]".into(),
-                true,
-            );
+            push(start, RingOutcome::Plain, true);
             return Some((start, socks[start as usize]));
         }
         let prefer_cpu = scan == GroupScan::SkipConnectedPreferCpu && self.incoming_cpu > 0;
@@ -1423,41 +1464,32 @@ impl ReuseportGroup {
         loop {
             let m = &self.members[socks[i as usize] as usize];
             if m.connected {
-                push(i, "connected (TCP_ESTABLISHED): skipped".into(), false);
+                push(i, RingOutcome::ConnectedSkipped, false);
             } else if !prefer_cpu {
                 let why = if scan == GroupScan::SkipConnectedPreferCpu {
-                    "not connected, and no member set SO_INCOMING_CPU: returned"
+                    RingOutcome::NotConnectedNoIncomingCpu
                 } else {
-                    "not connected: returned"
+                    RingOutcome::NotConnected
                 };
-                push(i, why.into(), true);
+                push(i, why, true);
                 return Some((i, socks[i as usize]));
             } else if m.incoming_cpu >= 0 && m.incoming_cpu as u32 == cpu {
-                push(
-                    i,
-                    format!(
-                        "SO_INCOMING_CPU {} equals the receiving CPU: returned",
-                        m.incoming_cpu
-                    ),
-                    true,
-                );
+                push(i, RingOutcome::CpuMatch { cpu }, true);
                 return Some((i, socks[i as usize]));
             } else {
-                let first_note = if first.is_none() {
-                    "; remembered as the first valid member"
-                } else {
-                    ""
+                let outcome = match (m.incoming_cpu, first.is_none()) {
+                    (c, true) if c < 0 => RingOutcome::CpuUnsetFirst { cpu },
+                    (c, false) if c < 0 => RingOutcome::CpuUnset { cpu },
+                    (c, true) => RingOutcome::CpuOtherFirst {
+                        incoming_cpu: c as u32,
+                        cpu,
+                    },
+                    (c, false) => RingOutcome::CpuOther {
+                        incoming_cpu: c as u32,
+                        cpu,
+                    },
                 };
-                let cpu_word = if m.incoming_cpu < 0 {
-                    "unset".to_string()
-                } else {
-                    m.incoming_cpu.to_string()
-                };
-                push(
-                    i,
-                    format!("SO_INCOMING_CPU {cpu_word} is not CPU {cpu}{first_note}"),
-                    false,
-                );
+                push(i, outcome, false);
                 first.get_or_insert(i);
             }
             i = if i + 1 >= n { 0 } else { i + 1 };
@@ -1469,7 +1501,7 @@ impl ReuseportGroup {
             r.push(RingStep {
                 slot: f,
                 listener: socks[f as usize],
-                outcome: "no member on this CPU: the first valid member is returned".into(),
+                outcome: RingOutcome::FirstValid,
                 chosen: true,
             });
         }
@@ -1501,7 +1533,7 @@ impl ReuseportGroup {
                         phash: None,
                         scaled: None,
                         taken: false,
-                        outcome: "connected to another peer: does not match (score -1)".into(),
+                        outcome: ReservoirOutcome::Connected,
                     });
                 }
                 continue;
@@ -1529,11 +1561,18 @@ impl ReuseportGroup {
             if let Some(r) = rec.as_deref_mut() {
                 let scaled = tested.map(|x| reciprocal_scale(x, matches));
                 let outcome = match (tested, scaled) {
-                    (Some(x), Some(0)) => format!("equal score: reciprocal_scale({}, {matches}) = 0, taken", hex(x)),
-                    (Some(x), Some(sc)) => format!("equal score: reciprocal_scale({}, {matches}) = {sc}, kept the current pick", hex(x)),
-                    _ if taken && pos == 0 => format!("score {s}, first match: taken, the reservoir starts with the hash"),
-                    _ if taken => format!("score {s} beats {before}: taken, the reservoir restarts with the hash"),
-                    _ => format!("score {s} is below {hi}: ignored"),
+                    (Some(x), Some(0)) => ReservoirOutcome::EqualTaken {
+                        phash: hex(x),
+                        matches,
+                    },
+                    (Some(x), Some(sc)) => ReservoirOutcome::EqualKept {
+                        phash: hex(x),
+                        matches,
+                        scaled: sc,
+                    },
+                    _ if taken && pos == 0 => ReservoirOutcome::FirstMatch { score: s },
+                    _ if taken => ReservoirOutcome::Beats { score: s, before },
+                    _ => ReservoirOutcome::Below { score: s, best: hi },
                 };
                 r.push(ReservoirStep {
                     position: pos as u32,

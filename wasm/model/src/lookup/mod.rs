@@ -25,7 +25,7 @@ use crate::explain::Explain;
 use crate::hash::{self, hex, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
 pub use crate::message::Refusal;
-use crate::message::{CandidateOutcome, Errno, KernelSource, RefusalRule};
+use crate::message::{CandidateOutcome, Errno, Fallback, KernelSource, Note, RefusalRule};
 use crate::profile::{Profile, Release};
 use crate::reuseport::{GroupAnswer, GroupSpec, PacketCtx, Program, ReuseportGroup};
 use crate::tuple::{unspecified_like, Proto, Tuple};
@@ -282,7 +282,7 @@ pub struct LookupExplain {
     /// Why that socket, in one sentence.
     pub reason: String,
     /// Caveats for this answer.
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
 }
 
 /// A group's part in a lookup.
@@ -1048,7 +1048,7 @@ impl Host {
             group: None,
             socket: None,
             reason: String::new(),
-            notes: vec!["each table is taken to hold only this port's sockets (bucket collisions with other ports depend on net_hash_mix and table sizes)".into()],
+            notes: vec![Note::TablesHoldOnlyThisPort],
         };
         let t = p.tuple;
         let zero = unspecified_like(t.daddr);
@@ -1070,10 +1070,14 @@ impl Host {
                     TcpTables::PortListOrLhash2 => {
                         let count = self.port_list.get(&(p.proto, t.dport)).map_or(0, Vec::len);
                         if count <= 10 {
-                            x.notes.push(format!("{count} listeners on the port (10 or fewer): the port list is walked (4.16–4.20)"));
+                            x.notes.push(Note::PortListWalked {
+                                count: count as u32,
+                            });
                             self.walk_port(p, &mut x);
                         } else {
-                            x.notes.push(format!("{count} listeners on the port (more than 10): lhash2 is walked (4.16–4.20)"));
+                            x.notes.push(Note::Lhash2Walked {
+                                count: count as u32,
+                            });
                             if !self.walk_addr(p, t.daddr, t.daddr, &mut x) {
                                 // 4.16–4.20 pass the real daddr to the wildcard bucket scan too.
                                 self.walk_addr(p, zero, t.daddr, &mut x);
@@ -1102,9 +1106,9 @@ impl Host {
                 UdpTables::PortSlotOrHash2 => {
                     let count = self.port_list.get(&(p.proto, t.dport)).map_or(0, Vec::len);
                     if count > 10 {
-                        x.notes.push(format!(
-                            "{count} sockets on the port slot (more than 10): hash2 is walked"
-                        ));
+                        x.notes.push(Note::Hash2Walked {
+                            count: count as u32,
+                        });
                         if !self.walk_addr(p, t.daddr, t.daddr, &mut x) {
                             let wild_laddr = match self.profile.udp_wildcard_laddr {
                                 crate::profile::WildcardLaddr::Daddr => t.daddr,
@@ -1310,11 +1314,7 @@ impl Host {
                                 continue;
                             }
                             Some((None, pick)) => {
-                                let dropped = pick
-                                    .explain
-                                    .fallback
-                                    .as_deref()
-                                    .is_some_and(|f| f.starts_with("SK_DROP"));
+                                let dropped = pick.explain.fallback == Some(Fallback::SkDrop);
                                 x.group = Some(pick);
                                 if dropped {
                                     cands.push(Candidate {
