@@ -81,8 +81,17 @@ fn say_with(group: &str, fields: &Value, given: &[(&str, String)]) -> String {
         Some(kind) => format!("{group}.{kind}"),
         None => group.to_string(),
     };
+    // A field that is a kernel source reads as its own template.
+    let mut given = given.to_vec();
+    if let Some(o) = fields.as_object() {
+        for (name, v) in o {
+            if v.get("func").is_some() && v.get("file").is_some() {
+                given.push((name.as_str(), say_with("kernel_source", v, &[])));
+            }
+        }
+    }
     match english().get(&key) {
-        Some(t) => fill(t, fields, given),
+        Some(t) => fill(t, fields, &given),
         None => key,
     }
 }
@@ -93,10 +102,7 @@ pub fn refusal(r: &Refusal) -> String {
     say_with(
         "refusal",
         &fields,
-        &[
-            ("rule", say("refusal_rule", &r.rule)),
-            ("source", say("kernel_source", &r.source)),
-        ],
+        &[("rule", say("refusal_rule", &r.rule))],
     )
 }
 

@@ -388,7 +388,8 @@ struct Routed<'a> {
     socket: Option<usize>,
     group: Option<usize>,
     member: Option<u32>,
-    reason: &'a str,
+    /// Why that socket, in English (`messages/en.json`).
+    reason: String,
 }
 
 /// The first line with `--layout`: every socket's `bind()`/`listen()` answer.
@@ -519,7 +520,11 @@ fn run_layout(
                     socket: x.socket,
                     group,
                     member,
-                    reason: &x.reason,
+                    reason: x
+                        .reason
+                        .as_ref()
+                        .map(|r| crate::messages::say("lookup_reason", r))
+                        .unwrap_or_default(),
                 },
             )?;
         }

@@ -14,6 +14,7 @@ import zhCN from '../../messages/zh-CN.json';
 import type { CandidateOutcome } from './generated/message/CandidateOutcome';
 import type { Fallback } from './generated/message/Fallback';
 import type { KernelSource } from './generated/message/KernelSource';
+import type { LookupReason } from './generated/message/LookupReason';
 import type { Note } from './generated/message/Note';
 import type { ProgramOutcome } from './generated/message/ProgramOutcome';
 import type { ProgramReturn } from './generated/message/ProgramReturn';
@@ -22,6 +23,8 @@ import type { Refusal } from './generated/message/Refusal';
 import type { RefusalRule } from './generated/message/RefusalRule';
 import type { ReservoirOutcome } from './generated/message/ReservoirOutcome';
 import type { RingOutcome } from './generated/message/RingOutcome';
+import type { SkLookupOutcome } from './generated/message/SkLookupOutcome';
+import type { TableName } from './generated/message/TableName';
 
 /** A language the site is written in. */
 export type Lang = 'en' | 'zh-CN';
@@ -46,6 +49,9 @@ export interface Messages {
   reservoir_outcome: ReservoirOutcome;
   fallback: Fallback;
   note: Note;
+  lookup_reason: LookupReason;
+  sk_lookup_outcome: SkLookupOutcome;
+  table_name: TableName;
 }
 
 /** How a field's value reads in a sentence: strings as they are, numbers in decimal, a release `{major, minor}` as `6.18`. */
@@ -87,12 +93,21 @@ function template(lang: Lang, key: string): string {
   return TABLES[lang][key] ?? TABLES.en[key] ?? key;
 }
 
+const isSource = (v: unknown): v is KernelSource => typeof v === 'object' && v !== null && 'func' in v && 'file' in v;
+
+/** The fields of `value` that are kernel sources, each said by the `kernel_source` template. */
+function sources(lang: Lang, value: object): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(value)) if (isSource(v)) out[k] = fill(template(lang, 'kernel_source'), v);
+  return out;
+}
+
 /** Says one outcome in `lang`. */
 export function say<G extends keyof Messages>(lang: Lang, group: G, value: Messages[G]): string {
-  return fill(template(lang, keyOf(group, value)), value);
+  return fill(template(lang, keyOf(group, value)), value, sources(lang, value));
 }
 
 /** A refused call in one sentence: the rule and where the kernel applies it. */
 export function sayRefusal(lang: Lang, r: Refusal): string {
-  return fill(template(lang, 'refusal'), r, { rule: say(lang, 'refusal_rule', r.rule), source: say(lang, 'kernel_source', r.source) });
+  return fill(template(lang, 'refusal'), r, { ...sources(lang, r), rule: say(lang, 'refusal_rule', r.rule) });
 }

@@ -47,7 +47,7 @@ describe('dispatch: listener lookup panel', () => {
       for (const e of evs) {
         const ex = host.lookup(hostPacket(plan, sim.opts.proto, e.tuple, e.cpu, e.payload));
         const v = lookupView(plan, results, ex);
-        expect(v.walks.map((w) => w.caption)).toEqual(ex.tables.map((t) => t.table));
+        expect(v.walks.map((w) => w.caption)).toEqual(ex.tables.map((t) => say('en', 'table_name', t.table)));
         v.walks.forEach((w, i) => {
           const cands = ex.tables[i]!.candidates;
           expect(w.sockets).toEqual(cands.map((x) => x.socket));
@@ -153,5 +153,5 @@ describe('dispatch: listener lookup panel', () => {
 });
 
 function v0(host: Host, plan: ReturnType<typeof groupPlan>, e: { tuple: { saddr: string; sport: number; daddr: string; dport: number }; cpu: number; payload: number | null }): string {
-  return host.lookup(hostPacket(plan, plan.layout.sockets[0]!.proto, e.tuple, e.cpu, e.payload)).tables[0]!.table;
+  return say('en', 'table_name', host.lookup(hostPacket(plan, plan.layout.sockets[0]!.proto, e.tuple, e.cpu, e.payload)).tables[0]!.table);
 }

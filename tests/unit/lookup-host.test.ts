@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Host, loadLookupSync, type SocketSpec } from '../../src/model/lookup';
-import { sayRefusal } from '../../src/model/messages';
+import { say, sayRefusal } from '../../src/model/messages';
 
 const wasm = fileURLToPath(new URL('../../src/model/pkg-lookup/reuseport_bg.wasm', import.meta.url));
 
@@ -19,7 +19,8 @@ describe('full listener lookup over wasm', () => {
     const packet = { proto: 'tcp' as const, tuple: { saddr: '127.0.0.1', sport: 40000, daddr: '127.0.0.1', dport: 8888 }, device: null, ctx: { cpu: 0, payload: null } };
     const now = new Host('6.18', layout).lookup(packet);
     expect(now.socket).toBe(3);
-    expect(now.tables[0]!.table).toContain('lhash2 (127.0.0.1, 8888)');
+    expect(now.tables[0]!.table).toEqual({ kind: 'lhash2', addr: '127.0.0.1', port: 8888 });
+    expect(say('en', 'table_name', now.tables[0]!.table)).toBe('lhash2 (127.0.0.1, 8888)');
     const old = new Host('4.17', layout).lookup(packet);
     expect(old.socket).not.toBe(3);
     expect(old.group?.members).toContain(old.socket);

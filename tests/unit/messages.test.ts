@@ -115,6 +115,12 @@ describe('rendering', () => {
     expect(sayRefusal('zh-CN', r)).toBe('设置了 IPV6_V6ONLY 的套接字不能绑定 IPv4 映射地址（inet6_bind，net/ipv6/af_inet6.c，内核 6.12）');
   });
 
+  it('a kernel source inside a tag reads as the kernel_source template', () => {
+    const o = { kind: 'assigned' as const, socket: 2, source: { func: 'inet_lookup_run_sk_lookup', file: 'net/ipv4/inet_hashtables.c', release: { major: 6, minor: 18 } } };
+    expect(say('en', 'sk_lookup_outcome', o)).toBe('sk_lookup assigned socket 2 (inet_lookup_run_sk_lookup, net/ipv4/inet_hashtables.c, kernel 6.18)');
+    expect(say('zh-CN', 'sk_lookup_outcome', o)).toBe('sk_lookup 程序指定了套接字 2（inet_lookup_run_sk_lookup，net/ipv4/inet_hashtables.c，内核 6.18）');
+  });
+
   it('reads the page language from its lang attribute', () => {
     expect(langOf('zh-CN')).toBe('zh-CN');
     expect(langOf('zh')).toBe('zh-CN');

@@ -151,8 +151,8 @@ function sockLabel(plan: HostPlan, results: CallResult[], s: number): string {
 /** Turns the model's lookup into rows: one table per bucket walked, one row per candidate the model listed. */
 export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExplain, lang: Lang = 'en'): LookupView {
   const walks = ex.tables.map((t) => ({
-    caption: t.table,
-    source: t.source,
+    caption: say(lang, 'table_name', t.table),
+    source: say(lang, 'kernel_source', t.source),
     daddr: t.daddr,
     head: ['socket', 'compute_score', 'outcome'],
     rows: t.candidates.map((c) => [sockLabel(plan, results, c.socket), c.score < 0 ? `${c.score} (no match)` : String(c.score), say(lang, 'candidate_outcome', c.outcome)]),
@@ -183,8 +183,8 @@ export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExpl
     member: member >= 0 ? member : null,
     walks,
     groupLine,
-    reason: ex.reason,
-    skLookup: ex.skLookup,
+    reason: ex.reason === null ? '' : say(lang, 'lookup_reason', ex.reason),
+    skLookup: ex.skLookup === null ? null : say(lang, 'sk_lookup_outcome', ex.skLookup),
     notes: ex.notes.map((n) => say(lang, 'note', n)),
     refusals,
   };

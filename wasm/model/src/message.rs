@@ -506,3 +506,117 @@ pub enum Note {
         count: u32,
     },
 }
+
+/// Why a lookup answered as it did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum LookupReason {
+    /// TCP: no listener matches, and the SYN is answered with RST.
+    NoListener,
+    /// UDP: no socket matches, and the datagram is dropped with ICMP port
+    /// unreachable.
+    NoSocket,
+    /// BPF sk_lookup dropped the packet.
+    SkLookupDropped,
+    /// BPF sk_lookup assigned a socket.
+    SkLookupAssigned {
+        /// The socket.
+        socket: usize,
+    },
+    /// BPF sk_lookup assigned a socket, and its reuseport group picked.
+    SkLookupGroupPicked {
+        /// The socket assigned.
+        assigned: usize,
+        /// The socket the group picked.
+        socket: usize,
+    },
+    /// The first socket with the best score so far belongs to a reuseport
+    /// group, which picked.
+    GroupPicked {
+        /// The socket with the best score.
+        first: usize,
+        /// The socket the group picked.
+        socket: usize,
+    },
+    /// The group's SK_REUSEPORT program returned SK_DROP.
+    GroupProgramDropped,
+    /// The socket with the best score in the table.
+    BestScore {
+        /// The socket.
+        socket: usize,
+    },
+}
+
+/// What a BPF `sk_lookup` program did (5.9+).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum SkLookupOutcome {
+    /// SK_PASS without assigning: the tables decide.
+    Passed,
+    /// SK_DROP.
+    Dropped,
+    /// It assigned a socket that cannot take this packet: the tables decide.
+    Unusable {
+        /// The socket.
+        socket: usize,
+    },
+    /// It assigned a socket.
+    Assigned {
+        /// The socket.
+        socket: usize,
+        /// Where the kernel runs the program.
+        source: KernelSource,
+    },
+    /// It assigned a socket with `BPF_SK_LOOKUP_F_NO_REUSEPORT`.
+    AssignedNoReuseport {
+        /// The socket.
+        socket: usize,
+        /// Where the kernel runs the program.
+        source: KernelSource,
+    },
+}
+
+/// A listener table (one bucket) a lookup walks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum TableName {
+    /// TCP `lhash2`, keyed by address and port.
+    Lhash2 {
+        /// The bucket's address.
+        addr: String,
+        /// The port.
+        port: u16,
+    },
+    /// UDP `hash2`, keyed by address and port.
+    UdpHash2 {
+        /// The bucket's address.
+        addr: String,
+        /// The port.
+        port: u16,
+    },
+    /// TCP `listening_hash`, port-keyed, 32 buckets (up to 4.20).
+    ListeningHash {
+        /// The port.
+        port: u16,
+    },
+    /// The UDP port slot (up to 4.20).
+    UdpPortSlot {
+        /// The port.
+        port: u16,
+    },
+}

@@ -111,7 +111,7 @@ fn reuseport_addr_any_the_specific_socket_wins_from_5_0() {
                     assert_eq!(
                         x.socket,
                         Some(4),
-                        "{} {proto:?} {specific:?}: {}",
+                        "{} {proto:?} {specific:?}: {:?}",
                         p.release,
                         x.reason
                     );
@@ -132,7 +132,7 @@ fn reuseport_addr_any_fails_between_4_6_and_4_20_for_tcp() {
         )
         .unwrap();
         let x = h.lookup(&packet(Proto::Tcp, "127.0.0.1", 40000, "127.0.0.1", 8888));
-        assert_ne!(x.socket, Some(4), "{name}: {}", x.reason);
+        assert_ne!(x.socket, Some(4), "{name}: {:?}", x.reason);
     }
     // Before groups, the +4 of a bound address decides: the specific socket wins.
     for name in ["3.9", "4.4"] {
@@ -341,7 +341,7 @@ fn a_device_bound_group_that_listened_earlier_loses_to_a_later_unbound_one() {
         let h = Host::build(p, &l).unwrap();
         for sport in 1000..1100 {
             let x = h.lookup(&packet(Proto::Tcp, "127.0.0.3", sport, "127.0.0.1", 9000));
-            assert!(x.socket.unwrap() >= 2, "{}: {}", p.release, x.reason);
+            assert!(x.socket.unwrap() >= 2, "{}: {:?}", p.release, x.reason);
             let walk = &x.tables.last().unwrap().candidates;
             assert_eq!(walk.len(), 1, "the scan stops at the first socket");
         }
@@ -359,7 +359,7 @@ fn a_connected_udp_member_receives_its_peer_from_5_4() {
     for p in since(5, 4) {
         let h = Host::build(p, &layout(socks.clone())).unwrap();
         let x = h.lookup(&packet(Proto::Udp, "127.0.0.9", 5000, "127.0.0.1", 6000));
-        assert_eq!(x.socket, Some(2), "{}: {}", p.release, x.reason);
+        assert_eq!(x.socket, Some(2), "{}: {:?}", p.release, x.reason);
         for sport in 7000..7200 {
             let y = h.lookup(&packet(Proto::Udp, "127.0.0.8", sport, "127.0.0.1", 6000));
             assert_ne!(

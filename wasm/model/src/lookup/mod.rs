@@ -25,7 +25,10 @@ use crate::explain::Explain;
 use crate::hash::{self, hex, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
 pub use crate::message::Refusal;
-use crate::message::{CandidateOutcome, Errno, Fallback, KernelSource, Note, RefusalRule};
+use crate::message::{
+    CandidateOutcome, Errno, Fallback, KernelSource, LookupReason, Note, RefusalRule,
+    SkLookupOutcome, TableName,
+};
 use crate::profile::{Profile, Release};
 use crate::reuseport::{GroupAnswer, GroupSpec, PacketCtx, Program, ReuseportGroup};
 use crate::tuple::{unspecified_like, Proto, Tuple};
@@ -252,10 +255,10 @@ pub struct Candidate {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TableWalk {
-    /// Which table and bucket (`lhash2 (127.0.0.1, 8080)`).
-    pub table: String,
-    /// The kernel function and file.
-    pub source: String,
+    /// Which table and bucket.
+    pub table: TableName,
+    /// The kernel function, file and release.
+    pub source: KernelSource,
     /// The address the scores compare against and the hash sees.
     pub daddr: String,
     /// Sockets in list order.
@@ -272,15 +275,15 @@ pub struct LookupExplain {
     /// The packet.
     pub packet: Packet,
     /// What a BPF sk_lookup program did, if one ran.
-    pub sk_lookup: Option<String>,
+    pub sk_lookup: Option<SkLookupOutcome>,
     /// Tables walked, in order.
     pub tables: Vec<TableWalk>,
     /// The reuseport group that picked, and how (its member numbers).
     pub group: Option<GroupPick>,
     /// The socket that receives the packet (index in the layout), if any.
     pub socket: Option<usize>,
-    /// Why that socket, in one sentence.
-    pub reason: String,
+    /// Why that socket, or why none (set on every answer).
+    pub reason: Option<LookupReason>,
     /// Caveats for this answer.
     pub notes: Vec<Note>,
 }
@@ -1047,7 +1050,7 @@ impl Host {
             tables: Vec::new(),
             group: None,
             socket: None,
-            reason: String::new(),
+            reason: None,
             notes: vec![Note::TablesHoldOnlyThisPort],
         };
         let t = p.tuple;
@@ -1122,13 +1125,11 @@ impl Host {
                 }
             },
         }
-        if x.socket.is_none() && x.reason.is_empty() {
-            x.reason = match p.proto {
-                Proto::Tcp => "no listener matches: the SYN is answered with RST".into(),
-                Proto::Udp => {
-                    "no socket matches: the datagram is dropped with ICMP port unreachable".into()
-                }
-            };
+        if x.socket.is_none() && x.reason.is_none() {
+            x.reason = Some(match p.proto {
+                Proto::Tcp => LookupReason::NoListener,
+                Proto::Udp => LookupReason::NoSocket,
+            });
         }
         x
     }
@@ -1140,12 +1141,12 @@ impl Host {
         };
         match prog {
             SkLookup::Pass => {
-                x.sk_lookup = Some("sk_lookup passed without assigning: the tables decide".into());
+                x.sk_lookup = Some(SkLookupOutcome::Passed);
                 false
             }
             SkLookup::Drop => {
-                x.sk_lookup = Some("sk_lookup returned SK_DROP".into());
-                x.reason = "BPF sk_lookup dropped the packet".into();
+                x.sk_lookup = Some(SkLookupOutcome::Dropped);
+                x.reason = Some(LookupReason::SkLookupDropped);
                 true
             }
             SkLookup::Assign {
@@ -1155,13 +1156,19 @@ impl Host {
                 let s = *socket;
                 let sock = &self.socks[s];
                 if !sock.listening || sock.spec.proto != p.proto {
-                    x.sk_lookup = Some(format!("sk_lookup assigned socket {s}, which cannot take this packet; the tables decide"));
+                    x.sk_lookup = Some(SkLookupOutcome::Unusable { socket: s });
                     return false;
                 }
-                x.sk_lookup = Some(format!(
-                    "sk_lookup assigned socket {s}{} (inet_lookup_run_sk_lookup, net/ipv4/inet_hashtables.c)",
-                    if *no_reuseport { " with BPF_SK_LOOKUP_F_NO_REUSEPORT" } else { "" }
-                ));
+                let source = KernelSource::new(
+                    "inet_lookup_run_sk_lookup",
+                    "net/ipv4/inet_hashtables.c",
+                    self.profile.release,
+                );
+                x.sk_lookup = Some(if *no_reuseport {
+                    SkLookupOutcome::AssignedNoReuseport { socket: s, source }
+                } else {
+                    SkLookupOutcome::Assigned { socket: s, source }
+                });
                 if !no_reuseport && sock.spec.reuseport {
                     if let Some(g) = sock.group {
                         // The reuseport hash uses the real destination here.
@@ -1174,14 +1181,17 @@ impl Host {
                             x.group = Some(pick);
                             if let Some(sk) = sk {
                                 x.socket = Some(sk);
-                                x.reason = format!("sk_lookup assigned socket {s}; its reuseport group picked socket {sk}");
+                                x.reason = Some(LookupReason::SkLookupGroupPicked {
+                                    assigned: s,
+                                    socket: sk,
+                                });
                                 return true;
                             }
                         }
                     }
                 }
                 x.socket = Some(s);
-                x.reason = format!("sk_lookup assigned socket {s}");
+                x.reason = Some(LookupReason::SkLookupAssigned { socket: s });
                 true
             }
         }
@@ -1192,25 +1202,22 @@ impl Host {
             .port_list
             .get(&(p.proto, p.tuple.dport))
             .map_or(&[][..], Vec::as_slice);
-        let (table, source) = match p.proto {
+        let port = p.tuple.dport;
+        // The port-keyed tables of 3.9 – 4.20.
+        let (table, func, file) = match p.proto {
             Proto::Tcp => (
-                "listening_hash (port-keyed, 32 buckets)".to_string(),
-                "__inet_lookup_listener, net/ipv4/inet_hashtables.c (≤ 4.20)",
+                TableName::ListeningHash { port },
+                "__inet_lookup_listener",
+                "net/ipv4/inet_hashtables.c",
             ),
             Proto::Udp => (
-                "UDP port slot".to_string(),
-                "__udp4_lib_lookup, net/ipv4/udp.c (≤ 4.20)",
+                TableName::UdpPortSlot { port },
+                "__udp4_lib_lookup",
+                "net/ipv4/udp.c",
             ),
         };
-        self.scan(
-            p,
-            chain,
-            p.tuple.daddr,
-            p.tuple.daddr,
-            format!("{table}, port {}", p.tuple.dport),
-            source,
-            x,
-        )
+        let source = KernelSource::new(func, file, self.profile.release);
+        self.scan(p, chain, p.tuple.daddr, p.tuple.daddr, table, source, x)
     }
 
     fn walk_addr(&self, p: &Packet, bucket: IpAddr, daddr: IpAddr, x: &mut LookupExplain) -> bool {
@@ -1229,21 +1236,19 @@ impl Host {
             .addr_list
             .get(&(p.proto, bucket_addr(bucket), p.tuple.dport))
             .map_or(&[][..], Vec::as_slice);
-        let (table, source) = match (p.proto, p.tuple.daddr.is_ipv6()) {
-            (Proto::Tcp, false) => ("lhash2", "inet_lhash2_lookup, net/ipv4/inet_hashtables.c"),
-            (Proto::Tcp, true) => ("lhash2", "inet6_lhash2_lookup, net/ipv6/inet6_hashtables.c"),
-            (Proto::Udp, false) => ("UDP hash2", "udp4_lib_lookup2, net/ipv4/udp.c"),
-            (Proto::Udp, true) => ("UDP hash2", "udp6_lib_lookup2, net/ipv6/udp.c"),
+        let (addr, port) = (bucket.to_string(), p.tuple.dport);
+        let (func, file) = match (p.proto, p.tuple.daddr.is_ipv6()) {
+            (Proto::Tcp, false) => ("inet_lhash2_lookup", "net/ipv4/inet_hashtables.c"),
+            (Proto::Tcp, true) => ("inet6_lhash2_lookup", "net/ipv6/inet6_hashtables.c"),
+            (Proto::Udp, false) => ("udp4_lib_lookup2", "net/ipv4/udp.c"),
+            (Proto::Udp, true) => ("udp6_lib_lookup2", "net/ipv6/udp.c"),
         };
-        self.scan(
-            p,
-            chain,
-            daddr,
-            laddr,
-            format!("{table} ({bucket}, {})", p.tuple.dport),
-            source,
-            x,
-        )
+        let table = match p.proto {
+            Proto::Tcp => TableName::Lhash2 { addr, port },
+            Proto::Udp => TableName::UdpHash2 { addr, port },
+        };
+        let source = KernelSource::new(func, file, self.profile.release);
+        self.scan(p, chain, daddr, laddr, table, source, x)
     }
 
     /// One list walk with the era's scan rule. Returns true when it found a socket.
@@ -1254,8 +1259,8 @@ impl Host {
         chain: &[usize],
         daddr: IpAddr,
         laddr: IpAddr,
-        table: String,
-        source: &str,
+        table: TableName,
+        source: KernelSource,
         x: &mut LookupExplain,
     ) -> bool {
         let rule = match p.proto {
@@ -1309,7 +1314,10 @@ impl Host {
                                     outcome: CandidateOutcome::GroupChose { chosen },
                                 });
                                 x.socket = Some(chosen);
-                                x.reason = format!("the first socket with the best score so far (socket {i}) belongs to a reuseport group, which picked socket {chosen}");
+                                x.reason = Some(LookupReason::GroupPicked {
+                                    first: i,
+                                    socket: chosen,
+                                });
                                 done = true;
                                 continue;
                             }
@@ -1322,11 +1330,10 @@ impl Host {
                                         score: s,
                                         outcome: CandidateOutcome::GroupDropped,
                                     });
-                                    x.reason =
-                                        "the group's SK_REUSEPORT program returned SK_DROP".into();
+                                    x.reason = Some(LookupReason::GroupProgramDropped);
                                     x.tables.push(TableWalk {
                                         table,
-                                        source: source.into(),
+                                        source,
                                         daddr: daddr.to_string(),
                                         candidates: cands,
                                     });
@@ -1393,7 +1400,7 @@ impl Host {
         }
         x.tables.push(TableWalk {
             table,
-            source: source.into(),
+            source,
             daddr: daddr.to_string(),
             candidates: cands,
         });
@@ -1402,8 +1409,8 @@ impl Host {
         }
         if let Some(r) = result {
             x.socket = Some(r);
-            if x.reason.is_empty() || x.group.is_some() {
-                x.reason = format!("socket {r} has the best score in this table");
+            if x.reason.is_none() || x.group.is_some() {
+                x.reason = Some(LookupReason::BestScore { socket: r });
             }
             return true;
         }
