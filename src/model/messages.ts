@@ -13,7 +13,9 @@ import en from '../../messages/en.json';
 import zhCN from '../../messages/zh-CN.json';
 import type { CandidateOutcome } from './generated/message/CandidateOutcome';
 import type { Fallback } from './generated/message/Fallback';
+import type { JhashRole } from './generated/message/JhashRole';
 import type { KernelSource } from './generated/message/KernelSource';
+import type { LaddrReason } from './generated/message/LaddrReason';
 import type { LookupReason } from './generated/message/LookupReason';
 import type { Note } from './generated/message/Note';
 import type { ProgramOutcome } from './generated/message/ProgramOutcome';
@@ -22,6 +24,7 @@ import type { ProgramSummary } from './generated/message/ProgramSummary';
 import type { Refusal } from './generated/message/Refusal';
 import type { RefusalRule } from './generated/message/RefusalRule';
 import type { ReservoirOutcome } from './generated/message/ReservoirOutcome';
+import type { ResetReason } from './generated/message/ResetReason';
 import type { RingOutcome } from './generated/message/RingOutcome';
 import type { SkLookupOutcome } from './generated/message/SkLookupOutcome';
 import type { TableName } from './generated/message/TableName';
@@ -52,6 +55,9 @@ export interface Messages {
   lookup_reason: LookupReason;
   sk_lookup_outcome: SkLookupOutcome;
   table_name: TableName;
+  laddr_reason: LaddrReason;
+  jhash_role: JhashRole;
+  reset_reason: ResetReason;
 }
 
 /** How a field's value reads in a sentence: strings as they are, numbers in decimal, a release `{major, minor}` as `6.18`. */

@@ -75,14 +75,14 @@ export function explainView(e: Explain, lang: Lang = 'en'): ExplainView {
   const h = e.hash;
   const hash: Section = {
     title: `Hash: ${h.function}`,
-    source: h.source,
+    source: say(lang, 'kernel_source', h.source),
     rows: [
       { label: 'Formula', value: h.formula, mono: true },
       { label: 'Local address hashed', value: h.laddr, mono: true },
-      { label: 'Why that address', value: h.laddrReason },
+      { label: 'Why that address', value: say(lang, 'laddr_reason', h.laddrReason) },
     ],
     tables: h.calls.map((c) => ({
-      caption: `${c.function}: ${c.role}`,
+      caption: `${c.function}: ${say(lang, 'jhash_role', c.role)}`,
       head: ['word', 'value (hex, kernel byte order)'],
       rows: [...c.words.map((w, i) => [`${i}`, w]), ['initval', c.initval], ['result', c.result]],
     })),
@@ -108,7 +108,7 @@ function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
     return [
       {
         title: 'reciprocal_scale and the slot',
-        source: pick.source,
+        source: say(lang, 'kernel_source', pick.source),
         rows: [
           { label: 'hash × num_socks', value: `0x${e.hash.hashHex} × ${pick.numSocks} = 0x${pick.productHex} (${pick.product})`, mono: true },
           { label: '>> 32', value: `slot ${pick.scaled}`, mono: true },
@@ -127,7 +127,7 @@ function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
   if (pick.kind === 'program') {
     const own: Section = {
       title: 'Program attached to the group',
-      source: pick.source,
+      source: say(lang, 'kernel_source', pick.source),
       rows: [
         { label: 'Program', value: say(lang, 'program_summary', pick.program) },
         { label: 'Returned', value: say(lang, 'program_return', pick.returned), mono: true },
@@ -140,7 +140,7 @@ function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
   return [
     {
       title: 'Reservoir scan over the chain',
-      source: pick.source,
+      source: say(lang, 'kernel_source', pick.source),
       rows: [{ label: 'Rule', value: 'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its next_pseudo_random32 steps' }],
       tables: [
         {

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::hash::HashTrace;
 use crate::message::{
-    Fallback, Note, ProgramOutcome, ProgramReturn, ProgramSummary, ReservoirOutcome, RingOutcome,
+    Fallback, KernelSource, Note, ProgramOutcome, ProgramReturn, ProgramSummary, ReservoirOutcome,
+    RingOutcome,
 };
 use crate::profile::{Release, Selection};
 use crate::tuple::{Proto, Tuple};
@@ -75,7 +76,7 @@ pub enum Pick {
     /// `reuseport_select_sock` → select by hash over `socks[]`.
     ByHash {
         /// Kernel function, file and release.
-        source: String,
+        source: KernelSource,
         /// `num_socks`, the `n` of `reciprocal_scale`.
         num_socks: u32,
         /// `hash * num_socks` as a 64-bit product, decimal.
@@ -90,7 +91,7 @@ pub enum Pick {
     /// A program attached to the group decided, or handed over.
     Program {
         /// Kernel function, file and release.
-        source: String,
+        source: KernelSource,
         /// What the program does.
         program: ProgramSummary,
         /// What it returned.
@@ -104,7 +105,7 @@ pub enum Pick {
     /// The 3.9–4.5 reservoir scan over the listener chain.
     Reservoir {
         /// Kernel function, file and release.
-        source: String,
+        source: KernelSource,
         /// Each listener on the chain, in chain order (newest first).
         steps: Vec<ReservoirStep>,
     },

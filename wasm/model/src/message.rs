@@ -620,3 +620,94 @@ pub enum TableName {
         port: u16,
     },
 }
+
+/// Why the hash sees the local address it does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum LaddrReason {
+    /// The group is bound to a specific address: the exact-address pass
+    /// hashes the destination.
+    Specific {
+        /// The group's address.
+        bind: String,
+    },
+    /// A wildcard group from 5.0: the second lookup pass runs with
+    /// `daddr = INADDR_ANY`, so the hash sees 0.
+    WildcardZero,
+    /// A wildcard group before 5.0: the lookup hashes the real destination.
+    WildcardDaddr,
+    /// A wildcard UDP group with more than 10 sockets on the port slot
+    /// (3.9 – 4.6): the hash2 path's wildcard pass hashes `INADDR_ANY`.
+    PortSlotOverTen {
+        /// Sockets on the slot.
+        count: u32,
+    },
+    /// A wildcard UDP group with 10 or fewer sockets on the port slot
+    /// (3.9 – 4.6): the port-slot scan hashes the real destination.
+    PortSlotTenOrFewer {
+        /// Sockets on the slot.
+        count: u32,
+    },
+    /// In a full lookup: this socket has the best score so far and
+    /// SO_REUSEPORT, so its group picks with the pass's address.
+    LookupPass {
+        /// The socket.
+        socket: usize,
+        /// Its score.
+        score: i32,
+    },
+    /// BPF sk_lookup assigned a reuseport socket: its group re-selects
+    /// with the real destination address.
+    SkLookupReselect,
+}
+
+/// What one Jenkins hash call computes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum JhashRole {
+    /// The whole hash (IPv4).
+    WholeHash,
+    /// The whole hash in one pass, `net_hash_mix` XORed into the first word
+    /// (IPv6 TCP, 7.2).
+    WholeHashSinglePass {
+        /// `net_hash_mix`, hex.
+        net_hash_mix: String,
+    },
+    /// The foreign address, XOR-folded (`__ipv6_addr_jhash`).
+    ForeignAddressXorFolded,
+    /// The foreign address, all 128 bits (`__ipv6_addr_jhash`, 6.5+).
+    ForeignAddressJhash2,
+    /// The whole IPv6 hash: the last word of the local address, the foreign
+    /// hash, the ports.
+    WholeHashV6,
+}
+
+/// Why a closed listener's pending request is reset instead of migrated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum ResetReason {
+    /// Request migration arrived in 5.14, for TCP only.
+    NoMigration {
+        /// The profile.
+        release: Release,
+    },
+    /// `net.ipv4.tcp_migrate_req` is 0.
+    MigrateReqOff,
+    /// No listening member is left to take the request.
+    NoListenerLeft,
+}

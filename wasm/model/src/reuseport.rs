@@ -16,8 +16,8 @@ use crate::group::{AddEffect, SockArray};
 use crate::hash::{self, hex, HashTrace, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
 use crate::message::{
-    Fallback, KernelSource, Note, ProgramOutcome, ProgramReturn, ProgramSummary, RefusalRule,
-    ReservoirOutcome, RingOutcome,
+    Fallback, KernelSource, LaddrReason, Note, ProgramOutcome, ProgramReturn, ProgramSummary,
+    RefusalRule, ReservoirOutcome, ResetReason, RingOutcome,
 };
 use crate::profile::{
     BpfFallback, GroupScan, Profile, Release, Selection, WildcardLaddr, UDP_HASH2_THRESHOLD,
@@ -131,11 +131,14 @@ impl Program {
         )
     }
 
-    fn source(&self) -> &'static str {
+    /// Where the kernel runs the program: `bpf_run_sk_reuseport` (4.19+,
+    /// called from `reuseport_select_sock`) or `run_bpf_filter` (4.5 UDP,
+    /// 4.6 TCP).
+    fn source(&self, release: Release) -> KernelSource {
         if self.is_sk_reuseport() {
-            "bpf_run_sk_reuseport, net/core/filter.c (4.19+), called from reuseport_select_sock"
+            KernelSource::new("bpf_run_sk_reuseport", "net/core/filter.c", release)
         } else {
-            "run_bpf_filter, net/core/sock_reuseport.c (4.5 UDP, 4.6 TCP)"
+            KernelSource::new("run_bpf_filter", "net/core/sock_reuseport.c", release)
         }
     }
 
@@ -219,7 +222,7 @@ pub enum Migration {
     /// The request is reset.
     Reset {
         /// Why.
-        reason: String,
+        reason: ResetReason,
     },
 }
 
@@ -982,14 +985,16 @@ impl ReuseportGroup {
 
     /// The local address the lookup pass that finds this group feeds to the
     /// hash, and why (kernel-history.md §2.6).
-    pub fn hashed_laddr(&self, t: &Tuple) -> (IpAddr, String) {
+    pub fn hashed_laddr(&self, t: &Tuple) -> (IpAddr, LaddrReason) {
         let rule = self.laddr_rule();
         let why = match rule {
-            LaddrRule::Specific => format!("the group is bound to {}: the exact-address pass hashes the destination", self.bind),
-            LaddrRule::WildcardZero => "wildcard group: from 5.0 the second lookup pass runs with daddr = INADDR_ANY, so the hash sees 0 (net/ipv4/inet_hashtables.c, net/ipv4/udp.c, 5.0+)".into(),
-            LaddrRule::WildcardDaddr => format!("wildcard group: before 5.0 the lookup hashes the real destination (profile {})", self.profile.release),
-            LaddrRule::PortSlotOverTen(count) => format!("wildcard group with {count} sockets on the port slot (more than 10): the hash2 path's wildcard pass hashes INADDR_ANY (net/ipv4/udp.c, 3.9–4.6)"),
-            LaddrRule::PortSlotTenOrFewer(count) => format!("wildcard group with {count} sockets on the port slot (10 or fewer): the port-slot scan hashes the real destination (net/ipv4/udp.c, 3.9–4.6)"),
+            LaddrRule::Specific => LaddrReason::Specific {
+                bind: self.bind.to_string(),
+            },
+            LaddrRule::WildcardZero => LaddrReason::WildcardZero,
+            LaddrRule::WildcardDaddr => LaddrReason::WildcardDaddr,
+            LaddrRule::PortSlotOverTen(count) => LaddrReason::PortSlotOverTen { count },
+            LaddrRule::PortSlotTenOrFewer(count) => LaddrReason::PortSlotTenOrFewer { count },
         };
         (rule.apply(t.daddr), why)
     }
@@ -1079,7 +1084,7 @@ impl ReuseportGroup {
         t: &Tuple,
         ctx: &PacketCtx,
         laddr: IpAddr,
-        why: &str,
+        why: LaddrReason,
     ) -> Result<(GroupAnswer, Explain), SetupError> {
         let t = Tuple {
             saddr: canonical(t.saddr),
@@ -1100,7 +1105,7 @@ impl ReuseportGroup {
             self.profile,
             self.proto,
             laddr,
-            why.to_string(),
+            why,
             t.dport,
             t.saddr,
             t.sport,
@@ -1185,7 +1190,7 @@ impl ReuseportGroup {
                 }
                 if record {
                     o.pick = Some(Pick::Reservoir {
-                        source: self.reservoir_source().into(),
+                        source: self.reservoir_source(),
                         steps,
                     });
                 }
@@ -1203,7 +1208,7 @@ impl ReuseportGroup {
         let describe = |then: Option<Box<Pick>>,
                         returned: ProgramReturn,
                         outcome: ProgramOutcome| Pick::Program {
-            source: program.source().into(),
+            source: program.source(self.profile.release),
             program: program.describe(),
             returned,
             outcome,
@@ -1263,9 +1268,9 @@ impl ReuseportGroup {
                     o.listener = l;
                     o.slot = l.and_then(|l| self.slot_of(l));
                     if record {
+                        // The caller's reservoir scan over listening_hash (4.5 – 4.15).
                         let inner = Pick::Reservoir {
-                            source: "the caller's reservoir scan over listening_hash (4.5–4.15)"
-                                .into(),
+                            source: self.reservoir_source(),
                             steps,
                         };
                         o.pick = Some(describe(
@@ -1315,11 +1320,17 @@ impl ReuseportGroup {
         }
     }
 
-    fn reservoir_source(&self) -> &'static str {
-        match self.proto {
-            Proto::Tcp => "__inet_lookup_listener / inet6_lookup_listener reservoir scan (net/ipv4/inet_hashtables.c, 3.9–4.5)",
-            Proto::Udp => "__udp4_lib_lookup / udp4_lib_lookup2 reservoir scan (net/ipv4/udp.c, 3.9–4.4)",
-        }
+    /// The reservoir scan of the listener lookup (3.9 – 4.5 TCP, 3.9 – 4.4
+    /// UDP, and the 4.5 – 4.15 fallback for an invalid program index).
+    fn reservoir_source(&self) -> KernelSource {
+        let release = self.profile.release;
+        let (func, file) = match (self.proto, self.bind.is_ipv6()) {
+            (Proto::Tcp, false) => ("__inet_lookup_listener", "net/ipv4/inet_hashtables.c"),
+            (Proto::Tcp, true) => ("inet6_lookup_listener", "net/ipv6/inet6_hashtables.c"),
+            (Proto::Udp, false) => ("__udp4_lib_lookup", "net/ipv4/udp.c"),
+            (Proto::Udp, true) => ("__udp6_lib_lookup", "net/ipv6/udp.c"),
+        };
+        KernelSource::new(func, file, release)
     }
 
     fn by_hash(&self, a: &SockArray, h: u32, cpu: u32, record: bool) -> Outcome {
@@ -1339,14 +1350,16 @@ impl ReuseportGroup {
             });
         }
         if record {
-            let source = match self.profile.group_scan {
-                GroupScan::Plain => "reuseport_select_sock, net/core/sock_reuseport.c (4.5–5.3)",
-                GroupScan::SkipConnected => "reuseport_select_sock, net/core/sock_reuseport.c (5.4+: skips connected members)",
-                GroupScan::SkipConnectedPreferCpu => "reuseport_select_sock_by_hash, net/core/sock_reuseport.c (6.2+: SO_INCOMING_CPU ring scan)",
+            // 4.5 – 5.3 plain; 5.4+ skips connected members; 6.2+ the
+            // SO_INCOMING_CPU ring scan in its own function.
+            let func = match self.profile.group_scan {
+                GroupScan::Plain | GroupScan::SkipConnected => "reuseport_select_sock",
+                GroupScan::SkipConnectedPreferCpu => "reuseport_select_sock_by_hash",
             };
+            let source = KernelSource::new(func, "net/core/sock_reuseport.c", self.profile.release);
             let product = h as u64 * n as u64;
             o.pick = Some(Pick::ByHash {
-                source: source.into(),
+                source,
                 num_socks: n,
                 product: product.to_string(),
                 product_hex: format!("{product:x}"),
@@ -1371,13 +1384,15 @@ impl ReuseportGroup {
             ..*t
         };
         if self.proto != Proto::Tcp || !self.profile.closed_tail {
-            return Ok(Migration::Reset { reason: format!("request migration arrived in 5.14 for TCP; profile {} resets the requests of a closed listener", self.profile.release) });
+            return Ok(Migration::Reset {
+                reason: ResetReason::NoMigration {
+                    release: self.profile.release,
+                },
+            });
         }
         if !self.tcp_migrate_req {
             return Ok(Migration::Reset {
-                reason:
-                    "net.ipv4.tcp_migrate_req is 0: the requests of a closed listener are reset"
-                        .into(),
+                reason: ResetReason::MigrateReqOff,
             });
         }
         let a = self.sock_array().expect("group era from 5.14");
@@ -1389,7 +1404,7 @@ impl ReuseportGroup {
                 hash,
             }),
             None => Ok(Migration::Reset {
-                reason: "no listening member is left to take the request".into(),
+                reason: ResetReason::NoListenerLeft,
             }),
         }
     }

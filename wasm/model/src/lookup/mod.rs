@@ -26,7 +26,7 @@ use crate::hash::{self, hex, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
 pub use crate::message::Refusal;
 use crate::message::{
-    CandidateOutcome, Errno, Fallback, KernelSource, LookupReason, Note, RefusalRule,
+    CandidateOutcome, Errno, Fallback, KernelSource, LaddrReason, LookupReason, Note, RefusalRule,
     SkLookupOutcome, TableName,
 };
 use crate::profile::{Profile, Release};
@@ -1172,12 +1172,9 @@ impl Host {
                 if !no_reuseport && sock.spec.reuseport {
                     if let Some(g) = sock.group {
                         // The reuseport hash uses the real destination here.
-                        if let Some((sk, pick)) = self.group_select(
-                            g,
-                            p,
-                            p.tuple.daddr,
-                            "sk_lookup re-selects with the real destination address",
-                        ) {
+                        if let Some((sk, pick)) =
+                            self.group_select(g, p, p.tuple.daddr, LaddrReason::SkLookupReselect)
+                        {
                             x.group = Some(pick);
                             if let Some(sk) = sk {
                                 x.socket = Some(sk);
@@ -1288,8 +1285,11 @@ impl Host {
                 let connected = sock.spec.state == SockState::Connected;
                 if rule != ScanRule::Reservoir && sock.spec.reuseport && !connected {
                     if let Some(g) = sock.group {
-                        let why = format!("socket {i} scores {s}, the best so far, and has SO_REUSEPORT: its group picks");
-                        match self.group_select(g, p, laddr, &why) {
+                        let why = LaddrReason::LookupPass {
+                            socket: i,
+                            score: s,
+                        };
+                        match self.group_select(g, p, laddr, why) {
                             Some((Some(chosen), pick)) => {
                                 let has_conns = p.proto == Proto::Udp
                                     && self.rules.udp_has_conns
@@ -1439,7 +1439,7 @@ impl Host {
         g: usize,
         p: &Packet,
         laddr: IpAddr,
-        why: &str,
+        why: LaddrReason,
     ) -> Option<(Option<usize>, GroupPick)> {
         let e = &self.groups[g];
         let (answer, explain) = e
