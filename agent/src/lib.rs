@@ -18,6 +18,7 @@ use clap::{Parser, Subcommand};
 pub mod bench;
 pub mod error;
 pub mod kernel;
+pub mod messages;
 pub mod predict;
 pub mod record;
 pub mod recover;

@@ -388,13 +388,59 @@ struct Routed<'a> {
     socket: Option<usize>,
     group: Option<usize>,
     member: Option<u32>,
-    reason: &'a str,
+    /// Why that socket, in English (`messages/en.json`).
+    reason: String,
 }
 
 /// The first line with `--layout`: every socket's `bind()`/`listen()` answer.
 #[derive(Serialize)]
-struct Calls<'a> {
-    calls: &'a [reuseport_model::lookup::CallResult],
+struct Calls {
+    calls: Vec<Call>,
+}
+
+/// One socket's calls: a [`reuseport_model::lookup::CallResult`] with each
+/// refusal's rule put into words.
+#[derive(Serialize)]
+struct Call {
+    socket: usize,
+    bind: Option<Refused>,
+    listen: Option<Refused>,
+    attach: Option<Refused>,
+    receiving: bool,
+    closed: bool,
+    group: Option<usize>,
+    member: Option<u32>,
+}
+
+/// A refused call: the errno, the rule and its kernel source in one
+/// English sentence (`messages/en.json`), and the conflicting socket.
+#[derive(Serialize)]
+struct Refused {
+    errno: reuseport_model::message::Errno,
+    rule: String,
+    with: Option<usize>,
+}
+
+impl From<reuseport_model::lookup::CallResult> for Call {
+    fn from(c: reuseport_model::lookup::CallResult) -> Call {
+        let said = |r: Option<reuseport_model::message::Refusal>| {
+            r.map(|r| Refused {
+                errno: r.errno,
+                rule: crate::messages::refusal(&r),
+                with: r.with,
+            })
+        };
+        Call {
+            socket: c.socket,
+            bind: said(c.bind),
+            listen: said(c.listen),
+            attach: said(c.attach),
+            receiving: c.receiving,
+            closed: c.closed,
+            group: c.group,
+            member: c.member,
+        }
+    }
 }
 
 /// `predict --layout`: the full lookup over the sockets of a layout file.
@@ -438,7 +484,7 @@ fn run_layout(
     emit(
         &mut out,
         &Calls {
-            calls: &host.results(),
+            calls: host.results().into_iter().map(Call::from).collect(),
         },
     )?;
     answer_lines(input, &mut out, |out, line, t| {
@@ -474,7 +520,11 @@ fn run_layout(
                     socket: x.socket,
                     group,
                     member,
-                    reason: &x.reason,
+                    reason: x
+                        .reason
+                        .as_ref()
+                        .map(|r| crate::messages::say("lookup_reason", r))
+                        .unwrap_or_default(),
                 },
             )?;
         }

@@ -8,6 +8,7 @@
 import { select } from 'd3';
 import { loadModel, profiles } from '../model/index';
 import { Host, loadLookup, type CallResult, type Layout, type SocketSpec } from '../model/lookup';
+import { langOf, sayRefusal } from '../model/messages';
 import { defineIsland, islandElement } from './element';
 
 /** Options of the bind checker. */
@@ -44,6 +45,7 @@ function familyOf(addr: string): 'inet' | 'inet6' {
 export async function mountBind(el: HTMLElement, options: BindOptions = {}): Promise<() => void> {
   await Promise.all([loadModel(), loadLookup()]);
   const w = words();
+  const lang = langOf(document.documentElement.lang);
   const given = structuredClone(options.layout ?? DEFAULT);
   const sockets: SocketSpec[] = given.sockets.slice(0, MAX_SOCKETS);
   // The rest of the layout (listenOrder, closed, …) applies while the sockets are only edited, not removed.
@@ -79,7 +81,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
   function outcome(r: CallResult | undefined): { text: string; ok: boolean } {
     if (!r) return { text: '', ok: false };
     const parts: string[] = [];
-    const ref = (what: string, x: NonNullable<CallResult['bind']>) => `${what} ${w.refused}: ${x.errno}${x.with !== null ? ` (${w.conflicts(x.with)})` : ''}. ${x.rule}`;
+    const ref = (what: string, x: NonNullable<CallResult['bind']>) => `${what} ${w.refused}: ${x.errno}${x.with !== null ? ` (${w.conflicts(x.with)})` : ''}. ${sayRefusal(lang, x)}`;
     if (r.bind) parts.push(ref(w.bindWord, r.bind));
     if (r.listen) parts.push(ref(w.listenWord, r.listen));
     if (r.attach) parts.push(ref(w.attachWord, r.attach));

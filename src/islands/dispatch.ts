@@ -14,6 +14,7 @@ import { FrameClock } from '../clock';
 import { defineIsland, islandElement } from './element';
 import { loadModel, profiles, type Proto } from '../model/index';
 import type { Program } from '../model/generated/Program';
+import { langOf } from '../model/messages';
 import { renderExplain } from '../render/explain-card';
 import { Chart, fmtRatio } from '../render/dispatch/chart';
 import { Overlay } from '../render/dispatch/overlay';
@@ -341,7 +342,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     if (seq === undefined || seq === null || seq < 0) return null;
     const e = sim.log.get(seq);
     if (!e?.explain) return null;
-    return { y: hashToY(e.explain.hash.hash), text: markerText(e.explain) };
+    return { y: hashToY(e.explain.hash.hash), text: markerText(e.explain, langOf(document.documentElement.lang)) };
   };
 
   const inspect = (seq: number) => {
@@ -353,7 +354,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     const m = listenerMark(e.listener);
     inspBody.append('p').attr('class', 'rl-headline').text(`Event ${e.seq}: ${e.kind} at ${e.t.toFixed(3)} s, ${e.note}. Listener mark: ${m.label}.`);
     if (e.kind !== 'SYN' && e.kind !== 'UDP') inspBody.append('p').text(`This ${e.kind} belongs to connection ${e.conn}; the record below is its SYN's dispatch.`);
-    if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain), 3);
+    if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain, langOf(document.documentElement.lang)), 3);
     else inspBody.append('p').text('The model did not deliver this packet to the group.');
     inspLookup = inspBody.append('p').attr('class', 'rl-dv-insp-lookup').node();
     overlay.marker(markerFor(), box);
@@ -395,7 +396,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     try {
       const host = hostFor(lk, plan);
       const ex = host.lookup(hostPacket(plan, sim.opts.proto, e.tuple, e.cpu, e.payload));
-      return { plan, view: lookupView(plan, host.results(), ex) };
+      return { plan, view: lookupView(plan, host.results(), ex, langOf(document.documentElement.lang)) };
     } catch (err) {
       return { error: (err as Error).message };
     }

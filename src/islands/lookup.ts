@@ -7,6 +7,7 @@
  * tuples).
  */
 import { select } from 'd3';
+import { langOf } from '../model/messages';
 import { Group, loadModel, parseBind, parseTuples, profiles, resolveProfile, type LineAnswer, type Proto } from '../model/index';
 import { countByListener, explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
@@ -208,7 +209,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     for (const a of good.slice(0, MAX_DETAILED)) {
       const det = results.append('details').attr('class', 'rl-explain').property('open', good.length === 1);
       det.append('summary').text(`Line ${a.line}: listener ${a.explain.listener ?? 'none'}`);
-      renderExplain(det.append('div').node()!, explainView(a.explain), 3);
+      renderExplain(det.append('div').node()!, explainView(a.explain, langOf(document.documentElement.lang)), 3);
     }
     if (good.length > MAX_DETAILED) results.append('p').text(`Full explanations are shown for the first ${MAX_DETAILED} lines.`);
   };

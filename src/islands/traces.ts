@@ -6,6 +6,7 @@
  */
 import { select } from 'd3';
 import { Group, loadModel, type Tuple } from '../model/index';
+import { langOf } from '../model/messages';
 import { MAX_TRACE_BYTES, checkTrace, predictTrace, traceGroup, type Trace } from '../model/trace';
 import { TRAIN_EVENTS, rows, summarize } from '../scene/trace-view';
 import { explainView } from '../scene/explain-view';
@@ -212,7 +213,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         const x = group.explain(tuple, e.cpu ?? 0, tr.group.bpf?.kind === 'payload-mod' ? (e.seq ?? i) >>> 0 : null);
         explainBox.html('');
         explainBox.append('h3').text(`${t.explain}: #${e.seq ?? i}, ${t.kernelPick} ${e.listener}`);
-        renderExplain(explainBox.append('div').node()!, explainView(x), 4);
+        renderExplain(explainBox.append('div').node()!, explainView(x, langOf(document.documentElement.lang)), 4);
         (explainBox.node() as HTMLElement).focus();
       } catch (err) {
         explainBox.text(err instanceof Error ? err.message : String(err));

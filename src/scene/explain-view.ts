@@ -4,6 +4,7 @@
  * values: every number shown is one the model reported.
  */
 import type { Explain, SelectionPath } from '../model/index';
+import { say, type Lang } from '../model/messages';
 
 /** A labelled value; `mono` marks hex and code. */
 export interface Row {
@@ -50,8 +51,8 @@ function fmtTuple(e: Explain): string {
   return `${ep(saddr, sport)} → ${ep(daddr, dport)}`;
 }
 
-/** Builds the display data for one explained packet. */
-export function explainView(e: Explain): ExplainView {
+/** Builds the display data for one explained packet; the model's outcomes are said in `lang`. */
+export function explainView(e: Explain, lang: Lang = 'en'): ExplainView {
   const who = e.listener === null ? 'no socket' : `listener ${e.listener}`;
   const where = e.slot === null ? '' : ` in socks[${e.slot}]`;
   const headline = `${e.proto.toUpperCase()} ${fmtTuple(e)} on kernel ${release(e)}: ${who}${where}, hash ${e.hash.hashHex}.`;
@@ -74,14 +75,14 @@ export function explainView(e: Explain): ExplainView {
   const h = e.hash;
   const hash: Section = {
     title: `Hash: ${h.function}`,
-    source: h.source,
+    source: say(lang, 'kernel_source', h.source),
     rows: [
       { label: 'Formula', value: h.formula, mono: true },
       { label: 'Local address hashed', value: h.laddr, mono: true },
-      { label: 'Why that address', value: h.laddrReason },
+      { label: 'Why that address', value: say(lang, 'laddr_reason', h.laddrReason) },
     ],
     tables: h.calls.map((c) => ({
-      caption: `${c.function}: ${c.role}`,
+      caption: `${c.function}: ${say(lang, 'jhash_role', c.role)}`,
       head: ['word', 'value (hex, kernel byte order)'],
       rows: [...c.words.map((w, i) => [`${i}`, w]), ['initval', c.initval], ['result', c.result]],
     })),
@@ -89,8 +90,9 @@ export function explainView(e: Explain): ExplainView {
   if (h.lportAdded !== null) hash.rows.push({ label: 'Added outside the jhash', value: `lport ${h.lportAdded}` });
   hash.rows.push({ label: 'Hash', value: h.hashHex, mono: true });
 
-  const picks = pickSections(e.pick, e);
-  return { headline, listener: e.listener, slot: e.slot, hashHex: h.hashHex, sections: [packet, hash, ...picks], fallback: e.fallback, notes: e.notes };
+  const picks = pickSections(e.pick, e, lang);
+  const fallback = e.fallback === null ? null : say(lang, 'fallback', e.fallback);
+  return { headline, listener: e.listener, slot: e.slot, hashHex: h.hashHex, sections: [packet, hash, ...picks], fallback, notes: e.notes.map((n) => say(lang, 'note', n)) };
 }
 
 /** Connections per listener among answered lines, for the summary. */
@@ -101,12 +103,12 @@ export function countByListener(listeners: (number | null)[]): { listener: numbe
 }
 
 /** The selection steps as sections: a program, then what it handed over to. */
-function pickSections(pick: SelectionPath, e: Explain): Section[] {
+function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
   if (pick.kind === 'by_hash') {
     return [
       {
         title: 'reciprocal_scale and the slot',
-        source: pick.source,
+        source: say(lang, 'kernel_source', pick.source),
         rows: [
           { label: 'hash × num_socks', value: `0x${e.hash.hashHex} × ${pick.numSocks} = 0x${pick.productHex} (${pick.product})`, mono: true },
           { label: '>> 32', value: `slot ${pick.scaled}`, mono: true },
@@ -115,7 +117,7 @@ function pickSections(pick: SelectionPath, e: Explain): Section[] {
           {
             caption: 'Slots visited',
             head: ['slot', 'listener', 'what happened'],
-            rows: pick.steps.map((s) => [String(s.slot), String(s.listener), s.outcome]),
+            rows: pick.steps.map((s) => [String(s.slot), String(s.listener), say(lang, 'ring_outcome', s.outcome)]),
             highlight: pick.steps.findIndex((s) => s.chosen),
           },
         ],
@@ -125,26 +127,26 @@ function pickSections(pick: SelectionPath, e: Explain): Section[] {
   if (pick.kind === 'program') {
     const own: Section = {
       title: 'Program attached to the group',
-      source: pick.source,
+      source: say(lang, 'kernel_source', pick.source),
       rows: [
-        { label: 'Program', value: pick.program },
-        { label: 'Returned', value: pick.returned, mono: true },
-        { label: 'Outcome', value: pick.outcome },
+        { label: 'Program', value: say(lang, 'program_summary', pick.program) },
+        { label: 'Returned', value: say(lang, 'program_return', pick.returned), mono: true },
+        { label: 'Outcome', value: say(lang, 'program_outcome', pick.outcome) },
       ],
       tables: [],
     };
-    return pick.then ? [own, ...pickSections(pick.then, e)] : [own];
+    return pick.then ? [own, ...pickSections(pick.then, e, lang)] : [own];
   }
   return [
     {
       title: 'Reservoir scan over the chain',
-      source: pick.source,
+      source: say(lang, 'kernel_source', pick.source),
       rows: [{ label: 'Rule', value: 'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its next_pseudo_random32 steps' }],
       tables: [
         {
           caption: 'Chain, newest listener first',
           head: ['position', 'listener', 'score', 'matches', 'phash', 'scaled', 'what happened'],
-          rows: pick.steps.map((s) => [String(s.position), String(s.listener), String(s.score), String(s.matches), s.phash ?? '', s.scaled === null ? '' : String(s.scaled), s.outcome]),
+          rows: pick.steps.map((s) => [String(s.position), String(s.listener), String(s.score), String(s.matches), s.phash ?? '', s.scaled === null ? '' : String(s.scaled), say(lang, 'reservoir_outcome', s.outcome)]),
           highlight: e.listener === null ? undefined : pick.steps.map((s) => s.taken).lastIndexOf(true),
         },
       ],

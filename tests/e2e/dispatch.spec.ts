@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
 
@@ -173,7 +174,12 @@ test('clicking a packet in flight opens its record', async ({ page }) => {
   await expect(page.locator('.rl-dv-inspector')).toContainText('Hash: inet_ehashfn');
 });
 
-type LookupPredicted = { socket: number | null; tables: { table: string; candidates: { socket: number; score: number; outcome: string }[] }[] };
+type Tagged = { kind: string } & Record<string, unknown>;
+type LookupPredicted = { socket: number | null; tables: { table: Tagged; candidates: { socket: number; score: number; outcome: { kind: string } & Record<string, unknown> }[] }[] };
+
+/** An outcome as the English table says it (messages/en.json), for comparing with the page. */
+const EN = JSON.parse(readFileSync('messages/en.json', 'utf8')) as Record<string, string>;
+const sayTag = (group: string, o: Tagged) => EN[`${group}.${o.kind}`]!.replace(/\{(\w+)\}/g, (_, n: string) => String(o[n]));
 
 function predictLayout(lines: string[], kernel: string): LookupPredicted[] {
   const args = ['predict', '--kernel', kernel, '--layout', 'tests/fixtures/layouts/addr-any.json', '--secret', SECRET, '--explain'];
@@ -196,9 +202,9 @@ test('the lookup panel for reuseport_addr_any: the specific socket wins on 6.18,
     else expect(want.socket).not.toBe(4);
     await expect(panel.locator('.rl-dv-lookup-head')).toContainText(`→ 127.0.0.1:8888`);
     await expect(panel.locator('.rl-dv-lookup-head')).toContainText(`socket ${want.socket} (`);
-    await expect(panel.locator('.rl-dv-walk h3')).toHaveText(want.tables.map((t, i) => `Table ${i + 1}: ${t.table}`));
+    await expect(panel.locator('.rl-dv-walk h3')).toHaveText(want.tables.map((t, i) => `Table ${i + 1}: ${sayTag('table_name', t.table)}`));
     const rows = await panel.locator('.rl-dv-candidates').evaluateAll((ts) => ts.map((t) => [...t.querySelectorAll('tbody tr')].map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? ''))));
-    expect(rows.map((t) => t.map((r) => [r[0]!.split(' (')[0], r[1]!.split(' ')[0], r[2]]))).toEqual(want.tables.map((t) => t.candidates.map((c) => [`socket ${c.socket}`, String(c.score), c.outcome])));
+    expect(rows.map((t) => t.map((r) => [r[0]!.split(' (')[0], r[1]!.split(' ')[0], r[2]]))).toEqual(want.tables.map((t) => t.candidates.map((c) => [`socket ${c.socket}`, String(c.score), sayTag('candidate_outcome', c.outcome)])));
     await expect(panel).toContainText('socket 9: bind() fails with EADDRINUSE');
     if (kernel === '6.18') await expect(panel.locator('.rl-dv-walk h3').first()).toHaveText('Table 1: lhash2 (127.0.0.1, 8888)');
     else await expect(panel.locator('.rl-dv-walk h3').first()).toContainText('listening_hash (port-keyed, 32 buckets)');

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Group } from '../../src/model/index';
 import { Host, loadLookupSync } from '../../src/model/lookup';
+import { say } from '../../src/model/messages';
 import { SERVER } from '../../src/scene/dispatch/clients';
 import { addrAnyPlan, groupPlan, hostPacket, lookupView } from '../../src/scene/dispatch/lookup';
 import { DispatchSim, type SimOptions } from '../../src/scene/dispatch/sim';
@@ -46,11 +47,11 @@ describe('dispatch: listener lookup panel', () => {
       for (const e of evs) {
         const ex = host.lookup(hostPacket(plan, sim.opts.proto, e.tuple, e.cpu, e.payload));
         const v = lookupView(plan, results, ex);
-        expect(v.walks.map((w) => w.caption)).toEqual(ex.tables.map((t) => t.table));
+        expect(v.walks.map((w) => w.caption)).toEqual(ex.tables.map((t) => say('en', 'table_name', t.table)));
         v.walks.forEach((w, i) => {
           const cands = ex.tables[i]!.candidates;
           expect(w.sockets).toEqual(cands.map((x) => x.socket));
-          expect(w.rows.map((r) => [r[0]!.split(' ').slice(0, 2).join(' '), r[1]!.split(' ')[0], r[2]])).toEqual(cands.map((x) => [`socket ${x.socket}`, String(x.score), x.outcome]));
+          expect(w.rows.map((r) => [r[0]!.split(' ').slice(0, 2).join(' '), r[1]!.split(' ')[0], r[2]])).toEqual(cands.map((x) => [`socket ${x.socket}`, String(x.score), say('en', 'candidate_outcome', x.outcome)]));
         });
         // Nothing closed: the Host's answer is the live group's, numbered the same way.
         expect(v.listener).toBe(e.listener);
@@ -152,5 +153,5 @@ describe('dispatch: listener lookup panel', () => {
 });
 
 function v0(host: Host, plan: ReturnType<typeof groupPlan>, e: { tuple: { saddr: string; sport: number; daddr: string; dport: number }; cpu: number; payload: number | null }): string {
-  return host.lookup(hostPacket(plan, plan.layout.sockets[0]!.proto, e.tuple, e.cpu, e.payload)).tables[0]!.table;
+  return say('en', 'table_name', host.lookup(hostPacket(plan, plan.layout.sockets[0]!.proto, e.tuple, e.cpu, e.payload)).tables[0]!.table);
 }

@@ -13,6 +13,7 @@ import type { LookupExplain } from '../../model/generated/LookupExplain';
 import type { Packet } from '../../model/generated/Packet';
 import type { Program } from '../../model/generated/Program';
 import type { SocketSpec } from '../../model/generated/SocketSpec';
+import { say, sayRefusal, type Lang } from '../../model/messages';
 
 /** Which layout the lookup panel asks about. */
 export type LookupScene = 'group' | 'addr_any';
@@ -148,13 +149,13 @@ function sockLabel(plan: HostPlan, results: CallResult[], s: number): string {
 }
 
 /** Turns the model's lookup into rows: one table per bucket walked, one row per candidate the model listed. */
-export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExplain): LookupView {
+export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExplain, lang: Lang = 'en'): LookupView {
   const walks = ex.tables.map((t) => ({
-    caption: t.table,
-    source: t.source,
+    caption: say(lang, 'table_name', t.table),
+    source: say(lang, 'kernel_source', t.source),
     daddr: t.daddr,
     head: ['socket', 'compute_score', 'outcome'],
-    rows: t.candidates.map((c) => [sockLabel(plan, results, c.socket), c.score < 0 ? `${c.score} (no match)` : String(c.score), c.outcome]),
+    rows: t.candidates.map((c) => [sockLabel(plan, results, c.socket), c.score < 0 ? `${c.score} (no match)` : String(c.score), say(lang, 'candidate_outcome', c.outcome)]),
     sockets: t.candidates.map((c) => c.socket),
     highlight: t.candidates.flatMap((c, i) => (c.socket === ex.socket ? [i] : [])),
     chips: t.candidates.map((c) => {
@@ -167,12 +168,12 @@ export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExpl
   const listener = ex.socket === null ? null : (plan.listenerOf[ex.socket] ?? null);
   const who = ex.socket === null ? 'no socket receives it' : `${sockLabel(plan, results, ex.socket)} receives it${listener !== null ? `: listener L${listener} of the visualized group` : ''}`;
   const groupLine = g
-    ? `Reuseport group ${g.group} (members by number: ${g.members.map((s, m) => `${m}→socket ${s}`).join(', ')}) picked member ${g.explain.listener ?? 'none'}${g.explain.slot !== null ? ` in socks[${g.explain.slot}]` : ''}, hash ${g.explain.hash.hashHex}${g.explain.fallback ? `; ${g.explain.fallback}` : ''}.`
+    ? `Reuseport group ${g.group} (members by number: ${g.members.map((s, m) => `${m}→socket ${s}`).join(', ')}) picked member ${g.explain.listener ?? 'none'}${g.explain.slot !== null ? ` in socks[${g.explain.slot}]` : ''}, hash ${g.explain.hash.hashHex}${g.explain.fallback ? `; ${say(lang, 'fallback', g.explain.fallback)}` : ''}.`
     : null;
   const refusals = results.flatMap((r) =>
     (['bind', 'listen', 'attach'] as const).flatMap((call) => {
       const x = r[call];
-      return x ? [`socket ${r.socket}: ${call}() fails with ${x.errno}${x.with !== null && x.with !== undefined ? ` (against socket ${x.with})` : ''}: ${x.rule}`] : [];
+      return x ? [`socket ${r.socket}: ${call}() fails with ${x.errno}${x.with !== null && x.with !== undefined ? ` (against socket ${x.with})` : ''}: ${sayRefusal(lang, x)}`] : [];
     }),
   );
   return {
@@ -182,9 +183,9 @@ export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExpl
     member: member >= 0 ? member : null,
     walks,
     groupLine,
-    reason: ex.reason,
-    skLookup: ex.skLookup,
-    notes: ex.notes,
+    reason: ex.reason === null ? '' : say(lang, 'lookup_reason', ex.reason),
+    skLookup: ex.skLookup === null ? null : say(lang, 'sk_lookup_outcome', ex.skLookup),
+    notes: ex.notes.map((n) => say(lang, 'note', n)),
     refusals,
   };
 }

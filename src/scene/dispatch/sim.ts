@@ -8,6 +8,7 @@
 import { Group, NO_LISTENER, V4Batch, type Change, type Explain, type GroupSummary, type Proto } from '../../model/index';
 import type { CpuPin } from '../../model/generated/CpuPin';
 import type { Program } from '../../model/generated/Program';
+import { say } from '../../model/messages';
 import { makeClients, SERVER, type Client } from './clients';
 import { EventLog, type DispatchEvent } from './events';
 import { COL, clientY, hashToY, along } from './layout';
@@ -401,8 +402,10 @@ export class DispatchSim {
     const seq0 = this.log.nextSeq;
     const ev = (k: number, kind: PacketKind, dt: number, note: string): DispatchEvent => ({ ...base, seq: seq0 + k, kind, t: t + dt, note });
     const where = listener === null ? 'no socket' : `listener ${listener}${ex?.slot != null ? ` (socks[${ex.slot}])` : ''}`;
-    if (this.opts.proto === 'udp') return [ev(0, 'UDP', 0, listener === null ? `datagram ${n} dropped: ${ex?.fallback ?? (err || 'no socket')}` : `datagram ${n} (payload ${n}) to ${where}`)];
-    if (listener === null) return [ev(0, 'SYN', 0, `SYN: ${ex?.fallback ?? (err || 'no socket')}`), ev(1, 'RST', TRAVEL.SYN * 0.4, 'RST back to the client: no listener took the SYN')];
+    // The event list is written in English, as the rest of the visualizer's words.
+    const fallback = ex?.fallback ? say('en', 'fallback', ex.fallback) : err || 'no socket';
+    if (this.opts.proto === 'udp') return [ev(0, 'UDP', 0, listener === null ? `datagram ${n} dropped: ${fallback}` : `datagram ${n} (payload ${n}) to ${where}`)];
+    if (listener === null) return [ev(0, 'SYN', 0, `SYN: ${fallback}`), ev(1, 'RST', TRAVEL.SYN * 0.4, 'RST back to the client: no listener took the SYN')];
     return [
       ev(0, 'SYN', 0, `SYN to ${where}`),
       ev(1, 'SYN-ACK', TRAVEL.SYN, `SYN-ACK from listener ${listener}`),

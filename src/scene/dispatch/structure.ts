@@ -3,6 +3,7 @@
  * capacity of socks[]), from the model's group state. No DOM.
  */
 import type { Explain, SelectionPath } from '../../model/index';
+import { say, type Lang } from '../../model/messages';
 import { listenerMark, type FillStyle } from './palette';
 import type { DispatchSim } from './sim';
 
@@ -61,13 +62,13 @@ export function structure(sim: DispatchSim): Structure {
   };
 }
 
-function pickText(p: SelectionPath): string {
+function pickText(p: SelectionPath, lang: Lang): string {
   if (p.kind === 'by_hash') return `× ${p.numSocks} = 0x${p.productHex}, >> 32 = slot ${p.scaled}`;
-  if (p.kind === 'program') return `${p.program}: ${p.returned}${p.then ? `; then ${pickText(p.then)}` : ''}`;
+  if (p.kind === 'program') return `${say(lang, 'program_summary', p.program)}: ${say(lang, 'program_return', p.returned)}${p.then ? `; then ${pickText(p.then, lang)}` : ''}`;
   return `reservoir scan over ${p.steps.length} listeners`;
 }
 
 /** The hash marker's label: the model's hash, product and slot for one packet. */
-export function markerText(e: Explain): string {
-  return `hash 0x${e.hash.hashHex} ${pickText(e.pick)} → ${e.listener === null ? 'no socket' : `L${e.listener}`}`;
+export function markerText(e: Explain, lang: Lang = 'en'): string {
+  return `hash 0x${e.hash.hashHex} ${pickText(e.pick, lang)} → ${e.listener === null ? 'no socket' : `L${e.listener}`}`;
 }

@@ -5,6 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::hash::HashTrace;
+use crate::message::{
+    Fallback, KernelSource, Note, ProgramOutcome, ProgramReturn, ProgramSummary, ReservoirOutcome,
+    RingOutcome,
+};
 use crate::profile::{Release, Selection};
 use crate::tuple::{Proto, Tuple};
 
@@ -31,10 +35,10 @@ pub struct Explain {
     pub listener: Option<u32>,
     /// Its index in `socks[]` (group era only).
     pub slot: Option<u32>,
-    /// A fallback the kernel took, in words.
-    pub fallback: Option<String>,
+    /// A fallback the kernel took.
+    pub fallback: Option<Fallback>,
     /// Caveats and simplifications that apply to this answer.
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
 }
 
 /// The group at the moment of the lookup.
@@ -72,7 +76,7 @@ pub enum Pick {
     /// `reuseport_select_sock` → select by hash over `socks[]`.
     ByHash {
         /// Kernel function, file and release.
-        source: String,
+        source: KernelSource,
         /// `num_socks`, the `n` of `reciprocal_scale`.
         num_socks: u32,
         /// `hash * num_socks` as a 64-bit product, decimal.
@@ -87,13 +91,13 @@ pub enum Pick {
     /// A program attached to the group decided, or handed over.
     Program {
         /// Kernel function, file and release.
-        source: String,
+        source: KernelSource,
         /// What the program does.
-        program: String,
+        program: ProgramSummary,
         /// What it returned.
-        returned: String,
+        returned: ProgramReturn,
         /// What the kernel made of that.
-        outcome: String,
+        outcome: ProgramOutcome,
         /// The selection that followed, when the program did not decide.
         #[cfg_attr(feature = "ts", ts(as = "Option<Pick>"))]
         then: Option<Box<Pick>>,
@@ -101,7 +105,7 @@ pub enum Pick {
     /// The 3.9–4.5 reservoir scan over the listener chain.
     Reservoir {
         /// Kernel function, file and release.
-        source: String,
+        source: KernelSource,
         /// Each listener on the chain, in chain order (newest first).
         steps: Vec<ReservoirStep>,
     },
@@ -115,8 +119,8 @@ pub struct RingStep {
     pub slot: u32,
     /// The listener there.
     pub listener: u32,
-    /// What happened there, in words.
-    pub outcome: String,
+    /// What happened there.
+    pub outcome: RingOutcome,
     /// Whether this slot's member was returned.
     pub chosen: bool,
 }
@@ -141,6 +145,6 @@ pub struct ReservoirStep {
     pub scaled: Option<u32>,
     /// Whether this socket became the current pick.
     pub taken: bool,
-    /// In words.
-    pub outcome: String,
+    /// What happened.
+    pub outcome: ReservoirOutcome,
 }

@@ -11,6 +11,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use crate::jhash::{final_c, jhash2, jhash_3words, mix, JhashForm};
+use crate::message::{JhashRole, KernelSource, LaddrReason};
 use crate::profile::{Profile, Release, V4Form, V6Form};
 use crate::tuple::{port_raw, v4_word, v6_words, Proto};
 
@@ -40,8 +41,8 @@ pub struct Keys {
 pub struct JhashCall {
     /// `jhash_3words`, `jhash2` or `jhash (single pass)`.
     pub function: String,
-    /// What this call computes (`the whole hash`, `foreign address`).
-    pub role: String,
+    /// What this call computes.
+    pub role: JhashRole,
     /// The words fed in, in order, as 8-digit hex in kernel byte order.
     pub words: Vec<String>,
     /// The initval, hex.
@@ -57,14 +58,14 @@ pub struct JhashCall {
 pub struct HashTrace {
     /// Kernel function (`inet_ehashfn`, `udp_ehashfn`, `inet6_ehashfn`, `udp6_ehashfn`).
     pub function: String,
-    /// File and release of the rule followed.
-    pub source: String,
+    /// Function, file and release of the rule followed.
+    pub source: KernelSource,
     /// The formula, written out.
     pub formula: String,
     /// The local address fed to the hash.
     pub laddr: String,
     /// Why that local address (the destination, or 0 for a wildcard pass).
-    pub laddr_reason: String,
+    pub laddr_reason: LaddrReason,
     /// The jhash calls, innermost first.
     pub calls: Vec<JhashCall>,
     /// `lport` when it is added outside the jhash (TCP from 6.15).
@@ -221,10 +222,10 @@ pub fn reuseport_hash(
     }
 }
 
-fn call(function: &str, role: &str, words: &[u32], initval: u32, result: u32) -> JhashCall {
+fn call(function: &str, role: JhashRole, words: &[u32], initval: u32, result: u32) -> JhashCall {
     JhashCall {
         function: function.into(),
-        role: role.into(),
+        role,
         words: words.iter().map(|w| hex(*w)).collect(),
         initval: hex(initval),
         result: hex(result),
@@ -262,7 +263,7 @@ pub fn trace(
     p: &Profile,
     proto: Proto,
     laddr: IpAddr,
-    laddr_reason: String,
+    laddr_reason: LaddrReason,
     lport: u16,
     faddr: IpAddr,
     sport: u16,
@@ -295,7 +296,7 @@ pub fn trace(
             let inner = h.wrapping_sub(added.unwrap_or(0) as u32);
             calls.push(call(
                 jname,
-                "the whole hash",
+                JhashRole::WholeHash,
                 &[lw, fw, third],
                 keys.v4,
                 inner,
@@ -316,10 +317,9 @@ pub fn trace(
                     words.push(port_raw(sport));
                     calls.push(JhashCall {
                         function: "jhash (single pass over 9 words)".into(),
-                        role: format!(
-                            "the whole hash; net_hash_mix {} is XORed into the first word",
-                            hex(keys.v6_outer)
-                        ),
+                        role: JhashRole::WholeHashSinglePass {
+                            net_hash_mix: hex(keys.v6_outer),
+                        },
                         words: words.iter().map(|w| hex(*w)).collect(),
                         initval: hex(keys.v6_inner),
                         result: hex(h.wrapping_sub(lport as u32)),
@@ -331,7 +331,7 @@ pub fn trace(
                     if form == V6Form::ClassicXorFold {
                         calls.push(call(
                             jname,
-                            "foreign address, XOR-folded (__ipv6_addr_jhash)",
+                            JhashRole::ForeignAddressXorFolded,
                             &[fw[0] ^ fw[1], fw[2], fw[3]],
                             keys.v6_inner,
                             fh,
@@ -339,7 +339,7 @@ pub fn trace(
                     } else {
                         calls.push(call(
                             "jhash2",
-                            "foreign address, all 128 bits (__ipv6_addr_jhash, 6.5+)",
+                            JhashRole::ForeignAddressJhash2,
                             &fw,
                             keys.v6_inner,
                             fh,
@@ -360,7 +360,7 @@ pub fn trace(
                     };
                     calls.push(call(
                         jname,
-                        "the whole hash: last word of the local address, foreign hash, ports",
+                        JhashRole::WholeHashV6,
                         &[lw[3], fh, third],
                         keys.v6_outer,
                         h.wrapping_sub(added.unwrap_or(0) as u32),
@@ -373,7 +373,7 @@ pub fn trace(
     };
     HashTrace {
         function: function.to_string(),
-        source: format!("{file} (profile {})", p.release),
+        source: KernelSource::new(function, file, p.release),
         formula,
         laddr: laddr.to_string(),
         laddr_reason,
@@ -449,7 +449,7 @@ mod tests {
             p,
             Proto::Tcp,
             "127.0.0.1".parse().unwrap(),
-            "dest".into(),
+            LaddrReason::WildcardDaddr,
             8080,
             "127.0.0.9".parse().unwrap(),
             40000,
@@ -467,7 +467,7 @@ mod tests {
             p,
             Proto::Udp,
             "127.0.0.1".parse().unwrap(),
-            "dest".into(),
+            LaddrReason::WildcardDaddr,
             8080,
             "127.0.0.9".parse().unwrap(),
             40000,

@@ -20,6 +20,10 @@
 //! 5. **Explain** ([`explain`]): the record of all of the above for one
 //!    packet, which every view renders.
 //!
+//! Records carry outcomes as data, never sentences ([`message`]): the
+//! sentence tables in `messages/` at the repository root put them into words,
+//! one table per language.
+//!
 //! Bulk selection for benchmarks and animations is in [`batch`]; the text
 //! formats people paste are parsed in [`tuple`].
 //!
@@ -34,6 +38,7 @@ pub mod hash;
 pub mod isa;
 pub mod jhash;
 pub mod lookup;
+pub mod message;
 pub mod profile;
 pub mod recover;
 pub mod reuseport;

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ProfileError;
 use crate::jhash::JhashForm;
+use crate::message::Note;
 
 /// A kernel release, major and minor (`6.18`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -350,28 +351,26 @@ impl Profile {
 
     /// What this profile includes that its mainline x.y.0 did not, and other
     /// caveats a reader should see beside a result.
-    pub fn notes(&self) -> Vec<String> {
+    pub fn notes(&self) -> Vec<Note> {
         let mut notes = Vec::new();
-        let rel = self.release;
-        if (rel == r(5, 4) || rel == r(5, 10)) && self.tcp6 == ClassicJhash2 {
-            notes.push(format!(
-                "{rel} as in its late stable releases: IPv6 foreign addresses hashed with jhash2 (d11b0df7ddf1) and the udp6 secret fix are backports; early {rel}.y releases XOR-fold the address"
-            ));
+        let release = self.release;
+        if (release == r(5, 4) || release == r(5, 10)) && self.tcp6 == ClassicJhash2 {
+            notes.push(Note::LateStableIpv6Hash { release });
         }
-        if rel == r(6, 1) {
-            notes.push("6.1 as in its stable releases: the SO_INCOMING_CPU ring scan (b261eda84ec1) and the IPv6 jhash2 change are backports; 6.1.0 had neither".into());
+        if release == r(6, 1) {
+            notes.push(Note::StableIncomingCpuRing { release });
         }
-        if rel == r(5, 15) {
-            notes.push("5.15: no 5.15 tree was read; the IPv6 hash form follows mainline 5.15.0 and may differ on later 5.15.y stable kernels that took d11b0df7ddf1".into());
+        if release == r(5, 15) {
+            notes.push(Note::MainlineIpv6Hash { release });
         }
-        if rel == r(4, 19) {
-            notes.push("4.19: the 4.16–4.18 lookup with the SK_REUSEPORT programs of 4.19; no 4.19 tree was read".into());
+        if release == r(4, 19) {
+            notes.push(Note::OlderLookupNewPrograms { release });
         }
-        if rel == r(4, 5) {
-            notes.push("4.5: inferred from the 4.5 commit messages and the 4.4 and 4.6 trees; no 4.5 tree was read".into());
+        if release == r(4, 5) {
+            notes.push(Note::InferredFromNeighbours { release });
         }
-        if rel == r(7, 2) {
-            notes.push("7.2: the single-pass IPv6 TCP hash is first seen in 7.2.13; its first release between 6.19 and 7.2 is unknown".into());
+        if release == r(7, 2) {
+            notes.push(Note::SinglePassFirstSeen { release });
         }
         notes
     }

@@ -15,8 +15,12 @@ use crate::explain::{Explain, GroupSummary, Pick, ReservoirStep, RingStep};
 use crate::group::{AddEffect, SockArray};
 use crate::hash::{self, hex, HashTrace, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
+use crate::message::{
+    Fallback, KernelSource, LaddrReason, Note, ProgramOutcome, ProgramReturn, ProgramSummary,
+    RefusalRule, ReservoirOutcome, ResetReason, RingOutcome,
+};
 use crate::profile::{
-    BpfFallback, GroupScan, Profile, Selection, WildcardLaddr, UDP_HASH2_THRESHOLD,
+    BpfFallback, GroupScan, Profile, Release, Selection, WildcardLaddr, UDP_HASH2_THRESHOLD,
 };
 use crate::tuple::{canonical, unspecified_like, Proto, Tuple};
 
@@ -87,8 +91,36 @@ pub enum Program {
 enum ProgramResult {
     Index(u32),
     Selected(u32),
-    PassWithoutSelection(String),
-    Drop(String),
+    PassWithoutSelection(Miss),
+    Drop(Miss),
+}
+
+/// Why an SK_REUSEPORT program selected nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Miss {
+    NoPayload,
+    NotListening { key: u32, listener: u32 },
+    NoEntry { key: u32 },
+    SelectedNothing,
+    ReturnedDrop,
+}
+
+impl Miss {
+    /// What the kernel made of it: select-by-hash decides, or the packet
+    /// is dropped.
+    fn outcome(self, pass: bool) -> ProgramOutcome {
+        use ProgramOutcome as O;
+        match (self, pass) {
+            (Miss::NoPayload, true) => O::PassNoPayload,
+            (Miss::NoPayload, false) => O::DropNoPayload,
+            (Miss::NotListening { key, listener }, true) => O::PassNotListening { key, listener },
+            (Miss::NotListening { key, listener }, false) => O::DropNotListening { key, listener },
+            (Miss::NoEntry { key }, true) => O::PassNoEntry { key },
+            (Miss::NoEntry { key }, false) => O::DropNoEntry { key },
+            (Miss::SelectedNothing, _) => O::PassSelectedNothing,
+            (Miss::ReturnedDrop, _) => O::DropReturned,
+        }
+    }
 }
 
 impl Program {
@@ -99,31 +131,35 @@ impl Program {
         )
     }
 
-    fn source(&self) -> &'static str {
+    /// Where the kernel runs the program: `bpf_run_sk_reuseport` (4.19+,
+    /// called from `reuseport_select_sock`) or `run_bpf_filter` (4.5 UDP,
+    /// 4.6 TCP).
+    fn source(&self, release: Release) -> KernelSource {
         if self.is_sk_reuseport() {
-            "bpf_run_sk_reuseport, net/core/filter.c (4.19+), called from reuseport_select_sock"
+            KernelSource::new("bpf_run_sk_reuseport", "net/core/filter.c", release)
         } else {
-            "run_bpf_filter, net/core/sock_reuseport.c (4.5 UDP, 4.6 TCP)"
+            KernelSource::new("run_bpf_filter", "net/core/sock_reuseport.c", release)
         }
     }
 
-    fn describe(&self) -> String {
+    fn describe(&self) -> ProgramSummary {
         match self {
-            Program::Cpu => "socket filter returning the receiving CPU (SKF_AD_CPU)".into(),
-            Program::PayloadMod { modulus } => {
-                format!("socket filter returning the first payload word mod {modulus}")
-            }
-            Program::Index { index } => format!("socket filter returning {index}"),
+            Program::Cpu => ProgramSummary::Cpu,
+            Program::PayloadMod { modulus } => ProgramSummary::PayloadMod { modulus: *modulus },
+            Program::Index { index } => ProgramSummary::Index { index: *index },
             Program::SockArray {
                 sockarray,
                 pass_on_failure,
-            } => format!(
-                "SK_REUSEPORT: select sockarray[payload word] from {} entries, {} on failure",
-                sockarray.len(),
-                if *pass_on_failure { "pass" } else { "drop" }
-            ),
-            Program::Pass => "SK_REUSEPORT returning SK_PASS without selecting".into(),
-            Program::Drop => "SK_REUSEPORT returning SK_DROP".into(),
+            } => {
+                let entries = sockarray.len() as u32;
+                if *pass_on_failure {
+                    ProgramSummary::SockArrayPass { entries }
+                } else {
+                    ProgramSummary::SockArrayDrop { entries }
+                }
+            }
+            Program::Pass => ProgramSummary::Pass,
+            Program::Drop => ProgramSummary::Drop,
         }
     }
 
@@ -145,7 +181,7 @@ impl Program {
                 sockarray,
                 pass_on_failure,
             } => {
-                let failed = |why: String| {
+                let failed = |why: Miss| {
                     if *pass_on_failure {
                         ProgramResult::PassWithoutSelection(why)
                     } else {
@@ -153,18 +189,18 @@ impl Program {
                     }
                 };
                 let Some(key) = ctx.payload else {
-                    return failed("no payload to read the key from".into());
+                    return failed(Miss::NoPayload);
                 };
                 match sockarray.get(key as usize) {
-                    Some(&l) if listening.contains(&l) && is_listening(l) => ProgramResult::Selected(l),
-                    Some(&l) => failed(format!("sockarray[{key}] holds listener {l}, which is not a listening member: bpf_sk_select_reuseport fails")),
-                    None => failed(format!("sockarray has no entry {key}: bpf_sk_select_reuseport fails with -ENOENT")),
+                    Some(&l) if listening.contains(&l) && is_listening(l) => {
+                        ProgramResult::Selected(l)
+                    }
+                    Some(&l) => failed(Miss::NotListening { key, listener: l }),
+                    None => failed(Miss::NoEntry { key }),
                 }
             }
-            Program::Pass => {
-                ProgramResult::PassWithoutSelection("the program selected nothing".into())
-            }
-            Program::Drop => ProgramResult::Drop("the program returned SK_DROP".into()),
+            Program::Pass => ProgramResult::PassWithoutSelection(Miss::SelectedNothing),
+            Program::Drop => ProgramResult::Drop(Miss::ReturnedDrop),
         }
     }
 }
@@ -186,7 +222,7 @@ pub enum Migration {
     /// The request is reset.
     Reset {
         /// Why.
-        reason: String,
+        reason: ResetReason,
     },
 }
 
@@ -207,8 +243,8 @@ struct Outcome {
     listener: Option<u32>,
     slot: Option<u32>,
     pick: Option<Pick>,
-    fallback: Option<String>,
-    notes: Vec<String>,
+    fallback: Option<Fallback>,
+    notes: Vec<Note>,
 }
 
 /// Everything that describes one group: one typed object, the same across
@@ -784,6 +820,36 @@ impl ReuseportGroup {
         Ok(Change::Unchanged)
     }
 
+    /// Why the kernel would refuse to attach `program` to this group, with
+    /// the place it does so; `None` when the attach succeeds.
+    pub fn attach_refusal(&self, program: &Program) -> Option<(RefusalRule, KernelSource)> {
+        let release = self.profile.release;
+        if program.is_sk_reuseport() && !self.profile.sk_reuseport_prog {
+            // BPF_PROG_TYPE_SK_REUSEPORT arrived in 4.19: an unknown type to BPF_PROG_LOAD.
+            return Some((
+                RefusalRule::NoSkReuseportProgram,
+                KernelSource::new("find_prog_type", "kernel/bpf/syscall.c", release),
+            ));
+        }
+        if self.selection() == Selection::Reservoir {
+            let since = match self.proto {
+                Proto::Tcp => Release::new(4, 6),
+                Proto::Udp => Release::new(4, 5),
+            };
+            return Some((
+                RefusalRule::NoGroups { since },
+                KernelSource::new("sock_setsockopt", "net/core/sock.c", release),
+            ));
+        }
+        if matches!(program, Program::PayloadMod { modulus: 0 }) {
+            return Some((
+                RefusalRule::PayloadModZero,
+                KernelSource::new("bpf_check_classic", "net/core/filter.c", release),
+            ));
+        }
+        None
+    }
+
     /// Attaches (or replaces, for the whole group) a program, or detaches it
     /// with `None` (`SO_DETACH_REUSEPORT_BPF`, 5.3+).
     pub fn attach_program(
@@ -798,29 +864,31 @@ impl ReuseportGroup {
                     why: format!("it arrived in 5.3; profile {} cannot detach a program", self.profile.release),
                 })
             }
-            Some(p) if p.is_sk_reuseport() && !self.profile.sk_reuseport_prog => {
-                return Err(GroupError::Unsupported {
-                    what: "an SK_REUSEPORT program".into(),
-                    why: format!("BPF_PROG_TYPE_SK_REUSEPORT arrived in 4.19; profile {} does not have it", self.profile.release),
-                })
-            }
-            Some(_) if self.selection() == Selection::Reservoir => {
-                return Err(GroupError::Unsupported {
-                    what: "SO_ATTACH_REUSEPORT_CBPF/EBPF".into(),
-                    why: format!(
-                        "{} reuseport groups, which programs attach to, arrived in {}; profile {} has none",
-                        if self.proto == Proto::Tcp { "TCP" } else { "UDP" },
-                        if self.proto == Proto::Tcp { "4.6" } else { "4.5" },
-                        self.profile.release
-                    ),
-                })
-            }
-            Some(Program::PayloadMod { modulus: 0 }) => {
-                return Err(GroupError::Unsupported {
-                    what: "a payload modulo 0".into(),
-                    why: "the classic BPF verifier refuses a division by the constant 0 (EINVAL)".into(),
-                })
-            }
+            Some(p) => match self.attach_refusal(p).map(|(rule, _)| rule) {
+                Some(RefusalRule::NoSkReuseportProgram) => {
+                    return Err(GroupError::Unsupported {
+                        what: "an SK_REUSEPORT program".into(),
+                        why: format!("BPF_PROG_TYPE_SK_REUSEPORT arrived in 4.19; profile {} does not have it", self.profile.release),
+                    })
+                }
+                Some(RefusalRule::NoGroups { since }) => {
+                    return Err(GroupError::Unsupported {
+                        what: "SO_ATTACH_REUSEPORT_CBPF/EBPF".into(),
+                        why: format!(
+                            "{} reuseport groups, which programs attach to, arrived in {since}; profile {} has none",
+                            if self.proto == Proto::Tcp { "TCP" } else { "UDP" },
+                            self.profile.release
+                        ),
+                    })
+                }
+                Some(_) => {
+                    return Err(GroupError::Unsupported {
+                        what: "a payload modulo 0".into(),
+                        why: "the classic BPF verifier refuses a division by the constant 0 (EINVAL)".into(),
+                    })
+                }
+                None => {}
+            },
             _ => {}
         }
         self.program = program;
@@ -917,14 +985,16 @@ impl ReuseportGroup {
 
     /// The local address the lookup pass that finds this group feeds to the
     /// hash, and why (kernel-history.md §2.6).
-    pub fn hashed_laddr(&self, t: &Tuple) -> (IpAddr, String) {
+    pub fn hashed_laddr(&self, t: &Tuple) -> (IpAddr, LaddrReason) {
         let rule = self.laddr_rule();
         let why = match rule {
-            LaddrRule::Specific => format!("the group is bound to {}: the exact-address pass hashes the destination", self.bind),
-            LaddrRule::WildcardZero => "wildcard group: from 5.0 the second lookup pass runs with daddr = INADDR_ANY, so the hash sees 0 (net/ipv4/inet_hashtables.c, net/ipv4/udp.c, 5.0+)".into(),
-            LaddrRule::WildcardDaddr => format!("wildcard group: before 5.0 the lookup hashes the real destination (profile {})", self.profile.release),
-            LaddrRule::PortSlotOverTen(count) => format!("wildcard group with {count} sockets on the port slot (more than 10): the hash2 path's wildcard pass hashes INADDR_ANY (net/ipv4/udp.c, 3.9–4.6)"),
-            LaddrRule::PortSlotTenOrFewer(count) => format!("wildcard group with {count} sockets on the port slot (10 or fewer): the port-slot scan hashes the real destination (net/ipv4/udp.c, 3.9–4.6)"),
+            LaddrRule::Specific => LaddrReason::Specific {
+                bind: self.bind.to_string(),
+            },
+            LaddrRule::WildcardZero => LaddrReason::WildcardZero,
+            LaddrRule::WildcardDaddr => LaddrReason::WildcardDaddr,
+            LaddrRule::PortSlotOverTen(count) => LaddrReason::PortSlotOverTen { count },
+            LaddrRule::PortSlotTenOrFewer(count) => LaddrReason::PortSlotTenOrFewer { count },
         };
         (rule.apply(t.daddr), why)
     }
@@ -1014,7 +1084,7 @@ impl ReuseportGroup {
         t: &Tuple,
         ctx: &PacketCtx,
         laddr: IpAddr,
-        why: &str,
+        why: LaddrReason,
     ) -> Result<(GroupAnswer, Explain), SetupError> {
         let t = Tuple {
             saddr: canonical(t.saddr),
@@ -1035,7 +1105,7 @@ impl ReuseportGroup {
             self.profile,
             self.proto,
             laddr,
-            why.to_string(),
+            why,
             t.dport,
             t.saddr,
             t.sport,
@@ -1053,23 +1123,22 @@ impl ReuseportGroup {
         standalone: bool,
     ) -> (GroupAnswer, Explain) {
         let o = self.pick(&t, hash.hash, ctx, true, standalone);
-        let answer = match (o.listener, o.fallback.as_deref()) {
+        let answer = match (o.listener, o.fallback) {
             (Some(l), _) => GroupAnswer::Member(l),
-            (None, Some(f)) if f.starts_with("SK_DROP") => GroupAnswer::Drop,
+            (None, Some(Fallback::SkDrop)) => GroupAnswer::Drop,
             (None, _) => GroupAnswer::Null,
         };
         let mut notes = self.profile.notes();
         notes.extend(o.notes);
         if self.selection() == Selection::Reservoir && self.members.iter().any(|m| m.connected) {
-            notes.push("connected members are treated as not matching this packet; a packet from a member's own peer is matched by the full lookup".into());
+            notes.push(Note::ConnectedMembersUnmatched);
         }
         if standalone
             && self.profile.udp_wildcard_laddr == WildcardLaddr::ZeroAboveTen
             && self.proto == Proto::Udp
             && self.bind.is_unspecified()
         {
-            notes
-                .push("the port-slot count assumes no other UDP socket on this port's slot".into());
+            notes.push(Note::PortSlotAssumedAlone);
         }
         let e = Explain {
             profile: self.profile.release,
@@ -1117,11 +1186,11 @@ impl ReuseportGroup {
                 let mut steps = Vec::new();
                 o.listener = self.reservoir(c, t, h, ctx.cpu, record.then_some(&mut steps));
                 if o.listener.is_none() {
-                    o.fallback = Some("no listening member matches: no socket is returned".into());
+                    o.fallback = Some(Fallback::NoListeningMatch);
                 }
                 if record {
                     o.pick = Some(Pick::Reservoir {
-                        source: self.reservoir_source().into(),
+                        source: self.reservoir_source(),
                         steps,
                     });
                 }
@@ -1136,8 +1205,10 @@ impl ReuseportGroup {
         let ran = program.run(ctx, a.listening(), |l| {
             self.members[l as usize].state == MemberState::Listening
         });
-        let describe = |then: Option<Box<Pick>>, returned: String, outcome: String| Pick::Program {
-            source: program.source().into(),
+        let describe = |then: Option<Box<Pick>>,
+                        returned: ProgramReturn,
+                        outcome: ProgramOutcome| Pick::Program {
+            source: program.source(self.profile.release),
             program: program.describe(),
             returned,
             outcome,
@@ -1150,66 +1221,78 @@ impl ReuseportGroup {
                 if record {
                     o.pick = Some(describe(
                         None,
-                        format!("index {i}"),
-                        format!("{i} < num_socks {n}: socks[{i}]"),
+                        ProgramReturn::Index { index: i },
+                        ProgramOutcome::InRange {
+                            index: i,
+                            num_socks: n,
+                        },
                     ));
                 }
                 o
             }
-            ProgramResult::Index(i) => {
-                let why = format!("{i} is not below num_socks {n}: an invalid index");
-                match self.profile.bpf_invalid_index {
-                    BpfFallback::Hash => {
-                        let inner = self.by_hash(a, h, ctx.cpu, record);
-                        Outcome {
-                            pick: record.then(|| {
-                                describe(
-                                    inner.pick.map(Box::new),
-                                    format!("index {i}"),
-                                    format!("{why}; falls back to select-by-hash (4.16+)"),
-                                )
-                            }),
-                            ..inner
-                        }
-                    }
-                    BpfFallback::Reservoir if !standalone => {
-                        o.fallback = Some("invalid program index: reuseport_select_sock returns NULL and the caller's reservoir scan goes on (before 4.16)".into());
-                        if record {
-                            o.pick = Some(describe(
-                                None,
-                                format!("index {i}"),
-                                format!("{why}; the group returns NULL (before 4.16)"),
-                            ));
-                        }
-                        o
-                    }
-                    BpfFallback::Reservoir => {
-                        let mut steps = Vec::new();
-                        let chain = self.group_era_chain();
-                        let l = self.reservoir(&chain, t, h, ctx.cpu, record.then_some(&mut steps));
-                        o.listener = l;
-                        o.slot = l.and_then(|l| self.slot_of(l));
-                        if record {
-                            let inner = Pick::Reservoir {
-                                source:
-                                    "the caller's reservoir scan over listening_hash (4.5–4.15)"
-                                        .into(),
-                                steps,
-                            };
-                            o.pick = Some(describe(Some(Box::new(inner)), format!("index {i}"), format!("{why}; reuseport_select_sock returns NULL and the lookup falls back to the reservoir scan (before 4.16)")));
-                        }
-                        o
+            ProgramResult::Index(i) => match self.profile.bpf_invalid_index {
+                BpfFallback::Hash => {
+                    let inner = self.by_hash(a, h, ctx.cpu, record);
+                    Outcome {
+                        pick: record.then(|| {
+                            describe(
+                                inner.pick.map(Box::new),
+                                ProgramReturn::Index { index: i },
+                                ProgramOutcome::InvalidThenHash {
+                                    index: i,
+                                    num_socks: n,
+                                },
+                            )
+                        }),
+                        ..inner
                     }
                 }
-            }
+                BpfFallback::Reservoir if !standalone => {
+                    o.fallback = Some(Fallback::InvalidIndexNull);
+                    if record {
+                        o.pick = Some(describe(
+                            None,
+                            ProgramReturn::Index { index: i },
+                            ProgramOutcome::InvalidReturnsNull {
+                                index: i,
+                                num_socks: n,
+                            },
+                        ));
+                    }
+                    o
+                }
+                BpfFallback::Reservoir => {
+                    let mut steps = Vec::new();
+                    let chain = self.group_era_chain();
+                    let l = self.reservoir(&chain, t, h, ctx.cpu, record.then_some(&mut steps));
+                    o.listener = l;
+                    o.slot = l.and_then(|l| self.slot_of(l));
+                    if record {
+                        // The caller's reservoir scan over listening_hash (4.5 – 4.15).
+                        let inner = Pick::Reservoir {
+                            source: self.reservoir_source(),
+                            steps,
+                        };
+                        o.pick = Some(describe(
+                            Some(Box::new(inner)),
+                            ProgramReturn::Index { index: i },
+                            ProgramOutcome::InvalidThenReservoir {
+                                index: i,
+                                num_socks: n,
+                            },
+                        ));
+                    }
+                    o
+                }
+            },
             ProgramResult::Selected(l) => {
                 o.listener = Some(l);
                 o.slot = self.slot_of(l);
                 if record {
                     o.pick = Some(describe(
                         None,
-                        "SK_PASS with a selected socket".into(),
-                        format!("bpf_sk_select_reuseport chose listener {l}"),
+                        ProgramReturn::Selected,
+                        ProgramOutcome::Selected { listener: l },
                     ));
                 }
                 o
@@ -1220,28 +1303,34 @@ impl ReuseportGroup {
                     pick: record.then(|| {
                         describe(
                             inner.pick.map(Box::new),
-                            "SK_PASS without a selection".into(),
-                            format!("{why}; select-by-hash decides"),
+                            ProgramReturn::PassWithoutSelection,
+                            why.outcome(true),
                         )
                     }),
                     ..inner
                 }
             }
             ProgramResult::Drop(why) => {
-                o.fallback = Some("SK_DROP: the lookup returns ERR_PTR(-ECONNREFUSED) and the packet is dropped (TCP: no SYN-ACK)".into());
+                o.fallback = Some(Fallback::SkDrop);
                 if record {
-                    o.pick = Some(describe(None, "SK_DROP".into(), why));
+                    o.pick = Some(describe(None, ProgramReturn::Drop, why.outcome(false)));
                 }
                 o
             }
         }
     }
 
-    fn reservoir_source(&self) -> &'static str {
-        match self.proto {
-            Proto::Tcp => "__inet_lookup_listener / inet6_lookup_listener reservoir scan (net/ipv4/inet_hashtables.c, 3.9–4.5)",
-            Proto::Udp => "__udp4_lib_lookup / udp4_lib_lookup2 reservoir scan (net/ipv4/udp.c, 3.9–4.4)",
-        }
+    /// The reservoir scan of the listener lookup (3.9 – 4.5 TCP, 3.9 – 4.4
+    /// UDP, and the 4.5 – 4.15 fallback for an invalid program index).
+    fn reservoir_source(&self) -> KernelSource {
+        let release = self.profile.release;
+        let (func, file) = match (self.proto, self.bind.is_ipv6()) {
+            (Proto::Tcp, false) => ("__inet_lookup_listener", "net/ipv4/inet_hashtables.c"),
+            (Proto::Tcp, true) => ("inet6_lookup_listener", "net/ipv6/inet6_hashtables.c"),
+            (Proto::Udp, false) => ("__udp4_lib_lookup", "net/ipv4/udp.c"),
+            (Proto::Udp, true) => ("__udp6_lib_lookup", "net/ipv6/udp.c"),
+        };
+        KernelSource::new(func, file, release)
     }
 
     fn by_hash(&self, a: &SockArray, h: u32, cpu: u32, record: bool) -> Outcome {
@@ -1255,20 +1344,22 @@ impl ReuseportGroup {
         };
         if got.is_none() {
             o.fallback = Some(if n == 0 {
-                "the group has no listening member: no socket is returned".into()
+                Fallback::NoListeningMember
             } else {
-                "every member is connected: reuseport_select_sock returns NULL and the lookup keeps scanning".into()
+                Fallback::AllConnected
             });
         }
         if record {
-            let source = match self.profile.group_scan {
-                GroupScan::Plain => "reuseport_select_sock, net/core/sock_reuseport.c (4.5–5.3)",
-                GroupScan::SkipConnected => "reuseport_select_sock, net/core/sock_reuseport.c (5.4+: skips connected members)",
-                GroupScan::SkipConnectedPreferCpu => "reuseport_select_sock_by_hash, net/core/sock_reuseport.c (6.2+: SO_INCOMING_CPU ring scan)",
+            // 4.5 – 5.3 plain; 5.4+ skips connected members; 6.2+ the
+            // SO_INCOMING_CPU ring scan in its own function.
+            let func = match self.profile.group_scan {
+                GroupScan::Plain | GroupScan::SkipConnected => "reuseport_select_sock",
+                GroupScan::SkipConnectedPreferCpu => "reuseport_select_sock_by_hash",
             };
+            let source = KernelSource::new(func, "net/core/sock_reuseport.c", self.profile.release);
             let product = h as u64 * n as u64;
             o.pick = Some(Pick::ByHash {
-                source: source.into(),
+                source,
                 num_socks: n,
                 product: product.to_string(),
                 product_hex: format!("{product:x}"),
@@ -1293,13 +1384,15 @@ impl ReuseportGroup {
             ..*t
         };
         if self.proto != Proto::Tcp || !self.profile.closed_tail {
-            return Ok(Migration::Reset { reason: format!("request migration arrived in 5.14 for TCP; profile {} resets the requests of a closed listener", self.profile.release) });
+            return Ok(Migration::Reset {
+                reason: ResetReason::NoMigration {
+                    release: self.profile.release,
+                },
+            });
         }
         if !self.tcp_migrate_req {
             return Ok(Migration::Reset {
-                reason:
-                    "net.ipv4.tcp_migrate_req is 0: the requests of a closed listener are reset"
-                        .into(),
+                reason: ResetReason::MigrateReqOff,
             });
         }
         let a = self.sock_array().expect("group era from 5.14");
@@ -1311,7 +1404,7 @@ impl ReuseportGroup {
                 hash,
             }),
             None => Ok(Migration::Reset {
-                reason: "no listening member is left to take the request".into(),
+                reason: ResetReason::NoListenerLeft,
             }),
         }
     }
@@ -1365,7 +1458,7 @@ impl ReuseportGroup {
             return None;
         }
         let start = reciprocal_scale(hash, n);
-        let mut push = |slot: u32, outcome: String, chosen: bool| {
+        let mut push = |slot: u32, outcome: RingOutcome, chosen: bool| {
             if let Some(r) = rec.as_deref_mut() {
                 r.push(RingStep {
                     slot,
@@ -1377,11 +1470,7 @@ impl ReuseportGroup {
         };
         let scan = self.profile.group_scan;
         if scan == GroupScan::Plain {
-            push(
-                start,
-                "socks[reciprocal_scale(hash, num_socks)]".into(),
-                true,
-            );
+            push(start, RingOutcome::Plain, true);
             return Some((start, socks[start as usize]));
         }
         let prefer_cpu = scan == GroupScan::SkipConnectedPreferCpu && self.incoming_cpu > 0;
@@ -1390,41 +1479,32 @@ impl ReuseportGroup {
         loop {
             let m = &self.members[socks[i as usize] as usize];
             if m.connected {
-                push(i, "connected (TCP_ESTABLISHED): skipped".into(), false);
+                push(i, RingOutcome::ConnectedSkipped, false);
             } else if !prefer_cpu {
                 let why = if scan == GroupScan::SkipConnectedPreferCpu {
-                    "not connected, and no member set SO_INCOMING_CPU: returned"
+                    RingOutcome::NotConnectedNoIncomingCpu
                 } else {
-                    "not connected: returned"
+                    RingOutcome::NotConnected
                 };
-                push(i, why.into(), true);
+                push(i, why, true);
                 return Some((i, socks[i as usize]));
             } else if m.incoming_cpu >= 0 && m.incoming_cpu as u32 == cpu {
-                push(
-                    i,
-                    format!(
-                        "SO_INCOMING_CPU {} equals the receiving CPU: returned",
-                        m.incoming_cpu
-                    ),
-                    true,
-                );
+                push(i, RingOutcome::CpuMatch { cpu }, true);
                 return Some((i, socks[i as usize]));
             } else {
-                let first_note = if first.is_none() {
-                    "; remembered as the first valid member"
-                } else {
-                    ""
+                let outcome = match (m.incoming_cpu, first.is_none()) {
+                    (c, true) if c < 0 => RingOutcome::CpuUnsetFirst { cpu },
+                    (c, false) if c < 0 => RingOutcome::CpuUnset { cpu },
+                    (c, true) => RingOutcome::CpuOtherFirst {
+                        incoming_cpu: c as u32,
+                        cpu,
+                    },
+                    (c, false) => RingOutcome::CpuOther {
+                        incoming_cpu: c as u32,
+                        cpu,
+                    },
                 };
-                let cpu_word = if m.incoming_cpu < 0 {
-                    "unset".to_string()
-                } else {
-                    m.incoming_cpu.to_string()
-                };
-                push(
-                    i,
-                    format!("SO_INCOMING_CPU {cpu_word} is not CPU {cpu}{first_note}"),
-                    false,
-                );
+                push(i, outcome, false);
                 first.get_or_insert(i);
             }
             i = if i + 1 >= n { 0 } else { i + 1 };
@@ -1436,7 +1516,7 @@ impl ReuseportGroup {
             r.push(RingStep {
                 slot: f,
                 listener: socks[f as usize],
-                outcome: "no member on this CPU: the first valid member is returned".into(),
+                outcome: RingOutcome::FirstValid,
                 chosen: true,
             });
         }
@@ -1468,7 +1548,7 @@ impl ReuseportGroup {
                         phash: None,
                         scaled: None,
                         taken: false,
-                        outcome: "connected to another peer: does not match (score -1)".into(),
+                        outcome: ReservoirOutcome::Connected,
                     });
                 }
                 continue;
@@ -1496,11 +1576,18 @@ impl ReuseportGroup {
             if let Some(r) = rec.as_deref_mut() {
                 let scaled = tested.map(|x| reciprocal_scale(x, matches));
                 let outcome = match (tested, scaled) {
-                    (Some(x), Some(0)) => format!("equal score: reciprocal_scale({}, {matches}) = 0, taken", hex(x)),
-                    (Some(x), Some(sc)) => format!("equal score: reciprocal_scale({}, {matches}) = {sc}, kept the current pick", hex(x)),
-                    _ if taken && pos == 0 => format!("score {s}, first match: taken, the reservoir starts with the hash"),
-                    _ if taken => format!("score {s} beats {before}: taken, the reservoir restarts with the hash"),
-                    _ => format!("score {s} is below {hi}: ignored"),
+                    (Some(x), Some(0)) => ReservoirOutcome::EqualTaken {
+                        phash: hex(x),
+                        matches,
+                    },
+                    (Some(x), Some(sc)) => ReservoirOutcome::EqualKept {
+                        phash: hex(x),
+                        matches,
+                        scaled: sc,
+                    },
+                    _ if taken && pos == 0 => ReservoirOutcome::FirstMatch { score: s },
+                    _ if taken => ReservoirOutcome::Beats { score: s, before },
+                    _ => ReservoirOutcome::Below { score: s, best: hi },
                 };
                 r.push(ReservoirStep {
                     position: pos as u32,

@@ -5,6 +5,7 @@
 use std::net::{IpAddr, SocketAddr};
 
 use reuseport_model::lookup::{Family, Host, Layout, Packet, SkLookup, SockState, SocketSpec};
+use reuseport_model::message::{Errno, RefusalRule};
 use reuseport_model::profile::PROFILES;
 use reuseport_model::reuseport::PacketCtx;
 use reuseport_model::{Keys, Profile, Proto, Release, Tuple};
@@ -110,7 +111,7 @@ fn reuseport_addr_any_the_specific_socket_wins_from_5_0() {
                     assert_eq!(
                         x.socket,
                         Some(4),
-                        "{} {proto:?} {specific:?}: {}",
+                        "{} {proto:?} {specific:?}: {:?}",
                         p.release,
                         x.reason
                     );
@@ -131,7 +132,7 @@ fn reuseport_addr_any_fails_between_4_6_and_4_20_for_tcp() {
         )
         .unwrap();
         let x = h.lookup(&packet(Proto::Tcp, "127.0.0.1", 40000, "127.0.0.1", 8888));
-        assert_ne!(x.socket, Some(4), "{name}: {}", x.reason);
+        assert_ne!(x.socket, Some(4), "{name}: {:?}", x.reason);
     }
     // Before groups, the +4 of a bound address decides: the specific socket wins.
     for name in ["3.9", "4.4"] {
@@ -205,16 +206,13 @@ fn reuseaddr_conflict_bind_answers() {
         let r = h.results();
         assert!(r[0].bind.is_none() && r[0].listen.is_none());
         assert_eq!(
-            r[1].bind.as_ref().map(|x| x.errno.as_str()),
-            Some("EADDRINUSE"),
+            r[1].bind.as_ref().map(|x| x.errno),
+            Some(Errno::Eaddrinuse),
             "{}",
             p.release
         );
         assert!(r[2].bind.is_none(), "{}", p.release);
-        assert_eq!(
-            r[3].bind.as_ref().map(|x| x.errno.as_str()),
-            Some("EADDRINUSE")
-        );
+        assert_eq!(r[3].bind.as_ref().map(|x| x.errno), Some(Errno::Eaddrinuse));
     }
 }
 
@@ -269,8 +267,8 @@ fn reuseaddr_ports_exhausted_autobind_answers() {
     .unwrap();
     assert!(h.results()[1].bind.is_none());
     assert_eq!(
-        h.results()[1].listen.as_ref().map(|x| x.errno.as_str()),
-        Some("EADDRINUSE")
+        h.results()[1].listen.as_ref().map(|x| x.errno),
+        Some(Errno::Eaddrinuse)
     );
 }
 
@@ -343,7 +341,7 @@ fn a_device_bound_group_that_listened_earlier_loses_to_a_later_unbound_one() {
         let h = Host::build(p, &l).unwrap();
         for sport in 1000..1100 {
             let x = h.lookup(&packet(Proto::Tcp, "127.0.0.3", sport, "127.0.0.1", 9000));
-            assert!(x.socket.unwrap() >= 2, "{}: {}", p.release, x.reason);
+            assert!(x.socket.unwrap() >= 2, "{}: {:?}", p.release, x.reason);
             let walk = &x.tables.last().unwrap().candidates;
             assert_eq!(walk.len(), 1, "the scan stops at the first socket");
         }
@@ -361,7 +359,7 @@ fn a_connected_udp_member_receives_its_peer_from_5_4() {
     for p in since(5, 4) {
         let h = Host::build(p, &layout(socks.clone())).unwrap();
         let x = h.lookup(&packet(Proto::Udp, "127.0.0.9", 5000, "127.0.0.1", 6000));
-        assert_eq!(x.socket, Some(2), "{}: {}", p.release, x.reason);
+        assert_eq!(x.socket, Some(2), "{}: {:?}", p.release, x.reason);
         for sport in 7000..7200 {
             let y = h.lookup(&packet(Proto::Udp, "127.0.0.8", sport, "127.0.0.1", 6000));
             assert_ne!(
@@ -386,8 +384,8 @@ fn second_listener_with_another_owner_fails_at_listen() {
         let h = Host::build(p, &layout(vec![a.clone(), b.clone()])).unwrap();
         let r = &h.results()[1];
         assert_eq!(
-            r.bind.as_ref().map(|x| x.errno.as_str()),
-            Some("EADDRINUSE"),
+            r.bind.as_ref().map(|x| x.errno),
+            Some(Errno::Eaddrinuse),
             "{}",
             p.release
         );
@@ -464,12 +462,8 @@ fn reuseport_bpf_test_extra_filter_and_filter_no_reuseport() {
             assert!(h.results()[0].bind.is_none(), "{}", p.release);
             let results = h.results();
             let r = results[1].bind.as_ref().expect("second bind refused");
-            assert_eq!(r.errno, "EADDRINUSE");
-            assert!(
-                r.rule.contains("already owns a reuseport group"),
-                "{}",
-                r.rule
-            );
+            assert_eq!(r.errno, Errno::Eaddrinuse);
+            assert_eq!(r.rule, RefusalRule::OwnsGroupBeforeBind, "{r:?}");
         }
     }
     // A bound socket without SO_REUSEPORT: attaching gives EINVAL.
@@ -480,8 +474,8 @@ fn reuseport_bpf_test_extra_filter_and_filter_no_reuseport() {
     };
     let h = Host::build(Profile::named("6.18").unwrap(), &layout(vec![plain])).unwrap();
     assert_eq!(
-        h.results()[0].attach.as_ref().map(|r| r.errno.as_str()),
-        Some("EINVAL")
+        h.results()[0].attach.as_ref().map(|r| r.errno),
+        Some(Errno::Einval)
     );
     // A program attached after all joined steers the whole group (selftest order).
     let mut socks: Vec<SocketSpec> = (0..4)
@@ -545,7 +539,9 @@ fn a_program_the_era_lacks_is_an_attach_refusal_not_a_listen_one() {
     let r = &h.results()[0];
     assert!(r.listen.is_none() && r.receiving);
     assert!(
-        r.attach.as_ref().is_some_and(|a| a.rule.contains("4.19")),
+        r.attach
+            .as_ref()
+            .is_some_and(|a| a.rule == RefusalRule::NoSkReuseportProgram),
         "{r:?}"
     );
 }

@@ -24,6 +24,11 @@ use thiserror::Error;
 use crate::explain::Explain;
 use crate::hash::{self, hex, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
+pub use crate::message::Refusal;
+use crate::message::{
+    CandidateOutcome, Errno, Fallback, KernelSource, LaddrReason, LookupReason, Note, RefusalRule,
+    SkLookupOutcome, TableName,
+};
 use crate::profile::{Profile, Release};
 use crate::reuseport::{GroupAnswer, GroupSpec, PacketCtx, Program, ReuseportGroup};
 use crate::tuple::{unspecified_like, Proto, Tuple};
@@ -215,19 +220,6 @@ pub struct CallResult {
     pub member: Option<u32>,
 }
 
-/// A refused call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
-pub struct Refusal {
-    /// `EADDRINUSE`, `EINVAL`, `ENOMEM`.
-    pub errno: String,
-    /// The rule that decided, with its kernel source.
-    pub rule: String,
-    /// The socket it conflicts with, if any.
-    pub with: Option<usize>,
-}
-
 /// A packet to look up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -254,8 +246,8 @@ pub struct Candidate {
     pub socket: usize,
     /// Its `compute_score` (-1: no match).
     pub score: i32,
-    /// What happened, in words.
-    pub outcome: String,
+    /// What happened.
+    pub outcome: CandidateOutcome,
 }
 
 /// One table (bucket) walked.
@@ -263,10 +255,10 @@ pub struct Candidate {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TableWalk {
-    /// Which table and bucket (`lhash2 (127.0.0.1, 8080)`).
-    pub table: String,
-    /// The kernel function and file.
-    pub source: String,
+    /// Which table and bucket.
+    pub table: TableName,
+    /// The kernel function, file and release.
+    pub source: KernelSource,
     /// The address the scores compare against and the hash sees.
     pub daddr: String,
     /// Sockets in list order.
@@ -283,17 +275,17 @@ pub struct LookupExplain {
     /// The packet.
     pub packet: Packet,
     /// What a BPF sk_lookup program did, if one ran.
-    pub sk_lookup: Option<String>,
+    pub sk_lookup: Option<SkLookupOutcome>,
     /// Tables walked, in order.
     pub tables: Vec<TableWalk>,
     /// The reuseport group that picked, and how (its member numbers).
     pub group: Option<GroupPick>,
     /// The socket that receives the packet (index in the layout), if any.
     pub socket: Option<usize>,
-    /// Why that socket, in one sentence.
-    pub reason: String,
+    /// Why that socket, or why none (set on every answer).
+    pub reason: Option<LookupReason>,
     /// Caveats for this answer.
-    pub notes: Vec<String>,
+    pub notes: Vec<Note>,
 }
 
 /// A group's part in a lookup.
@@ -429,6 +421,23 @@ fn same_group(a: &SocketSpec, b: &SocketSpec) -> bool {
         && a.addr == b.addr
 }
 
+/// Which bind-conflict rule refuses socket `s` against the earlier `e`
+/// (kernel-history.md §7).
+fn conflict_rule(s: &SocketSpec, e: &SocketSpec) -> RefusalRule {
+    if s.reuseport && e.reuseport && s.uid != e.uid {
+        RefusalRule::UidsDiffer {
+            uid: s.uid,
+            other_uid: e.uid,
+        }
+    } else if s.reuseaddr && e.reuseaddr && s.proto == Proto::Tcp {
+        RefusalRule::ReuseaddrListener
+    } else if s.reuseport != e.reuseport || !s.reuseport {
+        RefusalRule::NoSharedOption
+    } else {
+        RefusalRule::Overlap
+    }
+}
+
 impl Host {
     /// Replays the layout's `bind()` and `listen()` calls in this profile.
     pub fn build(profile: &'static Profile, layout: &Layout) -> Result<Host, LayoutError> {
@@ -522,9 +531,15 @@ impl Host {
         };
         for (i, s) in layout.sockets.iter().enumerate() {
             if s.program.is_some() && !s.reuseport {
+                // reuseport_bpf.c test_filter_no_reuseport.
                 host.socks[i].attach_refusal = Some(Refusal {
-                    errno: "EINVAL".into(),
-                    rule: "SO_ATTACH_REUSEPORT_CBPF/EBPF needs SO_REUSEPORT on the socket (sk_reuseport_attach_filter, net/core/sock.c; reuseport_bpf.c test_filter_no_reuseport)".into(),
+                    errno: Errno::Einval,
+                    rule: RefusalRule::ProgramNeedsReuseport,
+                    source: KernelSource::new(
+                        "sk_reuseport_attach_filter",
+                        "net/core/sock.c",
+                        profile.release,
+                    ),
                     with: None,
                 });
                 host.socks[i].spec.program = None;
@@ -622,7 +637,16 @@ impl Host {
             && s.program.is_some()
             && s.program_before_bind;
         if s.family == Family::Inet6 && s.v6only && as_v6(s.addr).to_ipv4_mapped().is_some() {
-            return Some(Refusal { errno: "EINVAL".into(), rule: "an IPV6_V6ONLY socket cannot bind a v4-mapped address (inet6_bind, net/ipv6/af_inet6.c)".into(), with: None });
+            return Some(Refusal {
+                errno: Errno::Einval,
+                rule: RefusalRule::V6onlyMapped,
+                source: KernelSource::new(
+                    "inet6_bind",
+                    "net/ipv6/af_inet6.c",
+                    self.profile.release,
+                ),
+                with: None,
+            });
         }
         for (j, o) in self.socks.iter().enumerate().take(i) {
             let e = &o.spec;
@@ -649,14 +673,16 @@ impl Host {
                 }
             };
             if !allowed {
+                // reuseport_bpf.c test_extra_filter for the group owner.
                 let rule = if in_group {
-                    format!("at bind(): this socket already owns a reuseport group (its program was attached before bind), and from 4.6 such a socket cannot share the port through SO_REUSEPORT (inet_csk_bind_conflict, udp_lib_lport_inuse; reuseport_bpf.c test_extra_filter; profile {})", self.profile.release)
+                    RefusalRule::OwnsGroupBeforeBind
                 } else {
-                    self.conflict_rule(s, e, false)
+                    conflict_rule(s, e)
                 };
                 return Some(Refusal {
-                    errno: "EADDRINUSE".into(),
+                    errno: Errno::Eaddrinuse,
                     rule,
+                    source: self.conflict_source(s.proto),
                     with: Some(j),
                 });
             }
@@ -682,10 +708,13 @@ impl Host {
     fn autobind(&mut self, i: usize, eph: Option<Ephemeral>) -> Option<Refusal> {
         let Some(eph) = eph else {
             return Some(Refusal {
-                errno: "EINVAL".into(),
-                rule:
-                    "port 0 needs the layout's ephemeral range (ip_local_port_range) to draw from"
-                        .into(),
+                errno: Errno::Einval,
+                rule: RefusalRule::NoEphemeralRange,
+                source: KernelSource::new(
+                    "inet_csk_find_open_port",
+                    "net/ipv4/inet_connection_sock.c",
+                    self.profile.release,
+                ),
                 with: None,
             });
         };
@@ -725,13 +754,18 @@ impl Host {
             }
         }
         self.socks[i].spec.port = 0;
+        let (low, high) = (eph.low, eph.high);
         Some(Refusal {
-            errno: "EADDRINUSE".into(),
-            rule: format!(
-                "no port of ip_local_port_range {}-{} is free for this socket{} (inet_csk_find_open_port, net/ipv4/inet_connection_sock.c)",
-                eph.low,
-                eph.high,
-                if eph.autobind_reuse { ", even with ip_autobind_reuse" } else { "" }
+            errno: Errno::Eaddrinuse,
+            rule: if eph.autobind_reuse {
+                RefusalRule::EphemeralExhaustedAutobindReuse { low, high }
+            } else {
+                RefusalRule::EphemeralExhausted { low, high }
+            },
+            source: KernelSource::new(
+                "inet_csk_find_open_port",
+                "net/ipv4/inet_connection_sock.c",
+                self.profile.release,
             ),
             with: None,
         })
@@ -759,8 +793,9 @@ impl Host {
                     && (e.state == SockState::TimeWait || e.uid == s.uid));
             if !allowed {
                 return Some(Refusal {
-                    errno: "EADDRINUSE".into(),
-                    rule: self.conflict_rule(s, e, true),
+                    errno: Errno::Eaddrinuse,
+                    rule: conflict_rule(s, e),
+                    source: self.conflict_source(Proto::Tcp),
                     with: Some(j),
                 });
             }
@@ -768,34 +803,14 @@ impl Host {
         None
     }
 
-    fn conflict_rule(&self, s: &SocketSpec, e: &SocketSpec, at_listen: bool) -> String {
-        let (file, func) = match s.proto {
-            Proto::Tcp => ("net/ipv4/inet_connection_sock.c", "inet_bind_conflict"),
-            Proto::Udp => ("net/ipv4/udp.c", "udp_lib_lport_inuse"),
+    /// Where the bind-conflict rules live: `inet_bind_conflict` (TCP, also
+    /// at `listen()`) or `udp_lib_lport_inuse`.
+    fn conflict_source(&self, proto: Proto) -> KernelSource {
+        let (func, file) = match proto {
+            Proto::Tcp => ("inet_bind_conflict", "net/ipv4/inet_connection_sock.c"),
+            Proto::Udp => ("udp_lib_lport_inuse", "net/ipv4/udp.c"),
         };
-        let why = if s.reuseport && e.reuseport && s.uid != e.uid {
-            format!(
-                "both set SO_REUSEPORT but their owners differ (UID {} and {})",
-                s.uid, e.uid
-            )
-        } else if s.reuseaddr && e.reuseaddr && s.proto == Proto::Tcp {
-            "both set SO_REUSEADDR, but that exemption never covers a socket in TCP_LISTEN"
-                .to_string()
-        } else if s.reuseport != e.reuseport || !s.reuseport {
-            "their addresses overlap and they do not both set SO_REUSEPORT (nor both SO_REUSEADDR)"
-                .to_string()
-        } else {
-            "their addresses overlap".to_string()
-        };
-        let when = if at_listen {
-            "at listen(), which checks the port again as TCP_LISTEN"
-        } else {
-            "at bind()"
-        };
-        format!(
-            "{when}: {why} ({func}, {file}, profile {})",
-            self.profile.release
-        )
+        KernelSource::new(func, file, self.profile.release)
     }
 
     /// The socket starts receiving: joins or makes its group and enters the lists.
@@ -832,26 +847,34 @@ impl Host {
                         let _ = entry.group.connect(member);
                     }
                     if let Some(p) = &spec.program {
-                        if let Err(e) = entry.group.attach_program(p.clone()) {
+                        if let Some((rule, source)) = entry.group.attach_refusal(p) {
                             self.socks[i].attach_refusal = Some(Refusal {
-                                errno: "EINVAL".into(),
-                                rule: e.to_string(),
+                                errno: Errno::Einval,
+                                rule,
+                                source,
                                 with: None,
                             });
+                        } else {
+                            let _ = entry.group.attach_program(p.clone());
                         }
                     }
                     self.socks[i].group = Some(g);
                     self.socks[i].member = Some(member);
                 }
-                Err(e) => {
+                Err(_) => {
+                    // reuseport_grow cannot double socks[] past U16_MAX.
                     let r = Refusal {
                         errno: if spec.proto == Proto::Tcp {
-                            "ENOMEM"
+                            Errno::Enomem
                         } else {
-                            "EADDRINUSE"
-                        }
-                        .into(),
-                        rule: e.to_string(),
+                            Errno::Eaddrinuse
+                        },
+                        rule: RefusalRule::GroupFull,
+                        source: KernelSource::new(
+                            "reuseport_grow",
+                            "net/core/sock_reuseport.c",
+                            self.profile.release,
+                        ),
                         with: None,
                     };
                     if spec.proto == Proto::Tcp {
@@ -1027,8 +1050,8 @@ impl Host {
             tables: Vec::new(),
             group: None,
             socket: None,
-            reason: String::new(),
-            notes: vec!["each table is taken to hold only this port's sockets (bucket collisions with other ports depend on net_hash_mix and table sizes)".into()],
+            reason: None,
+            notes: vec![Note::TablesHoldOnlyThisPort],
         };
         let t = p.tuple;
         let zero = unspecified_like(t.daddr);
@@ -1050,10 +1073,14 @@ impl Host {
                     TcpTables::PortListOrLhash2 => {
                         let count = self.port_list.get(&(p.proto, t.dport)).map_or(0, Vec::len);
                         if count <= 10 {
-                            x.notes.push(format!("{count} listeners on the port (10 or fewer): the port list is walked (4.16–4.20)"));
+                            x.notes.push(Note::PortListWalked {
+                                count: count as u32,
+                            });
                             self.walk_port(p, &mut x);
                         } else {
-                            x.notes.push(format!("{count} listeners on the port (more than 10): lhash2 is walked (4.16–4.20)"));
+                            x.notes.push(Note::Lhash2Walked {
+                                count: count as u32,
+                            });
                             if !self.walk_addr(p, t.daddr, t.daddr, &mut x) {
                                 // 4.16–4.20 pass the real daddr to the wildcard bucket scan too.
                                 self.walk_addr(p, zero, t.daddr, &mut x);
@@ -1082,9 +1109,9 @@ impl Host {
                 UdpTables::PortSlotOrHash2 => {
                     let count = self.port_list.get(&(p.proto, t.dport)).map_or(0, Vec::len);
                     if count > 10 {
-                        x.notes.push(format!(
-                            "{count} sockets on the port slot (more than 10): hash2 is walked"
-                        ));
+                        x.notes.push(Note::Hash2Walked {
+                            count: count as u32,
+                        });
                         if !self.walk_addr(p, t.daddr, t.daddr, &mut x) {
                             let wild_laddr = match self.profile.udp_wildcard_laddr {
                                 crate::profile::WildcardLaddr::Daddr => t.daddr,
@@ -1098,13 +1125,11 @@ impl Host {
                 }
             },
         }
-        if x.socket.is_none() && x.reason.is_empty() {
-            x.reason = match p.proto {
-                Proto::Tcp => "no listener matches: the SYN is answered with RST".into(),
-                Proto::Udp => {
-                    "no socket matches: the datagram is dropped with ICMP port unreachable".into()
-                }
-            };
+        if x.socket.is_none() && x.reason.is_none() {
+            x.reason = Some(match p.proto {
+                Proto::Tcp => LookupReason::NoListener,
+                Proto::Udp => LookupReason::NoSocket,
+            });
         }
         x
     }
@@ -1116,12 +1141,12 @@ impl Host {
         };
         match prog {
             SkLookup::Pass => {
-                x.sk_lookup = Some("sk_lookup passed without assigning: the tables decide".into());
+                x.sk_lookup = Some(SkLookupOutcome::Passed);
                 false
             }
             SkLookup::Drop => {
-                x.sk_lookup = Some("sk_lookup returned SK_DROP".into());
-                x.reason = "BPF sk_lookup dropped the packet".into();
+                x.sk_lookup = Some(SkLookupOutcome::Dropped);
+                x.reason = Some(LookupReason::SkLookupDropped);
                 true
             }
             SkLookup::Assign {
@@ -1131,33 +1156,39 @@ impl Host {
                 let s = *socket;
                 let sock = &self.socks[s];
                 if !sock.listening || sock.spec.proto != p.proto {
-                    x.sk_lookup = Some(format!("sk_lookup assigned socket {s}, which cannot take this packet; the tables decide"));
+                    x.sk_lookup = Some(SkLookupOutcome::Unusable { socket: s });
                     return false;
                 }
-                x.sk_lookup = Some(format!(
-                    "sk_lookup assigned socket {s}{} (inet_lookup_run_sk_lookup, net/ipv4/inet_hashtables.c)",
-                    if *no_reuseport { " with BPF_SK_LOOKUP_F_NO_REUSEPORT" } else { "" }
-                ));
+                let source = KernelSource::new(
+                    "inet_lookup_run_sk_lookup",
+                    "net/ipv4/inet_hashtables.c",
+                    self.profile.release,
+                );
+                x.sk_lookup = Some(if *no_reuseport {
+                    SkLookupOutcome::AssignedNoReuseport { socket: s, source }
+                } else {
+                    SkLookupOutcome::Assigned { socket: s, source }
+                });
                 if !no_reuseport && sock.spec.reuseport {
                     if let Some(g) = sock.group {
                         // The reuseport hash uses the real destination here.
-                        if let Some((sk, pick)) = self.group_select(
-                            g,
-                            p,
-                            p.tuple.daddr,
-                            "sk_lookup re-selects with the real destination address",
-                        ) {
+                        if let Some((sk, pick)) =
+                            self.group_select(g, p, p.tuple.daddr, LaddrReason::SkLookupReselect)
+                        {
                             x.group = Some(pick);
                             if let Some(sk) = sk {
                                 x.socket = Some(sk);
-                                x.reason = format!("sk_lookup assigned socket {s}; its reuseport group picked socket {sk}");
+                                x.reason = Some(LookupReason::SkLookupGroupPicked {
+                                    assigned: s,
+                                    socket: sk,
+                                });
                                 return true;
                             }
                         }
                     }
                 }
                 x.socket = Some(s);
-                x.reason = format!("sk_lookup assigned socket {s}");
+                x.reason = Some(LookupReason::SkLookupAssigned { socket: s });
                 true
             }
         }
@@ -1168,25 +1199,22 @@ impl Host {
             .port_list
             .get(&(p.proto, p.tuple.dport))
             .map_or(&[][..], Vec::as_slice);
-        let (table, source) = match p.proto {
+        let port = p.tuple.dport;
+        // The port-keyed tables of 3.9 – 4.20.
+        let (table, func, file) = match p.proto {
             Proto::Tcp => (
-                "listening_hash (port-keyed, 32 buckets)".to_string(),
-                "__inet_lookup_listener, net/ipv4/inet_hashtables.c (≤ 4.20)",
+                TableName::ListeningHash { port },
+                "__inet_lookup_listener",
+                "net/ipv4/inet_hashtables.c",
             ),
             Proto::Udp => (
-                "UDP port slot".to_string(),
-                "__udp4_lib_lookup, net/ipv4/udp.c (≤ 4.20)",
+                TableName::UdpPortSlot { port },
+                "__udp4_lib_lookup",
+                "net/ipv4/udp.c",
             ),
         };
-        self.scan(
-            p,
-            chain,
-            p.tuple.daddr,
-            p.tuple.daddr,
-            format!("{table}, port {}", p.tuple.dport),
-            source,
-            x,
-        )
+        let source = KernelSource::new(func, file, self.profile.release);
+        self.scan(p, chain, p.tuple.daddr, p.tuple.daddr, table, source, x)
     }
 
     fn walk_addr(&self, p: &Packet, bucket: IpAddr, daddr: IpAddr, x: &mut LookupExplain) -> bool {
@@ -1205,21 +1233,19 @@ impl Host {
             .addr_list
             .get(&(p.proto, bucket_addr(bucket), p.tuple.dport))
             .map_or(&[][..], Vec::as_slice);
-        let (table, source) = match (p.proto, p.tuple.daddr.is_ipv6()) {
-            (Proto::Tcp, false) => ("lhash2", "inet_lhash2_lookup, net/ipv4/inet_hashtables.c"),
-            (Proto::Tcp, true) => ("lhash2", "inet6_lhash2_lookup, net/ipv6/inet6_hashtables.c"),
-            (Proto::Udp, false) => ("UDP hash2", "udp4_lib_lookup2, net/ipv4/udp.c"),
-            (Proto::Udp, true) => ("UDP hash2", "udp6_lib_lookup2, net/ipv6/udp.c"),
+        let (addr, port) = (bucket.to_string(), p.tuple.dport);
+        let (func, file) = match (p.proto, p.tuple.daddr.is_ipv6()) {
+            (Proto::Tcp, false) => ("inet_lhash2_lookup", "net/ipv4/inet_hashtables.c"),
+            (Proto::Tcp, true) => ("inet6_lhash2_lookup", "net/ipv6/inet6_hashtables.c"),
+            (Proto::Udp, false) => ("udp4_lib_lookup2", "net/ipv4/udp.c"),
+            (Proto::Udp, true) => ("udp6_lib_lookup2", "net/ipv6/udp.c"),
         };
-        self.scan(
-            p,
-            chain,
-            daddr,
-            laddr,
-            format!("{table} ({bucket}, {})", p.tuple.dport),
-            source,
-            x,
-        )
+        let table = match p.proto {
+            Proto::Tcp => TableName::Lhash2 { addr, port },
+            Proto::Udp => TableName::UdpHash2 { addr, port },
+        };
+        let source = KernelSource::new(func, file, self.profile.release);
+        self.scan(p, chain, daddr, laddr, table, source, x)
     }
 
     /// One list walk with the era's scan rule. Returns true when it found a socket.
@@ -1230,8 +1256,8 @@ impl Host {
         chain: &[usize],
         daddr: IpAddr,
         laddr: IpAddr,
-        table: String,
-        source: &str,
+        table: TableName,
+        source: KernelSource,
         x: &mut LookupExplain,
     ) -> bool {
         let rule = match p.proto {
@@ -1259,15 +1285,22 @@ impl Host {
                 let connected = sock.spec.state == SockState::Connected;
                 if rule != ScanRule::Reservoir && sock.spec.reuseport && !connected {
                     if let Some(g) = sock.group {
-                        let why = format!("socket {i} scores {s}, the best so far, and has SO_REUSEPORT: its group picks");
-                        match self.group_select(g, p, laddr, &why) {
+                        let why = LaddrReason::LookupPass {
+                            socket: i,
+                            score: s,
+                        };
+                        match self.group_select(g, p, laddr, why) {
                             Some((Some(chosen), pick)) => {
                                 let has_conns = p.proto == Proto::Udp
                                     && self.rules.udp_has_conns
                                     && pick.explain.group.has_conns;
                                 x.group = Some(pick);
                                 if has_conns {
-                                    cands.push(Candidate { socket: i, score: s, outcome: format!("{why}; it chose socket {chosen}, but the group has connected members, so the scan goes on") });
+                                    cands.push(Candidate {
+                                        socket: i,
+                                        score: s,
+                                        outcome: CandidateOutcome::GroupChoseScanGoesOn { chosen },
+                                    });
                                     result = Some(chosen);
                                     if self.rules.udp_rescore {
                                         // f0ea27e7bfe1: the chosen member is scored; only a higher score raises the bar.
@@ -1278,33 +1311,29 @@ impl Host {
                                 cands.push(Candidate {
                                     socket: i,
                                     score: s,
-                                    outcome: format!(
-                                        "{why}; it chose socket {chosen}, and the lookup returns"
-                                    ),
+                                    outcome: CandidateOutcome::GroupChose { chosen },
                                 });
                                 x.socket = Some(chosen);
-                                x.reason = format!("the first socket with the best score so far (socket {i}) belongs to a reuseport group, which picked socket {chosen}");
+                                x.reason = Some(LookupReason::GroupPicked {
+                                    first: i,
+                                    socket: chosen,
+                                });
                                 done = true;
                                 continue;
                             }
                             Some((None, pick)) => {
-                                let dropped = pick
-                                    .explain
-                                    .fallback
-                                    .as_deref()
-                                    .is_some_and(|f| f.starts_with("SK_DROP"));
+                                let dropped = pick.explain.fallback == Some(Fallback::SkDrop);
                                 x.group = Some(pick);
                                 if dropped {
                                     cands.push(Candidate {
                                         socket: i,
                                         score: s,
-                                        outcome: format!("{why}; its program dropped the packet"),
+                                        outcome: CandidateOutcome::GroupDropped,
                                     });
-                                    x.reason =
-                                        "the group's SK_REUSEPORT program returned SK_DROP".into();
+                                    x.reason = Some(LookupReason::GroupProgramDropped);
                                     x.tables.push(TableWalk {
                                         table,
-                                        source: source.into(),
+                                        source,
                                         daddr: daddr.to_string(),
                                         candidates: cands,
                                     });
@@ -1313,9 +1342,7 @@ impl Host {
                                 cands.push(Candidate {
                                     socket: i,
                                     score: s,
-                                    outcome: format!(
-                                        "{why}; it returned no socket, so this socket is kept"
-                                    ),
+                                    outcome: CandidateOutcome::GroupReturnedNone,
                                 });
                             }
                             None => {}
@@ -1333,7 +1360,7 @@ impl Host {
                 cands.push(Candidate {
                     socket: i,
                     score: s,
-                    outcome: format!("score {s} beats the best so far: kept"),
+                    outcome: CandidateOutcome::Kept,
                 });
             } else if s == hi && s >= 0 && reservoir_on {
                 matches += 1;
@@ -1345,11 +1372,18 @@ impl Host {
                 cands.push(Candidate {
                     socket: i,
                     score: s,
-                    outcome: format!(
-                        "equal score: reciprocal_scale({}, {matches}) = {sc}: {}",
-                        hex(phash),
-                        if took { "taken" } else { "not taken" }
-                    ),
+                    outcome: if took {
+                        CandidateOutcome::ReservoirTaken {
+                            phash: hex(phash),
+                            matches,
+                        }
+                    } else {
+                        CandidateOutcome::ReservoirNotTaken {
+                            phash: hex(phash),
+                            matches,
+                            scaled: sc,
+                        }
+                    },
                 });
                 phash = next_pseudo_random32(phash);
             } else {
@@ -1357,16 +1391,16 @@ impl Host {
                     socket: i,
                     score: s,
                     outcome: if s < 0 {
-                        "does not match".into()
+                        CandidateOutcome::NoMatch
                     } else {
-                        format!("score {s} does not beat {hi}")
+                        CandidateOutcome::DoesNotBeat { best: hi }
                     },
                 });
             }
         }
         x.tables.push(TableWalk {
             table,
-            source: source.into(),
+            source,
             daddr: daddr.to_string(),
             candidates: cands,
         });
@@ -1375,8 +1409,8 @@ impl Host {
         }
         if let Some(r) = result {
             x.socket = Some(r);
-            if x.reason.is_empty() || x.group.is_some() {
-                x.reason = format!("socket {r} has the best score in this table");
+            if x.reason.is_none() || x.group.is_some() {
+                x.reason = Some(LookupReason::BestScore { socket: r });
             }
             return true;
         }
@@ -1405,7 +1439,7 @@ impl Host {
         g: usize,
         p: &Packet,
         laddr: IpAddr,
-        why: &str,
+        why: LaddrReason,
     ) -> Option<(Option<usize>, GroupPick)> {
         let e = &self.groups[g];
         let (answer, explain) = e

@@ -1,0 +1,142 @@
+//! The model's outcomes in English: the sentence table `messages/en.json`
+//! (the same table the site uses for its English pages), embedded at build
+//! time, and a renderer that fills a template's `{placeholders}` from the
+//! fields of a tagged value (`reuseport_model::message`).
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use reuseport_model::message::Refusal;
+
+/// The English table, as written in the repository.
+const EN: &str = include_str!("../../messages/en.json");
+
+/// The English sentence table.
+fn english() -> &'static BTreeMap<String, String> {
+    static TABLE: OnceLock<BTreeMap<String, String>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        serde_json::from_str(EN).expect("messages/en.json is a JSON object of strings")
+    })
+}
+
+/// How a field's value reads inside a sentence: strings as they are,
+/// numbers in decimal, a release `{major, minor}` as `6.18`.
+fn field_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        Value::Object(o) => match (o.get("major"), o.get("minor")) {
+            (Some(major), Some(minor)) => format!("{major}.{minor}"),
+            _ => v.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// Fills `template`'s `{name}` placeholders: from `given` first (already
+/// rendered parts), then from the fields of `fields`. A placeholder with no
+/// value stays as written.
+fn fill(template: &str, fields: &Value, given: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) => {
+                let name = &after[..close];
+                match given.iter().find(|(n, _)| *n == name) {
+                    Some((_, text)) => out.push_str(text),
+                    None => match fields.get(name) {
+                        Some(v) => out.push_str(&field_text(v)),
+                        None => out.push_str(&rest[open..open + close + 2]),
+                    },
+                }
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push_str(&rest[open..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Says `value`, a value of the message type whose table name is `group`
+/// (`refusal_rule` for `RefusalRule`): the template `group.kind` for a
+/// tagged enum, `group` for a struct. Falls back to the key itself when the
+/// table lacks it (the tables' test sees that this never happens).
+pub fn say(group: &str, value: &impl Serialize) -> String {
+    let fields = serde_json::to_value(value).expect("message values serialize");
+    say_with(group, &fields, &[])
+}
+
+fn say_with(group: &str, fields: &Value, given: &[(&str, String)]) -> String {
+    let key = match fields.get("kind").and_then(Value::as_str) {
+        Some(kind) => format!("{group}.{kind}"),
+        None => group.to_string(),
+    };
+    // A field that is a kernel source reads as its own template.
+    let mut given = given.to_vec();
+    if let Some(o) = fields.as_object() {
+        for (name, v) in o {
+            if v.get("func").is_some() && v.get("file").is_some() {
+                given.push((name.as_str(), say_with("kernel_source", v, &[])));
+            }
+        }
+    }
+    match english().get(&key) {
+        Some(t) => fill(t, fields, &given),
+        None => key,
+    }
+}
+
+/// A refusal in one sentence: the rule and where the kernel applies it.
+pub fn refusal(r: &Refusal) -> String {
+    let fields = serde_json::to_value(r).expect("refusals serialize");
+    say_with(
+        "refusal",
+        &fields,
+        &[("rule", say("refusal_rule", &r.rule))],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reuseport_model::message::{Errno, KernelSource, RefusalRule};
+    use reuseport_model::Release;
+
+    #[test]
+    fn a_refusal_reads_as_its_rule_and_kernel_source() {
+        let r = Refusal {
+            errno: Errno::Eaddrinuse,
+            rule: RefusalRule::UidsDiffer {
+                uid: 0,
+                other_uid: 1000,
+            },
+            source: KernelSource::new(
+                "inet_bind_conflict",
+                "net/ipv4/inet_connection_sock.c",
+                Release::new(6, 12),
+            ),
+            with: Some(0),
+        };
+        assert_eq!(
+            refusal(&r),
+            "both set SO_REUSEPORT, but their owners differ (UID 0 and 1000) \
+             (inet_bind_conflict, net/ipv4/inet_connection_sock.c, kernel 6.12)"
+        );
+    }
+
+    #[test]
+    fn unknown_placeholders_and_stray_braces_stay_as_written() {
+        let v = serde_json::json!({"a": 1});
+        assert_eq!(fill("{a} {b} {", &v, &[]), "1 {b} {");
+    }
+}

@@ -1,0 +1,119 @@
+/**
+ * The model's outcomes in words, once per language. The model's records
+ * carry tagged data (`generated/message/`), never sentences; the tables
+ * `messages/en.json` and `messages/zh-CN.json` at the repository root hold
+ * one template per tag, and the agent's CLI uses the same English table.
+ *
+ * A tagged type `FooBar` (tag `kind`) is said by the template
+ * `"foo_bar.<kind>"`, a struct `FooBar` by `"foo_bar"`; a template's
+ * `{placeholders}` are the fields of its tag (tests/unit/messages.test.ts
+ * holds both tables to that). No DOM: the caller says which language.
+ */
+import en from '../../messages/en.json';
+import zhCN from '../../messages/zh-CN.json';
+import type { CandidateOutcome } from './generated/message/CandidateOutcome';
+import type { Fallback } from './generated/message/Fallback';
+import type { JhashRole } from './generated/message/JhashRole';
+import type { KernelSource } from './generated/message/KernelSource';
+import type { LaddrReason } from './generated/message/LaddrReason';
+import type { LookupReason } from './generated/message/LookupReason';
+import type { Note } from './generated/message/Note';
+import type { ProgramOutcome } from './generated/message/ProgramOutcome';
+import type { ProgramReturn } from './generated/message/ProgramReturn';
+import type { ProgramSummary } from './generated/message/ProgramSummary';
+import type { Refusal } from './generated/message/Refusal';
+import type { RefusalRule } from './generated/message/RefusalRule';
+import type { ReservoirOutcome } from './generated/message/ReservoirOutcome';
+import type { ResetReason } from './generated/message/ResetReason';
+import type { RingOutcome } from './generated/message/RingOutcome';
+import type { SkLookupOutcome } from './generated/message/SkLookupOutcome';
+import type { TableName } from './generated/message/TableName';
+
+/** A language the site is written in. */
+export type Lang = 'en' | 'zh-CN';
+
+/** Each language's sentence table: template per key. */
+export const TABLES: Readonly<Record<Lang, Readonly<Record<string, string>>>> = { en, 'zh-CN': zhCN };
+
+/** The language for a page's `lang` attribute: a `zh` prefix reads Chinese, anything else English. */
+export function langOf(lang: string): Lang {
+  return lang.toLowerCase().startsWith('zh') ? 'zh-CN' : 'en';
+}
+
+/** The message types by table name. */
+export interface Messages {
+  refusal_rule: RefusalRule;
+  candidate_outcome: CandidateOutcome;
+  kernel_source: KernelSource;
+  program_summary: ProgramSummary;
+  program_return: ProgramReturn;
+  program_outcome: ProgramOutcome;
+  ring_outcome: RingOutcome;
+  reservoir_outcome: ReservoirOutcome;
+  fallback: Fallback;
+  note: Note;
+  lookup_reason: LookupReason;
+  sk_lookup_outcome: SkLookupOutcome;
+  table_name: TableName;
+  laddr_reason: LaddrReason;
+  jhash_role: JhashRole;
+  reset_reason: ResetReason;
+}
+
+/** How a field's value reads in a sentence: strings as they are, numbers in decimal, a release `{major, minor}` as `6.18`. */
+function fieldText(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'object') {
+    const r = v as { major?: unknown; minor?: unknown };
+    if (typeof r.major === 'number' && typeof r.minor === 'number') return `${r.major}.${r.minor}`;
+    return JSON.stringify(v);
+  }
+  return String(v);
+}
+
+/** The `{name}` placeholders of a template, in order. */
+export function placeholders(template: string): string[] {
+  return [...template.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]!);
+}
+
+/**
+ * Fills a template's placeholders: from `given` first (parts already said),
+ * then from the fields of `fields`. A placeholder with no value stays as written.
+ */
+export function fill(template: string, fields: object, given: Record<string, string> = {}): string {
+  return template.replace(/\{([A-Za-z0-9_]+)\}/g, (whole, name: string) => {
+    if (name in given) return given[name]!;
+    if (name in fields) return fieldText((fields as Record<string, unknown>)[name]);
+    return whole;
+  });
+}
+
+/** The table key of a value of message type `group`: `group.kind` for a tagged value, `group` otherwise. */
+export function keyOf(group: string, value: object): string {
+  const kind = (value as { kind?: unknown }).kind;
+  return typeof kind === 'string' ? `${group}.${kind}` : group;
+}
+
+function template(lang: Lang, key: string): string {
+  // A key missing in one language reads in English rather than not at all.
+  return TABLES[lang][key] ?? TABLES.en[key] ?? key;
+}
+
+const isSource = (v: unknown): v is KernelSource => typeof v === 'object' && v !== null && 'func' in v && 'file' in v;
+
+/** The fields of `value` that are kernel sources, each said by the `kernel_source` template. */
+function sources(lang: Lang, value: object): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(value)) if (isSource(v)) out[k] = fill(template(lang, 'kernel_source'), v);
+  return out;
+}
+
+/** Says one outcome in `lang`. */
+export function say<G extends keyof Messages>(lang: Lang, group: G, value: Messages[G]): string {
+  return fill(template(lang, keyOf(group, value)), value, sources(lang, value));
+}
+
+/** A refused call in one sentence: the rule and where the kernel applies it. */
+export function sayRefusal(lang: Lang, r: Refusal): string {
+  return fill(template(lang, 'refusal'), r, { ...sources(lang, r), rule: say(lang, 'refusal_rule', r.rule) });
+}

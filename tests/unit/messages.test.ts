@@ -1,0 +1,130 @@
+/**
+ * The sentence tables against the model's message types: every tag the model
+ * can produce has a template in both languages, no template is left over,
+ * and every placeholder is a field of its tag. The tags and fields are read
+ * from the declarations ts-rs writes from the Rust types
+ * (src/model/generated/message/, scripts/gen-types.sh), so a new variant in
+ * the model fails here until both tables say it.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { fill, keyOf, langOf, placeholders, say, sayRefusal, TABLES, type Lang } from '../../src/model/messages';
+
+const dir = fileURLToPath(new URL('../../src/model/generated/message/', import.meta.url));
+
+/** Splits `text` at `sep` where no bracket is open. */
+function splitTop(text: string, sep: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if ('{[(<'.includes(c)) depth++;
+    else if ('}])>'.includes(c)) depth--;
+    else if (c === sep && depth === 0) {
+      parts.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  parts.push(text.slice(start));
+  return parts.map((p) => p.trim()).filter((p) => p !== '');
+}
+
+/** The property names of an object type literal `{ a: T, "kind": "x", }`, with the kind's value. */
+function objectFields(literal: string): { kind: string | null; fields: string[] } {
+  const body = literal.trim().replace(/^\{/, '').replace(/\}$/, '');
+  let kind: string | null = null;
+  const fields: string[] = [];
+  for (const prop of splitTop(body, ',')) {
+    const m = /^"?([A-Za-z0-9_]+)"?\s*:\s*(.*)$/s.exec(prop);
+    if (!m) throw new Error(`unreadable property ${prop}`);
+    if (m[1] === 'kind') kind = JSON.parse(m[2]!) as string;
+    else fields.push(m[1]!);
+  }
+  return { kind, fields };
+}
+
+const snake = (name: string) => name.replace(/[A-Z]/g, (c, i: number) => `${i ? '_' : ''}${c.toLowerCase()}`);
+
+/** Every template key the model's message types call for, with the fields its placeholders may name. */
+function expectedKeys(): Map<string, string[]> {
+  const keys = new Map<string, string[]>();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
+    const name = file.replace(/\.ts$/, '');
+    const text = readFileSync(dir + file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    const m = new RegExp(`export type ${name} = ([\\s\\S]*);`).exec(text);
+    if (!m) throw new Error(`${file}: no declaration of ${name}`);
+    const members = splitTop(m[1]!, '|');
+    const group = snake(name);
+    if (members.every((x) => x.startsWith('"'))) continue; // identifiers (Errno): data, said as they are
+    for (const member of members) {
+      if (!member.startsWith('{')) throw new Error(`${file}: ${member} is neither a tagged variant nor a struct`);
+      const { kind, fields } = objectFields(member);
+      keys.set(kind === null ? group : `${group}.${kind}`, fields);
+    }
+  }
+  return keys;
+}
+
+describe('sentence tables', () => {
+  const expected = expectedKeys();
+
+  it('reads the generated message types', () => {
+    // Sanity: the parser found the tagged types and the structs.
+    expect(expected.get('refusal_rule.uids_differ')).toEqual(['uid', 'otherUid']);
+    expect(expected.get('kernel_source')).toEqual(['func', 'file', 'release']);
+  });
+
+  for (const lang of Object.keys(TABLES) as Lang[]) {
+    it(`${lang}: one template per tag the model can produce, and no other`, () => {
+      expect(Object.keys(TABLES[lang]).sort()).toEqual([...expected.keys()].sort());
+    });
+
+    it(`${lang}: every placeholder is a field of its tag`, () => {
+      for (const [key, template] of Object.entries(TABLES[lang])) {
+        const fields = expected.get(key) ?? [];
+        for (const p of placeholders(template)) expect(fields, `${lang} ${key}: {${p}}`).toContain(p);
+      }
+    });
+  }
+
+  it('the Chinese templates are written in Chinese', () => {
+    const han = /\p{Script=Han}/u;
+    for (const [key, t] of Object.entries(TABLES['zh-CN'])) {
+      // Exempt: frames of placeholders and punctuation, and code that reads the same in both languages (SK_DROP, socks[…]).
+      const text = t.replace(/\{\w+\}/g, '');
+      const frame = !/[A-Za-z]/.test(text);
+      const code = t === TABLES.en[key] && !/[a-z]+ [a-z]+/.test(text);
+      if (!frame && !code) expect(t, key).toMatch(han);
+    }
+  });
+});
+
+describe('rendering', () => {
+  it('fills placeholders from the tag, a release as MAJOR.MINOR', () => {
+    expect(say('en', 'refusal_rule', { kind: 'ephemeral_exhausted', low: 1024, high: 1025 })).toBe('no port of ip_local_port_range 1024-1025 is free for this socket');
+    expect(say('zh-CN', 'refusal_rule', { kind: 'no_groups', since: { major: 4, minor: 6 } })).toContain('4.6');
+    expect(keyOf('kernel_source', { func: 'f' })).toBe('kernel_source');
+    expect(fill('{a} {b}', { a: null })).toBe(' {b}');
+  });
+
+  it('a refusal names its rule and its kernel source in either language', () => {
+    const r = { errno: 'EINVAL' as const, rule: { kind: 'v6only_mapped' as const }, source: { func: 'inet6_bind', file: 'net/ipv6/af_inet6.c', release: { major: 6, minor: 12 } }, with: null };
+    expect(sayRefusal('en', r)).toBe('an IPV6_V6ONLY socket cannot bind a v4-mapped address (inet6_bind, net/ipv6/af_inet6.c, kernel 6.12)');
+    expect(sayRefusal('zh-CN', r)).toBe('设置了 IPV6_V6ONLY 的套接字不能绑定 IPv4 映射地址（inet6_bind，net/ipv6/af_inet6.c，内核 6.12）');
+  });
+
+  it('a kernel source inside a tag reads as the kernel_source template', () => {
+    const o = { kind: 'assigned' as const, socket: 2, source: { func: 'inet_lookup_run_sk_lookup', file: 'net/ipv4/inet_hashtables.c', release: { major: 6, minor: 18 } } };
+    expect(say('en', 'sk_lookup_outcome', o)).toBe('sk_lookup assigned socket 2 (inet_lookup_run_sk_lookup, net/ipv4/inet_hashtables.c, kernel 6.18)');
+    expect(say('zh-CN', 'sk_lookup_outcome', o)).toBe('sk_lookup 程序指定了套接字 2（inet_lookup_run_sk_lookup，net/ipv4/inet_hashtables.c，内核 6.18）');
+  });
+
+  it('reads the page language from its lang attribute', () => {
+    expect(langOf('zh-CN')).toBe('zh-CN');
+    expect(langOf('zh')).toBe('zh-CN');
+    expect(langOf('en')).toBe('en');
+    expect(langOf('')).toBe('en');
+  });
+});
