@@ -30,6 +30,7 @@ import { fairness } from '../scene/dispatch/stats';
 import { markerText, structure, type Structure } from '../scene/dispatch/structure';
 import { addrAnyPlan, groupPlan, hostPacket, lookupView, type HostPlan, type LookupScene, type LookupView } from '../scene/dispatch/lookup';
 import { renderLookup } from '../render/dispatch/lookup';
+import { dispatchText } from './dispatch-text';
 
 type LookupModule = typeof import('../model/lookup');
 
@@ -71,6 +72,7 @@ const FOCUS_MS = 900;
 /** Mounts the visualizer into `el`; resolves to a function removing it (frames, observers, listeners). */
 export async function mount(el: HTMLElement, options: DispatchOptions = {}): Promise<() => void> {
   await loadModel();
+  const t = dispatchText();
   const seq = ++uid;
   const id = `rl-dv-${seq}`;
   const f = (n: string) => `${id}-${n}`;
@@ -100,131 +102,131 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   };
 
   // ---- Controls -------------------------------------------------------------------------------
-  const form = root.append('form').attr('class', 'rl-dv-controls').attr('novalidate', '').attr('aria-label', seq > 1 ? `Visualizer controls (${seq})` : 'Visualizer controls');
+  const form = root.append('form').attr('class', 'rl-dv-controls').attr('novalidate', '').attr('aria-label', t.controls(seq));
   on(form.node()!, 'submit', (e) => e.preventDefault());
   const transport = form.append('fieldset').attr('class', 'rl-dv-fs');
-  transport.append('legend').text('Playback');
-  const playBtn = transport.append('button').attr('type', 'button').attr('aria-pressed', 'false').text('Play');
-  const backBtn = transport.append('button').attr('type', 'button').text('Step back');
-  const fwdBtn = transport.append('button').attr('type', 'button').text('Step forward');
+  transport.append('legend').text(t.playback);
+  const playBtn = transport.append('button').attr('type', 'button').attr('aria-pressed', 'false').text(t.play);
+  const backBtn = transport.append('button').attr('type', 'button').text(t.stepBack);
+  const fwdBtn = transport.append('button').attr('type', 'button').text(t.stepForward);
   const field = (parent: typeof transport, name: string, label: string) => {
     const w = parent.append('div').attr('class', 'rl-field');
     w.append('label').attr('for', f(name)).text(label);
     return w;
   };
-  const speedSel = field(transport, 'speed', 'Speed').append('select').attr('id', f('speed'));
+  const speedSel = field(transport, 'speed', t.speed).append('select').attr('id', f('speed'));
   speedSel.selectAll('option').data(SPEEDS).join('option').attr('value', (d) => String(d)).text((d) => `${d}×`);
   speedSel.property('value', String(speed));
-  const rateIn = field(transport, 'rate', 'Arrival rate (per simulated second)').append('input').attr('id', f('rate')).attr('type', 'number').attr('min', 1).attr('max', 5000).property('value', String(opts.rate));
+  const rateIn = field(transport, 'rate', t.rate).append('input').attr('id', f('rate')).attr('type', 'number').attr('min', 1).attr('max', 5000).property('value', String(opts.rate));
 
   const groupFs = form.append('fieldset').attr('class', 'rl-dv-fs');
-  groupFs.append('legend').text('Group (changing these restarts the run)');
-  const kernelSel = field(groupFs, 'kernel', 'Kernel profile').append('select').attr('id', f('kernel'));
+  groupFs.append('legend').text(t.groupLegend);
+  const kernelSel = field(groupFs, 'kernel', t.kernel).append('select').attr('id', f('kernel'));
   kernelSel.selectAll('option').data(profiles().map((p) => `${p.release.major}.${p.release.minor}`)).join('option').attr('value', (d) => d).text((d) => d);
   kernelSel.property('value', opts.kernel);
-  const protoSel = field(groupFs, 'proto', 'Protocol').append('select').attr('id', f('proto'));
+  const protoSel = field(groupFs, 'proto', t.proto).append('select').attr('id', f('proto'));
   protoSel.selectAll('option').data(['tcp', 'udp']).join('option').attr('value', (d) => d).text((d) => d.toUpperCase());
   protoSel.property('value', opts.proto);
-  const bindSel = field(groupFs, 'bind', 'Bound address').append('select').attr('id', f('bind'));
-  bindSel.selectAll('option').data([['specific', '10.0.0.1 (specific)'], ['wildcard', '0.0.0.0 (wildcard)']]).join('option').attr('value', (d) => d[0]!).text((d) => d[1]!);
+  const bindSel = field(groupFs, 'bind', t.bound).append('select').attr('id', f('bind'));
+  bindSel.selectAll('option').data([['specific', t.bindOptions[0]], ['wildcard', t.bindOptions[1]]]).join('option').attr('value', (d) => d[0]!).text((d) => d[1]!);
   bindSel.property('value', opts.wildcard ? 'wildcard' : 'specific');
-  const listenersIn = field(groupFs, 'listeners', 'Listeners').append('input').attr('id', f('listeners')).attr('type', 'number').attr('min', 1).attr('max', 1024).property('value', String(opts.listeners));
-  const clientsIn = field(groupFs, 'clients', 'Clients').append('input').attr('id', f('clients')).attr('type', 'number').attr('min', 1).attr('max', 5000).property('value', String(opts.clients));
-  const cpusIn = field(groupFs, 'cpus', 'Receiving CPUs').append('input').attr('id', f('cpus')).attr('type', 'number').attr('min', 1).attr('max', 64).property('value', String(opts.cpus));
-  const progSel = field(groupFs, 'program', 'Group program (BPF)').append('select').attr('id', f('program'));
+  const listenersIn = field(groupFs, 'listeners', t.listeners).append('input').attr('id', f('listeners')).attr('type', 'number').attr('min', 1).attr('max', 1024).property('value', String(opts.listeners));
+  const clientsIn = field(groupFs, 'clients', t.clients).append('input').attr('id', f('clients')).attr('type', 'number').attr('min', 1).attr('max', 5000).property('value', String(opts.clients));
+  const cpusIn = field(groupFs, 'cpus', t.cpus).append('input').attr('id', f('cpus')).attr('type', 'number').attr('min', 1).attr('max', 64).property('value', String(opts.cpus));
+  const progSel = field(groupFs, 'program', t.program).append('select').attr('id', f('program'));
   progSel
     .selectAll('option')
     .data([
-      ['none', 'none (select by hash)'],
-      ['cpu', 'index = receiving CPU'],
-      ['index', 'fixed index'],
-      ['payload_mod', 'index = payload word mod N (datagram k carries k)'],
-      ['pass', 'SK_REUSEPORT: SK_PASS (4.19+)'],
-      ['drop', 'SK_REUSEPORT: SK_DROP (4.19+)'],
+      ['none', t.programOptions[0]],
+      ['cpu', t.programOptions[1]],
+      ['index', t.programOptions[2]],
+      ['payload_mod', t.programOptions[3]],
+      ['pass', t.programOptions[4]],
+      ['drop', t.programOptions[5]],
     ])
     .join('option')
     .attr('value', (d) => d[0]!)
     .text((d) => d[1]!);
-  const progIdx = field(groupFs, 'progidx', 'Fixed index returned').append('input').attr('id', f('progidx')).attr('type', 'number').attr('min', 0).property('value', '99');
-  const progMod = field(groupFs, 'progmod', 'Payload modulus N').append('input').attr('id', f('progmod')).attr('type', 'number').attr('min', 1).property('value', '3');
-  const seedIn = field(groupFs, 'seed', 'Seed').append('input').attr('id', f('seed')).attr('type', 'number').attr('min', 0).property('value', String(opts.seed));
+  const progIdx = field(groupFs, 'progidx', t.fixedIndex).append('input').attr('id', f('progidx')).attr('type', 'number').attr('min', 0).property('value', '99');
+  const progMod = field(groupFs, 'progmod', t.payloadModulus).append('input').attr('id', f('progmod')).attr('type', 'number').attr('min', 1).property('value', '3');
+  const seedIn = field(groupFs, 'seed', t.seed).append('input').attr('id', f('seed')).attr('type', 'number').attr('min', 0).property('value', String(opts.seed));
   const listWrap = groupFs.append('div').attr('class', 'rl-field rl-dv-wide');
-  listWrap.append('label').attr('for', f('clientlist')).text('Client list (optional: ADDR PORT per line, IPv4; empty = generated clients)');
+  listWrap.append('label').attr('for', f('clientlist')).text(t.clientList);
   const clientList = listWrap.append('textarea').attr('id', f('clientlist')).attr('rows', 2).attr('spellcheck', 'false');
-  const restartBtn = groupFs.append('button').attr('type', 'button').attr('class', 'rl-primary').text('Apply and restart');
+  const restartBtn = groupFs.append('button').attr('type', 'button').attr('class', 'rl-primary').text(t.applyRestart);
 
   const liveFs = form.append('fieldset').attr('class', 'rl-dv-fs');
-  liveFs.append('legend').text('Live changes');
-  const secretIn = field(liveFs, 'secret', 'Hash secret (IPv4)').append('input').attr('id', f('secret')).attr('spellcheck', 'false').property('value', hex32(opts.secret));
-  const setSecretBtn = liveFs.append('button').attr('type', 'button').text('Set secret');
-  const bootBtn = liveFs.append('button').attr('type', 'button').text('New boot');
-  const addBtn = liveFs.append('button').attr('type', 'button').text('Add listener');
-  const closeSel = field(liveFs, 'close', 'Listener').append('select').attr('id', f('close'));
-  const closeBtn = liveFs.append('button').attr('type', 'button').text('Close listener');
+  liveFs.append('legend').text(t.liveLegend);
+  const secretIn = field(liveFs, 'secret', t.secret).append('input').attr('id', f('secret')).attr('spellcheck', 'false').property('value', hex32(opts.secret));
+  const setSecretBtn = liveFs.append('button').attr('type', 'button').text(t.setSecret);
+  const bootBtn = liveFs.append('button').attr('type', 'button').text(t.newBoot);
+  const addBtn = liveFs.append('button').attr('type', 'button').text(t.addListener);
+  const closeSel = field(liveFs, 'close', t.listener).append('select').attr('id', f('close'));
+  const closeBtn = liveFs.append('button').attr('type', 'button').text(t.closeListener);
   const cpuIn = field(liveFs, 'pin', 'SO_INCOMING_CPU').append('input').attr('id', f('pin')).attr('type', 'number').attr('min', 0).property('value', '0');
-  const pinBtn = liveFs.append('button').attr('type', 'button').text('Set CPU');
-  const unpinBtn = liveFs.append('button').attr('type', 'button').text('Clear CPU');
+  const pinBtn = liveFs.append('button').attr('type', 'button').text(t.setCpu);
+  const unpinBtn = liveFs.append('button').attr('type', 'button').text(t.clearCpu);
 
   const errors = root.append('div').attr('class', 'rl-errors').attr('role', 'alert');
   const summary = root.append('p').attr('class', 'rl-dv-summary').attr('aria-live', 'polite').attr('id', f('summary'));
   const remapLine = root.append('p').attr('class', 'rl-dv-remap').attr('aria-live', 'polite');
   const movedBox = root.append('details').attr('class', 'rl-dv-moved');
-  movedBox.append('summary').text('Flows that land elsewhere after the last change');
+  movedBox.append('summary').text(t.movedSummary);
   const movedBody = movedBox.append('div');
 
   // ---- Stage -----------------------------------------------------------------------------------
   const layout = root.append('div').attr('class', 'rl-dv-layout');
-  const stage = layout.append('div').attr('class', 'rl-dv-stage').attr('role', 'group').attr('aria-label', 'Animated scene (the event list below holds the same packets)');
+  const stage = layout.append('div').attr('class', 'rl-dv-stage').attr('role', 'group').attr('aria-label', t.stage);
   const canvas = stage.append('canvas').attr('class', 'rl-dv-canvas').attr('aria-hidden', 'true');
-  const overlay = new Overlay(stage.node()!);
-  const legend = stage.append('ul').attr('class', 'rl-dv-legend').attr('aria-label', 'Packet shapes');
+  const overlay = new Overlay(stage.node()!, t);
+  const legend = stage.append('ul').attr('class', 'rl-dv-legend').attr('aria-label', t.shapes);
   legend
     .selectAll('li')
-    .data([...KINDS.map((k) => `${{ square: '■', diamond: '◆', bar: '▬', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`), 'colour: listener (Okabe-Ito; hollow marks for listeners 8–15, 24–31, …; black: no socket, or, under a payload program, no single listener per client)'])
+    .data([...KINDS.map((k) => `${{ square: '■', diamond: '◆', bar: '▬', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`), t.colourLegend])
     .join('li')
     .text((d) => d);
   // The listener lookup of the inspected packet, in one line under the scene (details in the Listener lookup panel).
   const stageLookup = stage.append('p').attr('class', 'rl-dv-stage-lookup');
   const side = layout.append('div').attr('class', 'rl-dv-side');
-  side.append('h2').text('Connections per listener');
+  side.append('h2').text(t.perListener);
   const chartBox = side.append('div');
   const chart = new Chart(chartBox.node()!);
   const figures = side.append('dl').attr('class', 'rl-dv-figures');
 
   const tableWrap = root.append('div').attr('class', 'rl-dv-events');
   const table = tableWrap.append('table').attr('class', 'rl-table');
-  table.append('caption').text('Event list');
-  table.append('thead').append('tr').selectAll('th').data(['#', 'time (s)', 'packet', 'client', 'CPU', 'listener', 'slot', 'hash', 'what']).join('th').attr('scope', 'col').text((d) => d);
+  table.append('caption').text(t.eventList);
+  table.append('thead').append('tr').selectAll('th').data(t.eventHead).join('th').attr('scope', 'col').text((d) => d);
   const tbody = table.append('tbody');
   const inspector = root.append('section').attr('class', 'rl-dv-inspector').attr('aria-labelledby', f('insp-h'));
   const nth = seq > 1 ? ` (${seq})` : '';
-  inspector.append('h2').attr('id', f('insp-h')).text(`Inspector${nth}`);
+  inspector.append('h2').attr('id', f('insp-h')).text(`${t.inspector}${nth}`);
   const inspBody = inspector.append('div').attr('aria-live', 'polite');
-  inspBody.append('p').text('Pause and step, click a packet, or choose an event row to see the model’s whole record.');
+  inspBody.append('p').text(t.inspectorHint);
 
   // ---- Listener lookup (the full lookup model, loaded lazily) -------------------------------------
   const lookupSec = root.append('section').attr('class', 'rl-dv-lookup').attr('aria-labelledby', f('lk-h'));
-  lookupSec.append('h2').attr('id', f('lk-h')).text(`Listener lookup${nth}`);
+  lookupSec.append('h2').attr('id', f('lk-h')).text(`${t.lookupHeading}${nth}`);
   const lkField = lookupSec.append('div').attr('class', 'rl-field');
-  lkField.append('label').attr('for', f('lkscene')).text('Lookup layout');
+  lkField.append('label').attr('for', f('lkscene')).text(t.lookupLayout);
   const lkSel = lkField.append('select').attr('id', f('lkscene'));
   lkSel
     .selectAll('option')
     .data([
-      ['group', 'the visualized group'],
-      ['addr_any', 'several groups: 0.0.0.0, :: and 127.0.0.1 (reuseport_addr_any)'],
+      ['group', t.lookupScenes[0]],
+      ['addr_any', t.lookupScenes[1]],
     ])
     .join('option')
     .attr('value', (d) => d[0]!)
     .text((d) => d[1]!);
   const lkBody = lookupSec.append('div').attr('class', 'rl-dv-lookup-body').attr('aria-live', 'polite');
-  lkBody.append('p').text('Inspect a packet to see the tables the kernel walked, every candidate socket’s compute_score, and the group’s pick.');
+  lkBody.append('p').text(t.lookupHint);
 
   // ---- State -----------------------------------------------------------------------------------
   let playing = false;
   let inspected: number | null = null;
   let focus: { seq: number; start: number } | null = null;
-  let struct: Structure = structure(sim);
+  let struct: Structure = structure(sim, t.structure);
   let box: Box = { left: 0, top: 0, width: 1, height: 1 };
   let cssW = 0;
   let cssH = 0;
@@ -240,23 +242,23 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const movedSet = () => new Set(sim.lastRemap && sim.time - sim.lastRemap.t < 6 ? sim.lastRemap.moved : []);
 
   const refreshStructure = () => {
-    struct = structure(sim);
+    struct = structure(sim, t.structure);
     overlay.draw(struct, box, cssW, cssH);
     closeSel.selectAll('option').data(sim.rows).join('option').attr('value', (d) => String(d)).text((d) => `L${d}`);
   };
 
-  const describe = () => summary.text(sim.describe());
+  const describe = () => summary.text(t.summary(sim));
   const showRemap = () => {
     const r = sim.lastRemap;
-    remapLine.text(r ? `${r.what}: ${r.moved.length} of ${r.total} client flows now land on another listener (the model's answers for the same flows before and after; moved clients are marked in black).` : '');
+    remapLine.text(r ? t.remap(r) : '');
     movedBox.property('hidden', !r);
     movedBody.selectAll('*').remove();
     if (!r) return;
-    const name = (l: number) => (l === 0xffffffff ? 'none' : `L${l}`);
-    const t = movedBody.append('table').attr('class', 'rl-table rl-dv-moved-table');
-    t.append('caption').text(`${r.moved.length} moved flow${r.moved.length === 1 ? '' : 's'}${r.moved.length > 500 ? ' (first 500 shown)' : ''}`);
-    t.append('thead').append('tr').selectAll('th').data(['client', 'before', 'after']).join('th').attr('scope', 'col').text((d) => d);
-    t.append('tbody')
+    const name = (l: number) => (l === 0xffffffff ? t.none : `L${l}`);
+    const mt = movedBody.append('table').attr('class', 'rl-table rl-dv-moved-table');
+    mt.append('caption').text(t.movedCaption(r.moved.length));
+    mt.append('thead').append('tr').selectAll('th').data(t.movedHead).join('th').attr('scope', 'col').text((d) => d);
+    mt.append('tbody')
       .selectAll('tr')
       .data(r.moved.slice(0, 500).map((ci, k) => [`${sim.clients[ci]!.saddr}:${sim.clients[ci]!.sport}`, name(r.from[k]!), name(r.to[k]!)]))
       .join('tr')
@@ -284,7 +286,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     e.kind,
     `${e.tuple.saddr}:${e.tuple.sport}`,
     String(e.cpu),
-    e.listener === null ? 'none' : `L${e.listener}`,
+    e.listener === null ? t.none : `L${e.listener}`,
     e.slot === null ? '—' : String(e.slot),
     e.hashHex ? `0x${e.hashHex}` : '—',
     e.note,
@@ -304,7 +306,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
           .append('button')
           .attr('type', 'button')
           .attr('class', 'rl-dv-rowbtn')
-          .attr('aria-label', (d) => `Inspect event ${d.seq}`)
+          .attr('aria-label', (d) => t.inspectEvent(d.seq))
           .text((d) => String(d.seq));
         for (let i = 0; i < 8; i++) r.append('td');
         return r;
@@ -319,14 +321,8 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const drawSide = () => {
     const bars = struct.rows.map((r) => ({ label: String(r.listener), count: sim.counts[r.listener] ?? 0, colour: r.colour, hollow: r.fill === 'hollow' }));
     const fr = fairness(bars.map((b) => b.count));
-    chart.draw(bars, fr);
-    const items: [string, string][] = [
-      ['Dispatched', `${fr.total}${sim.dropped ? ` (+${sim.dropped} to no socket)` : ''}`],
-      ['Uniform expectation', `${fr.expected.toFixed(1)} per listener`],
-      ['Max / min', fmtRatio(fr.maxMinRatio)],
-      ['Jain’s index', fr.jain === null ? 'n/a' : fr.jain.toFixed(4)],
-      ['In flight', String(sim.particles.inFlight(sim.time))],
-    ];
+    chart.draw(bars, fr, t.chartLabel);
+    const items = t.figures(fr, sim.dropped, sim.particles.inFlight(sim.time), fmtRatio(fr.maxMinRatio));
     figures.selectAll('div').data(items).join((e) => {
       const d = e.append('div');
       d.append('dt');
@@ -352,10 +348,10 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     sim.log.seek(seq);
     inspBody.selectAll('*').remove();
     const m = listenerMark(e.listener);
-    inspBody.append('p').attr('class', 'rl-headline').text(`Event ${e.seq}: ${e.kind} at ${e.t.toFixed(3)} s, ${e.note}. Listener mark: ${m.label}.`);
-    if (e.kind !== 'SYN' && e.kind !== 'UDP') inspBody.append('p').text(`This ${e.kind} belongs to connection ${e.conn}; the record below is its SYN's dispatch.`);
-    if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain, langOf(document.documentElement.lang)), 3);
-    else inspBody.append('p').text('The model did not deliver this packet to the group.');
+    inspBody.append('p').attr('class', 'rl-headline').text(t.headline(e, m.label));
+    if (e.kind !== 'SYN' && e.kind !== 'UDP') inspBody.append('p').text(t.belongsTo(e));
+    if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain, langOf(document.documentElement.lang)), 3, t.card);
+    else inspBody.append('p').text(t.notDelivered);
     inspLookup = inspBody.append('p').attr('class', 'rl-dv-insp-lookup').node();
     overlay.marker(markerFor(), box);
     showLookup();
@@ -372,7 +368,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
         await m.loadLookup();
         lk = m;
       });
-  lkReady.catch((e: unknown) => lkBody.text(`The lookup model failed to load: ${e instanceof Error ? e.message : String(e)}`));
+  lkReady.catch((e: unknown) => lkBody.text(t.lookupFailed(e instanceof Error ? e.message : String(e))));
   const planFor = (scene: LookupScene): HostPlan => {
     const s = sim.summary();
     return scene === 'addr_any'
@@ -406,7 +402,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     const seq = inspected;
     if (!lk) {
       lkBody.selectAll('*').remove();
-      lkBody.append('p').text('Loading the lookup model…');
+      lkBody.append('p').text(t.lookupLoading);
       void lkReady.then(() => inspected === seq && showLookup());
       return;
     }
@@ -414,22 +410,22 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     const r = lookupOf(scene, seq);
     lkBody.selectAll('*').remove();
     if (!r) return;
-    if ('error' in r) lkBody.append('p').attr('class', 'rl-fallback').text(`The model refuses this layout: ${r.error}`);
-    else renderLookup(lkBody.node()!, r.plan.describe, r.view, 3);
-    overlay.lookup('error' in r ? null : r.view.walks, box, 'error' in r ? null : r.view.socket === null ? 'no socket' : r.view.listener !== null ? `L${r.view.listener}` : `socket ${r.view.socket}`);
+    if ('error' in r) lkBody.append('p').attr('class', 'rl-fallback').text(t.lookupRefused(r.error));
+    else renderLookup(lkBody.node()!, r.plan.describe, r.view, 3, t.lookup);
+    overlay.lookup('error' in r ? null : r.view.walks, box, 'error' in r ? null : r.view.socket === null ? t.noSocket : r.view.listener !== null ? `L${r.view.listener}` : t.socket(r.view.socket));
     stageLookup.text(
       'error' in r
         ? ''
-        : `Lookup of event ${seq}${scene === 'addr_any' ? ' (several groups, to 127.0.0.1:8888)' : ''}: ${r.view.walks.map((w) => `${w.caption} [${w.rows.map((row, i) => `${row[0]!.split(' (')[0]} score ${row[1]!.split(' ')[0]}${w.highlight.includes(i) ? ' ✓' : ''}`).join(', ')}]`).join(' → ')} → ${r.view.socket === null ? 'no socket' : `socket ${r.view.socket}${r.view.listener !== null ? ` = L${r.view.listener}` : ''}`}`,
+        : `${t.lookupOf(seq, scene === 'addr_any')}: ${r.view.walks.map((w) => `${w.caption} [${w.rows.map((row, i) => `${row[0]!.split(' (')[0]} ${t.score} ${row[1]!.split(' ')[0]}${w.highlight.includes(i) ? ' ✓' : ''}`).join(', ')}]`).join(' → ')} → ${r.view.socket === null ? t.noSocket : `${t.socket(r.view.socket)}${r.view.listener !== null ? ` = L${r.view.listener}` : ''}`}`,
     );
     // The inspector names the lookup in the visualized group's layout in one line.
     const g = scene === 'group' ? r : lookupOf('group', seq);
     if (inspLookup && g) {
       const e = sim.log.get(seq);
-      if ('error' in g) inspLookup.textContent = `Listener lookup: the model refuses this layout: ${g.error}`;
+      if ('error' in g) inspLookup.textContent = t.inspLookupRefused(g.error);
       else {
-        const agree = e && g.view.listener !== e.listener ? ` The live group answered ${e.listener === null ? 'no socket' : `L${e.listener}`}: the Host's group is rebuilt without the closes, so its socks[] order differs.` : '';
-        inspLookup.textContent = `Listener lookup (Host model): ${g.view.walks.map((w) => `${w.caption}, ${w.rows.length} candidate${w.rows.length === 1 ? '' : 's'}`).join('; ')}. ${g.view.reason}.${agree} The Listener lookup panel lists every candidate and score.`;
+        const agree = e && g.view.listener !== e.listener ? t.liveDiffers(e.listener === null ? t.noSocket : `L${e.listener}`) : '';
+        inspLookup.textContent = t.inspLookup(g.view.walks.map((w) => t.candidates(w.caption, w.rows.length)).join('; '), g.view.reason, agree);
       }
     }
   };
@@ -437,7 +433,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
 
   const setPlaying = (p: boolean) => {
     playing = p;
-    playBtn.text(p ? 'Pause' : 'Play').attr('aria-pressed', String(p));
+    playBtn.text(p ? t.pause : t.play).attr('aria-pressed', String(p));
     if (!p) {
       const last = sim.log.last();
       if (last && sim.log.cursor < 0) sim.log.seek(last.seq);
@@ -457,7 +453,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     inspect(e.seq);
     drawTable();
     drawSide();
-    summary.text(`Event ${e.seq}: ${e.kind} from ${e.tuple.saddr}:${e.tuple.sport}, ${e.note}.`);
+    summary.text(t.step(e));
   };
 
   const restart = () => {
@@ -465,28 +461,28 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     const num = (s: typeof rateIn, lo: number, hi: number, name: string): number | undefined => {
       const v = Number(s.property('value'));
       if (!Number.isInteger(v) || v < lo || v > hi) {
-        setError(`${name}: give a whole number from ${lo} to ${hi}.`);
+        setError(t.wholeNumber(name, lo, hi));
         return undefined;
       }
       return v;
     };
-    const listeners = num(listenersIn, 1, 1024, 'Listeners');
-    const clients = num(clientsIn, 1, 5000, 'Clients');
-    const cpus = num(cpusIn, 1, 64, 'Receiving CPUs');
-    const seed = num(seedIn, 0, 4294967295, 'Seed');
+    const listeners = num(listenersIn, 1, 1024, t.listeners);
+    const clients = num(clientsIn, 1, 5000, t.clients);
+    const cpus = num(cpusIn, 1, 64, t.cpus);
+    const seed = num(seedIn, 0, 4294967295, t.seed);
     const secret = parseHex32(String(secretIn.property('value')));
     if (listeners === undefined || clients === undefined || cpus === undefined || seed === undefined) return;
-    if (secret === undefined) return setError('Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.');
+    if (secret === undefined) return setError(t.secretBad);
     const prog = String(progSel.property('value'));
     let program: Program | null = null;
     if (prog === 'cpu') program = { kind: 'cpu' };
     if (prog === 'index') {
-      const idx = num(progIdx, 0, 65535, 'Fixed index');
+      const idx = num(progIdx, 0, 65535, t.fixedIndexName);
       if (idx === undefined) return;
       program = { kind: 'index', index: idx };
     }
     if (prog === 'payload_mod') {
-      const m = num(progMod, 1, 4294967295, 'Payload modulus');
+      const m = num(progMod, 1, 4294967295, t.payloadModulusName);
       if (m === undefined) return;
       program = { kind: 'payload_mod', modulus: m };
     }
@@ -496,8 +492,8 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     const text = String(clientList.property('value'));
     if (text.trim()) {
       const r = parseClients(text, cpus, seed);
-      if (r.errors.length) return setError(`Client list: ${r.errors.slice(0, 5).join('; ')}`);
-      if (!r.clients.length) return setError('Client list: no client given.');
+      if (r.errors.length) return setError(t.clientListErrors(r.errors.slice(0, 5)));
+      if (!r.clients.length) return setError(t.noClient);
       clientListParsed = r.clients;
     }
     const next: SimOptions = { ...sim.opts, kernel: String(kernelSel.property('value')), proto: protoSel.property('value') as Proto, wildcard: bindSel.property('value') === 'wildcard', listeners, clients, cpus, seed, secret, program, clientList: clientListParsed };
@@ -508,7 +504,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     } catch (e) {
       sim.opts = prev;
       sim.rebuild();
-      setError(`The group cannot be built: ${(e as Error).message}`);
+      setError(t.cannotBuild((e as Error).message));
     }
     sim.boot = 0;
     inspected = null;
@@ -517,7 +513,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     stageLookup.text('');
     overlay.lookup(null, box);
     lkBody.selectAll('*').remove();
-    lkBody.append('p').text('Inspect a packet to see the tables the kernel walked, every candidate socket’s compute_score, and the group’s pick.');
+    lkBody.append('p').text(t.lookupHint);
     refreshStructure();
     drawTable();
     drawSide();
@@ -547,12 +543,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   on(rateIn.node()!, 'change', () => {
     const v = Number(rateIn.property('value'));
     if (Number.isFinite(v) && v > 0 && v <= 5000) sim.opts.rate = v;
-    else setError('Arrival rate: give a number from 1 to 5000.');
+    else setError(t.rateBad);
   });
   on(restartBtn.node()!, 'click', restart);
   on(setSecretBtn.node()!, 'click', live(() => {
     const s = parseHex32(String(secretIn.property('value')));
-    if (s === undefined) throw new Error('Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.');
+    if (s === undefined) throw new Error(t.secretBad);
     sim.setSecret(s);
   }));
   on(bootBtn.node()!, 'click', live(() => {
@@ -562,12 +558,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   on(addBtn.node()!, 'click', live(() => void sim.join(reduced)));
   on(closeBtn.node()!, 'click', live(() => {
     const l = Number(closeSel.property('value'));
-    if (!sim.rows.includes(l)) throw new Error('Choose a listening member to close.');
+    if (!sim.rows.includes(l)) throw new Error(t.chooseMember);
     sim.close(l, reduced);
   }));
   on(pinBtn.node()!, 'click', live(() => {
     const c = Number(cpuIn.property('value'));
-    if (!Number.isInteger(c) || c < 0) throw new Error('SO_INCOMING_CPU: give a whole number from 0.');
+    if (!Number.isInteger(c) || c < 0) throw new Error(t.cpuBad);
     sim.setIncomingCpu(Number(closeSel.property('value')), c, reduced);
   }));
   on(unpinBtn.node()!, 'click', live(() => sim.setIncomingCpu(Number(closeSel.property('value')), undefined, reduced)));

@@ -13,6 +13,7 @@ import { countByListener, explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
 import { hex32, parseHex32 } from '../hex';
 import { defineIsland, islandElement } from './element';
+import { lookupText } from './lookup-text';
 
 /** Options of the lookup widget. */
 export interface LookupOptions {
@@ -49,6 +50,7 @@ function parseNumList(s: string): number[] | undefined {
 /** Mounts the widget into `el`; returns a function that removes it and its listeners. */
 export async function mountLookup(el: HTMLElement, options: LookupOptions = {}): Promise<() => void> {
   await loadModel();
+  const t = lookupText();
   const id = `rl-lookup-${++uid}`;
   const f = (name: string) => `${id}-${name}`;
   const root = select(el).append('div').attr('class', 'rl-lookup');
@@ -57,7 +59,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     .append('p')
     .attr('id', f('help'))
     .attr('class', 'rl-help')
-    .text('One connection per line: client first. SADDR SPORT DADDR DPORT, or SADDR:SPORT DADDR:DPORT with IPv6 as [addr]:port. Lines starting with # are ignored.');
+    .text(t.help);
 
   const field = (name: string, label: string, hint?: string) => {
     const wrap = form.append('div').attr('class', 'rl-field');
@@ -66,7 +68,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     return wrap;
   };
 
-  const tuples = field('tuples', '4-tuples')
+  const tuples = field('tuples', t.tuples)
     .append('textarea')
     .attr('id', f('tuples'))
     .attr('name', 'tuples')
@@ -75,25 +77,25 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     .attr('aria-describedby', f('help'))
     .property('value', options.tuples ?? '127.0.0.9 40000 127.0.0.1 8080');
 
-  const kernel = field('kernel', 'Kernel', 'a profile, or your uname -r').append('input').attr('id', f('kernel')).attr('name', 'kernel').attr('list', f('profiles')).attr('aria-describedby', f('kernel-hint')).property('value', options.kernel ?? '6.18');
+  const kernel = field('kernel', t.kernel, t.kernelHint).append('input').attr('id', f('kernel')).attr('name', 'kernel').attr('list', f('profiles')).attr('aria-describedby', f('kernel-hint')).property('value', options.kernel ?? '6.18');
   form.append('datalist').attr('id', f('profiles')).selectAll('option').data(profiles()).join('option').attr('value', (p) => `${p.release.major}.${p.release.minor}`);
   const profileNote = form.append('p').attr('class', 'rl-hint').attr('aria-live', 'polite');
 
-  const proto = field('proto', 'Protocol').append('select').attr('id', f('proto')).attr('name', 'proto');
+  const proto = field('proto', t.proto).append('select').attr('id', f('proto')).attr('name', 'proto');
   proto.selectAll('option').data(['tcp', 'udp']).join('option').attr('value', (d) => d).text((d) => d.toUpperCase());
   proto.property('value', options.proto ?? 'tcp');
 
-  const listeners = field('listeners', 'Listeners', '1 to 32768; numbered in listen() order (bind() for UDP)').append('input').attr('id', f('listeners')).attr('type', 'number').attr('min', 1).attr('max', 40000).attr('aria-describedby', f('listeners-hint')).property('value', String(options.listeners ?? 8));
-  const bind = field('bind', 'Bound address', 'empty: the destination of the first line; 0.0.0.0 or :: for a wildcard group').append('input').attr('id', f('bind')).attr('aria-describedby', f('bind-hint')).attr('placeholder', 'destination of the first line');
-  const closed = field('closed', 'Closed listeners', 'closed in this order after all listened, e.g. 1,3').append('input').attr('id', f('closed')).attr('aria-describedby', f('closed-hint')).attr('inputmode', 'numeric');
-  const cpu = field('cpu', 'Receiving CPU').append('input').attr('id', f('cpu')).attr('type', 'number').attr('min', 0).property('value', '0');
+  const listeners = field('listeners', t.listeners, t.listenersHint).append('input').attr('id', f('listeners')).attr('type', 'number').attr('min', 1).attr('max', 40000).attr('aria-describedby', f('listeners-hint')).property('value', String(options.listeners ?? 8));
+  const bind = field('bind', t.bound, t.boundHint).append('input').attr('id', f('bind')).attr('aria-describedby', f('bind-hint')).attr('placeholder', t.boundPlaceholder);
+  const closed = field('closed', t.closed, t.closedHint).append('input').attr('id', f('closed')).attr('aria-describedby', f('closed-hint')).attr('inputmode', 'numeric');
+  const cpu = field('cpu', t.cpu).append('input').attr('id', f('cpu')).attr('type', 'number').attr('min', 0).property('value', '0');
 
-  const secretWrap = field('secret', 'Hash secret (IPv4)', 'secret + net_hash_mix, 32-bit hex; your kernel draws its own at boot');
+  const secretWrap = field('secret', t.secret, t.secretHint);
   const secret = secretWrap.append('input').attr('id', f('secret')).attr('aria-describedby', f('secret-hint')).attr('spellcheck', 'false').property('value', options.secret ?? randomHex32());
-  const newBoot = secretWrap.append('button').attr('type', 'button').text('New boot');
-  const inner = field('inner', 'IPv6 inner secret', 'needed for IPv6 lines; the IPv6 outer value is the secret above').append('input').attr('id', f('inner')).attr('aria-describedby', f('inner-hint')).attr('spellcheck', 'false').property('value', '0x00000000');
+  const newBoot = secretWrap.append('button').attr('type', 'button').text(t.newBoot);
+  const inner = field('inner', t.inner, t.innerHint).append('input').attr('id', f('inner')).attr('aria-describedby', f('inner-hint')).attr('spellcheck', 'false').property('value', '0x00000000');
 
-  form.append('button').attr('type', 'submit').attr('class', 'rl-primary').text('Explain');
+  form.append('button').attr('type', 'submit').attr('class', 'rl-primary').text(t.explain);
   const status = root.append('div').attr('class', 'rl-status').attr('role', 'status').attr('aria-live', 'polite');
   const errors = root.append('div').attr('class', 'rl-errors');
   const results = root.append('div').attr('class', 'rl-results');
@@ -101,7 +103,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
   const showProfile = () => {
     try {
       const p = resolveProfile(String(kernel.property('value')).trim());
-      profileNote.text(`Uses profile ${p.release.major}.${p.release.minor} (rules read from ${p.basis}).`);
+      profileNote.text(t.profile(`${p.release.major}.${p.release.minor}`, p.basis));
     } catch (e) {
       profileNote.text((e as Error).message);
     }
@@ -115,17 +117,17 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
 
     const text = String(tuples.property('value'));
     const lineCount = text.split('\n').length;
-    if (lineCount > MAX_LINES) fail(`The tuples field has ${lineCount} lines; at most ${MAX_LINES} are explained per run. Split the input, or use reuseport-agent predict for bulk.`);
+    if (lineCount > MAX_LINES) fail(t.tooManyLines(lineCount, MAX_LINES));
     const n = Number(listeners.property('value'));
-    if (!Number.isInteger(n) || n < 1) fail('Listeners: give a whole number of at least 1.');
+    if (!Number.isInteger(n) || n < 1) fail(t.listenersBad);
     const s = parseHex32(String(secret.property('value')));
-    if (s === undefined) fail('Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.');
+    if (s === undefined) fail(t.secretBad);
     const i6 = parseHex32(String(inner.property('value')));
-    if (i6 === undefined) fail('IPv6 inner secret: give a 32-bit hex value such as 0x1a2b3c4d.');
+    if (i6 === undefined) fail(t.innerBad);
     const closedList = parseNumList(String(closed.property('value')));
-    if (closedList === undefined) fail('Closed listeners: give listener numbers separated by commas, such as 1,3.');
+    if (closedList === undefined) fail(t.closedBad);
     const c = Number(cpu.property('value'));
-    if (!Number.isInteger(c) || c < 0) fail('Receiving CPU: give a whole number from 0.');
+    if (!Number.isInteger(c) || c < 0) fail(t.cpuBad);
 
     const parsed = parseTuples(text);
     const first = parsed.find((p) => p.tuple);
@@ -138,17 +140,17 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
         bindAddr = b.addr;
         port = b.port ?? undefined;
       } catch (e) {
-        fail(`Bound address: ${(e as Error).message}`);
+        fail(t.boundBad((e as Error).message));
       }
     }
     if (!bindAddr) bindAddr = first?.tuple?.daddr ?? '';
     port ??= first?.tuple?.dport;
-    if ((!bindAddr || port === undefined) && !problems.some((p) => p.startsWith('Bound address')))
-      fail('No line holds a valid tuple, so the group has no address and port: fix the lines below or give a bound address with a port, such as 0.0.0.0:8080.');
+    if ((!bindAddr || port === undefined) && !problems.some((p) => p.startsWith(t.boundPrefix)))
+      fail(t.noTuple);
 
     if (problems.length) {
       errors.append('ul').attr('role', 'alert').selectAll('li').data(problems).join('li').text((d) => d);
-      for (const p of parsed.filter((x) => x.error)) errors.append('p').text(`Line ${p.line}: ${p.error}`);
+      for (const p of parsed.filter((x) => x.error)) errors.append('p').text(t.lineError(p.line, p.error!));
       return;
     }
 
@@ -163,7 +165,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
         closed: closedList!,
       });
     } catch (e) {
-      errors.append('p').attr('role', 'alert').text(`The group cannot be built: ${(e as Error).message}`);
+      errors.append('p').attr('role', 'alert').text(t.cannotBuild((e as Error).message));
       return;
     }
     let answers: LineAnswer[];
@@ -175,23 +177,23 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     const bad = answers.filter((a) => a.error !== undefined);
     if (bad.length) {
       const box = errors.append('div').attr('role', 'alert');
-      box.append('p').text(`${bad.length} line${bad.length === 1 ? '' : 's'} could not be answered:`);
-      box.append('ul').selectAll('li').data(bad.slice(0, 100)).join('li').text((a) => `Line ${a.line}: ${a.error}`);
+      box.append('p').text(t.notAnswered(bad.length));
+      box.append('ul').selectAll('li').data(bad.slice(0, 100)).join('li').text((a) => t.lineError(a.line, String(a.error)));
     }
     const good = answers.filter((a): a is Extract<LineAnswer, { explain: object }> => a.explain !== undefined);
-    status.text(`${good.length} line${good.length === 1 ? '' : 's'} explained${bad.length ? `, ${bad.length} with errors` : ''}.`);
+    status.text(t.explained(good.length, bad.length));
     if (!good.length) return;
 
-    results.append('h2').text('Results');
+    results.append('h2').text(t.results);
     const counts = countByListener(good.map((a) => a.explain.listener));
     const dist = results.append('table').attr('class', 'rl-table');
-    dist.append('caption').text('Connections per listener');
-    dist.append('thead').append('tr').selectAll('th').data(['listener', 'connections']).join('th').attr('scope', 'col').text((d) => d);
-    dist.append('tbody').selectAll('tr').data(counts).join('tr').selectAll('td').data((d) => [d.listener === null ? 'none' : String(d.listener), String(d.count)]).join('td').text((d) => d);
+    dist.append('caption').text(t.perListener);
+    dist.append('thead').append('tr').selectAll('th').data(t.perListenerHead).join('th').attr('scope', 'col').text((d) => d);
+    dist.append('tbody').selectAll('tr').data(counts).join('tr').selectAll('td').data((d) => [d.listener === null ? t.none : String(d.listener), String(d.count)]).join('td').text((d) => d);
 
     const table = results.append('table').attr('class', 'rl-table rl-answers');
-    table.append('caption').text('Chosen socket per line');
-    table.append('thead').append('tr').selectAll('th').data(['line', 'tuple', 'listener', 'slot', 'hash']).join('th').attr('scope', 'col').text((d) => d);
+    table.append('caption').text(t.chosen);
+    table.append('thead').append('tr').selectAll('th').data(t.chosenHead).join('th').attr('scope', 'col').text((d) => d);
     table
       .append('tbody')
       .selectAll('tr')
@@ -199,19 +201,19 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
       .join('tr')
       .selectAll('td')
       .data((a) => {
-        const t = a.explain.tuple;
-        return [String(a.line), `${t.saddr} ${t.sport} → ${t.daddr} ${t.dport}`, a.explain.listener === null ? 'none' : String(a.explain.listener), a.explain.slot === null ? '—' : String(a.explain.slot), a.explain.hash.hashHex];
+        const tu = a.explain.tuple;
+        return [String(a.line), `${tu.saddr} ${tu.sport} → ${tu.daddr} ${tu.dport}`, a.explain.listener === null ? t.none : String(a.explain.listener), a.explain.slot === null ? '—' : String(a.explain.slot), a.explain.hash.hashHex];
       })
       .join('td')
       .text((d) => d);
-    if (good.length > 1000) results.append('p').text(`The table shows the first 1000 of ${good.length} lines.`);
+    if (good.length > 1000) results.append('p').text(t.firstRows(good.length));
 
     for (const a of good.slice(0, MAX_DETAILED)) {
       const det = results.append('details').attr('class', 'rl-explain').property('open', good.length === 1);
-      det.append('summary').text(`Line ${a.line}: listener ${a.explain.listener ?? 'none'}`);
-      renderExplain(det.append('div').node()!, explainView(a.explain, langOf(document.documentElement.lang)), 3);
+      det.append('summary').text(t.detail(a.line, a.explain.listener === null ? t.none : String(a.explain.listener)));
+      renderExplain(det.append('div').node()!, explainView(a.explain, langOf(document.documentElement.lang)), 3, t.card);
     }
-    if (good.length > MAX_DETAILED) results.append('p').text(`Full explanations are shown for the first ${MAX_DETAILED} lines.`);
+    if (good.length > MAX_DETAILED) results.append('p').text(t.detailedFirst(MAX_DETAILED));
   };
 
   const onSubmit = (ev: Event) => {

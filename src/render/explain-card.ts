@@ -7,6 +7,15 @@ import type { ExplainView, Section, Table } from '../scene/explain-view';
 
 type Sel = Selection<HTMLElement, unknown, null, undefined>;
 
+/** The card's own words. */
+export interface ExplainCardText {
+  kernel: (source: string) => string;
+  fallback: (text: string) => string;
+  caveats: string;
+}
+
+const EN: ExplainCardText = { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' };
+
 function renderTable(parent: Sel, t: Table): void {
   const table = parent.append('table').attr('class', 'rl-table');
   table.append('caption').text(t.caption);
@@ -24,10 +33,10 @@ function renderTable(parent: Sel, t: Table): void {
     .text((d) => d);
 }
 
-function renderSection(parent: Sel, s: Section, level: number): void {
+function renderSection(parent: Sel, s: Section, level: number, w: ExplainCardText): void {
   const sec = parent.append('section').attr('class', 'rl-section');
   sec.append(`h${level}`).text(s.title);
-  if (s.source) sec.append('p').attr('class', 'rl-source').text(`Kernel: ${s.source}`);
+  if (s.source) sec.append('p').attr('class', 'rl-source').text(w.kernel(s.source));
   const dl = sec.append('dl');
   for (const r of s.rows) {
     dl.append('dt').text(r.label);
@@ -37,14 +46,14 @@ function renderSection(parent: Sel, s: Section, level: number): void {
 }
 
 /** Appends the explanation to `el`; `level` is the heading level of its sections. */
-export function renderExplain(el: HTMLElement, v: ExplainView, level = 3): void {
+export function renderExplain(el: HTMLElement, v: ExplainView, level = 3, w: ExplainCardText = EN): void {
   const root = select(el);
   root.append('p').attr('class', 'rl-headline').text(v.headline);
-  for (const s of v.sections) renderSection(root, s, level);
-  if (v.fallback) root.append('p').attr('class', 'rl-fallback').text(`Fallback: ${v.fallback}`);
+  for (const s of v.sections) renderSection(root, s, level, w);
+  if (v.fallback) root.append('p').attr('class', 'rl-fallback').text(w.fallback(v.fallback));
   if (v.notes.length) {
     const notes = root.append('section').attr('class', 'rl-notes');
-    notes.append(`h${level}`).text('Caveats');
+    notes.append(`h${level}`).text(w.caveats);
     notes.append('ul').selectAll('li').data(v.notes).join('li').text((d) => d);
   }
 }

@@ -51,44 +51,161 @@ function fmtTuple(e: Explain): string {
   return `${ep(saddr, sport)} → ${ep(daddr, dport)}`;
 }
 
+/** The card's own words (the model's outcomes come from messages.ts). */
+interface Words {
+  headline: (proto: string, tuple: string, release: string, who: string, slot: number | null, hash: string) => string;
+  noSocket: string;
+  listener: (n: number) => string;
+  packetGroup: string;
+  packet: string;
+  cpu: string;
+  boundTo: string;
+  port: (bind: string, port: number) => string;
+  listening: string;
+  selection: string;
+  byGroup: string;
+  byChain: string;
+  capacity: string;
+  closedTail: string;
+  incomingCpu: string;
+  hash: (fn: string) => string;
+  formula: string;
+  laddr: string;
+  why: string;
+  jhashHead: [string, string];
+  added: string;
+  hashRow: string;
+  slotTitle: string;
+  slot: (n: number) => string;
+  visited: string;
+  visitedHead: [string, string, string];
+  programTitle: string;
+  program: string;
+  returned: string;
+  outcome: string;
+  reservoirTitle: string;
+  rule: string;
+  ruleText: string;
+  chain: string;
+  chainHead: string[];
+}
+
+const EN: Words = {
+  headline: (p, t, r, who, slot, hash) => `${p} ${t} on kernel ${r}: ${who}${slot === null ? '' : ` in socks[${slot}]`}, hash ${hash}.`,
+  noSocket: 'no socket',
+  listener: (n) => `listener ${n}`,
+  packetGroup: 'Packet and group',
+  packet: 'Packet',
+  cpu: 'Receiving CPU',
+  boundTo: 'Group bound to',
+  port: (b, p) => `${b} port ${p}`,
+  listening: 'Listening members',
+  selection: 'Selection',
+  byGroup: 'sock_reuseport group (socks[] array)',
+  byChain: 'reservoir scan over the listener chain (no group yet)',
+  capacity: 'socks[] capacity (max_socks)',
+  closedTail: 'Closed tail (migration)',
+  incomingCpu: 'Members with SO_INCOMING_CPU',
+  hash: (f) => `Hash: ${f}`,
+  formula: 'Formula',
+  laddr: 'Local address hashed',
+  why: 'Why that address',
+  jhashHead: ['word', 'value (hex, kernel byte order)'],
+  added: 'Added outside the jhash',
+  hashRow: 'Hash',
+  slotTitle: 'reciprocal_scale and the slot',
+  slot: (n) => `slot ${n}`,
+  visited: 'Slots visited',
+  visitedHead: ['slot', 'listener', 'what happened'],
+  programTitle: 'Program attached to the group',
+  program: 'Program',
+  returned: 'Returned',
+  outcome: 'Outcome',
+  reservoirTitle: 'Reservoir scan over the chain',
+  rule: 'Rule',
+  ruleText: 'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its next_pseudo_random32 steps',
+  chain: 'Chain, newest listener first',
+  chainHead: ['position', 'listener', 'score', 'matches', 'phash', 'scaled', 'what happened'],
+};
+
+const ZH: Words = {
+  headline: (p, t, r, who, slot, hash) => `${p} ${t}，内核 ${r}：${who}${slot === null ? '' : `，位于 socks[${slot}]`}，哈希 ${hash}。`,
+  noSocket: '没有套接字',
+  listener: (n) => `监听套接字 ${n}`,
+  packetGroup: '数据包与组',
+  packet: '数据包',
+  cpu: '接收 CPU',
+  boundTo: '组绑定到',
+  port: (b, p) => `${b} 端口 ${p}`,
+  listening: '正在监听的成员',
+  selection: '选择方式',
+  byGroup: 'sock_reuseport 组（socks[] 数组）',
+  byChain: '在监听链上做蓄水池扫描（尚未建组）',
+  capacity: 'socks[] 容量（max_socks）',
+  closedTail: '已关闭的尾部（迁移）',
+  incomingCpu: '设置了 SO_INCOMING_CPU 的成员',
+  hash: (f) => `哈希：${f}`,
+  formula: '公式',
+  laddr: '参与哈希的本地地址',
+  why: '为何是这个地址',
+  jhashHead: ['字', '值（十六进制，内核字节序）'],
+  added: '在 jhash 之外加上',
+  hashRow: '哈希',
+  slotTitle: 'reciprocal_scale 与槽位',
+  slot: (n) => `槽位 ${n}`,
+  visited: '访问过的槽位',
+  visitedHead: ['槽位', '监听套接字', '发生了什么'],
+  programTitle: '挂在组上的程序',
+  program: '程序',
+  returned: '返回值',
+  outcome: '结果',
+  reservoirTitle: '在链上做蓄水池扫描',
+  rule: '规则',
+  ruleText: '先取第一个得分最高的套接字；之后每个得分相同的套接字，在 reciprocal_scale(phash, matches) = 0 时替换它，其中 phash 起初为哈希值，之后依次为其 next_pseudo_random32 结果',
+  chain: '链表，最新的监听套接字在前',
+  chainHead: ['位置', '监听套接字', '得分', '匹配数', 'phash', '缩放值', '发生了什么'],
+};
+
+const wordsOf = (lang: Lang): Words => (lang === 'zh-CN' ? ZH : EN);
+
 /** Builds the display data for one explained packet; the model's outcomes are said in `lang`. */
 export function explainView(e: Explain, lang: Lang = 'en'): ExplainView {
-  const who = e.listener === null ? 'no socket' : `listener ${e.listener}`;
-  const where = e.slot === null ? '' : ` in socks[${e.slot}]`;
-  const headline = `${e.proto.toUpperCase()} ${fmtTuple(e)} on kernel ${release(e)}: ${who}${where}, hash ${e.hash.hashHex}.`;
+  const w = wordsOf(lang);
+  const who = e.listener === null ? w.noSocket : w.listener(e.listener);
+  const headline = w.headline(e.proto.toUpperCase(), fmtTuple(e), release(e), who, e.slot, e.hash.hashHex);
 
   const packet: Section = {
-    title: 'Packet and group',
+    title: w.packetGroup,
     rows: [
-      { label: 'Packet', value: fmtTuple(e), mono: true },
-      { label: 'Receiving CPU', value: String(e.cpu) },
-      { label: 'Group bound to', value: `${e.group.bind} port ${e.group.port}`, mono: true },
-      { label: 'Listening members', value: String(e.group.listening) },
-      { label: 'Selection', value: e.group.selection === 'group' ? 'sock_reuseport group (socks[] array)' : 'reservoir scan over the listener chain (no group yet)' },
+      { label: w.packet, value: fmtTuple(e), mono: true },
+      { label: w.cpu, value: String(e.cpu) },
+      { label: w.boundTo, value: w.port(e.group.bind, e.group.port), mono: true },
+      { label: w.listening, value: String(e.group.listening) },
+      { label: w.selection, value: e.group.selection === 'group' ? w.byGroup : w.byChain },
     ],
     tables: [],
   };
-  if (e.group.maxSocks !== null) packet.rows.push({ label: 'socks[] capacity (max_socks)', value: String(e.group.maxSocks) });
-  if (e.group.closedTail > 0) packet.rows.push({ label: 'Closed tail (migration)', value: String(e.group.closedTail) });
-  if (e.group.incomingCpu > 0) packet.rows.push({ label: 'Members with SO_INCOMING_CPU', value: String(e.group.incomingCpu) });
+  if (e.group.maxSocks !== null) packet.rows.push({ label: w.capacity, value: String(e.group.maxSocks) });
+  if (e.group.closedTail > 0) packet.rows.push({ label: w.closedTail, value: String(e.group.closedTail) });
+  if (e.group.incomingCpu > 0) packet.rows.push({ label: w.incomingCpu, value: String(e.group.incomingCpu) });
 
   const h = e.hash;
   const hash: Section = {
-    title: `Hash: ${h.function}`,
+    title: w.hash(h.function),
     source: say(lang, 'kernel_source', h.source),
     rows: [
-      { label: 'Formula', value: h.formula, mono: true },
-      { label: 'Local address hashed', value: h.laddr, mono: true },
-      { label: 'Why that address', value: say(lang, 'laddr_reason', h.laddrReason) },
+      { label: w.formula, value: h.formula, mono: true },
+      { label: w.laddr, value: h.laddr, mono: true },
+      { label: w.why, value: say(lang, 'laddr_reason', h.laddrReason) },
     ],
     tables: h.calls.map((c) => ({
       caption: `${c.function}: ${say(lang, 'jhash_role', c.role)}`,
-      head: ['word', 'value (hex, kernel byte order)'],
+      head: [...w.jhashHead],
       rows: [...c.words.map((w, i) => [`${i}`, w]), ['initval', c.initval], ['result', c.result]],
     })),
   };
-  if (h.lportAdded !== null) hash.rows.push({ label: 'Added outside the jhash', value: `lport ${h.lportAdded}` });
-  hash.rows.push({ label: 'Hash', value: h.hashHex, mono: true });
+  if (h.lportAdded !== null) hash.rows.push({ label: w.added, value: `lport ${h.lportAdded}` });
+  hash.rows.push({ label: w.hashRow, value: h.hashHex, mono: true });
 
   const picks = pickSections(e.pick, e, lang);
   const fallback = e.fallback === null ? null : say(lang, 'fallback', e.fallback);
@@ -104,19 +221,20 @@ export function countByListener(listeners: (number | null)[]): { listener: numbe
 
 /** The selection steps as sections: a program, then what it handed over to. */
 function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
+  const w = wordsOf(lang);
   if (pick.kind === 'by_hash') {
     return [
       {
-        title: 'reciprocal_scale and the slot',
+        title: w.slotTitle,
         source: say(lang, 'kernel_source', pick.source),
         rows: [
           { label: 'hash × num_socks', value: `0x${e.hash.hashHex} × ${pick.numSocks} = 0x${pick.productHex} (${pick.product})`, mono: true },
-          { label: '>> 32', value: `slot ${pick.scaled}`, mono: true },
+          { label: '>> 32', value: w.slot(pick.scaled), mono: true },
         ],
         tables: [
           {
-            caption: 'Slots visited',
-            head: ['slot', 'listener', 'what happened'],
+            caption: w.visited,
+            head: [...w.visitedHead],
             rows: pick.steps.map((s) => [String(s.slot), String(s.listener), say(lang, 'ring_outcome', s.outcome)]),
             highlight: pick.steps.findIndex((s) => s.chosen),
           },
@@ -126,12 +244,12 @@ function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
   }
   if (pick.kind === 'program') {
     const own: Section = {
-      title: 'Program attached to the group',
+      title: w.programTitle,
       source: say(lang, 'kernel_source', pick.source),
       rows: [
-        { label: 'Program', value: say(lang, 'program_summary', pick.program) },
-        { label: 'Returned', value: say(lang, 'program_return', pick.returned), mono: true },
-        { label: 'Outcome', value: say(lang, 'program_outcome', pick.outcome) },
+        { label: w.program, value: say(lang, 'program_summary', pick.program) },
+        { label: w.returned, value: say(lang, 'program_return', pick.returned), mono: true },
+        { label: w.outcome, value: say(lang, 'program_outcome', pick.outcome) },
       ],
       tables: [],
     };
@@ -139,13 +257,13 @@ function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
   }
   return [
     {
-      title: 'Reservoir scan over the chain',
+      title: w.reservoirTitle,
       source: say(lang, 'kernel_source', pick.source),
-      rows: [{ label: 'Rule', value: 'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its next_pseudo_random32 steps' }],
+      rows: [{ label: w.rule, value: w.ruleText }],
       tables: [
         {
-          caption: 'Chain, newest listener first',
-          head: ['position', 'listener', 'score', 'matches', 'phash', 'scaled', 'what happened'],
+          caption: w.chain,
+          head: [...w.chainHead],
           rows: pick.steps.map((s) => [String(s.position), String(s.listener), String(s.score), String(s.matches), s.phash ?? '', s.scaled === null ? '' : String(s.scaled), say(lang, 'reservoir_outcome', s.outcome)]),
           highlight: e.listener === null ? undefined : pick.steps.map((s) => s.taken).lastIndexOf(true),
         },

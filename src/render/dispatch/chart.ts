@@ -25,7 +25,7 @@ export class Chart {
   #labels = '';
 
   /** Updates in place (bars joined by label); axes are redrawn only when the listeners or the scale change. */
-  draw(bars: Bar[], f: Fairness): void {
+  draw(bars: Bar[], f: Fairness, label: (f: Fairness, ratio: string) => string = chartLabel): void {
     const m = { l: 36, r: 8, t: 8, b: 22 };
     const svg = this.svg;
     if (!this.#bars) {
@@ -34,7 +34,7 @@ export class Chart {
       this.#x = svg.append('g').attr('transform', `translate(0,${this.height - m.b})`);
       this.#y = svg.append('g').attr('transform', `translate(${m.l},0)`);
     }
-    svg.attr('aria-label', `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${fmtRatio(f.maxMinRatio)}; Jain ${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`);
+    svg.attr('aria-label', label(f, fmtRatio(f.maxMinRatio)));
     const x = scaleBand<string>().domain(bars.map((b) => b.label)).range([m.l, this.width - m.r]).padding(0.1);
     const y = scaleLinear().domain([0, Math.max(1, max(bars, (b) => b.count) ?? 1, f.expected)]).nice().range([this.height - m.b, m.t]);
     this.#bars
@@ -57,6 +57,11 @@ export class Chart {
     const top = String(y.domain()[1]);
     if (this.#y!.attr('data-top') !== top) this.#y!.attr('data-top', top).call(axisLeft(y).ticks(4));
   }
+}
+
+/** The chart's English aria-label. */
+function chartLabel(f: Fairness, ratio: string): string {
+  return `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${ratio}; Jain ${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`;
 }
 
 export function fmtRatio(r: number | null): string {

@@ -22,7 +22,9 @@ export class Overlay {
   #rows: G;
   #marker: G;
   #lookup: G;
-  constructor(parent: HTMLElement) {
+  readonly #words: { score: string; more: (n: number) => string };
+  constructor(parent: HTMLElement, words: { score: string; more: (n: number) => string } = { score: 'score', more: (n) => `+${n} more` }) {
+    this.#words = words;
     this.svg = select(parent).append('svg').attr('class', 'rl-dv-overlay').attr('aria-hidden', 'true');
     this.#static = this.svg.append('g');
     this.#rows = this.svg.append('g');
@@ -60,11 +62,11 @@ export class Overlay {
           .attr('class', c.chosen ? 'rl-dv-lk-row rl-dv-lk-chosen' : 'rl-dv-lk-row')
           .attr('x', x + 6)
           .attr('y', y + 10)
-          .text(`${c.label} · score ${c.score}${c.chosen ? ' ✓' : ''}`);
+          .text(`${c.label} · ${this.#words.score} ${c.score}${c.chosen ? ' ✓' : ''}`);
         y += 13;
       }
       if (w.chips.length > shown.length) {
-        g.append('text').attr('class', 'rl-dv-lk-row').attr('x', x + 6).attr('y', y + 10).text(`+${w.chips.length - shown.length} more`);
+        g.append('text').attr('class', 'rl-dv-lk-row').attr('x', x + 6).attr('y', y + 10).text(this.#words.more(w.chips.length - shown.length));
         y += 13;
       }
       y += 6;

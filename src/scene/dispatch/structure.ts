@@ -38,7 +38,24 @@ export interface Structure {
 /** Clients are labelled with their address when there are at most this many. */
 export const CLIENT_LABELS = 24;
 
-export function structure(sim: DispatchSim): Structure {
+/** The column headings' words. */
+export interface StructureText {
+  clients: (n: number) => string;
+  hashBands: (n: number) => string;
+  hashReservoir: string;
+  noSocks: string;
+  listeners: string;
+}
+
+const EN: StructureText = {
+  clients: (n) => `Clients (${n})`,
+  hashBands: (n) => `Hash range, ${n} bands`,
+  hashReservoir: 'Hash (reservoir, no bands)',
+  noSocks: 'no socks[] yet',
+  listeners: 'Listeners · accept queue',
+};
+
+export function structure(sim: DispatchSim, t: StructureText = EN): Structure {
   const s = sim.summary();
   const members = sim.group.members();
   const rows = sim.rows.map((l, i) => {
@@ -54,10 +71,10 @@ export function structure(sim: DispatchSim): Structure {
     rows,
     clientLabels: sim.clients.length <= CLIENT_LABELS ? sim.clients.map((c, i) => ({ label: `${c.saddr}:${c.sport}`, y: (i + 0.5) / sim.clients.length })) : [],
     headings: {
-      clients: `Clients (${sim.clients.length})`,
-      hash: group ? `Hash range, ${s.listening} bands` : 'Hash (reservoir, no bands)',
-      slots: group ? `socks[] ${s.listening}/${s.maxSocks}` : 'no socks[] yet',
-      listeners: 'Listeners · accept queue',
+      clients: t.clients(sim.clients.length),
+      hash: group ? t.hashBands(s.listening) : t.hashReservoir,
+      slots: group ? `socks[] ${s.listening}/${s.maxSocks}` : t.noSocks,
+      listeners: t.listeners,
     },
   };
 }

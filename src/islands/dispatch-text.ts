@@ -1,0 +1,320 @@
+/** The dispatch visualizer's interface words, once per language (chosen from the page's `lang`). */
+import type { DispatchEvent } from '../scene/dispatch/events';
+import type { DispatchSim, Remap } from '../scene/dispatch/sim';
+import type { StructureText } from '../scene/dispatch/structure';
+import { LOOKUP_TEXT_EN, type LookupText } from '../render/dispatch/lookup';
+import type { ExplainCardText } from '../render/explain-card';
+import type { Fairness } from '../scene/dispatch/stats';
+
+export interface DispatchText {
+  controls: (seq: number) => string;
+  playback: string;
+  play: string;
+  pause: string;
+  stepBack: string;
+  stepForward: string;
+  speed: string;
+  rate: string;
+  groupLegend: string;
+  kernel: string;
+  proto: string;
+  bound: string;
+  bindOptions: [string, string];
+  listeners: string;
+  clients: string;
+  cpus: string;
+  program: string;
+  programOptions: [string, string, string, string, string, string];
+  fixedIndex: string;
+  payloadModulus: string;
+  seed: string;
+  clientList: string;
+  applyRestart: string;
+  liveLegend: string;
+  secret: string;
+  setSecret: string;
+  newBoot: string;
+  addListener: string;
+  listener: string;
+  closeListener: string;
+  setCpu: string;
+  clearCpu: string;
+  movedSummary: string;
+  stage: string;
+  shapes: string;
+  colourLegend: string;
+  perListener: string;
+  eventList: string;
+  eventHead: string[];
+  inspector: string;
+  inspectorHint: string;
+  lookupHeading: string;
+  lookupLayout: string;
+  lookupScenes: [string, string];
+  lookupHint: string;
+  lookupLoading: string;
+  lookupFailed: (msg: string) => string;
+  lookupRefused: (msg: string) => string;
+  inspectEvent: (seq: number) => string;
+  none: string;
+  remap: (r: Remap) => string;
+  movedCaption: (n: number) => string;
+  movedHead: [string, string, string];
+  figures: (f: Fairness, dropped: number, inFlight: number, ratio: string) => [string, string][];
+  headline: (e: DispatchEvent, mark: string) => string;
+  belongsTo: (e: DispatchEvent) => string;
+  notDelivered: string;
+  step: (e: DispatchEvent) => string;
+  wholeNumber: (name: string, lo: number, hi: number) => string;
+  secretBad: string;
+  clientListErrors: (errs: string[]) => string;
+  noClient: string;
+  cannotBuild: (msg: string) => string;
+  rateBad: string;
+  chooseMember: string;
+  cpuBad: string;
+  /** Names in the range errors. */
+  fixedIndexName: string;
+  payloadModulusName: string;
+  /** The aria-live summary of the scene. */
+  summary: (sim: DispatchSim) => string;
+  chartLabel: (f: Fairness, ratio: string) => string;
+  structure: StructureText;
+  lookup: LookupText;
+  card: ExplainCardText;
+  /** Words of the one-line lookup under the scene and in the inspector. */
+  noSocket: string;
+  socket: (n: number) => string;
+  score: string;
+  more: (n: number) => string;
+  lookupOf: (seq: number, addrAny: boolean) => string;
+  inspLookupRefused: (msg: string) => string;
+  liveDiffers: (answer: string) => string;
+  inspLookup: (walks: string, reason: string, agree: string) => string;
+  candidates: (caption: string, n: number) => string;
+}
+
+const en: DispatchText = {
+  controls: (seq) => (seq > 1 ? `Visualizer controls (${seq})` : 'Visualizer controls'),
+  playback: 'Playback',
+  play: 'Play',
+  pause: 'Pause',
+  stepBack: 'Step back',
+  stepForward: 'Step forward',
+  speed: 'Speed',
+  rate: 'Arrival rate (per simulated second)',
+  groupLegend: 'Group (changing these restarts the run)',
+  kernel: 'Kernel profile',
+  proto: 'Protocol',
+  bound: 'Bound address',
+  bindOptions: ['10.0.0.1 (specific)', '0.0.0.0 (wildcard)'],
+  listeners: 'Listeners',
+  clients: 'Clients',
+  cpus: 'Receiving CPUs',
+  program: 'Group program (BPF)',
+  programOptions: ['none (select by hash)', 'index = receiving CPU', 'fixed index', 'index = payload word mod N (datagram k carries k)', 'SK_REUSEPORT: SK_PASS (4.19+)', 'SK_REUSEPORT: SK_DROP (4.19+)'],
+  fixedIndex: 'Fixed index returned',
+  payloadModulus: 'Payload modulus N',
+  seed: 'Seed',
+  clientList: 'Client list (optional: ADDR PORT per line, IPv4; empty = generated clients)',
+  applyRestart: 'Apply and restart',
+  liveLegend: 'Live changes',
+  secret: 'Hash secret (IPv4)',
+  setSecret: 'Set secret',
+  newBoot: 'New boot',
+  addListener: 'Add listener',
+  listener: 'Listener',
+  closeListener: 'Close listener',
+  setCpu: 'Set CPU',
+  clearCpu: 'Clear CPU',
+  movedSummary: 'Flows that land elsewhere after the last change',
+  stage: 'Animated scene (the event list below holds the same packets)',
+  shapes: 'Packet shapes',
+  colourLegend: 'colour: listener (Okabe-Ito; hollow marks for listeners 8–15, 24–31, …; black: no socket, or, under a payload program, no single listener per client)',
+  perListener: 'Connections per listener',
+  eventList: 'Event list',
+  eventHead: ['#', 'time (s)', 'packet', 'client', 'CPU', 'listener', 'slot', 'hash', 'what'],
+  inspector: 'Inspector',
+  inspectorHint: 'Pause and step, click a packet, or choose an event row to see the model’s whole record.',
+  lookupHeading: 'Listener lookup',
+  lookupLayout: 'Lookup layout',
+  lookupScenes: ['the visualized group', 'several groups: 0.0.0.0, :: and 127.0.0.1 (reuseport_addr_any)'],
+  lookupHint: 'Inspect a packet to see the tables the kernel walked, every candidate socket’s compute_score, and the group’s pick.',
+  lookupLoading: 'Loading the lookup model…',
+  lookupFailed: (m) => `The lookup model failed to load: ${m}`,
+  lookupRefused: (m) => `The model refuses this layout: ${m}`,
+  inspectEvent: (s) => `Inspect event ${s}`,
+  none: 'none',
+  remap: (r) => `${r.what}: ${r.moved.length} of ${r.total} client flows now land on another listener (the model's answers for the same flows before and after; moved clients are marked in black).`,
+  movedCaption: (n) => `${n} moved flow${n === 1 ? '' : 's'}${n > 500 ? ' (first 500 shown)' : ''}`,
+  movedHead: ['client', 'before', 'after'],
+  figures: (fr, dropped, inFlight, ratio) => [
+    ['Dispatched', `${fr.total}${dropped ? ` (+${dropped} to no socket)` : ''}`],
+    ['Uniform expectation', `${fr.expected.toFixed(1)} per listener`],
+    ['Max / min', ratio],
+    ['Jain’s index', fr.jain === null ? 'n/a' : fr.jain.toFixed(4)],
+    ['In flight', String(inFlight)],
+  ],
+  headline: (e, m) => `Event ${e.seq}: ${e.kind} at ${e.t.toFixed(3)} s, ${e.note}. Listener mark: ${m}.`,
+  belongsTo: (e) => `This ${e.kind} belongs to connection ${e.conn}; the record below is its SYN's dispatch.`,
+  notDelivered: 'The model did not deliver this packet to the group.',
+  step: (e) => `Event ${e.seq}: ${e.kind} from ${e.tuple.saddr}:${e.tuple.sport}, ${e.note}.`,
+  wholeNumber: (n, lo, hi) => `${n}: give a whole number from ${lo} to ${hi}.`,
+  secretBad: 'Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.',
+  clientListErrors: (errs) => `Client list: ${errs.join('; ')}`,
+  noClient: 'Client list: no client given.',
+  cannotBuild: (m) => `The group cannot be built: ${m}`,
+  rateBad: 'Arrival rate: give a number from 1 to 5000.',
+  chooseMember: 'Choose a listening member to close.',
+  cpuBad: 'SO_INCOMING_CPU: give a whole number from 0.',
+  fixedIndexName: 'Fixed index',
+  payloadModulusName: 'Payload modulus',
+  summary: (sim) => sim.describe(),
+  chartLabel: (f, ratio) => `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${ratio}; Jain ${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`,
+  structure: {
+    clients: (n) => `Clients (${n})`,
+    hashBands: (n) => `Hash range, ${n} bands`,
+    hashReservoir: 'Hash (reservoir, no bands)',
+    noSocks: 'no socks[] yet',
+    listeners: 'Listeners · accept queue',
+  },
+  lookup: LOOKUP_TEXT_EN,
+  card: { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' },
+  noSocket: 'no socket',
+  socket: (n) => `socket ${n}`,
+  score: 'score',
+  more: (n) => `+${n} more`,
+  lookupOf: (seq, any) => `Lookup of event ${seq}${any ? ' (several groups, to 127.0.0.1:8888)' : ''}`,
+  inspLookupRefused: (m) => `Listener lookup: the model refuses this layout: ${m}`,
+  liveDiffers: (a) => ` The live group answered ${a}: the Host's group is rebuilt without the closes, so its socks[] order differs.`,
+  inspLookup: (walks, reason, agree) => `Listener lookup (Host model): ${walks}. ${reason}.${agree} The Listener lookup panel lists every candidate and score.`,
+  candidates: (c, n) => `${c}, ${n} candidate${n === 1 ? '' : 's'}`,
+};
+
+function zhSummary(sim: DispatchSim): string {
+  const s = sim.summary();
+  const o = sim.opts;
+  const inflight = sim.particles.inFlight(sim.time);
+  const parts = [
+    `内核 ${o.kernel} 上的 ${o.proto.toUpperCase()} 组，绑定到 ${s.bind}:${s.port}，${s.listening} 个成员正在监听`,
+    s.selection === 'group' ? `socks[] 容量 ${s.maxSocks}` : '尚未建组（蓄水池扫描）',
+    `${sim.clients.length} 个客户端`,
+    `迄今 ${sim.conns} 个${o.proto === 'udp' ? '数据报' : '连接'}，${inflight} 个在途`,
+  ];
+  if (sim.dropped) parts.push(`${sim.dropped} 个没有找到套接字`);
+  if (sim.lastRemap) parts.push(`${sim.lastRemap.what}：${sim.lastRemap.total} 个流中有 ${sim.lastRemap.moved.length} 个改落到另一个监听套接字`);
+  return `${parts.join('；')}。`;
+}
+
+const zh: DispatchText = {
+  controls: (seq) => (seq > 1 ? `可视化控制（${seq}）` : '可视化控制'),
+  playback: '播放控制',
+  play: '播放',
+  pause: '暂停',
+  stepBack: '单步后退',
+  stepForward: '单步前进',
+  speed: '速度',
+  rate: '到达速率（每模拟秒）',
+  groupLegend: '组（修改这些设置会重新开始运行）',
+  kernel: '内核配置档',
+  proto: '协议',
+  bound: '绑定地址',
+  bindOptions: ['10.0.0.1（指定地址）', '0.0.0.0（通配地址）'],
+  listeners: '监听套接字数',
+  clients: '客户端数',
+  cpus: '接收 CPU 数',
+  program: '组程序（BPF）',
+  programOptions: ['无（按哈希选择）', '索引 = 接收 CPU', '固定索引', '索引 = 载荷字 mod N（第 k 个数据报携带 k）', 'SK_REUSEPORT：SK_PASS（4.19+）', 'SK_REUSEPORT：SK_DROP（4.19+）'],
+  fixedIndex: '返回的固定索引',
+  payloadModulus: '载荷模数 N',
+  seed: '随机种子',
+  clientList: '客户端列表（可选：每行一个 ADDR PORT，仅 IPv4；留空则使用生成的客户端）',
+  applyRestart: '应用并重新开始',
+  liveLegend: '实时修改',
+  secret: '哈希密钥（IPv4）',
+  setSecret: '设置密钥',
+  newBoot: '模拟重新开机',
+  addListener: '添加监听套接字',
+  listener: '监听套接字',
+  closeListener: '关闭监听套接字',
+  setCpu: '设置 CPU',
+  clearCpu: '清除 CPU',
+  movedSummary: '上次修改后改落到别处的流',
+  stage: '动画场景（下方事件列表包含同样的数据包）',
+  shapes: '数据包形状',
+  colourLegend: '颜色：监听套接字（Okabe-Ito 配色；监听套接字 8–15、24–31……为空心标记；黑色：没有套接字，或在载荷程序下，某客户端没有唯一的监听套接字）',
+  perListener: '各监听套接字的连接数',
+  eventList: '事件列表',
+  eventHead: ['序号', '时间（秒）', '数据包', '客户端', 'CPU', '监听套接字', '槽位', '哈希', '说明'],
+  inspector: '检查器',
+  inspectorHint: '暂停后单步执行、点击一个数据包，或选择事件列表中的一行，即可查看模型的完整记录。',
+  lookupHeading: '监听套接字查找',
+  lookupLayout: '查找布局',
+  lookupScenes: ['可视化中的这个组', '多个组：0.0.0.0、:: 和 127.0.0.1（reuseport_addr_any）'],
+  lookupHint: '检查一个数据包，即可看到内核遍历的表、每个候选套接字的 compute_score，以及组的选择。',
+  lookupLoading: '正在加载查找模型…',
+  lookupFailed: (m) => `查找模型加载失败：${m}`,
+  lookupRefused: (m) => `模型拒绝此布局：${m}`,
+  inspectEvent: (s) => `检查第 ${s} 个事件`,
+  none: '无',
+  remap: (r) => `${r.what}：${r.total} 个客户端流中有 ${r.moved.length} 个改落到另一个监听套接字（依据模型对同一批流在修改前后的回答；移动的客户端以黑色标出）。`,
+  movedCaption: (n) => `${n} 个移动的流${n > 500 ? '（仅显示前 500 个）' : ''}`,
+  movedHead: ['客户端', '修改前', '修改后'],
+  figures: (fr, dropped, inFlight, ratio) => [
+    ['已分发', `${fr.total}${dropped ? `（另有 ${dropped} 个没有套接字）` : ''}`],
+    ['均匀分布期望', `每个监听套接字 ${fr.expected.toFixed(1)} 个`],
+    ['最大 / 最小', ratio],
+    ['Jain 指数', fr.jain === null ? '不适用' : fr.jain.toFixed(4)],
+    ['在途', String(inFlight)],
+  ],
+  headline: (e, m) => `第 ${e.seq} 个事件：${e.kind}，时间 ${e.t.toFixed(3)} 秒，${e.note}。监听套接字标记：${m}。`,
+  belongsTo: (e) => `此 ${e.kind} 属于第 ${e.conn} 个连接；下面的记录是其 SYN 的分发过程。`,
+  notDelivered: '模型没有把这个数据包交给该组。',
+  step: (e) => `第 ${e.seq} 个事件：来自 ${e.tuple.saddr}:${e.tuple.sport} 的 ${e.kind}，${e.note}。`,
+  wholeNumber: (n, lo, hi) => `${n}：请输入 ${lo} 到 ${hi} 之间的整数。`,
+  secretBad: '哈希密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',
+  clientListErrors: (errs) => `客户端列表：${errs.join('；')}`,
+  noClient: '客户端列表：没有给出任何客户端。',
+  cannotBuild: (m) => `无法建立该组：${m}`,
+  rateBad: '到达速率：请输入 1 到 5000 之间的数。',
+  chooseMember: '请选择一个正在监听的成员来关闭。',
+  cpuBad: 'SO_INCOMING_CPU：请输入不小于 0 的整数。',
+  fixedIndexName: '固定索引',
+  payloadModulusName: '载荷模数',
+  summary: zhSummary,
+  chartLabel: (f, ratio) => `各监听套接字的连接数：共 ${f.total} 个，若哈希均匀，每个期望 ${f.expected.toFixed(1)} 个；最大/最小 ${ratio}；Jain 指数 ${f.jain === null ? '不适用' : f.jain.toFixed(3)}`,
+  structure: {
+    clients: (n) => `客户端（${n}）`,
+    hashBands: (n) => `哈希范围，${n} 段`,
+    hashReservoir: '哈希（蓄水池，不分段）',
+    noSocks: '尚无 socks[]',
+    listeners: '监听套接字 · 全连接队列',
+  },
+  lookup: {
+    table: (i, c) => `表 ${i}：${c}`,
+    source: (s, d) => `内核：${s}；得分与 ${d} 比较`,
+    candidates: (c) => `${c} 中的候选，按链表顺序`,
+    noCandidate: '此桶中没有候选。',
+    why: (r) => `原因：${r}。`,
+    refused: '模型拒绝的调用',
+    caveats: '查找的注意事项',
+  },
+  card: { kernel: (s) => `内核：${s}`, fallback: (s) => `回退：${s}`, caveats: '注意事项' },
+  noSocket: '没有套接字',
+  socket: (n) => `套接字 ${n}`,
+  score: '得分',
+  more: (n) => `另有 ${n} 个`,
+  lookupOf: (seq, any) => `第 ${seq} 个事件的查找${any ? '（多个组，发往 127.0.0.1:8888）' : ''}`,
+  inspLookupRefused: (m) => `监听套接字查找：模型拒绝此布局：${m}`,
+  liveDiffers: (a) => `实时组的回答是 ${a}：Host 中的组重建时没有执行关闭操作，因此其 socks[] 顺序不同。`,
+  inspLookup: (walks, reason, agree) => `监听套接字查找（Host 模型）：${walks}。${reason}。${agree}“监听套接字查找”面板列出了每个候选及其得分。`,
+  candidates: (c, n) => `${c}，${n} 个候选`,
+};
+
+/** The words for the page's language. */
+export function dispatchText(lang = document.documentElement.lang): DispatchText {
+  return lang.toLowerCase().startsWith('zh') ? zh : en;
+}
+
+/** Both languages, for tests. */
+export const DISPATCH_TEXT = { en, zh } as const;

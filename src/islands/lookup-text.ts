@@ -1,0 +1,149 @@
+/** The lookup widget's interface words, once per language (chosen from the page's `lang`). */
+import type { ExplainCardText } from '../render/explain-card';
+
+export interface LookupText {
+  help: string;
+  tuples: string;
+  kernel: string;
+  kernelHint: string;
+  profile: (release: string, basis: string) => string;
+  proto: string;
+  listeners: string;
+  listenersHint: string;
+  bound: string;
+  boundHint: string;
+  boundPlaceholder: string;
+  closed: string;
+  closedHint: string;
+  cpu: string;
+  secret: string;
+  secretHint: string;
+  newBoot: string;
+  inner: string;
+  innerHint: string;
+  explain: string;
+  tooManyLines: (lines: number, max: number) => string;
+  listenersBad: string;
+  secretBad: string;
+  innerBad: string;
+  closedBad: string;
+  cpuBad: string;
+  boundBad: (msg: string) => string;
+  /** Prefix of {@link boundBad}'s message. */
+  boundPrefix: string;
+  noTuple: string;
+  lineError: (line: number, err: string) => string;
+  cannotBuild: (msg: string) => string;
+  notAnswered: (n: number) => string;
+  explained: (good: number, bad: number) => string;
+  results: string;
+  perListener: string;
+  perListenerHead: [string, string];
+  none: string;
+  chosen: string;
+  chosenHead: [string, string, string, string, string];
+  firstRows: (n: number) => string;
+  detail: (line: number, listener: string) => string;
+  detailedFirst: (n: number) => string;
+  card: ExplainCardText;
+}
+
+const en: LookupText = {
+  help: 'One connection per line: client first. SADDR SPORT DADDR DPORT, or SADDR:SPORT DADDR:DPORT with IPv6 as [addr]:port. Lines starting with # are ignored.',
+  tuples: '4-tuples',
+  kernel: 'Kernel',
+  kernelHint: 'a profile, or your uname -r',
+  profile: (r, b) => `Uses profile ${r} (rules read from ${b}).`,
+  proto: 'Protocol',
+  listeners: 'Listeners',
+  listenersHint: '1 to 32768; numbered in listen() order (bind() for UDP)',
+  bound: 'Bound address',
+  boundHint: 'empty: the destination of the first line; 0.0.0.0 or :: for a wildcard group',
+  boundPlaceholder: 'destination of the first line',
+  closed: 'Closed listeners',
+  closedHint: 'closed in this order after all listened, e.g. 1,3',
+  cpu: 'Receiving CPU',
+  secret: 'Hash secret (IPv4)',
+  secretHint: 'secret + net_hash_mix, 32-bit hex; your kernel draws its own at boot',
+  newBoot: 'New boot',
+  inner: 'IPv6 inner secret',
+  innerHint: 'needed for IPv6 lines; the IPv6 outer value is the secret above',
+  explain: 'Explain',
+  tooManyLines: (n, max) => `The tuples field has ${n} lines; at most ${max} are explained per run. Split the input, or use reuseport-agent predict for bulk.`,
+  listenersBad: 'Listeners: give a whole number of at least 1.',
+  secretBad: 'Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.',
+  innerBad: 'IPv6 inner secret: give a 32-bit hex value such as 0x1a2b3c4d.',
+  closedBad: 'Closed listeners: give listener numbers separated by commas, such as 1,3.',
+  cpuBad: 'Receiving CPU: give a whole number from 0.',
+  boundBad: (m) => `Bound address: ${m}`,
+  boundPrefix: 'Bound address',
+  noTuple: 'No line holds a valid tuple, so the group has no address and port: fix the lines below or give a bound address with a port, such as 0.0.0.0:8080.',
+  lineError: (l, e) => `Line ${l}: ${e}`,
+  cannotBuild: (m) => `The group cannot be built: ${m}`,
+  notAnswered: (n) => `${n} line${n === 1 ? '' : 's'} could not be answered:`,
+  explained: (g, b) => `${g} line${g === 1 ? '' : 's'} explained${b ? `, ${b} with errors` : ''}.`,
+  results: 'Results',
+  perListener: 'Connections per listener',
+  perListenerHead: ['listener', 'connections'],
+  none: 'none',
+  chosen: 'Chosen socket per line',
+  chosenHead: ['line', 'tuple', 'listener', 'slot', 'hash'],
+  firstRows: (n) => `The table shows the first 1000 of ${n} lines.`,
+  detail: (l, who) => `Line ${l}: listener ${who}`,
+  detailedFirst: (n) => `Full explanations are shown for the first ${n} lines.`,
+  card: { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' },
+};
+
+const zh: LookupText = {
+  help: '每行一个连接，客户端在前：SADDR SPORT DADDR DPORT，或 SADDR:SPORT DADDR:DPORT，IPv6 写作 [addr]:port。以 # 开头的行会被忽略。',
+  tuples: '四元组',
+  kernel: '内核',
+  kernelHint: '内核配置档，或你的 uname -r 输出',
+  profile: (r, b) => `使用内核配置档 ${r}（规则读自 ${b}）。`,
+  proto: '协议',
+  listeners: '监听套接字数',
+  listenersHint: '1 到 32768；按 listen() 顺序编号（UDP 按 bind() 顺序）',
+  bound: '绑定地址',
+  boundHint: '留空：使用第一行的目的地址；通配组填 0.0.0.0 或 ::',
+  boundPlaceholder: '第一行的目的地址',
+  closed: '已关闭的监听套接字',
+  closedHint: '全部开始监听后按此顺序关闭，例如 1,3',
+  cpu: '接收 CPU',
+  secret: '哈希密钥（IPv4）',
+  secretHint: 'secret + net_hash_mix，32 位十六进制；你的内核在开机时自行生成',
+  newBoot: '模拟重新开机',
+  inner: 'IPv6 内层密钥',
+  innerHint: 'IPv6 行需要；IPv6 外层值即上面的密钥',
+  explain: '解释',
+  tooManyLines: (n, max) => `四元组一栏有 ${n} 行；每次最多解释 ${max} 行。请拆分输入，或用 reuseport-agent predict 批量处理。`,
+  listenersBad: '监听套接字数：请输入不小于 1 的整数。',
+  secretBad: '哈希密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',
+  innerBad: 'IPv6 内层密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',
+  closedBad: '已关闭的监听套接字：请输入用逗号分隔的编号，例如 1,3。',
+  cpuBad: '接收 CPU：请输入不小于 0 的整数。',
+  boundBad: (m) => `绑定地址：${m}`,
+  boundPrefix: '绑定地址',
+  noTuple: '没有一行是有效的四元组，因此该组没有地址和端口：请修正下面的行，或给出带端口的绑定地址，例如 0.0.0.0:8080。',
+  lineError: (l, e) => `第 ${l} 行：${e}`,
+  cannotBuild: (m) => `无法建立该组：${m}`,
+  notAnswered: (n) => `${n} 行无法给出回答：`,
+  explained: (g, b) => `已解释 ${g} 行${b ? `，${b} 行有错误` : ''}。`,
+  results: '结果',
+  perListener: '各监听套接字的连接数',
+  perListenerHead: ['监听套接字', '连接数'],
+  none: '无',
+  chosen: '每行选中的套接字',
+  chosenHead: ['行', '四元组', '监听套接字', '槽位', '哈希'],
+  firstRows: (n) => `表中只列出 ${n} 行中的前 1000 行。`,
+  detail: (l, who) => `第 ${l} 行：监听套接字 ${who}`,
+  detailedFirst: (n) => `只为前 ${n} 行给出完整解释。`,
+  card: { kernel: (s) => `内核：${s}`, fallback: (s) => `回退：${s}`, caveats: '注意事项' },
+};
+
+/** The words for the page's language. */
+export function lookupText(lang = document.documentElement.lang): LookupText {
+  return lang.toLowerCase().startsWith('zh') ? zh : en;
+}
+
+/** Both languages, for tests. */
+export const LOOKUP_TEXT = { en, zh } as const;

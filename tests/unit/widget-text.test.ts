@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { DISPATCH_TEXT } from '../../src/islands/dispatch-text';
+import { LOOKUP_TEXT } from '../../src/islands/lookup-text';
+
+const HAN = /[\u4e00-\u9fff]/;
+/** Identifier-only strings (SK_REUSEPORT: SK_PASS) are Chinese-typeset by their full-width punctuation. */
+const CHINESE = /[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef]/;
+
+/** Every leaf of a words object as [path, value] (functions called with sample arguments). */
+function leaves(o: unknown, path = ''): [string, unknown][] {
+  if (Array.isArray(o)) return o.flatMap((v, i) => leaves(v, `${path}[${i}]`));
+  if (o && typeof o === 'object') return Object.entries(o).flatMap(([k, v]) => leaves(v, path ? `${path}.${k}` : k));
+  return [[path, o]];
+}
+
+function keysOf(o: unknown, path = ''): string[] {
+  if (o && typeof o === 'object' && !Array.isArray(o)) return Object.entries(o).flatMap(([k, v]) => [path + k, ...keysOf(v, `${path}${k}.`)]).sort();
+  return [];
+}
+
+describe.each([
+  ['dispatch', DISPATCH_TEXT],
+  ['lookup', LOOKUP_TEXT],
+] as const)('%s widget words', (_, { en, zh }) => {
+  it('has the same keys in English and Chinese', () => {
+    expect(keysOf(zh)).toEqual(keysOf(en));
+    for (const [k, v] of leaves(en)) {
+      const z = leaves(zh).find(([p]) => p === k);
+      expect(z, k).toBeDefined();
+      expect(typeof z![1], k).toBe(typeof v);
+    }
+  });
+
+  it('says every fixed Chinese string in Chinese', () => {
+    const same = new Set(['#', 'CPU']);
+    for (const [k, v] of leaves(zh)) {
+      if (typeof v !== 'string' || same.has(v)) continue;
+      expect(v, k).toMatch(CHINESE);
+    }
+  });
+
+  it('says sentence functions in Chinese', () => {
+    const zhFns = leaves(zh).filter(([, v]) => typeof v === 'function');
+    expect(zhFns.length).toBeGreaterThan(0);
+    for (const [k, fn] of zhFns) {
+      if (k === 'summary' || k === 'figures' || k === 'headline' || k === 'belongsTo' || k === 'step' || k === 'remap' || k === 'chartLabel') continue;
+      const out = (fn as (...a: unknown[]) => unknown)(...(k === 'clientListErrors' ? [['x']] : [3, 'x', 'y']));
+      expect(String(out), k).toMatch(HAN);
+    }
+  });
+});
