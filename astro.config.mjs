@@ -14,6 +14,7 @@ const base = process.env.BASE_PATH ?? '/';
 export default defineConfig({
   base,
   trailingSlash: 'ignore',
+  devToolbar: { enabled: false },
   srcDir: './site',
   outDir: './dist',
   publicDir: './public',
