@@ -28,14 +28,24 @@ interface ManifestEntry {
 const PAGE = 50;
 
 type WorkerAnswer = { trace?: Trace; errors?: string[]; notJson?: string };
+type WorkerMessage = { head?: Trace; events?: Trace['events']; done?: true; errors?: string[]; notJson?: string };
 
-/** Parses and checks a dropped file in a worker (a large file would freeze the page here). */
+/**
+ * Parses and checks a dropped file in a worker (a large file would freeze the
+ * page here); the trace arrives in slices, each quick to receive.
+ */
 function readInWorker(f: File): Promise<WorkerAnswer> {
   return new Promise((resolve, reject) => {
     const w = new Worker(new URL('../model/trace-worker.ts', import.meta.url), { type: 'module' });
-    w.onmessage = (e: MessageEvent<WorkerAnswer>) => {
-      w.terminate();
-      resolve(e.data);
+    let trace: Trace | undefined;
+    w.onmessage = (e: MessageEvent<WorkerMessage>) => {
+      const m = e.data;
+      if (m.head) trace = m.head;
+      else if (m.events && trace) for (const ev of m.events) trace.events.push(ev);
+      else {
+        w.terminate();
+        resolve(m.done ? { trace } : { errors: m.errors, notJson: m.notJson });
+      }
     };
     w.onerror = (e) => {
       w.terminate();
@@ -49,6 +59,7 @@ function readInWorker(f: File): Promise<WorkerAnswer> {
 function chartWidth(box: HTMLElement): number {
   return Math.max(280, Math.min(640, Math.round(box.clientWidth || 560)));
 }
+
 let uid = 0;
 
 /** Where the site's traces are: `<base>traces/`. */

@@ -104,7 +104,7 @@ export async function predictTrace(trace: Trace, opts: PredictOptions = {}): Pro
 }
 
 /** Batch size of {@link predictBatch}. */
-const BATCH = 65536;
+const BATCH = 16384;
 
 async function predictBatch(group: Group, trace: Trace, out: Int32Array, opts: PredictOptions): Promise<void> {
   const n = trace.events.length;

@@ -151,6 +151,17 @@ test.describe('trace viewer', () => {
     await expect(alert).toContainText("must have required property 'group'");
   });
 
+  test('a trace of your own is read in a worker, needs the key, and with it is predicted in full', async ({ page }) => {
+    await page.goto('./traces/');
+    const viewer = page.locator('reuseport-traces');
+    await expect(viewer).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+    await viewer.locator('input[type=file]').setInputFiles({ name: 'mine.json', mimeType: 'application/json', buffer: readFileSync('public/traces/tcp-v4-specific-8.json') });
+    await expect(page.locator('.rl-tv-agree')).toHaveText('None of the 1,000 events can be predicted without the key.');
+    await viewer.locator('form.rl-tv-keyform input').fill('0x2f3923d9');
+    await viewer.locator('form.rl-tv-keyform button').click();
+    await expect(page.locator('.rl-tv-agree')).toHaveText('The model agrees with the kernel on 1,000 of 1,000 predicted events (100%).');
+  });
+
   test('explain on a row shows the model record for that event', async ({ page }) => {
     await page.goto('./traces/?trace=tcp-v4-specific-8.json');
     await expect(page.locator('reuseport-traces')).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
