@@ -39,23 +39,20 @@ for t in "${traces[@]}"; do
   ' "$name" "$shows" "$args")")
 done
 
-echo "record-traces: bench (fork vs SO_REUSEPORT)" >&2
-bench_args="bench --workers 4 --clients 4 --connections 5000 --json"
-# shellcheck disable=SC2086
-$agent $bench_args > "$out/bench-fork-vs-reuseport.json"
-entries+=("$(node -e '
-  const [args] = process.argv.slice(1);
-  console.log(JSON.stringify({ file: "bench-fork-vs-reuseport.json", kind: "bench", shows: "The seed articles benchmark on this machine: workers sharing one listener after fork() against one SO_REUSEPORT listener each; times and per-worker accepts", command: `reuseport-agent ${args}`, kernel: require("os").release() }));
-' "$bench_args")")
-
-echo "record-traces: bench with epoll workers" >&2
-epoll_args="bench --workers 4 --clients 4 --connections 5000 --epoll --json"
-# shellcheck disable=SC2086
-$agent $epoll_args > "$out/bench-fork-vs-reuseport-epoll.json"
-entries+=("$(node -e '
-  const [args] = process.argv.slice(1);
-  console.log(JSON.stringify({ file: "bench-fork-vs-reuseport-epoll.json", kind: "bench", shows: "The same benchmark with epoll workers: in fork mode every worker waits in epoll on the one shared listener; per-worker accepts show the skew", command: `reuseport-agent ${args}`, kernel: require("os").release() }));
-' "$epoll_args")")
+# bench FILE SHOWS ARGS...: runs `reuseport-agent ARGS`, writes FILE, adds its manifest entry.
+bench() {
+  local file=$1 shows=$2; shift 2
+  echo "record-traces: $file" >&2
+  $agent "$@" > "$out/$file"
+  entries+=("$(node -e '
+    const [file, shows, args] = process.argv.slice(1);
+    console.log(JSON.stringify({ file, kind: "bench", shows, command: `reuseport-agent ${args}`, kernel: require("os").release() }));
+  ' "$file" "$shows" "$*")")
+}
+bench bench-fork-vs-reuseport.json "The seed articles benchmark on this machine: workers sharing one listener after fork() against one SO_REUSEPORT listener each; times and per-worker accepts" \
+  bench --workers 4 --clients 4 --connections 5000 --json
+bench bench-fork-vs-reuseport-epoll.json "The same benchmark with epoll workers: in fork mode every worker waits in epoll on the one shared listener; per-worker accepts show the skew" \
+  bench --workers 4 --clients 4 --connections 5000 --epoll --json
 
 printf '%s\n' "${entries[@]}" | node -e '
   const lines = require("fs").readFileSync(0, "utf8").trim().split("\n").map((l) => JSON.parse(l));
