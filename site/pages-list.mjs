@@ -5,11 +5,13 @@ import { fileURLToPath } from 'node:url';
 
 const contentDir = fileURLToPath(new URL('../content/', import.meta.url));
 
-/** `en/01-four-tuple.md` → `four-tuple`; `zh-CN/01-four-tuple.md` → `zh-cn/four-tuple`. */
+/** `en/01-four-tuple.md` → `four-tuple`; `zh-CN/01-four-tuple.md` → `zh-cn/four-tuple`; `zh-CN/index.md` → `zh-cn`. */
 export function pageId(entry) {
   const [lang, ...rest] = entry.replace(/\.md$/, '').split('/');
   const path = rest.map((p) => p.replace(/^\d+-/, '')).join('/');
-  return lang === 'en' ? path : `${lang.toLowerCase()}/${path}`;
+  if (lang === 'en') return path;
+  // A language's front page is the locale itself (`zh-cn`), as Starlight expects.
+  return path === 'index' ? lang.toLowerCase() : `${lang.toLowerCase()}/${path}`;
 }
 
 /** The guide's chapters in order: slugs of content/en/NN-*.md. */

@@ -57,6 +57,8 @@ test.describe('every page', () => {
     for (const path of pages) {
       await page.goto(`./${path}`);
       const chapter = /^(zh-cn\/)?[a-z-]+\/$/.test(path) && !/^(zh-cn\/)?(lookup|dispatch|traces)\/$/.test(path);
+      // Every page exists in both languages: a Chinese page must not be Starlight's English fallback.
+      if (path.startsWith('zh-cn') && (await page.locator('main').getAttribute('lang')) !== 'zh-CN') failures.push(`${path}: shows the English fallback`);
       const n = await widgetsMounted(page);
       if (chapter && n === 0) failures.push(`${path}: no widget`);
       const r = await new AxeBuilder({ page }).analyze();
