@@ -8,7 +8,8 @@
 import { select } from 'd3';
 import { loadModel, profiles } from '../model/index';
 import { Host, loadLookup, type CallResult, type Layout, type SocketSpec } from '../model/lookup';
-import { langOf, sayRefusal } from '../model/messages';
+import { sayRefusal } from '../model/messages';
+import { pageLang } from './site';
 import { defineIsland, islandElement } from './element';
 
 /** Options of the bind checker. */
@@ -29,10 +30,9 @@ const DEFAULT: Layout = {
   ],
 } as unknown as Layout;
 
-const zh = () => document.documentElement.lang.toLowerCase().startsWith('zh');
 
 function words() {
-  return zh()
+  return pageLang() === 'zh-CN'
     ? { kernel: '内核', socket: '套接字', addr: '地址', port: '端口', uid: 'UID', state: '之后', result: '结果', ok: '成功', add: '添加套接字', remove: '删除', conflicts: (n: number) => `与套接字 ${n} 冲突`, refused: '被拒绝', listenWord: 'listen()', bindWord: 'bind()', attachWord: '挂载程序', caption: '每个套接字按顺序执行 bind()（TCP 还有 listen()）时，模型给出的结果', bad: '布局无效' }
     : { kernel: 'Kernel', socket: 'Socket', addr: 'Address', port: 'Port', uid: 'UID', state: 'Then', result: 'Result', ok: 'ok', add: 'Add a socket', remove: 'Remove', conflicts: (n: number) => `conflicts with socket ${n}`, refused: 'refused', listenWord: 'listen()', bindWord: 'bind()', attachWord: 'attach', caption: "The model's answer to each socket's bind() (and listen() for TCP), in order", bad: 'The layout is not valid' };
 }
@@ -45,7 +45,7 @@ function familyOf(addr: string): 'inet' | 'inet6' {
 export async function mountBind(el: HTMLElement, options: BindOptions = {}): Promise<() => void> {
   await Promise.all([loadModel(), loadLookup()]);
   const w = words();
-  const lang = langOf(document.documentElement.lang);
+  const lang = pageLang();
   const given = structuredClone(options.layout ?? DEFAULT);
   const sockets: SocketSpec[] = given.sockets.slice(0, MAX_SOCKETS);
   // The rest of the layout (listenOrder, closed, …) applies while the sockets are only edited, not removed.

@@ -1,4 +1,5 @@
 /** The dispatch visualizer's interface words, once per language (chosen from the page's `lang`). */
+import { langOf } from '../model/messages';
 import type { DispatchEvent } from '../scene/dispatch/events';
 import type { DispatchSim, Remap } from '../scene/dispatch/sim';
 import type { StructureText } from '../scene/dispatch/structure';
@@ -313,7 +314,7 @@ const zh: DispatchText = {
 
 /** The words for the page's language. */
 export function dispatchText(lang = document.documentElement.lang): DispatchText {
-  return lang.toLowerCase().startsWith('zh') ? zh : en;
+  return langOf(lang) === 'zh-CN' ? zh : en;
 }
 
 /** Both languages, for tests. */

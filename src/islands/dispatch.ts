@@ -14,7 +14,7 @@ import { FrameClock } from '../clock';
 import { defineIsland, islandElement } from './element';
 import { loadModel, profiles, type Proto } from '../model/index';
 import type { Program } from '../model/generated/Program';
-import { langOf } from '../model/messages';
+import { pageLang } from './site';
 import { renderExplain } from '../render/explain-card';
 import { Chart, fmtRatio } from '../render/dispatch/chart';
 import { Overlay } from '../render/dispatch/overlay';
@@ -338,7 +338,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     if (seq === undefined || seq === null || seq < 0) return null;
     const e = sim.log.get(seq);
     if (!e?.explain) return null;
-    return { y: hashToY(e.explain.hash.hash), text: markerText(e.explain, langOf(document.documentElement.lang)) };
+    return { y: hashToY(e.explain.hash.hash), text: markerText(e.explain, pageLang()) };
   };
 
   const inspect = (seq: number) => {
@@ -350,7 +350,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     const m = listenerMark(e.listener);
     inspBody.append('p').attr('class', 'rl-headline').text(t.headline(e, m.label));
     if (e.kind !== 'SYN' && e.kind !== 'UDP') inspBody.append('p').text(t.belongsTo(e));
-    if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain, langOf(document.documentElement.lang)), 3, t.card);
+    if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain, pageLang()), 3, t.card);
     else inspBody.append('p').text(t.notDelivered);
     inspLookup = inspBody.append('p').attr('class', 'rl-dv-insp-lookup').node();
     overlay.marker(markerFor(), box);
@@ -392,7 +392,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     try {
       const host = hostFor(lk, plan);
       const ex = host.lookup(hostPacket(plan, sim.opts.proto, e.tuple, e.cpu, e.payload));
-      return { plan, view: lookupView(plan, host.results(), ex, langOf(document.documentElement.lang)) };
+      return { plan, view: lookupView(plan, host.results(), ex, pageLang()) };
     } catch (err) {
       return { error: (err as Error).message };
     }

@@ -1,4 +1,5 @@
 /** The lookup widget's interface words, once per language (chosen from the page's `lang`). */
+import { langOf } from '../model/messages';
 import type { ExplainCardText } from '../render/explain-card';
 
 export interface LookupText {
@@ -142,7 +143,7 @@ const zh: LookupText = {
 
 /** The words for the page's language. */
 export function lookupText(lang = document.documentElement.lang): LookupText {
-  return lang.toLowerCase().startsWith('zh') ? zh : en;
+  return langOf(lang) === 'zh-CN' ? zh : en;
 }
 
 /** Both languages, for tests. */

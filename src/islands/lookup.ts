@@ -7,7 +7,7 @@
  * tuples).
  */
 import { select } from 'd3';
-import { langOf } from '../model/messages';
+import { pageLang } from './site';
 import { Group, loadModel, parseBind, parseTuples, profiles, resolveProfile, type LineAnswer, type Proto } from '../model/index';
 import { countByListener, explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
@@ -211,7 +211,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     for (const a of good.slice(0, MAX_DETAILED)) {
       const det = results.append('details').attr('class', 'rl-explain').property('open', good.length === 1);
       det.append('summary').text(t.detail(a.line, a.explain.listener === null ? t.none : String(a.explain.listener)));
-      renderExplain(det.append('div').node()!, explainView(a.explain, langOf(document.documentElement.lang)), 3, t.card);
+      renderExplain(det.append('div').node()!, explainView(a.explain, pageLang()), 3, t.card);
     }
     if (good.length > MAX_DETAILED) results.append('p').text(t.detailedFirst(MAX_DETAILED));
   };

@@ -1,5 +1,6 @@
 /** The trace widgets' words, once per language (chosen from the page's `lang`). */
-import type { TraceSummary } from '../scene/trace-view';
+import { langOf } from '../model/messages';
+import type { Spread, TraceSummary } from '../scene/trace-view';
 
 export interface TraceText {
   choose: string;
@@ -27,8 +28,8 @@ export interface TraceText {
   apply: string;
   agreementAll: (a: TraceSummary['all'], n: number) => string;
   agreementHeld: (a: TraceSummary['heldOut'], train: number) => string;
-  spread: (s: TraceSummary) => string;
-  barsLabel: (s: TraceSummary) => string;
+  spread: (s: Spread) => string;
+  barsLabel: (s: Spread) => string;
   listenerAxis: string;
   countsTable: string;
   listener: string;
@@ -184,5 +185,5 @@ const zh: TraceText = {
 
 /** The words for the page's language. */
 export function traceText(lang = document.documentElement.lang): TraceText {
-  return lang.toLowerCase().startsWith('zh') ? zh : en;
+  return langOf(lang) === 'zh-CN' ? zh : en;
 }

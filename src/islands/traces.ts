@@ -5,15 +5,15 @@
  * `<reuseport-trace src="tcp-v4-specific-8.json">` for chapters.
  */
 import { select } from 'd3';
-import { Group, loadModel, type Tuple } from '../model/index';
-import { langOf } from '../model/messages';
-import { MAX_TRACE_BYTES, checkTrace, predictTrace, traceGroup, type Trace } from '../model/trace';
-import { TRAIN_EVENTS, rows, summarize } from '../scene/trace-view';
+import { Group, loadModel } from '../model/index';
+import { MAX_TRACE_BYTES, checkTrace, explainEvent, predictTrace, traceGroup, type Trace } from '../model/trace';
+import { TRAIN_EVENTS, rows, spread, summarize } from '../scene/trace-view';
 import { explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
 import { renderBars, renderCountsTable, renderRows } from '../render/trace-view';
 import { hex32, parseHex32 } from '../hex';
 import { defineIsland, islandElement } from './element';
+import { pageLang, siteUrl } from './site';
 import { traceText, type TraceText } from './trace-text';
 
 /** One entry of public/traces/manifest.json. */
@@ -63,15 +63,10 @@ function chartWidth(box: HTMLElement): number {
 let uid = 0;
 
 /** Where the site's traces are: `<base>traces/`. */
-function tracesUrl(): string {
-  return `${import.meta.env.BASE_URL.replace(/\/?$/, '/')}traces/`;
-}
+const tracesUrl = (): string => siteUrl('traces/');
 
 /** The trace viewer page of the site in the page's language. */
-function viewerUrl(file: string): string {
-  const zh = document.documentElement.lang.toLowerCase().startsWith('zh');
-  return `${import.meta.env.BASE_URL.replace(/\/?$/, '/')}${zh ? 'zh-cn/' : ''}traces/?trace=${encodeURIComponent(file)}`;
-}
+const viewerUrl = (file: string): string => siteUrl(`traces/?trace=${encodeURIComponent(file)}`, true);
 
 let manifest: Promise<ManifestEntry[]> | undefined;
 function loadManifest(): Promise<ManifestEntry[]> {
@@ -220,11 +215,10 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
       const e = tr.events[i]!;
       const group = new Group(tr.kernel.release, traceGroup(tr, current?.key ?? 0));
       try {
-        const tuple = { saddr: e.saddr, sport: e.sport, daddr: e.daddr, dport: e.dport } as unknown as Tuple;
-        const x = group.explain(tuple, e.cpu ?? 0, tr.group.bpf?.kind === 'payload-mod' ? (e.seq ?? i) >>> 0 : null);
+        const x = explainEvent(group, tr, i);
         explainBox.html('');
         explainBox.append('h3').text(`${t.explain}: #${e.seq ?? i}, ${t.kernelPick} ${e.listener}`);
-        renderExplain(explainBox.append('div').node()!, explainView(x, langOf(document.documentElement.lang)), 4);
+        renderExplain(explainBox.append('div').node()!, explainView(x, pageLang()), 4);
         (explainBox.node() as HTMLElement).focus();
       } catch (err) {
         explainBox.text(err instanceof Error ? err.message : String(err));
@@ -387,16 +381,7 @@ function renderBench(body: ReturnType<typeof select<HTMLDivElement, unknown>>, b
       tr.append('td').text((m) => m.jain.toFixed(3));
     });
   for (const m of b.modes) {
-    const total = m.per_worker.reduce((x, y) => x + y, 0);
-    const s = {
-      events: total,
-      bars: m.per_worker.map((count, listener) => ({ listener, count, share: total ? count / total : 0 })),
-      expected: m.per_worker.length ? total / m.per_worker.length : 0,
-      maxOverMin: m.max_min_ratio,
-      all: { predicted: 0, agreed: 0, needsKey: 0 },
-      heldOut: { predicted: 0, agreed: 0, needsKey: 0 },
-      mismatches: [],
-    };
+    const s = spread(m.per_worker);
     sec.append('h3').text(`${m.mode}: ${t.benchPerWorker}`);
     const chart = sec.append('div').attr('class', 'rl-tv-chart').node()!;
     renderBars(chart, s, { ...t, listenerAxis: t.benchWorkerAxis }, chartWidth(chart));

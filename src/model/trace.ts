@@ -5,7 +5,7 @@
  * becomes a model group description field for field, and every prediction is
  * the model's `explain`.
  */
-import { Group, NO_LISTENER, V4Batch, ipv4ToNumber, type GroupInput, type Tuple } from './index';
+import { Group, NO_LISTENER, V4Batch, ipv4ToNumber, type Explain, type GroupInput, type Tuple } from './index';
 import type { Trace, TraceEvent } from './trace-check';
 
 export { MAX_TRACE_BYTES, MAX_TRACE_EVENTS, checkTrace, type Trace, type TraceEvent } from './trace-check';
@@ -55,6 +55,13 @@ function tupleOf(e: TraceEvent): Tuple {
   return { saddr: e.saddr, sport: e.sport, daddr: e.daddr, dport: e.dport } as unknown as Tuple;
 }
 
+/** The model's whole record for event `index` of `trace` in `group` (its CPU, and its number as the payload under a payload program). */
+export function explainEvent(group: Group, trace: Trace, index: number): Explain {
+  const e = trace.events[index]!;
+  const payload = trace.group.bpf?.kind === 'payload-mod' ? (e.seq ?? index) >>> 0 : null;
+  return group.explain(tupleOf(e), e.cpu ?? 0, payload);
+}
+
 const tick = () => new Promise<void>((r) => setTimeout(r, 0));
 
 /**
@@ -69,7 +76,6 @@ export async function predictTrace(trace: Trace, opts: PredictOptions = {}): Pro
   const chunk = opts.chunk ?? 500;
   const known = opts.key !== undefined;
   const a = new Group(trace.kernel.release, traceGroup(trace, opts.key ?? 0));
-  const payloadProgram = trace.group.bpf?.kind === 'payload-mod';
   // With the key, an IPv4 group that selects by hash alone goes through the batch API
   // (the model's vectorised path, equal to explain's answer by the model's own tests).
   const g = trace.group;
@@ -86,11 +92,7 @@ export async function predictTrace(trace: Trace, opts: PredictOptions = {}): Pro
       if (opts.signal?.aborted) throw new DOMException('The prediction was cancelled.', 'AbortError');
       const end = Math.min(n, i + chunk);
       for (let j = i; j < end; j++) {
-        const e = trace.events[j]!;
-        const t = tupleOf(e);
-        const cpu = e.cpu ?? 0;
-        const payload = payloadProgram ? (e.seq ?? j) >>> 0 : null;
-        const x = a.explain(t, cpu, payload);
+        const x = explainEvent(a, trace, j);
         const keyFree = x.pick.kind === 'program' && x.pick.then === null;
         out[j] = known || keyFree ? (x.listener ?? Predicted.None) : Predicted.NeedsKey;
       }

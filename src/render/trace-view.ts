@@ -3,11 +3,11 @@
  * (SVG, with a table as its text equivalent), and a page of event rows.
  */
 import { scaleBand, scaleLinear, select, type Selection } from 'd3';
-import type { TraceRow, TraceSummary } from '../scene/trace-view';
+import type { Spread, TraceRow } from '../scene/trace-view';
 import type { TraceText } from '../islands/trace-text';
 
 /** The bar chart of counts per listener, with the expectation as a dashed line; returns the SVG. */
-export function renderBars(parent: HTMLElement, s: TraceSummary, t: TraceText, width = 560): SVGSVGElement {
+export function renderBars(parent: HTMLElement, s: Spread, t: TraceText, width = 560): SVGSVGElement {
   const height = 150;
   const m = { top: 10, right: 8, bottom: 28, left: 44 };
   const svg = select(parent)
@@ -73,7 +73,7 @@ export function renderBars(parent: HTMLElement, s: TraceSummary, t: TraceText, w
 }
 
 /** The per-listener counts as a table (the chart's text equivalent). */
-export function renderCountsTable(parent: Selection<HTMLElement, unknown, null, undefined>, s: TraceSummary, t: TraceText): void {
+export function renderCountsTable(parent: Selection<HTMLElement, unknown, null, undefined>, s: Spread, t: TraceText): void {
   const det = parent.append('details').attr('class', 'rl-tv-counts');
   det.append('summary').text(t.countsTable);
   const table = det.append('table').attr('class', 'rl-table');

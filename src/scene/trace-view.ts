@@ -27,20 +27,36 @@ export interface ListenerBar {
   share: number;
 }
 
-/** The summary of a trace and its predictions. */
-export interface TraceSummary {
+/** Counts per listener (or worker) against an even split over the open ones. */
+export interface Spread {
   events: number;
   bars: ListenerBar[];
   /** Events per open listener under a uniform spread. */
   expected: number;
   /** Largest / smallest count among open listeners (Infinity when one got none). */
   maxOverMin: number;
+}
+
+/** The summary of a trace and its predictions. */
+export interface TraceSummary extends Spread {
   /** Over every event. */
   all: Agreement;
   /** Over the events after the first {@link TRAIN_EVENTS} (what `verify --trace` checks). */
   heldOut: Agreement;
-  /** The first disagreeing events (indices). */
-  mismatches: number[];
+}
+
+/** `counts[i]` events went to listener `i`; the `closed` ones are left out of the even split. */
+export function spread(counts: readonly number[], closed: ReadonlySet<number> = new Set()): Spread {
+  const n = counts.reduce((x, y) => x + y, 0);
+  const open = counts.filter((_, l) => !closed.has(l));
+  const min = Math.min(...open);
+  const max = Math.max(...open);
+  return {
+    events: n,
+    bars: counts.map((count, listener) => ({ listener, count, share: n ? count / n : 0 })),
+    expected: open.length ? n / open.length : 0,
+    maxOverMin: min === 0 ? Infinity : max / min,
+  };
 }
 
 function agreement(trace: Trace, pred: Int32Array, from: number): Agreement {
@@ -61,24 +77,14 @@ function agreement(trace: Trace, pred: Int32Array, from: number): Agreement {
 /** Summarises `trace` and the model's `pred` (one entry per event, or undefined before predicting). */
 export function summarize(trace: Trace, pred?: Int32Array): TraceSummary {
   const n = trace.events.length;
-  const closed = new Set(trace.group.closed ?? []);
   const counts = new Array<number>(trace.group.listeners).fill(0);
   for (const e of trace.events) if (e.listener < counts.length) counts[e.listener]!++;
-  const open = counts.map((c, l) => ({ c, l })).filter(({ l }) => !closed.has(l));
-  const openCounts = open.map(({ c }) => c);
-  const min = Math.min(...openCounts);
-  const max = Math.max(...openCounts);
-  const mismatches: number[] = [];
-  if (pred) for (let i = 0; i < n && mismatches.length < 20; i++) if (pred[i]! >= -1 && pred[i] !== trace.events[i]!.listener) mismatches.push(i);
   const none: Agreement = { predicted: 0, agreed: 0, needsKey: 0 };
   return {
+    ...spread(counts, new Set(trace.group.closed ?? [])),
     events: n,
-    bars: counts.map((count, listener) => ({ listener, count, share: n ? count / n : 0 })),
-    expected: open.length ? n / open.length : 0,
-    maxOverMin: min === 0 ? Infinity : max / min,
     all: pred ? agreement(trace, pred, 0) : none,
     heldOut: pred ? agreement(trace, pred, Math.min(TRAIN_EVENTS, n)) : none,
-    mismatches,
   };
 }
 
