@@ -44,12 +44,10 @@ use crate::trace::{Trace, TraceError};
 
 /// Candidates per unit of work handed to a thread.
 pub const CHUNK: u64 = 1 << 22;
-/// Candidates listed in `all` at most.
-pub const LIST_CAP: usize = 1000;
-/// `expectedFalseMatches` at or above this gets a warning.
-pub const WARN_AT: f64 = 0.01;
-/// The level the warning says how to reach.
-pub const TARGET: f64 = 0.001;
+/// Candidates listed in `all` at most, the warning level of
+/// `expectedFalseMatches` and the level it says how to reach: the model's,
+/// which the page's in-browser search uses too.
+pub use reuseport_model::recover::{LIST_CAP, TARGET, WARN_AT};
 
 /// Which compiled copy of the search loop to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

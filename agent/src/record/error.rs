@@ -18,7 +18,7 @@ pub enum RecordError {
     #[error("--listeners 0: a group needs at least one listener; give --listeners 1 or more")]
     NoListeners,
     /// A listener number past the group.
-    #[error("{option} names listener {listener}, but the group has listeners 0..{count} (numbered in {order}() order); use numbers below {count}")]
+    #[error("{option} names listener {listener}, but the group has {count} listener(s), numbered from 0 in {order}() order; use numbers below {count}")]
     NoSuchListener {
         /// `--closed` or `--incoming-cpu`.
         option: &'static str,

@@ -361,3 +361,100 @@ impl WasmHost {
         to_js(&self.inner.lookup(&p))
     }
 }
+
+/// What a recovery search found in its part of the key space.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SearchPart {
+    /// Keys in the part that satisfy every observation.
+    count: f64,
+    /// The first [`reuseport_model::recover::LIST_CAP`] of them, in increasing order.
+    values: Vec<u32>,
+}
+
+/// Observations of one group's key and a search over its 2^32 candidates
+/// (`reuseport_model::recover::Plan`): each Web Worker holds one and
+/// searches its own part of the range, as `reuseport-agent recover`'s
+/// threads do.
+#[wasm_bindgen(js_name = Recovery)]
+pub struct WasmRecovery {
+    plan: reuseport_model::recover::Plan,
+}
+
+#[wasm_bindgen(js_class = Recovery)]
+impl WasmRecovery {
+    /// An empty plan for the group `{ kernel, group: GroupSpec }` (its keys are ignored).
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: JsValue) -> JsResult<WasmRecovery> {
+        let cfg: GroupConfig = from_js(config, "group configuration")?;
+        let profile = Profile::resolve(&cfg.kernel, None).js()?;
+        let group = ReuseportGroup::build(profile, &cfg.group).js()?;
+        Ok(WasmRecovery { plan: reuseport_model::recover::Plan::new(&group).js()? })
+    }
+
+    /// Adds "`tuple` reached `listener`": `"new"`, `"duplicate"` or
+    /// `"uninformative"`; throws on a contradiction or an impossible listener.
+    pub fn add(&mut self, tuple: JsValue, listener: u32) -> JsResult<String> {
+        use reuseport_model::recover::Added;
+        let t: Tuple = from_js(tuple, "tuple")?;
+        Ok(match self.plan.add(0, &t, listener).js()? {
+            Added::New => "new",
+            Added::Duplicate => "duplicate",
+            Added::Uninformative => "uninformative",
+        }
+        .into())
+    }
+
+    /// Distinct informative observations.
+    pub fn constraints(&self) -> usize {
+        self.plan.constraints().len()
+    }
+
+    /// Observations that repeated an earlier packet.
+    pub fn duplicates(&self) -> usize {
+        self.plan.duplicates()
+    }
+
+    /// Keys expected to satisfy every observation by chance (`2^32 · Π p_i`).
+    #[wasm_bindgen(js_name = expectedFalseMatches)]
+    pub fn expected_false_matches(&self) -> f64 {
+        self.plan.expected_false_matches()
+    }
+
+    /// Observations to add to bring that below the model's target
+    /// (`undefined` when no observation carries information).
+    #[wasm_bindgen(js_name = moreNeeded)]
+    pub fn more_needed(&self) -> Option<f64> {
+        self.plan.more_needed(reuseport_model::recover::TARGET).map(|n| n as f64)
+    }
+
+    /// Searches keys `start..end` (within `0..2^32`) on the SIMD128 copy of
+    /// the search loop.
+    pub fn search(&self, start: f64, end: f64) -> JsResult<JsValue> {
+        let space = reuseport_model::recover::SPACE as f64;
+        if !(0.0..=space).contains(&start) || !(start..=space).contains(&end) {
+            return Err(JsError::new(&format!("search range {start}..{end} is not within 0..2^32")));
+        }
+        let mut found = reuseport_model::recover::Found::new(reuseport_model::recover::LIST_CAP);
+        self.plan.search(reuseport_model::isa::Isa::Best, start as u64..end as u64, &mut found);
+        to_js(&SearchPart { count: found.count as f64, values: found.values })
+    }
+
+    /// Checks candidates through the model's own selection: per candidate,
+    /// the index of the first observation it does not reproduce, or -1.
+    pub fn verify(&self, candidates: Vec<u32>) -> Vec<i32> {
+        self.plan.verify(&candidates).into_iter().map(|b| b.map_or(-1, |i| i as i32)).collect()
+    }
+
+    /// The compiled copy of the search loop that runs (`simd128` in a browser).
+    pub fn isa(&self) -> String {
+        reuseport_model::recover::isa_used(reuseport_model::isa::Isa::Best).into()
+    }
+}
+
+/// What [`reuseport_model::Profile::resolve`] made of a kernel string
+/// (`Note[]`: a release between profiles, a distribution build).
+#[wasm_bindgen(js_name = resolveNotes)]
+pub fn wasm_resolve_notes(kernel: &str) -> JsResult<JsValue> {
+    to_js(&Profile::resolve_notes(kernel, None))
+}

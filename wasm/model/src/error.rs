@@ -44,7 +44,7 @@ pub enum GroupError {
         errno: &'static str,
     },
     /// A member number past the end.
-    #[error("listener {listener} does not exist: the group has listeners 0..{count} (numbered in {order} order)")]
+    #[error("listener {listener} does not exist: the group has {count} listener(s), numbered from 0 in {order} order (the last is {})", .count.saturating_sub(1))]
     NoSuchListener {
         /// The number given.
         listener: u32,

@@ -39,9 +39,11 @@ pub mod isa;
 pub mod jhash;
 pub mod lookup;
 pub mod message;
+pub mod paste;
 pub mod profile;
 pub mod recover;
 pub mod reuseport;
+pub mod spread;
 pub mod tuple;
 
 pub use error::{GroupError, ParseError, ProfileError, SetupError};

@@ -505,6 +505,23 @@ pub enum Note {
         /// Sockets on the slot.
         count: u32,
     },
+    /// The release asked for has no profile of its own: the newest profile
+    /// below it applies ([`crate::Profile::resolve`]).
+    NearestOlderProfile {
+        /// The release asked for.
+        asked: Release,
+        /// The profile used.
+        release: Release,
+    },
+    /// A distribution build (`4.18.0-513.el8`, `6.1.0-18-amd64`): vendors
+    /// backport mainline changes, so its rules may be those of a newer
+    /// release than its number says.
+    VendorKernel {
+        /// The `uname -r` string given.
+        uname: String,
+        /// The profile used.
+        release: Release,
+    },
 }
 
 /// Why a lookup answered as it did.

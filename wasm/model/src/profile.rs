@@ -340,6 +340,32 @@ impl Profile {
         Self::named(arg).or_else(|_| Self::for_release(arg))
     }
 
+    /// What a reader should know about how [`Self::resolve`] read `arg`: a
+    /// release between profiles ([`Note::NearestOlderProfile`]) and a
+    /// distribution build, whose vendor may have backported newer rules
+    /// ([`Note::VendorKernel`]). Empty for an exact series or a mainline
+    /// release string (`6.18`, `6.18.44`, `6.19-rc3`).
+    pub fn resolve_notes(arg: &str, running: Option<&str>) -> Vec<Note> {
+        let uname = if arg == "auto" { running.unwrap_or("") } else { arg };
+        let (Ok(p), Ok(asked)) = (Self::resolve(arg, running), Release::parse_uname(uname)) else {
+            return Vec::new();
+        };
+        let mut notes = Vec::new();
+        if p.release != asked {
+            notes.push(Note::NearestOlderProfile {
+                asked,
+                release: p.release,
+            });
+        }
+        if is_vendor_build(uname) {
+            notes.push(Note::VendorKernel {
+                uname: uname.trim().chars().take(64).collect(),
+                release: p.release,
+            });
+        }
+        notes
+    }
+
     /// Names of all profiles, oldest first.
     pub fn names() -> String {
         PROFILES
@@ -374,6 +400,21 @@ impl Profile {
         }
         notes
     }
+}
+
+/// Whether a `uname -r` string names a distribution build: anything after
+/// `MAJOR.MINOR[.PATCH]` other than a mainline `-rcN` (`-513.el8`,
+/// `-18-amd64`, `-91-generic`, `+deb13-amd64`).
+fn is_vendor_build(uname: &str) -> bool {
+    let t = uname.trim();
+    let numeric = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let rest = &t[numeric..];
+    let rc = rest
+        .strip_prefix("-rc")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    !rest.is_empty() && !rc
 }
 
 #[cfg(test)]
@@ -438,6 +479,47 @@ mod tests {
         assert!(matches!(
             Profile::resolve("auto", None),
             Err(ProfileError::AutoWithoutRelease)
+        ));
+    }
+
+    #[test]
+    fn a_vendor_kernel_between_profiles_gets_both_notes() {
+        // RHEL 8: 4.18 has no profile, and el8 is a distribution build.
+        let notes = Profile::resolve_notes("4.18.0-513.el8", None);
+        let asked = r(4, 18);
+        let used = Profile::resolve("4.18.0-513.el8", None).unwrap().release;
+        assert!(used < asked);
+        assert_eq!(
+            notes,
+            vec![
+                Note::NearestOlderProfile {
+                    asked,
+                    release: used
+                },
+                Note::VendorKernel {
+                    uname: "4.18.0-513.el8".into(),
+                    release: used
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn mainline_releases_and_exact_series_get_no_resolution_note() {
+        for arg in ["6.18", "6.18.44", "6.1", "6.12-rc3"] {
+            let notes = Profile::resolve_notes(arg, None);
+            assert!(
+                !notes
+                    .iter()
+                    .any(|n| matches!(n, Note::VendorKernel { .. })),
+                "{arg}: {notes:?}"
+            );
+        }
+        assert!(Profile::resolve_notes("6.18", None).is_empty());
+        // A Debian build is a vendor kernel even on an exact series.
+        assert!(matches!(
+            Profile::resolve_notes("auto", Some("6.1.0-18-amd64")).as_slice(),
+            [Note::VendorKernel { .. }]
         ));
     }
 

@@ -55,6 +55,14 @@ use crate::tuple::{v4_word, Proto, Tuple};
 /// Number of 32-bit initvals: the whole search space.
 pub const SPACE: u64 = 1 << 32;
 
+/// Candidates a search lists at most (it counts them all).
+pub const LIST_CAP: usize = 1000;
+/// `expected_false_matches` at or above this means "more evidence is needed".
+pub const WARN_AT: f64 = 0.01;
+/// The level [`Plan::more_needed`] is asked to reach: below it the key found
+/// is, with that probability of error, the only one.
+pub const TARGET: f64 = 0.001;
+
 /// Candidates per block of the search loop.
 pub const BLOCK: usize = 8192;
 
@@ -109,7 +117,7 @@ pub enum RecoverError {
     #[error(transparent)]
     Setup(#[from] SetupError),
     /// The observed listener does not exist.
-    #[error("listener {listener} does not exist: the group has listeners 0..{count}")]
+    #[error("listener {listener} does not exist: the group has {count} listener(s), numbered from 0 (the last is {})", .count.saturating_sub(1))]
     NoSuchListener {
         /// The listener named.
         listener: u32,
