@@ -64,4 +64,12 @@ pub enum LineError {
     /// The line is not UTF-8.
     #[error("the line is not UTF-8 text; write tuples as plain ASCII such as `10.0.0.2 40000 10.0.0.1 8080`")]
     NotText,
+    /// The line is not a connection of the input's format (ss, netstat,
+    /// tcpdump, …).
+    #[error(transparent)]
+    Paste(#[from] reuseport_model::paste::LineError),
+    /// The line is a connection, but which end is the server is not
+    /// decided.
+    #[error(transparent)]
+    Undecided(#[from] reuseport_model::paste::Undecided),
 }

@@ -25,11 +25,13 @@
 //! object and the next line is tried. An impossible group is refused before
 //! any input is read, so nothing reaches stdout.
 
+use std::collections::HashSet;
 use std::fmt::{self, Display};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr};
 
 use clap::{Args, ValueEnum};
+use reuseport_model::paste::{self, Basis, Decision, Detected, Format, Line, Parser, Sides};
 use reuseport_model::reuseport::CpuPin;
 use reuseport_model::tuple::{parse_bind, parse_hex32, parse_tuple_line};
 use reuseport_model::{
@@ -70,6 +72,24 @@ pub struct Bind {
 fn bind_arg(s: &str) -> Result<Bind, ParseError> {
     let (addr, port) = parse_bind(s)?;
     Ok(Bind { addr, port })
+}
+
+/// The `--format` value: detected, or named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FormatArg {
+    /// Detected from the first lines of the input.
+    #[default]
+    Auto,
+    /// This format.
+    Named(Format),
+}
+
+fn format_arg(s: &str) -> Result<FormatArg, paste::UnknownFormat> {
+    if s.trim().eq_ignore_ascii_case("auto") {
+        Ok(FormatArg::Auto)
+    } else {
+        s.parse().map(FormatArg::Named)
+    }
 }
 
 /// Parses one `--incoming-cpu` item, `LISTENER=CPU`.
@@ -183,6 +203,10 @@ pub struct PredictArgs {
     /// Print the model's full explain record for each line (hash inputs, every slot or chain step visited) instead of the short object.
     #[arg(long)]
     pub explain: bool,
+
+    /// The input's format: auto (detected from its first lines), pairs (SADDR:SPORT DADDR:DPORT or SADDR SPORT DADDR DPORT, the client first), ss (ss -tn, -tan, -tnp, -tne), netstat (netstat -tn, -tun), conntrack (conntrack -L), tcpdump (one-line output of tcpdump -nn), proc-net (/proc/net/tcp, tcp6), csv (CSV, TSV or ;-separated columns), observed (a pair and the listener), page (the lookup page's `SADDR:SPORT -> DADDR:DPORT listener N`). Except for pairs, which side is the server is decided from --bind's port, the input's LISTEN lines, a port in every connection, or the format's own direction (a SYN, conntrack's original direction); lines it cannot decide are reported, and a summary of the lines read goes to stderr.
+    #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = format_arg)]
+    pub format: FormatArg,
 }
 
 impl PredictArgs {
@@ -257,6 +281,9 @@ struct Explained<'a, T: Serialize> {
 #[derive(Serialize)]
 struct Failure<'a> {
     line: u64,
+    /// The input's format, for the formats other than plain pairs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<Format>,
     error: Shown<&'a LineError>,
 }
 
@@ -279,10 +306,26 @@ fn parse_line(bytes: &[u8]) -> Result<Option<Tuple>, LineError> {
 /// holds no further complete line (before a read that may block) and at the
 /// end, so interactive use sees each answer at once while bulk runs write in
 /// large blocks.
-pub fn run(args: &PredictArgs, input: impl Read, mut out: impl Write) -> Result<Outcome, Error> {
+pub fn run(args: &PredictArgs, input: impl Read, out: impl Write) -> Result<Outcome, Error> {
+    run_reporting(args, input, out, std::io::stderr())
+}
+
+/// [`run`], writing the summary of a paste format's lines (counts and the
+/// orientation decision) to `report` instead of stderr.
+pub fn run_reporting(
+    args: &PredictArgs,
+    input: impl Read,
+    mut out: impl Write,
+    report: impl Write,
+) -> Result<Outcome, Error> {
     let profile = kernel::resolve(&args.kernel)?;
+    let reading = Reading {
+        format: args.format,
+        bind: args.group.bind,
+        report: Box::new(report),
+    };
     if let Some(path) = &args.layout {
-        return run_layout(args, profile, path, input, out);
+        return run_layout(args, profile, path, input, out, reading);
     }
     let mut group = match args.group.bind {
         Some(Bind {
@@ -298,7 +341,7 @@ pub fn run(args: &PredictArgs, input: impl Read, mut out: impl Write) -> Result<
         }
     };
 
-    answer_lines(input, &mut out, |out, line, t| {
+    answer_lines(input, &mut out, reading, |out, line, t| {
         if t.is_v6() && args.inner_secret.is_none() {
             return Ok(Err(SetupError::MissingInnerSecret.into()));
         }
@@ -333,28 +376,109 @@ pub fn run(args: &PredictArgs, input: impl Read, mut out: impl Write) -> Result<
     })
 }
 
+/// How the input is read: its format, the user's bind (the server side for
+/// orientation), and where the summary goes.
+struct Reading<'r> {
+    format: FormatArg,
+    bind: Option<Bind>,
+    report: Box<dyn Write + 'r>,
+}
+
+/// The answer to one tuple: `Ok(Ok(()))` answered, `Ok(Err(_))` a line
+/// error, `Err(_)` a stop.
+type Answer = Result<Result<(), LineError>, Error>;
+
+/// The lines already in `reader`'s buffer after its first fill (without
+/// a further read that might block): the sample format detection sees.
+fn peek_lines(reader: &mut impl BufRead) -> Result<Vec<String>, Error> {
+    let buf = reader.fill_buf().map_err(Error::Input)?;
+    Ok(String::from_utf8_lossy(buf)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(paste::DETECT_LINES)
+        .map(str::to_string)
+        .collect())
+}
+
 /// Reads tuple lines from `input`, flushing `out` before any read that may
-/// block, and answers each non-blank line with `answer` (given the 1-based
-/// line number and the parsed tuple). A line that does not parse, or whose
-/// answer is a line error, gets a `{"line", "error"}` object. Returns the
-/// counts.
+/// block, and answers each connection with `answer` (given the 1-based
+/// line number and the tuple, client first). A line that does not parse,
+/// whose sides are undecided, or whose answer is a line error, gets a
+/// `{"line", "error"}` object. Returns the counts.
+///
+/// The format is `--format`'s, or detected from the lines of the first
+/// read. Plain pairs are read as before: each line is a tuple, client
+/// first, answered as it arrives. Other formats are oriented by
+/// [`Sides`]: at once when `--bind` gives the port, otherwise after the
+/// whole input (LISTEN lines and a common port need every line); a tuple
+/// seen before is not answered again, and the counts and the decision are
+/// written to the report.
 fn answer_lines<W: Write>(
     input: impl Read,
     out: &mut W,
-    mut answer: impl FnMut(&mut W, u64, Tuple) -> Result<Result<(), LineError>, Error>,
+    mut reading: Reading<'_>,
+    answer: impl FnMut(&mut W, u64, Tuple) -> Answer,
 ) -> Result<Outcome, Error> {
     let mut reader = BufReader::with_capacity(1 << 16, input);
+    let detected = match reading.format {
+        FormatArg::Named(Format::Pairs) => None,
+        FormatArg::Named(f) => {
+            let sample = peek_lines(&mut reader)?;
+            let refs: Vec<&str> = sample.iter().map(String::as_str).collect();
+            Some(Detected::named(f, &refs))
+        }
+        FormatArg::Auto => {
+            let sample = peek_lines(&mut reader)?;
+            let refs: Vec<&str> = sample.iter().map(String::as_str).collect();
+            Some(paste::detect(&refs)).filter(|d| d.format != Format::Pairs)
+        }
+    };
+    match detected {
+        None => answer_pairs(reader, out, answer),
+        Some(d) => answer_paste(reader, out, &d, &mut reading, answer),
+    }
+}
+
+/// Reads one line into `buf`, flushing `out` first when no complete line
+/// is buffered. `false` at the end of the input.
+fn next_line<R: Read>(
+    reader: &mut BufReader<R>,
+    buf: &mut Vec<u8>,
+    out: &mut impl Write,
+) -> Result<bool, Error> {
+    if !reader.buffer().contains(&b'\n') {
+        out.flush().map_err(Error::Output)?;
+    }
+    buf.clear();
+    Ok(reader.read_until(b'\n', buf).map_err(Error::Input)? != 0)
+}
+
+fn fail(
+    out: &mut impl Write,
+    line: u64,
+    format: Option<Format>,
+    e: &LineError,
+) -> Result<(), Error> {
+    emit(
+        out,
+        &Failure {
+            line,
+            format,
+            error: Shown(e),
+        },
+    )
+}
+
+/// Plain pairs, client first: each line answered as it is read.
+fn answer_pairs<W: Write, R: Read>(
+    mut reader: BufReader<R>,
+    out: &mut W,
+    mut answer: impl FnMut(&mut W, u64, Tuple) -> Answer,
+) -> Result<Outcome, Error> {
     let mut buf = Vec::with_capacity(128);
     let mut outcome = Outcome::default();
     let mut line = 0u64;
-    loop {
-        if !reader.buffer().contains(&b'\n') {
-            out.flush().map_err(Error::Output)?;
-        }
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf).map_err(Error::Input)? == 0 {
-            break;
-        }
+    while next_line(&mut reader, &mut buf, out)? {
         line += 1;
         let result = match parse_line(&buf) {
             Ok(None) => continue,
@@ -364,19 +488,138 @@ fn answer_lines<W: Write>(
         match result {
             Ok(()) => outcome.answered += 1,
             Err(e) => {
-                emit(
-                    out,
-                    &Failure {
-                        line,
-                        error: Shown(&e),
-                    },
-                )?;
+                fail(out, line, None, &e)?;
                 outcome.failed += 1;
             }
         }
     }
     out.flush().map_err(Error::Output)?;
     Ok(outcome)
+}
+
+/// The counts of a paste format's lines.
+#[derive(Debug, Default)]
+struct Tally {
+    used: u64,
+    skipped: u64,
+    listening: u64,
+    duplicate: u64,
+    bad: u64,
+}
+
+/// A paste format: parsed, oriented, de-duplicated, answered.
+fn answer_paste<W: Write, R: Read>(
+    mut reader: BufReader<R>,
+    out: &mut W,
+    detected: &Detected,
+    reading: &mut Reading<'_>,
+    mut answer: impl FnMut(&mut W, u64, Tuple) -> Answer,
+) -> Result<Outcome, Error> {
+    let format = detected.format;
+    let parser = Parser::new(detected);
+    let mut sides = Sides::new(reading.bind.map(|b| (b.addr, b.port)));
+    // With the port given, each line can be answered as it arrives.
+    let streaming = sides.decide().basis == Basis::Bind;
+    let mut pending: Vec<(u64, Result<paste::Conn, LineError>)> = Vec::new();
+    let mut seen: HashSet<Tuple> = HashSet::new();
+    let mut tally = Tally::default();
+
+    let mut handle = |out: &mut W,
+                      decision: &Decision,
+                      tally: &mut Tally,
+                      line: u64,
+                      r: Result<paste::Conn, LineError>|
+     -> Result<(), Error> {
+        let result = match r {
+            Err(e) => Err(e),
+            Ok(c) => match decision.orient(&c, false) {
+                Err(u) => Err(LineError::from(u)),
+                Ok(t) if !seen.insert(t) => {
+                    tally.duplicate += 1;
+                    return Ok(());
+                }
+                Ok(t) => answer(out, line, t)?,
+            },
+        };
+        match result {
+            Ok(()) => tally.used += 1,
+            Err(e) => {
+                fail(out, line, Some(format), &e)?;
+                tally.bad += 1;
+            }
+        }
+        Ok(())
+    };
+
+    let now = sides.decide();
+    let mut buf = Vec::with_capacity(128);
+    let mut line = 0u64;
+    while next_line(&mut reader, &mut buf, out)? {
+        line += 1;
+        let parsed = match std::str::from_utf8(&buf) {
+            Err(_) => Err(LineError::NotText),
+            Ok(text) => match parser.line(text) {
+                Ok(Line::Conn(c)) => {
+                    sides.add(&c);
+                    Ok(c)
+                }
+                Ok(Line::Listening { addr, .. }) => {
+                    sides.listening(addr);
+                    tally.listening += 1;
+                    continue;
+                }
+                Ok(Line::Skip(_)) => {
+                    tally.skipped += 1;
+                    continue;
+                }
+                Err(e) => Err(LineError::from(e)),
+            },
+        };
+        if streaming {
+            handle(out, &now, &mut tally, line, parsed)?;
+        } else {
+            pending.push((line, parsed));
+        }
+    }
+    let decision = sides.decide();
+    for (line, parsed) in pending {
+        handle(out, &decision, &mut tally, line, parsed)?;
+    }
+    out.flush().map_err(Error::Output)?;
+    // The summary is advice to a person: a closed stderr does not fail the run.
+    let _ = writeln!(
+        reading.report,
+        "reuseport-agent predict: read {format}{}: {} used, {} skipped, {} listening, {} duplicate, {} bad line(s); the server side: {}",
+        if detected.header { " (with a header)" } else { "" },
+        tally.used,
+        tally.skipped,
+        tally.listening,
+        tally.duplicate,
+        tally.bad,
+        said(&decision, format),
+    );
+    Ok(Outcome {
+        answered: tally.used,
+        failed: tally.bad,
+    })
+}
+
+/// The orientation decision in English.
+fn said(d: &Decision, format: Format) -> String {
+    let at = |p: Option<u16>| match (d.addr, p) {
+        (Some(a), Some(p)) => format!("{}", std::net::SocketAddr::new(a, p)),
+        (None, Some(p)) => format!("port {p}"),
+        (_, None) => "no port".to_string(),
+    };
+    match d.basis {
+        Basis::Bind => format!("{} (from --bind)", at(d.port)),
+        Basis::Listening => format!("{} (the input's LISTEN lines)", at(d.port)),
+        Basis::CommonPort => format!("{} (the one port in every connection)", at(d.port)),
+        Basis::Format => {
+            format!("each line's own direction ({format} says which end is the client)")
+        }
+        Basis::None => "undecided: give the listening port with --bind ADDR:PORT".to_string(),
+    }
 }
 
 /// One tuple's answer with `--layout`.
@@ -450,6 +693,7 @@ fn run_layout(
     path: &std::path::Path,
     input: impl Read,
     mut out: impl Write,
+    reading: Reading<'_>,
 ) -> Result<Outcome, Error> {
     use reuseport_model::lookup::{Host, Layout, Packet};
     let shown = path.display().to_string();
@@ -487,7 +731,7 @@ fn run_layout(
             calls: host.results().into_iter().map(Call::from).collect(),
         },
     )?;
-    answer_lines(input, &mut out, |out, line, t| {
+    answer_lines(input, &mut out, reading, |out, line, t| {
         let packet = Packet {
             proto,
             tuple: t,

@@ -24,8 +24,11 @@
 //! sentence tables in `messages/` at the repository root put them into words,
 //! one table per language.
 //!
-//! Bulk selection for benchmarks and animations is in [`batch`]; the text
-//! formats people paste are parsed in [`tuple`].
+//! Bulk selection for benchmarks and animations is in [`batch`]; the
+//! plain tuple lines are parsed in [`tuple`], and what people paste from
+//! their own servers (`ss`, `netstat`, `conntrack`, tcpdump,
+//! `/proc/net/tcp`, CSV) in [`paste`], which also decides which side is the
+//! server.
 //!
 //! The rules follow `shared/reference/kernel-history.md`; each names its
 //! kernel file and release where it is implemented.

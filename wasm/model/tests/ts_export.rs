@@ -32,4 +32,9 @@ fn export_typescript_declarations() {
     CallResult::export_all(&cfg).unwrap();
     LookupRules::export_all(&cfg).unwrap();
     reuseport_model::reuseport::Migration::export_all(&cfg).unwrap();
+    reuseport_model::paste::Detected::export_all(&cfg).unwrap();
+    reuseport_model::paste::Line::export_all(&cfg).unwrap();
+    reuseport_model::paste::LineError::export_all(&cfg).unwrap();
+    reuseport_model::paste::Decision::export_all(&cfg).unwrap();
+    reuseport_model::paste::Undecided::export_all(&cfg).unwrap();
 }

@@ -1,0 +1,631 @@
+//! Connections as people paste them: `ss`, `netstat`, `conntrack`,
+//! tcpdump, `/proc/net/tcp`, CSV, address pairs, observed lines and the
+//! lookup page's own lines.
+//!
+//! Three steps, each returning data, never sentences:
+//!
+//! 1. [`detect`] looks at the first [`DETECT_LINES`] non-blank lines and
+//!    names the [`Format`] whose parser accepts most of them ([`Detected`];
+//!    for CSV also the [`Columns`], which the caller may replace).
+//! 2. A [`Parser`] reads each line into a [`Line`]: a connection ([`Conn`])
+//!    with what the format says about its first endpoint ([`Meaning`]), a
+//!    listening socket, a line to skip ([`Skip`]), or a [`LineError`]
+//!    naming the field at fault. No input makes it panic.
+//! 3. [`Sides`] decides which side of the connections is the server — from
+//!    the user's bind, the paste's LISTEN lines, a port common to every
+//!    line, or the format itself — and [`Decision::orient`] turns each
+//!    connection into a [`Tuple`], or says why it cannot ([`Undecided`]).
+//!    Nothing is assumed: a line that cannot be oriented is reported.
+
+mod csv;
+mod formats;
+mod sides;
+
+use std::net::SocketAddr;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub use csv::{Column, Columns, Role, Side};
+pub use sides::{Basis, Decision, Sides, Undecided};
+
+use crate::tuple::Proto;
+#[allow(unused_imports)]
+use crate::tuple::Tuple;
+
+/// Lines longer than this many bytes are refused ([`LineError::TooLong`]).
+pub const MAX_LINE_BYTES: usize = 4096;
+
+/// How many non-blank lines [`detect`] looks at.
+pub const DETECT_LINES: usize = 64;
+
+/// The longest value, in characters, a [`LineError`] echoes back.
+pub const SHOWN_CHARS: usize = 64;
+
+/// A text format of connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// `ss -tn` (also `-tan`, `-tnp`, `-tne`, `-an`, `-H`): State, Recv-Q,
+    /// Send-Q, Local, Peer, with an optional Netid column first.
+    Ss,
+    /// `netstat -tn` / `-tun` / `-tan`: Proto, Recv-Q, Send-Q, Local,
+    /// Foreign, State.
+    Netstat,
+    /// `conntrack -L`: the original direction's `src= dst= sport= dport=`.
+    Conntrack,
+    /// tcpdump's one-line output, `SRC.PORT > DST.PORT:`, run with `-nn`.
+    Tcpdump,
+    /// `/proc/net/tcp`, `/proc/net/tcp6` (and the `udp` files): hex
+    /// addresses in the kernel's byte order.
+    ProcNet,
+    /// CSV, TSV or `;`-separated columns, with or without a header.
+    Csv,
+    /// `SADDR:SPORT DADDR:DPORT` or `SADDR SPORT DADDR DPORT`.
+    Pairs,
+    /// A pair followed by the listener that received it.
+    Observed,
+    /// The lookup page's own line: `SADDR:SPORT -> DADDR:DPORT listener N`.
+    Page,
+}
+
+impl Format {
+    /// Every format, most specific first: the order [`detect`] breaks ties in.
+    pub const ALL: [Format; 9] = [
+        Format::Page,
+        Format::Conntrack,
+        Format::Tcpdump,
+        Format::ProcNet,
+        Format::Netstat,
+        Format::Ss,
+        Format::Observed,
+        Format::Pairs,
+        Format::Csv,
+    ];
+
+    /// The name `--format` and serde use (`proc-net`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Ss => "ss",
+            Format::Netstat => "netstat",
+            Format::Conntrack => "conntrack",
+            Format::Tcpdump => "tcpdump",
+            Format::ProcNet => "proc-net",
+            Format::Csv => "csv",
+            Format::Pairs => "pairs",
+            Format::Observed => "observed",
+            Format::Page => "page",
+        }
+    }
+
+    /// What the format is, for an English message (`ss output`).
+    fn what(self) -> &'static str {
+        match self {
+            Format::Ss => "ss output",
+            Format::Netstat => "netstat output",
+            Format::Conntrack => "conntrack -L output",
+            Format::Tcpdump => "tcpdump output",
+            Format::ProcNet => "/proc/net/tcp",
+            Format::Csv => "CSV",
+            Format::Pairs => "an address pair",
+            Format::Observed => "an observed line",
+            Format::Page => "a lookup page line",
+        }
+    }
+
+    /// The fields a line of this format has, for an English message.
+    fn expected(self) -> &'static str {
+        match self {
+            Format::Pairs => "2 (SADDR:SPORT DADDR:DPORT) or 4 (SADDR SPORT DADDR DPORT)",
+            Format::Observed => {
+                "3 (SADDR:SPORT DADDR:DPORT LISTENER) or 5 (SADDR SPORT DADDR DPORT LISTENER)"
+            }
+            Format::Page => "5 (SADDR:SPORT -> DADDR:DPORT listener N)",
+            Format::Csv => "as many as the columns",
+            Format::Ss => "at least 4 (Recv-Q Send-Q Local Peer)",
+            Format::Netstat => "at least 5 (Proto Recv-Q Send-Q Local Foreign)",
+            Format::ProcNet => "at least 4 (sl local_address rem_address st)",
+            Format::Conntrack | Format::Tcpdump => "more",
+        }
+    }
+
+    /// The advice for a host or service name where a number belongs.
+    fn numeric_hint(self) -> &'static str {
+        match self {
+            Format::Tcpdump => "run tcpdump with -nn so it prints numeric addresses and ports",
+            Format::Ss => "run ss with -n so it prints numeric addresses and ports",
+            Format::Netstat => "run netstat with -n so it prints numeric addresses and ports",
+            _ => "write numeric addresses and ports",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A `--format` value that names no format.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown format `{0}`; known formats: ss, netstat, conntrack, tcpdump, proc-net, csv, pairs, observed, page")]
+pub struct UnknownFormat(pub String);
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+    fn from_str(s: &str) -> Result<Self, UnknownFormat> {
+        let t = s.trim().to_ascii_lowercase();
+        let alias = match t.as_str() {
+            "proc" | "procnet" | "proc_net" | "/proc/net/tcp" | "/proc/net/tcp6" => "proc-net",
+            "tsv" => "csv",
+            "tuples" | "pair" => "pairs",
+            other => other,
+        };
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == alias)
+            .ok_or_else(|| UnknownFormat(shown(s)))
+    }
+}
+
+/// What detection found: the format, its CSV columns, and whether a
+/// header line was seen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+pub struct Detected {
+    /// The format.
+    pub format: Format,
+    /// For [`Format::Csv`]: the columns and their roles.
+    pub columns: Option<Columns>,
+    /// Whether the sample had a header line.
+    pub header: bool,
+}
+
+impl Detected {
+    /// An explicitly named format (no detection). For CSV the columns are
+    /// still found from `lines`.
+    pub fn named(format: Format, lines: &[&str]) -> Detected {
+        let sample = sample(lines);
+        let (columns, header) = if format == Format::Csv {
+            match csv::detect_columns(&sample) {
+                Some(c) => {
+                    let h = c.header;
+                    (Some(c), h)
+                }
+                None => (None, false),
+            }
+        } else {
+            let p = Parser::new(&Detected {
+                format,
+                columns: None,
+                header: false,
+            });
+            let h = sample
+                .iter()
+                .any(|l| matches!(p.line(l), Ok(Line::Skip(Skip::Header))));
+            (None, h)
+        };
+        Detected {
+            format,
+            columns,
+            header,
+        }
+    }
+}
+
+/// What a format says about a connection's first endpoint `a`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(rename_all = "camelCase")]
+pub enum Meaning {
+    /// `a` is the client (conntrack's original direction, a SYN, observed
+    /// and page lines, CSV client/server columns).
+    ClientFirst,
+    /// `a` is the server (a SYN-ACK).
+    ServerFirst,
+    /// `a` is this host's side (ss, netstat, /proc/net): client or server.
+    LocalFirst,
+    /// Nothing (pairs, CSV without role names, other TCP flags, UDP).
+    Unknown,
+}
+
+impl Meaning {
+    /// Whether this meaning alone says which endpoint is the client.
+    pub fn decides(self) -> bool {
+        matches!(self, Meaning::ClientFirst | Meaning::ServerFirst)
+    }
+}
+
+/// One connection as the line gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+pub struct Conn {
+    /// The first endpoint (see `meaning`).
+    #[cfg_attr(feature = "ts", ts(as = "String"))]
+    pub a: SocketAddr,
+    /// The second endpoint.
+    #[cfg_attr(feature = "ts", ts(as = "String"))]
+    pub b: SocketAddr,
+    /// What the format says about `a`.
+    pub meaning: Meaning,
+    /// The listener that received it (observed and page lines, a CSV
+    /// listener column).
+    pub listener: Option<u32>,
+    /// The protocol, when the line says.
+    pub proto: Option<Proto>,
+}
+
+/// A line that holds no connection and is not an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Skip {
+    /// Empty or only white space.
+    Blank,
+    /// A `#` comment, or a shell prompt line (`$ ss -tn`).
+    Comment,
+    /// A column header (`State Recv-Q …`, `Proto Recv-Q …`, `sl local_address …`).
+    Header,
+    /// A summary or trailer (`conntrack v1.4.7 …: 2 flow entries have been
+    /// shown.`, `18 packets captured`, `Active Internet connections`).
+    Trailer,
+    /// A protocol other than TCP and UDP (unix sockets, ICMP, ARP).
+    OtherProto,
+    /// A socket that is not a connection (unconnected UDP, a wildcard peer).
+    NotConnection,
+}
+
+/// One parsed line. Tagged `type` (`conn`, `listening`, `skip`), since a
+/// skip's own tag is `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Line {
+    /// A connection.
+    Conn(Conn),
+    /// A listening socket (state LISTEN).
+    Listening {
+        /// Its address and port (the unspecified address for a wildcard).
+        #[cfg_attr(feature = "ts", ts(as = "String"))]
+        addr: SocketAddr,
+        /// Its protocol, when the line says.
+        proto: Option<Proto>,
+    },
+    /// Nothing to use, and nothing wrong.
+    Skip(Skip),
+}
+
+/// The field of a line that is at fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub enum Field {
+    LocalAddress,
+    LocalPort,
+    PeerAddress,
+    PeerPort,
+    SourceAddress,
+    SourcePort,
+    DestinationAddress,
+    DestinationPort,
+    Listener,
+    Proto,
+    State,
+}
+
+impl Field {
+    fn words(self) -> &'static str {
+        match self {
+            Field::LocalAddress => "local address",
+            Field::LocalPort => "local port",
+            Field::PeerAddress => "peer address",
+            Field::PeerPort => "peer port",
+            Field::SourceAddress => "source address",
+            Field::SourcePort => "source port",
+            Field::DestinationAddress => "destination address",
+            Field::DestinationPort => "destination port",
+            Field::Listener => "listener",
+            Field::Proto => "protocol",
+            Field::State => "state",
+        }
+    }
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.words())
+    }
+}
+
+/// Why one line holds no usable connection. Values are echoed through
+/// [`shown`]: at most [`SHOWN_CHARS`] characters, invisible ones escaped.
+#[derive(Debug, Clone, PartialEq, Eq, Error, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum LineError {
+    /// The line is longer than [`MAX_LINE_BYTES`].
+    #[error("the line is {length} bytes long, more than the {max} a line may have; paste one connection per line")]
+    TooLong {
+        /// The limit.
+        max: usize,
+        /// The line's length in bytes.
+        length: usize,
+    },
+    /// The line has the wrong number of fields.
+    #[error("{} has {} fields, but this line has {found}", .format.what(), .format.expected())]
+    FieldCount {
+        /// The format.
+        format: Format,
+        /// How many fields the line has.
+        found: usize,
+    },
+    /// An address that is not an IPv4 or IPv6 address.
+    #[error("{field} `{value}` in {} is not an IPv4 or IPv6 address", .format.what())]
+    Address {
+        /// The format.
+        format: Format,
+        /// The field.
+        field: Field,
+        /// What it holds.
+        value: String,
+    },
+    /// A port that is not a number from 0 to 65535.
+    #[error("{field} `{value}` in {} is not a port number (0 to 65535)", .format.what())]
+    Port {
+        /// The format.
+        format: Format,
+        /// The field.
+        field: Field,
+        /// What it holds.
+        value: String,
+    },
+    /// A host or service name where a numeric address or port belongs.
+    #[error("{field} `{value}` in {} is a name, not a number: {}", .format.what(), .format.numeric_hint())]
+    Name {
+        /// The format.
+        format: Format,
+        /// The field.
+        field: Field,
+        /// What it holds.
+        value: String,
+    },
+    /// The two endpoints are of different families.
+    #[error("the endpoints {a} and {b} mix IPv4 and IPv6; a connection has one family")]
+    MixedFamilies {
+        /// The format.
+        format: Format,
+        /// The first endpoint's address.
+        a: String,
+        /// The second endpoint's address.
+        b: String,
+    },
+    /// A listener number that is not a non-negative integer.
+    #[error("listener `{value}` in {} is not a listener number (0, 1, 2, …)", .format.what())]
+    Listener {
+        /// The format.
+        format: Format,
+        /// What it holds.
+        value: String,
+    },
+    /// A field the format needs is not on the line.
+    #[error("the line has no {field}, which {} always has", .format.what())]
+    Missing {
+        /// The format.
+        format: Format,
+        /// The missing field.
+        field: Field,
+    },
+    /// The line does not have the shape of the format at all.
+    #[error("`{value}` is not a line of {}", .format.what())]
+    Unrecognized {
+        /// The format.
+        format: Format,
+        /// The line's start.
+        value: String,
+    },
+}
+
+impl LineError {
+    /// The format the error is about, when it names one.
+    pub fn format(&self) -> Option<Format> {
+        match self {
+            LineError::TooLong { .. } => None,
+            LineError::FieldCount { format, .. }
+            | LineError::Address { format, .. }
+            | LineError::Port { format, .. }
+            | LineError::Name { format, .. }
+            | LineError::MixedFamilies { format, .. }
+            | LineError::Listener { format, .. }
+            | LineError::Missing { format, .. }
+            | LineError::Unrecognized { format, .. } => Some(*format),
+        }
+    }
+}
+
+/// A value fit to echo back: at most [`SHOWN_CHARS`] characters (a cut
+/// one ends in `…`), with control, bidirectional-override, byte-order-mark
+/// and other invisible characters written as `\u{…}`, so an error message
+/// shows exactly what was there and cannot reorder or hide text around it.
+pub fn shown(s: &str) -> String {
+    let mut out = String::new();
+    let mut count = 0usize;
+    let mut piece = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        piece.clear();
+        if invisible(c) {
+            piece.push_str(&format!("\\u{{{:04x}}}", c as u32));
+        } else {
+            piece.push(c);
+        }
+        let n = piece.chars().count();
+        let room = if chars.peek().is_some() {
+            SHOWN_CHARS - 1
+        } else {
+            SHOWN_CHARS
+        };
+        if count + n > room {
+            out.push('…');
+            return out;
+        }
+        out.push_str(&piece);
+        count += n;
+    }
+    out
+}
+
+/// Characters that display as nothing, or change how the text around them
+/// displays.
+fn invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+            | '\u{180b}'..='\u{180f}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}'
+            | '\u{fff0}'..='\u{fffb}'
+            | '\u{e0000}'..='\u{e007f}')
+}
+
+/// Reads lines of one format.
+#[derive(Debug, Clone)]
+pub struct Parser {
+    format: Format,
+    columns: Option<Columns>,
+}
+
+impl Parser {
+    /// A parser for what [`detect`] found (or the caller chose).
+    pub fn new(detected: &Detected) -> Parser {
+        Parser {
+            format: detected.format,
+            columns: detected.columns.clone(),
+        }
+    }
+
+    /// The format read.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Reads one line (with or without its line ending).
+    pub fn line(&self, text: &str) -> Result<Line, LineError> {
+        if text.len() > MAX_LINE_BYTES {
+            return Err(LineError::TooLong {
+                max: MAX_LINE_BYTES,
+                length: text.len(),
+            });
+        }
+        let t = text.trim_start_matches('\u{feff}').trim();
+        if t.is_empty() {
+            return Ok(Line::Skip(Skip::Blank));
+        }
+        if t.starts_with('#') || t.starts_with("$ ") || t == "$" {
+            return Ok(Line::Skip(Skip::Comment));
+        }
+        match self.format {
+            Format::Ss => formats::ss(t),
+            Format::Netstat => formats::netstat(t),
+            Format::Conntrack => formats::conntrack(t),
+            Format::Tcpdump => formats::tcpdump(t),
+            Format::ProcNet => formats::proc_net(t),
+            Format::Pairs => formats::pairs(t),
+            Format::Observed => formats::observed(t),
+            Format::Page => formats::page(t),
+            Format::Csv => match &self.columns {
+                Some(c) => csv::line(c, t),
+                None => Err(LineError::Unrecognized {
+                    format: Format::Csv,
+                    value: shown(t),
+                }),
+            },
+        }
+    }
+}
+
+/// The first [`DETECT_LINES`] non-blank lines, trimmed.
+fn sample<'a>(lines: &[&'a str]) -> Vec<&'a str> {
+    lines
+        .iter()
+        .map(|l| l.trim_start_matches('\u{feff}').trim())
+        .filter(|l| !l.is_empty() && l.len() <= MAX_LINE_BYTES)
+        .take(DETECT_LINES)
+        .collect()
+}
+
+/// Names the format of `lines` from the first [`DETECT_LINES`] non-blank
+/// ones: the format whose parser accepts most of them (a connection, a
+/// listening socket, a header or trailer, another protocol's line), ties
+/// going to the more specific format ([`Format::ALL`]'s order). With
+/// nothing recognised it answers [`Format::Pairs`], the plain format, so
+/// each line's error says what a pair looks like.
+pub fn detect(lines: &[&str]) -> Detected {
+    let sample = sample(lines);
+    let mut best: Option<(usize, Detected)> = None;
+    for format in Format::ALL {
+        let detected = if format == Format::Csv {
+            match csv::detect_columns(&sample) {
+                Some(c) => Detected {
+                    format,
+                    header: c.header,
+                    columns: Some(c),
+                },
+                None => continue,
+            }
+        } else {
+            Detected {
+                format,
+                columns: None,
+                header: false,
+            }
+        };
+        let parser = Parser::new(&detected);
+        let mut score = 0usize;
+        let mut header = false;
+        let mut real = false;
+        for l in &sample {
+            match parser.line(l) {
+                Ok(Line::Conn(_)) | Ok(Line::Listening { .. }) => {
+                    score += 1;
+                    real = true;
+                }
+                Ok(Line::Skip(Skip::Header)) => {
+                    score += 1;
+                    header = true;
+                }
+                Ok(Line::Skip(Skip::Trailer | Skip::OtherProto | Skip::NotConnection)) => {
+                    score += 1
+                }
+                Ok(Line::Skip(_)) | Err(_) => {}
+            }
+        }
+        // A format is only named by lines that hold sockets, not by its
+        // headers alone.
+        if !real {
+            continue;
+        }
+        if best.as_ref().is_none_or(|(s, _)| score > *s) {
+            best = Some((
+                score,
+                Detected {
+                    header: header || detected.header,
+                    ..detected
+                },
+            ));
+        }
+    }
+    best.map(|(_, d)| d).unwrap_or(Detected {
+        format: Format::Pairs,
+        columns: None,
+        header: false,
+    })
+}
