@@ -308,7 +308,7 @@ impl Trace {
         };
         if let Some(l) = self.group.closed.iter().find(|&&l| l >= n) {
             return bad(format!(
-                "group.closed names listener {l}, but the group has listeners 0..{n}"
+                "group.closed names listener {l}, but the group has {n} listener(s), numbered from 0"
             ));
         }
         if let Some((i, e)) = self
@@ -318,7 +318,7 @@ impl Trace {
             .find(|(_, e)| e.listener >= n)
         {
             return bad(format!(
-                "events[{i}].listener is {}, but the group has listeners 0..{n}",
+                "events[{i}].listener is {}, but the group has {n} listener(s), numbered from 0",
                 e.listener
             ));
         }

@@ -9,6 +9,7 @@
 const islands: Record<string, () => Promise<{ define: () => void }>> = {
   'reuseport-dispatch': () => import('./dispatch').then((m) => ({ define: m.defineDispatchElement })),
   'reuseport-lookup': () => import('./lookup').then((m) => ({ define: m.defineLookupElement })),
+  'reuseport-paste': () => import('./paste').then((m) => ({ define: m.definePasteElement })),
   'reuseport-bind': () => import('./bind').then((m) => ({ define: m.defineBindElement })),
   'reuseport-trace': () => import('./traces').then((m) => ({ define: m.defineTraceElements })),
   'reuseport-traces': () => import('./traces').then((m) => ({ define: m.defineTraceElements })),

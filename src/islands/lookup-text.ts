@@ -27,6 +27,10 @@ export interface LookupText {
   listenersBad: string;
   secretBad: string;
   innerBad: string;
+  secretMissing: string;
+  innerMissing: string;
+  underGiven: (v: string) => string;
+  underRandom: (v: string) => string;
   closedBad: string;
   cpuBad: string;
   boundBad: (msg: string) => string;
@@ -74,6 +78,10 @@ const en: LookupText = {
   listenersBad: 'Listeners: give a whole number of at least 1.',
   secretBad: 'Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.',
   innerBad: 'IPv6 inner secret: give a 32-bit hex value such as 0x1a2b3c4d.',
+  secretMissing: 'Hash secret: give your kernel’s value (reuseport-agent recover finds it), or press “New boot” for a random example.',
+  innerMissing: 'IPv6 inner secret: IPv6 lines need it. Give your kernel’s value, or press “New boot” for a random example.',
+  underGiven: (v) => `Answers under the secret ${v}.`,
+  underRandom: (v) => `Answers under a random boot’s secret ${v}: an example, not your server’s.`,
   closedBad: 'Closed listeners: give listener numbers separated by commas, such as 1,3.',
   cpuBad: 'Receiving CPU: give a whole number from 0.',
   boundBad: (m) => `Bound address: ${m}`,
@@ -120,6 +128,10 @@ const zh: LookupText = {
   listenersBad: '监听套接字数：请输入不小于 1 的整数。',
   secretBad: '哈希密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',
   innerBad: 'IPv6 内层密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',
+  secretMissing: '哈希密钥：请填写你内核的值（可用 reuseport-agent recover 求出），或点“模拟重新开机”使用一个随机示例。',
+  innerMissing: 'IPv6 内层密钥：IPv6 行需要它。请填写你内核的值，或点“模拟重新开机”使用一个随机示例。',
+  underGiven: (v) => `以下结果使用密钥 ${v}。`,
+  underRandom: (v) => `以下结果使用一次随机开机的密钥 ${v}：只是示例，不是你服务器上的结果。`,
   closedBad: '已关闭的监听套接字：请输入用逗号分隔的编号，例如 1,3。',
   cpuBad: '接收 CPU：请输入不小于 0 的整数。',
   boundBad: (m) => `绑定地址：${m}`,

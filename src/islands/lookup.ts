@@ -8,7 +8,8 @@
  */
 import { select } from 'd3';
 import { pageLang } from './site';
-import { Group, loadModel, parseBind, parseTuples, profiles, resolveProfile, type LineAnswer, type Proto } from '../model/index';
+import { Group, loadModel, parseBind, parseTuples, profiles, resolveNotes, resolveProfile, type LineAnswer, type Proto } from '../model/index';
+import { say } from '../model/messages';
 import { countByListener, explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
 import { hex32, parseHex32 } from '../hex';
@@ -91,9 +92,9 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
   const cpu = field('cpu', t.cpu).append('input').attr('id', f('cpu')).attr('type', 'number').attr('min', 0).property('value', '0');
 
   const secretWrap = field('secret', t.secret, t.secretHint);
-  const secret = secretWrap.append('input').attr('id', f('secret')).attr('aria-describedby', f('secret-hint')).attr('spellcheck', 'false').property('value', options.secret ?? randomHex32());
+  const secret = secretWrap.append('input').attr('id', f('secret')).attr('aria-describedby', f('secret-hint')).attr('spellcheck', 'false').property('value', options.secret ?? '');
   const newBoot = secretWrap.append('button').attr('type', 'button').text(t.newBoot);
-  const inner = field('inner', t.inner, t.innerHint).append('input').attr('id', f('inner')).attr('aria-describedby', f('inner-hint')).attr('spellcheck', 'false').property('value', '0x00000000');
+  const inner = field('inner', t.inner, t.innerHint).append('input').attr('id', f('inner')).attr('aria-describedby', f('inner-hint')).attr('spellcheck', 'false').property('value', '');
 
   form.append('button').attr('type', 'submit').attr('class', 'rl-primary').text(t.explain);
   const status = root.append('div').attr('class', 'rl-status').attr('role', 'status').attr('aria-live', 'polite');
@@ -103,15 +104,21 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
   const showProfile = () => {
     try {
       const p = resolveProfile(String(kernel.property('value')).trim());
-      profileNote.text(t.profile(`${p.release.major}.${p.release.minor}`, p.basis));
+      const k = String(kernel.property('value')).trim();
+      const notes = resolveNotes(k).map((n) => say(pageLang(), 'note', n));
+      profileNote.text([t.profile(`${p.release.major}.${p.release.minor}`, p.basis), ...notes].join(' '));
     } catch (e) {
       profileNote.text((e as Error).message);
     }
   };
 
+  /** Where the secret came from: the page's attribute, the reader, or a random boot. */
+  let secretOrigin: 'given' | 'random' = 'given';
   const run = () => {
     errors.selectAll('*').remove();
     results.selectAll('*').remove();
+    // A new run replaces the last one's status, so it never stands beside new errors.
+    status.text('');
     const problems: string[] = [];
     const fail = (msg: string) => problems.push(msg);
 
@@ -120,9 +127,12 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     if (lineCount > MAX_LINES) fail(t.tooManyLines(lineCount, MAX_LINES));
     const n = Number(listeners.property('value'));
     if (!Number.isInteger(n) || n < 1) fail(t.listenersBad);
-    const s = parseHex32(String(secret.property('value')));
-    if (s === undefined) fail(t.secretBad);
-    const i6 = parseHex32(String(inner.property('value')));
+    const secretText = String(secret.property('value')).trim();
+    const s = parseHex32(secretText);
+    if (secretText === '') fail(t.secretMissing);
+    else if (s === undefined) fail(t.secretBad);
+    const innerText = String(inner.property('value')).trim();
+    const i6 = innerText === '' ? null : parseHex32(innerText);
     if (i6 === undefined) fail(t.innerBad);
     const closedList = parseNumList(String(closed.property('value')));
     if (closedList === undefined) fail(t.closedBad);
@@ -130,6 +140,8 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     if (!Number.isInteger(c) || c < 0) fail(t.cpuBad);
 
     const parsed = parseTuples(text);
+    // IPv6 answers need the inner key too; it is never assumed.
+    if (i6 === null && parsed.some((p) => p.tuple?.daddr.includes(':'))) fail(t.innerMissing);
     const first = parsed.find((p) => p.tuple);
     let bindAddr = '';
     let port: number | undefined;
@@ -161,7 +173,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
         listeners: n,
         bind: bindAddr,
         port: port!,
-        keys: { v4: s!, v6Outer: s!, v6Inner: i6! },
+        keys: { v4: s!, v6Outer: s!, v6Inner: i6 ?? 0 },
         closed: closedList!,
       });
     } catch (e) {
@@ -181,7 +193,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
       box.append('ul').selectAll('li').data(bad.slice(0, 100)).join('li').text((a) => t.lineError(a.line, String(a.error)));
     }
     const good = answers.filter((a): a is Extract<LineAnswer, { explain: object }> => a.explain !== undefined);
-    status.text(t.explained(good.length, bad.length));
+    status.text(`${t.explained(good.length, bad.length)} ${secretOrigin === 'random' ? t.underRandom(hex32(s!)) : t.underGiven(hex32(s!))}`);
     if (!good.length) return;
 
     results.append('h2').text(t.results);
@@ -222,11 +234,18 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
   };
   const onBoot = () => {
     secret.property('value', randomHex32());
+    if (String(inner.property('value')).trim() === '' || secretOrigin === 'random') inner.property('value', randomHex32());
+    secretOrigin = 'random';
     run();
   };
   const formEl = form.node()!;
   formEl.addEventListener('submit', onSubmit);
   newBoot.node()!.addEventListener('click', onBoot);
+  // A secret typed by the reader is theirs, no longer a random boot's.
+  const onTyped = () => {
+    secretOrigin = 'given';
+  };
+  secret.node()!.addEventListener('input', onTyped);
   kernel.node()!.addEventListener('input', showProfile);
   showProfile();
   run();
@@ -234,6 +253,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
   return () => {
     formEl.removeEventListener('submit', onSubmit);
     newBoot.node()!.removeEventListener('click', onBoot);
+    secret.node()!.removeEventListener('input', onTyped);
     kernel.node()!.removeEventListener('input', showProfile);
     root.remove();
   };

@@ -13,6 +13,7 @@ import init, {
   parseBind as wasmParseBind,
   parseTuples as wasmParseTuples,
   profiles as wasmProfiles,
+  resolveNotes as wasmResolveNotes,
   resolveProfile as wasmResolveProfile,
 } from './pkg/reuseport.js';
 import type { Change } from './generated/Change';
@@ -23,6 +24,7 @@ import type { Keys } from './generated/Keys';
 import type { Member } from './generated/Member';
 import type { Profile } from './generated/Profile';
 import type { Tuple } from './generated/Tuple';
+import type { Note } from './generated/message/Note';
 
 export type { Change, Explain, GroupSpec, GroupSummary, Keys, Member, Profile, Tuple };
 export type { Pick as SelectionPath } from './generated/Pick';
@@ -184,6 +186,15 @@ export function profiles(): Profile[] {
 /** The profile a kernel string resolves to; throws naming the known profiles. */
 export function resolveProfile(kernel: string): Profile {
   return wasmResolveProfile(kernel) as Profile;
+}
+
+/** What reading a kernel string involved: a release between profiles, a distribution build (empty when it does not resolve). */
+export function resolveNotes(kernel: string): Note[] {
+  try {
+    return wasmResolveNotes(kernel) as Note[];
+  } catch {
+    return [];
+  }
 }
 
 /** Parses pasted tuple text with the model's parser. */

@@ -28,6 +28,10 @@ import type { ResetReason } from './generated/message/ResetReason';
 import type { RingOutcome } from './generated/message/RingOutcome';
 import type { SkLookupOutcome } from './generated/message/SkLookupOutcome';
 import type { TableName } from './generated/message/TableName';
+import type { LineError } from './generated/message/LineError';
+import type { Undecided } from './generated/message/Undecided';
+import type { Verdict } from './generated/message/Verdict';
+import type { Skip } from './generated/message/Skip';
 
 /** A language the site is written in. */
 export type Lang = 'en' | 'zh-CN';
@@ -58,6 +62,10 @@ export interface Messages {
   laddr_reason: LaddrReason;
   jhash_role: JhashRole;
   reset_reason: ResetReason;
+  line_error: LineError;
+  undecided: Undecided;
+  verdict: Verdict;
+  skip: Skip;
 }
 
 /** How a field's value reads in a sentence: strings as they are, numbers in decimal, a release `{major, minor}` as `6.18`. */
@@ -68,6 +76,8 @@ function fieldText(v: unknown): string {
     if (typeof r.major === 'number' && typeof r.minor === 'number') return `${r.major}.${r.minor}`;
     return JSON.stringify(v);
   }
+  // A measured fraction (a percentile rank) reads to one decimal.
+  if (typeof v === 'number' && !Number.isInteger(v)) return v.toFixed(1);
   return String(v);
 }
 
@@ -108,9 +118,9 @@ function sources(lang: Lang, value: object): Record<string, string> {
   return out;
 }
 
-/** Says one outcome in `lang`. */
-export function say<G extends keyof Messages>(lang: Lang, group: G, value: Messages[G]): string {
-  return fill(template(lang, keyOf(group, value)), value, sources(lang, value));
+/** Says one outcome in `lang`; `given` says fields the caller words itself (a field's name in this language). */
+export function say<G extends keyof Messages>(lang: Lang, group: G, value: Messages[G], given: Record<string, string> = {}): string {
+  return fill(template(lang, keyOf(group, value)), value, { ...sources(lang, value), ...given });
 }
 
 /** A refused call in one sentence: the rule and where the kernel applies it. */

@@ -5,22 +5,28 @@ import { expect, test, type Page } from '@playwright/test';
 // kernel-history.md §1.5: secret 0x12345678 + mix 0x9abcdef0 = 0xacf13568.
 const REF = '127.0.0.9 40000 127.0.0.1 8080';
 
+/** The one-connection widget at the foot of the lookup page (the paste analyser above has fields of the same names). */
+const one = (page: Page) => page.locator('reuseport-lookup');
+
 async function fill(page: Page, o: { tuples: string; kernel: string; listeners?: number; secret?: string; closed?: string; proto?: string }) {
-  await page.getByLabel('4-tuples').fill(o.tuples);
-  await page.getByLabel('Kernel', { exact: true }).fill(o.kernel);
-  if (o.proto) await page.getByLabel('Protocol').selectOption(o.proto);
-  await page.getByLabel('Listeners', { exact: true }).fill(String(o.listeners ?? 8));
-  await page.getByLabel('Hash secret (IPv4)').fill(o.secret ?? '0xacf13568');
-  await page.getByLabel('Closed listeners').fill(o.closed ?? '');
-  await page.getByRole('button', { name: 'Explain' }).click();
+  const w = one(page);
+  await w.scrollIntoViewIfNeeded();
+  await w.getByLabel('4-tuples').fill(o.tuples);
+  await w.getByLabel('Kernel', { exact: true }).fill(o.kernel);
+  if (o.proto) await w.getByLabel('Protocol').selectOption(o.proto);
+  await w.getByLabel('Listeners', { exact: true }).fill(String(o.listeners ?? 8));
+  await w.getByLabel('Hash secret (IPv4)').fill(o.secret ?? '0xacf13568');
+  await w.getByLabel('Closed listeners').fill(o.closed ?? '');
+  await w.getByRole('button', { name: 'Explain' }).click();
 }
 
 function answerRows(page: Page) {
-  return page.getByRole('table', { name: 'Chosen socket per line' }).locator('tbody tr');
+  return one(page).getByRole('table', { name: 'Chosen socket per line' }).locator('tbody tr');
 }
 
 test('the reference connection lands on listener 6 on 6.18 and 4 on 6.12', async ({ page }) => {
   await page.goto('./lookup/');
+  await one(page).scrollIntoViewIfNeeded();
   await expect(page.locator('reuseport-lookup .rl-lookup')).toBeVisible();
   await fill(page, { tuples: REF, kernel: '6.18' });
   await expect(answerRows(page).first()).toContainText('c3b545b8');
@@ -29,20 +35,20 @@ test('the reference connection lands on listener 6 on 6.18 and 4 on 6.12', async
   await expect(answerRows(page).first()).toContainText('8c07df78');
   await expect(answerRows(page).first().locator('td').nth(2)).toHaveText('4');
   // The one explanation is open and shows the words fed to jhash.
-  await expect(page.getByText('1f90409c').first()).toBeVisible();
+  await expect(one(page).getByText('1f90409c').first()).toBeVisible();
 });
 
 test('a bad line is reported with its number and field while the others are answered', async ({ page }) => {
   await page.goto('./lookup/');
   await fill(page, { tuples: `${REF}\n127.0.0.9 99999 127.0.0.1 8080\n127.0.0.10 40001 127.0.0.1 8080`, kernel: '6.18' });
-  await expect(page.getByRole('alert')).toContainText('Line 2: source port `99999`');
+  await expect(one(page).getByRole('alert')).toContainText('Line 2: source port `99999`');
   await expect(answerRows(page)).toHaveCount(2);
 });
 
 test('an impossible group is refused with the kernel reason', async ({ page }) => {
   await page.goto('./lookup/');
   await fill(page, { tuples: REF, kernel: '6.18', listeners: 32769 });
-  await expect(page.getByRole('alert')).toContainText('ENOMEM');
+  await expect(one(page).getByRole('alert')).toContainText('ENOMEM');
 });
 
 // Build once with stdin closed: when cargo re-probes rustc it hands rustc its
@@ -74,10 +80,11 @@ test('the page answers exactly as reuseport-agent predict', async ({ page }) => 
 
 test('the form works from the keyboard alone', async ({ page }) => {
   await page.goto('./lookup/');
-  await page.getByLabel('4-tuples').fill('127.0.0.9 40000 127.0.0.1 8080');
-  await page.getByLabel('Hash secret (IPv4)').fill('0xacf13568');
-  await page.getByLabel('Kernel', { exact: true }).fill('6.18');
-  await page.getByLabel('Kernel', { exact: true }).press('Enter');
+  await one(page).scrollIntoViewIfNeeded();
+  await one(page).getByLabel('4-tuples').fill('127.0.0.9 40000 127.0.0.1 8080');
+  await one(page).getByLabel('Hash secret (IPv4)').fill('0xacf13568');
+  await one(page).getByLabel('Kernel', { exact: true }).fill('6.18');
+  await one(page).getByLabel('Kernel', { exact: true }).press('Enter');
   await expect(answerRows(page).first().locator('td').nth(2)).toHaveText('6');
 });
 

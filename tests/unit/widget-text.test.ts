@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DISPATCH_TEXT } from '../../src/islands/dispatch-text';
 import { LOOKUP_TEXT } from '../../src/islands/lookup-text';
+import { PASTE_TEXT } from '../../src/islands/paste-text';
 
 const HAN = /[\u4e00-\u9fff]/;
 /** Identifier-only strings (SK_REUSEPORT: SK_PASS) are Chinese-typeset by their full-width punctuation. */
@@ -18,9 +19,25 @@ function keysOf(o: unknown, path = ''): string[] {
   return [];
 }
 
+/** Arguments for the functions that take records rather than numbers and words. */
+const summary = { lines: 10, rows: 5, duplicates: 1, skipped: { header: 1 }, listening: 0, bad: 1, undecided: 0 };
+const SAMPLE: Record<string, unknown[]> = {
+  lineCounts: [summary, (k: string) => k],
+  decision: [{ basis: 'bind', port: 80, addr: null }, false],
+  readStatus: [summary],
+  answeredStatus: [summary, { listeners: 8, counts: [1], observed: null, unrouted: 1, disagree: 0 }, 'x'],
+  spreadLead: [{ boots: 10, tuples: 3, listeners: 8 }],
+  observedSkew: [{ observed: { maxMin: 2, jain: 0.9 }, maxMinPercentile: 50 }],
+  barsLabel: [[1, 2, 3], { p5: 1, p95: 3, mean: 2 }],
+  recovered: [{ complete: true, seconds: 1, workers: 2, keysPerSecond: 1e9, candidates: 1, plan: { isa: 'simd128', expectedFalseMatches: 0.001, moreNeeded: null }, leftOut: 0 }],
+  working: ['read', 1, 2],
+  formatName: ['ss', true],
+};
+
 describe.each([
   ['dispatch', DISPATCH_TEXT],
   ['lookup', LOOKUP_TEXT],
+  ['paste', PASTE_TEXT],
 ] as const)('%s widget words', (_, { en, zh }) => {
   it('has the same keys in English and Chinese', () => {
     expect(keysOf(zh)).toEqual(keysOf(en));
@@ -32,7 +49,8 @@ describe.each([
   });
 
   it('says every fixed Chinese string in Chinese', () => {
-    const same = new Set(['#', 'CPU']);
+    // Command names and command output read the same in every language.
+    const same = new Set(['#', 'CPU', 'auto', 'ss', 'netstat', 'conntrack', 'tcpdump', 'proc-net', 'csv', 'pairs', 'observed', 'page', 'trace', 'netstat -tn / -tun', 'conntrack -L', '/proc/net/tcp', 'CSV', PASTE_TEXT.en.placeholder]);
     for (const [k, v] of leaves(zh)) {
       if (typeof v !== 'string' || same.has(v)) continue;
       expect(v, k).toMatch(CHINESE);
@@ -44,7 +62,7 @@ describe.each([
     expect(zhFns.length).toBeGreaterThan(0);
     for (const [k, fn] of zhFns) {
       if (k === 'summary' || k === 'figures' || k === 'headline' || k === 'belongsTo' || k === 'step' || k === 'remap' || k === 'chartLabel') continue;
-      const out = (fn as (...a: unknown[]) => unknown)(...(k === 'clientListErrors' ? [['x']] : [3, 'x', 'y']));
+      const out = (fn as (...a: unknown[]) => unknown)(...(SAMPLE[k] ?? (k === 'clientListErrors' ? [['x']] : [3, 'x', 'y'])));
       expect(String(out), k).toMatch(HAN);
     }
   });

@@ -840,7 +840,7 @@ mod tests {
     #[test]
     fn impossible_options_are_refused_with_the_fix() {
         assert!(refusal("--proto tcp --listeners 0").contains("at least one listener"));
-        assert!(refusal("--proto tcp --listeners 4 --closed 9").contains("listeners 0..4"));
+        assert!(refusal("--proto tcp --listeners 4 --closed 9").contains("has 4 listener(s), numbered from 0"));
         assert!(refusal("--proto tcp --listeners 4 --closed 1,1").contains("twice"));
         assert!(refusal("--proto tcp --listeners 2 --closed 0,1").contains("leave at least one"));
         assert!(refusal("--proto udp --listeners 2 --incoming-cpu 2=0")

@@ -15,6 +15,8 @@
 //! - Bulk packets cross as typed arrays living in wasm memory
 //!   ([`WasmV4Batch`]), so a million selections cost no copying.
 
+mod paste;
+
 use reuseport_model::batch::V4Batch;
 #[cfg(feature = "lookup")]
 use reuseport_model::lookup::{Host, Layout, Packet};

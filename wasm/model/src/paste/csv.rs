@@ -45,7 +45,7 @@ impl Side {
 
 /// What one column holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Role {
     /// An address of one side.
@@ -74,7 +74,7 @@ pub enum Role {
 /// One column: the name shown (the header's, or `1`, `2`, … without a
 /// header) and its role.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Column {
     /// The name to show.
     pub name: String,
@@ -85,7 +85,7 @@ pub struct Column {
 /// How a CSV file's lines are read: the separator, whether the first line
 /// names the columns, and each column's role.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Columns {
     /// `,`, tab or `;`.
     pub delimiter: char,

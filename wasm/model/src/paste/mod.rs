@@ -173,7 +173,7 @@ impl FromStr for Format {
 /// What detection found: the format, its CSV columns, and whether a
 /// header line was seen.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Detected {
     /// The format.
     pub format: Format,
@@ -240,7 +240,7 @@ impl Meaning {
 
 /// One connection as the line gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Conn {
     /// The first endpoint (see `meaning`).
     #[cfg_attr(feature = "ts", ts(as = "String"))]
@@ -280,7 +280,7 @@ pub enum Skip {
 /// One parsed line. Tagged `type` (`conn`, `listening`, `skip`), since a
 /// skip's own tag is `kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Line {
     /// A connection.

@@ -31,7 +31,7 @@ pub enum Basis {
 /// The decision: its basis, and the server's port and address when the
 /// basis gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Decision {
     /// What decided.
     pub basis: Basis,

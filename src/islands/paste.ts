@@ -1,0 +1,754 @@
+/**
+ * The paste analyser: connections copied from a real server (ss, netstat,
+ * conntrack, tcpdump, /proc/net/tcp, CSV, the agent's traces), read by the
+ * model's parsers in a worker, answered first with what holds for every
+ * secret and then, under a named secret only, connection by connection.
+ *
+ * `mountPaste(el, options)` returns `dispose`; `<reuseport-paste>` is the
+ * same widget as a custom element (attributes: kernel, proto, listeners,
+ * text, from-url).
+ */
+import { pageLang } from './site';
+import { groupSpec, loadModel, parseBind, profiles, resolveNotes, resolveProfile, type Proto } from '../model/index';
+import { say } from '../model/messages';
+import { PasteSession, readUrlState, writeUrlState, MAX_URL_TEXT, MAX_FILE_BYTES, type UrlState } from '../model/paste';
+import type { Answered, BadLine, ReadSummary, Row } from '../model/paste-protocol';
+import { recoverKey, type Recovered } from '../model/recover';
+import { explainView } from '../scene/explain-view';
+import { renderExplain } from '../render/explain-card';
+import { renderVirtualTable, type VirtualTable } from '../render/virtual-table';
+import { renderPasteBars } from '../render/paste-bars';
+import { hex32, parseHex32 } from '../hex';
+import { defineIsland, islandElement } from './element';
+import { pasteText, type PasteText } from './paste-text';
+import type { SpreadAnswer } from '../model/paste';
+
+export interface PasteOptions {
+  kernel?: string;
+  proto?: Proto;
+  listeners?: number;
+  text?: string;
+  /** Read the settings from the page URL (the lookup page does; embeds do not). */
+  fromUrl?: boolean;
+}
+
+
+let uid = 0;
+
+type SecretMode = 'none' | 'typed' | 'random' | 'recovered';
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> & { class?: string } = {}, ...kids: (Node | string)[]): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === 'class') e.className = String(v);
+    else (e as unknown as Record<string, unknown>)[k] = v;
+  }
+  e.append(...kids);
+  return e;
+}
+
+function field(id: string, label: string, control: HTMLElement, hint?: string): HTMLElement {
+  const wrap = el('div', { class: 'rl-field' });
+  wrap.append(el('label', { htmlFor: id }, label));
+  if (hint) {
+    const h = el('span', { class: 'rl-hint', id: `${id}-hint` }, hint);
+    control.setAttribute('aria-describedby', h.id);
+    wrap.append(h);
+  }
+  control.id = id;
+  wrap.append(control);
+  return wrap;
+}
+
+function fmt(n: number, digits = 2): string {
+  if (!Number.isFinite(n)) return '∞';
+  return n.toLocaleString(undefined, { maximumFractionDigits: digits });
+}
+
+export async function mountPaste(host: HTMLElement, options: PasteOptions = {}): Promise<() => void> {
+  await loadModel();
+  const t = pasteText(pageLang());
+  const lang = pageLang();
+  const id = `rl-paste-${++uid}`;
+  const f = (n: string) => `${id}-${n}`;
+  const root = el('div', { class: 'rl-paste' });
+  host.append(root);
+
+  // ---- the form ---------------------------------------------------------
+  const form = el('form', { class: 'rl-form rl-paste-form', noValidate: true });
+  const text = el('textarea', { rows: 8, spellcheck: false, placeholder: t.placeholder, value: options.text ?? '' });
+  text.setAttribute('wrap', 'off');
+  const file = el('input', { type: 'file' });
+  file.setAttribute('accept', '.txt,.csv,.tsv,.json,.log,text/*,application/json');
+  const fileNote = el('p', { class: 'rl-hint' });
+  fileNote.setAttribute('aria-live', 'polite');
+  const textField = field(f('text'), t.text, text, t.textHint);
+  const fileLabel = el('label', { class: 'rl-file' }, t.file, file);
+  textField.append(fileLabel, fileNote);
+
+  const format = el('select');
+  for (const [v, label] of t.formats) format.append(el('option', { value: v }, label));
+  const bind = el('input', { placeholder: t.bindPlaceholder, spellcheck: false });
+  const kernel = el('input', { value: options.kernel ?? '6.18', spellcheck: false });
+  const kernelList = el('datalist', { id: f('profiles') });
+  for (const p of profiles()) kernelList.append(el('option', { value: `${p.release.major}.${p.release.minor}` }));
+  kernel.setAttribute('list', kernelList.id);
+  const profileNote = el('p', { class: 'rl-hint' });
+  profileNote.setAttribute('aria-live', 'polite');
+  const proto = el('select');
+  for (const p of ['tcp', 'udp']) proto.append(el('option', { value: p }, p.toUpperCase()));
+  proto.value = options.proto ?? 'tcp';
+  const listeners = el('input', { type: 'number', min: '1', max: '32768', value: String(options.listeners ?? 8) });
+  const closed = el('input', { inputMode: 'numeric', spellcheck: false });
+  const observedCounts = el('input', { spellcheck: false, placeholder: '812, 790, 1630, …' });
+
+  const secretBox = el('fieldset', { class: 'rl-secret' });
+  secretBox.append(el('legend', {}, t.secret));
+  const modes: [SecretMode, string][] = [
+    ['none', t.secretNone],
+    ['typed', t.secretTyped],
+    ['random', t.secretRandom],
+    ['recovered', t.secretRecovered],
+  ];
+  const radios = new Map<SecretMode, HTMLInputElement>();
+  for (const [m, label] of modes) {
+    const r = el('input', { type: 'radio', name: f('mode'), value: m, checked: m === 'none' });
+    radios.set(m, r);
+    secretBox.append(el('label', { class: 'rl-radio' }, r, ` ${label}`));
+  }
+  const secret = el('input', { spellcheck: false, placeholder: '0x1a2b3c4d' });
+  const inner = el('input', { spellcheck: false, placeholder: '0x00000000' });
+  secretBox.append(field(f('secret'), t.secretV4, secret, t.secretV4Hint), field(f('inner'), t.secretV6, inner, t.secretV6Hint));
+  radios.get('recovered')!.disabled = true;
+
+  form.append(
+    textField,
+    field(f('format'), t.format, format),
+    field(f('bind'), t.bind, bind, t.bindHint),
+    field(f('kernel'), t.kernel, kernel, t.kernelHint),
+    kernelList,
+    field(f('proto'), t.proto, proto),
+    field(f('listeners'), t.listeners, listeners, t.listenersHint),
+    field(f('closed'), t.closed, closed, t.closedHint),
+    field(f('observed'), t.observedCounts, observedCounts, t.observedCountsHint),
+    secretBox,
+  );
+  form.insertBefore(profileNote, form.children[4]!.nextSibling);
+  const actions = el('div', { class: 'rl-actions' });
+  const go = el('button', { type: 'submit', class: 'rl-primary' }, t.analyse);
+  const cancel = el('button', { type: 'button', hidden: true }, t.cancel);
+  actions.append(go, cancel);
+  form.append(actions);
+  root.append(form);
+
+  const status = el('p', { class: 'rl-status' });
+  status.setAttribute('role', 'status');
+  status.setAttribute('aria-live', 'polite');
+  const progress = el('progress', { max: 1, value: 0, hidden: true });
+  progress.setAttribute('aria-label', t.progress);
+  const errors = el('div', { class: 'rl-errors' });
+  const out = el('div', { class: 'rl-results' });
+  root.append(status, progress, errors, out);
+
+  // ---- state ------------------------------------------------------------
+  const session = new PasteSession();
+  let source: { text: string } | { file: File } | undefined;
+  let flip = false;
+  let summary: ReadSummary | undefined;
+  let answered: Answered | undefined;
+  let spread: SpreadAnswer | undefined;
+  let recovered: Recovered | undefined;
+  let running: AbortController | undefined;
+  let table: VirtualTable | undefined;
+  let badTable: VirtualTable | undefined;
+  let filter: { listener: number | null; query: string } = { listener: null, query: '' };
+  let disposed = false;
+
+  const setStatus = (s: string) => {
+    status.textContent = s;
+  };
+  const fail = (messages: string[]) => {
+    errors.replaceChildren();
+    if (!messages.length) return;
+    const ul = el('ul');
+    ul.setAttribute('role', 'alert');
+    for (const m of messages) ul.append(el('li', {}, m));
+    errors.append(ul);
+  };
+  const busy = (on: boolean) => {
+    host.dataset.state = on ? 'busy' : 'ready';
+    cancel.hidden = !on;
+    go.disabled = on;
+    progress.hidden = !on;
+    if (!on) progress.value = 0;
+  };
+  const onProgress = (p: { phase: string; done: number; total: number }) => {
+    progress.max = Math.max(1, p.total);
+    progress.value = p.done;
+    setStatus(t.working(p.phase, p.done, p.total));
+  };
+
+  const mode = (): SecretMode => [...radios].find(([, r]) => r.checked)?.[0] ?? 'none';
+
+  const showProfile = () => {
+    const k = kernel.value.trim();
+    try {
+      const p = resolveProfile(k);
+      const notes = resolveNotes(k).map((n) => say(lang, 'note', n));
+      profileNote.textContent = [t.profile(`${p.release.major}.${p.release.minor}`, p.basis), ...notes].join(' ');
+    } catch (e) {
+      profileNote.textContent = (e as Error).message;
+    }
+  };
+
+  /** Checks the group and secret fields; every problem names its field. */
+  const readGroup = (): { problems: string[]; request?: Parameters<PasteSession['answer']>[0] } => {
+    const problems: string[] = [];
+    const n = Number(listeners.value);
+    if (!Number.isInteger(n) || n < 1 || n > 32768) problems.push(t.listenersBad);
+    const closedList = closed.value.trim() === '' ? [] : closed.value.split(',').map((x) => x.trim());
+    if (!closedList.every((x) => /^\d{1,5}$/.test(x) && Number(x) < n)) problems.push(t.closedBad(n));
+    if (observedCounts.value.trim() !== '') {
+      const c = typedCounts();
+      if (!c || c.length !== n) problems.push(t.countsBad(n));
+    }
+    try {
+      resolveProfile(kernel.value.trim());
+    } catch (e) {
+      problems.push(t.kernelBad((e as Error).message));
+    }
+    let keys: { v4: number; v6Outer: number; v6Inner: number } | null = null;
+    if (mode() !== 'none') {
+      const v4 = parseHex32(secret.value);
+      if (v4 === undefined) problems.push(t.secretBad);
+      const v6 = inner.value.trim() === '' ? 0 : parseHex32(inner.value);
+      if (v6 === undefined) problems.push(t.innerBad);
+      if (v4 !== undefined && v6 !== undefined) keys = { v4, v6Outer: v4, v6Inner: v6 };
+    }
+    const server = summary?.server;
+    if (!server) return { problems };
+    // The group's address and port: the listening side given, else the first connection's server side.
+    let addr = server.addr;
+    let port = server.port;
+    const bindText = bind.value.trim();
+    if (bindText) {
+      try {
+        const b = bindText.startsWith(':') ? { addr: server.addr, port: Number(bindText.slice(1)) } : parseBind(bindText);
+        addr = b.addr;
+        port = b.port ?? port;
+      } catch (e) {
+        problems.push(t.bindBad((e as Error).message));
+      }
+    }
+    return {
+      problems,
+      request: {
+        kernel: kernel.value.trim(),
+        group: groupSpec({ proto: proto.value as Proto, listeners: n, bind: addr, port, closed: closedList.map(Number) }),
+        keys,
+        cpu: 0,
+      },
+    };
+  };
+
+  // ---- rendering ----------------------------------------------------------
+  /** A line's problem in this language: the model's reason, with its field and format in our words. */
+  const sayReason = (b: BadLine): string => {
+    const r = b.reason as Record<string, unknown>;
+    const given: Record<string, string> = {};
+    if (typeof r.field === 'string') given.field = t.fieldWords[r.field] ?? r.field;
+    if (typeof r.format === 'string') given.format = t.formatWords[r.format] ?? r.format;
+    return b.group === 'undecided' ? say(lang, 'undecided', b.reason as never, given) : say(lang, 'line_error', b.reason as never, given);
+  };
+
+  const renderRead = (s: ReadSummary) => {
+    const sec = el('section', { class: 'rl-paste-read' });
+    sec.append(el('h2', {}, t.readTitle));
+    const dl = el('dl', { class: 'rl-facts' });
+    const fact = (k: string, v: string | Node) => dl.append(el('dt', {}, k), el('dd', {}, v));
+    fact(t.formatFound, s.detected ? t.formatName(s.detected.format, s.detected.header) : t.formatNone);
+    fact(t.linesRead, t.lineCounts(s, (kind) => say(lang, 'skip', { kind } as never)));
+    const flipBtn = el('button', { type: 'button' }, t.flip);
+    flipBtn.addEventListener('click', () => {
+      flip = !flip;
+      void analyse();
+    });
+    const side = el('span', {}, t.decision(s.decision, flip), ' ');
+    side.append(flipBtn);
+    fact(t.serverSide, side);
+    if (s.listening) fact(t.listeningFound, s.listeningAddrs.join(', '));
+    sec.append(dl);
+    if (s.partial) sec.append(el('p', { class: 'rl-warn' }, t.partial));
+    if (s.bad + s.undecided > 0) {
+      const det = el('details', { class: 'rl-paste-bad', open: s.rows === 0 });
+      det.append(el('summary', {}, t.badTitle(s.bad + s.undecided)));
+      const holder = el('div');
+      det.append(holder);
+      sec.append(det);
+      badTable?.dispose();
+      badTable = renderVirtualTable(holder, {
+        caption: t.badTitle(s.bad + s.undecided),
+        columns: t.badColumns,
+        rows: async (start, count) => (await session.bad(start, count)).map((b: BadLine) => [String(b.line), b.format ?? '–', sayReason(b), b.text]),
+        rowHeight: 30,
+      });
+      badTable.setCount(s.bad + s.undecided);
+    }
+    return sec;
+  };
+
+  const renderSpread = () => {
+    const sec = el('section', { class: 'rl-paste-spread' });
+    sec.append(el('h2', {}, t.spreadTitle));
+    if (!spread) {
+      sec.append(el('p', {}, t.spreadPending));
+      return sec;
+    }
+    const s = spread.spread;
+    sec.append(el('p', {}, t.spreadLead(s)));
+    const dl = el('dl', { class: 'rl-facts' });
+    const num = (v: number | null) => (v === null ? '∞' : fmt(v));
+    const range = (m: { mean: number | null; p5: number | null; p95: number | null }, pct = false) =>
+      pct ? `${fmt(m.mean! * 100, 1)} % (${fmt(m.p5! * 100, 1)}–${fmt(m.p95! * 100, 1)} %)` : `${num(m.mean)} (${num(m.p5)}–${num(m.p95)})`;
+    dl.append(el('dt', {}, t.maxMin), el('dd', {}, range(s.maxMin), s.maxMin.unbounded > 0 ? ` ${t.unbounded(s.maxMin.unbounded)}` : ''));
+    dl.append(el('dt', {}, t.jain), el('dd', {}, range(s.jain)));
+    dl.append(el('dt', {}, t.emptyShare), el('dd', {}, range(s.emptyShare, true)));
+    dl.append(el('dt', {}, t.maxShare), el('dd', {}, range(s.maxShare, true)));
+    sec.append(dl);
+    if (spread.compareError) sec.append(el('p', { class: 'rl-warn' }, spread.compareError));
+    if (spread.comparison) sec.append(el('p', { class: 'rl-verdict' }, say(lang, 'verdict', spread.comparison.verdict)), el('p', {}, t.observedSkew(spread.comparison)));
+    const tb = el('table', { class: 'rl-table' });
+    tb.append(el('caption', {}, t.byListenersTitle));
+    const hr = tb.createTHead().insertRow();
+    for (const h of t.byListenersHead) hr.append(el('th', { scope: 'col' }, h));
+    const body = tb.createTBody();
+    for (const r of spread.byListeners.rows) {
+      const tr = body.insertRow();
+      if (r.yours) tr.className = 'rl-chosen';
+      for (const c of [String(r.listeners) + (r.yours ? ` ${t.yours}` : ''), `${num(r.maxMin.p50)} / ${num(r.maxMin.p95)}`, `${fmt(r.emptyShare.mean * 100, 1)} %`]) tr.append(el('td', {}, c));
+    }
+    sec.append(tb);
+    return sec;
+  };
+
+  const renderBarsSection = () => {
+    const a = answered;
+    const counts = a?.counts ?? a?.observed ?? typedCounts();
+    const sec = el('section', { class: 'rl-paste-bars' });
+    sec.append(el('h2', {}, t.barsTitle));
+    if (!counts) {
+      sec.append(el('p', {}, t.barsNeedSecret));
+      return sec;
+    }
+    const which = a?.counts ? t.barsUnder(secretLabel()) : a?.observed ? t.barsObserved : t.barsTyped;
+    sec.append(el('p', {}, which));
+    const band = spread?.spread.exchangeable ? spread.spread.band : undefined;
+    if (spread && !spread.spread.exchangeable) sec.append(el('p', { class: 'rl-hint' }, t.notExchangeable));
+    renderPasteBars(sec, { counts, band, label: t.barsLabel(counts, band), axis: t.listenerAxis });
+    const det = el('details');
+    det.append(el('summary', {}, t.countsTable));
+    const tb = el('table', { class: 'rl-table' });
+    const hr = tb.createTHead().insertRow();
+    for (const h of t.countsHead) hr.append(el('th', { scope: 'col' }, h));
+    const body = tb.createTBody();
+    counts.forEach((c, i) => {
+      const tr = body.insertRow();
+      const b = band ?? spread?.spread.perListener.find((x) => x.listener === i);
+      const inBand = b ? `${c < b.p5 ? t.below : c > b.p95 ? t.above : t.within} (${b.p5.toLocaleString()}–${b.p95.toLocaleString()})` : '–';
+      for (const x of [String(i), c.toLocaleString(), inBand]) tr.append(el('td', {}, x));
+    });
+    det.append(tb);
+    sec.append(det);
+    return sec;
+  };
+
+  const secretLabel = () => {
+    const m = mode();
+    const v = secret.value.trim();
+    return m === 'random' ? t.randomBootLabel(v) : m === 'recovered' ? t.recoveredLabel(v) : t.typedLabel(v);
+  };
+
+  const typedCounts = (): number[] | null => {
+    const v = observedCounts.value.trim();
+    if (!v) return null;
+    const parts = v.split(/[\s,;]+/).filter(Boolean);
+    return parts.every((p) => /^\d{1,12}$/.test(p)) ? parts.map(Number) : null;
+  };
+
+  const explainBox = el('div', { class: 'rl-paste-explain' });
+  explainBox.setAttribute('aria-live', 'polite');
+
+  const renderRows = () => {
+    const sec = el('section', { class: 'rl-paste-rows' });
+    sec.append(el('h2', {}, t.rowsTitle));
+    if (!summary || summary.rows === 0) {
+      sec.append(el('p', {}, t.noRows));
+      return sec;
+    }
+    if (!answered?.counts) sec.append(el('p', { class: 'rl-hint' }, t.rowsNeedSecret));
+    const bar = el('div', { class: 'rl-paste-filter' });
+    const q = el('input', { type: 'search', value: filter.query, placeholder: t.searchPlaceholder });
+    const lf = el('input', { type: 'number', min: '0', value: filter.listener === null ? '' : String(filter.listener) });
+    bar.append(field(f('q'), t.search, q), field(f('lf'), t.filterListener, lf, t.filterListenerHint));
+    sec.append(bar);
+    const count = el('p', { class: 'rl-hint' });
+    count.setAttribute('aria-live', 'polite');
+    sec.append(count);
+    const holder = el('div');
+    sec.append(holder, explainBox);
+    table?.dispose();
+    table = renderVirtualTable(holder, {
+      caption: t.rowsTitle,
+      columns: t.rowColumns,
+      rows: async (start, n) => (await session.rows(start, n)).map((r: Row) => [String(r.line), r.client, r.server, r.listener === null ? (answered?.counts ? t.none : '–') : String(r.listener), r.observed === null ? '–' : String(r.observed)]),
+      action: { text: t.explain, label: (_i, c) => t.explainRow(c[0]!), run: (i) => void explainRow(i) },
+    });
+    const apply = async () => {
+      const listener = lf.value.trim() === '' ? null : Number(lf.value);
+      filter = { listener: listener !== null && Number.isInteger(listener) && listener >= 0 ? listener : null, query: q.value.trim().slice(0, 200) };
+      const n = await session.filter(filter);
+      count.textContent = t.shown(n, summary!.rows);
+      table!.setCount(n);
+    };
+    let debounce = 0;
+    const later = () => {
+      clearTimeout(debounce);
+      debounce = window.setTimeout(() => void apply(), 150);
+    };
+    q.addEventListener('input', later);
+    lf.addEventListener('input', later);
+    void apply();
+    return sec;
+  };
+
+  const explainRow = async (i: number) => {
+    explainBox.replaceChildren();
+    const req = readGroup().request;
+    if (!req?.keys) {
+      explainBox.append(el('p', {}, t.explainNeedsSecret));
+      return;
+    }
+    try {
+      const r = await session.explain(i, req);
+      const h = el('h3', { tabIndex: -1 }, t.explainTitle(r.line, secretLabel()));
+      explainBox.append(h);
+      const card = el('div');
+      explainBox.append(card);
+      renderExplain(card, explainView(r.explain, lang), 4, t.card);
+      h.focus();
+    } catch (e) {
+      explainBox.append(el('p', { class: 'rl-warn' }, (e as Error).message));
+    }
+  };
+
+  const renderRecover = () => {
+    const sec = el('section', { class: 'rl-paste-recover' });
+    sec.append(el('h2', {}, t.recoverTitle));
+    const n = summary?.observed ?? 0;
+    sec.append(el('p', {}, n ? t.recoverLead(n) : t.recoverNeeds));
+    if (!n) return sec;
+    const btn = el('button', { type: 'button' }, t.recoverGo);
+    const stop = el('button', { type: 'button', hidden: true }, t.cancel);
+    const prog = el('progress', { max: 1, value: 0, hidden: true });
+    prog.setAttribute('aria-label', t.recoverTitle);
+    const note = el('p');
+    note.setAttribute('aria-live', 'polite');
+    const result = el('div');
+    sec.append(el('div', { class: 'rl-actions' }, btn, stop), prog, note, result);
+    if (recovered) showRecovered(result, recovered);
+    btn.addEventListener('click', async () => {
+      const req = readGroup();
+      if (req.problems.length || !req.request) {
+        fail(req.problems);
+        return;
+      }
+      const ac = new AbortController();
+      btn.disabled = true;
+      stop.hidden = false;
+      prog.hidden = false;
+      stop.onclick = () => ac.abort();
+      try {
+        const obs = await session.observations();
+        const r = await recoverKey(req.request.kernel, req.request.group, obs, {
+          signal: ac.signal,
+          onProgress: (p) => {
+            prog.max = p.total;
+            prog.value = p.searched;
+            note.textContent = t.recoverProgress(p.searched / p.total, p.eta);
+          },
+        });
+        recovered = r;
+        note.textContent = '';
+        showRecovered(result, r);
+      } catch (e) {
+        note.textContent = t.recoverFailed((e as Error).message);
+      } finally {
+        btn.disabled = false;
+        stop.hidden = true;
+        prog.hidden = true;
+      }
+    });
+    return sec;
+  };
+
+  const showRecovered = (box: HTMLElement, r: Recovered) => {
+    box.replaceChildren();
+    box.append(el('p', {}, t.recovered(r)));
+    if (r.values.length) {
+      const ul = el('ul', { class: 'rl-candidates' });
+      for (const v of r.values.slice(0, 16)) ul.append(el('li', {}, hex32(v)));
+      box.append(ul);
+    }
+    if (r.candidates >= 1 && r.complete) {
+      const use = el('button', { type: 'button' }, t.useRecovered(hex32(r.values[0]!)));
+      use.addEventListener('click', () => {
+        secret.value = hex32(r.values[0]!);
+        radios.get('recovered')!.disabled = false;
+        radios.get('recovered')!.checked = true;
+        void answer();
+      });
+      box.append(use);
+    }
+  };
+
+  const renderExport = () => {
+    const sec = el('section', { class: 'rl-paste-export' });
+    sec.append(el('h2', {}, t.exportTitle));
+    const csv = el('button', { type: 'button' }, t.exportCsv);
+    const json = el('button', { type: 'button' }, t.exportJson);
+    const share = el('button', { type: 'button' }, t.share);
+    const note = el('p', { class: 'rl-hint' });
+    note.setAttribute('aria-live', 'polite');
+    const download = async (kind: 'csv' | 'json') => {
+      const blob = await session.export(kind, { secret: answered?.counts ? secretLabel() : null, spread: spread ?? null });
+      const a = el('a', { href: URL.createObjectURL(blob), download: `reuseport-connections.${kind}` });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    };
+    csv.addEventListener('click', () => void download('csv'));
+    json.addEventListener('click', () => void download('json'));
+    share.addEventListener('click', async () => {
+      const st = urlState();
+      const url = writeUrlState(location.href, st);
+      if (!url) {
+        note.textContent = t.tooBigForUrl(MAX_URL_TEXT);
+        return;
+      }
+      history.replaceState(null, '', url);
+      try {
+        await navigator.clipboard.writeText(url);
+        note.textContent = t.copied;
+      } catch {
+        note.textContent = t.linkInAddressBar;
+      }
+    });
+    sec.append(el('div', { class: 'rl-actions' }, csv, json, share), note);
+    return sec;
+  };
+
+  const urlState = (): UrlState => ({
+    kernel: kernel.value.trim(),
+    proto: proto.value,
+    listeners: listeners.value,
+    closed: closed.value.trim(),
+    bind: bind.value.trim(),
+    format: format.value,
+    flip,
+    secret: mode() === 'none' ? '' : secret.value.trim(),
+    inner: inner.value.trim(),
+    mode: mode(),
+    counts: observedCounts.value.trim(),
+    text: source && 'text' in source ? source.text : file.files?.length ? null : text.value,
+  });
+
+  const renderAll = () => {
+    if (!summary) return;
+    out.replaceChildren(renderRead(summary), renderSpread(), renderBarsSection(), renderRows(), renderRecover(), renderExport());
+  };
+
+  // ---- the work -----------------------------------------------------------
+  const answer = async () => {
+    const g = readGroup();
+    fail(g.problems);
+    if (g.problems.length || !g.request) return;
+    answered = await session.answer(g.request);
+    renderAll();
+    setStatus(t.answeredStatus(summary!, answered, mode() === 'none' ? null : secretLabel()));
+  };
+
+  const analyse = async () => {
+    if (running) return;
+    fail([]);
+    const problems: string[] = [];
+    const bindText = bind.value.trim();
+    if (bindText && !/^:\d{1,5}$/.test(bindText)) {
+      try {
+        parseBind(bindText);
+      } catch (e) {
+        problems.push(t.bindBad((e as Error).message));
+      }
+    }
+    const chosen = file.files?.[0];
+    if (chosen && chosen.size > MAX_FILE_BYTES) problems.push(t.fileTooBig(chosen.size, MAX_FILE_BYTES));
+    source = chosen && !problems.length ? { file: chosen } : { text: text.value };
+    if ('text' in source && source.text.trim() === '') problems.push(t.nothing);
+    const g0 = readGroup();
+    problems.push(...g0.problems);
+    if (problems.length) {
+      fail(problems);
+      setStatus(t.notRun);
+      return;
+    }
+    running = new AbortController();
+    busy(true);
+    explainBox.replaceChildren();
+    const t0 = performance.now();
+    const emit = (name: string, detail: object) => host.dispatchEvent(new CustomEvent(`reuseport:${name}`, { detail: { ms: performance.now() - t0, ...detail }, bubbles: true, composed: true }));
+    emit('started', {});
+    try {
+      summary = await session.read(source, { format: format.value === 'auto' ? null : format.value, columns: null, bind: bindText || null, flip }, onProgress);
+      answered = undefined;
+      spread = undefined;
+      recovered = undefined;
+      if (summary.trace) {
+        // A trace says its own group: the form takes it, so the answers are for what was recorded.
+        kernel.value = summary.trace.kernel;
+        proto.value = summary.trace.proto;
+        listeners.value = String(summary.trace.listeners);
+        closed.value = summary.trace.closed.join(',');
+        showProfile();
+      }
+      if (summary.rows === 0) {
+        renderAll();
+        setStatus(t.readStatus(summary));
+        return;
+      }
+      const g = readGroup();
+      fail(g.problems);
+      if (!g.request) {
+        renderAll();
+        return;
+      }
+      answered = await session.answer(g.request, onProgress);
+      renderAll();
+      emit('answered', { lines: summary.lines, rows: summary.rows, counts: answered.counts, observed: answered.observed });
+      spread = await session.spread(g.request, null, answered.observed ?? typedCounts(), onProgress);
+      renderAll();
+      setStatus(t.answeredStatus(summary, answered, mode() === 'none' ? null : secretLabel()));
+      emit('completed', { spread: spread.spread, verdict: spread.comparison?.verdict ?? null });
+    } catch (e) {
+      fail([(e as Error).message]);
+      setStatus(t.notRun);
+    } finally {
+      busy(false);
+      running = undefined;
+    }
+  };
+
+  // ---- events ---------------------------------------------------------------
+  const onSubmit = (e: Event) => {
+    e.preventDefault();
+    void analyse();
+  };
+  const onCancel = () => session.stop();
+  const onFile = () => {
+    const x = file.files?.[0];
+    fileNote.textContent = x ? t.fileChosen(x.name, x.size) : '';
+  };
+  const onDrop = (e: DragEvent) => {
+    const x = e.dataTransfer?.files?.[0];
+    if (!x) return;
+    e.preventDefault();
+    const dt = new DataTransfer();
+    dt.items.add(x);
+    file.files = dt.files;
+    onFile();
+  };
+  const onDragOver = (e: DragEvent) => {
+    if (e.dataTransfer?.types.includes('Files')) e.preventDefault();
+  };
+  const onPaste = (e: ClipboardEvent) => {
+    // A huge paste would freeze the text box: it becomes a file instead.
+    const s = e.clipboardData?.getData('text/plain') ?? '';
+    if (s.length <= MAX_URL_TEXT * 50) return;
+    e.preventDefault();
+    const dt = new DataTransfer();
+    dt.items.add(new File([s], 'pasted.txt', { type: 'text/plain' }));
+    file.files = dt.files;
+    fileNote.textContent = t.pastedAsFile(s.length);
+  };
+  const onMode = () => {
+    const m = mode();
+    if (m === 'random') {
+      secret.value = hex32(crypto.getRandomValues(new Uint32Array(1))[0]!);
+      inner.value = hex32(crypto.getRandomValues(new Uint32Array(1))[0]!);
+    }
+    if (summary?.rows) void answer();
+  };
+  form.addEventListener('submit', onSubmit);
+  cancel.addEventListener('click', onCancel);
+  file.addEventListener('change', onFile);
+  text.addEventListener('drop', onDrop);
+  text.addEventListener('dragover', onDragOver);
+  text.addEventListener('paste', onPaste);
+  kernel.addEventListener('input', showProfile);
+  for (const r of radios.values()) r.addEventListener('change', onMode);
+  secret.addEventListener('change', () => {
+    if (mode() === 'none' && secret.value.trim()) radios.get('typed')!.checked = true;
+  });
+  showProfile();
+
+  if (options.fromUrl) {
+    const st = readUrlState(location.href);
+    if (st.errors.length) fail(st.errors.map((e) => t.urlBad(e.param, e.value)));
+    const v = st.state;
+    if (v.kernel) kernel.value = v.kernel;
+    if (v.proto) proto.value = v.proto;
+    if (v.listeners) listeners.value = v.listeners;
+    if (v.closed) closed.value = v.closed;
+    if (v.bind) bind.value = v.bind;
+    if (v.format) format.value = v.format;
+    if (v.flip) flip = true;
+    if (v.secret) secret.value = v.secret;
+    if (v.inner) inner.value = v.inner;
+    if (v.mode && radios.has(v.mode as SecretMode)) {
+      if (v.mode === 'recovered') radios.get('recovered')!.disabled = false;
+      radios.get(v.mode as SecretMode)!.checked = true;
+    }
+    if (v.counts) observedCounts.value = v.counts;
+    if (v.text) text.value = v.text;
+    showProfile();
+  }
+  if (text.value.trim()) void analyse();
+  else {
+    setStatus(t.ready);
+    host.dataset.state = 'ready';
+  }
+
+  return () => {
+    disposed = true;
+    void disposed;
+    form.removeEventListener('submit', onSubmit);
+    table?.dispose();
+    badTable?.dispose();
+    session.dispose();
+    root.remove();
+  };
+}
+
+/** `<reuseport-paste kernel="6.18" proto="tcp" listeners="8" text="..." from-url>`. */
+export const ReusePortPasteElement = islandElement(mountPaste, (e): PasteOptions => ({
+  kernel: e.getAttribute('kernel') ?? undefined,
+  proto: (e.getAttribute('proto') as Proto | null) ?? undefined,
+  listeners: e.hasAttribute('listeners') ? Number(e.getAttribute('listeners')) : undefined,
+  text: e.getAttribute('text') ?? undefined,
+  fromUrl: e.hasAttribute('from-url'),
+}));
+
+export function definePasteElement(): void {
+  defineIsland('reuseport-paste', ReusePortPasteElement);
+}
+
+export type { PasteText };

@@ -1,0 +1,107 @@
+/**
+ * What the page and the paste worker (src/model/paste-worker.ts) say to
+ * each other. The worker holds the parsed connections in wasm memory; the
+ * page holds only counts and the rows in view.
+ */
+import type { GroupSpec } from './generated/GroupSpec';
+import type { Keys } from './generated/Keys';
+import type { Tuple } from './generated/Tuple';
+
+/** Where the text comes from: typed or pasted text, or a file (read in the worker). */
+export type Source = { text: string } | { file: File };
+
+/** How to read it. */
+export interface ReadOptions {
+  /** A format name, or null to detect. */
+  format: string | null;
+  /** CSV column choice (the detected one unless the user changed it). */
+  columns: unknown | null;
+  /** The listening side, `ADDR:PORT` or `:PORT` or `ADDR`, or null. */
+  bind: string | null;
+  /** Swap the decided client and server sides. */
+  flip: boolean;
+}
+
+/** Progress of a long call. */
+export interface Progress {
+  phase: 'read' | 'answer' | 'spread';
+  done: number;
+  total: number;
+}
+
+/** What reading found (counts of every kind of line, and the side decision). */
+export interface ReadSummary {
+  /** The format used (detected or named), with its CSV columns. */
+  detected: { format: string; columns: unknown | null; header: boolean } | null;
+  lines: number;
+  /** Lines that held a connection. */
+  connections: number;
+  /** Lines that held a listening socket (LISTEN state), and the first few of them. */
+  listening: number;
+  listeningAddrs: string[];
+  /** Lines skipped, by reason (blank, comment, header, …). */
+  skipped: Record<string, number>;
+  /** Lines that could not be read (listed with {@link BadLine}). */
+  bad: number;
+  /** The side decision: its basis and the port (and address) it settled on. */
+  decision: { basis: string; port: number | null; addr: string | null };
+  /** Connections whose sides could not be decided (listed as bad lines). */
+  undecided: number;
+  /** Connections that repeat an earlier line's 4-tuple (counted, not answered twice). */
+  duplicates: number;
+  /** Distinct connections answered: the table's rows. */
+  rows: number;
+  /** Rows that carry an observed listener. */
+  observed: number;
+  /** The server side of the first row (for the group's bind), if any. */
+  server: { addr: string; port: number } | null;
+  /** Reading stopped early (by the user, or at the line bound). */
+  partial: boolean;
+  /** Protocols named by the lines, if any. */
+  protos: Record<string, number>;
+  /** Connections past the row bound, counted and not kept. */
+  cut: number;
+  /** A trace file's group, to fill the form from. */
+  trace?: { kernel: string; proto: string; listeners: number; closed: number[]; bind: string; port: number };
+}
+
+/** One unusable line: its number, the format it was read as, and why (a tagged model outcome). */
+export interface BadLine {
+  line: number;
+  format: string | null;
+  /** Which message table says the reason: a line the parser refused, or a connection whose sides were not decided. */
+  group: 'line_error' | 'undecided';
+  reason: { kind: string; [field: string]: unknown };
+  text: string;
+}
+
+/** The group and the secret to answer under (keys null: no per-tuple answers). */
+export interface AnswerRequest {
+  kernel: string;
+  group: GroupSpec;
+  keys: Keys | null;
+  cpu: number;
+}
+
+/** Per-listener counts: under the named secret (null without one), and as observed (null when no line carried one). */
+export interface Answered {
+  listeners: number;
+  counts: number[] | null;
+  observed: number[] | null;
+  /** Rows that reach no listener of the group (another port or address). */
+  unrouted: number;
+  /** Rows whose observed listener differs from the answer under the named secret. */
+  disagree: number;
+}
+
+/** A row as the table shows it. */
+export interface Row {
+  line: number;
+  client: string;
+  server: string;
+  listener: number | null;
+  observed: number | null;
+}
+
+/** The observations a key search uses. */
+export type Observations = { tuple: Tuple; listener: number }[];

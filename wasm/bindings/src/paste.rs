@@ -1,0 +1,662 @@
+//! The paste session behind the page's paste worker: the model's parsers
+//! and side decision over streamed text, then the model's selection per
+//! connection. It holds the connections in wasm memory and hands the page
+//! counts and the rows in view; it decides nothing the model does not.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+
+use reuseport_model::paste::{self, Conn, Decision, Detected, Format, Line, LineError, Parser, Sides, Undecided};
+use reuseport_model::spread::SpreadRun;
+use reuseport_model::tuple::parse_bind;
+use reuseport_model::{GroupSpec, Keys, Profile, ReuseportGroup, Tuple};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::prelude::*;
+
+use crate::{from_js, to_js, IntoJs, JsResult};
+
+/// Lines longer than the model's bound are cut here first, so a huge line
+/// never has to be buffered whole.
+const MAX_PENDING: usize = 2 * paste::MAX_LINE_BYTES;
+/// Non-blank lines the format is detected from.
+const DETECT_LINES: usize = 64;
+/// Unusable lines kept for listing (all are counted).
+const MAX_BAD_KEPT: usize = 100_000;
+/// Connections kept (the rest are counted as cut).
+pub const MAX_ROWS: usize = 5_000_000;
+/// No listener.
+const NONE: u32 = u32::MAX;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PasteConfig {
+    format: Option<String>,
+    bind: Option<String>,
+    #[serde(default)]
+    flip: bool,
+}
+
+/// Why a line is not used: the parser's reason, or an undecidable side.
+#[derive(Clone, Serialize)]
+#[serde(untagged)]
+enum Why {
+    Line(LineError),
+    Side(Undecided),
+}
+
+#[derive(Clone)]
+struct Bad {
+    line: u32,
+    why: Why,
+    text: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BadOut<'a> {
+    line: u32,
+    format: Option<Format>,
+    group: &'static str,
+    reason: &'a Why,
+    text: &'a str,
+}
+
+#[derive(Clone, Copy)]
+struct Rec {
+    line: u32,
+    tuple: Tuple,
+    observed: u32,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Server {
+    addr: String,
+    port: u16,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Summary {
+    detected: Option<Detected>,
+    lines: u32,
+    connections: u32,
+    listening: u32,
+    listening_addrs: Vec<String>,
+    skipped: std::collections::BTreeMap<String, u32>,
+    bad: u32,
+    decision: Decision,
+    undecided: u32,
+    duplicates: u32,
+    rows: u32,
+    observed: u32,
+    server: Option<Server>,
+    partial: bool,
+    protos: std::collections::BTreeMap<String, u32>,
+    cut: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AnswerRequest {
+    kernel: String,
+    group: GroupSpec,
+    keys: Option<Keys>,
+    #[serde(default)]
+    cpu: u32,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Answered {
+    listeners: u32,
+    counts: Option<Vec<u32>>,
+    observed: Option<Vec<u32>>,
+    unrouted: u32,
+    disagree: u32,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RowOut {
+    line: u32,
+    client: String,
+    server: String,
+    listener: Option<u32>,
+    observed: Option<u32>,
+}
+
+/// A paste being read, then answered.
+#[wasm_bindgen(js_name = Paste)]
+pub struct WasmPaste {
+    named: Option<Format>,
+    flip: bool,
+    parser: Option<Parser>,
+    detected: Option<Detected>,
+    /// Lines held back until the format is known.
+    sample: Vec<String>,
+    sample_nonblank: usize,
+    pending: String,
+    skipping_long: bool,
+    lines: u32,
+    conns: Vec<(u32, Conn)>,
+    listening: Vec<SocketAddr>,
+    listening_count: u32,
+    sides: Sides,
+    skipped: std::collections::BTreeMap<String, u32>,
+    bad: Vec<Bad>,
+    bad_count: u32,
+    cut: u32,
+    protos: std::collections::BTreeMap<String, u32>,
+    rows: Vec<Rec>,
+    answers: Vec<u32>,
+    view: Option<Vec<u32>>,
+    spread: Option<SpreadRun>,
+}
+
+fn group_of(req: &AnswerRequest, keys: Keys) -> JsResult<ReuseportGroup> {
+    let profile = Profile::resolve(&req.kernel, None).js()?;
+    let spec = GroupSpec {
+        keys,
+        ..req.group.clone()
+    };
+    ReuseportGroup::build(profile, &spec).js()
+}
+
+fn endpoint(a: std::net::IpAddr, p: u16) -> String {
+    SocketAddr::new(a, p).to_string()
+}
+
+#[wasm_bindgen(js_class = Paste)]
+impl WasmPaste {
+    /// `{ format: string | null, bind: string | null, flip }`; throws naming a bad format or bind.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: JsValue) -> JsResult<WasmPaste> {
+        let cfg: PasteConfig = from_js(config, "paste configuration")?;
+        let named = match cfg.format.as_deref() {
+            None | Some("auto") => None,
+            Some(f) => Some(f.parse::<Format>().js()?),
+        };
+        let bind = match cfg.bind.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(b) => match b.strip_prefix(':') {
+                Some(port) => Some((
+                    std::net::Ipv4Addr::UNSPECIFIED.into(),
+                    Some(port.parse::<u16>().map_err(|_| JsError::new(&format!("listening port `{port}` is not a port number from 0 to 65535")))?),
+                )),
+                None => Some(parse_bind(b).js()?),
+            },
+        };
+        Ok(WasmPaste {
+            named,
+            flip: cfg.flip,
+            parser: None,
+            detected: None,
+            sample: Vec::new(),
+            sample_nonblank: 0,
+            pending: String::new(),
+            skipping_long: false,
+            lines: 0,
+            conns: Vec::new(),
+            listening: Vec::new(),
+            listening_count: 0,
+            sides: Sides::new(bind),
+            skipped: Default::default(),
+            bad: Vec::new(),
+            bad_count: 0,
+            cut: 0,
+            protos: Default::default(),
+            rows: Vec::new(),
+            answers: Vec::new(),
+            view: None,
+            spread: None,
+        })
+    }
+
+    /// Takes the next piece of text (any size, cut anywhere).
+    pub fn feed(&mut self, chunk: &str) {
+        let mut rest = chunk;
+        while let Some(nl) = rest.find('\n') {
+            let (head, tail) = rest.split_at(nl);
+            self.push_part(head);
+            let line = std::mem::take(&mut self.pending);
+            let long = std::mem::replace(&mut self.skipping_long, false);
+            self.take_line(line, long);
+            rest = &tail[1..];
+        }
+        self.push_part(rest);
+    }
+
+    fn push_part(&mut self, s: &str) {
+        if self.skipping_long {
+            return;
+        }
+        if self.pending.len() + s.len() > MAX_PENDING {
+            // Keep a prefix to show; the rest of the line is dropped as it arrives.
+            let room = MAX_PENDING.saturating_sub(self.pending.len());
+            let mut cut = room.min(s.len());
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.pending.push_str(&s[..cut]);
+            self.skipping_long = true;
+        } else {
+            self.pending.push_str(s);
+        }
+    }
+
+    fn take_line(&mut self, mut line: String, long: bool) {
+        if line.ends_with('\r') {
+            line.pop();
+        }
+        if self.parser.is_none() {
+            if !line.trim().is_empty() {
+                self.sample_nonblank += 1;
+            }
+            self.sample.push(if long { line + &"x".repeat(paste::MAX_LINE_BYTES) } else { line });
+            if self.sample_nonblank >= DETECT_LINES {
+                self.detect_now();
+            }
+            return;
+        }
+        self.lines += 1;
+        let no = self.lines;
+        let text = if long { line + &"x".repeat(paste::MAX_LINE_BYTES) } else { line };
+        self.parse_one(no, &text);
+    }
+
+    fn detect_now(&mut self) {
+        let sample = std::mem::take(&mut self.sample);
+        let refs: Vec<&str> = sample.iter().map(String::as_str).collect();
+        let d = match self.named {
+            Some(f) => Detected::named(f, &refs),
+            None => paste::detect(&refs),
+        };
+        self.parser = Some(Parser::new(&d));
+        self.detected = Some(d);
+        for l in sample {
+            self.lines += 1;
+            let no = self.lines;
+            self.parse_one(no, &l);
+        }
+    }
+
+    fn parse_one(&mut self, no: u32, text: &str) {
+        let parser = self.parser.as_ref().expect("detected");
+        match parser.line(text) {
+            Ok(Line::Conn(c)) => {
+                if let Some(p) = c.proto {
+                    *self.protos.entry(format!("{p:?}").to_lowercase()).or_default() += 1;
+                }
+                self.sides.add(&c);
+                if self.conns.len() < MAX_ROWS {
+                    self.conns.push((no, c));
+                } else {
+                    self.cut += 1;
+                }
+            }
+            Ok(Line::Listening { addr, .. }) => {
+                self.sides.listening(addr);
+                self.listening_count += 1;
+                if self.listening.len() < 16 && !self.listening.contains(&addr) {
+                    self.listening.push(addr);
+                }
+            }
+            Ok(Line::Skip(why)) => {
+                let key = serde_plain(&why);
+                *self.skipped.entry(key).or_default() += 1;
+            }
+            Err(e) => {
+                self.bad_count += 1;
+                if self.bad.len() < MAX_BAD_KEPT {
+                    self.bad.push(Bad {
+                        line: no,
+                        why: Why::Line(e),
+                        text: paste::shown(text),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Ends the input (`partial`: the reader stopped early): decides the
+    /// sides, orients every connection, drops repeated 4-tuples, and
+    /// returns the summary (`ReadSummary`).
+    pub fn finish(&mut self, partial: bool) -> JsResult<JsValue> {
+        if !self.pending.is_empty() || self.skipping_long {
+            let line = std::mem::take(&mut self.pending);
+            let long = std::mem::replace(&mut self.skipping_long, false);
+            self.take_line(line, long);
+        }
+        if self.parser.is_none() {
+            self.detect_now();
+        }
+        let decision = self.sides.decide();
+        let mut seen: HashSet<Tuple> = HashSet::with_capacity(self.conns.len());
+        let mut undecided = 0u32;
+        let mut duplicates = 0u32;
+        self.rows.clear();
+        for (no, c) in std::mem::take(&mut self.conns) {
+            match decision.orient(&c, self.flip) {
+                Ok(t) => {
+                    if seen.insert(t) {
+                        self.rows.push(Rec {
+                            line: no,
+                            tuple: t,
+                            observed: c.listener.unwrap_or(NONE),
+                        });
+                    } else {
+                        duplicates += 1;
+                    }
+                }
+                Err(u) => {
+                    undecided += 1;
+                    if self.bad.len() < MAX_BAD_KEPT {
+                        self.bad.push(Bad {
+                            line: no,
+                            why: Why::Side(u),
+                            text: format!("{} {}", c.a, c.b),
+                        });
+                    }
+                }
+            }
+        }
+        self.bad.sort_by_key(|b| b.line);
+        self.answers = vec![NONE; self.rows.len()];
+        self.view = None;
+        let server = self.rows.first().map(|r| Server {
+            addr: r.tuple.daddr.to_string(),
+            port: r.tuple.dport,
+        });
+        let observed = self.rows.iter().filter(|r| r.observed != NONE).count() as u32;
+        // The counts by reason are a plain object for the page, not a Map.
+        let summary = Summary {
+            detected: self.detected.clone(),
+            lines: self.lines,
+            connections: self.rows.len() as u32 + duplicates + undecided,
+            listening: self.listening_count,
+            listening_addrs: self.listening.iter().map(|a| a.to_string()).collect(),
+            skipped: self.skipped.clone(),
+            bad: self.bad_count,
+            decision,
+            undecided,
+            duplicates,
+            rows: self.rows.len() as u32,
+            observed,
+            server,
+            partial,
+            protos: self.protos.clone(),
+            cut: self.cut,
+        };
+        summary
+            .serialize(&serde_wasm_bindgen::Serializer::new().serialize_missing_as_null(true).serialize_maps_as_objects(true))
+            .js()
+    }
+
+    /// Answers every row for the group (`AnswerRequest` in, `Answered` out):
+    /// per-listener counts under the keys when given, and as observed.
+    pub fn answer(&mut self, req: JsValue) -> JsResult<JsValue> {
+        let req: AnswerRequest = from_js(req, "answer request")?;
+        let group = group_of(&req, req.keys.unwrap_or_default())?;
+        let n = group.members().len();
+        let mut counts = vec![0u32; n];
+        let mut observed = vec![0u32; n];
+        let mut any_observed = false;
+        let mut unrouted = 0;
+        let mut disagree = 0;
+        for (i, r) in self.rows.iter().enumerate() {
+            let l = match group.select(&r.tuple, req.cpu) {
+                Ok(c) => c.listener.unwrap_or(NONE),
+                Err(_) => {
+                    unrouted += 1;
+                    NONE
+                }
+            };
+            self.answers[i] = if req.keys.is_some() { l } else { NONE };
+            if l != NONE && req.keys.is_some() {
+                counts[l as usize] += 1;
+            }
+            if r.observed != NONE {
+                any_observed = true;
+                if let Some(c) = observed.get_mut(r.observed as usize) {
+                    *c += 1;
+                }
+                if req.keys.is_some() && r.observed != l {
+                    disagree += 1;
+                }
+            }
+        }
+        self.view = None;
+        to_js(&Answered {
+            listeners: n as u32,
+            counts: req.keys.is_some().then_some(counts),
+            observed: any_observed.then_some(observed),
+            unrouted,
+            disagree,
+        })
+    }
+
+    /// Keeps rows whose listener (under the secret, else observed) is
+    /// `listener` (-1: any) and whose text contains `query`; returns how many.
+    pub fn filter(&mut self, listener: i32, query: &str) -> u32 {
+        let q = query.trim();
+        if listener < 0 && q.is_empty() {
+            self.view = None;
+            return self.rows.len() as u32;
+        }
+        let keyed = self.answers.iter().any(|&a| a != NONE);
+        let view: Vec<u32> = (0..self.rows.len() as u32)
+            .filter(|&i| {
+                let r = &self.rows[i as usize];
+                let l = if keyed { self.answers[i as usize] } else { r.observed };
+                (listener < 0 || l == listener as u32)
+                    && (q.is_empty() || {
+                        let text = format!("{} {} {}", r.line, endpoint(r.tuple.saddr, r.tuple.sport), endpoint(r.tuple.daddr, r.tuple.dport));
+                        text.contains(q)
+                    })
+            })
+            .collect();
+        let n = view.len() as u32;
+        self.view = Some(view);
+        n
+    }
+
+    fn index(&self, i: usize) -> Option<usize> {
+        match &self.view {
+            Some(v) => v.get(i).map(|&x| x as usize),
+            None => (i < self.rows.len()).then_some(i),
+        }
+    }
+
+    /// Rows shown (after the filter).
+    #[wasm_bindgen(js_name = rowCount)]
+    pub fn row_count(&self) -> u32 {
+        self.view.as_ref().map_or(self.rows.len(), Vec::len) as u32
+    }
+
+    /// Rows `start .. start + count` of the filtered table (`Row[]`).
+    pub fn rows(&self, start: u32, count: u32) -> JsResult<JsValue> {
+        let out: Vec<RowOut> = (start..start.saturating_add(count))
+            .map_while(|i| self.index(i as usize))
+            .map(|k| {
+                let r = &self.rows[k];
+                RowOut {
+                    line: r.line,
+                    client: endpoint(r.tuple.saddr, r.tuple.sport),
+                    server: endpoint(r.tuple.daddr, r.tuple.dport),
+                    listener: (self.answers[k] != NONE).then_some(self.answers[k]),
+                    observed: (r.observed != NONE).then_some(r.observed),
+                }
+            })
+            .collect();
+        to_js(&out)
+    }
+
+    /// Unusable lines `start .. start + count` (`BadLine[]`).
+    pub fn bad(&self, start: u32, count: u32) -> JsResult<JsValue> {
+        let fmt = self.detected.as_ref().map(|d| d.format);
+        let out: Vec<BadOut> = self
+            .bad
+            .iter()
+            .skip(start as usize)
+            .take(count as usize)
+            .map(|b| BadOut {
+                line: b.line,
+                format: fmt,
+                group: match b.why {
+                    Why::Line(_) => "line_error",
+                    Why::Side(_) => "undecided",
+                },
+                reason: &b.why,
+                text: &b.text,
+            })
+            .collect();
+        to_js(&out)
+    }
+
+    /// The model's record for row `index` of the filtered table under the request's keys.
+    pub fn explain(&self, index: u32, req: JsValue) -> JsResult<JsValue> {
+        let req: AnswerRequest = from_js(req, "answer request")?;
+        let keys = req.keys.ok_or_else(|| JsError::new("an explanation needs a named secret"))?;
+        let k = self.index(index as usize).ok_or_else(|| JsError::new(&format!("row {index} is not in the table")))?;
+        let group = group_of(&req, keys)?;
+        #[derive(Serialize)]
+        struct Out {
+            line: u32,
+            explain: reuseport_model::Explain,
+        }
+        let r = &self.rows[k];
+        to_js(&Out {
+            line: r.line,
+            explain: group.explain(&r.tuple, req.cpu).js()?,
+        })
+    }
+
+    /// Up to `max` rows that carry an observed listener: `{ tuple, listener }[]`.
+    pub fn observations(&self, max: u32) -> JsResult<JsValue> {
+        #[derive(Serialize)]
+        struct Obs {
+            tuple: Tuple,
+            listener: u32,
+        }
+        let out: Vec<Obs> = self
+            .rows
+            .iter()
+            .filter(|r| r.observed != NONE)
+            .take(max as usize)
+            .map(|r| Obs {
+                tuple: r.tuple,
+                listener: r.observed,
+            })
+            .collect();
+        to_js(&out)
+    }
+
+    /// Rows `start .. start + count` as CSV (with the header when `header`):
+    /// the first column is the page's own line format, so an export reads back.
+    #[wasm_bindgen(js_name = exportCsv)]
+    pub fn export_csv(&self, start: u32, count: u32, header: bool) -> String {
+        let mut s = String::new();
+        if header {
+            s.push_str("page_line,line,client,server,listener,observed\n");
+        }
+        for i in start..start.saturating_add(count) {
+            let Some(k) = self.index(i as usize) else { break };
+            let r = &self.rows[k];
+            let c = endpoint(r.tuple.saddr, r.tuple.sport);
+            let d = endpoint(r.tuple.daddr, r.tuple.dport);
+            let l = self.answers[k];
+            let shown = |v: u32| if v == NONE { String::new() } else { v.to_string() };
+            let page = if l != NONE { format!("{c} -> {d} listener {l}") } else { format!("{c} -> {d}") };
+            s.push_str(&format!("\"{page}\",{},\"{c}\",\"{d}\",{},{}\n", r.line, shown(l), shown(r.observed)));
+        }
+        s
+    }
+
+    /// Rows `start .. start + count` as JSON objects, comma-separated.
+    #[wasm_bindgen(js_name = exportJson)]
+    pub fn export_json(&self, start: u32, count: u32) -> String {
+        let mut parts = Vec::new();
+        for i in start..start.saturating_add(count) {
+            let Some(k) = self.index(i as usize) else { break };
+            let r = &self.rows[k];
+            let opt = |v: u32| if v == NONE { "null".to_string() } else { v.to_string() };
+            parts.push(format!(
+                "{{\"line\":{},\"client\":\"{}\",\"server\":\"{}\",\"listener\":{},\"observed\":{}}}",
+                r.line,
+                endpoint(r.tuple.saddr, r.tuple.sport),
+                endpoint(r.tuple.daddr, r.tuple.dport),
+                opt(self.answers[k]),
+                opt(r.observed)
+            ));
+        }
+        parts.join(",")
+    }
+
+    /// Starts the secret-free simulation over the rows for the request's group.
+    #[wasm_bindgen(js_name = spreadStart)]
+    pub fn spread_start(&mut self, req: JsValue, seed: f64) -> JsResult<()> {
+        let req: AnswerRequest = from_js(req, "answer request")?;
+        let group = group_of(&req, Keys::default())?;
+        let tuples: Vec<Tuple> = self.rows.iter().map(|r| r.tuple).collect();
+        self.spread = Some(SpreadRun::new(group, &tuples, seed as u64).js()?);
+        Ok(())
+    }
+
+    /// Whether the simulation takes the vectorised path (IPv4 on a plain
+    /// group): some twenty times faster, so the page can ask for more boots.
+    #[wasm_bindgen(js_name = spreadVectorised)]
+    pub fn spread_vectorised(&self) -> bool {
+        self.spread.as_ref().is_some_and(SpreadRun::vectorised)
+    }
+
+    /// Runs `boots` more boots; returns how many are done.
+    #[wasm_bindgen(js_name = spreadStep)]
+    pub fn spread_step(&mut self, boots: u32) -> JsResult<u32> {
+        let run = self.spread.as_mut().ok_or_else(|| JsError::new("no simulation started"))?;
+        run.step(boots);
+        Ok(run.done())
+    }
+
+    /// What the boots so far give (`Spread`).
+    #[wasm_bindgen(js_name = spreadSummary)]
+    pub fn spread_summary(&self) -> JsResult<JsValue> {
+        let run = self.spread.as_ref().ok_or_else(|| JsError::new("no simulation started"))?;
+        to_js(&run.summary())
+    }
+
+    /// Observed per-listener counts against the simulation (`Comparison`).
+    #[wasm_bindgen(js_name = spreadCompare)]
+    pub fn spread_compare(&self, observed: Vec<u32>) -> JsResult<JsValue> {
+        let run = self.spread.as_ref().ok_or_else(|| JsError::new("no simulation started"))?;
+        let counts: Vec<u64> = observed.into_iter().map(u64::from).collect();
+        to_js(&run.compare(&counts).js()?)
+    }
+
+    /// The expected skew of these rows over other group sizes (`ByListeners`).
+    #[wasm_bindgen(js_name = byListeners)]
+    pub fn by_listeners(&self, req: JsValue, boots: u32) -> JsResult<JsValue> {
+        let req: AnswerRequest = from_js(req, "answer request")?;
+        let profile = Profile::resolve(&req.kernel, None).js()?;
+        let tuples: Vec<Tuple> = self.rows.iter().map(|r| r.tuple).collect();
+        #[derive(Serialize)]
+        struct Out {
+            rows: Vec<reuseport_model::spread::ListenerRow>,
+        }
+        let rows = reuseport_model::spread::by_listeners(profile, &req.group, &tuples, 0x5eed, boots).js()?;
+        to_js(&Out { rows })
+    }
+}
+
+/// A unit enum variant's serde name (`"blank"`), for the skipped counts.
+fn serde_plain<T: Serialize>(v: &T) -> String {
+    match v.serialize(&serde_wasm_bindgen::Serializer::new().serialize_maps_as_objects(true)) {
+        Ok(js) => js.as_string().unwrap_or_else(|| {
+            js_sys::Reflect::get(&js, &JsValue::from_str("kind"))
+                .ok()
+                .and_then(|k| k.as_string())
+                .unwrap_or_else(|| "other".into())
+        }),
+        Err(_) => "other".into(),
+    }
+}
