@@ -79,6 +79,8 @@ export interface PasteText {
   jain: string;
   emptyShare: string;
   maxShare: string;
+  oneListener: string;
+  bandLine: (b: { mean: number; p5: number; p95: number }) => string;
   unbounded: (share: number) => string;
   yours: string;
   notExchangeable: string;
@@ -243,6 +245,8 @@ const en: PasteText = {
   jain: 'Jain’s fairness index (1 is even)',
   emptyShare: 'Listeners left empty',
   maxShare: 'Share of the busiest listener',
+  oneListener: 'Any one listener gets',
+  bandLine: (b) => `${n(Math.round(b.mean))} connections on average, ${n(b.p5)}–${n(b.p95)} in 90 % of boots`,
   unbounded: (x) => `(in ${pct(x)} of boots some listener got nothing, so the ratio is unbounded there)`,
   yours: '(yours)',
   notExchangeable: 'Listeners are not alike in this group (a CPU preference, a program or a connected member), so no single band is drawn; the table gives each listener’s own range.',
@@ -250,7 +254,7 @@ const en: PasteText = {
   byListenersTitle: 'The same connections over other group sizes',
   byListenersHead: ['listeners', 'busiest ÷ quietest, median / 95th percentile', 'listeners left empty'],
   barsTitle: 'Per listener',
-  barsNeedSecret: 'Name a secret, or give the observed listener per line or per worker, to see counts per listener. The band above is what any listener gets over random boots.',
+  barsNeedSecret: 'Name a secret, or give the observed listener per line or per worker, to see counts per listener. What any one listener gets over random boots is given above.',
   barsUnder: (s) => `Counts under ${s}. The shaded band is the 5th–95th percentile any one listener gets over random boots; the dashed line its mean. Bars outside it are outlined.`,
   barsObserved: 'Counts as observed in the paste. The shaded band is the 5th–95th percentile any one listener gets over random boots; bars outside it are outlined.',
   barsTyped: 'Counts you gave. The shaded band is the 5th–95th percentile any one listener gets over random boots; bars outside it are outlined.',
@@ -408,6 +412,8 @@ const zh: PasteText = {
   jain: 'Jain 公平性指数（1 表示完全均匀）',
   emptyShare: '没有分到连接的监听套接字',
   maxShare: '最忙的监听套接字所占比例',
+  oneListener: '任一监听套接字分到',
+  bandLine: (b) => `平均 ${zn(Math.round(b.mean))} 个连接，90% 的开机中在 ${zn(b.p5)} 到 ${zn(b.p95)} 之间`,
   unbounded: (x) => `（${pct(x)} 的开机中有监听套接字一个连接也没分到，这时比值无上限）`,
   yours: '（你的）',
   notExchangeable: '这个组里的监听套接字并不等同（有 CPU 偏好、程序或已 connect 的成员），所以不画统一的区间；表中给出每个监听套接字各自的范围。',
@@ -415,7 +421,7 @@ const zh: PasteText = {
   byListenersTitle: '同样的连接换成其他组大小',
   byListenersHead: ['监听套接字数', '最忙与最闲之比，中位数 / 第 95 百分位', '空闲的监听套接字'],
   barsTitle: '各监听套接字',
-  barsNeedSecret: '指定密钥，或给出每行（或每个 worker）实际观测到的监听套接字，才能看到各监听套接字的连接数。上面的区间是随机开机时任一监听套接字分到的数量。',
+  barsNeedSecret: '指定密钥，或给出每行（或每个 worker）实际观测到的监听套接字，才能看到各监听套接字的连接数。随机开机时任一监听套接字分到的数量见上文。',
   barsUnder: (s) => `使用${s}时的连接数。阴影带是随机开机时任一监听套接字分到数量的第 5 至第 95 百分位，虚线是均值；超出阴影带的柱子加了描边。`,
   barsObserved: '粘贴内容中观测到的连接数。阴影带是随机开机时任一监听套接字分到数量的第 5 至第 95 百分位；超出阴影带的柱子加了描边。',
   barsTyped: '你给出的连接数。阴影带是随机开机时任一监听套接字分到数量的第 5 至第 95 百分位；超出阴影带的柱子加了描边。',

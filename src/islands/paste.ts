@@ -301,7 +301,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     const sec = el('section', { class: 'rl-paste-spread' });
     sec.append(el('h2', {}, t.spreadTitle));
     if (!spread) {
-      sec.append(el('p', {}, t.spreadPending));
+      sec.append(el('p', {}, summary && summary.rows > 0 && running ? t.spreadPending : t.noRows));
       return sec;
     }
     const s = spread.spread;
@@ -311,9 +311,10 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     const range = (m: { mean: number | null; p5: number | null; p95: number | null }, pct = false) =>
       pct ? `${fmt(m.mean! * 100, 1)} % (${fmt(m.p5! * 100, 1)}–${fmt(m.p95! * 100, 1)} %)` : `${num(m.mean)} (${num(m.p5)}–${num(m.p95)})`;
     dl.append(el('dt', {}, t.maxMin), el('dd', {}, range(s.maxMin), s.maxMin.unbounded > 0 ? ` ${t.unbounded(s.maxMin.unbounded)}` : ''));
-    dl.append(el('dt', {}, t.jain), el('dd', {}, range(s.jain)));
+    dl.append(el('dt', {}, t.jain), el('dd', {}, `${fmt(s.jain.mean, 4)} (${fmt(s.jain.p5, 4)}–${fmt(s.jain.p95, 4)})`));
     dl.append(el('dt', {}, t.emptyShare), el('dd', {}, range(s.emptyShare, true)));
     dl.append(el('dt', {}, t.maxShare), el('dd', {}, range(s.maxShare, true)));
+    if (s.exchangeable) dl.append(el('dt', {}, t.oneListener), el('dd', {}, t.bandLine(s.band)));
     sec.append(dl);
     if (spread.compareError) sec.append(el('p', { class: 'rl-warn' }, spread.compareError));
     if (spread.comparison) sec.append(el('p', { class: 'rl-verdict' }, say(lang, 'verdict', spread.comparison.verdict)), el('p', {}, t.observedSkew(spread.comparison)));
@@ -641,6 +642,9 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     } catch (e) {
       fail([(e as Error).message]);
       setStatus(t.notRun);
+      running = undefined;
+      // What was read and answered before the failure stays on the page.
+      if (summary) renderAll();
     } finally {
       busy(false);
       running = undefined;

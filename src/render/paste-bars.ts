@@ -63,7 +63,7 @@ export function renderPasteBars(parent: HTMLElement, b: BarsInput, width = 640):
   const axis = svg.append('g').attr('font-size', 12).attr('fill', '#222');
   axis
     .selectAll('text.y')
-    .data(y.ticks(4))
+    .data(y.ticks(4).filter((d) => Number.isInteger(d)))
     .join('text')
     .attr('class', 'y')
     .attr('x', m.left - 4)

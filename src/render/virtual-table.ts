@@ -112,7 +112,8 @@ export function renderVirtualTable(parent: HTMLElement, opts: VirtualTableOption
     setCount(n: number) {
       count = n;
       table.setAttribute('aria-rowcount', String(n + 1));
-      spacer.style.height = `${Math.round(n * rowH * scale())}px`;
+      // The header row is one row tall too: a short table's box fits it exactly.
+      spacer.style.height = `${Math.round((n + 1) * rowH * scale())}px`;
       box.scrollTop = 0;
       schedule();
     },
