@@ -30,8 +30,12 @@ export interface LookupOptions {
   secret?: string;
 }
 
-/** At most this many lines are explained per run, so the page never stalls. */
-export const MAX_LINES = 10_000;
+/**
+ * At most this many lines are explained per run: this widget works on the
+ * page's thread and draws every step, so it is for a few connections; the
+ * paste analyser (`<reuseport-paste>`) takes a million in a worker.
+ */
+export const MAX_LINES = 200;
 /** Detailed explanations rendered per run (the table lists every line). */
 export const MAX_DETAILED = 50;
 

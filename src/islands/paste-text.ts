@@ -66,6 +66,10 @@ export interface PasteText {
   serverSide: string;
   decision: (d: Decision, flipped: boolean) => string;
   flip: string;
+  columnsTitle: (header: boolean) => string;
+  columnsHead: string[];
+  columnRole: (name: string) => string;
+  roles: [string, string][];
   listeningFound: string;
   partial: string;
   badTitle: (n: number) => string;
@@ -229,6 +233,32 @@ const en: PasteText = {
     return flipped ? `${base}, then flipped by you.` : `${base}.`;
   },
   flip: 'Flip client and server',
+  columnsTitle: (h) => `Columns, as read${h ? ' from the header' : ' from the values'}: change what a column holds and the input is read again`,
+  columnsHead: ['column', 'holds'],
+  columnRole: (c) => `What column ${c} holds`,
+  roles: [
+    ['ignore', 'nothing used'],
+    ['endpoint:client', 'client address:port'],
+    ['address:client', 'client address'],
+    ['port:client', 'client port'],
+    ['endpoint:server', 'server address:port'],
+    ['address:server', 'server address'],
+    ['port:server', 'server port'],
+    ['endpoint:local', 'local address:port'],
+    ['address:local', 'local address'],
+    ['port:local', 'local port'],
+    ['endpoint:peer', 'peer address:port'],
+    ['address:peer', 'peer address'],
+    ['port:peer', 'peer port'],
+    ['endpoint:first', 'first address:port (role unknown)'],
+    ['address:first', 'first address (role unknown)'],
+    ['port:first', 'first port (role unknown)'],
+    ['endpoint:second', 'second address:port (role unknown)'],
+    ['address:second', 'second address (role unknown)'],
+    ['port:second', 'second port (role unknown)'],
+    ['listener', 'listener that received it'],
+    ['proto', 'protocol'],
+  ],
   listeningFound: 'Listening sockets in the paste',
   partial: 'Stopped early: only the lines read so far are used.',
   badTitle: (k) => `Unusable lines: ${n(k)}`,
@@ -246,7 +276,7 @@ const en: PasteText = {
   emptyShare: 'Listeners left empty',
   maxShare: 'Share of the busiest listener',
   oneListener: 'Any one listener gets',
-  bandLine: (b) => `${n(Math.round(b.mean))} connections on average, ${n(b.p5)}–${n(b.p95)} in 90 % of boots`,
+  bandLine: (b) => `${b.mean < 10 ? b.mean.toFixed(2) : n(Math.round(b.mean))} connections on average, ${n(b.p5)}–${n(b.p95)} in 90 % of boots`,
   unbounded: (x) => `(in ${pct(x)} of boots some listener got nothing, so the ratio is unbounded there)`,
   yours: '(yours)',
   notExchangeable: 'Listeners are not alike in this group (a CPU preference, a program or a connected member), so no single band is drawn; the table gives each listener’s own range.',
@@ -396,6 +426,32 @@ const zh: PasteText = {
     return flipped ? `${base}，随后由你对调。` : `${base}。`;
   },
   flip: '对调客户端与服务器',
+  columnsTitle: (h) => `读到的各列（${h ? '依据表头' : '依据内容'}）：修改某列的含义后会重新读取`,
+  columnsHead: ['列', '含义'],
+  columnRole: (c) => `第 ${c} 列的含义`,
+  roles: [
+    ['ignore', '不使用'],
+    ['endpoint:client', '客户端 地址:端口'],
+    ['address:client', '客户端地址'],
+    ['port:client', '客户端端口'],
+    ['endpoint:server', '服务器 地址:端口'],
+    ['address:server', '服务器地址'],
+    ['port:server', '服务器端口'],
+    ['endpoint:local', '本地 地址:端口'],
+    ['address:local', '本地地址'],
+    ['port:local', '本地端口'],
+    ['endpoint:peer', '对端 地址:端口'],
+    ['address:peer', '对端地址'],
+    ['port:peer', '对端端口'],
+    ['endpoint:first', '第一个 地址:端口（角色未知）'],
+    ['address:first', '第一个地址（角色未知）'],
+    ['port:first', '第一个端口（角色未知）'],
+    ['endpoint:second', '第二个 地址:端口（角色未知）'],
+    ['address:second', '第二个地址（角色未知）'],
+    ['port:second', '第二个端口（角色未知）'],
+    ['listener', '实际接收它的监听套接字'],
+    ['proto', '协议'],
+  ],
   listeningFound: '粘贴内容中的监听套接字',
   partial: '已提前停止：只使用了已读取的行。',
   badTitle: (k) => `无法使用的行：${zn(k)}`,
@@ -413,7 +469,7 @@ const zh: PasteText = {
   emptyShare: '没有分到连接的监听套接字',
   maxShare: '最忙的监听套接字所占比例',
   oneListener: '任一监听套接字分到',
-  bandLine: (b) => `平均 ${zn(Math.round(b.mean))} 个连接，90% 的开机中在 ${zn(b.p5)} 到 ${zn(b.p95)} 之间`,
+  bandLine: (b) => `平均 ${b.mean < 10 ? b.mean.toFixed(2) : zn(Math.round(b.mean))} 个连接，90% 的开机中在 ${zn(b.p5)} 到 ${zn(b.p95)} 之间`,
   unbounded: (x) => `（${pct(x)} 的开机中有监听套接字一个连接也没分到，这时比值无上限）`,
   yours: '（你的）',
   notExchangeable: '这个组里的监听套接字并不等同（有 CPU 偏好、程序或已 connect 的成员），所以不画统一的区间；表中给出每个监听套接字各自的范围。',

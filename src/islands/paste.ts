@@ -22,6 +22,17 @@ import { hex32, parseHex32 } from '../hex';
 import { defineIsland, islandElement } from './element';
 import { pasteText, type PasteText } from './paste-text';
 import type { SpreadAnswer } from '../model/paste';
+import type { Columns } from '../model/generated/Columns';
+import type { Role } from '../model/generated/Role';
+
+/** A column role as one select value (`endpoint:client`), and back. */
+function roleKey(r: Role): string {
+  return 'side' in r ? `${r.kind}:${r.side}` : r.kind;
+}
+function roleOf(key: string): Role {
+  const [kind, side] = key.split(':') as [string, string | undefined];
+  return (side ? { kind, side } : { kind }) as Role;
+}
 
 export interface PasteOptions {
   kernel?: string;
@@ -154,6 +165,8 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   const session = new PasteSession();
   let source: { text: string } | { file: File } | undefined;
   let flip = false;
+  /** CSV columns the reader chose (null: detect them). */
+  let columns: Columns | null = null;
   let summary: ReadSummary | undefined;
   let answered: Answered | undefined;
   let spread: SpreadAnswer | undefined;
@@ -278,6 +291,8 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     fact(t.serverSide, side);
     if (s.listening) fact(t.listeningFound, s.listeningAddrs.join(', '));
     sec.append(dl);
+    const cols = s.detected?.format === 'csv' ? (s.detected.columns as Columns | null) : null;
+    if (cols) sec.append(renderColumns(cols));
     if (s.partial) sec.append(el('p', { class: 'rl-warn' }, t.partial));
     if (s.bad + s.undecided > 0) {
       const det = el('details', { class: 'rl-paste-bad', open: s.rows === 0 });
@@ -295,6 +310,32 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
       badTable.setCount(s.bad + s.undecided);
     }
     return sec;
+  };
+
+  /** The CSV columns as read, each with a choice of what it holds; a change reads the input again. */
+  const renderColumns = (cols: Columns) => {
+    const box = el('details', { class: 'rl-paste-cols', open: true });
+    box.append(el('summary', {}, t.columnsTitle(cols.header)));
+    const tb = el('table', { class: 'rl-table' });
+    const hr = tb.createTHead().insertRow();
+    for (const h of t.columnsHead) hr.append(el('th', { scope: 'col' }, h));
+    const body = tb.createTBody();
+    cols.columns.forEach((c, i) => {
+      const tr = body.insertRow();
+      tr.append(el('td', {}, c.name));
+      const sel = el('select');
+      sel.setAttribute('aria-label', t.columnRole(c.name));
+      for (const [key, label] of t.roles) sel.append(el('option', { value: key }, label));
+      sel.value = roleKey(c.role);
+      sel.addEventListener('change', () => {
+        const next: Columns = { ...cols, columns: cols.columns.map((x, j) => (j === i ? { ...x, role: roleOf(sel.value) } : x)) };
+        columns = next;
+        void analyse();
+      });
+      tr.append(el('td', {}, sel));
+    });
+    box.append(tb);
+    return box;
   };
 
   const renderSpread = () => {
@@ -609,7 +650,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     const emit = (name: string, detail: object) => host.dispatchEvent(new CustomEvent(`reuseport:${name}`, { detail: { ms: performance.now() - t0, ...detail }, bubbles: true, composed: true }));
     emit('started', {});
     try {
-      summary = await session.read(source, { format: format.value === 'auto' ? null : format.value, columns: null, bind: bindText || null, flip }, onProgress);
+      summary = await session.read(source, { format: format.value === 'auto' ? null : format.value, columns, bind: bindText || null, flip }, onProgress);
       answered = undefined;
       spread = undefined;
       recovered = undefined;
@@ -658,6 +699,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   };
   const onCancel = () => session.stop();
   const onFile = () => {
+    columns = null;
     const x = file.files?.[0];
     fileNote.textContent = x ? t.fileChosen(x.name, x.size) : '';
   };

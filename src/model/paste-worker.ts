@@ -20,7 +20,7 @@ const BOOT_STEP = 64;
 
 function fresh(options: ReadOptions): Paste {
   session?.free();
-  session = new Paste({ format: options.format, bind: options.bind, flip: options.flip });
+  session = new Paste({ format: options.format, columns: options.columns, bind: options.bind, flip: options.flip });
   return session;
 }
 

@@ -31,6 +31,9 @@ const NONE: u32 = u32::MAX;
 #[serde(rename_all = "camelCase")]
 struct PasteConfig {
     format: Option<String>,
+    /// CSV columns as the reader chose them (skips detection).
+    #[serde(default)]
+    columns: Option<paste::Columns>,
     bind: Option<String>,
     #[serde(default)]
     flip: bool,
@@ -187,11 +190,23 @@ impl WasmPaste {
                 None => Some(parse_bind(b).js()?),
             },
         };
+        // Columns the reader chose make the format CSV with exactly those roles.
+        let (parser, detected) = match cfg.columns {
+            Some(c) => {
+                let d = Detected {
+                    format: Format::Csv,
+                    header: c.header,
+                    columns: Some(c),
+                };
+                (Some(Parser::new(&d)), Some(d))
+            }
+            None => (None, None),
+        };
         Ok(WasmPaste {
             named,
             flip: cfg.flip,
-            parser: None,
-            detected: None,
+            parser,
+            detected,
             sample: Vec::new(),
             sample_nonblank: 0,
             pending: String::new(),
