@@ -49,6 +49,18 @@ export interface PasteText {
   secretV6Hint: string;
   secretBad: string;
   innerBad: string;
+  layoutTitle: string;
+  layout: string;
+  layoutHint: string;
+  layoutExample: string;
+  layoutBad: (msg: string) => string;
+  layoutDescribe: (n: number) => string;
+  socketsTitle: string;
+  socketsLead: (sockets: number, unrouted: number, rows: number) => string;
+  socketsCaption: string;
+  socketsHead: string[];
+  callOk: string;
+  groupMember: (group: number, member: number) => string;
   analyse: string;
   cancel: string;
   progress: string;
@@ -92,12 +104,16 @@ export interface PasteText {
   byListenersTitle: string;
   byListenersHead: string[];
   barsTitle: string;
+  barsTitleSockets: string;
   barsNeedSecret: string;
   barsUnder: (secret: string) => string;
   barsObserved: string;
   barsTyped: string;
   barsLabel: (counts: number[], band?: { p5: number; p95: number; mean: number }) => string;
   listenerAxis: string;
+  socketAxis: string;
+  barsSockets: (secret: string) => string;
+  rowColumnsSockets: string[];
   countsTable: string;
   countsHead: string[];
   below: string;
@@ -198,6 +214,18 @@ const en: PasteText = {
   secretV6Hint: 'for IPv6 lines; 32-bit hex (empty: 0, and IPv6 answers are then an example)',
   secretBad: 'IPv4 key: give a 32-bit hex value such as 0x1a2b3c4d.',
   innerBad: 'IPv6 inner key: give a 32-bit hex value such as 0x1a2b3c4d, or leave it empty.',
+  layoutTitle: 'Several sockets (a layout)',
+  layout: 'Socket layout (JSON)',
+  layoutHint: 'the sockets in bind order, as reuseport-agent predict --layout reads them; when given, each connection gets the full listener lookup over them',
+  layoutExample: 'Insert an example',
+  layoutBad: (m) => `Socket layout: ${m}.`,
+  layoutDescribe: (k) => `Your layout of ${plural(k, 'socket')}.`,
+  socketsTitle: 'Your sockets',
+  socketsLead: (k, u, rows) => `The full listener lookup over ${plural(k, 'socket')}: ${n(rows - u)} of ${plural(rows, 'connection')} reach one of them${u ? `, ${n(u)} reach none` : ''}.`,
+  socketsCaption: 'Each socket’s calls and what it receives',
+  socketsHead: ['socket', 'address', 'bind()', 'listen()', 'reuseport group', 'connections'],
+  callOk: 'succeeds',
+  groupMember: (g, m) => `group ${g}, member ${m}`,
   analyse: 'Analyse',
   cancel: 'Stop',
   progress: 'Progress',
@@ -270,7 +298,8 @@ const en: PasteText = {
     }.`,
   spreadTitle: 'What holds for every secret',
   spreadPending: 'Simulating…',
-  spreadLead: (s) => `Over ${n(s.boots)} random boots, these ${n(s.tuples)} connections spread over ${n(s.listeners)} listeners like this (mean, and 5th–95th percentile):`,
+  spreadLead: (s) =>
+    `Over ${n(s.boots)} random boots, ${s.unrouted ? `the ${n(s.tuples - s.unrouted)} of these ${n(s.tuples)} connections that reach the group` : `these ${n(s.tuples)} connections`} spread over ${n(s.listeners)} listeners like this (mean, and 5th–95th percentile):`,
   maxMin: 'Busiest ÷ quietest listener',
   jain: 'Jain’s fairness index (1 is even)',
   emptyShare: 'Listeners left empty',
@@ -284,6 +313,7 @@ const en: PasteText = {
   byListenersTitle: 'The same connections over other group sizes',
   byListenersHead: ['listeners', 'busiest ÷ quietest, median / 95th percentile', 'listeners left empty'],
   barsTitle: 'Per listener',
+  barsTitleSockets: 'Per socket',
   barsNeedSecret: 'Name a secret, or give the observed listener per line or per worker, to see counts per listener. What any one listener gets over random boots is given above.',
   barsUnder: (s) => `Counts under ${s}. The shaded band is the 5th–95th percentile any one listener gets over random boots; the dashed line its mean. Bars outside it are outlined.`,
   barsObserved: 'Counts as observed in the paste. The shaded band is the 5th–95th percentile any one listener gets over random boots; bars outside it are outlined.',
@@ -291,6 +321,9 @@ const en: PasteText = {
   barsLabel: (c, b) =>
     `Bar chart of ${plural(c.length, 'listener')}: from ${n(Math.min(...c))} to ${n(Math.max(...c))} connections${b ? `; the expected band is ${n(Math.round(b.p5))} to ${n(Math.round(b.p95))}` : ''}. The table below lists every count.`,
   listenerAxis: 'listener',
+  socketAxis: 'socket (index in your layout)',
+  barsSockets: (s) => `Connections per socket of your layout under ${s}, by the full listener lookup.`,
+  rowColumnsSockets: ['line', 'client', 'server', 'socket', 'observed'],
   countsTable: 'Counts as a table',
   countsHead: ['listener', 'connections', 'against the band'],
   below: 'below',
@@ -391,6 +424,18 @@ const zh: PasteText = {
   secretV6Hint: '用于 IPv6 行；32 位十六进制（留空即为 0，此时 IPv6 的结果只是示例）',
   secretBad: 'IPv4 密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',
   innerBad: 'IPv6 内层密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d，或留空。',
+  layoutTitle: '多个套接字（套接字布局）',
+  layout: '套接字布局（JSON）',
+  layoutHint: '按 bind 顺序列出套接字，格式与 reuseport-agent predict --layout 相同；给出后，每个连接都按完整的监听查找在这些套接字中求解',
+  layoutExample: '插入示例',
+  layoutBad: (m) => `套接字布局：${m}。`,
+  layoutDescribe: (k) => `你的布局，共 ${zn(k)} 个套接字。`,
+  socketsTitle: '你的套接字',
+  socketsLead: (k, u, rows) => `在 ${zn(k)} 个套接字上做完整的监听查找：${zn(rows)} 个连接中有 ${zn(rows - u)} 个落到其中某个套接字${u ? `，${zn(u)} 个哪个都到不了` : ''}。`,
+  socketsCaption: '各套接字的调用结果及收到的连接',
+  socketsHead: ['套接字', '地址', 'bind()', 'listen()', 'reuseport 组', '连接数'],
+  callOk: '成功',
+  groupMember: (g, m) => `组 ${g}，成员 ${m}`,
   analyse: '分析',
   cancel: '停止',
   progress: '进度',
@@ -463,7 +508,8 @@ const zh: PasteText = {
     }。`,
   spreadTitle: '对任何密钥都成立的结论',
   spreadPending: '正在模拟……',
-  spreadLead: (s) => `随机开机 ${zn(s.boots)} 次，这 ${zn(s.tuples)} 个连接在 ${zn(s.listeners)} 个监听套接字上的分布如下（均值，以及第 5 至第 95 百分位）：`,
+  spreadLead: (s) =>
+    `随机开机 ${zn(s.boots)} 次，${s.unrouted ? `这 ${zn(s.tuples)} 个连接中到达该组的 ${zn(s.tuples - s.unrouted)} 个` : `这 ${zn(s.tuples)} 个连接`}在 ${zn(s.listeners)} 个监听套接字上的分布如下（均值，以及第 5 至第 95 百分位）：`,
   maxMin: '最忙与最闲监听套接字之比',
   jain: 'Jain 公平性指数（1 表示完全均匀）',
   emptyShare: '没有分到连接的监听套接字',
@@ -477,6 +523,7 @@ const zh: PasteText = {
   byListenersTitle: '同样的连接换成其他组大小',
   byListenersHead: ['监听套接字数', '最忙与最闲之比，中位数 / 第 95 百分位', '空闲的监听套接字'],
   barsTitle: '各监听套接字',
+  barsTitleSockets: '各套接字',
   barsNeedSecret: '指定密钥，或给出每行（或每个 worker）实际观测到的监听套接字，才能看到各监听套接字的连接数。随机开机时任一监听套接字分到的数量见上文。',
   barsUnder: (s) => `使用${s}时的连接数。阴影带是随机开机时任一监听套接字分到数量的第 5 至第 95 百分位，虚线是均值；超出阴影带的柱子加了描边。`,
   barsObserved: '粘贴内容中观测到的连接数。阴影带是随机开机时任一监听套接字分到数量的第 5 至第 95 百分位；超出阴影带的柱子加了描边。',
@@ -484,6 +531,9 @@ const zh: PasteText = {
   barsLabel: (c, b) =>
     `${zn(c.length)} 个监听套接字的柱状图：连接数从 ${zn(Math.min(...c))} 到 ${zn(Math.max(...c))}${b ? `；预期区间为 ${zn(Math.round(b.p5))} 到 ${zn(Math.round(b.p95))}` : ''}。下表列出全部数值。`,
   listenerAxis: '监听套接字',
+  socketAxis: '套接字（在你的布局中的序号）',
+  barsSockets: (s) => `使用${s}时，按完整的监听查找，你的布局中各套接字收到的连接数。`,
+  rowColumnsSockets: ['行', '客户端', '服务器', '套接字', '观测值'],
   countsTable: '以表格查看连接数',
   countsHead: ['监听套接字', '连接数', '相对预期区间'],
   below: '低于',

@@ -10,7 +10,7 @@
  */
 import { pageLang } from './site';
 import { groupSpec, loadModel, parseBind, profiles, resolveNotes, resolveProfile, type Proto } from '../model/index';
-import { say } from '../model/messages';
+import { say, sayRefusal } from '../model/messages';
 import { PasteSession, readUrlState, writeUrlState, MAX_URL_TEXT, MAX_FILE_BYTES, type UrlState } from '../model/paste';
 import type { Answered, BadLine, ReadSummary, Row } from '../model/paste-protocol';
 import { recoverKey, type Recovered } from '../model/recover';
@@ -24,6 +24,10 @@ import { pasteText, type PasteText } from './paste-text';
 import type { SpreadAnswer } from '../model/paste';
 import type { Columns } from '../model/generated/Columns';
 import type { Role } from '../model/generated/Role';
+import type { Layout } from '../model/generated/Layout';
+import type { LayoutAnswered } from '../model/paste-protocol';
+import { lookupView } from '../scene/dispatch/lookup';
+import { renderLookup } from '../render/dispatch/lookup';
 
 /** A column role as one select value (`endpoint:client`), and back. */
 function roleKey(r: Role): string {
@@ -45,6 +49,34 @@ export interface PasteOptions {
 
 
 let uid = 0;
+
+/** Two groups on one port: a wildcard pair and a pair on 127.0.0.1, which wins the lookup for packets to it. */
+const LAYOUT_EXAMPLE = JSON.stringify(
+  {
+    sockets: [
+      { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 8080, reuseport: true },
+      { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 8080, reuseport: true },
+      { family: 'inet', proto: 'tcp', addr: '127.0.0.1', port: 8080, reuseport: true },
+      { family: 'inet', proto: 'tcp', addr: '127.0.0.1', port: 8080, reuseport: true },
+    ],
+  },
+  null,
+  1,
+);
+/** The largest layout text read (a layout of thousands of sockets fits). */
+const MAX_LAYOUT_CHARS = 512 * 1024;
+
+/** The layout text as an object, or the problem with it. */
+function readLayout(text: string): { layout?: Layout; error?: string } {
+  if (text.length > MAX_LAYOUT_CHARS) return { error: `${text.length} characters; at most ${MAX_LAYOUT_CHARS}` };
+  try {
+    const v = JSON.parse(text) as Layout;
+    if (!v || typeof v !== 'object' || !Array.isArray(v.sockets)) return { error: '"sockets" must be a list of sockets' };
+    return { layout: v };
+  } catch (e) {
+    return { error: (e as Error).message };
+  }
+}
 
 type SecretMode = 'none' | 'typed' | 'random' | 'recovered';
 
@@ -132,6 +164,17 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   secretBox.append(field(f('secret'), t.secretV4, secret, t.secretV4Hint), field(f('inner'), t.secretV6, inner, t.secretV6Hint));
   radios.get('recovered')!.disabled = true;
 
+  // Several sockets: a layout as `reuseport-agent predict --layout` reads it.
+  const layoutBox = el('details', { class: 'rl-paste-layout' });
+  layoutBox.append(el('summary', {}, t.layoutTitle));
+  const layoutText = el('textarea', { rows: 6, spellcheck: false, placeholder: LAYOUT_EXAMPLE });
+  layoutBox.append(field(f('layout'), t.layout, layoutText, t.layoutHint));
+  const layoutExample = el('button', { type: 'button' }, t.layoutExample);
+  layoutExample.addEventListener('click', () => {
+    layoutText.value = LAYOUT_EXAMPLE;
+  });
+  layoutBox.append(layoutExample);
+
   form.append(
     textField,
     field(f('format'), t.format, format),
@@ -143,6 +186,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     field(f('closed'), t.closed, closed, t.closedHint),
     field(f('observed'), t.observedCounts, observedCounts, t.observedCountsHint),
     secretBox,
+    layoutBox,
   );
   form.insertBefore(profileNote, form.children[4]!.nextSibling);
   const actions = el('div', { class: 'rl-actions' });
@@ -169,6 +213,9 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   let columns: Columns | null = null;
   let summary: ReadSummary | undefined;
   let answered: Answered | undefined;
+  /** The layout in force for the last read (null: one group), and its answers. */
+  let layout: Layout | null = null;
+  let layoutAnswered: LayoutAnswered | undefined;
   let spread: SpreadAnswer | undefined;
   let recovered: Recovered | undefined;
   let running: AbortController | undefined;
@@ -375,18 +422,19 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
 
   const renderBarsSection = () => {
     const a = answered;
-    const counts = a?.counts ?? a?.observed ?? typedCounts();
+    const bySocket = layoutAnswered?.counts ?? null;
+    const counts = bySocket ?? a?.counts ?? a?.observed ?? typedCounts();
     const sec = el('section', { class: 'rl-paste-bars' });
-    sec.append(el('h2', {}, t.barsTitle));
+    sec.append(el('h2', {}, bySocket ? t.barsTitleSockets : t.barsTitle));
     if (!counts) {
       sec.append(el('p', {}, t.barsNeedSecret));
       return sec;
     }
-    const which = a?.counts ? t.barsUnder(secretLabel()) : a?.observed ? t.barsObserved : t.barsTyped;
+    const which = bySocket ? t.barsSockets(secretLabel()) : a?.counts ? t.barsUnder(secretLabel()) : a?.observed ? t.barsObserved : t.barsTyped;
     sec.append(el('p', {}, which));
-    const band = spread?.spread.exchangeable ? spread.spread.band : undefined;
+    const band = !bySocket && spread?.spread.exchangeable ? spread.spread.band : undefined;
     if (spread && !spread.spread.exchangeable) sec.append(el('p', { class: 'rl-hint' }, t.notExchangeable));
-    renderPasteBars(sec, { counts, band, label: t.barsLabel(counts, band), axis: t.listenerAxis });
+    renderPasteBars(sec, { counts, band, label: t.barsLabel(counts, band), axis: bySocket ? t.socketAxis : t.listenerAxis });
     const det = el('details');
     det.append(el('summary', {}, t.countsTable));
     const tb = el('table', { class: 'rl-table' });
@@ -441,7 +489,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     table?.dispose();
     table = renderVirtualTable(holder, {
       caption: t.rowsTitle,
-      columns: t.rowColumns,
+      columns: layoutAnswered ? t.rowColumnsSockets : t.rowColumns,
       rows: async (start, n) => (await session.rows(start, n)).map((r: Row) => [String(r.line), r.client, r.server, r.listener === null ? (answered?.counts ? t.none : '–') : String(r.listener), r.observed === null ? '–' : String(r.observed)]),
       action: { text: t.explain, label: (_i, c) => t.explainRow(c[0]!), run: (i) => void explainRow(i) },
     });
@@ -471,6 +519,17 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
       return;
     }
     try {
+      if (layout && layoutAnswered) {
+        const r = await session.explainLayout(i);
+        const h = el('h3', { tabIndex: -1 }, t.explainTitle(r.line, secretLabel()));
+        explainBox.append(h);
+        const card = el('div');
+        explainBox.append(card);
+        const plan = { scene: 'group' as const, layout, listenerOf: layout.sockets.map(() => null), daddr: r.explain.packet.tuple.daddr, dport: r.explain.packet.tuple.dport, describe: t.layoutDescribe(layout.sockets.length) };
+        renderLookup(card, plan.describe, lookupView(plan, layoutAnswered.results, r.explain, lang), 4);
+        h.focus();
+        return;
+      }
       const r = await session.explain(i, req);
       const h = el('h3', { tabIndex: -1 }, t.explainTitle(r.line, secretLabel()));
       explainBox.append(h);
@@ -605,9 +664,31 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     text: source && 'text' in source ? source.text : file.files?.length ? null : text.value,
   });
 
+  /** The layout's sockets: each one's bind and listen answers, and what it receives. */
+  const renderLayout = () => {
+    const a = layoutAnswered!;
+    const sec = el('section', { class: 'rl-paste-sockets' });
+    sec.append(el('h2', {}, t.socketsTitle));
+    sec.append(el('p', {}, t.socketsLead(a.sockets, a.unrouted, summary!.rows)));
+    const tb = el('table', { class: 'rl-table' });
+    tb.append(el('caption', {}, t.socketsCaption));
+    const hr = tb.createTHead().insertRow();
+    for (const h of t.socketsHead) hr.append(el('th', { scope: 'col' }, h));
+    const body = tb.createTBody();
+    for (const r of a.results.slice(0, 4096)) {
+      const spec = layout!.sockets[r.socket]!;
+      const where = spec.family === 'inet6' ? `[${spec.addr}]:${spec.port}` : `${spec.addr}:${spec.port}`;
+      const call = (x: typeof r.bind) => (x ? `${x.errno}: ${sayRefusal(lang, x)}` : t.callOk);
+      const tr = body.insertRow();
+      for (const c of [String(r.socket), where, call(r.bind), spec.proto === 'tcp' ? call(r.listen) : '–', r.group === null ? '–' : t.groupMember(r.group, r.member ?? 0), a.counts ? (a.counts[r.socket] ?? 0).toLocaleString() : '–']) tr.append(el('td', {}, c));
+    }
+    sec.append(tb);
+    return sec;
+  };
+
   const renderAll = () => {
     if (!summary) return;
-    out.replaceChildren(renderRead(summary), renderSpread(), renderBarsSection(), renderRows(), renderRecover(), renderExport());
+    out.replaceChildren(renderRead(summary), ...(layoutAnswered ? [renderLayout()] : []), renderSpread(), renderBarsSection(), renderRows(), renderRecover(), renderExport());
   };
 
   // ---- the work -----------------------------------------------------------
@@ -616,6 +697,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     fail(g.problems);
     if (g.problems.length || !g.request) return;
     answered = await session.answer(g.request);
+    if (layout) layoutAnswered = await session.answerLayout({ kernel: g.request.kernel, layout, keys: g.request.keys, proto: proto.value as Proto, cpu: 0 });
     renderAll();
     setStatus(t.answeredStatus(summary!, answered, mode() === 'none' ? null : secretLabel()));
   };
@@ -638,6 +720,12 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     if ('text' in source && source.text.trim() === '') problems.push(t.nothing);
     const g0 = readGroup();
     problems.push(...g0.problems);
+    layout = null;
+    if (layoutText.value.trim() !== '') {
+      const r = readLayout(layoutText.value);
+      if (r.error) problems.push(t.layoutBad(r.error));
+      else layout = r.layout!;
+    }
     if (problems.length) {
       fail(problems);
       setStatus(t.notRun);
@@ -650,8 +738,9 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     const emit = (name: string, detail: object) => host.dispatchEvent(new CustomEvent(`reuseport:${name}`, { detail: { ms: performance.now() - t0, ...detail }, bubbles: true, composed: true }));
     emit('started', {});
     try {
-      summary = await session.read(source, { format: format.value === 'auto' ? null : format.value, columns, bind: bindText || null, flip }, onProgress);
+      summary = await session.read(source, { format: format.value === 'auto' ? null : format.value, columns, bind: bindText || null, flip, lookup: layout !== null }, onProgress);
       answered = undefined;
+      layoutAnswered = undefined;
       spread = undefined;
       recovered = undefined;
       if (summary.trace) {
@@ -674,6 +763,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
         return;
       }
       answered = await session.answer(g.request, onProgress);
+      layoutAnswered = layout ? await session.answerLayout({ kernel: g.request.kernel, layout, keys: g.request.keys, proto: proto.value as Proto, cpu: 0 }) : undefined;
       renderAll();
       emit('answered', { lines: summary.lines, rows: summary.rows, counts: answered.counts, observed: answered.observed });
       spread = await session.spread(g.request, null, answered.observed ?? typedCounts(), onProgress);

@@ -6,6 +6,8 @@
 import type { GroupSpec } from './generated/GroupSpec';
 import type { Keys } from './generated/Keys';
 import type { Tuple } from './generated/Tuple';
+import type { Layout } from './generated/Layout';
+import type { CallResult } from './generated/CallResult';
 
 /** Where the text comes from: typed or pasted text, or a file (read in the worker). */
 export type Source = { text: string } | { file: File };
@@ -20,6 +22,8 @@ export interface ReadOptions {
   bind: string | null;
   /** Swap the decided client and server sides. */
   flip: boolean;
+  /** A layout of several sockets will be answered (the worker loads the full-lookup package). */
+  lookup?: boolean;
 }
 
 /** Progress of a long call. */
@@ -81,6 +85,23 @@ export interface AnswerRequest {
   group: GroupSpec;
   keys: Keys | null;
   cpu: number;
+}
+
+/** Several sockets instead of one group: the layout `reuseport-agent predict --layout` reads. */
+export interface LayoutRequest {
+  kernel: string;
+  layout: Layout;
+  keys: Keys | null;
+  proto: 'tcp' | 'udp';
+  cpu: number;
+}
+
+/** The layout's answers: each socket's calls, and per-socket counts under the keys. */
+export interface LayoutAnswered {
+  results: CallResult[];
+  sockets: number;
+  counts: number[] | null;
+  unrouted: number;
 }
 
 /** Per-listener counts: under the named secret (null without one), and as observed (null when no line carried one). */

@@ -5,12 +5,18 @@
  * they have. Files are read as a stream, so a large file is never held
  * twice as text.
  */
-import init, { Paste } from './pkg/reuseport.js';
+import initCore, { Paste as CorePaste } from './pkg/reuseport.js';
+import initLookup, { Paste as LookupPaste } from './pkg-lookup/reuseport.js';
 import { breathe, serve } from './rpc';
 import { checkTrace } from './trace-check';
-import type { AnswerRequest, ReadOptions, ReadSummary, Source } from './paste-protocol';
+import type { AnswerRequest, LayoutRequest, ReadOptions, ReadSummary, Source } from './paste-protocol';
 
-const ready = init();
+type Paste = LookupPaste;
+/** The core package unless a layout of several sockets is to be answered: then the larger lookup package (loaded only then). */
+let core: Promise<unknown> | undefined;
+let full: Promise<unknown> | undefined;
+let useLookup = false;
+const ready = () => (useLookup ? (full ??= initLookup()) : (core ??= initCore()));
 let session: Paste | undefined;
 
 /** Text handed to the model per call (about 20 ms of parsing). */
@@ -20,7 +26,7 @@ const BOOT_STEP = 64;
 
 function fresh(options: ReadOptions): Paste {
   session?.free();
-  session = new Paste({ format: options.format, columns: options.columns, bind: options.bind, flip: options.flip });
+  session = new (useLookup ? LookupPaste : (CorePaste as unknown as typeof LookupPaste))({ format: options.format, columns: options.columns, bind: options.bind, flip: options.flip });
   return session;
 }
 
@@ -61,7 +67,8 @@ async function readTrace(text: string, options: ReadOptions, progress: (p: unkno
 
 serve({
   async read(args: { source: Source; options: ReadOptions }, ctx) {
-    await ready;
+    useLookup = args.options.lookup === true;
+    await ready();
     const { source, options } = args;
     const isJson = (head: string) => options.format === 'trace' || (options.format === null && /^\s*\{/.test(head) && head.includes('reuseport-lab-trace'));
     if ('text' in source) {
@@ -103,12 +110,22 @@ serve({
   },
 
   async answer(req: AnswerRequest) {
-    await ready;
+    await ready();
     return need().answer(req);
   },
 
+  async answerLayout(req: LayoutRequest) {
+    await ready();
+    if (!useLookup) throw new Error('read the input again with the layout given');
+    return need().answerLayout(req);
+  },
+
+  explainLayout(a: { index: number; cpu: number }) {
+    return need().explainLayout(a.index, a.cpu);
+  },
+
   async spread(args: { req: AnswerRequest; boots: number | null; observed: number[] | null }, ctx) {
-    await ready;
+    await ready();
     const s = need();
     s.spreadStart(args.req, 0x5eed);
     const rows = Math.max(1, s.rowCount());

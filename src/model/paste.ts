@@ -5,7 +5,8 @@
  * carries requests and answers.
  */
 import { Rpc } from './rpc';
-import type { AnswerRequest, Answered, BadLine, Observations, Progress, ReadOptions, ReadSummary, Row, Source } from './paste-protocol';
+import type { AnswerRequest, Answered, BadLine, LayoutAnswered, LayoutRequest, Observations, Progress, ReadOptions, ReadSummary, Row, Source } from './paste-protocol';
+import type { LookupExplain } from './generated/LookupExplain';
 import type { Explain } from './generated/Explain';
 import type { Spread } from './generated/Spread';
 import type { Comparison } from './generated/Comparison';
@@ -48,6 +49,16 @@ export class PasteSession {
   /** Per-listener counts for the group (under `keys` when given). */
   answer(req: AnswerRequest, progress?: (p: Progress) => void): Promise<Answered> {
     return this.#worker().call('answer', req, progress as (p: unknown) => void);
+  }
+
+  /** The full listener lookup over a layout of sockets (the input must have been read with `lookup: true`). */
+  answerLayout(req: LayoutRequest): Promise<LayoutAnswered> {
+    return this.#worker().call('answerLayout', req);
+  }
+
+  /** The full lookup's record for row `index` under the layout answered last. */
+  explainLayout(index: number, cpu = 0): Promise<{ line: number; explain: LookupExplain }> {
+    return this.#worker().call('explainLayout', { index, cpu });
   }
 
   /** The secret-free simulation over `boots` random boots (null: as many as fit the worker's budget), compared with `observed` counts when given. */

@@ -26,7 +26,7 @@ const SAMPLE: Record<string, unknown[]> = {
   decision: [{ basis: 'bind', port: 80, addr: null }, false],
   readStatus: [summary],
   answeredStatus: [summary, { listeners: 8, counts: [1], observed: null, unrouted: 1, disagree: 0 }, 'x'],
-  spreadLead: [{ boots: 10, tuples: 3, listeners: 8 }],
+  spreadLead: [{ boots: 10, tuples: 3, listeners: 8, unrouted: 1 }],
   observedSkew: [{ observed: { maxMin: 2, jain: 0.9 }, maxMinPercentile: 50 }],
   barsLabel: [[1, 2, 3], { p5: 1, p95: 3, mean: 2 }],
   recovered: [{ complete: true, seconds: 1, workers: 2, keysPerSecond: 1e9, candidates: 1, plan: { isa: 'simd128', expectedFalseMatches: 0.001, moreNeeded: null }, leftOut: 0 }],

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use reuseport_model::paste::{self, Conn, Decision, Detected, Format, Line, LineError, Parser, Sides, Undecided};
 use reuseport_model::spread::SpreadRun;
 use reuseport_model::tuple::parse_bind;
-use reuseport_model::{GroupSpec, Keys, Profile, ReuseportGroup, Tuple};
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
@@ -155,6 +155,22 @@ pub struct WasmPaste {
     answers: Vec<u32>,
     view: Option<Vec<u32>>,
     spread: Option<SpreadRun>,
+    /// The layout answered last, for explanations (feature `lookup`).
+    #[cfg(feature = "lookup")]
+    host: Option<(reuseport_model::lookup::Host, Proto)>,
+}
+
+/// A layout request: several sockets instead of one group.
+#[cfg(feature = "lookup")]
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LayoutRequest {
+    kernel: String,
+    layout: reuseport_model::lookup::Layout,
+    keys: Option<Keys>,
+    proto: Proto,
+    #[serde(default)]
+    cpu: u32,
 }
 
 fn group_of(req: &AnswerRequest, keys: Keys) -> JsResult<ReuseportGroup> {
@@ -225,6 +241,8 @@ impl WasmPaste {
             answers: Vec::new(),
             view: None,
             spread: None,
+            #[cfg(feature = "lookup")]
+            host: None,
         })
     }
 
@@ -449,6 +467,70 @@ impl WasmPaste {
             unrouted,
             disagree,
         })
+    }
+
+    /// Answers every row with the full listener lookup over a layout of
+    /// sockets (`{ kernel, layout, keys, proto, cpu }`): each socket's
+    /// bind and listen answers, and the receiving socket per row (its index
+    /// in the layout) under the keys when given.
+    #[cfg(feature = "lookup")]
+    #[wasm_bindgen(js_name = answerLayout)]
+    pub fn answer_layout(&mut self, req: JsValue) -> JsResult<JsValue> {
+        use reuseport_model::lookup::{Host, Packet};
+        use reuseport_model::reuseport::PacketCtx;
+        let mut req: LayoutRequest = from_js(req, "layout request")?;
+        if let Some(k) = req.keys {
+            req.layout.keys = k;
+        }
+        let profile = Profile::resolve(&req.kernel, None).js()?;
+        let host = Host::build(profile, &req.layout).js()?;
+        let n = req.layout.sockets.len();
+        let mut counts = vec![0u32; n];
+        let mut unrouted = 0;
+        let ctx = PacketCtx { cpu: req.cpu, payload: None };
+        for (i, r) in self.rows.iter().enumerate() {
+            let p = Packet { proto: req.proto, tuple: r.tuple, device: None, ctx };
+            let s = host.lookup(&p).socket;
+            match s {
+                Some(s) => counts[s] += 1,
+                None => unrouted += 1,
+            }
+            self.answers[i] = match (req.keys, s) {
+                (Some(_), Some(s)) => s as u32,
+                _ => NONE,
+            };
+        }
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Out {
+            results: Vec<reuseport_model::lookup::CallResult>,
+            sockets: u32,
+            counts: Option<Vec<u32>>,
+            unrouted: u32,
+        }
+        let out = Out { results: host.results(), sockets: n as u32, counts: req.keys.is_some().then_some(counts), unrouted };
+        self.host = Some((host, req.proto));
+        self.view = None;
+        to_js(&out)
+    }
+
+    /// The full lookup's record for row `index` of the filtered table, under
+    /// the layout answered last (`{ line, explain: LookupExplain }`).
+    #[cfg(feature = "lookup")]
+    #[wasm_bindgen(js_name = explainLayout)]
+    pub fn explain_layout(&self, index: u32, cpu: u32) -> JsResult<JsValue> {
+        use reuseport_model::lookup::Packet;
+        use reuseport_model::reuseport::PacketCtx;
+        let (host, proto) = self.host.as_ref().ok_or_else(|| JsError::new("no layout has been answered"))?;
+        let k = self.index(index as usize).ok_or_else(|| JsError::new(&format!("row {index} is not in the table")))?;
+        let r = &self.rows[k];
+        #[derive(Serialize)]
+        struct Out {
+            line: u32,
+            explain: reuseport_model::lookup::LookupExplain,
+        }
+        let p = Packet { proto: *proto, tuple: r.tuple, device: None, ctx: PacketCtx { cpu, payload: None } };
+        to_js(&Out { line: r.line, explain: host.lookup(&p) })
     }
 
     /// Keeps rows whose listener (under the secret, else observed) is
