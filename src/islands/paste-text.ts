@@ -49,6 +49,7 @@ export interface PasteText {
   secretV6Hint: string;
   secretBad: string;
   innerBad: string;
+  innerMissing: (n: number) => string;
   layoutTitle: string;
   layout: string;
   layoutHint: string;
@@ -211,9 +212,10 @@ const en: PasteText = {
   secretV4: 'IPv4 key',
   secretV4Hint: 'secret + net_hash_mix, 32-bit hex',
   secretV6: 'IPv6 inner key',
-  secretV6Hint: 'for IPv6 lines; 32-bit hex (empty: 0, and IPv6 answers are then an example)',
+  secretV6Hint: 'needed for IPv6 lines; 32-bit hex',
   secretBad: 'IPv4 key: give a 32-bit hex value such as 0x1a2b3c4d.',
   innerBad: 'IPv6 inner key: give a 32-bit hex value such as 0x1a2b3c4d, or leave it empty.',
+  innerMissing: (k) => `IPv6 inner key: ${plural(k, 'IPv6 connection')} need it as well as the IPv4 key; give your kernel’s value, or choose a random boot.`,
   layoutTitle: 'Several sockets (a layout)',
   layout: 'Socket layout (JSON)',
   layoutHint: 'the sockets in bind order, as reuseport-agent predict --layout reads them; when given, each connection gets the full listener lookup over them',
@@ -421,9 +423,10 @@ const zh: PasteText = {
   secretV4: 'IPv4 密钥',
   secretV4Hint: 'secret + net_hash_mix，32 位十六进制',
   secretV6: 'IPv6 内层密钥',
-  secretV6Hint: '用于 IPv6 行；32 位十六进制（留空即为 0，此时 IPv6 的结果只是示例）',
+  secretV6Hint: 'IPv6 行需要；32 位十六进制',
   secretBad: 'IPv4 密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',
   innerBad: 'IPv6 内层密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d，或留空。',
+  innerMissing: (k) => `IPv6 内层密钥：有 ${zn(k)} 个 IPv6 连接，除 IPv4 密钥外还需要它；请填写你内核的值，或选择随机开机。`,
   layoutTitle: '多个套接字（套接字布局）',
   layout: '套接字布局（JSON）',
   layoutHint: '按 bind 顺序列出套接字，格式与 reuseport-agent predict --layout 相同；给出后，每个连接都按完整的监听查找在这些套接字中求解',

@@ -283,6 +283,8 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
       if (v4 === undefined) problems.push(t.secretBad);
       const v6 = inner.value.trim() === '' ? 0 : parseHex32(inner.value);
       if (v6 === undefined) problems.push(t.innerBad);
+      // IPv6 answers need the inner key too: never assumed to be 0.
+      else if (inner.value.trim() === '' && (summary?.v6 ?? 0) > 0) problems.push(t.innerMissing(summary!.v6));
       if (v4 !== undefined && v6 !== undefined) keys = { v4, v6Outer: v4, v6Inner: v6 };
     }
     const server = summary?.server;
@@ -695,11 +697,13 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   const answer = async () => {
     const g = readGroup();
     fail(g.problems);
-    if (g.problems.length || !g.request) return;
+    if (!g.request) return;
+    // With a problem in the secret, only what holds for every secret is shown.
+    if (g.problems.length) g.request.keys = null;
     answered = await session.answer(g.request);
     if (layout) layoutAnswered = await session.answerLayout({ kernel: g.request.kernel, layout, keys: g.request.keys, proto: proto.value as Proto, cpu: 0 });
     renderAll();
-    setStatus(t.answeredStatus(summary!, answered, mode() === 'none' ? null : secretLabel()));
+    setStatus(t.answeredStatus(summary!, answered, g.request.keys ? secretLabel() : null));
   };
 
   const analyse = async () => {
@@ -762,13 +766,15 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
         renderAll();
         return;
       }
+      // A problem with the secret (an IPv6 key missing) leaves the secret-free answers standing.
+      if (g.problems.length) g.request.keys = null;
       answered = await session.answer(g.request, onProgress);
       layoutAnswered = layout ? await session.answerLayout({ kernel: g.request.kernel, layout, keys: g.request.keys, proto: proto.value as Proto, cpu: 0 }) : undefined;
       renderAll();
       emit('answered', { lines: summary.lines, rows: summary.rows, counts: answered.counts, observed: answered.observed });
       spread = await session.spread(g.request, null, answered.observed ?? typedCounts(), onProgress);
       renderAll();
-      setStatus(t.answeredStatus(summary, answered, mode() === 'none' ? null : secretLabel()));
+      setStatus(t.answeredStatus(summary, answered, g.request.keys ? secretLabel() : null));
       emit('completed', { spread: spread.spread, verdict: spread.comparison?.verdict ?? null });
     } catch (e) {
       fail([(e as Error).message]);

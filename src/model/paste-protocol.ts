@@ -65,6 +65,8 @@ export interface ReadSummary {
   protos: Record<string, number>;
   /** Connections past the row bound, counted and not kept. */
   cut: number;
+  /** Rows that are IPv6. */
+  v6: number;
   /** A trace file's group, to fill the form from. */
   trace?: { kernel: string; proto: string; listeners: number; closed: number[]; bind: string; port: number };
 }

@@ -97,6 +97,8 @@ struct Summary {
     partial: bool,
     protos: std::collections::BTreeMap<String, u32>,
     cut: u32,
+    /// Rows that are IPv6 (their answers need the IPv6 keys too).
+    v6: u32,
 }
 
 #[derive(Deserialize)]
@@ -420,6 +422,7 @@ impl WasmPaste {
             partial,
             protos: self.protos.clone(),
             cut: self.cut,
+            v6: self.rows.iter().filter(|r| r.tuple.is_v6()).count() as u32,
         };
         summary
             .serialize(&serde_wasm_bindgen::Serializer::new().serialize_missing_as_null(true).serialize_maps_as_objects(true))
