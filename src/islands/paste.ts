@@ -515,7 +515,8 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
 
   const explainRow = async (i: number) => {
     explainBox.replaceChildren();
-    const req = readGroup().request;
+    const g = readGroup();
+    const req = g.problems.length ? undefined : g.request;
     if (!req?.keys) {
       explainBox.append(el('p', {}, t.explainNeedsSecret));
       return;
