@@ -85,6 +85,7 @@ export interface PasteText {
   roles: [string, string][];
   listeningFound: string;
   partial: string;
+  cut: (n: number) => string;
   badTitle: (n: number) => string;
   badColumns: string[];
   readStatus: (s: ReadSummary) => string;
@@ -291,6 +292,7 @@ const en: PasteText = {
   ],
   listeningFound: 'Listening sockets in the paste',
   partial: 'Stopped early: only the lines read so far are used.',
+  cut: (k) => `${plural(k, 'connection')} past the first 5,000,000 were counted but not kept; reuseport-agent predict streams any number.`,
   badTitle: (k) => `Unusable lines: ${n(k)}`,
   badColumns: ['line', 'format', 'why', 'text'],
   readStatus: (s) => `${plural(s.lines, 'line')} read, ${plural(s.rows, 'connection')} usable.`,
@@ -502,6 +504,7 @@ const zh: PasteText = {
   ],
   listeningFound: '粘贴内容中的监听套接字',
   partial: '已提前停止：只使用了已读取的行。',
+  cut: (k) => `前 5,000,000 个之后的 ${zn(k)} 个连接只计数、未保留；reuseport-agent predict 可流式处理任意数量。`,
   badTitle: (k) => `无法使用的行：${zn(k)}`,
   badColumns: ['行', '格式', '原因', '内容'],
   readStatus: (s) => `已读取 ${zn(s.lines)} 行，其中 ${zn(s.rows)} 个连接可用。`,

@@ -343,6 +343,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     const cols = s.detected?.format === 'csv' ? (s.detected.columns as Columns | null) : null;
     if (cols) sec.append(renderColumns(cols));
     if (s.partial) sec.append(el('p', { class: 'rl-warn' }, t.partial));
+    if (s.cut) sec.append(el('p', { class: 'rl-warn' }, t.cut(s.cut)));
     if (s.bad + s.undecided > 0) {
       const det = el('details', { class: 'rl-paste-bad', open: s.rows === 0 });
       det.append(el('summary', {}, t.badTitle(s.bad + s.undecided)));
