@@ -6,8 +6,8 @@ use std::net::{IpAddr, SocketAddr};
 
 use serde::{Deserialize, Serialize};
 
-use super::formats::{addr, endpoint, port, End};
-use super::{shown, Conn, Field, Format, Line, LineError, Meaning, Skip};
+use super::formats::{addr, conn, endpoint, port, End};
+use super::{shown, Field, Format, Line, LineError, Meaning, Skip};
 use crate::tuple::Proto;
 
 /// The most columns read from one line; later ones are ignored.
@@ -459,18 +459,5 @@ pub(super) fn line(columns: &Columns, t: &str) -> Result<Line, LineError> {
             _ => {}
         }
     }
-    if a.is_ipv4() != b.is_ipv4() {
-        return Err(LineError::MixedFamilies {
-            format: F,
-            a: a.ip().to_string(),
-            b: b.ip().to_string(),
-        });
-    }
-    Ok(Line::Conn(Conn {
-        a,
-        b,
-        meaning,
-        listener,
-        proto,
-    }))
+    conn(F, a, b, meaning, listener, proto)
 }

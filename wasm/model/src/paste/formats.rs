@@ -162,7 +162,7 @@ fn missing_port(format: Format, end: End, s: &str) -> LineError {
 }
 
 /// Builds the connection, refusing mixed families.
-fn conn(
+pub(super) fn conn(
     format: Format,
     a: SocketAddr,
     b: SocketAddr,
