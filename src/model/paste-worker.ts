@@ -96,10 +96,12 @@ serve({
     for (;;) {
       const { value, done: end } = await reader.read();
       if (end) break;
-      // The decoder's chunks are small (64 KB); the model takes them as they come.
+      // The model takes the decoder's chunks (up to a few MB) as they come.
       s.feed(value);
       done += value.length;
       ctx.progress({ phase: 'read', done: Math.min(done, file.size), total: file.size });
+      // A file's chunks arrive without a pause: let a Stop in between them.
+      await breathe();
       if (ctx.stopped()) {
         partial = true;
         await reader.cancel();

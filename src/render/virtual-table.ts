@@ -47,10 +47,20 @@ export function renderVirtualTable(parent: HTMLElement, opts: VirtualTableOption
   cap.className = 'rl-sr-only';
   const head = table.createTHead().insertRow();
   head.setAttribute('aria-rowindex', '1');
-  for (const c of [...opts.columns, ...(opts.action ? [''] : [])]) {
+  for (const c of opts.columns) {
     const th = document.createElement('th');
     th.scope = 'col';
     th.textContent = c;
+    head.appendChild(th);
+  }
+  if (opts.action) {
+    // The action column's header is read by screen readers, not shown.
+    const th = document.createElement('th');
+    th.scope = 'col';
+    const label = document.createElement('span');
+    label.className = 'rl-sr-only';
+    label.textContent = opts.action.text;
+    th.appendChild(label);
     head.appendChild(th);
   }
   const body = table.createTBody();

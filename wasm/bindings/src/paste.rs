@@ -358,7 +358,8 @@ impl WasmPaste {
     /// sides, orients every connection, drops repeated 4-tuples, and
     /// returns the summary (`ReadSummary`).
     pub fn finish(&mut self, partial: bool) -> JsResult<JsValue> {
-        if !self.pending.is_empty() || self.skipping_long {
+        // The last line, unless the reading stopped in the middle of it.
+        if !partial && (!self.pending.is_empty() || self.skipping_long) {
             let line = std::mem::take(&mut self.pending);
             let long = std::mem::replace(&mut self.skipping_long, false);
             self.take_line(line, long);
