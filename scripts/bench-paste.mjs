@@ -82,8 +82,8 @@ try {
 }
 
 // The simulation alone, in the wasm build under Node.
-const { initSync, Paste } = await import(join(root, 'src/model/pkg/reuseport.js'));
-initSync({ module: readFileSync(join(root, 'src/model/pkg/reuseport_bg.wasm')) });
+const { initSync, Paste } = await import(join(root, 'src/model/pkg-lookup/reuseport.js'));
+initSync({ module: readFileSync(join(root, 'src/model/pkg-lookup/reuseport_bg.wasm')) });
 const p = new Paste({ format: 'pairs', bind: '10.0.0.1:8080', flip: false });
 const tuples = [];
 for (let i = 0; i < 10_000; i++) {

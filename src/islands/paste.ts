@@ -744,7 +744,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     const emit = (name: string, detail: object) => host.dispatchEvent(new CustomEvent(`reuseport:${name}`, { detail: { ms: performance.now() - t0, ...detail }, bubbles: true, composed: true }));
     emit('started', {});
     try {
-      summary = await session.read(source, { format: format.value === 'auto' ? null : format.value, columns, bind: bindText || null, flip, lookup: layout !== null }, onProgress);
+      summary = await session.read(source, { format: format.value === 'auto' ? null : format.value, columns, bind: bindText || null, flip }, onProgress);
       answered = undefined;
       layoutAnswered = undefined;
       spread = undefined;

@@ -22,8 +22,6 @@ export interface ReadOptions {
   bind: string | null;
   /** Swap the decided client and server sides. */
   flip: boolean;
-  /** A layout of several sockets will be answered (the worker loads the full-lookup package). */
-  lookup?: boolean;
 }
 
 /** Progress of a long call. */

@@ -5,18 +5,14 @@
  * they have. Files are read as a stream, so a large file is never held
  * twice as text.
  */
-import initCore, { Paste as CorePaste } from './pkg/reuseport.js';
-import initLookup, { Paste as LookupPaste } from './pkg-lookup/reuseport.js';
+import init, { Paste } from './pkg-lookup/reuseport.js';
 import { breathe, serve } from './rpc';
 import { checkTrace } from './trace-check';
 import type { AnswerRequest, LayoutRequest, ReadOptions, ReadSummary, Source } from './paste-protocol';
 
-type Paste = LookupPaste;
-/** The core package unless a layout of several sockets is to be answered: then the larger lookup package (loaded only then). */
-let core: Promise<unknown> | undefined;
-let full: Promise<unknown> | undefined;
-let useLookup = false;
-const ready = () => (useLookup ? (full ??= initLookup()) : (core ??= initCore()));
+/** The paste session is in the larger package (with the full lookup), which only this worker and the key search load. */
+let loaded: Promise<unknown> | undefined;
+const ready = () => (loaded ??= init());
 let session: Paste | undefined;
 
 /** Text handed to the model per call (about 20 ms of parsing). */
@@ -26,7 +22,7 @@ const BOOT_STEP = 64;
 
 function fresh(options: ReadOptions): Paste {
   session?.free();
-  session = new (useLookup ? LookupPaste : (CorePaste as unknown as typeof LookupPaste))({ format: options.format, columns: options.columns, bind: options.bind, flip: options.flip });
+  session = new Paste({ format: options.format, columns: options.columns, bind: options.bind, flip: options.flip });
   return session;
 }
 
@@ -67,7 +63,6 @@ async function readTrace(text: string, options: ReadOptions, progress: (p: unkno
 
 serve({
   async read(args: { source: Source; options: ReadOptions }, ctx) {
-    useLookup = args.options.lookup === true;
     await ready();
     const { source, options } = args;
     const isJson = (head: string) => options.format === 'trace' || (options.format === null && /^\s*\{/.test(head) && head.includes('reuseport-lab-trace'));
@@ -118,7 +113,6 @@ serve({
 
   async answerLayout(req: LayoutRequest) {
     await ready();
-    if (!useLookup) throw new Error('read the input again with the layout given');
     return need().answerLayout(req);
   },
 

@@ -10,7 +10,7 @@
  * after every chunk, then `{ done }` with the candidates (each checked
  * through the model's own selection), or `{ error }`.
  */
-import init, { Recovery } from './pkg/reuseport.js';
+import init, { Recovery } from './pkg-lookup/reuseport.js';
 import type { GroupSpec } from './generated/GroupSpec';
 import type { Tuple } from './generated/Tuple';
 

@@ -15,6 +15,9 @@
 //! - Bulk packets cross as typed arrays living in wasm memory
 //!   ([`WasmV4Batch`]), so a million selections cost no copying.
 
+// The paste analyser's session and the key search live in the larger package
+// only: the core package, which every widget loads, stays small.
+#[cfg(feature = "lookup")]
 mod paste;
 
 use reuseport_model::batch::V4Batch;
@@ -365,6 +368,7 @@ impl WasmHost {
 }
 
 /// What a recovery search found in its part of the key space.
+#[cfg(feature = "lookup")]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct SearchPart {
@@ -378,11 +382,13 @@ struct SearchPart {
 /// (`reuseport_model::recover::Plan`): each Web Worker holds one and
 /// searches its own part of the range, as `reuseport-agent recover`'s
 /// threads do.
+#[cfg(feature = "lookup")]
 #[wasm_bindgen(js_name = Recovery)]
 pub struct WasmRecovery {
     plan: reuseport_model::recover::Plan,
 }
 
+#[cfg(feature = "lookup")]
 #[wasm_bindgen(js_class = Recovery)]
 impl WasmRecovery {
     /// An empty plan for the group `{ kernel, group: GroupSpec }` (its keys are ignored).

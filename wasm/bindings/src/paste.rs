@@ -158,12 +158,10 @@ pub struct WasmPaste {
     view: Option<Vec<u32>>,
     spread: Option<SpreadRun>,
     /// The layout answered last, for explanations (feature `lookup`).
-    #[cfg(feature = "lookup")]
-    host: Option<(reuseport_model::lookup::Host, Proto)>,
+        host: Option<(reuseport_model::lookup::Host, Proto)>,
 }
 
 /// A layout request: several sockets instead of one group.
-#[cfg(feature = "lookup")]
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct LayoutRequest {
@@ -243,8 +241,7 @@ impl WasmPaste {
             answers: Vec::new(),
             view: None,
             spread: None,
-            #[cfg(feature = "lookup")]
-            host: None,
+                        host: None,
         })
     }
 
@@ -477,8 +474,7 @@ impl WasmPaste {
     /// sockets (`{ kernel, layout, keys, proto, cpu }`): each socket's
     /// bind and listen answers, and the receiving socket per row (its index
     /// in the layout) under the keys when given.
-    #[cfg(feature = "lookup")]
-    #[wasm_bindgen(js_name = answerLayout)]
+        #[wasm_bindgen(js_name = answerLayout)]
     pub fn answer_layout(&mut self, req: JsValue) -> JsResult<JsValue> {
         use reuseport_model::lookup::{Host, Packet};
         use reuseport_model::reuseport::PacketCtx;
@@ -520,8 +516,7 @@ impl WasmPaste {
 
     /// The full lookup's record for row `index` of the filtered table, under
     /// the layout answered last (`{ line, explain: LookupExplain }`).
-    #[cfg(feature = "lookup")]
-    #[wasm_bindgen(js_name = explainLayout)]
+        #[wasm_bindgen(js_name = explainLayout)]
     pub fn explain_layout(&self, index: u32, cpu: u32) -> JsResult<JsValue> {
         use reuseport_model::lookup::Packet;
         use reuseport_model::reuseport::PacketCtx;
