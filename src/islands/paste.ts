@@ -760,6 +760,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
       if (summary.rows === 0) {
         renderAll();
         setStatus(t.readStatus(summary));
+        emit('completed', { spread: null, verdict: null });
         return;
       }
       const g = readGroup();

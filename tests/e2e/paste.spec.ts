@@ -449,3 +449,26 @@ test('the paste analyser has no axe violations with its results shown', async ({
   const results = await new AxeBuilder({ page }).include('reuseport-paste').analyze();
   expect(results.violations).toEqual([]);
 });
+
+test('the analyser works from the keyboard alone: typed input, Analyse by Enter, Explain by keyboard, focus on the record', async ({ page }) => {
+  const w = await open(page);
+  await fill(w, { text: '', bind: '', mode: 'typed', secret: SECRET });
+  // One pair line says nothing about which side listens: the listening port does.
+  await w.getByLabel('Listening on').fill(':8080');
+  const box = w.getByLabel('Connections', { exact: true });
+  await box.focus();
+  await page.keyboard.type('127.0.0.9 40000 127.0.0.1 8080');
+  // Enter in a one-line field submits the form, as a mouse click on Analyse would.
+  await w.getByLabel('Listening on').focus();
+  const before = await completedCount(page);
+  await page.keyboard.press('Enter');
+  await expect.poll(() => completedCount(page)).toBe(before + 1);
+  await expect(w.getByRole('status')).toContainText('1 connection answered');
+  // Tab from the search field reaches the row's Explain button.
+  await w.getByLabel('Search').focus();
+  const explain = w.getByRole('button', { name: 'Explain line 1' });
+  for (let i = 0; i < 10 && !(await explain.evaluate((b) => b === document.activeElement)); i++) await page.keyboard.press('Tab');
+  await expect(explain).toBeFocused();
+  await page.keyboard.press('Enter');
+  await expect(w.getByRole('heading', { name: /^Line 1 under your secret/ })).toBeFocused();
+});
