@@ -27,6 +27,18 @@ pub mod verify;
 
 pub use error::{Error, LineError};
 
+/// Writes one line to standard error and ignores a failure: progress and
+/// warnings must never end a run, also when standard error is a pipe whose
+/// reader has gone (`record … 2>&1 >/dev/null | head -1`), where
+/// `eprintln!` would panic.
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Predicts, and on Linux measures, which SO_REUSEPORT listener the kernel picks.
 #[derive(Debug, Parser)]
 #[command(name = "reuseport-agent", version, about, long_about = None)]

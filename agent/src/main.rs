@@ -19,7 +19,7 @@ fn main() -> ExitCode {
             Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
             Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
             Err(e) => {
-                eprintln!("error: {e}");
+                reuseport_agent::note!("error: {e}");
                 ExitCode::from(exit::REFUSED)
             }
         },
@@ -28,7 +28,7 @@ fn main() -> ExitCode {
             Ok(_) => ExitCode::from(exit::OK),
             Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
             Err(e) => {
-                eprintln!("error: {e}");
+                reuseport_agent::note!("error: {e}");
                 ExitCode::from(match e {
                     record::RecordError::Interrupted => exit::INTERRUPTED,
                     _ => exit::REFUSED,
@@ -40,7 +40,7 @@ fn main() -> ExitCode {
             Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
             Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
             Err(e) => {
-                eprintln!("error: {e}");
+                reuseport_agent::note!("error: {e}");
                 ExitCode::from(exit::REFUSED)
             }
         },
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
                 Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
                 Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    reuseport_agent::note!("error: {e}");
                     ExitCode::from(exit::REFUSED)
                 }
             }
@@ -69,7 +69,7 @@ fn finish(result: Result<bool, Error>) -> ExitCode {
         Ok(false) => ExitCode::from(exit::SOME_LINES_FAILED),
         Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
         Err(e) => {
-            eprintln!("error: {e}");
+            reuseport_agent::note!("error: {e}");
             ExitCode::from(exit::REFUSED)
         }
     }

@@ -677,7 +677,7 @@ pub fn stop_on_interrupt() -> &'static AtomicBool {
         }
     });
     if let Err(e) = installed {
-        eprintln!("warning: Ctrl-C will end recover without a report: {e}");
+        crate::note!("warning: Ctrl-C will end recover without a report: {e}");
     }
     &STOP
 }

@@ -244,7 +244,9 @@ fn check_trace(
         return Err(bad("the choice was made by a program or SO_INCOMING_CPU, not by the hash alone, so the key cannot be recovered from it".into()));
     }
     if trace.group.bind.is_ipv6() {
-        return Err(bad("an IPv6 key is two 32-bit values and cannot be searched".into()));
+        return Err(bad(
+            "an IPv6 key is two 32-bit values and cannot be searched".into(),
+        ));
     }
     let profile = Profile::for_release(&trace.kernel.release).map_err(|e| bad(e.to_string()))?;
     let group = ReuseportGroup::build(profile, &trace.group.spec(Keys::default()))
@@ -337,7 +339,10 @@ pub fn run(
     let mut results = Vec::new();
     for path in &args.traces {
         let trace = crate::trace::Trace::read(path)?;
-        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         writeln!(
             err,
             "verify: {name}: recovering the key from {} events, predicting the rest",
@@ -345,7 +350,11 @@ pub fn run(
         )?;
         results.push(check_trace(name, &trace, args, err)?);
     }
-    let layouts = if args.traces.is_empty() { layouts } else { Vec::new() };
+    let layouts = if args.traces.is_empty() {
+        layouts
+    } else {
+        Vec::new()
+    };
     for l in layouts {
         writeln!(
             err,

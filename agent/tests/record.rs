@@ -529,7 +529,10 @@ fn impossible_options_exit_2_with_a_message() {
     }
     for (args, says) in [
         (&["--listeners", "0"][..], "at least one listener"),
-        (&["--listeners", "4", "--closed", "9"][..], "has 4 listener(s), numbered from 0"),
+        (
+            &["--listeners", "4", "--closed", "9"][..],
+            "has 4 listener(s), numbered from 0",
+        ),
         (
             &["--listeners", "4", "--closed", "0,1,2,3"][..],
             "leave at least one",
@@ -657,4 +660,49 @@ fn e4_closing_listener_1_of_4_moves_udp_flows_as_measured() {
     if linux() {
         e4("udp");
     }
+}
+
+#[test]
+fn a_reader_of_standard_error_that_goes_away_does_not_end_the_recording() {
+    if !linux() {
+        return;
+    }
+    // `record … 2>&1 >/dev/null | head -1`: the progress lines' reader reads
+    // one line and closes its end; the recording must still finish and write
+    // its whole trace (a panic on the broken pipe used to exit 101 with a
+    // 0-byte trace).
+    let dir = std::env::temp_dir().join(format!("rl-epipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("trace.json");
+    let mut child = Command::new(BIN)
+        .args([
+            "record",
+            "--proto",
+            "tcp",
+            "--listeners",
+            "4",
+            "--count",
+            "1500",
+            "--duration",
+            "20",
+            "--output",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::BufRead;
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).unwrap();
+        // Dropping the reader closes the pipe's only read end.
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "record ended with {status}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let t = Trace::parse(&text, "trace.json").unwrap();
+    assert_eq!(t.counts.recorded, Some(1500));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -472,7 +472,9 @@ fn model_slots(
     match ReuseportGroup::build(profile, &setup.spec(port)) {
         Ok(g) => g.sock_array().map(|a| a.listening().to_vec()),
         Err(e) => {
-            eprintln!("record: the model cannot describe this group ({e}); events carry no slot");
+            crate::note!(
+                "record: the model cannot describe this group ({e}); events carry no slot"
+            );
             None
         }
     }
@@ -701,7 +703,7 @@ fn measure(
         &limits,
         &clock,
         &sys::STOP,
-        &mut |p| eprintln!("{}", p.line()),
+        &mut |p| crate::note!("{}", p.line()),
     )?;
     drop(group);
     let migrate_req_before = migrate.as_ref().map(|m| m.previous().to_string());
@@ -750,7 +752,7 @@ pub fn run(args: &RecordArgs) -> Result<Outcome, RecordError> {
     };
     written.map_err(|source| RecordError::Output { path: name, source })?;
     if outcome.interrupted {
-        eprintln!(
+        crate::note!(
             "record: interrupted; the trace holds the {} events driven so far",
             outcome.events
         );
@@ -840,7 +842,8 @@ mod tests {
     #[test]
     fn impossible_options_are_refused_with_the_fix() {
         assert!(refusal("--proto tcp --listeners 0").contains("at least one listener"));
-        assert!(refusal("--proto tcp --listeners 4 --closed 9").contains("has 4 listener(s), numbered from 0"));
+        assert!(refusal("--proto tcp --listeners 4 --closed 9")
+            .contains("has 4 listener(s), numbered from 0"));
         assert!(refusal("--proto tcp --listeners 4 --closed 1,1").contains("twice"));
         assert!(refusal("--proto tcp --listeners 2 --closed 0,1").contains("leave at least one"));
         assert!(refusal("--proto udp --listeners 2 --incoming-cpu 2=0")

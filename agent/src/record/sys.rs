@@ -300,7 +300,7 @@ impl MigrateReq {
 impl Drop for MigrateReq {
     fn drop(&mut self) {
         if let Err(e) = std::fs::write(MIGRATE_REQ, format!("{}\n", self.previous)) {
-            eprintln!(
+            crate::note!(
                 "record: could not restore {MIGRATE_REQ} to {}: {e}; restore it with `sysctl -w net.ipv4.tcp_migrate_req={}`",
                 self.previous, self.previous
             );
