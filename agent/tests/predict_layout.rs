@@ -91,3 +91,31 @@ fn layout_errors_name_the_file_and_refuse() {
     );
     assert_eq!(code, 2, "--listeners and --layout exclude each other");
 }
+
+#[test]
+fn a_misspelt_layout_field_is_refused_with_its_name() {
+    // "reusePort" (for reuseport) and "listenorder" (for listenOrder) used to be
+    // ignored, and the run exited 0 answering for a layout the file did not mean.
+    let dir = std::env::temp_dir().join(format!("rl-layout-typo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text, field) in [
+        (
+            "socket.json",
+            r#"{"sockets": [{"family": "inet", "proto": "tcp", "addr": "127.0.0.1", "port": 80, "reusePort": true}]}"#,
+            "reusePort",
+        ),
+        (
+            "layout.json",
+            r#"{"sockets": [{"family": "inet", "proto": "tcp", "addr": "127.0.0.1", "port": 80}], "listenorder": [0]}"#,
+            "listenorder",
+        ),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let (code, lines, err) = predict(&["--kernel", "6.18", "--layout", path.to_str().unwrap()], "");
+        assert_eq!(code, 2, "{name}: {err}");
+        assert!(lines.is_empty(), "{name}");
+        assert!(err.contains(field) && err.contains("unknown field"), "{name}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

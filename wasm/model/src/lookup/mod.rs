@@ -64,7 +64,7 @@ pub enum SockState {
 /// One socket of a layout: its options and where it binds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SocketSpec {
     /// AF_INET or AF_INET6.
     pub family: Family,
@@ -138,7 +138,7 @@ pub enum SkLookup {
 /// Sockets in `bind()` order, with the order of `listen()` calls.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Layout {
     /// The sockets; each binds in this order.
     pub sockets: Vec<SocketSpec>,
@@ -166,7 +166,7 @@ pub struct Layout {
 /// The ephemeral port range that `bind(addr, 0)` draws from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Ephemeral {
     /// Lowest port.
     pub low: u16,
