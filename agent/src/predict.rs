@@ -92,6 +92,21 @@ fn format_arg(s: &str) -> Result<FormatArg, paste::UnknownFormat> {
     }
 }
 
+/// Parses `--secret` and `--inner-secret`: hex. A value of decimal digits
+/// only (`123`) reads differently as decimal and as hex, so it must carry
+/// `0x`; `0` and values with a hex letter are unambiguous.
+pub fn secret_arg(s: &str) -> Result<u32, String> {
+    let t = s.trim();
+    let prefixed = t.starts_with("0x") || t.starts_with("0X");
+    if !prefixed && !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) && t.bytes().any(|b| b != b'0') {
+        let shown = reuseport_model::paste::shown(t);
+        return Err(format!(
+            "`{shown}` could be decimal or hex; the key is read as hex: write 0x{shown} if that is what you mean"
+        ));
+    }
+    parse_hex32(t).map_err(|e| e.to_string())
+}
+
 /// Parses one `--incoming-cpu` item, `LISTENER=CPU`.
 pub fn pin_arg(s: &str) -> Result<CpuPin, Error> {
     let bad = || Error::Pin(s.to_string());
@@ -181,7 +196,7 @@ pub struct PredictArgs {
     pub listeners: Option<u32>,
 
     /// The 32-bit jhash initval the kernel keys the IPv4 hash with: the protocol's secret plus net_hash_mix, in hex (0x1a2b3c4d). Also the IPv6 outer value; for the 7.2 single-pass IPv6 TCP form give net_hash_mix alone. With --layout it replaces the layout's keys.v4 and keys.v6Outer.
-    #[arg(long, value_name = "0xHEX", value_parser = parse_hex32, required_unless_present = "layout")]
+    #[arg(long, value_name = "0xHEX", value_parser = secret_arg, required_unless_present = "layout")]
     pub secret: Option<u32>,
 
     /// A JSON file describing several sockets (family, protocol, address, port, SO_REUSEADDR/SO_REUSEPORT, UID, device, state, options, in bind order, with an optional listenOrder), in place of --listeners: the full listener lookup and the bind rules. The first output line gives each socket's bind()/listen() answer (`calls`); then one object per tuple with the receiving `socket`.
@@ -189,7 +204,7 @@ pub struct PredictArgs {
     pub layout: Option<std::path::PathBuf>,
 
     /// The IPv6 inner value (the initval of the foreign-address hash, or the only key of the 7.2 single-pass form), in hex. Required for IPv6 tuples: without it each IPv6 line gets an error object.
-    #[arg(long, value_name = "0xHEX", value_parser = parse_hex32)]
+    #[arg(long, value_name = "0xHEX", value_parser = secret_arg)]
     pub inner_secret: Option<u32>,
 
     /// The group's address, closes, shutdowns and socket options.
@@ -811,7 +826,7 @@ mod tests {
 
     #[test]
     fn options_parse_into_the_spec() {
-        let a = args("--kernel 6.18 --proto udp --listeners 4 --secret 0xabc --inner-secret 12 --closed 1,2 --closed 3 --connected 0 --incoming-cpu 0=1,2=3 --bind [::]:53 --v6only --cpu 2");
+        let a = args("--kernel 6.18 --proto udp --listeners 4 --secret 0xabc --inner-secret 0x12 --closed 1,2 --closed 3 --connected 0 --incoming-cpu 0=1,2=3 --bind [::]:53 --v6only --cpu 2");
         let spec = a.spec("::".parse().unwrap(), 53);
         assert_eq!(spec.proto, Proto::Udp);
         assert_eq!(
@@ -856,7 +871,7 @@ mod tests {
             "--secret 0xZZ",
             "--secret 0x123456789",
         ] {
-            let argv = format!("predict --kernel 6.18 --proto tcp --listeners 2 --secret 1 {bad}");
+            let argv = format!("predict --kernel 6.18 --proto tcp --listeners 2 --secret 0x1 {bad}");
             let e = Cli::try_parse_from(
                 std::iter::once("reuseport-agent").chain(argv.split_whitespace()),
             )
@@ -922,7 +937,7 @@ mod tests {
         let input =
             "10.0.0.2 1000 10.0.0.1 80\n10.0.0.2 1000 10.0.0.7 80\n10.0.0.2 1000 10.0.0.1 81\n";
         let (r, v) = predict(
-            "--kernel 6.18 --proto udp --listeners 3 --secret 7 --bind 0.0.0.0",
+            "--kernel 6.18 --proto udp --listeners 3 --secret 0x7 --bind 0.0.0.0",
             input,
         );
         assert_eq!(
