@@ -666,9 +666,10 @@ pub struct Outcome {
     pub complete: bool,
 }
 
-/// Installs a Ctrl-C (SIGINT) handler that sets the returned flag, which
-/// [`run`] polls: workers finish their chunk and stop. A second Ctrl-C ends
-/// the process at once. Call once per process.
+/// Installs a handler for Ctrl-C (SIGINT), SIGTERM and SIGHUP that sets the
+/// returned flag, which [`run`] polls: workers finish their chunk and stop,
+/// and the report says how far the search got. A second signal ends the
+/// process at once. Call once per process.
 pub fn stop_on_interrupt() -> &'static AtomicBool {
     static STOP: AtomicBool = AtomicBool::new(false);
     let installed = ctrlc::set_handler(|| {

@@ -692,6 +692,19 @@ fn a_stop_flag_ends_the_search_with_the_part_searched() {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_stops_the_workers_and_reports_exit_130() {
+    stops_on("-INT");
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_and_sighup_stop_the_search_like_ctrl_c_with_the_json_report() {
+    // SIGTERM used to end recover at once (exit 143) with no JSON.
+    stops_on("-TERM");
+    stops_on("-HUP");
+}
+
+#[cfg(unix)]
+fn stops_on(signal: &str) {
     let p = args("6.18", "tcp", "8", &["--secret", SECRET]);
     let lines = observe(32, "127.0.0.1", 8080, &p);
     let mut child = Process::new(BIN)
@@ -724,7 +737,7 @@ fn ctrl_c_stops_the_workers_and_reports_exit_130() {
     std::thread::sleep(Duration::from_millis(1500));
     let started = Instant::now();
     let sent = Process::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(sent.success());

@@ -132,14 +132,14 @@ fn parse_addr(field: &'static str, s: &str) -> Result<IpAddr, ParseError> {
         .unwrap_or(s);
     t.parse().map(canonical).map_err(|_| ParseError::Address {
         field,
-        value: s.to_string(),
+        value: crate::paste::shown(s),
     })
 }
 
 fn parse_port(field: &'static str, s: &str) -> Result<u16, ParseError> {
     s.parse().map_err(|_| ParseError::Port {
         field,
-        value: s.to_string(),
+        value: crate::paste::shown(s),
     })
 }
 
@@ -159,7 +159,7 @@ fn parse_endpoint(which: &'static str, s: &str) -> Result<(IpAddr, u16), ParseEr
     };
     let (a, p) = split.ok_or_else(|| ParseError::Address {
         field: addr_field,
-        value: s.to_string(),
+        value: crate::paste::shown(s),
     })?;
     Ok((parse_addr(addr_field, a)?, parse_port(port_field, p)?))
 }
@@ -248,9 +248,9 @@ pub fn parse_hex32(s: &str) -> Result<u32, ParseError> {
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(t);
     if digits.is_empty() || digits.len() > 8 {
-        return Err(ParseError::Secret(s.to_string()));
+        return Err(ParseError::Secret(crate::paste::shown(s)));
     }
-    u32::from_str_radix(digits, 16).map_err(|_| ParseError::Secret(s.to_string()))
+    u32::from_str_radix(digits, 16).map_err(|_| ParseError::Secret(crate::paste::shown(s)))
 }
 
 /// Parses `i,j,k` into numbers (an empty string is an empty list).
@@ -261,7 +261,7 @@ pub fn parse_list(s: &str, what: &'static str) -> Result<Vec<u32>, ParseError> {
     s.split(',')
         .map(|x| {
             x.trim().parse().map_err(|_| ParseError::List {
-                value: s.to_string(),
+                value: crate::paste::shown(s),
                 what,
             })
         })
@@ -283,7 +283,7 @@ pub fn parse_bind(s: &str) -> Result<(IpAddr, Option<u16>), ParseError> {
     }
     let (a, p) = parse_endpoint("destination", s).map_err(|_| ParseError::Address {
         field: "bind address",
-        value: s.to_string(),
+        value: crate::paste::shown(s),
     })?;
     Ok((a, Some(p)))
 }
@@ -291,6 +291,18 @@ pub fn parse_bind(s: &str) -> Result<(IpAddr, Option<u16>), ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_field_is_echoed_escaped_and_cut() {
+        // A BOM, a right-to-left override and a huge field: shown, never raw.
+        let line = format!("\u{feff}127.0.0.1 40000 127.0.0.1\u{202e} 8080");
+        let e = parse_tuple_line(&line).unwrap_err().to_string();
+        assert!(!e.contains('\u{feff}') && !e.contains('\u{202e}'), "{e}");
+        assert!(e.contains("\\u{feff}") || e.contains("\\u{202e}"), "{e}");
+        let long = format!("{} 40000 127.0.0.1 8080", "9".repeat(100_000));
+        let e = parse_tuple_line(&long).unwrap_err().to_string();
+        assert!(e.len() < 400, "{} bytes: {}", e.len(), &e[..200]);
+    }
 
     #[test]
     fn byte_order_matches_the_kernel_on_little_endian() {
