@@ -109,7 +109,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     try {
       const p = resolveProfile(String(kernel.property('value')).trim());
       const k = String(kernel.property('value')).trim();
-      const notes = resolveNotes(k).map((n) => say(pageLang(), 'note', n));
+      const notes = resolveNotes(k).map((n) => `${say(pageLang(), 'note', n)}${pageLang() === 'zh-CN' ? '。' : '.'}`);
       profileNote.text([t.profile(`${p.release.major}.${p.release.minor}`, p.basis), ...notes].join(' '));
     } catch (e) {
       profileNote.text((e as Error).message);

@@ -50,6 +50,9 @@ export interface PasteOptions {
 
 let uid = 0;
 
+/** A paste longer than this goes to a file: the text box would freeze the page. */
+const MAX_BOX_CHARS = 200_000;
+
 /** Two groups on one port: a wildcard pair and a pair on 127.0.0.1, which wins the lookup for packets to it. */
 const LAYOUT_EXAMPLE = JSON.stringify(
   {
@@ -138,6 +141,9 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   kernel.setAttribute('list', kernelList.id);
   const profileNote = el('p', { class: 'rl-hint' });
   profileNote.setAttribute('aria-live', 'polite');
+  // What the kernel string resolved to stands under the kernel field.
+  const kernelField = field(f('kernel'), t.kernel, kernel, t.kernelHint);
+  kernelField.append(profileNote);
   const proto = el('select');
   for (const p of ['tcp', 'udp']) proto.append(el('option', { value: p }, p.toUpperCase()));
   proto.value = options.proto ?? 'tcp';
@@ -179,7 +185,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     textField,
     field(f('format'), t.format, format),
     field(f('bind'), t.bind, bind, t.bindHint),
-    field(f('kernel'), t.kernel, kernel, t.kernelHint),
+    kernelField,
     kernelList,
     field(f('proto'), t.proto, proto),
     field(f('listeners'), t.listeners, listeners, t.listenersHint),
@@ -188,7 +194,6 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     secretBox,
     layoutBox,
   );
-  form.insertBefore(profileNote, form.children[4]!.nextSibling);
   const actions = el('div', { class: 'rl-actions' });
   const go = el('button', { type: 'submit', class: 'rl-primary' }, t.analyse);
   const cancel = el('button', { type: 'button', hidden: true }, t.cancel);
@@ -222,7 +227,6 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   let table: VirtualTable | undefined;
   let badTable: VirtualTable | undefined;
   let filter: { listener: number | null; query: string } = { listener: null, query: '' };
-  let disposed = false;
 
   const setStatus = (s: string) => {
     status.textContent = s;
@@ -254,7 +258,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     const k = kernel.value.trim();
     try {
       const p = resolveProfile(k);
-      const notes = resolveNotes(k).map((n) => say(lang, 'note', n));
+      const notes = resolveNotes(k).map((n) => `${say(lang, 'note', n)}${lang === 'zh-CN' ? '。' : '.'}`);
       profileNote.textContent = [t.profile(`${p.release.major}.${p.release.minor}`, p.basis), ...notes].join(' ');
     } catch (e) {
       profileNote.textContent = (e as Error).message;
@@ -817,7 +821,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   const onPaste = (e: ClipboardEvent) => {
     // A huge paste would freeze the text box: it becomes a file instead.
     const s = e.clipboardData?.getData('text/plain') ?? '';
-    if (s.length <= MAX_URL_TEXT * 50) return;
+    if (s.length <= MAX_BOX_CHARS) return;
     e.preventDefault();
     const dt = new DataTransfer();
     dt.items.add(new File([s], 'pasted.txt', { type: 'text/plain' }));
@@ -873,8 +877,6 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   }
 
   return () => {
-    disposed = true;
-    void disposed;
     form.removeEventListener('submit', onSubmit);
     table?.dispose();
     badTable?.dispose();

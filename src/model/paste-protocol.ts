@@ -59,8 +59,6 @@ export interface ReadSummary {
   server: { addr: string; port: number } | null;
   /** Reading stopped early (by the user, or at the line bound). */
   partial: boolean;
-  /** Protocols named by the lines, if any. */
-  protos: Record<string, number>;
   /** Connections past the row bound, counted and not kept. */
   cut: number;
   /** Rows that are IPv6. */

@@ -95,7 +95,6 @@ struct Summary {
     observed: u32,
     server: Option<Server>,
     partial: bool,
-    protos: std::collections::BTreeMap<String, u32>,
     cut: u32,
     /// Rows that are IPv6 (their answers need the IPv6 keys too).
     v6: u32,
@@ -152,7 +151,6 @@ pub struct WasmPaste {
     bad: Vec<Bad>,
     bad_count: u32,
     cut: u32,
-    protos: std::collections::BTreeMap<String, u32>,
     rows: Vec<Rec>,
     answers: Vec<u32>,
     view: Option<Vec<u32>>,
@@ -236,7 +234,6 @@ impl WasmPaste {
             bad: Vec::new(),
             bad_count: 0,
             cut: 0,
-            protos: Default::default(),
             rows: Vec::new(),
             answers: Vec::new(),
             view: None,
@@ -317,9 +314,6 @@ impl WasmPaste {
         let parser = self.parser.as_ref().expect("detected");
         match parser.line(text) {
             Ok(Line::Conn(c)) => {
-                if let Some(p) = c.proto {
-                    *self.protos.entry(format!("{p:?}").to_lowercase()).or_default() += 1;
-                }
                 self.sides.add(&c);
                 if self.conns.len() < MAX_ROWS {
                     self.conns.push((no, c));
@@ -418,7 +412,6 @@ impl WasmPaste {
             observed,
             server,
             partial,
-            protos: self.protos.clone(),
             cut: self.cut,
             v6: self.rows.iter().filter(|r| r.tuple.is_v6()).count() as u32,
         };
