@@ -1,6 +1,8 @@
 import { defineConfig, devices } from '@playwright/test';
 
-const PORT = 4173;
+// PW_PORT and PW_DIST let two checkouts' runs (or two helpers) test their own builds side by side.
+const PORT = Number(process.env.PW_PORT ?? 4173);
+const DIST = process.env.PW_DIST ?? 'dist';
 const baseURL = `http://127.0.0.1:${PORT}`;
 
 // `npx playwright install` cannot download browsers here: use the system Chromium
@@ -40,7 +42,7 @@ export default defineConfig({
   ],
   // Tests run against the production build (dist/, made by `astro build`).
   webServer: {
-    command: `npx astro preview --port ${PORT} --host 127.0.0.1`,
+    command: `npx astro preview --port ${PORT} --host 127.0.0.1 --outDir ${DIST}`,
     url: baseURL,
     reuseExistingServer: !process.env.CI,
     timeout: 60_000,

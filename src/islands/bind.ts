@@ -10,7 +10,7 @@ import { loadModel, profiles } from '../model/index';
 import { Host, loadLookup, type CallResult, type Layout, type SocketSpec } from '../model/lookup';
 import { sayRefusal } from '../model/messages';
 import { pageLang } from './site';
-import { defineIsland, islandElement } from './element';
+import { defineIsland, hostOf, islandElement } from './element';
 
 /** Options of the bind checker. */
 export interface BindOptions {
@@ -166,7 +166,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
         });
       li.append('p').attr('class', `rl-bind-result ${o.ok ? 'rl-bind-ok' : 'rl-bind-refused'}`).text(o.text);
     });
-    el.dataset.state = 'ready';
+    hostOf(el).dataset.state = 'ready';
   }
   draw();
   return () => root.remove();

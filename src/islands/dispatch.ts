@@ -11,7 +11,7 @@
  */
 import { select } from 'd3';
 import { FrameClock } from '../clock';
-import { defineIsland, islandElement } from './element';
+import { defineIsland, hostOf, islandElement } from './element';
 import { loadModel, profiles, type Proto } from '../model/index';
 import type { Program } from '../model/generated/Program';
 import { pageLang } from './site';
@@ -670,7 +670,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   clock.start();
   setPlaying(!reduced && (options.autoplay ?? true));
   // For tests and benchmarks: the frame clock and the scene.
-  (el as HTMLElement & { __dispatch?: unknown }).__dispatch = {
+  (hostOf(el) as HTMLElement & { __dispatch?: unknown }).__dispatch = {
     clock,
     sim,
     /** Drawn packets in canvas CSS pixels. */
@@ -684,7 +684,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     for (const c of cleanups) c();
     lkHost?.host.dispose();
     sim.dispose();
-    delete (el as HTMLElement & { __dispatch?: unknown }).__dispatch;
+    delete (hostOf(el) as HTMLElement & { __dispatch?: unknown }).__dispatch;
     root.remove();
   };
 }

@@ -19,7 +19,7 @@ import { renderExplain } from '../render/explain-card';
 import { renderVirtualTable, type VirtualTable } from '../render/virtual-table';
 import { renderPasteBars } from '../render/paste-bars';
 import { hex32, parseHex32 } from '../hex';
-import { defineIsland, islandElement } from './element';
+import { defineIsland, emit as emitEvent, hostOf, islandElement, type WidgetEventKind } from './element';
 import { pasteText, type PasteText } from './paste-text';
 import type { SpreadAnswer } from '../model/paste';
 import type { Columns } from '../model/generated/Columns';
@@ -240,7 +240,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     errors.append(ul);
   };
   const busy = (on: boolean) => {
-    host.dataset.state = on ? 'busy' : 'ready';
+    hostOf(host).dataset.state = on ? 'busy' : 'ready';
     cancel.hidden = !on;
     go.disabled = on;
     progress.hidden = !on;
@@ -745,7 +745,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     busy(true);
     explainBox.replaceChildren();
     const t0 = performance.now();
-    const emit = (name: string, detail: object) => host.dispatchEvent(new CustomEvent(`reuseport:${name}`, { detail: { ms: performance.now() - t0, ...detail }, bubbles: true, composed: true }));
+    const emit = (name: WidgetEventKind, detail: object) => emitEvent(host, name, { ms: performance.now() - t0, ...detail });
     emit('started', {});
     try {
       summary = await session.read(source, { format: format.value === 'auto' ? null : format.value, columns, bind: bindText || null, flip }, onProgress);
@@ -873,7 +873,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   if (text.value.trim()) void analyse();
   else {
     setStatus(t.ready);
-    host.dataset.state = 'ready';
+    hostOf(host).dataset.state = 'ready';
   }
 
   return () => {

@@ -12,7 +12,7 @@ import { explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
 import { renderBars, renderCountsTable, renderRows } from '../render/trace-view';
 import { hex32, parseHex32 } from '../hex';
-import { defineIsland, islandElement } from './element';
+import { defineIsland, hostOf, islandElement } from './element';
 import { pageLang, siteUrl } from './site';
 import { traceText, type TraceText } from './trace-text';
 
@@ -248,7 +248,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
       if (ctl.signal.aborted || current?.trace !== tr) return;
       current = { trace: tr, key, keyFrom, name, pred };
       status.text(name);
-      el.dataset.state = 'ready';
+      hostOf(el).dataset.state = 'ready';
       draw();
     } catch (err) {
       if (err instanceof DOMException && err.name === 'AbortError') status.text(t.cancelled);
@@ -260,7 +260,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
 
   async function openCurated(file: string): Promise<void> {
     errors.text('');
-    el.dataset.state = 'loading';
+    hostOf(el).dataset.state = 'loading';
     status.text(t.loading(file));
     if (traces.find((e) => e.file === file)?.kind === 'bench') {
       abort?.abort();
@@ -271,9 +271,9 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         body.html('');
         renderBench(body, (await r.json()) as BenchFile, t);
         status.text(file);
-        el.dataset.state = 'ready';
+        hostOf(el).dataset.state = 'ready';
       } catch (err) {
-        el.dataset.state = 'error';
+        hostOf(el).dataset.state = 'error';
         errors.text(err instanceof Error ? err.message : String(err));
       }
       return;
@@ -283,14 +283,14 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
       const entry = traces.find((e) => e.file === file);
       await predict(tr, file, entry?.key ? parseHex32(entry.key) : undefined, entry?.keyFrom);
     } catch (err) {
-      el.dataset.state = 'error';
+      hostOf(el).dataset.state = 'error';
       errors.text(err instanceof Error ? err.message : String(err));
     }
   }
 
   async function openFile(f: File): Promise<void> {
     errors.text('');
-    el.dataset.state = 'loading';
+    hostOf(el).dataset.state = 'loading';
     if (f.size > MAX_TRACE_BYTES) {
       errors.text(t.tooBig(f.size / 2 ** 20, MAX_TRACE_BYTES / 2 ** 20));
       return;
@@ -407,10 +407,10 @@ export async function mountTraceCard(el: HTMLElement, options: { src: string }):
     const chart = root.append('div').attr('class', 'rl-tv-chart').node()!;
     renderBars(chart, s, t, chartWidth(chart));
     root.append('p').append('a').attr('href', viewerUrl(options.src)).text(`${t.open} →`);
-    el.dataset.state = 'ready';
+    hostOf(el).dataset.state = 'ready';
   } catch (err) {
     if (!ctl.signal.aborted) {
-      el.dataset.state = 'error';
+      hostOf(el).dataset.state = 'error';
       root.append('p').attr('role', 'alert').attr('class', 'rl-errors').text(err instanceof Error ? err.message : String(err));
     }
   }
