@@ -8,11 +8,15 @@ import starlight from '@astrojs/starlight';
 import { chapterSlugs } from './site/pages-list.mjs';
 import remarkCjkNewlines from './site/remark-cjk-newlines.mjs';
 import traceValidator from './site/trace-validator-plugin.mjs';
+import embedBuild from './site/embed-build.mjs';
+import strictCsp from './site/csp.mjs';
 
 const base = process.env.BASE_PATH ?? '/';
 
 export default defineConfig({
   base,
+  // Where the site will be served (absolute oEmbed links); optional.
+  site: process.env.SITE_URL || undefined,
   trailingSlash: 'ignore',
   devToolbar: { enabled: false },
   srcDir: './site',
@@ -31,6 +35,7 @@ export default defineConfig({
     optimizeDeps: { exclude: ['./src/model/pkg', './src/model/pkg-lookup'] },
   },
   integrations: [
+    embedBuild(),
     starlight({
       title: { en: 'Reuseport Lab', 'zh-CN': 'Reuseport Lab' },
       description: 'Which SO_REUSEPORT listener Linux hands each connection to, why, and what that does to load.',
@@ -63,5 +68,6 @@ export default defineConfig({
       lastUpdated: false,
       pagination: true,
     }),
+    strictCsp(),
   ],
 });

@@ -10,7 +10,7 @@ import { loadModel, profiles } from '../model/index';
 import { Host, loadLookup, type CallResult, type Layout, type SocketSpec } from '../model/lookup';
 import { sayRefusal } from '../model/messages';
 import { pageLang } from './site';
-import { defineIsland, hostOf, islandElement } from './element';
+import { defineIsland, emit, hostOf, islandElement } from './element';
 
 /** Options of the bind checker. */
 export interface BindOptions {
@@ -31,8 +31,8 @@ const DEFAULT: Layout = {
 } as unknown as Layout;
 
 
-function words() {
-  return pageLang() === 'zh-CN'
+function words(lang: string) {
+  return lang === 'zh-CN'
     ? { kernel: '内核', socket: '套接字', addr: '地址', port: '端口', uid: 'UID', state: '之后', result: '结果', ok: '成功', add: '添加套接字', remove: '删除', conflicts: (n: number) => `与套接字 ${n} 冲突`, refused: '被拒绝', listenWord: 'listen()', bindWord: 'bind()', attachWord: '挂载程序', caption: '每个套接字按顺序执行 bind()（TCP 还有 listen()）时，模型给出的结果', bad: '布局无效' }
     : { kernel: 'Kernel', socket: 'Socket', addr: 'Address', port: 'Port', uid: 'UID', state: 'Then', result: 'Result', ok: 'ok', add: 'Add a socket', remove: 'Remove', conflicts: (n: number) => `conflicts with socket ${n}`, refused: 'refused', listenWord: 'listen()', bindWord: 'bind()', attachWord: 'attach', caption: "The model's answer to each socket's bind() (and listen() for TCP), in order", bad: 'The layout is not valid' };
 }
@@ -44,8 +44,8 @@ function familyOf(addr: string): 'inet' | 'inet6' {
 /** Mounts the checker into `el`; returns `dispose`. */
 export async function mountBind(el: HTMLElement, options: BindOptions = {}): Promise<() => void> {
   await Promise.all([loadModel(), loadLookup()]);
-  const w = words();
-  const lang = pageLang();
+  const lang = pageLang(el);
+  const w = words(lang);
   const given = structuredClone(options.layout ?? DEFAULT);
   const sockets: SocketSpec[] = given.sockets.slice(0, MAX_SOCKETS);
   // The rest of the layout (listenOrder, closed, …) applies while the sockets are only edited, not removed.
@@ -100,6 +100,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
       err.text(`${w.bad}: ${e instanceof Error ? e.message : String(e)}`);
     }
     add.property('disabled', sockets.length >= MAX_SOCKETS);
+    emit(el, 'answered', { kernel, results: results.map((r) => outcome(r).ok) });
     list.selectAll('li').remove();
     sockets.forEach((s, i) => {
       const li = list.append('li').attr('class', 'rl-bind-sock');
@@ -185,9 +186,12 @@ function readBind(el: HTMLElement): BindOptions {
   return { kernel: el.getAttribute('kernel') ?? undefined, layout };
 }
 
-export const ReuseportBindElement = islandElement(mountBind, readBind);
+export const ReuseportBindElement = islandElement(mountBind, readBind, ['kernel', 'layout']);
 
-/** Registers `<reuseport-bind>` once. */
+export const ReuseportBindCheckElement = islandElement(mountBind, readBind, ['kernel', 'layout']);
+
+/** Registers `<reuseport-bind>` and its course-page name `<reuseport-bind-check>` once. */
 export function defineBindElement(): void {
   defineIsland('reuseport-bind', ReuseportBindElement);
+  defineIsland('reuseport-bind-check', ReuseportBindCheckElement);
 }

@@ -11,6 +11,28 @@
  *   (coalesced: several attribute changes in one task remount once).
  */
 import { widgetSheets } from '../styles/index';
+import { isEmbedded } from './context';
+import { embedPanel } from './embed-panel';
+
+const settingsOf = new WeakMap<HTMLElement, () => Record<string, string | boolean>>();
+
+/**
+ * A widget whose settings change inside it (the visualizer's controls) tells
+ * the "Embed this" panel its current settings as attributes (`true` for a
+ * present boolean attribute); otherwise the panel uses the element's own.
+ */
+export function provideSettings(el: Element, settings: () => Record<string, string | boolean>): void {
+  settingsOf.set(hostOf(el), settings);
+}
+
+/** The settings to embed a widget with: what it provided, else its attributes. */
+export function currentSettings(host: HTMLElement): Record<string, string | boolean> {
+  const provided = settingsOf.get(host);
+  if (provided) return provided();
+  const out: Record<string, string | boolean> = {};
+  for (const a of host.attributes) if (!['class', 'style', 'id', 'data-state', 'from-url'].includes(a.name)) out[a.name] = a.value === '' ? true : a.value;
+  return out;
+}
 
 /** The custom element a widget's mount target sits in (the target itself outside a shadow root). */
 export function hostOf(el: Element): HTMLElement {
@@ -39,6 +61,7 @@ export function islandElement<O>(mount: (el: HTMLElement, options: O) => Promise
     #gen = 0;
     #target?: HTMLElement;
     #pending = false;
+    #panel?: () => void;
     connectedCallback(): void {
       this.#mount();
     }
@@ -66,8 +89,11 @@ export function islandElement<O>(mount: (el: HTMLElement, options: O) => Promise
       const gen = ++this.#gen;
       mount(target, read(this)).then(
         (d) => {
-          if (gen === this.#gen && this.isConnected) this.#dispose = d;
-          else d();
+          if (gen === this.#gen && this.isConnected) {
+            this.#dispose = d;
+            if (!isEmbedded()) this.#panel = embedPanel(this, shadow);
+            emit(target, 'ready', { widget: this.localName });
+          } else d();
         },
         (err: unknown) => {
           if (gen !== this.#gen) return;
@@ -82,6 +108,8 @@ export function islandElement<O>(mount: (el: HTMLElement, options: O) => Promise
     }
     #unmount(): void {
       this.#gen++;
+      this.#panel?.();
+      this.#panel = undefined;
       this.#dispose?.();
       this.#dispose = undefined;
     }

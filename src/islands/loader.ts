@@ -1,18 +1,22 @@
 /**
- * Hydrates the widgets of a pre-rendered page: each `reuseport-*` element's
- * module (and the wasm model it needs) is fetched only when the element comes
- * within a screen of the viewport, then the element is defined and mounts
- * itself. Nothing runs for a page without widgets.
+ * Hydrates widgets: each `reuseport-*` element's module (and the wasm model
+ * it needs) is fetched only when the element comes within a screen of the
+ * viewport, then the element is defined and mounts itself. Elements added
+ * later (a course platform rendering its page after load) are found too.
+ * Nothing runs for a page without widgets. The site (site-loader.ts) and the
+ * embed script (src/embed/index.ts) both start it.
  */
 
 /** Tag → the module that defines it. */
-const islands: Record<string, () => Promise<{ define: () => void }>> = {
+export const islands: Record<string, () => Promise<{ define: () => void }>> = {
   'reuseport-dispatch': () => import('./dispatch').then((m) => ({ define: m.defineDispatchElement })),
   'reuseport-lookup': () => import('./lookup').then((m) => ({ define: m.defineLookupElement })),
   'reuseport-paste': () => import('./paste').then((m) => ({ define: m.definePasteElement })),
   'reuseport-bind': () => import('./bind').then((m) => ({ define: m.defineBindElement })),
+  'reuseport-bind-check': () => import('./bind').then((m) => ({ define: m.defineBindElement })),
   'reuseport-trace': () => import('./traces').then((m) => ({ define: m.defineTraceElements })),
   'reuseport-traces': () => import('./traces').then((m) => ({ define: m.defineTraceElements })),
+  'reuseport-exercise': () => import('./exercise').then((m) => ({ define: m.defineExerciseElement })),
 };
 
 const started = new Set<string>();
@@ -35,32 +39,42 @@ function hydrate(tag: string): void {
     });
 }
 
-function start(): void {
-  const els = Array.from(document.querySelectorAll(Object.keys(islands).join(',')));
-  if (els.length === 0) return;
-  if (!('IntersectionObserver' in window)) {
-    for (const el of els) {
-      el.classList.add('not-content');
-      hydrate(el.localName);
-    }
-    return;
-  }
-  const io = new IntersectionObserver(
-    (entries) => {
-      for (const e of entries) {
-        if (!e.isIntersecting) continue;
-        io.unobserve(e.target);
-        hydrate(e.target.localName);
-      }
-    },
-    { rootMargin: '100% 0px' },
-  );
-  for (const el of els) {
-    // Starlight's Markdown typography must not reach inside a widget.
+/** Hydrates the widgets in `doc` now and as they are added; returns a function that stops watching. */
+export function watchIslands(doc: Document = document): () => void {
+  const selector = Object.keys(islands).join(',');
+  const io =
+    'IntersectionObserver' in window
+      ? new IntersectionObserver(
+          (entries) => {
+            for (const e of entries) {
+              if (!e.isIntersecting) continue;
+              io?.unobserve(e.target);
+              hydrate(e.target.localName);
+            }
+          },
+          { rootMargin: '100% 0px' },
+        )
+      : null;
+  const seen = new WeakSet<Element>();
+  const add = (el: Element) => {
+    if (seen.has(el) || started.has(el.localName)) return;
+    seen.add(el);
+    // Starlight's Markdown typography must not reach the element's own box.
     el.classList.add('not-content');
-    io.observe(el);
-  }
+    if (io) io.observe(el);
+    else hydrate(el.localName);
+  };
+  const scan = (root: ParentNode) => {
+    if (root instanceof Element && root.matches(selector)) add(root);
+    for (const el of root.querySelectorAll(selector)) add(el);
+  };
+  scan(doc);
+  const mo = new MutationObserver((records) => {
+    for (const r of records) for (const n of r.addedNodes) if (n instanceof Element) scan(n);
+  });
+  mo.observe(doc.documentElement, { childList: true, subtree: true });
+  return () => {
+    mo.disconnect();
+    io?.disconnect();
+  };
 }
-
-if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start, { once: true });
-else start();

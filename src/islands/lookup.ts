@@ -13,7 +13,7 @@ import { say } from '../model/messages';
 import { countByListener, explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
 import { hex32, parseHex32 } from '../hex';
-import { defineIsland, islandElement } from './element';
+import { defineIsland, emit, islandElement } from './element';
 import { lookupText } from './lookup-text';
 
 /** Options of the lookup widget. */
@@ -55,7 +55,8 @@ function parseNumList(s: string): number[] | undefined {
 /** Mounts the widget into `el`; returns a function that removes it and its listeners. */
 export async function mountLookup(el: HTMLElement, options: LookupOptions = {}): Promise<() => void> {
   await loadModel();
-  const t = lookupText();
+  const lang = pageLang(el);
+  const t = lookupText(lang);
   const id = `rl-lookup-${++uid}`;
   const f = (name: string) => `${id}-${name}`;
   const root = select(el).append('div').attr('class', 'rl-lookup');
@@ -109,7 +110,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     try {
       const p = resolveProfile(String(kernel.property('value')).trim());
       const k = String(kernel.property('value')).trim();
-      const notes = resolveNotes(k).map((n) => `${say(pageLang(), 'note', n)}${pageLang() === 'zh-CN' ? '。' : '.'}`);
+      const notes = resolveNotes(k).map((n) => `${say(lang, 'note', n)}${lang === 'zh-CN' ? '。' : '.'}`);
       profileNote.text([t.profile(`${p.release.major}.${p.release.minor}`, p.basis), ...notes].join(' '));
     } catch (e) {
       profileNote.text((e as Error).message);
@@ -197,6 +198,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
       box.append('ul').selectAll('li').data(bad.slice(0, 100)).join('li').text((a) => t.lineError(a.line, String(a.error)));
     }
     const good = answers.filter((a): a is Extract<LineAnswer, { explain: object }> => a.explain !== undefined);
+    emit(el, 'answered', { kernel: String(kernel.property('value')).trim(), answered: good.length, refused: bad.length, listeners: good.map((a) => a.explain.listener) });
     status.text(`${t.explained(good.length, bad.length)} ${secretOrigin === 'random' ? t.underRandom(hex32(s!)) : t.underGiven(hex32(s!))}`);
     if (!good.length) return;
 
@@ -227,7 +229,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     for (const a of good.slice(0, MAX_DETAILED)) {
       const det = results.append('details').attr('class', 'rl-explain').property('open', good.length === 1);
       det.append('summary').text(t.detail(a.line, a.explain.listener === null ? t.none : String(a.explain.listener)));
-      renderExplain(det.append('div').node()!, explainView(a.explain, pageLang()), 3, t.card);
+      renderExplain(det.append('div').node()!, explainView(a.explain, lang), 3, t.card);
     }
     if (good.length > MAX_DETAILED) results.append('p').text(t.detailedFirst(MAX_DETAILED));
   };
@@ -270,7 +272,7 @@ export const ReuseportLookupElement = islandElement(mountLookup, (el): LookupOpt
   listeners: el.hasAttribute('listeners') ? Number(el.getAttribute('listeners')) : undefined,
   tuples: el.getAttribute('tuples') ?? undefined,
   secret: el.getAttribute('secret') ?? undefined,
-}));
+}), ['kernel', 'proto', 'listeners', 'tuples', 'secret', 'lang']);
 
 /** Registers `<reuseport-lookup>` once. */
 export function defineLookupElement(): void {

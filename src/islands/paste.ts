@@ -113,8 +113,8 @@ function fmt(n: number, digits = 2): string {
 
 export async function mountPaste(host: HTMLElement, options: PasteOptions = {}): Promise<() => void> {
   await loadModel();
-  const t = pasteText(pageLang());
-  const lang = pageLang();
+  const lang = pageLang(host);
+  const t = pasteText(lang);
   const id = `rl-paste-${++uid}`;
   const f = (n: string) => `${id}-${n}`;
   const root = el('div', { class: 'rl-paste' });
@@ -892,7 +892,7 @@ export const ReusePortPasteElement = islandElement(mountPaste, (e): PasteOptions
   listeners: e.hasAttribute('listeners') ? Number(e.getAttribute('listeners')) : undefined,
   text: e.getAttribute('text') ?? undefined,
   fromUrl: e.hasAttribute('from-url'),
-}));
+}), ['kernel', 'proto', 'listeners', 'text', 'lang']);
 
 export function definePasteElement(): void {
   defineIsland('reuseport-paste', ReusePortPasteElement);

@@ -1,13 +1,16 @@
-/** Where a widget is: the page's language and the site's base path (no other state). */
+/** Where a widget is: its language and the site's base URL (no other state). */
 import { langOf, type Lang } from '../model/messages';
+import { hostOf } from './element';
+import { siteBase } from './context';
 
-/** The language of the page the widget is on. */
-export function pageLang(): Lang {
-  return langOf(document.documentElement.lang);
+
+/** The language of a widget: the nearest `lang` attribute around it, else the page's. */
+export function pageLang(el?: Element): Lang {
+  const near = el ? hostOf(el).closest('[lang]')?.getAttribute('lang') : null;
+  return langOf(near ?? document.documentElement.lang);
 }
 
 /** A path of the site under its base, in the page's language when `localised` (`traces/` → `/zh-cn/traces/`). */
-export function siteUrl(path: string, localised = false): string {
-  const base = import.meta.env.BASE_URL.replace(/\/?$/, '/');
-  return `${base}${localised && pageLang() === 'zh-CN' ? 'zh-cn/' : ''}${path}`;
+export function siteUrl(path: string, localised = false, el?: Element): string {
+  return `${siteBase()}${localised && pageLang(el) === 'zh-CN' ? 'zh-cn/' : ''}${path}`;
 }

@@ -96,7 +96,7 @@ function describeSelection(tr: Trace): string {
 /** The full viewer. */
 export async function mountTraces(el: HTMLElement, options: { trace?: string } = {}): Promise<() => void> {
   await loadModel();
-  const t = traceText();
+  const t = traceText(pageLang(el));
   const id = `rl-traces-${++uid}`;
   const root = select(el).append('div').attr('class', 'rl-tv');
   const pick = root.append('div').attr('class', 'rl-tv-pick');
@@ -218,7 +218,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         const x = explainEvent(group, tr, i);
         explainBox.html('');
         explainBox.append('h3').text(`${t.explain}: #${e.seq ?? i}, ${t.kernelPick} ${e.listener}`);
-        renderExplain(explainBox.append('div').node()!, explainView(x, pageLang()), 4);
+        renderExplain(explainBox.append('div').node()!, explainView(x, pageLang(el)), 4);
         (explainBox.node() as HTMLElement).focus();
       } catch (err) {
         explainBox.text(err instanceof Error ? err.message : String(err));
@@ -392,7 +392,7 @@ function renderBench(body: ReturnType<typeof select<HTMLDivElement, unknown>>, b
 /** The compact card for a chapter: counts, agreement, a link to the viewer. */
 export async function mountTraceCard(el: HTMLElement, options: { src: string }): Promise<() => void> {
   await loadModel();
-  const t = traceText();
+  const t = traceText(pageLang(el));
   const root = select(el).append('div').attr('class', 'rl-tv rl-tv-card');
   const ctl = new AbortController();
   try {
@@ -420,8 +420,8 @@ export async function mountTraceCard(el: HTMLElement, options: { src: string }):
   };
 }
 
-export const ReuseportTracesElement = islandElement(mountTraces, (el) => ({ trace: el.getAttribute('trace') ?? undefined }));
-export const ReuseportTraceElement = islandElement(mountTraceCard, (el) => ({ src: el.getAttribute('src') ?? '' }));
+export const ReuseportTracesElement = islandElement(mountTraces, (el) => ({ trace: el.getAttribute('trace') ?? undefined }), ['trace', 'lang']);
+export const ReuseportTraceElement = islandElement(mountTraceCard, (el) => ({ src: el.getAttribute('src') ?? '' }), ['src', 'lang']);
 
 /** Registers `<reuseport-traces>` and `<reuseport-trace>` once. */
 export function defineTraceElements(): void {

@@ -1,0 +1,71 @@
+/**
+ * The embeddable widgets: one row each, read by the iframe pages
+ * (`/embed/<name>/`), their oEmbed documents, the "Embed this" panel and
+ * the tests. `params` are the attributes an iframe page passes on from its
+ * query; anything else in the query is refused by name.
+ */
+export interface EmbedWidget {
+  /** The path segment: `/embed/<name>/`. */
+  name: string;
+  /** The custom element. */
+  tag: string;
+  /** Attributes taken from the query (the widget checks their values). */
+  params: readonly string[];
+  /** Boolean attributes: present when the query has them with an empty value or `true`. */
+  flags?: readonly string[];
+  /** A starting height for the iframe, in CSS pixels (it then reports its own). */
+  height: number;
+  title: { en: string; zh: string };
+}
+
+export const EMBED_WIDGETS: readonly EmbedWidget[] = [
+  {
+    name: 'dispatch',
+    tag: 'reuseport-dispatch',
+    params: ['kernel', 'proto', 'listeners', 'clients', 'rate', 'speed', 'seed', 'secret', 'cpus', 'autoplay'],
+    flags: ['compact', 'wildcard'],
+    height: 720,
+    title: { en: 'SO_REUSEPORT dispatch visualizer', zh: 'SO_REUSEPORT 分发可视化' },
+  },
+  {
+    name: 'lookup',
+    tag: 'reuseport-lookup',
+    params: ['kernel', 'proto', 'listeners', 'tuples', 'secret'],
+    height: 760,
+    title: { en: 'Which listener gets this connection?', zh: '这个连接交给哪个监听套接字？' },
+  },
+  {
+    name: 'bind-check',
+    tag: 'reuseport-bind-check',
+    params: ['kernel', 'layout'],
+    height: 620,
+    title: { en: 'bind() and listen() checker', zh: 'bind() 与 listen() 检查器' },
+  },
+  {
+    name: 'trace',
+    tag: 'reuseport-trace',
+    params: ['src'],
+    height: 360,
+    title: { en: 'A measured trace', zh: '一条实测记录' },
+  },
+  {
+    name: 'exercise',
+    tag: 'reuseport-exercise',
+    params: ['kind', 'kernel', 'seed', 'count'],
+    height: 560,
+    title: { en: 'SO_REUSEPORT exercise', zh: 'SO_REUSEPORT 练习' },
+  },
+];
+
+/** The longest query an iframe page reads (a layout in the URL is the largest value). */
+export const MAX_QUERY = 16384;
+
+/** The languages a page or widget speaks. */
+export const EMBED_LANGS = ['en', 'zh-CN'] as const;
+
+/** Query parameters every iframe page takes besides the widget's own. */
+export const FRAME_PARAMS = ['lang', 'origin'] as const;
+
+export function embedWidget(name: string): EmbedWidget | undefined {
+  return EMBED_WIDGETS.find((w) => w.name === name);
+}
