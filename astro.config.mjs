@@ -55,7 +55,7 @@ export default defineConfig({
         {
           label: 'Tools',
           translations: { 'zh-CN': '工具' },
-          items: ['lookup', 'dispatch', 'traces'],
+          items: ['lookup', 'dispatch', 'traces', 'embedding'],
         },
         {
           label: 'Guide',

@@ -13,6 +13,8 @@ export interface EmbedWidget {
   params: readonly string[];
   /** Boolean attributes: present when the query has them with an empty value or `true`. */
   flags?: readonly string[];
+  /** Whether the script tag works on another origin (false: the widget runs Web Workers, which must come from the page's own origin; embed it as an iframe). @default true */
+  script?: boolean;
   /** A starting height for the iframe, in CSS pixels (it then reports its own). */
   height: number;
   title: { en: string; zh: string };
@@ -47,6 +49,22 @@ export const EMBED_WIDGETS: readonly EmbedWidget[] = [
     params: ['src'],
     height: 360,
     title: { en: 'A measured trace', zh: '一条实测记录' },
+  },
+  {
+    name: 'paste',
+    tag: 'reuseport-paste',
+    params: ['kernel', 'proto', 'listeners', 'text'],
+    script: false,
+    height: 900,
+    title: { en: 'Paste your connections', zh: '粘贴你的连接' },
+  },
+  {
+    name: 'traces',
+    tag: 'reuseport-traces',
+    params: ['trace'],
+    script: false,
+    height: 900,
+    title: { en: 'Trace viewer', zh: '记录查看器' },
   },
   {
     name: 'exercise',

@@ -17,7 +17,7 @@ const TEXT = {
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 
 /** The two snippets for `host` (absolute URLs of this site). */
-export function snippets(host: HTMLElement): { script: string; iframe: string } | null {
+export function snippets(host: HTMLElement): { script: string | null; iframe: string } | null {
   const w = EMBED_WIDGETS.find((x) => x.tag === host.localName || (x.name === 'bind-check' && host.localName === 'reuseport-bind'));
   if (!w) return null;
   const base = new URL(siteBase(), location.href).href;
@@ -37,7 +37,7 @@ export function snippets(host: HTMLElement): { script: string; iframe: string } 
   const qs = q.toString();
   const title = lang === 'zh-CN' ? w.title.zh : w.title.en;
   return {
-    script: `<script type="module" src="${base}embed/reuseport-lab.js"></script>\n<${w.tag}${attrs}${lang !== 'en' ? ` lang="${lang}"` : ''}></${w.tag}>`,
+    script: w.script === false ? null : `<script type="module" src="${base}embed/reuseport-lab.js"></script>\n<${w.tag}${attrs}${lang !== 'en' ? ` lang="${lang}"` : ''}></${w.tag}>`,
     iframe: `<iframe src="${base}embed/${w.name}/${qs ? `?${qs}` : ''}" title="${esc(title)}" width="100%" height="${w.height}" style="border:0" loading="lazy"></iframe>`,
   };
 }
@@ -59,7 +59,8 @@ export function embedPanel(host: HTMLElement, shadow: ShadowRoot): (() => void) 
   kinds.setAttribute('role', 'radiogroup');
   kinds.setAttribute('aria-label', t.embed);
   kinds.className = 'rl-embed-kinds';
-  const radios = (['script', 'iframe'] as const).map((k, i) => {
+  const kindsOffered = snippets(host)!.script === null ? (['iframe'] as const) : (['script', 'iframe'] as const);
+  const radios = kindsOffered.map((k, i) => {
     const label = document.createElement('label');
     const r = document.createElement('input');
     r.type = 'radio';
@@ -94,7 +95,7 @@ export function embedPanel(host: HTMLElement, shadow: ShadowRoot): (() => void) 
   const fill = () => {
     const s = snippets(host);
     if (!s) return;
-    ta.value = radios[1]!.checked ? s.iframe : s.script;
+    ta.value = s.script === null || radios[1]?.checked ? s.iframe : s.script;
     status.textContent = '';
   };
   const onCopy = () => {
