@@ -1,0 +1,165 @@
+/** The exercise widget's interface words, once per language (chosen from the page's `lang`). */
+import { langOf } from '../model/messages';
+import type { ExplainCardText } from '../render/explain-card';
+
+export interface ExerciseText {
+  /** The widget's accessible name, per kind. */
+  title: { syn: string; bind: string };
+  progress: (question: number, total: number) => string;
+  score: (score: number, answered: number) => string;
+  /** The question asked, per kind. */
+  ask: { syn: string; bind: string };
+  /** The group of a SYN question. */
+  group: (proto: string, listeners: number, bound: string, kernel: string) => string;
+  hashKey: string;
+  hashKeyHint: string;
+  syn: string;
+  slots: string;
+  chain: string;
+  chainHint: string;
+  closed: (listeners: string) => string;
+  listener: (n: number) => string;
+  showHint: string;
+  hideHint: string;
+  hintHash: (hash: string, formula: string) => string;
+  /** How the group picks from the hash, by the model's selection kind. */
+  hintRule: { group: string; reservoir: string };
+  /** The sockets of a bind question. */
+  sockets: (kernel: string) => string;
+  socket: (n: number) => string;
+  newSocket: string;
+  newCalls: string;
+  on: string;
+  off: string;
+  uid: string;
+  /** A socket's state after its calls, by the model's `SockState`. */
+  state: { listen: string; bound: string; time_wait: string; connected: string };
+  /** The answer choices of a bind question. */
+  outcome: { success: string; EADDRINUSE: string; EINVAL: string; ENOMEM: string };
+  choices: string;
+  synRight: (listener: number) => string;
+  synWrong: (chose: number, listener: number) => string;
+  bindRight: (outcome: string) => string;
+  bindWrong: (chose: string, outcome: string) => string;
+  yourAnswer: string;
+  rightAnswer: string;
+  conflicts: (socket: number) => string;
+  conflictBadge: string;
+  noConflict: string;
+  why: string;
+  next: string;
+  finish: string;
+  done: string;
+  final: (score: number, total: number) => string;
+  again: string;
+  fresh: string;
+  card: ExplainCardText;
+}
+
+const en: ExerciseText = {
+  title: { syn: 'Exercise: which socket will this SYN reach?', bind: 'Exercise: which answer will this bind() get?' },
+  progress: (q, n) => `Question ${q} of ${n}`,
+  score: (s, a) => `Score: ${s} of ${a}`,
+  ask: { syn: 'Which listener will this SYN reach?', bind: 'What will this bind() return?' },
+  group: (p, n, b, k) => `${n} ${p} listeners with SO_REUSEPORT, bound to ${b}, kernel ${k}.`,
+  hashKey: 'Hash key',
+  hashKeyHint: 'secret + net_hash_mix, drawn at boot',
+  syn: 'The SYN (client → server)',
+  slots: 'socks[]: the listener in each slot',
+  chain: 'Listener chain, newest first',
+  chainHint: 'this kernel has no group: it scans the chain',
+  closed: (l) => `Closed before the SYN: ${l}.`,
+  listener: (n) => `Listener ${n}`,
+  showHint: 'Show a hint',
+  hideHint: 'Hide the hint',
+  hintHash: (h, f) => `The model hashes this SYN to 0x${h} (${f}).`,
+  hintRule: {
+    group: 'The group takes slot (hash × listening members) >> 32, reciprocal_scale, and the listener in that slot.',
+    reservoir: 'Without a group, the kernel walks the chain and keeps one of the equal best scores, chosen by the hash.',
+  },
+  sockets: (k) => `Sockets already on the host, in bind() order (kernel ${k}):`,
+  socket: (n) => `Socket ${n}`,
+  newSocket: 'New socket',
+  newCalls: 'calls bind() (no listen() yet)',
+  on: 'on',
+  off: 'off',
+  uid: 'UID',
+  state: { listen: 'listening', bound: 'bound', time_wait: 'TIME_WAIT', connected: 'connected' },
+  outcome: { success: 'bind() succeeds', EADDRINUSE: 'EADDRINUSE (address already in use)', EINVAL: 'EINVAL (invalid argument)', ENOMEM: 'ENOMEM (out of memory)' },
+  choices: 'Your answer',
+  synRight: (l) => `Right: the SYN reaches listener ${l}.`,
+  synWrong: (c, l) => `Not quite: you chose listener ${c}; the SYN reaches listener ${l}.`,
+  bindRight: (o) => `Right: ${o}.`,
+  bindWrong: (c, o) => `Not quite: you chose ${c}; the answer is ${o}.`,
+  yourAnswer: 'your answer',
+  rightAnswer: 'the right answer',
+  conflicts: (s) => `It conflicts with socket ${s}.`,
+  conflictBadge: 'conflicts',
+  noConflict: 'No bound socket refuses it: no address overlaps on this port, or every overlap is allowed by the options both sockets set.',
+  why: 'How the kernel chose',
+  next: 'Next question',
+  finish: 'See your score',
+  done: 'Done',
+  final: (s, n) => `You answered ${s} of ${n} correctly.`,
+  again: 'Try again',
+  fresh: 'New questions',
+  card: { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' },
+};
+
+const zh: ExerciseText = {
+  title: { syn: '练习：这个 SYN 会到达哪个套接字？', bind: '练习：这次 bind() 会得到什么结果？' },
+  progress: (q, n) => `第 ${q} 题，共 ${n} 题`,
+  score: (s, a) => `得分：${a} 题中答对 ${s} 题`,
+  ask: { syn: '这个 SYN 会到达哪个监听套接字？', bind: '这次 bind() 会返回什么？' },
+  group: (p, n, b, k) => `${n} 个设置了 SO_REUSEPORT 的 ${p} 监听套接字，绑定到 ${b}，内核 ${k}。`,
+  hashKey: '哈希密钥',
+  hashKeyHint: 'secret + net_hash_mix，开机时随机生成',
+  syn: 'SYN（客户端 → 服务器）',
+  slots: 'socks[]：每个槽位上的监听套接字',
+  chain: '监听链表，最新的在前',
+  chainHint: '这个内核还没有 reuseport 组，会扫描整条链表',
+  closed: (l) => `SYN 到达之前已关闭：${l}。`,
+  listener: (n) => `监听套接字 ${n}`,
+  showHint: '显示提示',
+  hideHint: '隐藏提示',
+  hintHash: (h, f) => `模型算出这个 SYN 的哈希值为 0x${h}（${f}）。`,
+  hintRule: {
+    group: '组取槽位 (哈希 × 正在监听的成员数) >> 32，即 reciprocal_scale，再取该槽位上的监听套接字。',
+    reservoir: '没有组时，内核遍历链表，在得分相同的最高者中按哈希值保留一个。',
+  },
+  sockets: (k) => `主机上已有的套接字，按 bind() 顺序排列（内核 ${k}）：`,
+  socket: (n) => `套接字 ${n}`,
+  newSocket: '新套接字',
+  newCalls: '调用 bind()（尚未 listen()）',
+  on: '已设置',
+  off: '未设置',
+  uid: 'UID',
+  state: { listen: '监听中', bound: '已绑定', time_wait: 'TIME_WAIT 状态', connected: '已连接' },
+  outcome: { success: 'bind() 成功', EADDRINUSE: 'EADDRINUSE（地址已被占用）', EINVAL: 'EINVAL（参数无效）', ENOMEM: 'ENOMEM（内存不足）' },
+  choices: '你的答案',
+  synRight: (l) => `答对了：这个 SYN 到达监听套接字 ${l}。`,
+  synWrong: (c, l) => `答错了：你选了监听套接字 ${c}，而这个 SYN 到达的是监听套接字 ${l}。`,
+  bindRight: (o) => `答对了：${o}。`,
+  bindWrong: (c, o) => `答错了：你选了“${c}”，正确答案是“${o}”。`,
+  yourAnswer: '你的答案',
+  rightAnswer: '正确答案',
+  conflicts: (s) => `它与套接字 ${s} 冲突。`,
+  conflictBadge: '冲突',
+  noConflict: '没有已绑定的套接字拒绝它：这个端口上没有地址重叠，或者每处重叠都被双方设置的选项所允许。',
+  why: '内核是怎样选择的',
+  next: '下一题',
+  finish: '查看得分',
+  done: '完成',
+  final: (s, n) => `${n} 题中你答对了 ${s} 题。`,
+  again: '再做一遍',
+  fresh: '换一组题',
+  card: { kernel: (s) => `内核：${s}`, fallback: (s) => `回退：${s}`, caveats: '注意事项' },
+};
+
+/** The words for the page's language. */
+export function exerciseText(lang = document.documentElement.lang): ExerciseText {
+  return langOf(lang) === 'zh-CN' ? zh : en;
+}
+
+/** Both languages, for tests. */
+export const EXERCISE_TEXT = { en, zh } as const;

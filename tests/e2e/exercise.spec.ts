@@ -1,0 +1,264 @@
+/**
+ * `<reuseport-exercise>` on the hash and bind-rules chapters. The expected
+ * answers come from the native agent (`reuseport-agent predict`), run here on
+ * the inputs the page shows: never from the widget's own code.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import AxeBuilder from '@axe-core/playwright';
+import { expect, test, type Locator, type Page } from '@playwright/test';
+
+const AGENT = 'target/release/reuseport-agent';
+test.skip(!existsSync(AGENT), `${AGENT} is needed to know the right answers (cargo build --release -p reuseport-agent)`);
+
+const dir = mkdtempSync(join(tmpdir(), 'rl-exercise-e2e-'));
+let layouts = 0;
+
+interface Seen {
+  type: string;
+  kind: string | null;
+  detail: Record<string, unknown>;
+}
+
+/** Records every exercise event the page sends, from before its scripts run. */
+async function recordEvents(page: Page): Promise<void> {
+  await page.addInitScript(() => {
+    const w = window as unknown as { __rlEvents: unknown[] };
+    w.__rlEvents = [];
+    for (const type of ['started', 'answered', 'completed', 'error']) {
+      document.addEventListener(`reuseport:${type}`, (e) => {
+        const el = e.target as Element;
+        if (el.localName === 'reuseport-exercise') w.__rlEvents.push({ type, kind: el.getAttribute('kind'), detail: (e as CustomEvent).detail });
+      });
+    }
+  });
+}
+
+const events = (page: Page) => page.evaluate(() => (window as unknown as { __rlEvents: Seen[] }).__rlEvents);
+
+async function open(page: Page, path: string): Promise<Locator> {
+  await recordEvents(page);
+  await page.goto(path);
+  const w = page.locator('reuseport-exercise');
+  await w.scrollIntoViewIfNeeded();
+  await expect(w).toHaveAttribute('data-state', 'ready', { timeout: 20_000 });
+  return w;
+}
+
+/** The agent's listener for the SYN question the page shows. */
+async function agentSyn(w: Locator): Promise<number> {
+  const lead = (await w.locator('.rl-ex-lead').textContent()) ?? '';
+  const g = /^(\d+) TCP listeners with SO_REUSEPORT, bound to (\S+):(\d+), kernel ([\d.]+)\.$/.exec(lead);
+  expect(g, `group sentence: ${lead}`).not.toBeNull();
+  const [, listeners, bind, port, kernel] = g!;
+  const facts = (await w.locator('.rl-ex-facts').textContent()) ?? '';
+  const secret = /0x[0-9a-f]{8}/.exec(facts)?.[0];
+  const syn = /(\d+\.\d+\.\d+\.\d+):(\d+) → (\d+\.\d+\.\d+\.\d+):(\d+)/.exec(facts);
+  expect(secret && syn, `facts: ${facts}`).toBeTruthy();
+  const args = ['predict', '--kernel', kernel!, '--proto', 'tcp', '--listeners', listeners!, '--secret', secret!, '--bind', `${bind}:${port}`];
+  const note = await w.locator('.rl-ex-note').allTextContents();
+  const closed = note.map((n) => /^Closed before the SYN: (.*)\.$/.exec(n)?.[1]).find((x) => x !== undefined);
+  if (closed) args.push('--closed', [...closed.matchAll(/\d+/g)].map((m) => m[0]).join(','));
+  const out = execFileSync(AGENT, args, { input: `${syn![1]} ${syn![2]} ${syn![3]} ${syn![4]}\n`, encoding: 'utf8' });
+  return (JSON.parse(out) as { listener: number }).listener;
+}
+
+const STATES: Record<string, string> = { listening: 'listen', bound: 'bound', TIME_WAIT: 'time_wait' };
+
+/** The agent's answer to the new bind() of the question the page shows, read from the socket list. */
+async function agentBind(w: Locator): Promise<{ outcome: string; rule: string | null; with: number | null }> {
+  const items = await w.locator('.rl-ex-sock').evaluateAll((lis) => lis.map((li) => [...li.querySelectorAll('.rl-ex-chip')].map((c) => c.textContent ?? '')));
+  const sockets = items.map((chips, i) => {
+    const m = /^(TCP|UDP) \[?([^\]]+?)\]?:(\d+)$/.exec(chips[0]!);
+    expect(m, `socket ${i}: ${chips.join(' | ')}`).not.toBeNull();
+    const fresh = i === items.length - 1;
+    const state = fresh ? 'bound' : STATES[chips.find((c) => c in STATES) ?? ''];
+    expect(state, `socket ${i} state: ${chips.join(' | ')}`).toBeDefined();
+    return {
+      family: chips.some((c) => c.startsWith('IPv6')) ? 'inet6' : 'inet',
+      proto: m![1]!.toLowerCase(),
+      addr: m![2],
+      port: Number(m![3]),
+      v6only: chips.some((c) => c.includes('IPV6_V6ONLY')),
+      reuseaddr: chips.includes('SO_REUSEADDR on'),
+      reuseport: chips.includes('SO_REUSEPORT on'),
+      uid: Number(/^UID (\d+)$/.exec(chips.find((c) => c.startsWith('UID ')) ?? '')?.[1]),
+      state,
+    };
+  });
+  const kernel = /kernel ([\d.]+)\)/.exec((await w.locator('.rl-ex-lead').textContent()) ?? '')?.[1];
+  const file = join(dir, `layout-${layouts++}.json`);
+  writeFileSync(file, JSON.stringify({ sockets }));
+  const out = execFileSync(AGENT, ['predict', '--kernel', kernel!, '--layout', file], { input: '', encoding: 'utf8' });
+  const calls = (JSON.parse(out.split('\n')[0]!) as { calls: { bind: { errno: string; rule: string; with: number | null } | null; listen: unknown }[] }).calls;
+  // The sockets already there got there: only the new bind() is in question.
+  for (const c of calls.slice(0, -1)) expect([c.bind, c.listen]).toEqual([null, null]);
+  const last = calls[calls.length - 1]!.bind;
+  return { outcome: last?.errno ?? 'success', rule: last?.rule ?? null, with: last?.with ?? null };
+}
+
+const BIND_LABEL: Record<string, RegExp> = { success: /^bind\(\) succeeds/, EADDRINUSE: /^EADDRINUSE/, EINVAL: /^EINVAL/, ENOMEM: /^ENOMEM/ };
+
+test('syn: answering every question as reuseport-agent predicts scores 5 of 5, with the events a trainer needs', async ({ page }) => {
+  const w = await open(page, './hash/');
+  const choices = w.getByRole('group', { name: 'Which listener will this SYN reach?' });
+  const want: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    await expect(w.locator('.rl-ex-progress')).toHaveText(`Question ${i + 1} of 5`);
+    const listener = await agentSyn(w);
+    want.push(listener);
+    await choices.getByRole('button', { name: `Listener ${listener}`, exact: true }).click();
+    await expect(w.getByRole('status')).toContainText(`Right: the SYN reaches listener ${listener}.`);
+    await expect(w.locator('.rl-ex-score')).toHaveText(`Score: ${i + 1} of ${i + 1}`);
+    // The model's explanation: its headline names the same listener.
+    await expect(w.locator('.rl-ex-why .rl-headline')).toContainText(`listener ${listener}`);
+    await w.getByRole('button', { name: i < 4 ? 'Next question' : 'See your score' }).click();
+  }
+  await expect(w.locator('.rl-ex-final')).toHaveText('You answered 5 of 5 correctly.');
+  await expect(w.locator('.rl-ex-final')).toBeFocused();
+  const ev = await events(page);
+  expect(ev.filter((e) => e.type === 'started')).toEqual([{ type: 'started', kind: 'syn', detail: { kind: 'syn', kernel: '6.18', seed: 1, count: 5 } }]);
+  expect(ev.filter((e) => e.type === 'answered').map((e) => e.detail)).toEqual(want.map((l, i) => ({ kind: 'syn', question: i, choice: l, correct: true, expected: l, hinted: false })));
+  expect(ev.filter((e) => e.type === 'completed').map((e) => e.detail)).toEqual([{ kind: 'syn', seed: 1, score: 5, total: 5 }]);
+  expect(ev.filter((e) => e.type === 'error')).toEqual([]);
+});
+
+test('syn, keyboard only: a wrong answer is marked, the right one shown, focus moves on, and the score counts only right answers', async ({ page }) => {
+  const w = await open(page, './hash/');
+  // Enter the widget at its first control; from there on only keys.
+  await w.getByRole('button', { name: 'Show a hint' }).focus();
+  await page.keyboard.press('Enter');
+  await expect(w.getByRole('button', { name: 'Hide the hint' })).toHaveAttribute('aria-expanded', 'true');
+  await expect(w.locator('.rl-ex-hint')).toContainText(/The model hashes this SYN to 0x[0-9a-f]{8}/);
+  const right: boolean[] = [];
+  for (let i = 0; i < 5; i++) {
+    const listener = await agentSyn(w);
+    const buttons = w.locator('.rl-ex-choice');
+    const names = await buttons.allTextContents();
+    // Question 0 wrong on purpose, the others right.
+    const target = i === 0 ? names.findIndex((n) => n !== `Listener ${listener}`) : names.indexOf(`Listener ${listener}`);
+    right.push(i !== 0);
+    // From the hint toggle or the question, Tab reaches the first choice.
+    await page.keyboard.press('Tab');
+    await expect(buttons.first()).toBeFocused();
+    for (let k = 0; k < target; k++) await page.keyboard.press('Tab');
+    await expect(buttons.nth(target)).toBeFocused();
+    await page.keyboard.press('Enter');
+    const next = w.getByRole('button', { name: i < 4 ? 'Next question' : 'See your score' });
+    await expect(next).toBeFocused();
+    if (i === 0) {
+      await expect(w.getByRole('status')).toContainText(`Not quite: you chose ${names[target]!.toLowerCase()}; the SYN reaches listener ${listener}.`);
+      await expect(buttons.nth(target)).toContainText('your answer');
+      await expect(w.getByRole('button', { name: `Listener ${listener} ✓ the right answer` })).toBeVisible();
+      await expect(w.locator('.rl-ex-score')).toHaveText('Score: 0 of 1');
+    }
+    await page.keyboard.press('Enter');
+    if (i < 4) await expect(w.locator('.rl-ex-ask')).toBeFocused();
+  }
+  await expect(w.locator('.rl-ex-final')).toBeFocused();
+  await expect(w.locator('.rl-ex-final')).toHaveText('You answered 4 of 5 correctly.');
+  const ev = await events(page);
+  const answered = ev.filter((e) => e.type === 'answered').map((e) => e.detail);
+  expect(answered.map((d) => d.correct)).toEqual(right);
+  expect(answered[0]!.hinted).toBe(true);
+  expect(answered[0]!.choice).not.toBe(answered[0]!.expected);
+  expect(ev.filter((e) => e.type === 'completed').map((e) => e.detail)).toEqual([{ kind: 'syn', seed: 1, score: 4, total: 5 }]);
+  // Try again: the same questions from the start, score back to 0, a new started event.
+  await page.keyboard.press('Tab');
+  await expect(w.getByRole('button', { name: 'Try again' })).toBeFocused();
+  await page.keyboard.press('Enter');
+  await expect(w.locator('.rl-ex-progress')).toHaveText('Question 1 of 5');
+  await expect(w.locator('.rl-ex-score')).toHaveText('Score: 0 of 0');
+  await expect(w.locator('.rl-ex-ask')).toBeFocused();
+  expect((await events(page)).filter((e) => e.type === 'started')).toHaveLength(2);
+});
+
+test('bind: each answer is reuseport-agent’s, with its rule and the conflicting socket; wrong answers are counted as wrong', async ({ page }) => {
+  const w = await open(page, './bind-rules/');
+  const choices = w.getByRole('group', { name: 'What will this bind() return?' });
+  const outcomes: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const want = await agentBind(w);
+    outcomes.push(want.outcome);
+    // Odd questions wrong on purpose.
+    const wrong = i % 2 === 1;
+    const pick = wrong ? (want.outcome === 'success' ? 'EADDRINUSE' : 'success') : want.outcome;
+    await choices.getByRole('button', { name: BIND_LABEL[pick] }).click();
+    // A second press, on any choice, changes nothing: the first answer counts.
+    await choices.getByRole('button', { name: BIND_LABEL[want.outcome] }).click();
+    await expect(w.locator('.rl-ex-score')).toHaveText(`Score: ${Math.ceil((i + 1) / 2)} of ${i + 1}`);
+    const status = w.getByRole('status');
+    await expect(status).toContainText(wrong ? /^Not quite: you chose/ : /^Right: /);
+    if (want.rule) {
+      // The agent's rule sentence, as the model says it (the widget starts it with a capital).
+      await expect(status).toContainText(want.rule.slice(1));
+      if (want.with !== null) {
+        await expect(status).toContainText(`It conflicts with socket ${want.with}.`);
+        await expect(w.locator('.rl-ex-conflict')).toContainText(`Socket ${want.with}`);
+      }
+    } else await expect(status).toContainText('No bound socket refuses it');
+    await w.getByRole('button', { name: i < 4 ? 'Next question' : 'See your score' }).click();
+  }
+  await expect(w.locator('.rl-ex-final')).toHaveText('You answered 3 of 5 correctly.');
+  const ev = await events(page);
+  expect(ev.filter((e) => e.type === 'answered').map((e) => [e.detail.question, e.detail.expected, e.detail.correct])).toEqual(outcomes.map((o, i) => [i, o, i % 2 === 0]));
+  expect(ev.filter((e) => e.type === 'completed').map((e) => e.detail)).toEqual([{ kind: 'bind', seed: 1, score: 3, total: 5 }]);
+});
+
+test('changing seed or count remounts with new questions; a bad kind says what is wrong', async ({ page }) => {
+  const w = await open(page, './bind-rules/');
+  const first = await w.locator('.rl-ex-socks').textContent();
+  await w.evaluate((el) => {
+    el.setAttribute('seed', '9');
+    el.setAttribute('count', '2');
+  });
+  await expect(w.locator('.rl-ex-progress')).toHaveText('Question 1 of 2');
+  await expect(w.locator('.rl-ex-socks')).not.toHaveText(first ?? '');
+  const ev = await events(page);
+  expect(ev.filter((e) => e.type === 'started').map((e) => e.detail)).toEqual([
+    { kind: 'bind', kernel: '6.18', seed: 1, count: 5 },
+    { kind: 'bind', kernel: '6.18', seed: 9, count: 2 },
+  ]);
+  await w.evaluate((el) => el.setAttribute('kind', 'quiz'));
+  await expect(w.getByRole('alert')).toContainText('kind must be "syn" or "bind", not "quiz"');
+});
+
+test('the Chinese chapter asks in Chinese and answers with the model’s Chinese rule', async ({ page }) => {
+  const w = await open(page, './zh-cn/bind-rules/');
+  await expect(w.locator('.rl-ex-ask')).toHaveText('这次 bind() 会返回什么？');
+  await w.locator('.rl-ex-choice').first().click();
+  await expect(w.getByRole('status')).toContainText(/^(答对了|答错了)/);
+  await expect(w.getByRole('button', { name: '下一题' })).toBeFocused();
+});
+
+for (const [width, height] of [
+  [1440, 900],
+  [390, 844],
+] as const) {
+  test(`axe finds no violations in the exercises at ${width} px, at rest, answered and scored`, async ({ page }) => {
+    await page.setViewportSize({ width, height });
+    for (const path of ['./hash/', './zh-cn/bind-rules/']) {
+      const w = await open(page, path);
+      const scan = async (when: string) => {
+        const r = await new AxeBuilder({ page }).include('reuseport-exercise').analyze();
+        expect(r.violations.map((v) => `${path} ${when}: ${v.id} (${v.nodes[0]?.target.join(' ')})`)).toEqual([]);
+      };
+      await scan('at rest');
+      // Nothing sticks out of the page at this width.
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      if (path === './hash/') await w.locator('.rl-ex-hint-toggle').click();
+      await w.locator('.rl-ex-choice').first().click();
+      await scan('answered');
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      for (let i = 0; i < 4; i++) {
+        await w.locator('.rl-ex-next').click();
+        await w.locator('.rl-ex-choice').first().click();
+      }
+      await w.locator('.rl-ex-next').click();
+      await expect(w.locator('.rl-ex-final')).toBeVisible();
+      await scan('scored');
+    }
+  });
+}
