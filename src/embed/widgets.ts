@@ -75,8 +75,8 @@ export const EMBED_WIDGETS: readonly EmbedWidget[] = [
   },
 ];
 
-/** The longest query an iframe page reads (a layout in the URL is the largest value). */
-export const MAX_QUERY = 16384;
+/** The longest query an iframe page reads (a layout in the URL is the largest value; many servers refuse longer request lines). */
+export const MAX_QUERY = 8192;
 
 /** The languages a page or widget speaks. */
 export const EMBED_LANGS = ['en', 'zh-CN'] as const;
