@@ -1,5 +1,6 @@
 // The built site's size and the trace viewer on a large file. Prints numbers; never fails on time.
-// - pages, total size of dist/, and the first-load transfer (gzip) of the front page and of a chapter;
+// - pages, total size of dist/, and the first-load transfer (gzip) of the front page, a chapter, the
+//   dispatch page, and one widget embedded by the embed script in another site's page;
 // - a synthetic trace of N events (schema-valid, made from a curated trace) dropped into the viewer:
 //   time to the answer, and the longest main-thread task while it loads (the page must not freeze).
 // Usage: node scripts/bench-site.mjs [--no-build] [--events 300000]
@@ -42,16 +43,28 @@ try {
   for (const [name, path] of [
     ['front page', '/'],
     ['chapter (the hash)', '/hash/'],
+    ['dispatch page', '/dispatch/'],
+    ['one embedded widget (<reuseport-dispatch compact> by the embed script, on another origin)', 'embedded'],
   ]) {
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    if (path === 'embedded') {
+      await page.route('http://course.test/**', (r) =>
+        r.fulfill({ contentType: 'text/html', body: `<!doctype html><title>Course</title><p>Lesson</p><script type="module" src="${base}/embed/reuseport-lab.js"></script><reuseport-dispatch compact listeners="8"></reuseport-dispatch>` }),
+      );
+      await page.route(`${base}/**`, async (r) => {
+        const res = await r.fetch();
+        await r.fulfill({ response: res, headers: { ...res.headers(), 'access-control-allow-origin': '*' } });
+      });
+    }
     const bodies = [];
     page.on('response', async (r) => {
       try {
         bodies.push({ url: r.url(), body: await r.body() });
       } catch {}
     });
-    await page.goto(`${base}${path}`, { waitUntil: 'networkidle' });
+    await page.goto(path === 'embedded' ? 'http://course.test/' : `${base}${path}`, { waitUntil: 'networkidle' });
     await page.waitForTimeout(1500);
+    if (path === 'embedded') bodies.splice(0, bodies.length, ...bodies.filter((b) => b.url.startsWith(base)));
     const raw = bodies.reduce((n, b) => n + b.body.length, 0);
     const gz = bodies.reduce((n, b) => n + gzipSync(b.body).length, 0);
     const wasm = bodies.filter((b) => b.url.endsWith('.wasm')).reduce((n, b) => n + gzipSync(b.body).length, 0);

@@ -6,7 +6,7 @@
 // other host). `--no-build` zips the existing dist/; `--out FILE` names the zip.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { zipSync } from 'fflate';
 
@@ -64,6 +64,6 @@ files['reuseport-lab/PACK-README.txt'] = [
   { level: 6 },
 ];
 const zip = zipSync(files);
-const out = join(root, values.out);
+const out = resolve(root, values.out);
 writeFileSync(out, zip);
 console.log(`pack: ${Object.keys(files).length} files, ${(bytes / 1e6).toFixed(1)} MB → ${relative(process.cwd(), out) || out} (${(zip.length / 1e6).toFixed(1)} MB)`);
