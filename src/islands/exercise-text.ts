@@ -15,6 +15,8 @@ export interface ExerciseText {
   hashKeyHint: string;
   syn: string;
   slots: string;
+  /** Row headings of the socks[] table. */
+  slotHead: [string, string];
   chain: string;
   chainHint: string;
   closed: (listeners: string) => string;
@@ -66,6 +68,7 @@ const en: ExerciseText = {
   hashKeyHint: 'secret + net_hash_mix, drawn at boot',
   syn: 'The SYN (client → server)',
   slots: 'socks[]: the listener in each slot',
+  slotHead: ['slot', 'listener'],
   chain: 'Listener chain, newest first',
   chainHint: 'this kernel has no group: it scans the chain',
   closed: (l) => `Closed before the SYN: ${l}.`,
@@ -116,6 +119,7 @@ const zh: ExerciseText = {
   hashKeyHint: 'secret + net_hash_mix，开机时随机生成',
   syn: 'SYN（客户端 → 服务器）',
   slots: 'socks[]：每个槽位上的监听套接字',
+  slotHead: ['槽位', '监听套接字'],
   chain: '监听链表，最新的在前',
   chainHint: '这个内核还没有 reuseport 组，会扫描整条链表',
   closed: (l) => `SYN 到达之前已关闭：${l}。`,

@@ -314,8 +314,8 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
       table.append(h('caption', '', t.slots));
       const head = table.appendChild(h('tr'));
       const row = table.appendChild(h('tr'));
-      head.append(h('th', '', 'slot', { scope: 'row' }));
-      row.append(h('th', '', 'listener', { scope: 'row' }));
+      head.append(h('th', '', t.slotHead[0], { scope: 'row' }));
+      row.append(h('th', '', t.slotHead[1], { scope: 'row' }));
       for (const [s, l] of q.slots) {
         head.append(h('td', '', String(s)));
         row.append(h('td', '', String(l)));
