@@ -13,7 +13,7 @@ import { say } from '../model/messages';
 import { countByListener, explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
 import { hex32, parseHex32 } from '../hex';
-import { defineIsland, emit, islandElement } from './element';
+import { defineIsland, emit, islandElement, provideSettings } from './element';
 import { lookupText } from './lookup-text';
 
 /** Options of the lookup widget. */
@@ -98,6 +98,13 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
 
   const secretWrap = field('secret', t.secret, t.secretHint);
   const secret = secretWrap.append('input').attr('id', f('secret')).attr('aria-describedby', f('secret-hint')).attr('spellcheck', 'false').property('value', options.secret ?? '');
+  // "Embed this" writes the form as it is now, not as the page first set it.
+  provideSettings(el, () => {
+    const v = (x: typeof kernel) => String(x.property('value')).trim();
+    const out: Record<string, string> = { kernel: v(kernel), proto: v(proto as unknown as typeof kernel), listeners: v(listeners), tuples: String(tuples.property('value')) };
+    if (v(secret)) out.secret = v(secret);
+    return out;
+  });
   const newBoot = secretWrap.append('button').attr('type', 'button').text(t.newBoot);
   const inner = field('inner', t.inner, t.innerHint).append('input').attr('id', f('inner')).attr('aria-describedby', f('inner-hint')).attr('spellcheck', 'false').property('value', '');
 

@@ -197,17 +197,19 @@ test('"Embed this" writes a script snippet and an iframe snippet for the setting
   await page.goto('./lookup/');
   const lookup = page.locator('reuseport-lookup');
   await lookup.scrollIntoViewIfNeeded();
+  // The snippet is for the form as it is now.
+  await lookup.getByLabel('Listeners', { exact: true }).fill('5');
   const panel = lookup.locator('details.rl-embed');
   await panel.locator('summary').click();
   const snippet = panel.getByRole('textbox');
-  await expect(snippet).toHaveValue(/<script type="module" src="http:\/\/127\.0\.0\.1:\d+\/embed\/reuseport-lab\.js"><\/script>\n<reuseport-lookup [^>]*listeners="8"/);
+  await expect(snippet).toHaveValue(/<script type="module" src="http:\/\/127\.0\.0\.1:\d+\/embed\/reuseport-lab\.js"><\/script>\n<reuseport-lookup [^>]*listeners="5"/);
   await panel.getByRole('radio', { name: 'iframe' }).check();
   const iframe = await snippet.inputValue();
   const src = /src="([^"]+)"/.exec(iframe)![1]!.replaceAll('&amp;', '&');
   expect(new URL(src).pathname).toBe('/embed/lookup/');
-  expect(new URL(src).searchParams.get('listeners')).toBe('8');
+  expect(new URL(src).searchParams.get('listeners')).toBe('5');
   await page.goto(src);
-  await expect(page.locator('reuseport-lookup')).toHaveAttribute('listeners', '8');
+  await expect(page.locator('reuseport-lookup')).toHaveAttribute('listeners', '5');
   await expect(page.getByRole('button', { name: 'Explain' })).toBeVisible();
   // Where the widget is itself embedded, there is no panel.
   await expect(page.locator('details.rl-embed')).toHaveCount(0);
