@@ -31,6 +31,7 @@ h1 { text-transform: uppercase; }
 </style></head><body>
 <h1 id="title">My course</h1>
 <p id="para">Text <button id="own">Own button</button> <input id="own-input" value="x"></p>
+<div id="app"></div>
 ${body}
 <script>
 window.__events = [];
@@ -103,7 +104,9 @@ test('a script-tag embed on another origin works, keeps to itself, and sends its
   await expect(page.locator('#a .rl-dv-summary')).toContainText('9 listening members');
   await expect(page.locator('#b .rl-dv-summary')).toContainText('6 listening members');
   // Nothing was added to the host's global scope or document besides the elements' own content.
-  expect(await page.evaluate(() => document.querySelectorAll('body > :not(h1, p, script, reuseport-lookup, reuseport-dispatch)').length)).toBe(0);
+  expect(await page.evaluate(() => document.querySelectorAll('body > :not(h1, p, div#app, script, reuseport-lookup, reuseport-dispatch)').length)).toBe(0);
+  // The old bundle mounted a second visualizer into any element with id="app".
+  expect(await page.locator('#app').innerHTML()).toBe('');
 });
 
 test('an element added after the page loaded is found and started', async ({ page, baseURL }) => {
