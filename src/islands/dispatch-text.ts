@@ -1,13 +1,51 @@
 /** The dispatch visualizer's interface words, once per language (chosen from the page's `lang`). */
 import { langOf } from '../model/messages';
 import type { DispatchEvent } from '../scene/dispatch/events';
-import type { DispatchSim, Remap } from '../scene/dispatch/sim';
+import { remapPhrase, type DispatchSim, type Remap } from '../scene/dispatch/sim';
 import type { StructureText } from '../scene/dispatch/structure';
 import { LOOKUP_TEXT_EN, type LookupText } from '../render/dispatch/lookup';
 import type { ExplainCardText } from '../render/explain-card';
 import type { Fairness } from '../scene/dispatch/stats';
 
+/** The presets, named after what they teach. */
+export type PresetId = 'workers' | 'closeOne' | 'fewClients' | 'many' | 'wildcard' | 'reservoir' | 'bpfCpu';
+
+/** What the one sentence under the playback controls is about (plain data). */
+export interface NowView {
+  playing: boolean;
+  /** Playing, but paused while the scene is off-screen. */
+  offscreen: boolean;
+  udp: boolean;
+  listening: number;
+  /** Selection through socks[] (group era) or the reservoir scan. */
+  group: boolean;
+  port: number;
+  clients: number;
+  kernel: string;
+  /** A BPF program picks the slot. */
+  program: boolean;
+}
+
+/** The {@link NowView} of a scene. */
+export function nowView(sim: DispatchSim, playing: boolean, offscreen: boolean): NowView {
+  const s = sim.summary();
+  return { playing, offscreen, udp: sim.opts.proto === 'udp', listening: s.listening, group: s.selection === 'group', port: s.port, clients: sim.clients.length, kernel: sim.opts.kernel, program: sim.opts.program !== null };
+}
+
 export interface DispatchText {
+  settings: string;
+  presetsLegend: string;
+  presets: Record<PresetId, string>;
+  /** What each preset shows, in one sentence. */
+  presetSays: Record<PresetId, string>;
+  /** The one sentence under the playback controls. */
+  now: (v: NowView) => string;
+  /** The focused packet's numbers under the scene. */
+  stageLine: (e: DispatchEvent, marker: string) => string;
+  stageLineUnselected: (e: DispatchEvent) => string;
+  keyboardPath: string;
+  rateHint: (max: number) => string;
+  lookupClosed: string;
   controls: (seq: number) => string;
   playback: string;
   play: string;
@@ -58,10 +96,10 @@ export interface DispatchText {
   lookupRefused: (msg: string) => string;
   inspectEvent: (seq: number) => string;
   none: string;
-  remap: (r: Remap) => string;
-  movedCaption: (n: number) => string;
+  remap: (r: Remap, listening: number) => string;
+  movedCaption: (n: number, cap: number) => string;
   movedHead: [string, string, string];
-  figures: (f: Fairness, dropped: number, inFlight: number, ratio: string) => [string, string][];
+  figures: (f: Fairness, dropped: number, closed: number, inFlight: number, ratio: string) => [string, string][];
   headline: (e: DispatchEvent, mark: string) => string;
   belongsTo: (e: DispatchEvent) => string;
   notDelivered: string;
@@ -71,7 +109,7 @@ export interface DispatchText {
   clientListErrors: (errs: string[]) => string;
   noClient: string;
   cannotBuild: (msg: string) => string;
-  rateBad: string;
+  rateBad: (max: number) => string;
   chooseMember: string;
   cpuBad: string;
   /** Names in the range errors. */
@@ -95,7 +133,34 @@ export interface DispatchText {
   candidates: (caption: string, n: number) => string;
 }
 
+function enNow(v: NowView): string {
+  const pkt = v.udp ? 'datagram' : 'SYN';
+  const state = v.offscreen ? 'Paused while the scene is off-screen. ' : v.playing ? '' : 'Paused. ';
+  if (v.listening === 0) return `${state}No listener is left on port ${v.port}: every ${v.udp ? 'datagram is dropped' : 'SYN gets a RST'}.`;
+  if (!v.group) return `${state}Kernel ${v.kernel} has no socks[] yet: for each ${pkt} it scans the ${v.listening} listeners and keeps one by hash (reservoir sampling).`;
+  const pick = v.program ? 'a BPF program on the group returns the slot' : `its 4-tuple hash, scaled to ${v.listening} bands, picks a slot of socks[]`;
+  return `${state}${v.clients} clients send ${pkt}s to ${v.listening} listeners sharing port ${v.port}: for each ${pkt}, ${pick}, and that slot's listener takes it.`;
+}
+
 const en: DispatchText = {
+  settings: 'Settings',
+  presetsLegend: 'Presets (each restarts the run)',
+  presets: { workers: '8 workers', closeOne: 'close one', fewClients: 'few clients', many: '130 listeners', wildcard: 'wildcard vs specific', reservoir: '3.9 reservoir', bpfCpu: 'BPF by CPU' },
+  presetSays: {
+    workers: 'eight listeners share the port, and the hash spreads clients over them about evenly.',
+    closeOne: 'listener 3 closes; the last member slides into its slot, so flows of two listeners move, not one.',
+    fewClients: 'with a dozen clients each one is labelled, and the spread is visibly uneven.',
+    many: 'the 129th member grows socks[] from 128 to 256 slots.',
+    wildcard: 'bound to 0.0.0.0; the Listener lookup panel shows why a specific address outscores a wildcard one.',
+    reservoir: 'kernel 3.9 has no socks[]: it walks the chain and keeps one listener by hash.',
+    bpfCpu: 'a BPF program returns the receiving CPU as the slot, so each CPU feeds one listener.',
+  },
+  now: enNow,
+  stageLine: (e, m) => `Event ${e.seq} (${e.kind}): ${m}`,
+  stageLineUnselected: (e) => `Event ${e.seq} (${e.kind}): ${e.kind === 'RST' ? 'sent back to the client, no listener took the SYN' : `no reuseport selection (found in ehash) → ${e.listener === null ? 'no socket' : `L${e.listener}`}`}`,
+  keyboardPath: 'Keyboard: every packet is a row of the event list below; its button opens the record.',
+  rateHint: (max) => `1 to ${max}: higher rates ask the model about more connections than a frame has time for.`,
+  lookupClosed: 'Open the Listener lookup panel below to see the tables the kernel walked for this packet.',
   controls: (seq) => (seq > 1 ? `Visualizer controls (${seq})` : 'Visualizer controls'),
   playback: 'Playback',
   play: 'Play',
@@ -146,11 +211,14 @@ const en: DispatchText = {
   lookupRefused: (m) => `The model refuses this layout: ${m}`,
   inspectEvent: (s) => `Inspect event ${s}`,
   none: 'none',
-  remap: (r) => `${r.what}: ${r.moved.length} of ${r.total} client flows now land on another listener (the model's answers for the same flows before and after; moved clients are marked in black).`,
-  movedCaption: (n) => `${n} moved flow${n === 1 ? '' : 's'}${n > 500 ? ' (first 500 shown)' : ''}`,
+  remap: (r, listening) =>
+    listening === 0
+      ? `${r.what}: ${remapPhrase(r, 0)}.`
+      : `${r.what}: ${r.moved.length} of ${r.total} client flows now land on another listener (the model's answers for the same flows before and after; moved clients are ringed in black).`,
+  movedCaption: (n, cap) => `${n} moved flow${n === 1 ? '' : 's'}${n > cap ? ` (first ${cap} shown)` : ''}`,
   movedHead: ['client', 'before', 'after'],
-  figures: (fr, dropped, inFlight, ratio) => [
-    ['Dispatched', `${fr.total}${dropped ? ` (+${dropped} to no socket)` : ''}`],
+  figures: (fr, dropped, closed, inFlight, ratio) => [
+    ['Dispatched', `${fr.total + dropped + closed}${dropped || closed ? ` (${[closed ? `${closed} to closed listeners` : '', dropped ? `${dropped} to no socket` : ''].filter(Boolean).join(', ')})` : ''}`],
     ['Uniform expectation', `${fr.expected.toFixed(1)} per listener`],
     ['Max / min', ratio],
     ['Jain’s index', fr.jain === null ? 'n/a' : fr.jain.toFixed(4)],
@@ -165,7 +233,7 @@ const en: DispatchText = {
   clientListErrors: (errs) => `Client list: ${errs.join('; ')}`,
   noClient: 'Client list: no client given.',
   cannotBuild: (m) => `The group cannot be built: ${m}`,
-  rateBad: 'Arrival rate: give a number from 1 to 5000.',
+  rateBad: (max) => `Arrival rate: give a number from 1 to ${max}.`,
   chooseMember: 'Choose a listening member to close.',
   cpuBad: 'SO_INCOMING_CPU: give a whole number from 0.',
   fixedIndexName: 'Fixed index',
@@ -203,11 +271,38 @@ function zhSummary(sim: DispatchSim): string {
     `迄今 ${sim.conns} 个${o.proto === 'udp' ? '数据报' : '连接'}，${inflight} 个在途`,
   ];
   if (sim.dropped) parts.push(`${sim.dropped} 个没有找到套接字`);
-  if (sim.lastRemap) parts.push(`${sim.lastRemap.what}：${sim.lastRemap.total} 个流中有 ${sim.lastRemap.moved.length} 个改落到另一个监听套接字`);
+  if (sim.lastRemap) parts.push(s.listening === 0 ? `${sim.lastRemap.what}：已没有监听套接字，全部 ${sim.lastRemap.total} 个流无处可去` : `${sim.lastRemap.what}：${sim.lastRemap.total} 个流中有 ${sim.lastRemap.moved.length} 个改落到另一个监听套接字`);
   return `${parts.join('；')}。`;
 }
 
+function zhNow(v: NowView): string {
+  const pkt = v.udp ? '数据报' : 'SYN';
+  const state = v.offscreen ? '场景不在屏幕内，已暂停。' : v.playing ? '' : '已暂停。';
+  if (v.listening === 0) return `${state}端口 ${v.port} 上已没有监听套接字：${v.udp ? '每个数据报都被丢弃' : '每个 SYN 都会收到 RST'}。`;
+  if (!v.group) return `${state}内核 ${v.kernel} 还没有 socks[]：对每个 ${pkt}，它遍历 ${v.listening} 个监听套接字，按哈希保留其中一个（蓄水池抽样）。`;
+  const pick = v.program ? '组上挂载的 BPF 程序返回槽位' : `其四元组哈希按 ${v.listening} 段缩放后选中 socks[] 的一个槽位`;
+  return `${state}${v.clients} 个客户端向共享端口 ${v.port} 的 ${v.listening} 个监听套接字发送 ${pkt}：对每个 ${pkt}，${pick}，由该槽位的监听套接字接收。`;
+}
+
 const zh: DispatchText = {
+  settings: '设置',
+  presetsLegend: '预设（每个都会重新开始运行）',
+  presets: { workers: '8 个工作进程', closeOne: '关闭一个', fewClients: '少量客户端', many: '130 个监听套接字', wildcard: '通配地址与指定地址', reservoir: '3.9 蓄水池', bpfCpu: '按 CPU 的 BPF' },
+  presetSays: {
+    workers: '八个监听套接字共享端口，哈希把客户端大致均匀地分给它们。',
+    closeOne: '关闭监听套接字 3；最后一个成员移入它的槽位，所以移动的是两个监听套接字的流，而不是一个。',
+    fewClients: '只有十几个客户端时，每个都标出地址，分布明显不均。',
+    many: '第 129 个成员加入时，socks[] 从 128 个槽位扩到 256 个。',
+    wildcard: '绑定到 0.0.0.0；“监听套接字查找”面板说明为什么指定地址的得分高于通配地址。',
+    reservoir: '内核 3.9 没有 socks[]：它遍历链表，按哈希保留一个监听套接字。',
+    bpfCpu: 'BPF 程序把接收 CPU 作为槽位返回，于是每个 CPU 只送往一个监听套接字。',
+  },
+  now: zhNow,
+  stageLine: (e, m) => `第 ${e.seq} 个事件（${e.kind}）：${m}`,
+  stageLineUnselected: (e) => `第 ${e.seq} 个事件（${e.kind}）：${e.kind === 'RST' ? '发回客户端，没有监听套接字接收该 SYN' : `不经过 reuseport 选择（在 ehash 中找到）→ ${e.listener === null ? '没有套接字' : `L${e.listener}`}`}`,
+  keyboardPath: '键盘操作：每个数据包都是下方事件列表中的一行，行首按钮可打开其记录。',
+  rateHint: (max) => `1 到 ${max}：速率更高时，每帧需要向模型查询的连接数超出一帧的时间。`,
+  lookupClosed: '展开下方的“监听套接字查找”面板，即可查看内核为这个数据包遍历的表。',
   controls: (seq) => (seq > 1 ? `可视化控制（${seq}）` : '可视化控制'),
   playback: '播放控制',
   play: '播放',
@@ -258,11 +353,14 @@ const zh: DispatchText = {
   lookupRefused: (m) => `模型拒绝此布局：${m}`,
   inspectEvent: (s) => `检查第 ${s} 个事件`,
   none: '无',
-  remap: (r) => `${r.what}：${r.total} 个客户端流中有 ${r.moved.length} 个改落到另一个监听套接字（依据模型对同一批流在修改前后的回答；移动的客户端以黑色标出）。`,
-  movedCaption: (n) => `${n} 个移动的流${n > 500 ? '（仅显示前 500 个）' : ''}`,
+  remap: (r, listening) =>
+    listening === 0
+      ? `${r.what}：已没有监听套接字，全部 ${r.total} 个客户端流无处可去（SYN 收到 RST，数据报被丢弃）。`
+      : `${r.what}：${r.total} 个客户端流中有 ${r.moved.length} 个改落到另一个监听套接字（依据模型对同一批流在修改前后的回答；移动的客户端以黑框标出）。`,
+  movedCaption: (n, cap) => `${n} 个移动的流${n > cap ? `（仅显示前 ${cap} 个）` : ''}`,
   movedHead: ['客户端', '修改前', '修改后'],
-  figures: (fr, dropped, inFlight, ratio) => [
-    ['已分发', `${fr.total}${dropped ? `（另有 ${dropped} 个没有套接字）` : ''}`],
+  figures: (fr, dropped, closed, inFlight, ratio) => [
+    ['已分发', `${fr.total + dropped + closed}${dropped || closed ? `（${[closed ? `${closed} 个发往已关闭的监听套接字` : '', dropped ? `${dropped} 个没有套接字` : ''].filter(Boolean).join('，')}）` : ''}`],
     ['均匀分布期望', `每个监听套接字 ${fr.expected.toFixed(1)} 个`],
     ['最大 / 最小', ratio],
     ['Jain 指数', fr.jain === null ? '不适用' : fr.jain.toFixed(4)],
@@ -277,7 +375,7 @@ const zh: DispatchText = {
   clientListErrors: (errs) => `客户端列表：${errs.join('；')}`,
   noClient: '客户端列表：没有给出任何客户端。',
   cannotBuild: (m) => `无法建立该组：${m}`,
-  rateBad: '到达速率：请输入 1 到 5000 之间的数。',
+  rateBad: (max) => `到达速率：请输入 1 到 ${max} 之间的数。`,
   chooseMember: '请选择一个正在监听的成员来关闭。',
   cpuBad: 'SO_INCOMING_CPU：请输入不小于 0 的整数。',
   fixedIndexName: '固定索引',

@@ -11,26 +11,26 @@
  */
 import { select } from 'd3';
 import { FrameClock } from '../clock';
-import { defineIsland, hostOf, islandElement } from './element';
+import { defineIsland, emit, hostOf, islandElement } from './element';
 import { loadModel, profiles, type Proto } from '../model/index';
 import type { Program } from '../model/generated/Program';
 import { pageLang } from './site';
 import { renderExplain } from '../render/explain-card';
 import { Chart, fmtRatio } from '../render/dispatch/chart';
-import { Overlay } from '../render/dispatch/overlay';
-import { drawClients, drawPackets, drawRoute, hitTest, px, py, type Box } from '../render/dispatch/particles';
+import { Overlay, type Marker } from '../render/dispatch/overlay';
+import { drawPackets, drawRoute, hitTest, Pixels, pixelWord, px, py, stampClients, stampMoved, stampPackets, type Box } from '../render/dispatch/particles';
 import { explainView } from '../scene/explain-view';
 import { parseClients } from '../scene/dispatch/clients';
 import type { DispatchEvent } from '../scene/dispatch/events';
 import { along, COL, hashToY } from '../scene/dispatch/layout';
 import { KIND_SHAPE, KINDS, listenerMark } from '../scene/dispatch/palette';
 import { bootSecret, hex32, parseHex32 } from '../scene/dispatch/rng';
-import { DispatchSim, newFrame, type SimOptions } from '../scene/dispatch/sim';
+import { DispatchSim, KIND_OF_CODE, newFrame, type SimOptions } from '../scene/dispatch/sim';
 import { fairness } from '../scene/dispatch/stats';
 import { markerText, structure, type Structure } from '../scene/dispatch/structure';
 import { addrAnyPlan, groupPlan, hostPacket, lookupView, type HostPlan, type LookupScene, type LookupView } from '../scene/dispatch/lookup';
 import { renderLookup } from '../render/dispatch/lookup';
-import { dispatchText } from './dispatch-text';
+import { dispatchText, nowView, type PresetId } from './dispatch-text';
 
 type LookupModule = typeof import('../model/lookup');
 
@@ -66,6 +66,41 @@ export interface DispatchOptions {
 
 let uid = 0;
 const SPEEDS = [0.1, 0.25, 0.5, 1, 2, 4];
+/**
+ * The controls' ranges. Every setting they allow keeps the scene at 60 frames
+ * a second on a two-core machine without a GPU (npm run bench:frames measures
+ * the maxima): the arrival rate was 5000/s, at which each frame asked the
+ * model about more connections than a frame has time for.
+ */
+export const LIMITS = { listeners: 1024, clients: 5000, rate: 2000 } as const;
+/** Moved flows listed under the scene (all of them are ringed in it). */
+const MOVED_LIST = 100;
+/** How far from a packet (CSS pixels) a click still picks it. */
+const HIT_RADIUS = 12;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Sel = import("d3").Selection<any, unknown, null, undefined>;
+
+/** What a preset sets (the rest as {@link PRESET_BASE}). */
+interface Preset {
+  id: PresetId;
+  options: Partial<typeof PRESET_BASE>;
+  /** A listener closed right after the restart. */
+  close?: number;
+  /** Opens the Listener lookup panel on this layout. */
+  lookup?: LookupScene;
+}
+const PRESET_BASE = { kernel: '6.18', proto: 'tcp' as Proto, wildcard: false, listeners: 8, clients: 200, rate: 40, cpus: 4, program: 'none' };
+/** Presets named after what they teach. */
+const PRESETS: Preset[] = [
+  { id: 'workers', options: {} },
+  { id: 'closeOne', options: {}, close: 3 },
+  { id: 'fewClients', options: { clients: 12, rate: 6 } },
+  { id: 'many', options: { listeners: 130, clients: 2000, rate: 400 } },
+  { id: 'wildcard', options: { wildcard: true }, lookup: 'addr_any' },
+  { id: 'reservoir', options: { kernel: '3.9', listeners: 4, clients: 24, rate: 12 } },
+  { id: 'bpfCpu', options: { program: 'cpu', listeners: 4 } },
+];
 /** Milliseconds the focused packet takes to travel its route when stepping. */
 const FOCUS_MS = 900;
 
@@ -81,12 +116,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const opts: SimOptions = {
     kernel: options.kernel ?? '6.18',
     proto: options.proto ?? 'tcp',
-    listeners: options.listeners ?? 8,
+    listeners: Math.min(LIMITS.listeners, options.listeners ?? 8),
     wildcard: options.wildcard ?? false,
     seed: seed0,
     secret: (options.secret ?? bootSecret(seed0, 0)) >>> 0,
-    clients: options.clients ?? 200,
-    rate: options.rate ?? 40,
+    clients: Math.min(LIMITS.clients, options.clients ?? 200),
+    rate: Math.min(LIMITS.rate, options.rate ?? 40),
     cpus: options.cpus ?? 4,
     program: null,
     clientList: null,
@@ -101,23 +136,57 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     cleanups.push(() => node.removeEventListener(type, fn as EventListener));
   };
 
-  // ---- Controls -------------------------------------------------------------------------------
-  const form = root.append('form').attr('class', 'rl-dv-controls').attr('novalidate', '').attr('aria-label', t.controls(seq));
-  on(form.node()!, 'submit', (e) => e.preventDefault());
-  const transport = form.append('fieldset').attr('class', 'rl-dv-fs');
-  transport.append('legend').text(t.playback);
-  const playBtn = transport.append('button').attr('type', 'button').attr('aria-pressed', 'false').text(t.play);
-  const backBtn = transport.append('button').attr('type', 'button').text(t.stepBack);
-  const fwdBtn = transport.append('button').attr('type', 'button').text(t.stepForward);
-  const field = (parent: typeof transport, name: string, label: string) => {
+  // ---- First screen: playback, one sentence, the scene ------------------------------------------
+  const field = (parent: Sel, name: string, label: string, hint?: string) => {
     const w = parent.append('div').attr('class', 'rl-field');
     w.append('label').attr('for', f(name)).text(label);
+    if (hint) w.append('span').attr('class', 'rl-dv-hint').attr('id', f(`${name}-hint`)).text(hint);
     return w;
   };
-  const speedSel = field(transport, 'speed', t.speed).append('select').attr('id', f('speed'));
+  const bar = root.append('div').attr('class', 'rl-dv-bar').attr('role', 'group').attr('aria-label', t.controls(seq));
+  const playBtn = bar.append('button').attr('type', 'button').attr('class', 'rl-primary').attr('aria-pressed', 'false').text(t.play);
+  const backBtn = bar.append('button').attr('type', 'button').text(t.stepBack);
+  const fwdBtn = bar.append('button').attr('type', 'button').text(t.stepForward);
+  const speedWrap = bar.append('div').attr('class', 'rl-dv-inline');
+  speedWrap.append('label').attr('for', f('speed')).text(t.speed);
+  const speedSel = speedWrap.append('select').attr('id', f('speed'));
   speedSel.selectAll('option').data(SPEEDS).join('option').attr('value', (d) => String(d)).text((d) => `${d}×`);
-  speedSel.property('value', String(speed));
-  const rateIn = field(transport, 'rate', t.rate).append('input').attr('id', f('rate')).attr('type', 'number').attr('min', 1).attr('max', 5000).property('value', String(opts.rate));
+  speedSel.property('value', String(SPEEDS.includes(speed) ? speed : 1));
+  speed = Number(speedSel.property('value'));
+  const settingsBtn = bar.append('button').attr('type', 'button').attr('class', 'rl-dv-settings-btn').attr('aria-expanded', 'false').attr('aria-controls', f('settings')).text(t.settings);
+  const now = root.append('p').attr('class', 'rl-dv-now').attr('aria-live', 'polite').attr('id', f('now'));
+  // What the last add or close did to the flows, under the sentence (the moved clients are ringed in the scene).
+  const remapLine = root.append('p').attr('class', 'rl-dv-remap').attr('aria-live', 'polite');
+
+  const layout = root.append('div').attr('class', 'rl-dv-layout');
+  const stage = layout.append('div').attr('class', 'rl-dv-stage').attr('role', 'group').attr('aria-label', t.stage);
+  const canvas = stage.append('canvas').attr('class', 'rl-dv-canvas').attr('aria-hidden', 'true');
+  const overlay = new Overlay(stage.node()!);
+  // The focused packet's numbers (and its listener lookup when that panel is open), in words under the scene.
+  const stageLine = stage.append('p').attr('class', 'rl-dv-stage-line');
+  const stageLookup = stage.append('p').attr('class', 'rl-dv-stage-lookup');
+  const legend = stage.append('ul').attr('class', 'rl-dv-legend').attr('aria-label', t.shapes);
+  legend
+    .selectAll('li')
+    .data([...KINDS.map((k) => `${{ square: '■', diamond: '◆', bar: '▬', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`), t.colourLegend, t.keyboardPath])
+    .join('li')
+    .text((d) => d);
+
+  // ---- Settings (opened on demand) ---------------------------------------------------------------
+  const side = layout.append('div').attr('class', 'rl-dv-side');
+  const settings = side.append('div').attr('class', 'rl-dv-settings').attr('id', f('settings')).attr('hidden', '').attr('role', 'region').attr('aria-label', t.settings);
+  const form = settings.append('form').attr('class', 'rl-dv-controls').attr('novalidate', '');
+  on(form.node()!, 'submit', (e) => e.preventDefault());
+  const errors = form.append('div').attr('class', 'rl-errors').attr('role', 'alert');
+  const presetFs = form.append('fieldset').attr('class', 'rl-dv-fs rl-dv-presets');
+  presetFs.append('legend').text(t.presetsLegend);
+  const presetBtns = presetFs
+    .selectAll('button')
+    .data(PRESETS)
+    .join('button')
+    .attr('type', 'button')
+    .attr('data-preset', (d) => d.id)
+    .text((d) => t.presets[d.id]);
 
   const groupFs = form.append('fieldset').attr('class', 'rl-dv-fs');
   groupFs.append('legend').text(t.groupLegend);
@@ -130,8 +199,9 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const bindSel = field(groupFs, 'bind', t.bound).append('select').attr('id', f('bind'));
   bindSel.selectAll('option').data([['specific', t.bindOptions[0]], ['wildcard', t.bindOptions[1]]]).join('option').attr('value', (d) => d[0]!).text((d) => d[1]!);
   bindSel.property('value', opts.wildcard ? 'wildcard' : 'specific');
-  const listenersIn = field(groupFs, 'listeners', t.listeners).append('input').attr('id', f('listeners')).attr('type', 'number').attr('min', 1).attr('max', 1024).property('value', String(opts.listeners));
-  const clientsIn = field(groupFs, 'clients', t.clients).append('input').attr('id', f('clients')).attr('type', 'number').attr('min', 1).attr('max', 5000).property('value', String(opts.clients));
+  const listenersIn = field(groupFs, 'listeners', t.listeners).append('input').attr('id', f('listeners')).attr('type', 'number').attr('min', 1).attr('max', LIMITS.listeners).property('value', String(opts.listeners));
+  const clientsIn = field(groupFs, 'clients', t.clients).append('input').attr('id', f('clients')).attr('type', 'number').attr('min', 1).attr('max', LIMITS.clients).property('value', String(opts.clients));
+  const rateIn = field(groupFs, 'rate', t.rate, t.rateHint(LIMITS.rate)).append('input').attr('id', f('rate')).attr('type', 'number').attr('min', 1).attr('max', LIMITS.rate).attr('aria-describedby', f('rate-hint')).property('value', String(opts.rate));
   const cpusIn = field(groupFs, 'cpus', t.cpus).append('input').attr('id', f('cpus')).attr('type', 'number').attr('min', 1).attr('max', 64).property('value', String(opts.cpus));
   const progSel = field(groupFs, 'program', t.program).append('select').attr('id', f('program'));
   progSel
@@ -147,8 +217,17 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     .join('option')
     .attr('value', (d) => d[0]!)
     .text((d) => d[1]!);
-  const progIdx = field(groupFs, 'progidx', t.fixedIndex).append('input').attr('id', f('progidx')).attr('type', 'number').attr('min', 0).property('value', '99');
-  const progMod = field(groupFs, 'progmod', t.payloadModulus).append('input').attr('id', f('progmod')).attr('type', 'number').attr('min', 1).property('value', '3');
+  const progIdxField = field(groupFs, 'progidx', t.fixedIndex).attr('hidden', '');
+  const progIdx = progIdxField.append('input').attr('id', f('progidx')).attr('type', 'number').attr('min', 0).property('value', '99');
+  const progModField = field(groupFs, 'progmod', t.payloadModulus).attr('hidden', '');
+  const progMod = progModField.append('input').attr('id', f('progmod')).attr('type', 'number').attr('min', 1).property('value', '3');
+  // A program's own setting shows only with that program.
+  const showProgramFields = () => {
+    const p = String(progSel.property('value'));
+    progIdxField.property('hidden', p !== 'index');
+    progModField.property('hidden', p !== 'payload_mod');
+  };
+  on(progSel.node()!, 'change', showProgramFields);
   const seedIn = field(groupFs, 'seed', t.seed).append('input').attr('id', f('seed')).attr('type', 'number').attr('min', 0).property('value', String(opts.seed));
   const listWrap = groupFs.append('div').attr('class', 'rl-field rl-dv-wide');
   listWrap.append('label').attr('for', f('clientlist')).text(t.clientList);
@@ -157,41 +236,26 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
 
   const liveFs = form.append('fieldset').attr('class', 'rl-dv-fs');
   liveFs.append('legend').text(t.liveLegend);
-  const secretIn = field(liveFs, 'secret', t.secret).append('input').attr('id', f('secret')).attr('spellcheck', 'false').property('value', hex32(opts.secret));
-  const setSecretBtn = liveFs.append('button').attr('type', 'button').text(t.setSecret);
-  const bootBtn = liveFs.append('button').attr('type', 'button').text(t.newBoot);
-  const addBtn = liveFs.append('button').attr('type', 'button').text(t.addListener);
   const closeSel = field(liveFs, 'close', t.listener).append('select').attr('id', f('close'));
   const closeBtn = liveFs.append('button').attr('type', 'button').text(t.closeListener);
+  const addBtn = liveFs.append('button').attr('type', 'button').text(t.addListener);
   const cpuIn = field(liveFs, 'pin', 'SO_INCOMING_CPU').append('input').attr('id', f('pin')).attr('type', 'number').attr('min', 0).property('value', '0');
   const pinBtn = liveFs.append('button').attr('type', 'button').text(t.setCpu);
   const unpinBtn = liveFs.append('button').attr('type', 'button').text(t.clearCpu);
+  const secretIn = field(liveFs, 'secret', t.secret).append('input').attr('id', f('secret')).attr('spellcheck', 'false').property('value', hex32(opts.secret));
+  const setSecretBtn = liveFs.append('button').attr('type', 'button').text(t.setSecret);
+  const bootBtn = liveFs.append('button').attr('type', 'button').text(t.newBoot);
 
-  const errors = root.append('div').attr('class', 'rl-errors').attr('role', 'alert');
-  const summary = root.append('p').attr('class', 'rl-dv-summary').attr('aria-live', 'polite').attr('id', f('summary'));
-  const remapLine = root.append('p').attr('class', 'rl-dv-remap').attr('aria-live', 'polite');
-  const movedBox = root.append('details').attr('class', 'rl-dv-moved');
-  movedBox.append('summary').text(t.movedSummary);
-  const movedBody = movedBox.append('div');
-
-  // ---- Stage -----------------------------------------------------------------------------------
-  const layout = root.append('div').attr('class', 'rl-dv-layout');
-  const stage = layout.append('div').attr('class', 'rl-dv-stage').attr('role', 'group').attr('aria-label', t.stage);
-  const canvas = stage.append('canvas').attr('class', 'rl-dv-canvas').attr('aria-hidden', 'true');
-  const overlay = new Overlay(stage.node()!, t);
-  const legend = stage.append('ul').attr('class', 'rl-dv-legend').attr('aria-label', t.shapes);
-  legend
-    .selectAll('li')
-    .data([...KINDS.map((k) => `${{ square: '■', diamond: '◆', bar: '▬', cross: '✕', triangle: '▲' }[KIND_SHAPE[k]]} ${k}`), t.colourLegend])
-    .join('li')
-    .text((d) => d);
-  // The listener lookup of the inspected packet, in one line under the scene (details in the Listener lookup panel).
-  const stageLookup = stage.append('p').attr('class', 'rl-dv-stage-lookup');
-  const side = layout.append('div').attr('class', 'rl-dv-side');
   side.append('h2').text(t.perListener);
-  const chartBox = side.append('div');
+  const chartBox = side.append('div').attr('class', 'rl-dv-chartbox');
   const chart = new Chart(chartBox.node()!);
   const figures = side.append('dl').attr('class', 'rl-dv-figures');
+
+  // ---- Below the scene ---------------------------------------------------------------------------
+  const movedBox = root.append('details').attr('class', 'rl-dv-moved').property('hidden', true);
+  movedBox.append('summary').text(t.movedSummary);
+  const movedBody = movedBox.append('div').attr('class', 'rl-dv-moved-body').attr('tabindex', '0').attr('role', 'region').attr('aria-label', t.movedSummary);
+  const summary = root.append('p').attr('class', 'rl-dv-summary').attr('id', f('summary'));
 
   const tableWrap = root.append('div').attr('class', 'rl-dv-events');
   const table = tableWrap.append('table').attr('class', 'rl-table');
@@ -204,9 +268,9 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const inspBody = inspector.append('div').attr('aria-live', 'polite');
   inspBody.append('p').text(t.inspectorHint);
 
-  // ---- Listener lookup (the full lookup model, loaded lazily) -------------------------------------
-  const lookupSec = root.append('section').attr('class', 'rl-dv-lookup').attr('aria-labelledby', f('lk-h'));
-  lookupSec.append('h2').attr('id', f('lk-h')).text(`${t.lookupHeading}${nth}`);
+  // ---- Listener lookup (the full lookup model, loaded when the panel is first opened) --------------
+  const lookupSec = root.append('details').attr('class', 'rl-dv-lookup');
+  lookupSec.append('summary').append('h2').attr('id', f('lk-h')).text(`${t.lookupHeading}${nth}`);
   const lkField = lookupSec.append('div').attr('class', 'rl-field');
   lkField.append('label').attr('for', f('lkscene')).text(t.lookupLayout);
   const lkSel = lkField.append('select').attr('id', f('lkscene'));
@@ -224,6 +288,9 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
 
   // ---- State -----------------------------------------------------------------------------------
   let playing = false;
+  let visible = true;
+  /** What the last preset teaches, shown as the sentence under the controls until the next change. */
+  let lesson: string | null = null;
   let inspected: number | null = null;
   let focus: { seq: number; start: number } | null = null;
   let struct: Structure = structure(sim, t.structure);
@@ -232,35 +299,41 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   let cssH = 0;
   let lastSlow = -Infinity;
   let stepAcc = 0;
-  let rowsMoving = false;
-  let wasMoving = false;
   const frameBuf = newFrame(4096);
   const one = newFrame(1);
+  const pixels = new Pixels();
   const ctx = canvas.node()!.getContext('2d');
+  const QUEUE_WORD = pixelWord('#555555');
 
   const setError = (msg: string) => errors.text(msg);
-  const movedSet = () => new Set(sim.lastRemap && sim.time - sim.lastRemap.t < 6 ? sim.lastRemap.moved : []);
+  const movedNow = (): readonly number[] => (sim.lastRemap && sim.time - sim.lastRemap.t < 6 ? sim.lastRemap.moved : []);
 
   const refreshStructure = () => {
     struct = structure(sim, t.structure);
     overlay.draw(struct, box, cssW, cssH);
+    overlay.slide(null, box, struct.rows.length);
     closeSel.selectAll('option').data(sim.rows).join('option').attr('value', (d) => String(d)).text((d) => `L${d}`);
   };
 
-  const describe = () => summary.text(t.summary(sim));
+  const describe = () => {
+    const paused = playing && !visible;
+    now.text(lesson ?? t.now(nowView(sim, playing, paused)));
+    summary.text(t.summary(sim));
+  };
+  /** The moved flows: ringed in the scene; here a short list (the first {@link MOVED_LIST} of them, in a scrolled box). */
   const showRemap = () => {
     const r = sim.lastRemap;
-    remapLine.text(r ? t.remap(r) : '');
-    movedBox.property('hidden', !r);
+    remapLine.text(r ? t.remap(r, sim.rows.length) : '');
+    movedBox.property('hidden', !r || r.moved.length === 0);
     movedBody.selectAll('*').remove();
-    if (!r) return;
+    if (!r || !r.moved.length) return;
     const name = (l: number) => (l === 0xffffffff ? t.none : `L${l}`);
     const mt = movedBody.append('table').attr('class', 'rl-table rl-dv-moved-table');
-    mt.append('caption').text(t.movedCaption(r.moved.length));
+    mt.append('caption').text(t.movedCaption(r.moved.length, MOVED_LIST));
     mt.append('thead').append('tr').selectAll('th').data(t.movedHead).join('th').attr('scope', 'col').text((d) => d);
     mt.append('tbody')
       .selectAll('tr')
-      .data(r.moved.slice(0, 500).map((ci, k) => [`${sim.clients[ci]!.saddr}:${sim.clients[ci]!.sport}`, name(r.from[k]!), name(r.to[k]!)]))
+      .data(r.moved.slice(0, MOVED_LIST).map((ci, k) => [`${sim.clients[ci]!.saddr}:${sim.clients[ci]!.sport}`, name(r.from[k]!), name(r.to[k]!)]))
       .join('tr')
       .selectAll('td')
       .data((d) => d)
@@ -270,15 +343,18 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
 
   const resize = () => {
     const node = stage.node()!;
-    const w = Math.max(320, node.clientWidth);
-    const h = Math.max(240, Math.min(560, Math.round(w * 0.55)));
+    const w = Math.max(280, node.clientWidth);
+    // Taller than wide-screen proportions on a phone, so the rows keep room for their labels.
+    const h = Math.max(300, Math.min(520, Math.round(w * (w < 600 ? 0.95 : 0.55))));
     cssW = w;
     cssH = h;
     const dpr = Math.min(2, globalThis.devicePixelRatio || 1);
     canvas.attr('width', Math.round(w * dpr)).attr('height', Math.round(h * dpr)).style('width', `${w}px`).style('height', `${h}px`);
     ctx?.setTransform(dpr, 0, 0, dpr, 0, 0);
-    box = { left: 12, top: 38, width: w * 0.86, height: h - 50 };
+    pixels.resize(Math.round(w * dpr), Math.round(h * dpr), dpr);
+    box = { left: 12, top: 44, width: w * 0.86, height: h - 56 };
     overlay.draw(struct, box, w, h);
+    overlay.marker(markerFor(), box);
   };
 
   const eventCells = (e: DispatchEvent) => [
@@ -292,37 +368,50 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     e.note,
   ];
 
-  const drawTable = () => {
+  // The event list reuses its row elements (row i shows the i-th event of the window), and holds
+  // still while keyboard focus is inside it during playback: a rebuilt row under the focus sent
+  // focus back to <body>.
+  const ROWS = 12;
+  const rowEls: { tr: HTMLTableRowElement; btn: HTMLButtonElement; tds: HTMLTableCellElement[] }[] = [];
+  for (let i = 0; i < ROWS; i++) {
+    const tr = tbody.append('tr').property('hidden', true);
+    const btn = tr.append('th').attr('scope', 'row').append('button').attr('type', 'button').attr('class', 'rl-dv-rowbtn');
+    const tds = Array.from({ length: 8 }, () => tr.append('td').node()!);
+    rowEls.push({ tr: tr.node()!, btn: btn.node()!, tds });
+  }
+  const focusInList = () => {
+    const a = (el.getRootNode() as ShadowRoot | Document).activeElement;
+    return !!a && tbody.node()!.contains(a);
+  };
+  const drawTable = (force = false) => {
+    if (playing && !force && focusInList()) return;
     const cur = sim.log.cursor;
     const end = playing || cur < 0 ? sim.log.nextSeq - 1 : Math.min(sim.log.nextSeq - 1, cur + 4);
-    const rows = sim.log.window(end, 12);
-    const tr = tbody
-      .selectAll<HTMLTableRowElement, DispatchEvent>('tr')
-      .data(rows, (d) => String(d.seq))
-      .join((enter) => {
-        const r = enter.append('tr');
-        r.append('th')
-          .attr('scope', 'row')
-          .append('button')
-          .attr('type', 'button')
-          .attr('class', 'rl-dv-rowbtn')
-          .attr('aria-label', (d) => t.inspectEvent(d.seq))
-          .text((d) => String(d.seq));
-        for (let i = 0; i < 8; i++) r.append('td');
-        return r;
+    const rows = sim.log.window(end, ROWS);
+    rowEls.forEach((r, i) => {
+      const e = rows[i];
+      r.tr.hidden = !e;
+      if (!e) return;
+      const chosen = e.seq === cur && !playing;
+      r.tr.classList.toggle('rl-chosen', chosen);
+      if (chosen) r.tr.setAttribute('aria-current', 'true');
+      else r.tr.removeAttribute('aria-current');
+      const label = String(e.seq);
+      if (r.btn.textContent !== label) {
+        r.btn.textContent = label;
+        r.btn.setAttribute('aria-label', t.inspectEvent(e.seq));
+      }
+      eventCells(e).forEach((c, k) => {
+        if (r.tds[k]!.textContent !== c) r.tds[k]!.textContent = c;
       });
-    tr.order();
-    tr.classed('rl-chosen', (d) => d.seq === cur && !playing).attr('aria-current', (d) => (d.seq === cur && !playing ? 'true' : null));
-    tr.selectAll<HTMLTableCellElement, string>('td')
-      .data((d) => eventCells(d))
-      .text((d) => d);
+    });
   };
 
   const drawSide = () => {
-    const bars = struct.rows.map((r) => ({ label: String(r.listener), count: sim.counts[r.listener] ?? 0, colour: r.colour, hollow: r.fill === 'hollow' }));
+    const bars = struct.rows.map((r) => ({ label: r.label, count: sim.counts[r.listener] ?? 0, colour: r.colour, hollow: r.fill === 'hollow' }));
     const fr = fairness(bars.map((b) => b.count));
     chart.draw(bars, fr, t.chartLabel);
-    const items = t.figures(fr, sim.dropped, sim.particles.inFlight(sim.time), fmtRatio(fr.maxMinRatio));
+    const items = t.figures(fr, sim.dropped, sim.closedCounts, sim.particles.inFlight(sim.time), fmtRatio(fr.maxMinRatio));
     figures.selectAll('div').data(items).join((e) => {
       const d = e.append('div');
       d.append('dt');
@@ -333,12 +422,23 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     figures.selectAll('div').select('dd').text((d) => (d as [string, string])[1]);
   };
 
-  const markerFor = (): { y: number; text: string } | null => {
+  /** The event the marker and the line under the scene are about: the inspected one, else the cursor (paused) or the newest (playing). */
+  const focusedEvent = (): DispatchEvent | undefined => {
     const seq = inspected ?? (playing ? sim.log.last()?.seq : sim.log.cursor);
-    if (seq === undefined || seq === null || seq < 0) return null;
-    const e = sim.log.get(seq);
-    if (!e?.explain) return null;
-    return { y: hashToY(e.explain.hash.hash), text: markerText(e.explain, pageLang()) };
+    if (seq === undefined || seq === null || seq < 0) return undefined;
+    return sim.log.get(seq);
+  };
+  /** Only a SYN or a datagram goes through the reuseport selection; an ACK or SYN-ACK shows no hash. */
+  const selected = (e: DispatchEvent) => e.kind === 'SYN' || e.kind === 'UDP';
+  const markerFor = (): Marker | null => {
+    const e = focusedEvent();
+    if (!e?.explain || !selected(e)) return null;
+    return { y: hashToY(e.explain.hash.hash), text: `0x${e.explain.hash.hashHex}` };
+  };
+  const showFocused = () => {
+    overlay.marker(markerFor(), box);
+    const e = focusedEvent();
+    stageLine.text(!e ? '' : selected(e) && e.explain ? t.stageLine(e, markerText(e.explain, pageLang())) : t.stageLineUnselected(e));
   };
 
   const inspect = (seq: number) => {
@@ -349,26 +449,30 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     inspBody.selectAll('*').remove();
     const m = listenerMark(e.listener);
     inspBody.append('p').attr('class', 'rl-headline').text(t.headline(e, m.label));
-    if (e.kind !== 'SYN' && e.kind !== 'UDP') inspBody.append('p').text(t.belongsTo(e));
+    if (!selected(e)) inspBody.append('p').text(t.belongsTo(e));
     if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain, pageLang()), 3, t.card);
     else inspBody.append('p').text(t.notDelivered);
     inspLookup = inspBody.append('p').attr('class', 'rl-dv-insp-lookup').node();
-    overlay.marker(markerFor(), box);
+    showFocused();
     showLookup();
+    emit(el, 'stepped', { seq: e.seq, listener: e.listener, kind: e.kind });
   };
 
   // The lookup model, its Host for the current layout, and the last answer.
   let lk: LookupModule | null = null;
   let lkHost: { key: string; host: InstanceType<LookupModule['Host']> } | null = null;
   let inspLookup: HTMLElement | null = null;
-  // The compact scene shows no lookup panel: it does not fetch the larger lookup package.
-  const lkReady = options.compact
-    ? new Promise<void>(() => {})
-    : import('../model/lookup').then(async (m) => {
-        await m.loadLookup();
-        lk = m;
-      });
-  lkReady.catch((e: unknown) => lkBody.text(t.lookupFailed(e instanceof Error ? e.message : String(e))));
+  let lkReady: Promise<void> | null = null;
+  /** Fetches the larger lookup package, once, when the Listener lookup panel is first opened. */
+  const loadLookupModel = (): Promise<void> => {
+    lkReady ??= import('../model/lookup').then(async (m) => {
+      await m.loadLookup();
+      lk = m;
+    });
+    lkReady.catch((e: unknown) => lkBody.text(t.lookupFailed(e instanceof Error ? e.message : String(e))));
+    return lkReady;
+  };
+  const lookupOpen = () => (lookupSec.node() as HTMLDetailsElement).open;
   const planFor = (scene: LookupScene): HostPlan => {
     const s = sim.summary();
     return scene === 'addr_any'
@@ -398,12 +502,15 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     }
   };
   const showLookup = () => {
-    if (inspected === null) return;
+    if (inspected === null || !lookupOpen()) {
+      if (inspLookup && !lookupOpen()) inspLookup.textContent = t.lookupClosed;
+      return;
+    }
     const seq = inspected;
     if (!lk) {
       lkBody.selectAll('*').remove();
       lkBody.append('p').text(t.lookupLoading);
-      void lkReady.then(() => inspected === seq && showLookup());
+      void loadLookupModel().then(() => inspected === seq && showLookup());
       return;
     }
     const scene = lkSel.property('value') as LookupScene;
@@ -412,7 +519,6 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     if (!r) return;
     if ('error' in r) lkBody.append('p').attr('class', 'rl-fallback').text(t.lookupRefused(r.error));
     else renderLookup(lkBody.node()!, r.plan.describe, r.view, 3, t.lookup);
-    overlay.lookup('error' in r ? null : r.view.walks, box, 'error' in r ? null : r.view.socket === null ? t.noSocket : r.view.listener !== null ? `L${r.view.listener}` : t.socket(r.view.socket));
     stageLookup.text(
       'error' in r
         ? ''
@@ -430,34 +536,50 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     }
   };
   on(lkSel.node()!, 'change', showLookup);
+  on(lookupSec.node()!, 'toggle', () => {
+    if (!lookupOpen()) {
+      stageLookup.text('');
+      return;
+    }
+    void loadLookupModel().then(showLookup, () => {});
+    if (inspected === null) {
+      lkBody.selectAll('*').remove();
+      lkBody.append('p').text(t.lookupHint);
+    }
+  });
 
   const setPlaying = (p: boolean) => {
+    const was = playing;
     playing = p;
     playBtn.text(p ? t.pause : t.play).attr('aria-pressed', String(p));
     if (!p) {
       const last = sim.log.last();
       if (last && sim.log.cursor < 0) sim.log.seek(last.seq);
-      describe();
     } else {
       focus = null;
       inspected = null;
+      if (!was) emit(el, 'started', { kernel: sim.opts.kernel, proto: sim.opts.proto, listeners: sim.rows.length, clients: sim.clients.length, rate: sim.opts.rate, speed });
     }
-    drawTable();
+    describe();
+    showFocused();
+    drawTable(true);
   };
 
   const step = (dir: 1 | -1) => {
+    lesson = null;
     if (playing) setPlaying(false);
     const e = dir === 1 ? sim.log.stepForward(() => sim.nextConnection()) : sim.log.stepBack();
     if (!e) return;
     focus = { seq: e.seq, start: performance.now() };
     inspect(e.seq);
-    drawTable();
+    drawTable(true);
     drawSide();
-    summary.text(t.step(e));
+    describe();
+    now.text(t.step(e));
   };
 
-  const restart = () => {
-    setError('');
+  /** Reads the settings form into options; undefined (with the error shown) when a field is wrong. */
+  const readForm = (): SimOptions | undefined => {
     const num = (s: typeof rateIn, lo: number, hi: number, name: string): number | undefined => {
       const v = Number(s.property('value'));
       if (!Number.isInteger(v) || v < lo || v > hi) {
@@ -466,24 +588,28 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
       }
       return v;
     };
-    const listeners = num(listenersIn, 1, 1024, t.listeners);
-    const clients = num(clientsIn, 1, 5000, t.clients);
+    const listeners = num(listenersIn, 1, LIMITS.listeners, t.listeners);
+    const clients = num(clientsIn, 1, LIMITS.clients, t.clients);
     const cpus = num(cpusIn, 1, 64, t.cpus);
     const seed = num(seedIn, 0, 4294967295, t.seed);
+    const rate = num(rateIn, 1, LIMITS.rate, t.rate);
     const secret = parseHex32(String(secretIn.property('value')));
-    if (listeners === undefined || clients === undefined || cpus === undefined || seed === undefined) return;
-    if (secret === undefined) return setError(t.secretBad);
+    if (listeners === undefined || clients === undefined || cpus === undefined || seed === undefined || rate === undefined) return undefined;
+    if (secret === undefined) {
+      setError(t.secretBad);
+      return undefined;
+    }
     const prog = String(progSel.property('value'));
     let program: Program | null = null;
     if (prog === 'cpu') program = { kind: 'cpu' };
     if (prog === 'index') {
       const idx = num(progIdx, 0, 65535, t.fixedIndexName);
-      if (idx === undefined) return;
+      if (idx === undefined) return undefined;
       program = { kind: 'index', index: idx };
     }
     if (prog === 'payload_mod') {
       const m = num(progMod, 1, 4294967295, t.payloadModulusName);
-      if (m === undefined) return;
+      if (m === undefined) return undefined;
       program = { kind: 'payload_mod', modulus: m };
     }
     if (prog === 'pass') program = { kind: 'pass' };
@@ -492,37 +618,54 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     const text = String(clientList.property('value'));
     if (text.trim()) {
       const r = parseClients(text, cpus, seed);
-      if (r.errors.length) return setError(t.clientListErrors(r.errors.slice(0, 5)));
-      if (!r.clients.length) return setError(t.noClient);
+      if (r.errors.length) {
+        setError(t.clientListErrors(r.errors.slice(0, 5)));
+        return undefined;
+      }
+      if (!r.clients.length) {
+        setError(t.noClient);
+        return undefined;
+      }
       clientListParsed = r.clients;
     }
-    const next: SimOptions = { ...sim.opts, kernel: String(kernelSel.property('value')), proto: protoSel.property('value') as Proto, wildcard: bindSel.property('value') === 'wildcard', listeners, clients, cpus, seed, secret, program, clientList: clientListParsed };
+    return { ...sim.opts, kernel: String(kernelSel.property('value')), proto: protoSel.property('value') as Proto, wildcard: bindSel.property('value') === 'wildcard', listeners, clients, cpus, seed, secret, rate, program, clientList: clientListParsed };
+  };
+
+  const restart = (): boolean => {
+    setError('');
+    lesson = null;
+    const next = readForm();
+    if (!next) return false;
     const prev = sim.opts;
     sim.opts = next;
+    let ok = true;
     try {
       sim.rebuild();
     } catch (e) {
       sim.opts = prev;
       sim.rebuild();
       setError(t.cannotBuild((e as Error).message));
+      ok = false;
     }
     sim.boot = 0;
     inspected = null;
     focus = null;
     inspLookup = null;
     stageLookup.text('');
-    overlay.lookup(null, box);
     lkBody.selectAll('*').remove();
     lkBody.append('p').text(t.lookupHint);
     refreshStructure();
-    drawTable();
+    drawTable(true);
     drawSide();
     showRemap();
+    showFocused();
     describe();
+    return ok;
   };
 
   const live = (fn: () => void) => () => {
     setError('');
+    lesson = null;
     try {
       fn();
     } catch (e) {
@@ -535,17 +678,60 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     describe();
     drawSide();
   };
+  const closeListener = live(() => {
+    const l = Number(closeSel.property('value'));
+    if (!sim.rows.includes(l)) throw new Error(t.chooseMember);
+    sim.close(l, reduced);
+  });
 
+  /** Sets the form to a preset's settings, restarts, then makes its change (if any) and plays. */
+  const applyPreset = (p: Preset) => {
+    const o = { ...PRESET_BASE, ...p.options };
+    kernelSel.property('value', o.kernel);
+    protoSel.property('value', o.proto);
+    bindSel.property('value', o.wildcard ? 'wildcard' : 'specific');
+    listenersIn.property('value', String(o.listeners));
+    clientsIn.property('value', String(o.clients));
+    rateIn.property('value', String(o.rate));
+    cpusIn.property('value', String(o.cpus));
+    progSel.property('value', o.program);
+    showProgramFields();
+    clientList.property('value', '');
+    if (!restart()) return;
+    if (p.close !== undefined) {
+      closeSel.property('value', String(p.close));
+      closeListener();
+    }
+    if (p.lookup) {
+      lkSel.property('value', p.lookup);
+      (lookupSec.node() as HTMLDetailsElement).open = true;
+    }
+    if (!reduced) setPlaying(true);
+    lesson = `${t.presets[p.id]}: ${t.presetSays[p.id]}`;
+    describe();
+  };
+  presetBtns.each(function (d) {
+    on(this as HTMLElement, 'click', () => applyPreset(d));
+  });
+
+  on(settingsBtn.node()!, 'click', () => {
+    const open = settingsBtn.attr('aria-expanded') !== 'true';
+    settingsBtn.attr('aria-expanded', String(open));
+    settings.property('hidden', !open);
+    if (open) (settings.select('button').node() as HTMLElement | null)?.focus();
+  });
   on(playBtn.node()!, 'click', () => setPlaying(!playing));
   on(backBtn.node()!, 'click', () => step(-1));
   on(fwdBtn.node()!, 'click', () => step(1));
   on(speedSel.node()!, 'change', () => (speed = Number(speedSel.property('value'))));
   on(rateIn.node()!, 'change', () => {
     const v = Number(rateIn.property('value'));
-    if (Number.isFinite(v) && v > 0 && v <= 5000) sim.opts.rate = v;
-    else setError(t.rateBad);
+    if (Number.isFinite(v) && v > 0 && v <= LIMITS.rate) {
+      sim.opts.rate = v;
+      setError('');
+    } else setError(t.rateBad(LIMITS.rate));
   });
-  on(restartBtn.node()!, 'click', restart);
+  on(restartBtn.node()!, 'click', () => void restart());
   on(setSecretBtn.node()!, 'click', live(() => {
     const s = parseHex32(String(secretIn.property('value')));
     if (s === undefined) throw new Error(t.secretBad);
@@ -556,11 +742,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     secretIn.property('value', hex32(s));
   }));
   on(addBtn.node()!, 'click', live(() => void sim.join(reduced)));
-  on(closeBtn.node()!, 'click', live(() => {
-    const l = Number(closeSel.property('value'));
-    if (!sim.rows.includes(l)) throw new Error(t.chooseMember);
-    sim.close(l, reduced);
-  }));
+  on(closeBtn.node()!, 'click', closeListener);
   on(pinBtn.node()!, 'click', live(() => {
     const c = Number(cpuIn.property('value'));
     if (!Number.isInteger(c) || c < 0) throw new Error(t.cpuBad);
@@ -574,16 +756,16 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     if (playing) setPlaying(false);
     focus = { seq, start: performance.now() };
     inspect(seq);
-    drawTable();
+    drawTable(true);
   });
   on(canvas.node() as unknown as HTMLElement, 'click', (ev) => {
     const r = (canvas.node() as HTMLCanvasElement).getBoundingClientRect();
-    const i = hitTest(frameBuf, box, ev.clientX - r.left, ev.clientY - r.top, 10);
+    const i = hitTest(frameBuf, box, ev.clientX - r.left, ev.clientY - r.top, HIT_RADIUS);
     if (i < 0) return;
     const seq = frameBuf.seq[i]!;
     if (playing) setPlaying(false);
     inspect(seq);
-    drawTable();
+    drawTable(true);
   });
 
   // ---- Frames ----------------------------------------------------------------------------------
@@ -592,16 +774,27 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   // playing: each refresh lays out and repaints DOM, which costs whole frames
   // when rasterising without a GPU.
   const SLOW_MS = 1000;
+  let focusRoute: number[] | null = null;
   const render = (now: number) => {
     if (!ctx) return;
-    ctx.clearRect(0, 0, cssW, cssH);
-    drawClients(ctx, box, COL.client, sim.clientListener, movedSet(), 6);
+    // Clients, packets and accept queues go into one pixel buffer, put on the canvas in one call.
+    pixels.clear();
+    stampClients(pixels, box, COL.client, sim.clientListener, 6);
     sim.frame(frameBuf);
-    drawPackets(ctx, frameBuf, box, 3, inspected);
+    stampPackets(pixels, frameBuf, box, 3);
+    const rh = box.height / Math.max(1, struct.rows.length);
+    for (const r of struct.rows) {
+      const q = sim.queue[r.listener] ?? 0;
+      if (q >= 0.5) pixels.rect(px(box, COL.listener) + 70, py(box, sim.listenerY(r.listener)) - Math.max(0.5, rh * 0.3), Math.min(box.width * 0.2, q * 3), Math.max(1, rh * 0.6), QUEUE_WORD);
+    }
+    stampMoved(pixels, box, COL.client, sim.clientListener.length, movedNow(), 6);
+    pixels.blit(ctx);
+    focusRoute = null;
     if (focus && !playing) {
       const e = sim.log.get(focus.seq);
       if (e) {
         const route = sim.path(e.kind, e.client, e.hash === null ? 0.5 : hashToY(e.hash), e.listener ?? -1);
+        focusRoute = route.pts;
         drawRoute(ctx, box, route.pts);
         const u = reduced ? 1 : Math.min(1, (now - focus.start) / FOCUS_MS);
         const p = { x: 0, y: 0 };
@@ -615,19 +808,22 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
         drawPackets(ctx, one, box, 6, e.seq);
       }
     }
-    // Accept queues on the canvas (they change every frame); the SVG rows only move while animating.
-    const rh = box.height / Math.max(1, struct.rows.length);
-    ctx.fillStyle = '#555';
-    ctx.beginPath();
-    for (const r of struct.rows) {
-      const q = sim.queue[r.listener] ?? 0;
-      if (q >= 0.5) ctx.rect(px(box, COL.listener) + 70, py(box, sim.listenerY(r.listener)) - Math.max(0.5, rh * 0.3), Math.min(box.width * 0.2, q * 3), Math.max(1, rh * 0.6));
+    if (inspected !== null && playing === false) {
+      // The inspected packet, if still in flight, ringed.
+      for (let i = 0; i < frameBuf.n; i++) {
+        if (frameBuf.seq[i] !== inspected) continue;
+        ctx.beginPath();
+        ctx.arc(px(box, frameBuf.x[i]!), py(box, frameBuf.y[i]!), 9, 0, Math.PI * 2);
+        ctx.strokeStyle = '#000';
+        ctx.lineWidth = 2;
+        ctx.stroke();
+      }
     }
-    ctx.fill();
-    if (rowsMoving) {
-      for (const r of struct.rows) r.y = sim.listenerY(r.listener);
-      overlay.update(struct, box);
-    }
+    const sl = sim.slide;
+    if (sl && sl.u < 1) {
+      const row = struct.rows.find((r) => r.listener === sl.listener);
+      if (row) overlay.slide({ row, from: sl.from, to: sl.to, u: sl.u }, box, struct.rows.length);
+    } else overlay.slide(null, box, struct.rows.length);
   };
   clock.subscribe((now, dt) => {
     const sec = dt / 1000;
@@ -640,21 +836,27 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
         }
       } else sim.advance(sec * speed);
     }
-    const moving = sim.animateRows(reduced ? Infinity : playing ? 0 : sec);
-    rowsMoving = moving || wasMoving;
-    wasMoving = moving;
+    sim.animateRows(reduced ? Infinity : sec);
     render(now);
     if (now - lastSlow > SLOW_MS) {
       lastSlow = now;
       if (playing) {
         drawTable();
         drawSide();
+        describe();
       }
-      overlay.marker(markerFor(), box);
+      showFocused();
     }
   });
 
-  const io = typeof IntersectionObserver === 'function' ? new IntersectionObserver((entries) => clock.setVisible(entries.some((e) => e.isIntersecting))) : null;
+  const io =
+    typeof IntersectionObserver === 'function'
+      ? new IntersectionObserver((entries) => {
+          visible = entries.some((e) => e.isIntersecting);
+          clock.setVisible(visible);
+          describe();
+        })
+      : null;
   if (io) {
     clock.setVisible(false); // until the observer's first report
     io.observe(stage.node()!);
@@ -664,7 +866,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
 
   resize();
   refreshStructure();
-  drawTable();
+  drawTable(true);
   drawSide();
   describe();
   clock.start();
@@ -674,7 +876,13 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     clock,
     sim,
     /** Drawn packets in canvas CSS pixels. */
-    packets: () => Array.from({ length: frameBuf.n }, (_, i) => ({ x: px(box, frameBuf.x[i]!), y: py(box, frameBuf.y[i]!), seq: frameBuf.seq[i]! })),
+    packets: () => Array.from({ length: frameBuf.n }, (_, i) => ({ x: px(box, frameBuf.x[i]!), y: py(box, frameBuf.y[i]!), seq: frameBuf.seq[i]!, kind: KIND_OF_CODE[frameBuf.kind[i]!], listener: frameBuf.listener[i]! })),
+    /** Client i's mark in canvas CSS pixels. */
+    clientAt: (i: number) => ({ x: px(box, COL.client), y: py(box, (i + 0.5) / Math.max(1, sim.clients.length)) }),
+    /** The focused packet's route in canvas CSS pixels ([x, y] pairs), or null. */
+    focusRoute: () => (focusRoute ? Array.from({ length: focusRoute.length / 2 }, (_, i) => [px(box, focusRoute![2 * i]!), py(box, focusRoute![2 * i + 1]!)]) : null),
+    /** Column x positions in canvas CSS pixels. */
+    columns: () => Object.fromEntries(Object.entries(COL).map(([k, v]) => [k, px(box, v)])),
   };
 
   return () => {

@@ -22,9 +22,17 @@ function predict(lines: string[], o: { kernel: string; listeners: number; closed
   return out.trim().split('\n').map((l) => JSON.parse(l) as Predicted);
 }
 
+/** Opens the Settings panel (the options live there, closed at first). */
+async function openSettings(page: Page) {
+  const btn = page.getByRole('button', { name: 'Settings' });
+  if ((await btn.getAttribute('aria-expanded')) !== 'true') await btn.click();
+  await expect(page.getByLabel('Kernel profile')).toBeVisible();
+}
+
 async function setup(page: Page, o: { kernel?: string; listeners?: number; clients?: string[] } = {}) {
   await page.goto('./dispatch/?autoplay=false&seed=7');
   await expect(page.locator('reuseport-dispatch .rl-dv')).toBeVisible();
+  await openSettings(page);
   await page.getByLabel('Kernel profile').selectOption(o.kernel ?? '6.18');
   await page.getByLabel('Listeners', { exact: true }).fill(String(o.listeners ?? 8));
   await page.getByLabel('Hash secret (IPv4)').fill(SECRET);
@@ -32,6 +40,8 @@ async function setup(page: Page, o: { kernel?: string; listeners?: number; clien
   await page.getByRole('button', { name: 'Apply and restart' }).click();
   await expect(page.locator('.rl-dv-summary')).toContainText(`${(o.clients ?? CLIENTS).length} clients`);
 }
+
+const openLookup = (page: Page) => page.locator('.rl-dv-lookup > summary').click();
 
 const currentRow = (page: Page) => page.locator('.rl-dv-events tbody tr[aria-current="true"]');
 const headline = (page: Page) => page.locator('.rl-dv-inspector .rl-headline').nth(1);
@@ -99,7 +109,11 @@ test('the visualizer works from the keyboard', async ({ page }) => {
   await btn.focus();
   await page.keyboard.press('Enter');
   await expect(page.locator('.rl-dv-inspector')).toContainText('reciprocal_scale and the slot');
-  // Add and close listeners from the keyboard.
+  // Settings open from the keyboard; add and close listeners there.
+  await page.getByRole('button', { name: 'Settings' }).focus();
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('button', { name: 'Settings' })).toHaveAttribute('aria-expanded', 'true');
+  await expect(page.getByRole('button', { name: '8 workers' })).toBeFocused();
   await page.getByRole('button', { name: 'Add listener' }).focus();
   await page.keyboard.press('Enter');
   await expect(page.locator('.rl-dv-remap')).toContainText('Listener 8 joined at socks[8]');
@@ -110,6 +124,7 @@ test('the visualizer has no axe violations', async ({ page }) => {
   await page.getByRole('button', { name: 'Step forward' }).click();
   await page.getByRole('button', { name: 'Close listener' }).click();
   await page.locator('.rl-dv-moved summary').click();
+  await openLookup(page);
   const results = await new AxeBuilder({ page }).analyze();
   expect(results.violations).toEqual([]);
 });
@@ -123,7 +138,7 @@ test('with reduced motion the scene starts paused and plays in steps', async ({ 
   // Frames run only while the scene is on screen.
   await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
   // One simulated second per step: 5 connections of 3 packets each.
-  await expect(page.locator('.rl-dv-events tbody tr')).toHaveCount(12, { timeout: 5000 });
+  await expect(page.locator('.rl-dv-events tbody tr:not([hidden])')).toHaveCount(12, { timeout: 5000 });
 });
 
 test('the custom element mounts, runs old kernels and few clients, and disposes', async ({ page }) => {
@@ -142,7 +157,7 @@ test('the custom element mounts, runs old kernels and few clients, and disposes'
     document.body.append(el);
   });
   await expect(page.locator('#extra .rl-dv-summary')).toContainText('UDP group');
-  await expect(page.locator('#extra .rl-dv-events tbody tr')).toHaveCount(0); // off screen: no frames
+  await expect(page.locator('#extra .rl-dv-events tbody tr:not([hidden])')).toHaveCount(0); // off screen: no frames
   await page.locator('#extra .rl-dv-stage').scrollIntoViewIfNeeded();
   await expect(page.locator('#extra .rl-dv-events tbody tr').first()).toContainText('UDP');
   const stopped = await page.evaluate(() => {
@@ -159,7 +174,7 @@ test('the custom element mounts, runs old kernels and few clients, and disposes'
 test('clicking a packet in flight opens its record', async ({ page }) => {
   await page.goto('./dispatch/?seed=7&rate=20');
   await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
-  await expect(page.locator('.rl-dv-events tbody tr')).not.toHaveCount(0);
+  await expect(page.locator('.rl-dv-events tbody tr:not([hidden])')).not.toHaveCount(0);
   await page.waitForTimeout(1200);
   await page.getByRole('button', { name: 'Pause' }).click();
   const target = await page.evaluate(() => {
@@ -193,6 +208,7 @@ test('the lookup panel for reuseport_addr_any: the specific socket wins on 6.18,
   const panel = page.locator('.rl-dv-lookup');
   for (const kernel of ['6.18', '4.17']) {
     await setup(page, { kernel });
+    await openLookup(page);
     await page.getByLabel('Lookup layout').selectOption('addr_any');
     await page.getByRole('button', { name: 'Step forward' }).click();
     const client = await currentRow(page).locator('td').nth(2).innerText();
@@ -213,6 +229,7 @@ test('the lookup panel for reuseport_addr_any: the specific socket wins on 6.18,
 
 test('the lookup panel follows the inspected packet in the visualized group, from the keyboard, axe clean', async ({ page }) => {
   await setup(page, { kernel: '6.18' });
+  await openLookup(page);
   await page.getByRole('button', { name: 'Step forward' }).focus();
   await page.keyboard.press('Enter');
   const listener = await currentRow(page).locator('td').nth(4).innerText();
@@ -231,6 +248,7 @@ test('the lookup panel follows the inspected packet in the visualized group, fro
 test('programs: payload_mod reads the datagram number; SK_REUSEPORT drop is refused on 4.17 with the model’s reason', async ({ page }) => {
   await page.goto('./dispatch/?autoplay=false&seed=7');
   await expect(page.locator('reuseport-dispatch .rl-dv')).toBeVisible();
+  await openSettings(page);
   await page.getByLabel('Protocol').selectOption('udp');
   await page.getByLabel('Group program (BPF)').selectOption('payload_mod');
   await page.getByLabel('Payload modulus N').fill('3');
@@ -251,4 +269,391 @@ test('programs: payload_mod reads the datagram number; SK_REUSEPORT drop is refu
   await expect(page.locator('.rl-errors')).toHaveText('');
   await fwd.click();
   await expect(currentRow(page).locator('td').nth(4)).toHaveText('none');
+});
+
+// ---- Regression tests of the layout, the words and the input paths ------------------------------
+
+type Rect = { x: number; y: number; w: number; h: number; text: string };
+const shadow = 'document.querySelector("reuseport-dispatch").shadowRoot';
+
+/** Boxes of the scene's rows in slot order: [slot label, listener label, top, bottom] per row. */
+async function rowBoxes(page: Page) {
+  return page.evaluate((sr) => {
+    const root = eval(sr) as ShadowRoot;
+    return [...root.querySelectorAll('.rl-dv-overlay g.rl-dv-row')].map((g) => {
+      const r = g.querySelector('rect')!.getBoundingClientRect();
+      return { slot: g.querySelector('.rl-dv-slot-label')?.textContent ?? '', listener: g.querySelector('.rl-dv-listener-label, text:not(.rl-dv-slot-label)')?.textContent ?? '', top: r.top, bottom: r.bottom };
+    });
+  }, shadow);
+}
+
+test('after a close, rows sit in slot order without gaps or overlap, the last member slides into the hole, and the chart follows socks[]', async ({ page }) => {
+  await setup(page, { listeners: 8 });
+  await page.getByLabel('Listener', { exact: true }).selectOption('3');
+  await page.getByRole('button', { name: 'Close listener' }).click();
+  // reuseport_detach_sock moves the last socket (listener 7) into the freed slot 3.
+  const want = ['L0', 'L1', 'L2', 'L7', 'L4', 'L5', 'L6'];
+  // At once, not only after an animation: the rows are where the model says.
+  const rows = await rowBoxes(page);
+  const bySlot = [...rows].sort((a, b) => Number(a.slot.slice(1, -1)) - Number(b.slot.slice(1, -1)));
+  expect(bySlot.map((r) => r.slot)).toEqual(want.map((_, i) => `[${i}]`));
+  expect(bySlot.map((r) => r.listener)).toEqual(want);
+  const h = bySlot[0]!.bottom - bySlot[0]!.top;
+  for (let i = 1; i < bySlot.length; i++) {
+    expect(bySlot[i]!.top, `row ${i} starts where row ${i - 1} ends (no overlap, no gap)`).toBeGreaterThanOrEqual(bySlot[i - 1]!.bottom - 0.5);
+    expect(bySlot[i]!.top - bySlot[i - 1]!.bottom, `no gap before row ${i}`).toBeLessThan(Math.max(2, h * 0.1));
+  }
+  // The move is drawn: listener 7 slides from its old row into slot 3, then the slide ends.
+  await expect(page.locator('.rl-dv-slide g')).toHaveCount(1);
+  await expect(page.locator('.rl-dv-slide g')).toHaveCount(0, { timeout: 3000 });
+  // The chart's axis lists the listeners in the same socks[] order.
+  const ticks = await page.locator('.rl-dv-chart .rl-dv-xaxis .tick text').allTextContents();
+  expect(ticks).toEqual(want);
+});
+
+/** Every visible SVG text of the widget (scene and chart) with its box, and the boxes it must stay in. */
+async function labels(page: Page) {
+  return page.evaluate((sr) => {
+    const root = eval(sr) as ShadowRoot;
+    const box = (r: DOMRect) => ({ x: r.left, y: r.top, w: r.width, h: r.height });
+    const texts = (sel: string) =>
+      [...root.querySelectorAll<SVGTextElement>(sel)]
+        .filter((t) => getComputedStyle(t).display !== 'none' && (t.textContent ?? '').trim() !== '' && t.getBoundingClientRect().width > 0)
+        .map((t) => ({ ...box(t.getBoundingClientRect()), text: t.textContent ?? '', font: parseFloat(getComputedStyle(t).fontSize) }));
+    return {
+      stage: box(root.querySelector('.rl-dv-overlay')!.getBoundingClientRect()),
+      chart: box(root.querySelector('.rl-dv-chart')!.getBoundingClientRect()),
+      scene: texts('.rl-dv-overlay text'),
+      chartTexts: texts('.rl-dv-chart text'),
+    };
+  }, shadow);
+}
+
+function expectApart(list: (Rect & { font: number })[], inside: { x: number; y: number; w: number; h: number }, where: string) {
+  for (const a of list) {
+    expect(a.font, `${where}: "${a.text}" is at least 11 px`).toBeGreaterThanOrEqual(11);
+    expect(a.x >= inside.x - 0.5 && a.y >= inside.y - 0.5 && a.x + a.w <= inside.x + inside.w + 0.5 && a.y + a.h <= inside.y + inside.h + 0.5, `${where}: "${a.text}" stays inside`).toBe(true);
+  }
+  for (let i = 0; i < list.length; i++)
+    for (let j = i + 1; j < list.length; j++) {
+      const a = list[i]!;
+      const b = list[j]!;
+      const overlap = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x) > 0.5 && Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y) > 0.5;
+      expect(overlap, `${where}: "${a.text}" and "${b.text}" do not overlap`).toBe(false);
+    }
+}
+
+for (const [w, h] of [[1440, 900], [390, 844]] as const) {
+  test(`scene and chart labels never overlap, stay inside and are at least 11 px (${w}×${h})`, async ({ page }) => {
+    await page.setViewportSize({ width: w, height: h });
+    const check = async (where: string) => {
+      const l = await labels(page);
+      expect(l.scene.length, `${where}: the scene has labels`).toBeGreaterThan(4);
+      expectApart(l.scene, l.stage, `${where} (scene)`);
+      expectApart(l.chartTexts, l.chart, `${where} (chart)`);
+    };
+    await page.goto('./dispatch/?autoplay=false&seed=7');
+    await expect(page.locator('reuseport-dispatch .rl-dv')).toBeVisible();
+    await check('at rest');
+    for (let i = 0; i < 4; i++) await page.getByRole('button', { name: 'Step forward' }).click();
+    await page.getByRole('button', { name: 'Step back' }).click();
+    await page.getByRole('button', { name: 'Step back' }).click();
+    await page.getByRole('button', { name: 'Step back' }).click(); // back on a SYN: the hash marker shows
+    await expect(page.locator('.rl-dv-marker')).toHaveCount(1);
+    await check('a SYN inspected');
+    await openSettings(page);
+    for (const preset of ['few clients', '3.9 reservoir', '130 listeners', 'close one']) {
+      await page.getByRole('button', { name: preset, exact: true }).click();
+      await page.getByRole('button', { name: 'Pause' }).click();
+      await page.getByRole('button', { name: 'Step forward' }).click();
+      await check(`preset ${preset}`);
+    }
+  });
+}
+
+test('the summary counts what the chart counts while playing, and says when it is paused off-screen', async ({ page }) => {
+  await page.goto('./dispatch/?seed=7&rate=40');
+  await expect(page.getByRole('button', { name: 'Pause' })).toBeVisible();
+  await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
+  await page.waitForTimeout(2600);
+  const read = () =>
+    page.evaluate((sr) => {
+      const root = eval(sr) as ShadowRoot;
+      const summary = root.querySelector('.rl-dv-summary')!.textContent ?? '';
+      const dd = [...root.querySelectorAll('.rl-dv-figures div')].find((d) => d.querySelector('dt')!.textContent === 'Dispatched')!.querySelector('dd')!.textContent ?? '';
+      return { summary: Number(/(\d+) connections so far/.exec(summary)?.[1]), chart: Number(dd.split(' ')[0]) };
+    }, shadow);
+  const a = await read();
+  expect(a.chart).toBeGreaterThan(20);
+  expect(a.summary).toBe(a.chart);
+  await page.waitForTimeout(1100);
+  const b = await read();
+  expect(b.chart).toBeGreaterThan(a.chart);
+  expect(b.summary).toBe(b.chart);
+  // Off-screen the animation pauses, and the sentence says so.
+  await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+  await expect(page.locator('.rl-dv-now')).toContainText('Paused while the scene is off-screen');
+});
+
+test('an ACK or SYN-ACK goes straight to its listener: no hash marker, no route through the hash', async ({ page }) => {
+  await setup(page);
+  const fwd = page.getByRole('button', { name: 'Step forward' });
+  const route = () => page.evaluate(() => (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { focusRoute: () => number[][] | null; columns: () => Record<string, number> } }).__dispatch);
+  const state = () =>
+    page.evaluate(() => {
+      const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { focusRoute: () => number[][] | null; columns: () => Record<string, number> } }).__dispatch;
+      return { route: d.focusRoute(), col: d.columns() };
+    });
+  void route;
+  await fwd.click();
+  await expect(currentRow(page).locator('td').nth(1)).toHaveText('SYN');
+  await expect(page.locator('.rl-dv-marker')).toHaveCount(1);
+  const syn = await state();
+  expect(syn.route!.some(([x]) => Math.abs(x! - syn.col.hash!) < 1), 'the SYN goes through the hash column').toBe(true);
+  for (const kind of ['SYN-ACK', 'ACK']) {
+    await fwd.click();
+    await expect(currentRow(page).locator('td').nth(1)).toHaveText(kind);
+    await expect(page.locator('.rl-dv-marker')).toHaveCount(0);
+    await expect(page.locator('.rl-dv-stage-line')).toContainText('no reuseport selection');
+    const s = await state();
+    expect(s.route!.length, `${kind}: one straight segment`).toBe(2);
+    expect(s.route!.map(([x]) => Math.round(x!)).sort((a, b) => a - b)).toEqual([Math.round(s.col.client!), Math.round(s.col.listener!)]);
+  }
+});
+
+test('closing every listener says no listener is left, not that flows moved', async ({ page }) => {
+  await setup(page, { listeners: 3 });
+  for (let i = 0; i < 3; i++) await page.getByRole('button', { name: 'Close listener' }).click();
+  await expect(page.locator('.rl-dv-remap')).toContainText('no listener is left');
+  await expect(page.locator('.rl-dv-remap')).not.toContainText('now land on another listener');
+  await expect(page.locator('.rl-dv-now')).toContainText('No listener is left');
+});
+
+test('the first screen is the scene, playback and one sentence; settings and presets open on demand', async ({ page }) => {
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.goto('./dispatch/?seed=7');
+  await expect(page.getByRole('button', { name: 'Pause' })).toBeVisible();
+  const first = await page.evaluate((sr) => {
+    const root = eval(sr) as ShadowRoot;
+    const inView = (el: Element) => {
+      const r = el.getBoundingClientRect();
+      return r.width > 0 && r.height > 0 && r.top < innerHeight && r.bottom > 0;
+    };
+    const canvas = root.querySelector('canvas')!.getBoundingClientRect();
+    return {
+      controls: [...root.querySelectorAll('button, input, select, textarea, summary')].filter(inView).length,
+      canvasBottom: canvas.bottom,
+      sentence: root.querySelector('.rl-dv-now')!.textContent ?? '',
+    };
+  }, shadow);
+  expect(first.canvasBottom, 'the whole animation is on the first screen').toBeLessThanOrEqual(900);
+  expect(first.controls, 'play, two steps, speed and Settings').toBeLessThanOrEqual(6);
+  expect(first.sentence.split(/\.\s/).length, 'one sentence').toBe(1);
+  await expect(page.getByLabel('Kernel profile')).toBeHidden();
+  await page.getByRole('button', { name: 'Settings' }).focus();
+  await page.keyboard.press('Enter');
+  await expect(page.getByLabel('Kernel profile')).toBeVisible();
+  const names = ['8 workers', 'close one', 'few clients', '130 listeners', 'wildcard vs specific', '3.9 reservoir', 'BPF by CPU'];
+  for (const n of names) await expect(page.getByRole('button', { name: n, exact: true })).toBeVisible();
+  await page.getByRole('button', { name: 'close one', exact: true }).click();
+  await expect(page.locator('.rl-dv-remap')).toContainText('Listener 3 closed; listener 7 moved from the last slot into socks[3]');
+  await page.getByRole('button', { name: '3.9 reservoir', exact: true }).click();
+  await expect(page.locator('.rl-dv-summary')).toContainText('kernel 3.9');
+  await expect(page.getByLabel('Kernel profile')).toHaveValue('3.9');
+  await page.getByRole('button', { name: '130 listeners', exact: true }).click();
+  await expect(page.locator('.rl-dv-summary')).toContainText('130 listening members; socks[] capacity 256');
+  await page.getByRole('button', { name: 'BPF by CPU', exact: true }).click();
+  await expect(page.getByLabel('Group program (BPF)')).toHaveValue('cpu');
+  await page.getByRole('button', { name: 'wildcard vs specific', exact: true }).click();
+  await expect(page.locator('.rl-dv-summary')).toContainText('bound to 0.0.0.0');
+  await expect(page.locator('.rl-dv-lookup')).toHaveAttribute('open', '');
+});
+
+test('the presets have Chinese names on the Chinese page', async ({ page }) => {
+  await page.goto('./zh-cn/dispatch/?autoplay=false');
+  await page.getByRole('button', { name: '设置' }).click();
+  for (const n of ['8 个工作进程', '关闭一个', '少量客户端', '130 个监听套接字', '通配地址与指定地址', '3.9 蓄水池', '按 CPU 的 BPF']) await expect(page.getByRole('button', { name: n, exact: true })).toBeVisible();
+  await page.getByRole('button', { name: '关闭一个', exact: true }).click();
+  await expect(page.locator('.rl-dv-now')).toContainText('最后一个成员移入它的槽位');
+});
+
+test("a program's own setting shows only with that program", async ({ page }) => {
+  await page.goto('./dispatch/?autoplay=false');
+  await openSettings(page);
+  await expect(page.getByLabel('Fixed index returned')).toBeHidden();
+  await expect(page.getByLabel('Payload modulus N')).toBeHidden();
+  await page.getByLabel('Group program (BPF)').selectOption('index');
+  await expect(page.getByLabel('Fixed index returned')).toBeVisible();
+  await expect(page.getByLabel('Payload modulus N')).toBeHidden();
+  await page.getByLabel('Group program (BPF)').selectOption('payload_mod');
+  await expect(page.getByLabel('Fixed index returned')).toBeHidden();
+  await expect(page.getByLabel('Payload modulus N')).toBeVisible();
+});
+
+test('moved flows are marked in the scene and listed in a short scrolled box', async ({ page }) => {
+  await page.goto('./dispatch/?autoplay=false&seed=7&clients=2000');
+  await openSettings(page);
+  await page.getByRole('button', { name: 'Close listener' }).click();
+  await expect(page.locator('.rl-dv-remap')).toContainText('of 2000 client flows');
+  await page.locator('.rl-dv-moved summary').click();
+  const box = await page.locator('.rl-dv-moved').boundingBox();
+  expect(box!.height, 'the list of moved flows stays short').toBeLessThan(320);
+  expect(await page.locator('.rl-dv-moved-table tbody tr').count()).toBeLessThanOrEqual(100);
+  // In the scene: a black mark beside each moved client (pixels of the canvas).
+  const marked = await page.evaluate(() => {
+    const el = document.querySelector('reuseport-dispatch') as unknown as HTMLElement & { __dispatch: { sim: { lastRemap: { moved: number[] } }; clientAt: (i: number) => { x: number; y: number } } };
+    const canvas = el.shadowRoot!.querySelector('canvas')!;
+    const scale = canvas.width / canvas.getBoundingClientRect().width;
+    const g = canvas.getContext('2d')!;
+    const moved = new Set(el.__dispatch.sim.lastRemap.moved);
+    const dark = (i: number) => {
+      const p = el.__dispatch.clientAt(i);
+      const d = g.getImageData(Math.round((p.x + 3) * scale), Math.round((p.y - 1) * scale), Math.round(10 * scale), Math.round(2 * scale)).data;
+      for (let k = 0; k < d.length; k += 4) if (d[k + 3]! > 200 && d[k]! + d[k + 1]! + d[k + 2]! < 100) return true;
+      return false;
+    };
+    const sample = (want: boolean) => [...Array(2000).keys()].filter((i) => moved.has(i) === want).filter((_, k) => k % 37 === 0);
+    return { moved: sample(true).map(dark), kept: sample(false).map(dark) };
+  });
+  expect(marked.moved.length).toBeGreaterThan(3);
+  expect(marked.moved.every(Boolean), 'every sampled moved client is marked').toBe(true);
+  expect(marked.kept.filter(Boolean).length, 'clients that kept their listener are not marked').toBeLessThanOrEqual(marked.kept.length * 0.1);
+});
+
+test('no element of the widget is wider than a 390 px screen, and event rows stay short', async ({ page }) => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto('./dispatch/?autoplay=false&seed=7');
+  await openSettings(page);
+  for (let i = 0; i < 14; i++) await page.getByRole('button', { name: 'Step forward' }).click();
+  await page.getByRole('button', { name: 'Close listener' }).click();
+  const wide = await page.evaluate((sr) => {
+    const root = eval(sr) as ShadowRoot;
+    const out: string[] = [];
+    for (const el of root.querySelectorAll('*')) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0) continue;
+      // Content inside a box that scrolls sideways may be wider than the screen; the box itself may not.
+      let p = el.parentElement;
+      let scrolled = false;
+      while (p) {
+        const ox = getComputedStyle(p).overflowX;
+        if (ox === 'auto' || ox === 'scroll') scrolled = true;
+        p = p.parentElement;
+      }
+      if (!scrolled && (r.right > innerWidth + 0.5 || r.left < -0.5)) out.push(`${el.tagName.toLowerCase()}.${el.getAttribute('class') ?? ''} ${Math.round(r.left)}–${Math.round(r.right)}`);
+    }
+    return out;
+  }, shadow);
+  expect(wide).toEqual([]);
+  const heights = await page.locator('.rl-dv-events tbody tr:not([hidden])').evaluateAll((rows) => rows.map((r) => r.getBoundingClientRect().height));
+  expect(heights.length).toBeGreaterThan(5);
+  for (const h of heights) expect(h).toBeLessThan(60);
+});
+
+test('while playing, keyboard focus stays on an event row as the list updates', async ({ page }) => {
+  await page.goto('./dispatch/?seed=7&rate=40');
+  await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
+  await expect(page.locator('.rl-dv-events tbody tr:not([hidden])')).toHaveCount(12, { timeout: 8000 });
+  await page.locator('.rl-dv-rowbtn').first().focus();
+  await page.keyboard.press('Tab');
+  await page.waitForTimeout(2500); // two refreshes of the list while playing
+  const active = () => page.evaluate((sr) => (eval(sr) as ShadowRoot).activeElement?.className ?? document.activeElement?.tagName, shadow);
+  expect(await active()).toBe('rl-dv-rowbtn');
+  await page.keyboard.press('Tab');
+  await page.waitForTimeout(1200);
+  expect(await active()).toBe('rl-dv-rowbtn');
+  await expect(page.getByRole('button', { name: 'Pause' })).toBeVisible(); // still playing
+  await page.keyboard.press('Enter');
+  await expect(page.locator('.rl-dv-inspector .rl-headline').first()).toContainText('Event');
+});
+
+test('a click within 12 px of a packet picks it', async ({ page }) => {
+  await page.goto('./dispatch/?seed=7&rate=20');
+  await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
+  await page.waitForTimeout(1500);
+  await page.getByRole('button', { name: 'Pause' }).click();
+  const target = await page.evaluate(() => {
+    type P = { x: number; y: number; seq: number };
+    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[] } }).__dispatch;
+    const ps = d.packets();
+    return ps.find((p) => p.x > 40 && ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > 30)) ?? null;
+  });
+  expect(target).not.toBeNull();
+  await page.locator('.rl-dv-canvas').click({ position: { x: target!.x + 11, y: target!.y } });
+  await expect(page.locator('.rl-dv-inspector .rl-headline').first()).toContainText(`Event ${target!.seq}:`);
+});
+
+test('light listener colours carry a dark outline on the canvas and in the listener boxes', async ({ page }) => {
+  await page.goto('./dispatch/?seed=7&rate=60');
+  await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
+  await page.waitForTimeout(1500);
+  await page.getByRole('button', { name: 'Pause' }).click();
+  const r = await page.evaluate(() => {
+    type P = { x: number; y: number; seq: number; listener: number };
+    const el = document.querySelector('reuseport-dispatch') as unknown as HTMLElement & { __dispatch: { packets: () => P[] } };
+    const ps = el.__dispatch.packets();
+    const canvas = el.shadowRoot!.querySelector('canvas')!;
+    const scale = canvas.width / canvas.getBoundingClientRect().width;
+    const g = canvas.getContext('2d')!;
+    // Yellow (#F0E442, listener 3) and sky blue (#56B4E9, listener 1) marks away from any other mark.
+    const lone = ps.filter((p) => (p.listener === 3 || p.listener === 1) && ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > 16));
+    return lone.slice(0, 6).map((p) => {
+      const d = g.getImageData(Math.round((p.x - 7) * scale), Math.round((p.y - 7) * scale), Math.round(14 * scale), Math.round(14 * scale)).data;
+      let dark = 0;
+      let light = 0;
+      for (let k = 0; k < d.length; k += 4) {
+        if (d[k + 3]! < 200) continue;
+        const sum = d[k]! + d[k + 1]! + d[k + 2]!;
+        if (sum < 150) dark++;
+        else if (sum > 400) light++;
+      }
+      return { dark, light };
+    });
+  });
+  expect(r.length, 'some lone yellow or sky-blue packets').toBeGreaterThan(0);
+  for (const m of r) {
+    expect(m.light, 'the mark has its light colour').toBeGreaterThan(0);
+    expect(m.dark, 'the mark has a dark outline').toBeGreaterThan(4);
+  }
+  // Listener boxes: the yellow one is outlined in a dark colour.
+  const stroke = await page.locator('.rl-dv-row[data-listener="3"] rect').nth(1).evaluate((e) => getComputedStyle(e).stroke);
+  const [R, G, B] = stroke.match(/\d+/g)!.map(Number);
+  expect(R! + G! + B!, 'dark outline').toBeLessThan(150);
+});
+
+test('the larger lookup package loads only when the Listener lookup panel is opened', async ({ page }) => {
+  const wasm: string[] = [];
+  page.on('request', (r) => {
+    if (r.url().endsWith('.wasm')) wasm.push(r.url());
+  });
+  await page.goto('./dispatch/?autoplay=false&seed=7');
+  await expect(page.locator('reuseport-dispatch .rl-dv')).toBeVisible();
+  await page.getByRole('button', { name: 'Step forward' }).click();
+  await page.waitForTimeout(1000);
+  expect(wasm, 'only the dispatch model at mount').toHaveLength(1);
+  await openLookup(page);
+  await expect(page.locator('.rl-dv-lookup-head')).toBeVisible();
+  expect(wasm).toHaveLength(2);
+  expect(new Set(wasm).size).toBe(2);
+});
+
+test('playback and stepping send reuseport:started and reuseport:stepped', async ({ page }) => {
+  await page.goto('./dispatch/?autoplay=false&seed=7');
+  await expect(page.locator('reuseport-dispatch .rl-dv')).toBeVisible();
+  await page.evaluate(() => {
+    const w = window as unknown as { got: { type: string; detail: Record<string, unknown> }[] };
+    w.got = [];
+    for (const type of ['reuseport:started', 'reuseport:stepped']) document.addEventListener(type, (e) => w.got.push({ type, detail: (e as CustomEvent).detail }));
+  });
+  await page.getByRole('button', { name: 'Play' }).click();
+  await page.getByRole('button', { name: 'Pause' }).click();
+  await page.getByRole('button', { name: 'Step forward' }).click();
+  const row = currentRow(page);
+  const seq = Number(await row.locator('th').innerText());
+  const kind = await row.locator('td').nth(1).innerText();
+  const listener = await row.locator('td').nth(4).innerText();
+  const got = await page.evaluate(() => (window as unknown as { got: { type: string; detail: Record<string, unknown> }[] }).got);
+  expect(got.filter((g) => g.type === 'reuseport:started')).toHaveLength(1);
+  const stepped = got.filter((g) => g.type === 'reuseport:stepped');
+  expect(stepped.at(-1)!.detail).toEqual({ seq, kind, listener: listener === 'none' ? null : Number(listener.slice(1)) });
 });

@@ -15,7 +15,8 @@ export interface Bar {
 export class Chart {
   readonly svg: Selection<SVGSVGElement, unknown, null, undefined>;
   constructor(parent: HTMLElement, readonly width = 360, readonly height = 200) {
-    this.svg = select(parent).append('svg').attr('class', 'rl-dv-chart').attr('width', width).attr('height', height).attr('role', 'img');
+    // Scales to its column (never wider than the screen), drawn in a fixed coordinate system.
+    this.svg = select(parent).append('svg').attr('class', 'rl-dv-chart').attr('viewBox', `0 0 ${width} ${height}`).attr('preserveAspectRatio', 'xMinYMin meet').attr('role', 'img');
   }
 
   #bars?: Selection<SVGGElement, unknown, null, undefined>;
@@ -26,12 +27,12 @@ export class Chart {
 
   /** Updates in place (bars joined by label); axes are redrawn only when the listeners or the scale change. */
   draw(bars: Bar[], f: Fairness, label: (f: Fairness, ratio: string) => string = chartLabel): void {
-    const m = { l: 36, r: 8, t: 8, b: 22 };
+    const m = { l: 40, r: 14, t: 8, b: 24 };
     const svg = this.svg;
     if (!this.#bars) {
       this.#bars = svg.append('g');
       this.#expect = svg.append('line').attr('class', 'rl-dv-expect');
-      this.#x = svg.append('g').attr('transform', `translate(0,${this.height - m.b})`);
+      this.#x = svg.append('g').attr('class', 'rl-dv-xaxis').attr('transform', `translate(0,${this.height - m.b})`);
       this.#y = svg.append('g').attr('transform', `translate(${m.l},0)`);
     }
     svg.attr('aria-label', label(f, fmtRatio(f.maxMinRatio)));
@@ -46,12 +47,15 @@ export class Chart {
       .attr('width', x.bandwidth())
       .attr('height', (d) => y(0) - y(d.count))
       .attr('fill', (d) => (d.hollow ? '#fff' : d.colour))
-      .attr('stroke', (d) => d.colour);
+      .attr('stroke', (d) => (d.hollow ? d.colour : '#1d1d1f'))
+      .attr('stroke-width', (d) => (d.hollow ? 2 : 0.75));
     this.#expect!.attr('x1', m.l).attr('x2', this.width - m.r).attr('y1', y(f.expected)).attr('y2', y(f.expected));
     const labels = bars.map((b) => b.label).join(',');
     if (labels !== this.#labels) {
       this.#labels = labels;
-      const every = Math.max(1, Math.ceil(bars.length / 16));
+      // Ticks in socks[] order, as many as fit at 11 px without touching (about 7 px a character, 10 px apart).
+      const widest = Math.max(1, ...bars.map((b) => b.label.length)) * 7 + 10;
+      const every = Math.max(1, Math.ceil(bars.length / Math.max(1, Math.floor((this.width - m.l - m.r) / widest))));
       this.#x!.call(axisBottom(x).tickValues(bars.filter((_, i) => i % every === 0).map((b) => b.label)));
     }
     const top = String(y.domain()[1]);

@@ -182,6 +182,15 @@ export function selectClients(group: Group, clients: readonly Client[], batch?: 
 
 type Op = { op: 'join' } | { op: 'close'; listener: number } | { op: 'cpu'; listener: number; cpu: number | undefined } | { op: 'keys'; secret: number };
 
+/**
+ * What a group change did to the flows, in English: how many now land on
+ * another listener, or that none is left to take them.
+ */
+export function remapPhrase(r: Remap, listening: number): string {
+  if (listening === 0) return `no listener is left: all ${r.total} flows have nowhere to go (a SYN gets a RST, a datagram is dropped)`;
+  return `${r.moved.length} of ${r.total} flows now land on another listener`;
+}
+
 export class DispatchSim {
   readonly log: EventLog;
   readonly particles = new Particles();
@@ -200,9 +209,17 @@ export class DispatchSim {
   queue: number[] = [];
   /** Listener number per row (listening members in slot order; chain order in the reservoir era). */
   rows: number[] = [];
-  /** Current and target row centre (y) per listener. */
+  /** Row centre (y) per listener: rows sit at their slot at once, so the scene never shows a gap or two rows in one place. */
   rowY: number[] = [];
   rowTarget: number[] = [];
+  /**
+   * The member the last close moved into the freed slot (the kernel's
+   * reuseport_detach_sock moves the last socket into the hole), its old and
+   * new row centre, and how far the drawing of that move has got (0 to 1).
+   */
+  slide: { listener: number; from: number; to: number; u: number } | null = null;
+  /** Seconds the drawing of a slide takes. */
+  static readonly SLIDE_S = 0.9;
   /** The listener each client's flow lands on now (batch API). */
   clientListener: Uint32Array = new Uint32Array(0);
   lastRemap: Remap | null = null;
@@ -211,6 +228,15 @@ export class DispatchSim {
   /** Each worker accepts this many connections per simulated second, as a multiple of its fair share. @default 1.2 */
   workerHeadroom = 1.2;
   #ops: Op[] = [];
+  /**
+   * The model's record per client for the group as it stands (cleared by every
+   * group change). A client's packets all carry the same tuple and CPU, so the
+   * model's answer for them is the same until the group changes; only a payload
+   * program reads the datagram's number, and then nothing is kept.
+   */
+  #explained: (Explain | string | undefined)[] = [];
+  /** Connections dispatched to listeners that have since closed. */
+  closedCounts = 0;
   #carry = 0;
   #batch: V4Batch | null = null;
   #tmp = { x: 0, y: 0 };
@@ -248,6 +274,9 @@ export class DispatchSim {
     this.counts = [];
     this.queue = [];
     this.dropped = 0;
+    this.closedCounts = 0;
+    this.slide = null;
+    this.#explained = [];
     this.lastRemap = null;
     this.#layoutRows(true);
     this.clientListener = this.#selectAll();
@@ -303,8 +332,9 @@ export class DispatchSim {
     while (this.queue.length < n) this.queue.push(0);
     this.rows.forEach((l, i) => {
       this.rowTarget[l] = (i + 0.5) / this.rows.length;
-      if (snap) this.rowY[l] = this.rowTarget[l]!;
+      this.rowY[l] = this.rowTarget[l]!;
     });
+    if (snap && this.slide) this.slide.u = 1;
   }
 
   /** Row index of each listener (-1 when not listening). */
@@ -315,13 +345,19 @@ export class DispatchSim {
   /** Applies a group change and records which client flows now land elsewhere (the model's answers before and after). */
   #change(op: Op, what: (c: Change | undefined) => string, snap: boolean): Change | undefined {
     const before = this.clientListener;
+    const oldY = [...this.rowY];
     let change: Change | undefined;
     if (op.op === 'join') change = this.group.join();
     else if (op.op === 'close') change = this.group.close(op.listener);
     else if (op.op === 'cpu') change = this.group.setIncomingCpu(op.listener, op.cpu);
     else this.group.setKeys({ v4: op.secret >>> 0, v6Outer: 0, v6Inner: 0 });
     this.#ops.push(op);
+    this.#explained = [];
+    this.slide = null;
+    if (op.op === 'close') this.closedCounts += this.counts[op.listener] ?? 0;
+    if (change?.kind === 'left' && change.moved !== null && change.moved !== undefined) this.slide = { listener: change.moved, from: oldY[change.moved] ?? 0.5, to: 0.5, u: 0 };
     this.#layoutRows(snap);
+    if (this.slide) this.slide.to = this.rowY[this.slide.listener] ?? 0.5;
     const after = this.#selectAll();
     this.clientListener = after;
     const moved: number[] = [];
@@ -392,10 +428,17 @@ export class DispatchSim {
     const payload = this.opts.proto === 'udp' ? n >>> 0 : null;
     let ex: Explain | null = null;
     let err = '';
-    try {
-      ex = this.group.explain(tuple, c.cpu, payload);
-    } catch (e) {
-      err = (e as Error).message;
+    const cached = this.opts.program?.kind === 'payload_mod' ? undefined : this.#explained[ci];
+    if (cached !== undefined) {
+      if (typeof cached === 'string') err = cached;
+      else ex = cached;
+    } else {
+      try {
+        ex = this.group.explain(tuple, c.cpu, payload);
+      } catch (e) {
+        err = (e as Error).message;
+      }
+      if (this.opts.program?.kind !== 'payload_mod') this.#explained[ci] = ex ?? err;
     }
     const listener = ex?.listener ?? null;
     const base = { conn: n, t, client: ci, tuple, cpu: c.cpu, payload, listener, slot: ex?.slot ?? null, hash: ex ? ex.hash.hash : null, hashHex: ex ? ex.hash.hashHex : null, explain: ex };
@@ -431,7 +474,7 @@ export class DispatchSim {
     return evs;
   }
 
-  /** Advances simulated time by `dt` seconds: new connections at the rate, arrivals, workers, rows. */
+  /** Advances simulated time by `dt` seconds: new connections at the rate, arrivals, workers. */
   advance(dt: number, snapRows = false): void {
     if (dt > 0) {
       this.#carry += this.opts.rate * dt;
@@ -449,23 +492,20 @@ export class DispatchSim {
     const listening = Math.max(1, this.rows.length);
     const drain = ((this.opts.rate * this.workerHeadroom) / listening) * dt;
     for (const l of this.rows) this.queue[l] = Math.max(0, (this.queue[l] ?? 0) - drain);
-    this.animateRows(snapRows ? Infinity : dt);
+    // The slide of a closed slot is drawn in wall-clock time by the widget (animateRows), not in simulated time.
+    if (snapRows) this.snapRows();
   }
 
-  /** Moves rows toward their places over `dt` seconds of animation (Infinity snaps); returns whether any still moves. */
+  /** Moves the drawing of the last slide on by `dt` seconds of animation (Infinity ends it); returns whether it still moves. */
   animateRows(dt: number): boolean {
-    const a = 1 - Math.exp(-dt * 6);
-    let moving = false;
-    for (const l of this.rows) {
-      this.rowY[l] = this.rowY[l]! + (this.rowTarget[l]! - this.rowY[l]!) * a;
-      if (Math.abs(this.rowTarget[l]! - this.rowY[l]!) > 1e-4) moving = true;
-    }
-    return moving;
+    if (!this.slide || this.slide.u >= 1) return false;
+    this.slide.u = Math.min(1, this.slide.u + dt / DispatchSim.SLIDE_S);
+    return this.slide.u < 1;
   }
 
-  /** Snaps rows to their places (reduced motion). */
+  /** Ends any slide at once (reduced motion). */
   snapRows(): void {
-    for (const l of this.rows) this.rowY[l] = this.rowTarget[l]!;
+    if (this.slide) this.slide.u = 1;
   }
 
   /** Row centre of a listener now (its last place when no longer listening). */
@@ -562,7 +602,7 @@ export class DispatchSim {
       `${this.conns} ${o.proto === 'udp' ? 'datagrams' : 'connections'} so far, ${inflight} in flight`,
     ];
     if (this.dropped) parts.push(`${this.dropped} reached no socket`);
-    if (this.lastRemap) parts.push(`${this.lastRemap.what}: ${this.lastRemap.moved.length} of ${this.lastRemap.total} flows now land on another listener`);
+    if (this.lastRemap) parts.push(`${this.lastRemap.what}: ${remapPhrase(this.lastRemap, s.listening)}`);
     return `${parts.join('; ')}.`;
   }
 
