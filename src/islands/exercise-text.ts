@@ -38,7 +38,6 @@ export interface ExerciseText {
   state: { listen: string; bound: string; time_wait: string; connected: string };
   /** The answer choices of a bind question. */
   outcome: { success: string; EADDRINUSE: string; EINVAL: string; ENOMEM: string };
-  choices: string;
   synRight: (listener: number) => string;
   synWrong: (chose: number, listener: number) => string;
   bindRight: (outcome: string) => string;
@@ -59,7 +58,7 @@ export interface ExerciseText {
 }
 
 const en: ExerciseText = {
-  title: { syn: 'Exercise: which socket will this SYN reach?', bind: 'Exercise: which answer will this bind() get?' },
+  title: { syn: 'Exercise: from SYN to listener', bind: 'Exercise: the bind() rules' },
   progress: (q, n) => `Question ${q} of ${n}`,
   score: (s, a) => `Score: ${s} of ${a}`,
   ask: { syn: 'Which listener will this SYN reach?', bind: 'What will this bind() return?' },
@@ -89,7 +88,6 @@ const en: ExerciseText = {
   uid: 'UID',
   state: { listen: 'listening', bound: 'bound', time_wait: 'TIME_WAIT', connected: 'connected' },
   outcome: { success: 'bind() succeeds', EADDRINUSE: 'EADDRINUSE (address already in use)', EINVAL: 'EINVAL (invalid argument)', ENOMEM: 'ENOMEM (out of memory)' },
-  choices: 'Your answer',
   synRight: (l) => `Right: the SYN reaches listener ${l}.`,
   synWrong: (c, l) => `Not quite: you chose listener ${c}; the SYN reaches listener ${l}.`,
   bindRight: (o) => `Right: ${o}.`,
@@ -110,11 +108,11 @@ const en: ExerciseText = {
 };
 
 const zh: ExerciseText = {
-  title: { syn: '练习：这个 SYN 会到达哪个套接字？', bind: '练习：这次 bind() 会得到什么结果？' },
+  title: { syn: '练习：SYN 交给哪个监听套接字', bind: '练习：bind() 的规则' },
   progress: (q, n) => `第 ${q} 题，共 ${n} 题`,
-  score: (s, a) => `得分：${a} 题中答对 ${s} 题`,
+  score: (s, a) => `得分：已答 ${a} 题，答对 ${s} 题`,
   ask: { syn: '这个 SYN 会到达哪个监听套接字？', bind: '这次 bind() 会返回什么？' },
-  group: (p, n, b, k) => `${n} 个设置了 SO_REUSEPORT 的 ${p} 监听套接字，绑定到 ${b}，内核 ${k}。`,
+  group: (p, n, b, k) => `${n} 个设置了 SO_REUSEPORT（端口复用）的 ${p} 监听套接字，绑定到 ${b}，内核 ${k}。`,
   hashKey: '哈希密钥',
   hashKeyHint: 'secret + net_hash_mix，开机时随机生成',
   syn: 'SYN（客户端 → 服务器）',
@@ -128,8 +126,8 @@ const zh: ExerciseText = {
   hideHint: '隐藏提示',
   hintHash: (h, f) => `模型算出这个 SYN 的哈希值为 0x${h}（${f}）。`,
   hintRule: {
-    group: '组取槽位 (哈希 × 正在监听的成员数) >> 32，即 reciprocal_scale，再取该槽位上的监听套接字。',
-    reservoir: '没有组时，内核遍历链表，在得分相同的最高者中按哈希值保留一个。',
+    group: '组用 reciprocal_scale 选槽位：(哈希 × 正在监听的成员数) >> 32，SYN 交给该槽位上的监听套接字。',
+    reservoir: '没有组时，内核遍历整条链表，在得分并列最高的套接字中按哈希值保留一个。',
   },
   sockets: (k) => `主机上已有的套接字，按 bind() 顺序排列（内核 ${k}）：`,
   socket: (n) => `套接字 ${n}`,
@@ -140,7 +138,6 @@ const zh: ExerciseText = {
   uid: 'UID',
   state: { listen: '监听中', bound: '已绑定', time_wait: 'TIME_WAIT 状态', connected: '已连接' },
   outcome: { success: 'bind() 成功', EADDRINUSE: 'EADDRINUSE（地址已被占用）', EINVAL: 'EINVAL（参数无效）', ENOMEM: 'ENOMEM（内存不足）' },
-  choices: '你的答案',
   synRight: (l) => `答对了：这个 SYN 到达监听套接字 ${l}。`,
   synWrong: (c, l) => `答错了：你选了监听套接字 ${c}，而这个 SYN 到达的是监听套接字 ${l}。`,
   bindRight: (o) => `答对了：${o}。`,

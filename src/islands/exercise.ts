@@ -302,6 +302,22 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     scoreEl.textContent = t.score(score, answers.length);
   }
 
+  let resize: ResizeObserver | undefined;
+  /** A box that scrolls sideways is a focusable, named region only while it does scroll (one tab stop fewer otherwise). */
+  function scrollable(wrap: HTMLElement, name: string): void {
+    const set = () => {
+      if (wrap.scrollWidth > wrap.clientWidth) {
+        wrap.setAttribute('role', 'region');
+        wrap.setAttribute('aria-label', name);
+        wrap.tabIndex = 0;
+      } else for (const a of ['role', 'aria-label', 'tabindex']) wrap.removeAttribute(a);
+    };
+    resize?.disconnect();
+    resize = 'ResizeObserver' in window ? new ResizeObserver(set) : undefined;
+    resize?.observe(wrap);
+    set();
+  }
+
   function describeSyn(q: SynQuestion, box: HTMLElement): void {
     box.append(h('p', 'rl-ex-lead', t.group('TCP', q.listeners, endpoint(q.bind, q.port), `${q.explain.profile.major}.${q.explain.profile.minor}`)));
     const dl = box.appendChild(h('dl', 'rl-ex-facts'));
@@ -309,7 +325,7 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     fact(dl, t.syn, `${endpoint(q.tuple.saddr, q.tuple.sport)} → ${endpoint(q.tuple.daddr, q.tuple.dport)}`);
     if (q.closed.length) box.append(h('p', 'rl-ex-note', t.closed(q.closed.map((c) => t.listener(c)).join(', '))));
     if (q.slots.length) {
-      const wrap = box.appendChild(h('div', 'rl-ex-scroll', undefined, { role: 'region', 'aria-label': t.slots, tabindex: '0' }));
+      const wrap = box.appendChild(h('div', 'rl-ex-scroll'));
       const table = wrap.appendChild(h('table', 'rl-table rl-ex-slots'));
       table.append(h('caption', '', t.slots));
       const head = table.appendChild(h('tr'));
@@ -320,6 +336,7 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
         head.append(h('td', '', String(s)));
         row.append(h('td', '', String(l)));
       }
+      scrollable(wrap, t.slots);
     } else if (q.chain.length) {
       box.append(h('p', 'rl-ex-note', `${t.chain} (${t.chainHint}): ${q.chain.join(', ')}`));
     }
@@ -353,16 +370,17 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
 
   /** Shows question `at` (or the summary after the last); `focus` moves focus to it. */
   function show(focus: boolean): void {
+    resize?.disconnect();
     body.replaceChildren();
     after.replaceChildren();
     live.textContent = '';
     const q = qs[at]!;
     bars();
+    // The question first, so focus moved to it reads on through the facts to the choices.
+    const ask = body.appendChild(h('p', 'rl-ex-ask', t.ask[kind], { id: `${id}-ask`, tabindex: '-1' }));
     const box = body.appendChild(h('div', 'rl-ex-question'));
     if (q.kind === 'syn') describeSyn(q, box);
     else describeBind(q, box);
-
-    const ask = body.appendChild(h('p', 'rl-ex-ask', t.ask[kind], { id: `${id}-ask`, tabindex: '-1' }));
     const group = body.appendChild(h('div', 'rl-ex-choices', undefined, { role: 'group', 'aria-labelledby': `${id}-ask` }));
     let hinted = false;
     if (q.kind === 'syn') {
@@ -377,8 +395,8 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
         hintBtn.setAttribute('aria-expanded', String(open));
         hintBtn.textContent = open ? t.hideHint : t.showHint;
       });
-      body.insertBefore(hintBtn, ask);
-      body.insertBefore(hint, ask);
+      body.insertBefore(hintBtn, group);
+      body.insertBefore(hint, group);
     }
     const buttons: HTMLButtonElement[] = [];
     let done = false;
@@ -450,6 +468,7 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
   }
 
   function summary(): void {
+    resize?.disconnect();
     body.replaceChildren();
     after.replaceChildren();
     live.textContent = '';
@@ -475,7 +494,10 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
 
   start(firstSeed);
   hostOf(el).dataset.state = 'ready';
-  return () => root.remove();
+  return () => {
+    resize?.disconnect();
+    root.remove();
+  };
 }
 
 function readExercise(el: HTMLElement): ExerciseOptions {

@@ -140,7 +140,11 @@ test('syn, keyboard only: a wrong answer is marked, the right one shown, focus m
     // Question 0 wrong on purpose, the others right.
     const target = i === 0 ? names.findIndex((n) => n !== `Listener ${listener}`) : names.indexOf(`Listener ${listener}`);
     right.push(i !== 0);
-    // From the hint toggle or the question, Tab reaches the first choice.
+    // From the question, Tab reaches the hint toggle, then the first choice.
+    if (i > 0) {
+      await page.keyboard.press('Tab');
+      await expect(w.getByRole('button', { name: 'Show a hint' })).toBeFocused();
+    }
     await page.keyboard.press('Tab');
     await expect(buttons.first()).toBeFocused();
     for (let k = 0; k < target; k++) await page.keyboard.press('Tab');
