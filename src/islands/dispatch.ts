@@ -188,6 +188,19 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     .attr('data-preset', (d) => d.id)
     .text((d) => t.presets[d.id]);
 
+  // Live changes first: they are what a reader tries while watching the scene.
+  const liveFs = form.append('fieldset').attr('class', 'rl-dv-fs');
+  liveFs.append('legend').text(t.liveLegend);
+  const closeSel = field(liveFs, 'close', t.listener).append('select').attr('id', f('close'));
+  const closeBtn = liveFs.append('button').attr('type', 'button').text(t.closeListener);
+  const addBtn = liveFs.append('button').attr('type', 'button').text(t.addListener);
+  const cpuIn = field(liveFs, 'pin', 'SO_INCOMING_CPU').append('input').attr('id', f('pin')).attr('type', 'number').attr('min', 0).property('value', '0');
+  const pinBtn = liveFs.append('button').attr('type', 'button').text(t.setCpu);
+  const unpinBtn = liveFs.append('button').attr('type', 'button').text(t.clearCpu);
+  const secretIn = field(liveFs, 'secret', t.secret).append('input').attr('id', f('secret')).attr('spellcheck', 'false').property('value', hex32(opts.secret));
+  const setSecretBtn = liveFs.append('button').attr('type', 'button').text(t.setSecret);
+  const bootBtn = liveFs.append('button').attr('type', 'button').text(t.newBoot);
+
   const groupFs = form.append('fieldset').attr('class', 'rl-dv-fs');
   groupFs.append('legend').text(t.groupLegend);
   const kernelSel = field(groupFs, 'kernel', t.kernel).append('select').attr('id', f('kernel'));
@@ -233,18 +246,6 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   listWrap.append('label').attr('for', f('clientlist')).text(t.clientList);
   const clientList = listWrap.append('textarea').attr('id', f('clientlist')).attr('rows', 2).attr('spellcheck', 'false');
   const restartBtn = groupFs.append('button').attr('type', 'button').attr('class', 'rl-primary').text(t.applyRestart);
-
-  const liveFs = form.append('fieldset').attr('class', 'rl-dv-fs');
-  liveFs.append('legend').text(t.liveLegend);
-  const closeSel = field(liveFs, 'close', t.listener).append('select').attr('id', f('close'));
-  const closeBtn = liveFs.append('button').attr('type', 'button').text(t.closeListener);
-  const addBtn = liveFs.append('button').attr('type', 'button').text(t.addListener);
-  const cpuIn = field(liveFs, 'pin', 'SO_INCOMING_CPU').append('input').attr('id', f('pin')).attr('type', 'number').attr('min', 0).property('value', '0');
-  const pinBtn = liveFs.append('button').attr('type', 'button').text(t.setCpu);
-  const unpinBtn = liveFs.append('button').attr('type', 'button').text(t.clearCpu);
-  const secretIn = field(liveFs, 'secret', t.secret).append('input').attr('id', f('secret')).attr('spellcheck', 'false').property('value', hex32(opts.secret));
-  const setSecretBtn = liveFs.append('button').attr('type', 'button').text(t.setSecret);
-  const bootBtn = liveFs.append('button').attr('type', 'button').text(t.newBoot);
 
   side.append('h2').text(t.perListener);
   const chartBox = side.append('div').attr('class', 'rl-dv-chartbox');

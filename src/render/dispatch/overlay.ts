@@ -217,21 +217,25 @@ export class Overlay {
     if (!nodes.length || typeof nodes[0]!.getBBox !== 'function') return;
     // Required labels first, optional ones after, each in drawing order.
     const order = [...nodes.filter((n) => !n.classList.contains('rl-dv-optional')), ...nodes.filter((n) => n.classList.contains('rl-dv-optional'))];
+    // Reads first, then writes: a write between two reads forces a layout per label.
+    for (const n of order) n.style.display = '';
+    const root = this.svg.node()!.getBoundingClientRect();
+    const rects = order.map((n) => n.getBoundingClientRect());
     const placed: DOMRect[] = [];
-    for (const n of order) {
-      n.style.display = '';
-      const r = n.getBoundingClientRect();
-      if (r.width === 0) continue;
+    const hide: SVGTextElement[] = [];
+    order.forEach((n, i) => {
+      const r = rects[i]!;
+      if (r.width === 0) return;
       if (n.classList.contains('rl-dv-optional')) {
-        const root = this.svg.node()!.getBoundingClientRect();
         const outside = r.left < root.left || r.top < root.top || r.right > root.left + this.#w || r.bottom > root.top + this.#h;
         if (outside || placed.some((p) => overlaps(p, r))) {
-          n.style.display = 'none';
-          continue;
+          hide.push(n);
+          return;
         }
       }
       placed.push(r);
-    }
+    });
+    for (const n of hide) n.style.display = 'none';
   }
 }
 
