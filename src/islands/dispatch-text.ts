@@ -147,13 +147,13 @@ const en: DispatchText = {
   presetsLegend: 'Presets (each restarts the run)',
   presets: { workers: '8 workers', closeOne: 'close one', fewClients: 'few clients', many: '130 listeners', wildcard: 'wildcard vs specific', reservoir: '3.9 reservoir', bpfCpu: 'BPF by CPU' },
   presetSays: {
-    workers: 'eight listeners share the port, and the hash spreads clients over them about evenly.',
-    closeOne: 'listener 3 closes; the last member slides into its slot, so flows of two listeners move, not one.',
-    fewClients: 'with a dozen clients each one is labelled, and the spread is visibly uneven.',
-    many: 'the 129th member grows socks[] from 128 to 256 slots.',
-    wildcard: 'bound to 0.0.0.0; the Listener lookup panel shows why a specific address outscores a wildcard one.',
-    reservoir: 'kernel 3.9 has no socks[]: it walks the chain and keeps one listener by hash.',
-    bpfCpu: 'a BPF program returns the receiving CPU as the slot, so each CPU feeds one listener.',
+    workers: 'Eight listeners share the port, and the hash spreads clients over them about evenly.',
+    closeOne: 'Listener 3 closes; the last member of socks[] slides into its slot, and with the hash range now cut into 7 bands, most flows land on another listener.',
+    fewClients: 'With a dozen clients each one is labelled, and the spread is visibly uneven.',
+    many: 'The 129th member grows socks[] from 128 to 256 slots.',
+    wildcard: 'Bound to 0.0.0.0; the Listener lookup panel shows why a specific address outscores a wildcard one.',
+    reservoir: 'Kernel 3.9 has no socks[]: it walks the chain and keeps one listener by hash.',
+    bpfCpu: 'A BPF program returns the receiving CPU as the slot, so each CPU feeds one listener.',
   },
   now: enNow,
   stageLine: (e, m) => `Event ${e.seq} (${e.kind}): ${m}`,
@@ -271,8 +271,25 @@ function zhSummary(sim: DispatchSim): string {
     `迄今 ${sim.conns} 个${o.proto === 'udp' ? '数据报' : '连接'}，${inflight} 个在途`,
   ];
   if (sim.dropped) parts.push(`${sim.dropped} 个没有找到套接字`);
-  if (sim.lastRemap) parts.push(s.listening === 0 ? `${sim.lastRemap.what}：已没有监听套接字，全部 ${sim.lastRemap.total} 个流无处可去` : `${sim.lastRemap.what}：${sim.lastRemap.total} 个流中有 ${sim.lastRemap.moved.length} 个改落到另一个监听套接字`);
+  if (sim.lastRemap) parts.push(s.listening === 0 ? `${zhWhat(sim.lastRemap)}：已没有监听套接字，全部 ${sim.lastRemap.total} 个流无处可去` : `${zhWhat(sim.lastRemap)}：${sim.lastRemap.total} 个流中有 ${sim.lastRemap.moved.length} 个改落到另一个监听套接字`);
   return `${parts.join('；')}。`;
+}
+
+/** The last change in Chinese words, from the model's record of it. */
+function zhWhat(r: Remap): string {
+  const { op, change: c } = r;
+  if (op.op === 'join') {
+    if (c?.kind !== 'joined') return '一个监听套接字加入';
+    const eff = c.effect.kind === 'grew' ? `；socks[] 从 ${c.effect.from} 个槽位扩到 ${c.effect.to} 个` : c.effect.kind === 'evicted_closed' ? `；已关闭的监听套接字 ${c.effect.listener} 被移出` : '';
+    return `监听套接字 ${c.listener} 加入${c.slot !== null ? `，位于 socks[${c.slot}]` : ''}${eff}`;
+  }
+  if (op.op === 'close') {
+    let w = `监听套接字 ${op.listener} 已关闭`;
+    if (c?.kind === 'left' && c.slot !== null) w += c.moved !== null ? `；监听套接字 ${c.moved} 从最后一个槽位移入 socks[${c.slot}]` : `；它本来就在最后一个槽位 socks[${c.slot}]`;
+    return w;
+  }
+  if (op.op === 'cpu') return op.cpu === undefined ? `清除了监听套接字 ${op.listener} 的 SO_INCOMING_CPU` : `为监听套接字 ${op.listener} 设置 SO_INCOMING_CPU ${op.cpu}`;
+  return `新的哈希密钥 0x${(op.secret >>> 0).toString(16).padStart(8, '0')}`;
 }
 
 function zhNow(v: NowView): string {
@@ -290,7 +307,7 @@ const zh: DispatchText = {
   presets: { workers: '8 个工作进程', closeOne: '关闭一个', fewClients: '少量客户端', many: '130 个监听套接字', wildcard: '通配地址与指定地址', reservoir: '3.9 蓄水池', bpfCpu: '按 CPU 的 BPF' },
   presetSays: {
     workers: '八个监听套接字共享端口，哈希把客户端大致均匀地分给它们。',
-    closeOne: '关闭监听套接字 3；最后一个成员移入它的槽位，所以移动的是两个监听套接字的流，而不是一个。',
+    closeOne: '关闭监听套接字 3；socks[] 的最后一个成员滑入它的槽位，哈希范围改为 7 段，大多数流都改落到另一个监听套接字。',
     fewClients: '只有十几个客户端时，每个都标出地址，分布明显不均。',
     many: '第 129 个成员加入时，socks[] 从 128 个槽位扩到 256 个。',
     wildcard: '绑定到 0.0.0.0；“监听套接字查找”面板说明为什么指定地址的得分高于通配地址。',
@@ -355,8 +372,8 @@ const zh: DispatchText = {
   none: '无',
   remap: (r, listening) =>
     listening === 0
-      ? `${r.what}：已没有监听套接字，全部 ${r.total} 个客户端流无处可去（SYN 收到 RST，数据报被丢弃）。`
-      : `${r.what}：${r.total} 个客户端流中有 ${r.moved.length} 个改落到另一个监听套接字（依据模型对同一批流在修改前后的回答；移动的客户端以黑框标出）。`,
+      ? `${zhWhat(r)}：已没有监听套接字，全部 ${r.total} 个客户端流无处可去（SYN 收到 RST，数据报被丢弃）。`
+      : `${zhWhat(r)}：${r.total} 个客户端流中有 ${r.moved.length} 个改落到另一个监听套接字（依据模型对同一批流在修改前后的回答；移动的客户端以黑框标出）。`,
   movedCaption: (n, cap) => `${n} 个移动的流${n > cap ? `（仅显示前 ${cap} 个）` : ''}`,
   movedHead: ['客户端', '修改前', '修改后'],
   figures: (fr, dropped, closed, inFlight, ratio) => [

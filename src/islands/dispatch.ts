@@ -708,7 +708,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
       (lookupSec.node() as HTMLDetailsElement).open = true;
     }
     if (!reduced) setPlaying(true);
-    lesson = `${t.presets[p.id]}: ${t.presetSays[p.id]}`;
+    lesson = t.presetSays[p.id];
     describe();
   };
   presetBtns.each(function (d) {

@@ -474,7 +474,7 @@ test('the presets have Chinese names on the Chinese page', async ({ page }) => {
   await page.getByRole('button', { name: '设置' }).click();
   for (const n of ['8 个工作进程', '关闭一个', '少量客户端', '130 个监听套接字', '通配地址与指定地址', '3.9 蓄水池', '按 CPU 的 BPF']) await expect(page.getByRole('button', { name: n, exact: true })).toBeVisible();
   await page.getByRole('button', { name: '关闭一个', exact: true }).click();
-  await expect(page.locator('.rl-dv-now')).toContainText('最后一个成员移入它的槽位');
+  await expect(page.locator('.rl-dv-now')).toContainText('最后一个成员滑入它的槽位');
 });
 
 test("a program's own setting shows only with that program", async ({ page }) => {

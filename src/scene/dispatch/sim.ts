@@ -51,6 +51,9 @@ export const KIND_OF_CODE: PacketKind[] = ['SYN', 'SYN-ACK', 'ACK', 'RST', 'UDP'
 /** What the last add or close did, from the model's answers before and after. */
 export interface Remap {
   what: string;
+  /** The change itself (for words in another language): the operation and the model's record of it. */
+  op: Op;
+  change: Change | undefined;
   /** Client indexes whose listener changed. */
   moved: number[];
   total: number;
@@ -180,7 +183,8 @@ export function selectClients(group: Group, clients: readonly Client[], batch?: 
   return out;
 }
 
-type Op = { op: 'join' } | { op: 'close'; listener: number } | { op: 'cpu'; listener: number; cpu: number | undefined } | { op: 'keys'; secret: number };
+/** A group change the scene can make. */
+export type Op = { op: 'join' } | { op: 'close'; listener: number } | { op: 'cpu'; listener: number; cpu: number | undefined } | { op: 'keys'; secret: number };
 
 /**
  * What a group change did to the flows, in English: how many now land on
@@ -369,7 +373,7 @@ export class DispatchSim {
         from.push(before[i]!);
         to.push(after[i]!);
       }
-    this.lastRemap = { what: what(change), moved, total: after.length, from, to, t: this.time };
+    this.lastRemap = { what: what(change), op, change, moved, total: after.length, from, to, t: this.time };
     return change;
   }
 
