@@ -105,6 +105,8 @@ export interface DispatchText {
   notDelivered: string;
   step: (e: DispatchEvent) => string;
   wholeNumber: (name: string, lo: number, hi: number) => string;
+  /** A setting from the page's URL or the element's attribute that was refused; its default is used instead. */
+  badSetting: (given: string, allowed: string) => string;
   secretBad: string;
   clientListErrors: (errs: string[]) => string;
   noClient: string;
@@ -229,6 +231,7 @@ const en: DispatchText = {
   notDelivered: 'The model did not deliver this packet to the group.',
   step: (e) => `Event ${e.seq}: ${e.kind} from ${e.tuple.saddr}:${e.tuple.sport}, ${e.note}.`,
   wholeNumber: (n, lo, hi) => `${n}: give a whole number from ${lo} to ${hi}.`,
+  badSetting: (given, allowed) => `${given} was not used (${allowed}); the default stands.`,
   secretBad: 'Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.',
   clientListErrors: (errs) => `Client list: ${errs.join('; ')}`,
   noClient: 'Client list: no client given.',
@@ -388,6 +391,7 @@ const zh: DispatchText = {
   notDelivered: '模型没有把这个数据包交给该组。',
   step: (e) => `第 ${e.seq} 个事件：来自 ${e.tuple.saddr}:${e.tuple.sport} 的 ${e.kind}，${e.note}。`,
   wholeNumber: (n, lo, hi) => `${n}：请输入 ${lo} 到 ${hi} 之间的整数。`,
+  badSetting: (given, allowed) => `${given} 未被采用（${allowed}），已改用默认值。`,
   secretBad: '哈希密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',
   clientListErrors: (errs) => `客户端列表：${errs.join('；')}`,
   noClient: '客户端列表：没有给出任何客户端。',

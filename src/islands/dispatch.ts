@@ -11,7 +11,7 @@
  */
 import { select } from 'd3';
 import { FrameClock } from '../clock';
-import { defineIsland, emit, hostOf, islandElement } from './element';
+import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
 import { loadModel, profiles, type Proto } from '../model/index';
 import type { Program } from '../model/generated/Program';
 import { pageLang } from './site';
@@ -105,9 +105,16 @@ const PRESETS: Preset[] = [
 const FOCUS_MS = 900;
 
 /** Mounts the visualizer into `el`; resolves to a function removing it (frames, observers, listeners). */
-export async function mount(el: HTMLElement, options: DispatchOptions = {}): Promise<() => void> {
+export async function mount(el: HTMLElement, options: DispatchOptions & { refused?: Refused[] } = {}): Promise<() => void> {
   await loadModel();
-  const t = dispatchText();
+  const lang = pageLang(el);
+  const t = dispatchText(lang);
+  const refused = [...(options.refused ?? [])];
+  const kernels = profiles().map((p) => `${p.release.major}.${p.release.minor}`);
+  if (options.kernel !== undefined && !kernels.includes(options.kernel)) {
+    refused.push({ name: 'kernel', value: options.kernel, rule: 'one-of', allowed: kernels });
+    options = { ...options, kernel: undefined };
+  }
   const seq = ++uid;
   const id = `rl-dv-${seq}`;
   const f = (n: string) => `${id}-${n}`;
@@ -307,6 +314,13 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const QUEUE_WORD = pixelWord('#555555');
 
   const setError = (msg: string) => errors.text(msg);
+  const refusedText = (r: Refused): string => {
+    const given = `${r.name}=${r.value.length > 32 ? `${r.value.slice(0, 32)}…` : r.value}`;
+    if (r.rule === 'int') return t.wholeNumber(given, r.lo, r.hi);
+    if (r.rule === 'hex32') return `${given}: ${t.secretBad}`;
+    return t.badSetting(given, r.allowed.length > 8 ? `${r.allowed.slice(0, 8).join(', ')}, …` : r.allowed.join(', '));
+  };
+  if (refused.length) setError(refused.map(refusedText).join(' '));
   const movedNow = (): readonly number[] => (sim.lastRemap && sim.time - sim.lastRemap.t < 6 ? sim.lastRemap.moved : []);
 
   const refreshStructure = () => {
@@ -439,7 +453,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   const showFocused = () => {
     overlay.marker(markerFor(), box);
     const e = focusedEvent();
-    stageLine.text(!e ? '' : selected(e) && e.explain ? t.stageLine(e, markerText(e.explain, pageLang())) : t.stageLineUnselected(e));
+    stageLine.text(!e ? '' : selected(e) && e.explain ? t.stageLine(e, markerText(e.explain, lang)) : t.stageLineUnselected(e));
   };
 
   const inspect = (seq: number) => {
@@ -451,7 +465,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     const m = listenerMark(e.listener);
     inspBody.append('p').attr('class', 'rl-headline').text(t.headline(e, m.label));
     if (!selected(e)) inspBody.append('p').text(t.belongsTo(e));
-    if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain, pageLang()), 3, t.card);
+    if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain, lang), 3, t.card);
     else inspBody.append('p').text(t.notDelivered);
     inspLookup = inspBody.append('p').attr('class', 'rl-dv-insp-lookup').node();
     showFocused();
@@ -497,7 +511,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
     try {
       const host = hostFor(lk, plan);
       const ex = host.lookup(hostPacket(plan, sim.opts.proto, e.tuple, e.cpu, e.payload));
-      return { plan, view: lookupView(plan, host.results(), ex, pageLang()) };
+      return { plan, view: lookupView(plan, host.results(), ex, lang) };
     } catch (err) {
       return { error: (err as Error).message };
     }
@@ -872,6 +886,14 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
   describe();
   clock.start();
   setPlaying(!reduced && (options.autoplay ?? true));
+  // "Embed this" writes the group as it is set now (the program and a client list have no attribute).
+  provideSettings(el, () => {
+    const o = sim.opts;
+    const out: Record<string, string | boolean> = { kernel: o.kernel, proto: o.proto, listeners: String(o.listeners), clients: String(o.clients), rate: String(o.rate), speed: String(speed), seed: String(o.seed), secret: hex32(o.secret), cpus: String(o.cpus), wildcard: o.wildcard };
+    if (options.compact) out.compact = true;
+    if (options.autoplay === false) out.autoplay = 'false';
+    return out;
+  });
   // For tests and benchmarks: the frame clock and the scene.
   (hostOf(el) as HTMLElement & { __dispatch?: unknown }).__dispatch = {
     clock,
@@ -899,28 +921,54 @@ export async function mount(el: HTMLElement, options: DispatchOptions = {}): Pro
 }
 
 
-/** Options from attributes, then (with the `from-url` attribute) from the page URL's query. */
-function readDispatch(el: HTMLElement): DispatchOptions {
+/** A setting that was refused when read: its name and value as given, and the rule it broke. */
+type Refused = { name: string; value: string } & ({ rule: 'int'; lo: number; hi: number } | { rule: 'one-of'; allowed: string[] } | { rule: 'hex32' });
+
+/**
+ * Options from attributes, then (with the `from-url` attribute) from the page
+ * URL's query. Every value is checked by the rule of its form control; a bad
+ * one is left out (its default stands) and listed in `refused`, so the widget
+ * names it instead of freezing on `rate=1e9` or drawing nothing on `listeners=-1`.
+ */
+export function readDispatch(el: HTMLElement): DispatchOptions & { refused: Refused[] } {
   const q = el.hasAttribute('from-url') ? new URLSearchParams(location.search) : new URLSearchParams();
   const get = (name: string): string | null => q.get(name) ?? el.getAttribute(name);
-  const num = (name: string): number | undefined => {
+  const refused: Refused[] = [];
+  const int = (name: string, lo: number, hi: number): number | undefined => {
     const v = get(name);
-    return v === null ? undefined : Number(v);
+    if (v === null) return undefined;
+    const n = /^\s*\d{1,10}\s*$/.test(v) ? Number(v) : NaN;
+    if (Number.isInteger(n) && n >= lo && n <= hi) return n;
+    refused.push({ name, value: v, rule: 'int', lo, hi });
+    return undefined;
   };
-  const secret = get('secret');
+  const oneOf = <T extends string>(name: string, allowed: readonly T[]): T | undefined => {
+    const v = get(name);
+    if (v === null) return undefined;
+    if ((allowed as readonly string[]).includes(v)) return v as T;
+    refused.push({ name, value: v, rule: 'one-of', allowed: [...allowed] });
+    return undefined;
+  };
+  const secretText = get('secret');
+  const secret = secretText === null ? undefined : parseHex32(secretText);
+  if (secretText !== null && secret === undefined) refused.push({ name: 'secret', value: secretText, rule: 'hex32' });
+  const speed = get('speed');
+  const bind = oneOf('bind', ['specific', 'wildcard']);
   return {
+    // The kernel is checked against the model's profiles when it has loaded (mount).
     kernel: get('kernel') ?? undefined,
-    proto: (get('proto') as Proto | null) ?? undefined,
-    listeners: num('listeners'),
-    clients: num('clients'),
-    rate: num('rate'),
-    speed: num('speed'),
-    seed: num('seed'),
-    secret: secret ? parseHex32(secret) : undefined,
-    wildcard: el.hasAttribute('wildcard') || q.get('bind') === 'wildcard',
-    cpus: num('cpus'),
-    autoplay: get('autoplay') !== 'false',
+    proto: oneOf('proto', ['tcp', 'udp']),
+    listeners: int('listeners', 1, LIMITS.listeners),
+    clients: int('clients', 1, LIMITS.clients),
+    rate: int('rate', 1, LIMITS.rate),
+    speed: speed === null ? undefined : SPEEDS.includes(Number(speed)) ? Number(speed) : (refused.push({ name: 'speed', value: speed, rule: 'one-of', allowed: SPEEDS.map(String) }), undefined),
+    seed: int('seed', 0, 4294967295),
+    secret,
+    wildcard: el.hasAttribute('wildcard') || bind === 'wildcard',
+    cpus: int('cpus', 1, 64),
+    autoplay: oneOf('autoplay', ['true', 'false']) !== 'false',
     compact: el.hasAttribute('compact'),
+    refused,
   };
 }
 
@@ -929,7 +977,7 @@ function readDispatch(el: HTMLElement): DispatchOptions {
  * secret="0x..." wildcard cpus="4" autoplay="false" from-url>`; `from-url` lets the page's query
  * (?kernel=6.18&listeners=8&bind=wildcard…) override the attributes.
  */
-export const ReuseportDispatchElement = islandElement(mount, readDispatch);
+export const ReuseportDispatchElement = islandElement(mount, readDispatch, ['kernel', 'proto', 'listeners', 'clients', 'rate', 'speed', 'seed', 'secret', 'wildcard', 'cpus', 'autoplay', 'compact', 'lang']);
 
 /** Registers `<reuseport-dispatch>` once. */
 export function defineDispatchElement(): void {

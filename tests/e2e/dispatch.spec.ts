@@ -664,3 +664,25 @@ test('playback and stepping send reuseport:started and reuseport:stepped', async
   const stepped = got.filter((g) => g.type === 'reuseport:stepped');
   expect(stepped.at(-1)!.detail).toEqual({ seq, kind, listener: listener === 'none' ? null : Number(listener.slice(1)) });
 });
+
+test('bad values in the page URL are named, their defaults stand, and the page keeps running', async ({ page }) => {
+  // rate=1e9 and speed=1e9 froze the tab for good; listeners=-1 and a bad kernel showed "The model failed to load".
+  await page.goto('./dispatch/?rate=1000000000&speed=1000000000&listeners=-1&clients=100000000&kernel=9.9&proto=sctp&secret=zz&cpus=1.5');
+  const w = page.locator('reuseport-dispatch');
+  const alert = w.locator('.rl-errors');
+  for (const name of ['rate=1000000000', 'speed=1000000000', 'listeners=-1', 'clients=100000000', 'kernel=9.9', 'proto=sctp', 'secret=zz', 'cpus=1.5']) await expect(alert).toContainText(name);
+  await expect(w.locator('.rl-dv-summary')).toContainText('TCP group on kernel 6.18');
+  await expect(w.locator('.rl-dv-summary')).toContainText('8 listening members');
+  await expect(w.locator('.rl-dv-summary')).toContainText('200 clients');
+  // Responsive: the frame clock keeps ticking and a click is answered at once.
+  const frames = () => page.evaluate(() => new Promise<number>((r) => { let n = 0; const t0 = performance.now(); const f = () => (performance.now() - t0 < 1000 ? (n++, requestAnimationFrame(f)) : r(n)); requestAnimationFrame(f); }));
+  expect(await frames()).toBeGreaterThan(20);
+});
+
+test('an attribute changed after mount restarts the visualizer with it', async ({ page }) => {
+  await page.goto('./dispatch/');
+  const w = page.locator('reuseport-dispatch');
+  await expect(w.locator('.rl-dv-summary')).toContainText('8 listening members');
+  await w.evaluate((el) => el.setAttribute('listeners', '5'));
+  await expect(w.locator('.rl-dv-summary')).toContainText('5 listening members');
+});
