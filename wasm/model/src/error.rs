@@ -89,6 +89,14 @@ pub enum SetupError {
     /// Zero listeners.
     #[error("a group needs at least one listener; give --listeners 1 or more")]
     NoListeners,
+    /// More listeners than the model builds (a bound on input, not a kernel rule).
+    #[error("{given} listeners is more than the model builds ({max}): a 3.9–4.5 chain has no kernel limit but one process's file descriptors (fs.nr_open, 1048576 by default), and the group array from 4.6 stops at 32768 members")]
+    TooManyListeners {
+        /// Listeners asked for.
+        given: u32,
+        /// The bound.
+        max: u32,
+    },
     /// The packet's destination is not where the group is bound.
     #[error("destination {daddr} port {dport} does not reach the group bound to {bind} port {port}: the kernel finds no listener here ({consequence}); check the tuple's order (client first) or --bind")]
     NotForThisGroup {

@@ -1,0 +1,70 @@
+//! Input bounds of group building (issue: `predict --kernel 4.4 --listeners
+//! 1000000` took 54 s, and 4294967295 never ended).
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use reuseport_model::error::SetupError;
+use reuseport_model::reuseport::MAX_LISTENERS;
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup};
+
+fn spec(n: u32, closed: Vec<u32>) -> GroupSpec {
+    let bind: IpAddr = Ipv4Addr::new(10, 0, 0, 1).into();
+    GroupSpec {
+        closed,
+        ..GroupSpec::new(
+            Proto::Tcp,
+            n,
+            bind,
+            8080,
+            Keys {
+                v4: 0x2f39_23d9,
+                ..Keys::default()
+            },
+        )
+    }
+}
+
+fn p44() -> &'static Profile {
+    Profile::resolve("4.4", None).unwrap()
+}
+
+/// Building the 3.9–4.5 chain at once leaves it exactly as joining one by one
+/// does (each `listen()` puts its socket at the head), also with closes after.
+#[test]
+fn a_chain_built_at_once_equals_one_join_at_a_time() {
+    for (n, closed) in [(1, vec![]), (7, vec![2, 6]), (40, vec![0, 39, 17])] {
+        let built = ReuseportGroup::build(p44(), &spec(n, closed.clone())).unwrap();
+        let mut one = ReuseportGroup::build_empty(p44(), &spec(n, vec![]));
+        for _ in 0..n {
+            one.join().unwrap();
+        }
+        for &l in &closed {
+            one.close(l).unwrap();
+        }
+        assert_eq!(
+            built.chain(),
+            one.chain(),
+            "{n} listeners, closed {closed:?}"
+        );
+        // Head first: the last to listen is at the head.
+        let mut expect: Vec<u32> = (0..n).rev().filter(|l| !closed.contains(l)).collect();
+        assert_eq!(built.chain().unwrap(), &expect[..]);
+    }
+}
+
+/// A chain of a million members is built (it was quadratic); one past the
+/// bound is refused with the bound named, before any work.
+#[test]
+fn a_million_member_chain_builds_and_past_the_bound_is_refused() {
+    let g = ReuseportGroup::build(p44(), &spec(1_000_000, vec![])).unwrap();
+    assert_eq!(g.chain().unwrap().len(), 1_000_000);
+    assert_eq!(g.chain().unwrap()[0], 999_999);
+    for n in [MAX_LISTENERS + 1, u32::MAX] {
+        match ReuseportGroup::build(p44(), &spec(n, vec![])) {
+            Err(SetupError::TooManyListeners { given, max }) => {
+                assert_eq!((given, max), (n, 1 << 20))
+            }
+            other => panic!("{n} listeners: {:?}", other.map(|_| ())),
+        }
+    }
+}
