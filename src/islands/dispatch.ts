@@ -320,7 +320,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     if (r.rule === 'hex32') return `${given}: ${t.secretBad}`;
     return t.badSetting(given, r.allowed.length > 8 ? `${r.allowed.slice(0, 8).join(', ')}, …` : r.allowed.join(', '));
   };
-  if (refused.length) setError(refused.map(refusedText).join(' '));
+  if (refused.length) {
+    // The refusal sits in the Settings panel, beside the controls that take the values: open it.
+    setError(refused.map(refusedText).join(' '));
+    settingsBtn.attr('aria-expanded', 'true');
+    settings.property('hidden', false);
+  }
   const movedNow = (): readonly number[] => (sim.lastRemap && sim.time - sim.lastRemap.t < 6 ? sim.lastRemap.moved : []);
 
   const refreshStructure = () => {

@@ -670,6 +670,7 @@ test('bad values in the page URL are named, their defaults stand, and the page k
   await page.goto('./dispatch/?rate=1000000000&speed=1000000000&listeners=-1&clients=100000000&kernel=9.9&proto=sctp&secret=zz&cpus=1.5');
   const w = page.locator('reuseport-dispatch');
   const alert = w.locator('.rl-errors');
+  await expect(alert, 'the Settings panel opens to show it').toBeVisible();
   for (const name of ['rate=1000000000', 'speed=1000000000', 'listeners=-1', 'clients=100000000', 'kernel=9.9', 'proto=sctp', 'secret=zz', 'cpus=1.5']) await expect(alert).toContainText(name);
   await expect(w.locator('.rl-dv-summary')).toContainText('TCP group on kernel 6.18');
   await expect(w.locator('.rl-dv-summary')).toContainText('8 listening members');
