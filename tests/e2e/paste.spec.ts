@@ -467,7 +467,7 @@ test('the analyser works from the keyboard alone: typed input, Analyse by Enter,
   // Tab from the search field reaches the row's Explain button.
   await w.getByLabel('Search').focus();
   const explain = w.getByRole('button', { name: 'Explain line 1' });
-  for (let i = 0; i < 10 && !(await explain.evaluate((b) => b === document.activeElement)); i++) await page.keyboard.press('Tab');
+  for (let i = 0; i < 10 && !(await explain.evaluate((b) => b === (b.getRootNode() as Document | ShadowRoot).activeElement)); i++) await page.keyboard.press('Tab');
   await expect(explain).toBeFocused();
   await page.keyboard.press('Enter');
   await expect(w.getByRole('heading', { name: /^Line 1 under your secret/ })).toBeFocused();
