@@ -396,7 +396,9 @@ function bigPairs(n: number): string {
  */
 async function analyseAndStop(page: Page, total: number) {
   const w = paste(page);
-  await w.evaluate((el) => {
+  await w.evaluate((host) => {
+    // The widget lives in the element's shadow root.
+    const el = host.shadowRoot ?? host;
     const status = el.querySelector('[role=status]')!;
     const stop = [...el.querySelectorAll('form button')].find((b) => b.textContent === 'Stop') as HTMLButtonElement;
     const mo = new MutationObserver(() => {
