@@ -34,7 +34,9 @@ async function widgetsMounted(page: Page): Promise<number> {
       await expect.poll(() => w.evaluate((el) => Boolean((el as HTMLElement & { __dispatch?: unknown }).__dispatch)), { message: `dispatch widget ${i} mounted` }).toBe(true);
       await expect(w.locator('.rl-dv-summary'), `dispatch widget ${i} summary`).toContainText(/listening members|监听/);
     } else if (tag === 'reuseport-lookup') {
-      await expect(w.locator('.rl-lookup table').first(), `lookup widget ${i} answered`).toBeVisible();
+      // With a secret it answers at once; without one (the bare iframe page /embed/lookup/) it waits for one.
+      if (await w.getAttribute('secret')) await expect(w.locator('.rl-lookup table').first(), `lookup widget ${i} answered`).toBeVisible();
+      else await expect(w.locator('.rl-lookup form'), `lookup widget ${i} mounted`).toBeVisible();
     } else {
       await expect(w, `${tag} ${i} ready`).toHaveAttribute('data-state', 'ready', { timeout: 20_000 });
     }
