@@ -52,7 +52,8 @@ function start(): void {
   setEmbedded();
   const name = document.body.dataset.widget ?? '';
   const w = EMBED_WIDGETS.find((x) => x.name === name);
-  const main = document.querySelector('main')!;
+  // Not a <main>: the page hosting the iframe has its own main landmark.
+  const main = document.getElementById('rl-frame')!;
   const post = (type: string, detail: unknown, origin: string) => {
     if (window.parent === window) return;
     let data: unknown = null;
