@@ -46,7 +46,8 @@ let uid = 0;
 
 /** Adds the panel to `shadow`; returns a function removing it. */
 export function embedPanel(host: HTMLElement, shadow: ShadowRoot): (() => void) | undefined {
-  if (!snippets(host)) return undefined;
+  const first = snippets(host);
+  if (!first) return undefined;
   const t = TEXT[pageLang(host)];
   const id = `rl-embed-${++uid}`;
   const details = document.createElement('details');
@@ -59,7 +60,7 @@ export function embedPanel(host: HTMLElement, shadow: ShadowRoot): (() => void) 
   kinds.setAttribute('role', 'radiogroup');
   kinds.setAttribute('aria-label', t.embed);
   kinds.className = 'rl-embed-kinds';
-  const kindsOffered = snippets(host)!.script === null ? (['iframe'] as const) : (['script', 'iframe'] as const);
+  const kindsOffered = first.script === null ? (['iframe'] as const) : (['script', 'iframe'] as const);
   const radios = kindsOffered.map((k, i) => {
     const label = document.createElement('label');
     const r = document.createElement('input');

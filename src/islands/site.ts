@@ -3,7 +3,6 @@ import { langOf, type Lang } from '../model/messages';
 import { hostOf } from './element';
 import { siteBase } from './context';
 
-
 /** The language of a widget: the nearest `lang` attribute around it, else the page's. */
 export function pageLang(el?: Element): Lang {
   const near = el ? hostOf(el).closest('[lang]')?.getAttribute('lang') : null;
