@@ -46,10 +46,11 @@ pub mod paste;
 pub mod profile;
 pub mod recover;
 pub mod reuseport;
+pub mod sim;
 pub mod spread;
 pub mod tuple;
 
-pub use error::{GroupError, ParseError, ProfileError, SetupError};
+pub use error::{GroupError, ParseError, ProfileError, SetupError, SimError};
 pub use explain::Explain;
 pub use hash::Keys;
 pub use profile::{Profile, Release};

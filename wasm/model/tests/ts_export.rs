@@ -41,4 +41,7 @@ fn export_typescript_declarations() {
     reuseport_model::spread::Spread::export_all(&cfg).unwrap();
     reuseport_model::spread::Comparison::export_all(&cfg).unwrap();
     reuseport_model::spread::ListenerRow::export_all(&cfg).unwrap();
+    reuseport_model::sim::Scenario::export_all(&cfg).unwrap();
+    reuseport_model::sim::SimReport::export_all(&cfg).unwrap();
+    reuseport_model::sim::curated::CuratedView::export_all(&cfg).unwrap();
 }
