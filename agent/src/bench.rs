@@ -350,7 +350,7 @@ pub fn run(args: &BenchArgs, mut out: impl Write) -> Result<Report, BenchError> 
     }
     // From here on SIGINT and SIGTERM stop the run instead of the agent.
     #[cfg(target_os = "linux")]
-    let _signals = linux::Signals::install()?;
+    let _signals = linux::signals()?;
     let nproc = nproc();
     let workers = args.worker_count(nproc);
     let clients = args.client_count(nproc);
@@ -567,225 +567,48 @@ fn footer(out: &mut impl Write, r: &Report) -> io::Result<()> {
 /// through `libc`.
 #[cfg(target_os = "linux")]
 mod linux {
-    use std::io;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
     use std::ptr;
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::{Duration, Instant};
 
     use libc::{c_int, c_void, pid_t};
+
+    use crate::fork::{
+        self, errno, local_port, os_error, set_int, sockaddr, Children, Shared, Signals, SysError,
+        SOCKADDR_LEN, STOP,
+    };
 
     use super::{
         jain, max_min_ratio, Accept, BenchError, Mode, ModeReport, Plan, Stop, FIRST_CLIENT_ADDR,
         SERVER_ADDR,
     };
 
-    /// Set by SIGINT / SIGTERM while a run is on.
-    static STOP: AtomicBool = AtomicBool::new(false);
-
-    extern "C" fn on_stop_signal(_: c_int) {
-        STOP.store(true, Ordering::SeqCst);
-    }
-
-    fn errno() -> c_int {
-        // SAFETY: errno is thread-local and always readable.
-        unsafe { *libc::__errno_location() }
-    }
-
-    fn os_error(e: c_int) -> io::Error {
-        io::Error::from_raw_os_error(e)
-    }
-
-    /// SIGINT and SIGTERM handlers for the length of a run (no SA_RESTART,
-    /// so they interrupt the agent's waits); the previous ones come back on
-    /// drop.
-    pub(super) struct Signals {
-        old: [(c_int, libc::sigaction); 2],
-    }
-
-    impl Signals {
-        pub(super) fn install() -> Result<Signals, BenchError> {
-            STOP.store(false, Ordering::SeqCst);
-            // SAFETY: a zeroed sigaction is valid; the handler only stores
-            // to an atomic, which is async-signal-safe.
-            unsafe {
-                let mut act: libc::sigaction = std::mem::zeroed();
-                act.sa_sigaction = on_stop_signal as extern "C" fn(c_int) as usize;
-                libc::sigemptyset(&mut act.sa_mask);
-                act.sa_flags = 0;
-                let mut old: [(c_int, libc::sigaction); 2] = [
-                    (libc::SIGINT, std::mem::zeroed()),
-                    (libc::SIGTERM, std::mem::zeroed()),
-                ];
-                for i in 0..old.len() {
-                    if libc::sigaction(old[i].0, &act, &mut old[i].1) != 0 {
-                        let e = os_error(errno());
-                        for (sig, prev) in &old[..i] {
-                            libc::sigaction(*sig, prev, ptr::null_mut());
-                        }
-                        return Err(BenchError::Setup {
-                            call: "sigaction",
-                            source: e,
-                        });
-                    }
-                }
-                Ok(Signals { old })
-            }
+    fn setup(e: SysError) -> BenchError {
+        BenchError::Setup {
+            call: e.call,
+            source: e.source,
         }
     }
 
-    impl Drop for Signals {
-        fn drop(&mut self) {
-            for (sig, prev) in &self.old {
-                // SAFETY: restoring an action read by sigaction.
-                unsafe { libc::sigaction(*sig, prev, ptr::null_mut()) };
-            }
-        }
+    /// SIGINT and SIGTERM stop the run for its length.
+    pub(super) fn signals() -> Result<Signals, BenchError> {
+        Signals::install(&[libc::SIGINT, libc::SIGTERM]).map_err(setup)
     }
 
-    /// Counters in memory shared with the children (MAP_SHARED, so writes
-    /// made after fork are seen by the agent). One cache line per slot.
-    struct Shared {
-        base: *mut u8,
-        len: usize,
+    /// Forks a child of the run (see [`Children::spawn`]).
+    fn spawn(
+        children: &mut Children,
+        what: &'static str,
+        body: impl FnOnce(),
+    ) -> Result<pid_t, BenchError> {
+        children
+            .spawn(body)
+            .map_err(|source| BenchError::Fork { what, source })
     }
 
-    const SLOT: usize = 128;
-
-    impl Shared {
-        fn new(slots: usize) -> Result<Shared, BenchError> {
-            let len = slots.max(1) * SLOT;
-            // SAFETY: an anonymous shared mapping; checked below.
-            let base = unsafe {
-                libc::mmap(
-                    ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            if base == libc::MAP_FAILED {
-                return Err(BenchError::Setup {
-                    call: "mmap",
-                    source: os_error(errno()),
-                });
-            }
-            Ok(Shared {
-                base: base.cast(),
-                len,
-            })
-        }
-
-        /// The counter in slot `i`, word `w` (0 or 1).
-        fn counter(&self, i: usize, w: usize) -> &AtomicU64 {
-            assert!((i + 1) * SLOT <= self.len && w < SLOT / 8);
-            // SAFETY: in bounds (checked), 8-aligned (page-aligned base,
-            // SLOT a multiple of 8), zero-initialised by mmap, and only
-            // ever accessed atomically.
-            unsafe { &*self.base.add(i * SLOT + w * 8).cast::<AtomicU64>() }
-        }
-
-        fn read(&self, from: usize, n: usize, w: usize) -> Vec<u64> {
-            (from..from + n)
-                .map(|i| self.counter(i, w).load(Ordering::SeqCst))
-                .collect()
-        }
-    }
-
-    impl Drop for Shared {
-        fn drop(&mut self) {
-            // SAFETY: the mapping made in new.
-            unsafe { libc::munmap(self.base.cast(), self.len) };
-        }
-    }
-
-    /// This mode's children: killed (the whole process group, then each
-    /// pid) and reaped on stop or drop.
-    struct Children {
-        pgid: pid_t,
-        pids: Vec<pid_t>,
-    }
-
-    impl Children {
-        /// Forks a child running `body`, in this mode's process group.
-        fn spawn(&mut self, what: &'static str, body: impl FnOnce()) -> Result<pid_t, BenchError> {
-            self.pids.reserve(1);
-            // SAFETY: getpid is always safe.
-            let parent = unsafe { libc::getpid() };
-            let pgid = self.pgid;
-            // SAFETY: the child only makes async-signal-safe system calls
-            // (`child_setup`, then `body`, which ends in _exit), so forking
-            // is sound even if other threads exist.
-            let pid = unsafe { libc::fork() };
-            if pid < 0 {
-                return Err(BenchError::Fork {
-                    what,
-                    source: os_error(errno()),
-                });
-            }
-            if pid == 0 {
-                // SAFETY: in the child, see above.
-                unsafe { child_setup(pgid, parent) };
-                body();
-                // SAFETY: the bodies never return; if one did, end here.
-                unsafe { libc::_exit(127) };
-            }
-            // Also from this side, so the group is right before the agent
-            // signals it (whichever of the two calls runs first wins).
-            // SAFETY: pid is our child.
-            unsafe { libc::setpgid(pid, if pgid == 0 { pid } else { pgid }) };
-            if self.pgid == 0 {
-                self.pgid = pid;
-            }
-            self.pids.push(pid);
-            Ok(pid)
-        }
-
-        /// Kills every child and waits for each.
-        fn stop(&mut self) {
-            if self.pgid != 0 {
-                // SAFETY: signalling our own process group.
-                unsafe { libc::kill(-self.pgid, libc::SIGKILL) };
-            }
-            for &pid in &self.pids {
-                // SAFETY: pid is our child, not yet reaped.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-            for pid in self.pids.drain(..) {
-                let mut status = 0;
-                // SAFETY: waiting for our own child.
-                while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && errno() == libc::EINTR {}
-            }
-        }
-    }
-
-    impl Drop for Children {
-        fn drop(&mut self) {
-            self.stop();
-        }
-    }
-
-    /// In a new child: joins the mode's process group, dies with the
-    /// agent, and takes the default action for the signals the agent
-    /// catches.
-    ///
-    /// SAFETY: async-signal-safe calls only.
-    unsafe fn child_setup(pgid: pid_t, parent: pid_t) {
-        libc::setpgid(0, pgid);
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
-        if libc::getppid() != parent {
-            libc::_exit(1);
-        }
-        libc::signal(libc::SIGINT, libc::SIG_DFL);
-        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    fn pipe() -> Result<(OwnedFd, OwnedFd), BenchError> {
+        fork::pipe().map_err(setup)
     }
 
     /// A record a child writes to a pipe (atomic: smaller than PIPE_BUF).
@@ -835,31 +658,6 @@ mod linux {
         libc::write(fd, (&r as *const Record).cast::<c_void>(), RECORD);
     }
 
-    fn sockaddr(ip: [u8; 4], port: u16) -> libc::sockaddr_in {
-        libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: port.to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from_be_bytes(ip).to_be(),
-            },
-            sin_zero: [0; 8],
-        }
-    }
-
-    const SOCKADDR_LEN: libc::socklen_t =
-        std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-
-    /// SAFETY: async-signal-safe.
-    unsafe fn set_int(fd: RawFd, level: c_int, name: c_int, v: c_int) -> bool {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&v as *const c_int).cast(),
-            std::mem::size_of::<c_int>() as libc::socklen_t,
-        ) == 0
-    }
-
     /// A TCP socket bound to 127.0.0.1:`port` with SO_REUSEADDR, and
     /// SO_REUSEPORT when `reuseport`; listening unless `listen` is false;
     /// non-blocking when `nonblocking`. Err: (call, errno); nothing is left
@@ -897,36 +695,6 @@ mod linux {
             return fail(LISTEN);
         }
         Ok(fd)
-    }
-
-    fn local_port(fd: &OwnedFd) -> io::Result<u16> {
-        // SAFETY: a zeroed sockaddr_in is valid; getsockname fills it.
-        unsafe {
-            let mut a: libc::sockaddr_in = std::mem::zeroed();
-            let mut len = SOCKADDR_LEN;
-            if libc::getsockname(
-                fd.as_raw_fd(),
-                (&mut a as *mut libc::sockaddr_in).cast(),
-                &mut len,
-            ) != 0
-            {
-                return Err(os_error(errno()));
-            }
-            Ok(u16::from_be(a.sin_port))
-        }
-    }
-
-    fn pipe() -> Result<(OwnedFd, OwnedFd), BenchError> {
-        let mut fds = [0; 2];
-        // SAFETY: fds has room for two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(BenchError::Setup {
-                call: "pipe2",
-                source: os_error(errno()),
-            });
-        }
-        // SAFETY: both are fresh descriptors we own.
-        unsafe { Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))) }
     }
 
     /// What a worker needs, all plain values.
@@ -1254,11 +1022,8 @@ mod linux {
         let epoll = plan.accept == Accept::Epoll;
         // Slots 0..workers: accepts (word 0) and empty wake-ups (word 1);
         // then one per client: connections made.
-        let shared = Shared::new(workers + clients)?;
-        let mut children = Children {
-            pgid: 0,
-            pids: Vec::with_capacity(workers + clients),
-        };
+        let shared = Shared::new(workers + clients).map_err(setup)?;
+        let mut children = Children::default();
         let listen_err = |call, e| BenchError::Listen {
             port: plan.port,
             call,
@@ -1323,7 +1088,7 @@ mod linux {
                 empty: shared.counter(i, 1),
             };
             // SAFETY: worker_main is async-signal-safe.
-            children.spawn("worker", move || unsafe { worker_main(w) })?;
+            spawn(&mut children, "worker", move || unsafe { worker_main(w) })?;
         }
         report.process_group = children.pgid;
         drop(ready_w);
@@ -1371,7 +1136,7 @@ mod linux {
                 connected: shared.counter(workers + i, 0),
             };
             // SAFETY: client_main is async-signal-safe.
-            children.spawn("client", move || unsafe { client_main(c) })?;
+            spawn(&mut children, "client", move || unsafe { client_main(c) })?;
         }
         drop(gate_r);
         drop(done_w);

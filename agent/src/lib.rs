@@ -17,6 +17,8 @@ use clap::{Parser, Subcommand};
 
 pub mod bench;
 pub mod error;
+#[cfg(target_os = "linux")]
+pub mod fork;
 pub mod kernel;
 pub mod messages;
 pub mod predict;

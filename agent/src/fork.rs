@@ -1,0 +1,336 @@
+//! The Linux machinery that `bench` and `scenario` share to run forked
+//! servers and clients on loopback: the stop flag set by SIGINT, SIGTERM
+//! (and SIGHUP when asked), counters in shared memory, the children of one
+//! run in a process group of their own (killed and reaped on every way
+//! out), pipes, and plain socket helpers. Everything through `libc`.
+//!
+//! The helpers the children call are async-signal-safe, so a child may
+//! use them between `fork()` and `_exit()` even if the agent had threads.
+
+#![cfg(target_os = "linux")]
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use libc::{c_int, pid_t};
+
+/// A system call that failed while a run was set up.
+#[derive(Debug)]
+pub struct SysError {
+    /// The call.
+    pub call: &'static str,
+    /// Why.
+    pub source: io::Error,
+}
+
+impl SysError {
+    /// The call and the current `errno`.
+    pub fn last(call: &'static str) -> SysError {
+        SysError {
+            call,
+            source: os_error(errno()),
+        }
+    }
+}
+
+/// Set by the stop signals while a run is on.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Whether a stop signal arrived since [`Signals::install`].
+pub fn stopped() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// The calling thread's `errno`.
+pub fn errno() -> c_int {
+    // SAFETY: errno is thread-local and always readable.
+    unsafe { *libc::__errno_location() }
+}
+
+/// `errno` as an [`io::Error`].
+pub fn os_error(e: c_int) -> io::Error {
+    io::Error::from_raw_os_error(e)
+}
+
+/// Handlers that set [`STOP`] for the length of a run (no SA_RESTART, so
+/// they interrupt the agent's waits); the previous ones come back on drop.
+pub struct Signals {
+    old: Vec<(c_int, libc::sigaction)>,
+}
+
+impl Signals {
+    /// Installs the handler for each of `signals` and clears [`STOP`].
+    pub fn install(signals: &[c_int]) -> Result<Signals, SysError> {
+        STOP.store(false, Ordering::SeqCst);
+        let mut old = Vec::with_capacity(signals.len());
+        for &sig in signals {
+            // SAFETY: a zeroed sigaction is valid; the handler only stores
+            // to an atomic, which is async-signal-safe.
+            unsafe {
+                let mut act: libc::sigaction = std::mem::zeroed();
+                act.sa_sigaction = on_stop_signal as extern "C" fn(c_int) as usize;
+                libc::sigemptyset(&mut act.sa_mask);
+                act.sa_flags = 0;
+                let mut prev: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &act, &mut prev) != 0 {
+                    let e = SysError::last("sigaction");
+                    // `old` restores the ones installed so far on drop.
+                    drop(Signals { old });
+                    return Err(e);
+                }
+                old.push((sig, prev));
+            }
+        }
+        Ok(Signals { old })
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        for (sig, prev) in &self.old {
+            // SAFETY: restoring an action read by sigaction.
+            unsafe { libc::sigaction(*sig, prev, ptr::null_mut()) };
+        }
+    }
+}
+
+/// Memory shared with the children (MAP_SHARED, so writes made after
+/// fork are seen by the agent), zeroed at the start.
+pub struct Shared {
+    base: *mut u8,
+    len: usize,
+}
+
+/// One slot of [`Shared::counter`]: a cache line's worth and more.
+pub const SLOT: usize = 128;
+
+impl Shared {
+    /// `slots` slots of [`SLOT`] bytes.
+    pub fn new(slots: usize) -> Result<Shared, SysError> {
+        Shared::bytes(slots.max(1) * SLOT)
+    }
+
+    /// At least `len` bytes (rounded up to whole [`SLOT`]s).
+    pub fn bytes(len: usize) -> Result<Shared, SysError> {
+        let len = len.max(1).div_ceil(SLOT) * SLOT;
+        // SAFETY: an anonymous shared mapping; checked below.
+        let base = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(SysError::last("mmap"));
+        }
+        Ok(Shared {
+            base: base.cast(),
+            len,
+        })
+    }
+
+    /// The counter in slot `i`, word `w` (0 to 15).
+    pub fn counter(&self, i: usize, w: usize) -> &AtomicU64 {
+        assert!((i + 1) * SLOT <= self.len && w < SLOT / 8);
+        self.word(i * SLOT / 8 + w)
+    }
+
+    /// The `i`-th 8-byte word of the mapping.
+    pub fn word(&self, i: usize) -> &AtomicU64 {
+        assert!((i + 1) * 8 <= self.len);
+        // SAFETY: in bounds (checked), 8-aligned (page-aligned base),
+        // zero-initialised by mmap, and only ever accessed atomically.
+        unsafe { &*self.base.add(i * 8).cast::<AtomicU64>() }
+    }
+
+    /// Word `w` of slots `from..from + n`.
+    pub fn read(&self, from: usize, n: usize, w: usize) -> Vec<u64> {
+        (from..from + n)
+            .map(|i| self.counter(i, w).load(Ordering::SeqCst))
+            .collect()
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in new.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// The children of one run: killed (the whole process group, then each
+/// pid) and reaped on [`Children::stop`] or drop.
+#[derive(Default)]
+pub struct Children {
+    /// The process group (the first child's pid; 0 before any).
+    pub pgid: pid_t,
+    /// Every child, in fork order.
+    pub pids: Vec<pid_t>,
+}
+
+impl Children {
+    /// Forks a child running `body`, in this run's process group. The
+    /// child dies with the agent, and takes the default action for the
+    /// signals the agent catches.
+    pub fn spawn(&mut self, body: impl FnOnce()) -> io::Result<pid_t> {
+        self.pids.reserve(1);
+        // SAFETY: getpid is always safe.
+        let parent = unsafe { libc::getpid() };
+        let pgid = self.pgid;
+        // SAFETY: the child runs `child_setup` (async-signal-safe) and
+        // `body`, which ends in _exit; see the callers for what it does.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(os_error(errno()));
+        }
+        if pid == 0 {
+            // SAFETY: in the child, see above.
+            unsafe { child_setup(pgid, parent) };
+            body();
+            // SAFETY: the bodies never return; if one did, end here.
+            unsafe { libc::_exit(127) };
+        }
+        // Also from this side, so the group is right before the agent
+        // signals it (whichever of the two calls runs first wins).
+        // SAFETY: pid is our child.
+        unsafe { libc::setpgid(pid, if pgid == 0 { pid } else { pgid }) };
+        if self.pgid == 0 {
+            self.pgid = pid;
+        }
+        self.pids.push(pid);
+        Ok(pid)
+    }
+
+    /// Kills every child and waits for each.
+    pub fn stop(&mut self) {
+        if self.pgid != 0 {
+            // SAFETY: signalling our own process group.
+            unsafe { libc::kill(-self.pgid, libc::SIGKILL) };
+        }
+        for &pid in &self.pids {
+            // SAFETY: pid is our child, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        for pid in self.pids.drain(..) {
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && errno() == libc::EINTR {}
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// In a new child: joins the run's process group, dies with the agent,
+/// and takes the default action for the signals the agent catches.
+///
+/// SAFETY: async-signal-safe calls only.
+unsafe fn child_setup(pgid: pid_t, parent: pid_t) {
+    libc::setpgid(0, pgid);
+    libc::prctl(
+        libc::PR_SET_PDEATHSIG,
+        libc::SIGKILL as libc::c_ulong,
+        0,
+        0,
+        0,
+    );
+    if libc::getppid() != parent {
+        libc::_exit(1);
+    }
+    libc::signal(libc::SIGINT, libc::SIG_DFL);
+    libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    libc::signal(libc::SIGHUP, libc::SIG_DFL);
+}
+
+/// An IPv4 socket address.
+pub fn sockaddr(ip: [u8; 4], port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_be_bytes(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+/// The size of a `sockaddr_in`.
+pub const SOCKADDR_LEN: libc::socklen_t =
+    std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+
+/// `setsockopt` of one int; true on success.
+///
+/// # Safety
+/// `fd` is a socket; async-signal-safe.
+pub unsafe fn set_int(fd: RawFd, level: c_int, name: c_int, v: c_int) -> bool {
+    libc::setsockopt(
+        fd,
+        level,
+        name,
+        (&v as *const c_int).cast(),
+        std::mem::size_of::<c_int>() as libc::socklen_t,
+    ) == 0
+}
+
+/// The port a socket is bound to.
+pub fn local_port(fd: &OwnedFd) -> io::Result<u16> {
+    // SAFETY: a zeroed sockaddr_in is valid; getsockname fills it.
+    unsafe {
+        let mut a: libc::sockaddr_in = std::mem::zeroed();
+        let mut len = SOCKADDR_LEN;
+        if libc::getsockname(
+            fd.as_raw_fd(),
+            (&mut a as *mut libc::sockaddr_in).cast(),
+            &mut len,
+        ) != 0
+        {
+            return Err(os_error(errno()));
+        }
+        Ok(u16::from_be(a.sin_port))
+    }
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub fn pipe() -> Result<(OwnedFd, OwnedFd), SysError> {
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(SysError::last("pipe2"));
+    }
+    // SAFETY: both are fresh descriptors we own.
+    unsafe { Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))) }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds (async-signal-safe).
+pub fn now_ns() -> u64 {
+    clock(libc::CLOCK_MONOTONIC)
+}
+
+/// This process's CPU time in nanoseconds (async-signal-safe).
+pub fn cpu_ns() -> u64 {
+    clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+fn clock(id: libc::clockid_t) -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: one timespec to fill.
+    unsafe { libc::clock_gettime(id, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
