@@ -5,7 +5,7 @@
 // scrolls into view). BASE_PATH sets the base ("/" or "/reuseport-lab/").
 import { defineConfig, passthroughImageService } from 'astro/config';
 import starlight from '@astrojs/starlight';
-import { chapterSlugs } from './site/pages-list.mjs';
+import { chapterSlugs, scenarioSlugs } from './site/pages-list.mjs';
 import remarkCjkNewlines from './site/remark-cjk-newlines.mjs';
 import traceValidator from './site/trace-validator-plugin.mjs';
 import embedBuild from './site/embed-build.mjs';
@@ -56,6 +56,11 @@ export default defineConfig({
           label: 'Tools',
           translations: { 'zh-CN': '工具' },
           items: ['lookup', 'dispatch', 'traces', 'embedding'],
+        },
+        {
+          label: 'Why is my load uneven?',
+          translations: { 'zh-CN': '负载为什么不均？' },
+          items: ['scenarios', ...scenarioSlugs()],
         },
         {
           label: 'Guide',

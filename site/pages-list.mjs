@@ -21,3 +21,11 @@ export function chapterSlugs() {
     .sort()
     .map((f) => f.replace(/^\d+-/, '').replace(/\.md$/, ''));
 }
+
+/** The scenario gallery's pages in order: `scenarios/<slug>` of content/en/scenarios/NN-*.md. */
+export function scenarioSlugs() {
+  return readdirSync(`${contentDir}en/scenarios`)
+    .filter((f) => /^\d+-.+\.md$/.test(f))
+    .sort()
+    .map((f) => `scenarios/${f.replace(/^\d+-/, '').replace(/\.md$/, '')}`);
+}

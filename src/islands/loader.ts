@@ -17,6 +17,7 @@ export const islands: Record<string, () => Promise<{ define: () => void }>> = {
   'reuseport-trace': () => import('./traces').then((m) => ({ define: m.defineTraceElements })),
   'reuseport-traces': () => import('./traces').then((m) => ({ define: m.defineTraceElements })),
   'reuseport-exercise': () => import('./exercise').then((m) => ({ define: m.defineExerciseElement })),
+  'reuseport-scenario': () => import('./scenario').then((m) => ({ define: m.defineScenarioElement })),
 };
 
 const started = new Set<string>();

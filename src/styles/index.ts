@@ -9,6 +9,7 @@ import trace from './trace.css?inline';
 import bind from './bind.css?inline';
 import paste from './paste.css?inline';
 import exercise from './exercise.css?inline';
+import scenario from './scenario.css?inline';
 
 let sheets: CSSStyleSheet[] | null = null;
 
@@ -16,7 +17,7 @@ let sheets: CSSStyleSheet[] | null = null;
 export function widgetSheets(): CSSStyleSheet[] {
   if (!sheets) {
     const s = new CSSStyleSheet();
-    s.replaceSync([widget, dispatch, trace, bind, paste, exercise].join('\n'));
+    s.replaceSync([widget, dispatch, trace, bind, paste, exercise, scenario].join('\n'));
     sheets = [s];
   }
   return sheets;

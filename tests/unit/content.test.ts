@@ -58,6 +58,22 @@ describe('content', () => {
     });
   }
 
+  const scenarioPages = readdirSync(dir('en/scenarios')).filter((f) => f.endsWith('.md')).sort();
+  for (const f of scenarioPages) {
+    it(`scenarios/${f}: both languages, valid front matter, the same sections, and the scenario widget`, () => {
+      for (const lang of ['en', 'zh-CN']) {
+        expect(existsSync(`${dir(lang)}/scenarios/${f}`), `${lang}/scenarios/${f}`).toBe(true);
+        const { front, body } = split(read(lang, `scenarios/${f}`));
+        const r = pageFields.safeParse(front);
+        expect(r.success, r.success ? '' : JSON.stringify(r.error.issues)).toBe(true);
+        expect(body, 'the scenario widget').toMatch(/<reuseport-scenario name="[a-z0-9-]+">/);
+        expect(body, 'internal links are relative').not.toMatch(/\]\(\/(?!\/)/);
+      }
+      const h2 = (lang: string) => split(read(lang, `scenarios/${f}`)).body.split('\n').filter((l) => /^## /.test(l)).length;
+      expect(h2('zh-CN')).toBe(h2('en'));
+    });
+  }
+
   it('rejects a chapter whose release is not quoted text or whose trace is not a file name, naming the field', () => {
     const r = pageFields.safeParse({ sources: [{ file: 'net/core/sock_reuseport.c', release: 4.6 }], traces: ['../etc/passwd'] });
     expect(r.success).toBe(false);

@@ -19,6 +19,8 @@
 // only: the core package, which every widget loads, stays small.
 #[cfg(feature = "lookup")]
 mod paste;
+#[cfg(feature = "lookup")]
+mod sim;
 
 use reuseport_model::batch::V4Batch;
 #[cfg(feature = "lookup")]

@@ -376,8 +376,8 @@ pub struct CuratedView {
     pub variants: Vec<Variant>,
     /// The published figures it relates to.
     pub published: Vec<&'static str>,
-    /// The scenario as its first variant runs it.
-    pub scenario: Scenario,
+    /// The scenario as each variant runs it, in the order of `variants`.
+    pub scenarios: Vec<Scenario>,
 }
 
 impl From<&Curated> for CuratedView {
@@ -386,7 +386,7 @@ impl From<&Curated> for CuratedView {
             name: c.name,
             variants: c.variants.to_vec(),
             published: c.published.to_vec(),
-            scenario: c.base(),
+            scenarios: c.variants.iter().map(|v| c.with(v)).collect(),
         }
     }
 }

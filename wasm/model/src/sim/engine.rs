@@ -189,6 +189,9 @@ pub struct Simulation {
     bucket_ns: u64,
     series: Series,
     series_lat: Vec<Histogram>,
+    /// Per slice, per queue: its depth after the slice's last change (None:
+    /// no change in that slice; the report carries the depth forward).
+    depth_end: Vec<Vec<Option<u32>>>,
     keys: crate::hash::Keys,
 }
 
@@ -242,6 +245,7 @@ impl Simulation {
                 p99_us: Vec::new(),
             },
             series_lat: (0..buckets).map(|_| Histogram::coarse()).collect(),
+            depth_end: vec![Vec::new(); buckets],
             keys,
             s,
         };
@@ -512,14 +516,25 @@ impl Simulation {
         k.queue = q;
         let qu = &mut self.queues[q as usize];
         qu.conns.push_back(c);
-        let depth = qu.conns.len() as u32;
-        let b = self.bucket(self.now);
-        let row = &mut self.series.depth[b];
-        if row.len() <= q as usize {
-            row.resize(q as usize + 1, 0);
-        }
-        row[q as usize] = row[q as usize].max(depth);
+        self.depth_changed(q);
         self.notify(q);
+    }
+
+    /// Queue `q` grew or shrank: keep the slice's deepest and last depth.
+    fn depth_changed(&mut self, q: u32) {
+        let depth = self.queues[q as usize].conns.len() as u32;
+        let b = self.bucket(self.now);
+        let qi = q as usize;
+        let row = &mut self.series.depth[b];
+        if row.len() <= qi {
+            row.resize(qi + 1, 0);
+        }
+        row[qi] = row[qi].max(depth);
+        let end = &mut self.depth_end[b];
+        if end.len() <= qi {
+            end.resize(qi + 1, None);
+        }
+        end[qi] = Some(depth);
     }
 
     fn waits_on(&self, w: u32, q: u32) -> bool {
@@ -758,6 +773,7 @@ impl Simulation {
                         let start = now.max(qu.lock_free_at);
                         let returned = start + ns(self.p.lock_us);
                         qu.lock_free_at = returned;
+                        self.depth_changed(q);
                         let mut end = start + ns(self.p.accept_us + self.p.conn_cpu_us);
                         if self.model == AcceptModel::ReuseportLeastLoaded {
                             end += ns(self.p.map_update_us);
@@ -909,6 +925,7 @@ impl Simulation {
         let qu = &mut self.queues[l as usize];
         qu.open = false;
         let waiting: Vec<u32> = qu.conns.drain(..).collect();
+        self.depth_changed(l);
         for c in waiting {
             let t = self.tuple(c);
             let cpu = self.conns[c as usize].cpu;
@@ -991,8 +1008,16 @@ impl Simulation {
         for row in &mut series.accepts {
             row.resize(n, 0);
         }
-        for row in &mut series.depth {
+        // A slice without a change holds the depth the last change left.
+        let mut carried = vec![0u32; queues];
+        for (row, end) in series.depth.iter_mut().zip(&self.depth_end) {
             row.resize(queues, 0);
+            for q in 0..queues {
+                row[q] = row[q].max(carried[q]);
+                if let Some(&Some(d)) = end.get(q) {
+                    carried[q] = d;
+                }
+            }
         }
         series.p50_us = self
             .series_lat

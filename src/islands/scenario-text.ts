@@ -1,0 +1,146 @@
+/** The scenario widget's interface words, once per language (chosen from the page's `lang`). */
+import { langOf } from '../model/messages';
+import type { AcceptModel } from '../model/sim';
+import type { FigureKey } from '../scene/scenario-view';
+
+export interface ScenarioText {
+  title: (name: string) => string;
+  model: Record<AcceptModel, string>;
+  migrate: string;
+  onKernel: (k: string) => string;
+  figure: Record<FigureKey, string>;
+  simulated: string;
+  measured: (kernel: string) => string;
+  run: string;
+  stop: string;
+  seed: string;
+  seedBad: string;
+  load: string;
+  loadHint: string;
+  loadBad: string;
+  progress: (run: number, runs: number, arrived: number, total: number) => string;
+  finished: (runs: number) => string;
+  partial: string;
+  accepts: string;
+  worker: (n: number) => string;
+  workerHead: string;
+  figureHead: string;
+  depth: string;
+  p99: string;
+  ms: string;
+  assumptions: (kernel: string) => string;
+  unknown: (name: string, known: string) => string;
+  failed: (msg: string) => string;
+  table: string;
+}
+
+const en: ScenarioText = {
+  title: (name) => `Scenario: ${name}`,
+  model: {
+    blocking: 'Shared socket, blocking accept()',
+    epoll: 'Shared socket, epoll',
+    'epoll-exclusive': 'Shared socket, EPOLLEXCLUSIVE',
+    'accept-mutex': 'Shared socket, nginx accept_mutex',
+    reuseport: 'SO_REUSEPORT, a listener per worker',
+    'reuseport-incoming-cpu': 'SO_REUSEPORT with SO_INCOMING_CPU',
+    'reuseport-bpf-cpu': 'SO_REUSEPORT with a BPF program that picks by CPU',
+    'reuseport-least-loaded': 'SO_REUSEPORT with a least-loaded BPF program',
+  },
+  migrate: 'with tcp_migrate_req',
+  onKernel: (k) => `on Linux ${k}`,
+  figure: {
+    jain: "Jain's index (1 = even)",
+    maxMin: 'Busiest ÷ quietest worker',
+    maxShare: "Busiest worker's share",
+    p50: 'Request latency p50 (ms)',
+    p99: 'Request latency p99 (ms)',
+    stddev: 'Latency standard deviation (ms)',
+    synDrops: 'SYNs dropped on a full queue',
+    reset: 'Connections reset',
+    migrated: 'Moved by tcp_migrate_req',
+    wasted: 'Wake-ups that found nothing',
+    local: "Accepted on the SYN's own CPU",
+  },
+  simulated: 'Simulated',
+  measured: (k) => `Measured (Linux ${k})`,
+  run: 'Run again',
+  stop: 'Stop',
+  seed: 'Seed',
+  seedBad: 'The seed must be a whole number from 0 to 4294967295.',
+  load: 'Load ×',
+  loadHint: 'Multiplies the arrival rate (0.1 to 4).',
+  loadBad: 'Load must be a number from 0.1 to 4.',
+  progress: (run, runs, arrived, total) => `Simulating variant ${run + 1} of ${runs}: ${arrived.toLocaleString('en')} of ${total.toLocaleString('en')} connections arrived`,
+  finished: (runs) => `Simulated ${runs} variant${runs === 1 ? '' : 's'} of the same workload.`,
+  partial: 'Stopped early: the figures below cover only part of the run.',
+  accepts: 'Connections accepted per worker',
+  worker: (n) => `w${n}`,
+  workerHead: 'Worker',
+  figureHead: 'Figure',
+  depth: 'Deepest accept queue over time, in connections (one line per queue)',
+  p99: 'Request latency p99 over time, in ms',
+  ms: 'ms',
+  assumptions: (k) => `Which listener gets each SYN is the model's answer for Linux ${k}. Wake-up order follows the kernel's wait-queue rules; scheduling, wake-up latency and service times are modelled, not measured.`,
+  unknown: (name, known) => `There is no scenario named "${name}". Known: ${known}.`,
+  failed: (msg) => `The simulation failed: ${msg}`,
+  table: 'Show the numbers as a table',
+};
+
+const zh: ScenarioText = {
+  title: (name) => `场景：${name}`,
+  model: {
+    blocking: '共享监听套接字，阻塞式 accept()',
+    epoll: '共享监听套接字，epoll',
+    'epoll-exclusive': '共享监听套接字，EPOLLEXCLUSIVE',
+    'accept-mutex': '共享监听套接字，nginx accept_mutex',
+    reuseport: 'SO_REUSEPORT，每个 worker 一个监听套接字',
+    'reuseport-incoming-cpu': 'SO_REUSEPORT 加 SO_INCOMING_CPU',
+    'reuseport-bpf-cpu': 'SO_REUSEPORT 加按 CPU 选择的 BPF 程序',
+    'reuseport-least-loaded': 'SO_REUSEPORT 加选负载最低者的 BPF 程序',
+  },
+  migrate: '开启 tcp_migrate_req',
+  onKernel: (k) => `Linux ${k}`,
+  figure: {
+    jain: 'Jain 公平指数（1 表示完全均匀）',
+    maxMin: '最忙 worker ÷ 最闲 worker',
+    maxShare: '最忙 worker 所占比例',
+    p50: '请求延迟 p50（毫秒）',
+    p99: '请求延迟 p99（毫秒）',
+    stddev: '延迟标准差（毫秒）',
+    synDrops: '因 accept 队列已满而丢弃的 SYN',
+    reset: '被重置的连接',
+    migrated: '经 tcp_migrate_req 迁移的连接',
+    wasted: '被唤醒却无连接可取的次数',
+    local: '在收到 SYN 的 CPU 上被 accept 的比例',
+  },
+  simulated: '模拟',
+  measured: (k) => `实测（Linux ${k}）`,
+  run: '重新运行',
+  stop: '停止',
+  seed: '随机种子',
+  seedBad: '随机种子必须是 0 到 4294967295 之间的整数。',
+  load: '负载倍数',
+  loadHint: '按此倍数调整连接到达速率（0.1 到 4）。',
+  loadBad: '负载倍数必须是 0.1 到 4 之间的数。',
+  progress: (run, runs, arrived, total) => `正在模拟第 ${run + 1} 个变体（共 ${runs} 个）：已到达 ${arrived.toLocaleString('zh-CN')} / ${total.toLocaleString('zh-CN')} 个连接`,
+  finished: (runs) => `同一负载下共模拟了 ${runs} 个变体。`,
+  partial: '已提前停止：下面的数字只覆盖了部分运行。',
+  accepts: '每个 worker accept 的连接数',
+  worker: (n) => `w${n}`,
+  workerHead: 'worker',
+  figureHead: '指标',
+  depth: 'accept 队列的最大深度随时间的变化，单位为连接数（每个队列一条线）',
+  p99: '请求延迟 p99 随时间的变化，单位为毫秒',
+  ms: '毫秒',
+  assumptions: (k) => `每个 SYN 交给哪个监听套接字，取自模型对 Linux ${k} 的计算；唤醒顺序遵循内核等待队列的规则；调度、唤醒延迟和服务时间是模型假设，并非实测。`,
+  unknown: (name, known) => `没有名为“${name}”的场景。现有场景：${known}。`,
+  failed: (msg) => `模拟失败：${msg}`,
+  table: '以表格显示数字',
+};
+
+export function scenarioText(lang: string): ScenarioText {
+  return langOf(lang) === 'zh-CN' ? zh : en;
+}
+
+/** Both languages, for tests. */
+export const SCENARIO_TEXT = { en, zh } as const;

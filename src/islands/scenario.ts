@@ -1,0 +1,248 @@
+/**
+ * One scenario of the gallery, simulated: `<reuseport-scenario
+ * name="stalled-worker" seed="1" load="1">`. Every variant of the curated
+ * scenario runs over the same workload in a Web Worker (the model's
+ * simulator), with progress and Stop; each gets a card with accepts per
+ * worker, the headline figures, and queue depth and p99 latency over time.
+ * Where this machine recorded the scenario (public/traces/scenario-NAME.json,
+ * `reuseport-agent scenario NAME`), the measured figures stand beside the
+ * simulated ones.
+ *
+ * Events: `reuseport:started` `{name, seed, load}`, `reuseport:completed`
+ * `{name, partial, variants}`, `reuseport:error` `{message}`.
+ */
+import { SimSession, type CuratedView, type Scenario, type SimReport } from '../model/sim';
+import { renderLines, renderWorkerBars } from '../render/scenario-charts';
+import { scenarioCards, type VariantCard } from '../scene/scenario-view';
+import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
+import { scenarioText, type ScenarioText } from './scenario-text';
+import { pageLang, siteUrl } from './site';
+
+export interface ScenarioOptions {
+  name: string;
+  /** @default 1 */
+  seed?: number;
+  /** Arrival rate multiplier, 0.1 to 4. @default 1 */
+  load?: number;
+}
+
+function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls = '', text = '', attrs: Record<string, string> = {}): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text) e.textContent = text;
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+}
+
+/** The workload at `load` times its arrival rate, with `seed`. */
+function scaled(s: Scenario, seed: number, load: number): Scenario {
+  const a = s.arrivals;
+  const arrivals = a.kind === 'poisson' || a.kind === 'bursty' ? { ...a, ratePerSec: a.ratePerSec * load } : a.kind === 'paced' ? { ...a, gapUs: a.gapUs / load } : a;
+  return { ...s, seed, arrivals };
+}
+
+/** A recording's measured reports by variant id (the agent's scenario trace), or none. */
+async function measuredOf(name: string, el: HTMLElement): Promise<{ kernel: string; byVariant: Record<string, SimReport> }> {
+  try {
+    // Only a recording the manifest lists is fetched: no request fails for a scenario not recorded yet.
+    const file = `scenario-${name}.json`;
+    const list = await fetch(siteUrl('traces/manifest.json', false, el));
+    const manifest = list.ok ? ((await list.json()) as { traces?: { file?: string }[] }) : {};
+    if (!manifest.traces?.some((t) => t.file === file)) return { kernel: '', byVariant: {} };
+    const res = await fetch(siteUrl(`traces/${file}`, false, el));
+    if (!res.ok) return { kernel: '', byVariant: {} };
+    const j = (await res.json()) as { kernel?: { release?: string }; release?: string; runs?: { variant: string; measured: SimReport }[] };
+    const byVariant: Record<string, SimReport> = {};
+    for (const r of j.runs ?? []) if (r && typeof r.variant === 'string' && r.measured?.workers) byVariant[r.variant] = r.measured;
+    return { kernel: j.kernel?.release ?? j.release ?? '', byVariant };
+  } catch {
+    return { kernel: '', byVariant: {} };
+  }
+}
+
+function variantTitle(c: VariantCard, t: ScenarioText): string {
+  const v = c.variant;
+  return [t.model[v.accept], v.tcpMigrateReq ? t.migrate : '', v.kernel ? t.onKernel(v.kernel) : ''].filter(Boolean).join(', ');
+}
+
+function fmt(v: number | null | undefined, key: string, lang: string): string {
+  if (v === null || v === undefined || Number.isNaN(v)) return '∞';
+  const digits = key === 'jain' || key === 'maxShare' || key === 'local' ? 3 : key === 'maxMin' ? 2 : Number.isInteger(v) ? 0 : v < 10 ? 2 : 1;
+  return v.toLocaleString(lang, { maximumFractionDigits: digits, minimumFractionDigits: key === 'jain' ? 3 : 0 });
+}
+
+function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: string, measuredKernel: string): void {
+  const card = parent.appendChild(h('section', 'rl-sc-card'));
+  const title = variantTitle(c, t);
+  card.setAttribute('aria-label', title);
+  card.append(h('h3', 'rl-sc-variant', title));
+  if (c.partial) card.append(h('p', 'rl-sc-partial', t.partial));
+  const hasMeasured = c.workers.some((w) => w.measured !== undefined);
+  const bars = card.appendChild(h('figure', 'rl-sc-fig'));
+  bars.append(h('figcaption', '', t.accepts));
+  if (hasMeasured) {
+    const key = bars.appendChild(h('p', 'rl-sc-key'));
+    key.append(h('span', 'rl-sc-swatch rl-sc-sim'), document.createTextNode(t.simulated), h('span', 'rl-sc-swatch rl-sc-meas'), document.createTextNode(t.measured(measuredKernel)));
+  }
+  renderWorkerBars(bars, c.workers, { label: t.accepts, worker: t.worker });
+  const dl = card.appendChild(h('table', 'rl-sc-figures'));
+  const head = dl.appendChild(h('thead')).appendChild(h('tr'));
+  head.append(h('th', '', t.figureHead, { scope: 'col' }), h('th', '', t.simulated, { scope: 'col' }));
+  if (hasMeasured) head.append(h('th', '', t.measured(measuredKernel), { scope: 'col' }));
+  const body = dl.appendChild(h('tbody'));
+  for (const f of c.figures) {
+    const tr = body.appendChild(h('tr'));
+    tr.append(h('th', '', t.figure[f.key], { scope: 'row' }), h('td', '', fmt(f.sim, f.key, lang)));
+    if (hasMeasured) tr.append(h('td', '', 'measured' in f ? fmt(f.measured, f.key, lang) : '—'));
+  }
+  const charts = card.appendChild(h('div', 'rl-sc-charts'));
+  const depth = charts.appendChild(h('figure', 'rl-sc-fig'));
+  depth.append(h('figcaption', '', t.depth));
+  renderLines(depth, { series: c.depth, step: c.bucketMs, label: t.depth, xUnit: t.ms });
+  const p99 = charts.appendChild(h('figure', 'rl-sc-fig'));
+  p99.append(h('figcaption', '', t.p99));
+  renderLines(p99, { series: [c.p99Ms], step: c.bucketMs, label: t.p99, xUnit: t.ms });
+  const det = card.appendChild(h('details', 'rl-sc-numbers'));
+  det.append(h('summary', '', t.table));
+  const tbl = det.appendChild(h('table'));
+  tbl.append(h('caption', '', t.accepts));
+  const hr = tbl.appendChild(h('thead')).appendChild(h('tr'));
+  hr.append(h('th', '', t.workerHead, { scope: 'col' }), h('th', '', t.simulated, { scope: 'col' }));
+  if (hasMeasured) hr.append(h('th', '', t.measured(measuredKernel), { scope: 'col' }));
+  const tb = tbl.appendChild(h('tbody'));
+  for (const w of c.workers) {
+    const tr = tb.appendChild(h('tr'));
+    tr.append(h('th', '', t.worker(w.worker), { scope: 'row' }), h('td', '', w.sim.toLocaleString(lang)));
+    if (hasMeasured) tr.append(h('td', '', w.measured?.toLocaleString(lang) ?? '—'));
+  }
+}
+
+async function mountScenario(el: HTMLElement, o: ScenarioOptions): Promise<() => void> {
+  const lang = pageLang(el);
+  const t = scenarioText(lang);
+  const root = el.appendChild(h('div', 'rl-sc'));
+  const session = new SimSession();
+  let seed = o.seed ?? 1;
+  let load = o.load ?? 1;
+  const form = root.appendChild(h('form', 'rl-sc-controls'));
+  form.noValidate = true;
+  const field = (label: string, value: string, hint?: string) => {
+    const id = `rl-sc-${Math.random().toString(36).slice(2, 8)}`;
+    const wrap = form.appendChild(h('div', 'rl-sc-field'));
+    wrap.append(h('label', '', label, { for: id }));
+    const input = wrap.appendChild(h('input', '', '', { id, inputmode: 'decimal', value, size: '8' }));
+    if (hint) {
+      input.setAttribute('aria-describedby', `${id}-hint`);
+      wrap.append(h('span', 'rl-hint', hint, { id: `${id}-hint` }));
+    }
+    return input;
+  };
+  const seedIn = field(t.seed, String(seed));
+  const loadIn = field(t.load, String(load), t.loadHint);
+  const runBtn = form.appendChild(h('button', 'rl-primary', t.run, { type: 'submit' }));
+  const stopBtn = form.appendChild(h('button', '', t.stop, { type: 'button' }));
+  stopBtn.hidden = true;
+  const status = root.appendChild(h('p', 'rl-sc-status', '', { role: 'status', 'aria-live': 'polite' }));
+  const bar = root.appendChild(h('progress', 'rl-sc-progress', '', { max: '1', value: '0' }));
+  bar.hidden = true;
+  const error = root.appendChild(h('p', 'rl-error', '', { role: 'alert' }));
+  error.hidden = true;
+  const note = root.appendChild(h('p', 'rl-hint rl-sc-note'));
+  const grid = root.appendChild(h('div', 'rl-sc-grid'));
+  provideSettings(el, () => ({ name: o.name, seed: String(seed), load: String(load) }));
+
+  let view: CuratedView | undefined;
+  let running = false;
+  const measured = measuredOf(o.name, el);
+
+  async function run(): Promise<void> {
+    if (!view || running) return;
+    running = true;
+    runBtn.disabled = true;
+    stopBtn.hidden = false;
+    bar.hidden = false;
+    error.hidden = true;
+    emit(el, 'started', { name: o.name, seed, load });
+    hostOf(el).dataset.state = 'running';
+    try {
+      const scenarios = view.scenarios.map((s) => scaled(s, seed, load));
+      const reports = await session.run(scenarios, (p) => {
+        bar.value = (p.run + p.arrived / Math.max(1, p.total)) / p.runs;
+        status.textContent = t.progress(p.run, p.runs, p.arrived, p.total);
+      });
+      const m = await measured;
+      const sameWorkload = seed === (o.seed ?? 1) && load === 1;
+      const cards = scenarioCards(view.variants, reports, sameWorkload ? m.byVariant : {});
+      grid.replaceChildren();
+      for (const c of cards) renderCard(grid, c, t, lang, m.kernel);
+      status.textContent = reports.some((r) => r.partial) || reports.length < view.variants.length ? t.partial : t.finished(reports.length);
+      emit(el, 'completed', { name: o.name, partial: reports.some((r) => r.partial), variants: reports.length });
+    } catch (err) {
+      const msg = err instanceof Error ? err.message : String(err);
+      error.textContent = t.failed(msg);
+      error.hidden = false;
+      emit(el, 'error', { message: msg });
+    } finally {
+      running = false;
+      runBtn.disabled = false;
+      stopBtn.hidden = true;
+      bar.hidden = true;
+      hostOf(el).dataset.state = 'ready';
+    }
+  }
+
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const s = Number(seedIn.value.trim());
+    const l = Number(loadIn.value.trim());
+    const bad: string[] = [];
+    if (!(Number.isInteger(s) && s >= 0 && s <= 0xffff_ffff) || seedIn.value.trim() === '') bad.push(t.seedBad);
+    if (!(Number.isFinite(l) && l >= 0.1 && l <= 4) || loadIn.value.trim() === '') bad.push(t.loadBad);
+    seedIn.setAttribute('aria-invalid', String(bad.includes(t.seedBad)));
+    loadIn.setAttribute('aria-invalid', String(bad.includes(t.loadBad)));
+    if (bad.length) {
+      error.textContent = bad.join(' ');
+      error.hidden = false;
+      return;
+    }
+    seed = s;
+    load = l;
+    void run();
+  });
+  stopBtn.addEventListener('click', () => session.stop());
+
+  try {
+    const all = await session.curated();
+    view = all.find((c) => c.name === o.name);
+    if (!view) throw new Error(t.unknown(o.name, all.map((c) => c.name).join(', ')));
+  } catch (err) {
+    error.textContent = err instanceof Error ? err.message : String(err);
+    error.hidden = false;
+    form.hidden = true;
+    hostOf(el).dataset.state = 'error';
+    return () => {
+      session.dispose();
+      root.remove();
+    };
+  }
+  note.textContent = t.assumptions(view.scenarios[0]!.kernel);
+  hostOf(el).dataset.state = 'ready';
+  void run();
+  return () => {
+    session.dispose();
+    root.remove();
+  };
+}
+
+function readScenario(el: HTMLElement): ScenarioOptions {
+  const num = (name: string): number | undefined => {
+    const v = el.getAttribute(name);
+    return v === null || v.trim() === '' ? undefined : Number(v);
+  };
+  return { name: el.getAttribute('name') ?? '', seed: num('seed'), load: num('load') };
+}
+
+/** Registers `<reuseport-scenario>` once. */
+export function defineScenarioElement(): void {
+  defineIsland('reuseport-scenario', islandElement(mountScenario, readScenario, ['name', 'seed', 'load']));
+}

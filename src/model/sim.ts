@@ -1,0 +1,56 @@
+/**
+ * The page's handle on the simulation worker (src/model/sim-worker.ts): the
+ * curated scenarios, and runs of several variants with progress and Stop.
+ * Every figure is the model's; this file only carries requests and answers.
+ */
+import { Rpc } from './rpc';
+import type { Scenario } from './generated/Scenario';
+import type { SimReport } from './generated/SimReport';
+import type { CuratedView } from './generated/CuratedView';
+import type { Variant } from './generated/Variant';
+import type { AcceptModel } from './generated/AcceptModel';
+import type { Latency } from './generated/Latency';
+import type { WorkerReport } from './generated/WorkerReport';
+
+export type { Scenario, SimReport, CuratedView, Variant, AcceptModel, Latency, WorkerReport };
+
+/** Progress of a run of several scenarios. */
+export interface SimProgress {
+  /** Which scenario (from 0) is running. */
+  run: number;
+  runs: number;
+  /** Its connections arrived so far, and in all. */
+  arrived: number;
+  total: number;
+}
+
+/** One simulation worker. */
+export class SimSession {
+  #rpc?: Rpc;
+
+  #worker(): Rpc {
+    this.#rpc ??= new Rpc(new Worker(new URL('./sim-worker.ts', import.meta.url), { type: 'module' }));
+    return this.#rpc;
+  }
+
+  /** The gallery's scenarios, each with its variants. */
+  curated(): Promise<CuratedView[]> {
+    return this.#worker().call('curated', {});
+  }
+
+  /** Runs each scenario in turn; after {@link stop}, the last report is partial and the rest are missing. */
+  run(scenarios: Scenario[], progress?: (p: SimProgress) => void): Promise<SimReport[]> {
+    return this.#worker().call('run', { scenarios }, progress as (p: unknown) => void);
+  }
+
+  /** Ends the current run early with what it has. */
+  stop(): void {
+    this.#rpc?.stop();
+  }
+
+  dispose(): void {
+    this.#rpc?.dispose();
+    this.#rpc = undefined;
+  }
+}
+

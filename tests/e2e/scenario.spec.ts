@@ -1,0 +1,59 @@
+/**
+ * The scenario gallery's widget on its pages: every variant of the curated
+ * scenario gets a card with the model's figures, a bad control value is
+ * refused by name, and a new run replaces the cards. The figures themselves
+ * are pinned by the model's tests (wasm/model/tests/sim.rs); this checks the
+ * page shows them.
+ */
+import AxeBuilder from '@axe-core/playwright';
+import { expect, test } from '@playwright/test';
+
+test('a stalled worker: three cards, and only the reuseport one drops SYNs', async ({ page }) => {
+  await page.goto('./scenarios/stalled-worker/');
+  const w = page.locator('reuseport-scenario');
+  await w.scrollIntoViewIfNeeded();
+  await expect(w.locator('.rl-sc-card')).toHaveCount(3, { timeout: 30_000 });
+  await expect(w).toHaveAttribute('data-state', 'ready');
+  const reuse = w.locator('.rl-sc-card', { hasText: 'SO_REUSEPORT, a listener per worker' });
+  const drops = reuse.locator('tr', { hasText: 'SYNs dropped on a full queue' }).locator('td').first();
+  expect(Number((await drops.textContent())!.replace(/,/g, ''))).toBeGreaterThan(100);
+  await expect(w.locator('.rl-sc-card', { hasText: 'EPOLLEXCLUSIVE' }).locator('tr', { hasText: 'SYNs dropped' })).toHaveCount(0);
+  // Every chart has its numbers as a table too.
+  await expect(reuse.locator('details table tbody tr')).toHaveCount(4);
+  const r = await new AxeBuilder({ page }).include('reuseport-scenario').analyze();
+  expect(r.violations.map((v) => v.id)).toEqual([]);
+});
+
+test('a load out of range is refused by name; a valid one runs again', async ({ page }) => {
+  await page.goto('./scenarios/six-connections/');
+  const w = page.locator('reuseport-scenario');
+  await w.scrollIntoViewIfNeeded();
+  await expect(w.locator('.rl-sc-card')).toHaveCount(4, { timeout: 30_000 });
+  const load = w.getByLabel('Load ×');
+  await load.fill('9');
+  await w.getByRole('button', { name: 'Run again' }).click();
+  await expect(w.getByRole('alert')).toContainText('Load must be a number from 0.1 to 4');
+  await expect(load).toHaveAttribute('aria-invalid', 'true');
+  await load.fill('2');
+  const events: string[] = [];
+  await page.exposeFunction('seen', (k: string) => events.push(k));
+  await page.evaluate(() => {
+    for (const k of ['started', 'completed']) document.addEventListener(`reuseport:${k}`, () => (window as unknown as { seen: (k: string) => void }).seen(k));
+  });
+  await w.getByRole('button', { name: 'Run again' }).click();
+  await expect.poll(() => events).toEqual(['started', 'completed']);
+  await expect(w.getByRole('alert')).toBeHidden();
+  await expect(w.locator('.rl-sc-card')).toHaveCount(4);
+  // Blocking accept still takes turns at twice the rate: 2, 2, 2.
+  const blocking = w.locator('.rl-sc-card', { hasText: 'blocking accept()' });
+  await expect(blocking.locator('details tbody td')).toHaveText(['2', '2', '2']);
+});
+
+test('the Chinese page runs the same scenario with Chinese labels', async ({ page }) => {
+  await page.goto('./zh-cn/scenarios/reload/');
+  const w = page.locator('reuseport-scenario');
+  await w.scrollIntoViewIfNeeded();
+  await expect(w.locator('.rl-sc-card')).toHaveCount(3, { timeout: 30_000 });
+  await expect(w.locator('.rl-sc-card').first()).toContainText('被重置的连接');
+  await expect(w.locator('.rl-sc-card', { hasText: '开启 tcp_migrate_req' })).toContainText('经 tcp_migrate_req 迁移的连接');
+});

@@ -1,0 +1,60 @@
+//! The simulator across the boundary: a run held behind a handle and
+//! stepped in slices (so a worker can report progress and stop between
+//! them), and the gallery's curated scenarios. Only in the larger package.
+
+use reuseport_model::sim::{curated::CuratedView, Curated, Scenario, Simulation, CURATED};
+use wasm_bindgen::prelude::*;
+
+use crate::{from_js, to_js, IntoJs, JsResult};
+
+/// One run (`Scenario` in, `SimReport` out).
+#[wasm_bindgen(js_name = Simulation)]
+pub struct WasmSimulation {
+    sim: Simulation,
+}
+
+#[wasm_bindgen(js_class = Simulation)]
+impl WasmSimulation {
+    /// Checks the scenario (errors name the field) and sets the run up.
+    #[wasm_bindgen(constructor)]
+    pub fn new(scenario: JsValue) -> JsResult<WasmSimulation> {
+        let s: Scenario = from_js(scenario, "scenario")?;
+        Ok(WasmSimulation {
+            sim: Simulation::new(s.check().js()?),
+        })
+    }
+
+    /// Processes up to `budget` events; true when the run is over.
+    pub fn step(&mut self, budget: u32) -> bool {
+        self.sim.step(budget as u64)
+    }
+
+    /// Connections arrived so far, and in all: `[arrived, total]`.
+    pub fn progress(&self) -> Vec<u32> {
+        let (a, t) = self.sim.progress();
+        vec![a, t]
+    }
+
+    /// The report so far (`SimReport`; `partial` until the run is over).
+    pub fn report(&self) -> JsResult<JsValue> {
+        to_js(&self.sim.report())
+    }
+}
+
+/// The gallery's scenarios (`CuratedView[]`).
+#[wasm_bindgen(js_name = curatedScenarios)]
+pub fn wasm_curated_scenarios() -> JsResult<JsValue> {
+    let all: Vec<CuratedView> = CURATED.iter().map(CuratedView::from).collect();
+    to_js(&all)
+}
+
+/// One curated scenario as one of its variants runs it (`Scenario`).
+#[wasm_bindgen(js_name = curatedScenario)]
+pub fn wasm_curated_scenario(name: &str, variant: &str) -> JsResult<JsValue> {
+    let c = Curated::named(name)
+        .ok_or_else(|| JsError::new(&format!("no curated scenario named `{name}`")))?;
+    let v = c
+        .variant(variant)
+        .ok_or_else(|| JsError::new(&format!("scenario `{name}` has no variant `{variant}`")))?;
+    to_js(&c.with(v))
+}
