@@ -34,6 +34,10 @@ apt_pkgs=()
 apt_why=()
 if ! have cc; then apt_pkgs+=(gcc libc6-dev); apt_why+=("gcc: C compiler/linker for cargo install"); fi
 if [[ ! -x /usr/bin/chromium ]]; then apt_pkgs+=(chromium fonts-liberation); apt_why+=("chromium: system browser for the Playwright e2e tests; npx playwright install cannot download"); fi
+# verify --kernels (agent/src/kernels.rs): boots Debian's kernels under QEMU with a busybox initramfs.
+if ! have qemu-system-x86_64; then apt_pkgs+=(qemu-system-x86); apt_why+=("qemu-system-x86: boots other kernels for verify --kernels"); fi
+if [[ ! -x /bin/busybox ]] || ! /bin/busybox --list 2>/dev/null | grep -qx ip || ldd /bin/busybox >/dev/null 2>&1; then apt_pkgs+=(busybox-static); apt_why+=("busybox-static: the shell and tools of the verify --kernels initramfs"); fi
+if ! have cpio; then apt_pkgs+=(cpio); apt_why+=("cpio: packs the verify --kernels initramfs"); fi
 
 if (( ${#apt_pkgs[@]} > 0 )); then
   have apt-get || die "missing ${apt_pkgs[*]} and apt-get is not available; install them with your package manager"
@@ -67,6 +71,12 @@ fi
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   log "installing Rust target wasm32-unknown-unknown (to compile the model to WebAssembly)"
   rustup target add wasm32-unknown-unknown >&2
+fi
+
+# The static agent that runs inside the verify --kernels guests.
+if ! rustup target list --installed | grep -qx x86_64-unknown-linux-musl; then
+  log "installing Rust target x86_64-unknown-linux-musl (the static agent inside verify --kernels guests)"
+  rustup target add x86_64-unknown-linux-musl >&2
 fi
 
 # cargo install, --locked first; fall back to fresh resolution if a locked dependency

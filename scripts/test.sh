@@ -25,6 +25,12 @@ stage "cargo test" cargo test --workspace --quiet
 if [[ $(uname -s) == Linux ]]; then
   stage "agent release build" cargo build --release -q -p reuseport-agent
   stage "verify on the running kernel (record, recover, predict)" target/release/reuseport-agent verify --quick
+  # Another kernel than this one: Debian 6.1 booted under QEMU, recorded inside, checked here
+  # (agent/src/kernels.rs). No QEMU, no download or no boot fails this stage; it never skips.
+  stage "static guest agent (x86_64-unknown-linux-musl)" bash scripts/kernels/guest-agent.sh
+  stage "verify in Debian 6.1 under QEMU (record in the guest, recover and predict here)" \
+    target/release/reuseport-agent verify --kernels 6.1 --quick \
+    --guest-agent "${CARGO_TARGET_DIR:-target}/x86_64-unknown-linux-musl/release/reuseport-agent"
 else
   printf '==> test: verify skipped: it records on a Linux kernel\n' >&2
 fi

@@ -20,6 +20,7 @@ pub mod error;
 #[cfg(target_os = "linux")]
 pub mod fork;
 pub mod kernel;
+pub mod kernels;
 pub mod messages;
 pub mod predict;
 pub mod record;
@@ -129,6 +130,14 @@ pub enum Command {
     /// Layouts: tcp-specific, tcp-wildcard, udp, udp-wildcard, closed (8
     /// listeners, 1 and 5 closed), large (130 listeners). `--quick` records 300
     /// events per layout (the test suite runs it).
+    ///
+    /// `--kernels [LIST]` does the same in other kernels: Debian's 5.10, 6.1,
+    /// 6.12 and sid images (cached in .cache/kernels/), each booted under QEMU
+    /// with a busybox initramfs and a static agent that records there; the keys
+    /// are recovered and the rest predicted here. It prints a row per kernel and
+    /// names the step that failed (fetch, initramfs, boot, record, check); a
+    /// kernel whose guest did not boot is never counted as verified.
+    /// `--write-record FILE` writes the verification record the site shows.
     ///
     /// Exit status: 0 when every prediction agrees, 1 when any disagrees or
     /// the key cannot be pinned down, 2 when recording is impossible here.

@@ -5,7 +5,9 @@ use std::io::{self, BufWriter};
 use std::process::ExitCode;
 
 use clap::Parser;
-use reuseport_agent::{bench, exit, predict, record, recover, verify, Cli, Command, Error};
+use reuseport_agent::{
+    bench, exit, kernels, predict, record, recover, verify, Cli, Command, Error,
+};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -35,6 +37,17 @@ fn main() -> ExitCode {
                 })
             }
         },
+        Command::Verify(args) if args.kernels.kernels.is_some() => {
+            match kernels::run(&args, io::stdout().lock(), &mut io::stderr()) {
+                Ok(r) if r.kernels.iter().all(|k| k.verified) => ExitCode::from(exit::OK),
+                Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
+                Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
+                Err(e) => {
+                    reuseport_agent::note!("error: {e}");
+                    ExitCode::from(exit::REFUSED)
+                }
+            }
+        }
         Command::Verify(args) => match verify::run(&args, io::stdout().lock(), &mut io::stderr()) {
             Ok(r) if r.exact => ExitCode::from(exit::OK),
             Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),

@@ -38,7 +38,8 @@ pub enum LayoutName {
 }
 
 impl LayoutName {
-    fn all() -> Vec<LayoutName> {
+    /// Every layout, in the order `verify` checks them.
+    pub fn all() -> Vec<LayoutName> {
         vec![
             LayoutName::TcpSpecific,
             LayoutName::TcpWildcard,
@@ -49,7 +50,8 @@ impl LayoutName {
         ]
     }
 
-    fn name(self) -> &'static str {
+    /// The layout's name on the command line.
+    pub fn name(self) -> &'static str {
         match self {
             LayoutName::TcpSpecific => "tcp-specific",
             LayoutName::TcpWildcard => "tcp-wildcard",
@@ -61,7 +63,7 @@ impl LayoutName {
     }
 
     /// `record` arguments for this layout.
-    fn record_args(self, count: u64, seed: u64) -> Vec<String> {
+    pub fn record_args(self, count: u64, seed: u64) -> Vec<String> {
         let base: &[&str] = match self {
             LayoutName::TcpSpecific => {
                 &["--proto", "tcp", "--listeners", "8", "--bind", "127.0.0.1"]
@@ -119,6 +121,9 @@ pub struct VerifyArgs {
     /// IPv6 traces, are refused (their key cannot be searched).
     #[arg(long = "trace", value_name = "FILE", conflicts_with_all = ["layouts", "quick"])]
     pub traces: Vec<std::path::PathBuf>,
+    /// `--kernels`: the same proof in Debian's kernels booted under QEMU (agent/src/kernels.rs).
+    #[command(flatten)]
+    pub kernels: crate::kernels::KernelsArgs,
 }
 
 /// Why `verify` could not run.
