@@ -892,6 +892,32 @@ fn fetch(
     }
     let apt = cache.join("apt").join(&req.suite);
     let _ = fs::remove_dir_all(&apt);
+    // The lists and the package go whatever happens (about 50 MB and 70–110 MB):
+    // only the kernel stays.
+    let result = download(req, args, &dir, &apt, err);
+    let _ = fs::remove_dir_all(&apt);
+    let _ = fs::remove_dir(cache.join("apt"));
+    result
+}
+
+/// Whether a kernel version or release (`6.1.176-1`, `6.1.0-50-amd64`,
+/// `7.2.13+deb14-amd64`) is of `series` (`6.1`).
+pub fn in_series(version: &str, series: &str) -> bool {
+    version
+        .strip_prefix(series)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '-', '+']))
+}
+
+/// `fetch` past the cache: apt under its own configuration in `apt`, the
+/// kernel into `dir`.
+fn download(
+    req: &Request,
+    args: &KernelsArgs,
+    dir: &Path,
+    apt: &Path,
+    err: &mut dyn Write,
+) -> Result<Image, String> {
+    let meta = dir.join("image.json");
     let mkdir =
         |p: &Path| fs::create_dir_all(p).map_err(|e| format!("cannot create {}: {e}", p.display()));
     for d in [
@@ -903,7 +929,7 @@ fn fetch(
     ] {
         mkdir(&apt.join(d))?;
     }
-    let abs = fs::canonicalize(&apt).map_err(|e| format!("{}: {e}", apt.display()))?;
+    let abs = fs::canonicalize(apt).map_err(|e| format!("{}: {e}", apt.display()))?;
     fs::write(
         abs.join("sources.list"),
         format!(
@@ -975,6 +1001,18 @@ fn fetch(
         image_show
     };
     let version = field(&pkg_show, "Version").unwrap_or_default();
+    let wrong_series = |found: &str| {
+        match &req.series {
+        Some(series) if !in_series(found, series) => Some(format!(
+            "{} ships {found}, not a {series} kernel (bullseye has 5.10, bookworm 6.1, trixie 6.12, sid the newest)",
+            req.suite
+        )),
+        _ => None,
+    }
+    };
+    if let Some(e) = wrong_series(&version) {
+        return Err(e);
+    }
     let size: u64 = field(&pkg_show, "Size")
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
@@ -1046,22 +1084,14 @@ fn fetch(
     }
     let (file, release) = found
         .ok_or_else(|| format!("{package} holds no boot/vmlinuz-* or usr/lib/modules/*/vmlinuz"))?;
-    if let Some(series) = &req.series {
-        if !release.starts_with(&format!("{series}."))
-            && !release.starts_with(&format!("{series}-"))
-        {
-            return Err(format!(
-                "{} ships {release}, not a {series} kernel (bullseye has 5.10, bookworm 6.1, trixie 6.12, sid the newest)",
-                req.suite
-            ));
-        }
+    if let Some(e) = wrong_series(&release) {
+        return Err(e);
     }
-    mkdir(&dir)?;
+    mkdir(dir)?;
     let vmlinuz = dir.join(format!("vmlinuz-{release}"));
     fs::copy(&file, &vmlinuz)
         .map_err(|e| format!("cannot copy the kernel into {}: {e}", dir.display()))?;
-    // Only the kernel stays: the lists and the package go (about 50 MB and 70–110 MB).
-    for e in fs::read_dir(&dir).into_iter().flatten().flatten() {
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
         let p = e.path();
         let name = p
             .file_name()
@@ -1071,7 +1101,6 @@ fn fetch(
             let _ = fs::remove_file(&p);
         }
     }
-    let _ = fs::remove_dir_all(&apt);
     let mut img = Image {
         package,
         version,

@@ -5,7 +5,7 @@
 //! `npm run verify:kernels`.
 
 use reuseport_agent::kernels::{
-    assess, depends, field, init_script, is_static_x86_64_elf, parse_guest_output,
+    assess, depends, field, in_series, init_script, is_static_x86_64_elf, parse_guest_output,
     profile_evidence, release_from_path, requests, BootEnd, GuestRun, KernelRow, LayoutCheck,
     Request, Step, VerificationRecord, RECORD_SCHEMA,
 };
@@ -225,6 +225,17 @@ fn apt_cache_show_gives_the_image_package_and_its_size() {
     let image = "Package: linux-image-7.2.13+deb14-amd64\nDepends: dracut | initramfs-tools (>= 0.120+deb8u2) | linux-initramfs-tool, linux-binary-7.2.13+deb14-amd64 (= 7.2.13-1)\nSize: 1892\n";
     assert_eq!(depends(image)[1], "linux-binary-7.2.13+deb14-amd64");
     assert_eq!(field(image, "Size").as_deref(), Some("1892"));
+}
+
+/// `--kernels 6.1` must not take a 6.12 image, and the check comes before
+/// the download (from the package's version).
+#[test]
+fn a_series_matches_only_its_own_versions() {
+    assert!(in_series("6.1.176-1", "6.1"));
+    assert!(in_series("6.1.0-50-amd64", "6.1"));
+    assert!(in_series("7.2.13+deb14-amd64", "7.2"));
+    assert!(!in_series("6.12.117-1", "6.1"));
+    assert!(!in_series("7.2.13-1", "5.4"));
 }
 
 #[test]
