@@ -18,6 +18,7 @@ export const islands: Record<string, () => Promise<{ define: () => void }>> = {
   'reuseport-traces': () => import('./traces').then((m) => ({ define: m.defineTraceElements })),
   'reuseport-exercise': () => import('./exercise').then((m) => ({ define: m.defineExerciseElement })),
   'reuseport-scenario': () => import('./scenario').then((m) => ({ define: m.defineScenarioElement })),
+  'reuseport-scenario-match': () => import('./scenario-match').then((m) => ({ define: m.defineScenarioMatchElement })),
 };
 
 const started = new Set<string>();

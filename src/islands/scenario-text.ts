@@ -32,6 +32,29 @@ export interface ScenarioText {
   unknown: (name: string, known: string) => string;
   failed: (msg: string) => string;
   table: string;
+  match: MatchText;
+  /** Each curated scenario's page title (the pages' own titles). */
+  scenarioTitle: Record<string, string>;
+}
+
+/** The "which scenario looks like mine?" form. */
+export interface MatchText {
+  counts: string;
+  countsHint: string;
+  p50: string;
+  p99: string;
+  latencyHint: string;
+  find: string;
+  progress: (done: number, total: number) => string;
+  partial: string;
+  results: string;
+  yours: string;
+  shapeHead: [string, string, string, string, string];
+  shapeCaption: string;
+  open: (title: string) => string;
+  countsBad: (position: number, value: string) => string;
+  countsCount: (n: number) => string;
+  latencyBad: (field: string) => string;
 }
 
 const en: ScenarioText = {
@@ -84,6 +107,36 @@ const en: ScenarioText = {
   unknown: (name, known) => `There is no scenario named "${name}". Known: ${known}.`,
   failed: (msg) => `The simulation failed: ${msg}`,
   table: 'Show the numbers as a table',
+  scenarioTitle: {
+    'six-connections': 'Six connections, three workers',
+    'shared-queue-under-load': 'A shared queue under load',
+    'per-worker-queues-latency': 'Per-worker queues and latency',
+    'slow-worker': 'A slow worker',
+    'stalled-worker': 'A stalled worker',
+    reload: 'A reload',
+    'few-clients': 'Few clients',
+    'long-lived-favourite': 'Long-lived connections and the favourite',
+    'incoming-cpu': 'SO_INCOMING_CPU and CPU steering',
+    'fork-vs-reuseport': 'Forty-eight workers: fork against reuseport',
+  },
+  match: {
+    counts: 'Connections per worker',
+    countsHint: 'One number per worker, separated by spaces, commas or new lines (2 to 4096 workers), e.g. from ss -ltn Recv-Q or your server’s own counters.',
+    p50: 'Median latency (ms, optional)',
+    p99: 'p99 latency (ms, optional)',
+    latencyHint: 'Give both to compare tails as well.',
+    find: 'Find similar scenarios',
+    progress: (done, total) => `Simulating ${done.toLocaleString('en')} of ${total.toLocaleString('en')} variants…`,
+    partial: 'Stopped early: only the variants simulated so far are ranked.',
+    results: 'Closest scenarios',
+    yours: 'Yours',
+    shapeHead: ['', 'Concentration', 'Idle share', 'Evenness', 'Distance'],
+    shapeCaption: 'Concentration: 0 when even, 1 when one worker has everything. Idle share: workers with nothing. Evenness: Jain’s index from 0 to 1. Distance: the sum of the differences from yours.',
+    open: (title) => `Open “${title}”`,
+    countsBad: (position, value) => `Count ${position} (“${value}”) is not a whole number from 0 to 10¹².`,
+    countsCount: (n) => `Give 2 to 4096 counts, one per worker; there are ${n}.`,
+    latencyBad: (field) => `${field} must be a positive number of milliseconds, or empty.`,
+  },
 };
 
 const zh: ScenarioText = {
@@ -136,6 +189,36 @@ const zh: ScenarioText = {
   unknown: (name, known) => `没有名为“${name}”的场景。现有场景：${known}。`,
   failed: (msg) => `模拟失败：${msg}`,
   table: '以表格显示数字',
+  scenarioTitle: {
+    'six-connections': '三个 worker，六个连接',
+    'shared-queue-under-load': '负载下的共享队列',
+    'per-worker-queues-latency': '每个 worker 一个队列与延迟',
+    'slow-worker': '慢的 worker',
+    'stalled-worker': '卡住的 worker',
+    reload: 'reload',
+    'few-clients': '客户端很少',
+    'long-lived-favourite': '长连接与“宠儿”',
+    'incoming-cpu': 'SO_INCOMING_CPU 与按 CPU 引导',
+    'fork-vs-reuseport': '四十八个 worker：fork 与 reuseport',
+  },
+  match: {
+    counts: '每个 worker 的连接数',
+    countsHint: '每个 worker 一个数，用空格、逗号或换行分隔（2 到 4096 个 worker），可取自 ss -ltn 的 Recv-Q 或服务器自身的计数。',
+    p50: '延迟中位数（毫秒，可选）',
+    p99: 'p99 延迟（毫秒，可选）',
+    latencyHint: '两者都填，才会同时比较长尾。',
+    find: '查找相似场景',
+    progress: (done, total) => `正在模拟第 ${done.toLocaleString('zh-CN')} 个变体（共 ${total.toLocaleString('zh-CN')} 个）……`,
+    partial: '已提前停止：只对已模拟的变体排序。',
+    results: '最接近的场景',
+    yours: '你的数据',
+    shapeHead: ['', '集中度', '空闲比例', '均匀度', '距离'],
+    shapeCaption: '集中度：完全均匀时为 0，全部落在一个 worker 上时为 1。空闲比例：一个连接都没有的 worker 所占比例。均匀度：Jain 指数，取值 0 到 1。距离：与你的数据各项差值之和。',
+    open: (title) => `打开“${title}”`,
+    countsBad: (position, value) => `第 ${position} 个数（“${value}”）不是 0 到 10¹² 之间的整数。`,
+    countsCount: (n) => `请给出 2 到 4096 个数，每个 worker 一个；现在有 ${n} 个。`,
+    latencyBad: (field) => `${field}必须是正的毫秒数，或者留空。`,
+  },
 };
 
 export function scenarioText(lang: string): ScenarioText {

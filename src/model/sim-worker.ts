@@ -2,13 +2,13 @@
  * The simulation worker: runs the model's discrete-event simulator
  * (wasm `Simulation`, in the larger package) off the page's thread, in
  * slices, reporting progress between them and stopping early when asked
- * (the report then says `partial`).
+ * (the report then says `partial`). It also ranks the curated scenarios
+ * against what a user observed (the model's `rankScenarios`).
  */
-import init, { Simulation, curatedScenarios } from './pkg-lookup/reuseport.js';
+import init, { Simulation, curatedScenarios, rankScenarios } from './pkg-lookup/reuseport.js';
 import { breathe, serve } from './rpc';
-import type { Scenario } from './generated/Scenario';
-import type { SimReport } from './generated/SimReport';
-import type { CuratedView } from './generated/CuratedView';
+import type { CuratedView, MatchAnswer, Observed, Scenario, Shape, SimReport } from './sim';
+import type { Match } from './generated/Match';
 
 let loaded: Promise<unknown> | undefined;
 const ready = () => (loaded ??= init());
@@ -16,30 +16,53 @@ const ready = () => (loaded ??= init());
 /** Events per slice: about 10 ms of simulation on this machine. */
 const SLICE = 20_000;
 
+type Ctx = { progress: (p: unknown) => void; stopped: () => boolean };
+
+async function runAll(scenarios: Scenario[], ctx: Ctx): Promise<SimReport[]> {
+  const out: SimReport[] = [];
+  for (let i = 0; i < scenarios.length && !ctx.stopped(); i++) {
+    const sim = new Simulation(scenarios[i]);
+    try {
+      let done = false;
+      while (!done && !ctx.stopped()) {
+        done = sim.step(SLICE);
+        const [arrived, total] = sim.progress();
+        ctx.progress({ run: i, runs: scenarios.length, arrived, total });
+        await breathe();
+      }
+      out.push(sim.report() as SimReport);
+    } finally {
+      sim.free();
+    }
+  }
+  return out;
+}
+
 serve({
   async curated(): Promise<CuratedView[]> {
     await ready();
     return curatedScenarios() as CuratedView[];
   },
-  async run(args: { scenarios: Scenario[] }, ctx): Promise<SimReport[]> {
+  async run(args: { scenarios: Scenario[] }, ctx: Ctx): Promise<SimReport[]> {
     await ready();
-    const out: SimReport[] = [];
-    for (let i = 0; i < args.scenarios.length; i++) {
-      const sim = new Simulation(args.scenarios[i]);
-      try {
-        let done = false;
-        while (!done && !ctx.stopped()) {
-          done = sim.step(SLICE);
-          const [arrived, total] = sim.progress();
-          ctx.progress({ run: i, runs: args.scenarios.length, arrived, total });
-          await breathe();
-        }
-        out.push(sim.report() as SimReport);
-      } finally {
-        sim.free();
-      }
-      if (ctx.stopped()) break;
-    }
-    return out;
+    return runAll(args.scenarios, ctx);
+  },
+  /** Every curated variant, run, then ranked by the model against what the user observed. */
+  async match(args: { observed: Observed }, ctx: Ctx): Promise<MatchAnswer> {
+    await ready();
+    // The observation is checked before anything runs, so a bad one is answered at once.
+    rankScenarios(args.observed, []);
+    const all = curatedScenarios() as CuratedView[];
+    const runs = all.flatMap((c) => c.variants.map((v, i) => ({ name: c.name, variant: v, scenario: c.scenarios[i]! })));
+    const reports = await runAll(
+      runs.map((r) => r.scenario),
+      ctx,
+    );
+    const { observed, ranked } = rankScenarios(args.observed, reports) as { observed: Shape; ranked: Match[] };
+    return {
+      observed,
+      partial: reports.length < runs.length || reports.some((r) => r.partial),
+      ranked: ranked.map((m) => ({ name: runs[m.run]!.name, variant: runs[m.run]!.variant, distance: m.distance, shape: m.shape, accepts: reports[m.run]!.workers.map((w) => w.accepts) })),
+    };
   },
 });

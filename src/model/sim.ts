@@ -11,8 +11,19 @@ import type { Variant } from './generated/Variant';
 import type { AcceptModel } from './generated/AcceptModel';
 import type { Latency } from './generated/Latency';
 import type { WorkerReport } from './generated/WorkerReport';
+import type { Observed } from './generated/Observed';
+import type { Shape } from './generated/Shape';
 
-export type { Scenario, SimReport, CuratedView, Variant, AcceptModel, Latency, WorkerReport };
+export type { Scenario, SimReport, CuratedView, Variant, AcceptModel, Latency, WorkerReport, Observed, Shape };
+
+/** The curated variants ranked against an observation (closest first). */
+export interface MatchAnswer {
+  /** The observation's shape. */
+  observed: Shape;
+  /** Stopped before every variant ran: only those that ran are ranked. */
+  partial: boolean;
+  ranked: { name: string; variant: Variant; distance: number; shape: Shape; accepts: number[] }[];
+}
 
 /** Progress of a run of several scenarios. */
 export interface SimProgress {
@@ -41,6 +52,11 @@ export class SimSession {
   /** Runs each scenario in turn; after {@link stop}, the last report is partial and the rest are missing. */
   run(scenarios: Scenario[], progress?: (p: SimProgress) => void): Promise<SimReport[]> {
     return this.#worker().call('run', { scenarios }, progress as (p: unknown) => void);
+  }
+
+  /** Runs every curated variant and ranks them against `observed` (the model's matcher). */
+  match(observed: Observed, progress?: (p: SimProgress) => void): Promise<MatchAnswer> {
+    return this.#worker().call('match', { observed }, progress as (p: unknown) => void);
   }
 
   /** Ends the current run early with what it has. */

@@ -57,3 +57,23 @@ test('the Chinese page runs the same scenario with Chinese labels', async ({ pag
   await expect(w.locator('.rl-sc-card').first()).toContainText('被重置的连接');
   await expect(w.locator('.rl-sc-card', { hasText: '开启 tcp_migrate_req' })).toContainText('经 tcp_migrate_req 迁移的连接');
 });
+
+test('which scenario looks like mine: six to one of three ranks EPOLLEXCLUSIVE first; a bad count is named', async ({ page }) => {
+  await page.goto('./scenarios/');
+  const w = page.locator('reuseport-scenario-match');
+  await w.scrollIntoViewIfNeeded();
+  await expect(w).toHaveAttribute('data-state', 'ready');
+  const counts = w.getByLabel('Connections per worker');
+  await counts.fill('6 x 0');
+  await w.getByRole('button', { name: 'Find similar scenarios' }).click();
+  await expect(w.getByRole('alert')).toContainText('Count 2 (“x”) is not a whole number');
+  await expect(counts).toHaveAttribute('aria-invalid', 'true');
+  await counts.fill('6, 0, 0');
+  await w.getByRole('button', { name: 'Find similar scenarios' }).click();
+  const first = w.locator('.rl-scm-list > li').first();
+  await expect(first).toContainText('Six connections, three workers', { timeout: 60_000 });
+  await expect(first).toContainText('EPOLLEXCLUSIVE');
+  await expect(w.locator('.rl-scm-list > li')).toHaveCount(5);
+  await first.getByRole('link').click();
+  await expect(page).toHaveURL(/\/scenarios\/six-connections\/$/);
+});

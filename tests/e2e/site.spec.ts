@@ -18,7 +18,7 @@ function builtPages(dir = 'dist', prefix = ''): string[] {
   return out;
 }
 
-const WIDGETS = 'reuseport-dispatch, reuseport-lookup, reuseport-paste, reuseport-bind, reuseport-bind-check, reuseport-trace, reuseport-traces, reuseport-exercise, reuseport-scenario';
+const WIDGETS = 'reuseport-dispatch, reuseport-lookup, reuseport-paste, reuseport-bind, reuseport-bind-check, reuseport-trace, reuseport-traces, reuseport-exercise, reuseport-scenario, reuseport-scenario-match';
 
 /** Scrolls to each widget (they hydrate when seen) and waits for its first frame. */
 async function widgetsMounted(page: Page): Promise<number> {

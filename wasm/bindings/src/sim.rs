@@ -58,3 +58,22 @@ pub fn wasm_curated_scenario(name: &str, variant: &str) -> JsResult<JsValue> {
         .ok_or_else(|| JsError::new(&format!("scenario `{name}` has no variant `{variant}`")))?;
     to_js(&c.with(v))
 }
+
+/// The runs (`SimReport[]`) ranked by how close each is to what a user
+/// observed (`Observed`): `{ observed: Shape, ranked: Match[] }`.
+#[wasm_bindgen(js_name = rankScenarios)]
+pub fn wasm_rank_scenarios(observed: JsValue, runs: JsValue) -> JsResult<JsValue> {
+    let o: reuseport_model::sim::matcher::Observed = from_js(observed, "observed")?;
+    let runs: Vec<reuseport_model::sim::SimReport> = from_js(runs, "runs")?;
+    let (shape, ranked) = reuseport_model::sim::matcher::rank(&o, &runs).js()?;
+    to_js(&RankAnswer {
+        observed: shape,
+        ranked,
+    })
+}
+
+#[derive(serde::Serialize)]
+struct RankAnswer {
+    observed: reuseport_model::sim::matcher::Shape,
+    ranked: Vec<reuseport_model::sim::matcher::Match>,
+}

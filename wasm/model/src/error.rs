@@ -229,3 +229,23 @@ pub enum SimError {
         given: usize,
     },
 }
+
+/// Observed counts or latencies that cannot be compared with the
+/// scenarios ([`crate::sim::matcher`]).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ObservedError {
+    /// Fewer than two workers, or too many.
+    #[error("counts has {0} worker(s); give 2 to 4096, one count per worker")]
+    Workers(usize),
+    /// Nothing was counted.
+    #[error("counts are all 0; give each worker's connections or requests")]
+    Empty,
+    /// A latency that is not a positive number.
+    #[error("{field} is {value}; give a positive number of milliseconds")]
+    Latency {
+        /// `p50Ms` or `p99Ms`.
+        field: &'static str,
+        /// What was given.
+        value: String,
+    },
+}

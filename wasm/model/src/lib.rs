@@ -50,7 +50,7 @@ pub mod sim;
 pub mod spread;
 pub mod tuple;
 
-pub use error::{GroupError, ParseError, ProfileError, SetupError, SimError};
+pub use error::{GroupError, ObservedError, ParseError, ProfileError, SetupError, SimError};
 pub use explain::Explain;
 pub use hash::Keys;
 pub use profile::{Profile, Release};

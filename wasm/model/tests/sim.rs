@@ -249,3 +249,61 @@ fn so_incoming_cpu_keeps_connections_on_their_cpu_from_6_2_and_not_on_5_10() {
     assert!((0.2..0.3).contains(&old), "{old}");
     assert_eq!(share("reuseport-bpf-cpu"), 1.0);
 }
+
+#[test]
+fn the_matcher_puts_the_scenario_that_made_a_picture_first() {
+    use reuseport_model::sim::matcher::{rank, Observed};
+    let runs: Vec<(String, SimReport)> = CURATED
+        .iter()
+        .filter(|c| c.name != "fork-vs-reuseport")
+        .flat_map(|c| {
+            c.variants
+                .iter()
+                .map(move |v| (format!("{} {}", c.name, v.id), run(c.with(v))))
+        })
+        .collect();
+    let reports: Vec<SimReport> = runs.iter().map(|(_, r)| r.clone()).collect();
+    // Cloudflare's EPOLLEXCLUSIVE picture: all six to one of three workers.
+    let (_, ranked) = rank(
+        &Observed {
+            counts: vec![6, 0, 0],
+            p50_ms: None,
+            p99_ms: None,
+        },
+        &reports,
+    )
+    .unwrap();
+    assert_eq!(
+        runs[ranked[0].run as usize].0,
+        "six-connections epoll-exclusive"
+    );
+    assert_eq!(ranked[0].distance, 0.0);
+    // A stalled worker's long tail with even counts: a reuseport run first.
+    let obs = Observed {
+        counts: vec![3000, 3010, 2990, 3005],
+        p50_ms: Some(0.25),
+        p99_ms: Some(1400.0),
+    };
+    let (_, ranked) = rank(&obs, &reports).unwrap();
+    let best = &runs[ranked[0].run as usize].0;
+    assert!(best.ends_with(" reuseport"), "{best}");
+    // Bad input names the field.
+    let bad = Observed {
+        counts: vec![1, 2],
+        p50_ms: Some(-1.0),
+        p99_ms: None,
+    };
+    assert!(rank(&bad, &reports)
+        .unwrap_err()
+        .to_string()
+        .starts_with("p50Ms"));
+    assert!(rank(
+        &Observed {
+            counts: vec![5],
+            p50_ms: None,
+            p99_ms: None
+        },
+        &reports
+    )
+    .is_err());
+}

@@ -44,4 +44,6 @@ fn export_typescript_declarations() {
     reuseport_model::sim::Scenario::export_all(&cfg).unwrap();
     reuseport_model::sim::SimReport::export_all(&cfg).unwrap();
     reuseport_model::sim::curated::CuratedView::export_all(&cfg).unwrap();
+    reuseport_model::sim::matcher::Observed::export_all(&cfg).unwrap();
+    reuseport_model::sim::matcher::Match::export_all(&cfg).unwrap();
 }

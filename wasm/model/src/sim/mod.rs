@@ -14,10 +14,12 @@
 //!   and stop;
 //! - [`report`]: what it measures;
 //! - [`curated`]: the gallery's scenarios, which the agent also runs on the
-//!   real kernel.
+//!   real kernel;
+//! - [`matcher`]: which of them looks like what a user observed.
 
 pub mod curated;
 pub mod engine;
+pub mod matcher;
 pub mod report;
 pub mod rng;
 pub mod spec;

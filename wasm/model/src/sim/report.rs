@@ -2,7 +2,7 @@
 //! connection, latency percentiles, and the same over time. Numbers only;
 //! the site and the agent put them into words.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::hash::Keys;
 use crate::spread::Skew;
@@ -125,7 +125,7 @@ impl Histogram {
 /// Latency figures, in microseconds. Percentiles are kept to within 1.6%
 /// (12.5% in the time series); mean, standard deviation and maximum are
 /// exact.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Latency {
@@ -148,7 +148,7 @@ pub struct Latency {
 }
 
 /// One worker over the whole run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerReport {
@@ -168,7 +168,7 @@ pub struct WorkerReport {
 }
 
 /// What became of every connection. `arrived` is the sum of the next six.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Outcomes {
@@ -198,7 +198,7 @@ pub struct Outcomes {
 }
 
 /// The run over time, in `buckets` equal slices.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Series {
@@ -220,7 +220,7 @@ pub struct Series {
 }
 
 /// The whole report of one run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct SimReport {
