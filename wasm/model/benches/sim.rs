@@ -45,11 +45,13 @@ fn main() {
         let t = Instant::now();
         let r = simulate(s).unwrap();
         let secs = t.elapsed().as_secs_f64();
+        let accepts: Vec<String> = r.workers.iter().map(|w| w.accepts.to_string()).collect();
         println!(
-            "1M connections, {accept}: {:.2} s, {:.0} connections/s, {:.0} events/s",
+            "native 1,000,000 connections, {accept}: {:.2} s, {:.0} connections/s, {:.0} events/s; accepts {}",
             secs,
             1e6 / secs,
-            r.events as f64 / secs
+            r.events as f64 / secs,
+            accepts.join(" ")
         );
     }
 }
