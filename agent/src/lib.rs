@@ -16,6 +16,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod bench;
+pub mod calibrate;
 pub mod error;
 #[cfg(target_os = "linux")]
 pub mod fork;
@@ -25,6 +26,7 @@ pub mod messages;
 pub mod predict;
 pub mod record;
 pub mod recover;
+pub mod scenario;
 pub mod trace;
 pub mod verify;
 
@@ -142,6 +144,41 @@ pub enum Command {
     /// Exit status: 0 when every prediction agrees, 1 when any disagrees or
     /// the key cannot be pinned down, 2 when recording is impossible here.
     Verify(verify::VerifyArgs),
+    /// Run a curated scenario of the gallery on the running kernel, over loopback, and write what it measured in the simulator's report shape.
+    ///
+    /// For each variant (or those named by --variant): forks the workers
+    /// with the variant's accept model (shared listener with blocking
+    /// accept(), epoll with or without EPOLLEXCLUSIVE, nginx's accept_mutex,
+    /// one SO_REUSEPORT listener each, with SO_INCOMING_CPU and pinning, or
+    /// with the CPU BPF program), serving each request by spinning for the
+    /// scenario's service time; client processes from 127.0.1.1 up open the
+    /// connections at the scenario's times and time the answers; stalls,
+    /// leaves, rejoins and added workers happen at their times
+    /// (net.ipv4.tcp_migrate_req as the variant says, restored afterwards).
+    /// A scenario with more CPUs than this machine runs on all of them with
+    /// the arrival rate lowered in proportion; --scale shortens it. Every
+    /// child is killed and reaped at the end, at --timeout and on SIGINT,
+    /// SIGTERM or SIGHUP. The trace (JSON, schema
+    /// public/traces/schema/scenario-v1.schema.json) goes to --output or
+    /// stdout; one line per variant to stderr.
+    ///
+    /// Linux only. Exit status: 0 when every variant run completed, 1 when
+    /// one was cut short (the trace holds what was measured), 2 when the
+    /// options are impossible or the run could not be set up, 130 on a signal.
+    Scenario(scenario::ScenarioArgs),
+    /// Fit the simulator's free parameters to the recorded scenario runs (public/traces/scenario-*.json), say where simulation and kernel disagree, and extrapolate fork against reuseport to 2, 8, 16 and 48 CPUs.
+    ///
+    /// Writes calibration.json beside the traces (or --output): the fitted
+    /// parameters, per scenario and variant the share error and the latency
+    /// distance with the thresholds, a `disagrees` list in words, the
+    /// extrapolated ratios and each parameter's effect on them. `npm run
+    /// calibrate` runs it. With --check FILE it fits nothing: it re-simulates
+    /// every run with FILE's parameters and exits 1 if any figure FILE states
+    /// is not what the simulator gives.
+    ///
+    /// Exit status: 0 when written (or checked and equal), 1 when --check
+    /// found a difference, 2 when the traces cannot be read.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 /// Exit statuses shared by the subcommands.

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use reuseport_agent::{
-    bench, exit, kernels, predict, record, recover, verify, Cli, Command, Error,
+    bench, calibrate, exit, kernels, predict, record, recover, scenario, verify, Cli, Command,
+    Error,
 };
 
 fn main() -> ExitCode {
@@ -52,6 +53,65 @@ fn main() -> ExitCode {
             Ok(r) if r.exact => ExitCode::from(exit::OK),
             Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
             Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
+            Err(e) => {
+                reuseport_agent::note!("error: {e}");
+                ExitCode::from(exit::REFUSED)
+            }
+        },
+        Command::Scenario(args) if args.list => match scenario::list(io::stdout().lock()) {
+            Ok(()) => ExitCode::from(exit::OK),
+            Err(_) => ExitCode::from(exit::OK),
+        },
+        Command::Scenario(args) => match scenario::run(&args, io::stdout().lock()) {
+            Ok(t)
+                if t.runs
+                    .iter()
+                    .any(|r| r.stopped.as_deref() == Some("interrupted")) =>
+            {
+                ExitCode::from(exit::INTERRUPTED)
+            }
+            Ok(t) if t.runs.iter().all(|r| r.complete) => ExitCode::from(exit::OK),
+            Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
+            Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
+            Err(e) => {
+                reuseport_agent::note!("error: {e}");
+                ExitCode::from(exit::REFUSED)
+            }
+        },
+        Command::Calibrate(args) => match calibrate::run(&args, io::stderr()) {
+            Ok(now) => match &args.check {
+                Some(path) => {
+                    let claimed = std::fs::read_to_string(path)
+                        .ok()
+                        .and_then(|t| serde_json::from_str(&t).ok())
+                        .expect("calibrate::run has read and parsed it");
+                    let problems = calibrate::check(&claimed, &now);
+                    for p in &problems {
+                        reuseport_agent::note!("calibrate --check: {p}");
+                    }
+                    ExitCode::from(if problems.is_empty() {
+                        exit::OK
+                    } else {
+                        exit::SOME_LINES_FAILED
+                    })
+                }
+                None => match calibrate::write(&args, &now) {
+                    Ok(path) => {
+                        reuseport_agent::note!(
+                            "calibrate: wrote {} ({} runs, {} disagree; driver of the 48-CPU ratio: {})",
+                            path.display(),
+                            now.runs.len(),
+                            now.disagrees.len(),
+                            now.driver
+                        );
+                        ExitCode::from(exit::OK)
+                    }
+                    Err(e) => {
+                        reuseport_agent::note!("error: {e}");
+                        ExitCode::from(exit::REFUSED)
+                    }
+                },
+            },
             Err(e) => {
                 reuseport_agent::note!("error: {e}");
                 ExitCode::from(exit::REFUSED)

@@ -1,0 +1,750 @@
+//! `scenario NAME`: runs one of the gallery's curated scenarios
+//! ([`reuseport_model::sim::CURATED`], the one list) on the running
+//! kernel, over loopback, and writes what it measured in the shape of the
+//! simulator's own report ([`SimReport`]), so the two can be laid side by
+//! side.
+//!
+//! For each variant: worker processes accept with the variant's model (a
+//! listener shared by `fork()` with blocking `accept()`, epoll with and
+//! without `EPOLLEXCLUSIVE`, nginx's `accept_mutex`, one `SO_REUSEPORT`
+//! listener per worker, with `SO_INCOMING_CPU` and pinning, or with the
+//! classic BPF program returning the CPU), serve each request by spinning
+//! on the CPU for a service time drawn from the scenario's distribution
+//! (times a slow worker's factor), and take the scenario's stalls
+//! (SIGSTOP/SIGCONT), leaves and rejoins (the listener closed and a new one
+//! opened; `net.ipv4.tcp_migrate_req` as the variant says, restored on
+//! every way out) and added workers at their times. Client processes bind
+//! the scenario's client addresses (`127.0.1.1` up), open the connections
+//! at the scenario's arrival times, send the requests with the think time
+//! between them, and time each answer.
+//!
+//! The machine is not the scenario's: a scenario with more CPUs than this
+//! machine has runs on all of them with the arrival rate lowered in
+//! proportion (the same load per CPU), and `--scale` shortens a run (fewer
+//! connections, events earlier), both recorded in the scenario as run, which
+//! is what the simulator is compared with. `reuseport-least-loaded` needs an
+//! eBPF `SK_REUSEPORT` program and a map, and variants for another kernel
+//! need that kernel: both are listed as skipped, with the reason.
+//!
+//! Output: one JSON document (schema
+//! `public/traces/schema/scenario-v1.schema.json`), [`ScenarioTrace`].
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use clap::Args;
+use reuseport_model::sim::report::Histogram;
+use reuseport_model::sim::{
+    AcceptModel, Arrivals, Curated, Event, Latency, Outcomes, Scenario, Series, SimReport,
+    WorkerReport, CURATED,
+};
+use reuseport_model::spread::Skew;
+use reuseport_model::Keys;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+#[cfg(target_os = "linux")]
+mod linux;
+
+/// The trace schema, checked in beside the other traces'.
+pub const SCHEMA: &str = include_str!("../../../public/traces/schema/scenario-v1.schema.json");
+
+/// Options of `scenario`.
+#[derive(Debug, Clone, Args)]
+pub struct ScenarioArgs {
+    /// The curated scenario (`six-connections`, `fork-vs-reuseport`, …; `--list` names them all).
+    #[arg(required_unless_present = "list")]
+    pub name: Option<String>,
+
+    /// Run only this variant (repeatable). Default: every variant of the scenario.
+    #[arg(long = "variant", value_name = "ID")]
+    pub variants: Vec<String>,
+
+    /// Write the trace here instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// The seed of the arrivals, the clients' choice and the service times (default: the scenario's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Connections and event times multiplied by F (0.001 to 1). Default: the scenario's own, chosen so each variant runs in a few seconds on two CPUs.
+    #[arg(long, value_name = "F")]
+    pub scale: Option<f64>,
+
+    /// Bound on each variant's run, in seconds: when it passes every child is killed and what was measured is kept (marked partial).
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub timeout: u64,
+
+    /// Client processes (each drives every K-th connection). Default: the CPUs, at most 4.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub client_procs: Option<u32>,
+
+    /// List the curated scenarios and their variants, and exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+/// An error that stops `scenario` (exit status 2).
+#[derive(Debug, Error)]
+pub enum ScenarioError {
+    /// No such scenario.
+    #[error("no curated scenario is named {0:?}; `reuseport-agent scenario --list` names them")]
+    Unknown(String),
+    /// No such variant.
+    #[error("scenario {scenario} has no variant {variant:?}; it has {known}")]
+    UnknownVariant {
+        /// The scenario.
+        scenario: &'static str,
+        /// The variant asked for.
+        variant: String,
+        /// The ones it has.
+        known: String,
+    },
+    /// A bad `--scale`.
+    #[error("--scale {0} is out of range: give a factor from 0.001 to 1")]
+    Scale(f64),
+    /// Not Linux.
+    #[error("scenario runs workers and clients on Linux loopback and needs Linux; this system is not Linux")]
+    NotLinux,
+    /// The scenario as adapted is refused by the simulator's checks.
+    #[error("the scenario as run is not valid: {0}")]
+    Invalid(String),
+    /// A system call failed while a run was set up.
+    #[error("cannot set up the run: {call} failed: {source}{hint}")]
+    Setup {
+        /// The call.
+        call: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+        /// What to change.
+        hint: &'static str,
+    },
+    /// The output could not be written.
+    #[error("cannot write the trace to {path}: {source}")]
+    Output {
+        /// Where.
+        path: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl ScenarioError {
+    /// Whether this is a write to a closed pipe.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, ScenarioError::Output { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
+/// A variant that was not run, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Skipped {
+    /// The variant's id.
+    pub variant: String,
+    /// Why it was not run here.
+    pub reason: String,
+}
+
+/// One variant, run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    /// The variant's id.
+    pub variant: String,
+    /// The scenario exactly as run (the simulator takes it as is).
+    pub scenario: Scenario,
+    /// How the scenario was changed to fit this machine and `--scale`.
+    pub adapted: Vec<String>,
+    /// Wall time of the run, from the clients' release to the last answer.
+    pub seconds: f64,
+    /// Every connection ended (answered, reset or failed) before `--timeout`
+    /// or a signal.
+    pub complete: bool,
+    /// `timeout` or `interrupted` when the run was cut short.
+    pub stopped: Option<String>,
+    /// What the kernel did, in the simulator's report shape.
+    pub measured: serde_json::Value,
+    /// When each connection's `connect()` was called, in microseconds from
+    /// the start, in connection order (the simulator replays these).
+    pub arrivals_us: Vec<f64>,
+    /// What could not be measured, or is measured differently from the
+    /// simulator.
+    pub notes: Vec<String>,
+}
+
+/// The trace file of one scenario (schema `scenario-v1`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScenarioTrace {
+    /// `reuseport-lab-scenario`.
+    pub format: String,
+    /// 1.
+    pub version: u32,
+    /// The curated scenario's name.
+    pub scenario: String,
+    /// UTC time the run started, RFC 3339.
+    pub recorded: String,
+    /// The command line.
+    pub command: String,
+    /// The agent's version.
+    pub agent: String,
+    /// `uname -r` and the model profile it maps to.
+    pub kernel: KernelInfo,
+    /// CPUs of this machine (`nproc`).
+    pub nproc: u32,
+    /// The `--scale` used.
+    pub scale: f64,
+    /// One per variant run, in the scenario's order.
+    pub runs: Vec<Run>,
+    /// Variants not run here.
+    pub skipped: Vec<Skipped>,
+}
+
+/// The running kernel.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelInfo {
+    /// `uname -r`.
+    pub release: String,
+    /// The model profile it maps to.
+    pub profile: String,
+}
+
+/// The default scale of each curated scenario: each variant takes a few
+/// seconds on two CPUs.
+pub fn default_scale(name: &str) -> f64 {
+    match name {
+        "shared-queue-under-load" => 0.5,
+        "per-worker-queues-latency" => 0.05,
+        "slow-worker" => 0.4,
+        "stalled-worker" | "reload" | "incoming-cpu" => 0.5,
+        "long-lived-favourite" => 0.25,
+        "fork-vs-reuseport" => 0.25,
+        _ => 1.0,
+    }
+}
+
+/// The scenario `variant` of `c` as this machine runs it: at most `nproc`
+/// CPUs with the arrival rate lowered in proportion, `scale` times the
+/// connections (at least the smaller of the scenario's and 12) and event
+/// times, the running kernel's profile. Returns it and what changed.
+pub fn adapt(
+    base: &Scenario,
+    nproc: u32,
+    profile: &str,
+    scale: f64,
+    seed: Option<u64>,
+) -> (Scenario, Vec<String>) {
+    let mut s = base.clone();
+    let mut notes = Vec::new();
+    if s.kernel != profile {
+        notes.push(format!(
+            "kernel {} -> {profile} (the running kernel's profile)",
+            s.kernel
+        ));
+        s.kernel = profile.to_string();
+    }
+    if s.cpus > nproc {
+        let f = nproc as f64 / s.cpus as f64;
+        notes.push(format!(
+            "cpus {} -> {nproc} (this machine), arrival rate x{f:.4} (the same load per CPU)",
+            s.cpus
+        ));
+        s.cpus = nproc;
+        s.arrivals = match s.arrivals {
+            Arrivals::Poisson { rate_per_sec } => Arrivals::Poisson {
+                rate_per_sec: rate_per_sec * f,
+            },
+            Arrivals::Bursty {
+                rate_per_sec,
+                burst,
+            } => Arrivals::Bursty {
+                rate_per_sec: rate_per_sec * f,
+                burst,
+            },
+            Arrivals::Paced { gap_us } => Arrivals::Paced { gap_us: gap_us / f },
+            other => other,
+        };
+    }
+    if scale < 1.0 {
+        let n = ((s.connections as f64 * scale).round() as u32).max(s.connections.min(12));
+        if n != s.connections {
+            notes.push(format!(
+                "connections {} -> {n}, event times x{scale} (--scale {scale})",
+                s.connections
+            ));
+            s.connections = n;
+        }
+        for e in &mut s.events {
+            match e {
+                Event::Stall { at_us, for_us, .. } => {
+                    *at_us *= scale;
+                    *for_us *= scale;
+                }
+                Event::Leave { at_us, .. }
+                | Event::Rejoin { at_us, .. }
+                | Event::AddWorker { at_us } => *at_us *= scale,
+            }
+        }
+    }
+    if let Some(seed) = seed {
+        s.seed = seed;
+    }
+    (s, notes)
+}
+
+/// Why a variant cannot run here, if it cannot.
+pub fn cannot_run(c: &Curated, id: &str) -> Option<String> {
+    let v = c.variant(id)?;
+    if let Some(k) = v.kernel {
+        return Some(format!(
+            "needs kernel {k}; this one runs {} (boot that kernel, e.g. as `verify --kernels` does, and run the agent there)",
+            crate::kernel::running_release().unwrap_or_else(|_| "another".into())
+        ));
+    }
+    if v.accept == AcceptModel::ReuseportLeastLoaded {
+        return Some("needs an eBPF SK_REUSEPORT program and a map the workers update; the agent only loads classic BPF (not measured)".into());
+    }
+    None
+}
+
+/// One connection as measured: times in nanoseconds from the start (0 when
+/// it did not happen).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnRecord {
+    /// `connect()` called.
+    pub start: u64,
+    /// The handshake completed (the client saw it).
+    pub connected: u64,
+    /// `accept()` returned it (0 if never).
+    pub accepted: u64,
+    /// The worker that accepted it (`None` if none).
+    pub worker: Option<u32>,
+    /// How it ended.
+    pub outcome: ConnOutcome,
+    /// Accepted on the CPU that received its packets (`SO_INCOMING_CPU` of
+    /// the accepted socket equals the worker's CPU).
+    pub local: bool,
+}
+
+/// How a connection ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ConnOutcome {
+    /// Still going when the run stopped.
+    #[default]
+    Open,
+    /// Every request answered.
+    Done,
+    /// Reset by the server, or refused.
+    Reset,
+    /// `connect()` failed otherwise (timed out).
+    Failed,
+}
+
+/// Everything the run measured, for [`build_report`].
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    /// Per connection.
+    pub conns: Vec<ConnRecord>,
+    /// Per request (`conn * perConnection + k`): (sent, answered), ns from
+    /// the start, 0 when it did not happen.
+    pub requests: Vec<(u64, u64)>,
+    /// Per worker: accepts, requests served, CPU ns, accepts that found nothing.
+    pub workers: Vec<[u64; 4]>,
+    /// Which worker owns each listener, in join order, with the time it
+    /// joined (per-worker models only).
+    pub listeners: Vec<(u64, u32)>,
+    /// `TcpExt: ListenOverflows` during the run.
+    pub syn_drops: u64,
+    /// `TcpExt: TCPMigrateReqSuccess` during the run.
+    pub migrated: u64,
+    /// The run was cut short.
+    pub partial: bool,
+    /// The end, ns from the start.
+    pub end: u64,
+}
+
+/// The width of a time bucket, in ns, as the simulator chooses it (its
+/// `Simulation::new`) for these arrivals and events, so the two series align.
+pub fn bucket_ns(s: &Scenario, arrivals_ns: &[u64]) -> u64 {
+    let last = arrivals_ns.iter().copied().max().unwrap_or(0);
+    let last_event = s
+        .events
+        .iter()
+        .map(|e| (e.at_us() * 1e3).round() as u64)
+        .max()
+        .unwrap_or(0);
+    let horizon = last.max(last_event);
+    (horizon + horizon / 4 + 1_000_000)
+        .div_ceil(s.buckets as u64)
+        .max(1)
+}
+
+/// The measurements in the simulator's report shape.
+pub fn build_report(s: &Scenario, m: &Measured) -> SimReport {
+    let buckets = s.buckets as usize;
+    let arrivals: Vec<u64> = m.conns.iter().map(|c| c.start).collect();
+    let bw = bucket_ns(s, &arrivals);
+    let bucket = |t: u64| ((t / bw) as usize).min(buckets - 1);
+    let n = m.workers.len();
+    let per_worker_queues = s.accept.per_worker_queues();
+    let queues = if per_worker_queues {
+        m.listeners.len().max(1)
+    } else {
+        1
+    };
+    let mut series = Series {
+        bucket_us: bw as f64 / 1e3,
+        accepts: vec![vec![0; n]; buckets],
+        depth: vec![vec![0; queues]; buckets],
+        drops: vec![0; buckets],
+        p50_us: vec![0.0; buckets],
+        p99_us: vec![0.0; buckets],
+    };
+    let mut outcomes = Outcomes::default();
+    let mut accept_lat = Histogram::fine();
+    let mut request_lat = Histogram::fine();
+    let mut worker_lat: Vec<Histogram> = (0..n).map(|_| Histogram::fine()).collect();
+    let mut series_lat: Vec<Histogram> = (0..buckets).map(|_| Histogram::coarse()).collect();
+    let per = s.requests.per_connection as usize;
+    // Queue membership intervals for the depth series: +1 at connected,
+    // -1 at accepted, per queue.
+    let mut marks: Vec<Vec<(u64, i32)>> = vec![Vec::new(); queues];
+    for (i, c) in m.conns.iter().enumerate() {
+        if c.start == 0 && c.connected == 0 && c.outcome == ConnOutcome::Open {
+            continue; // never started (the run was cut short first)
+        }
+        outcomes.arrived += 1;
+        match c.outcome {
+            ConnOutcome::Done => outcomes.done += 1,
+            ConnOutcome::Reset => outcomes.reset += 1,
+            ConnOutcome::Failed => outcomes.failed += 1,
+            ConnOutcome::Open => {
+                if c.accepted > 0 {
+                    outcomes.in_service += 1;
+                } else if c.connected > 0 {
+                    outcomes.queued += 1;
+                } else {
+                    outcomes.retrying += 1;
+                }
+            }
+        }
+        if let Some(w) = c.worker {
+            let w = w as usize;
+            if c.accepted > 0 {
+                accept_lat.add(c.accepted.saturating_sub(c.start));
+                if w < n {
+                    series.accepts[bucket(c.accepted)][w] += 1;
+                }
+            }
+            outcomes.local += c.local as u64;
+            let q = if per_worker_queues {
+                // The worker's listener at the time of the accept.
+                m.listeners
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &(t, o))| o as usize == w && t <= c.accepted)
+                    .map(|(q, _)| q)
+                    .next_back()
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            if c.connected > 0 && c.accepted >= c.connected {
+                marks[q].push((c.connected, 1));
+                marks[q].push((c.accepted, -1));
+            }
+            for k in 0..per {
+                let (sent, done) = m.requests.get(i * per + k).copied().unwrap_or((0, 0));
+                if done == 0 || done < sent {
+                    continue;
+                }
+                let lat = done - sent;
+                request_lat.add(lat);
+                if w < n {
+                    worker_lat[w].add(lat);
+                }
+                series_lat[bucket(done)].add(lat);
+            }
+        }
+    }
+    for (q, mk) in marks.iter_mut().enumerate() {
+        mk.sort_unstable();
+        let mut depth = 0i64;
+        for &(t, d) in mk.iter() {
+            depth += d as i64;
+            let b = bucket(t);
+            let row = &mut series.depth[b][q];
+            *row = (*row).max(depth.max(0) as u32);
+        }
+    }
+    outcomes.syn_drops = m.syn_drops;
+    outcomes.migrated = m.migrated;
+    series.p50_us = series_lat
+        .iter()
+        .map(|h| h.quantile(0.5) as f64 / 1e3)
+        .collect();
+    series.p99_us = series_lat
+        .iter()
+        .map(|h| h.quantile(0.99) as f64 / 1e3)
+        .collect();
+    let total_cpu: u64 = m.workers.iter().map(|w| w[2]).sum();
+    let workers: Vec<WorkerReport> = m
+        .workers
+        .iter()
+        .zip(&worker_lat)
+        .map(|(w, lat)| WorkerReport {
+            accepts: w[0],
+            requests: w[1],
+            busy_us: w[2] as f64 / 1e3,
+            cpu_share: if total_cpu == 0 {
+                0.0
+            } else {
+                w[2] as f64 / total_cpu as f64
+            },
+            wasted_wakeups: w[3],
+            latency: lat.summary(),
+        })
+        .collect();
+    let accepts: Vec<u64> = workers.iter().map(|w| w.accepts).collect();
+    SimReport {
+        partial: m.partial,
+        end_us: m.end as f64 / 1e3,
+        events: 0,
+        keys: Keys::default(),
+        workers,
+        listener_worker: if per_worker_queues {
+            m.listeners.iter().map(|&(_, w)| w).collect()
+        } else {
+            Vec::new()
+        },
+        skew: Skew::of(&accepts),
+        outcomes,
+        accept_latency: accept_lat.summary(),
+        request_latency: request_lat.summary(),
+        series,
+    }
+}
+
+/// A latency with nothing measured.
+pub fn no_latency() -> Latency {
+    Latency::default()
+}
+
+/// Checks a scenario trace against the schema: the problems, one line each.
+pub fn schema_problems(value: &serde_json::Value) -> Vec<String> {
+    let schema: serde_json::Value =
+        serde_json::from_str(SCHEMA).expect("the checked-in schema is JSON");
+    let v =
+        jsonschema::validator_for(&schema).expect("the checked-in schema is a valid JSON Schema");
+    v.iter_errors(value)
+        .map(|e| format!("{}: {}", e.instance_path(), e))
+        .collect()
+}
+
+/// Prints the curated scenarios and their variants.
+pub fn list(mut out: impl Write) -> io::Result<()> {
+    for c in CURATED {
+        let ids: Vec<String> = c
+            .variants
+            .iter()
+            .map(|v| match cannot_run(c, v.id) {
+                Some(_) => format!("({})", v.id),
+                None => v.id.to_string(),
+            })
+            .collect();
+        writeln!(
+            out,
+            "{:<28} scale {:<5} {}",
+            c.name,
+            default_scale(c.name),
+            ids.join(" ")
+        )?;
+    }
+    writeln!(
+        out,
+        "(variants in parentheses cannot be measured here and are listed as skipped)"
+    )
+}
+
+/// The variants to run: those asked for (checked), or all.
+pub fn variants(c: &'static Curated, asked: &[String]) -> Result<Vec<&'static str>, ScenarioError> {
+    if asked.is_empty() {
+        return Ok(c.variants.iter().map(|v| v.id).collect());
+    }
+    asked
+        .iter()
+        .map(|id| {
+            c.variant(id)
+                .map(|v| v.id)
+                .ok_or_else(|| ScenarioError::UnknownVariant {
+                    scenario: c.name,
+                    variant: id.clone(),
+                    known: c
+                        .variants
+                        .iter()
+                        .map(|v| v.id)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })
+        })
+        .collect()
+}
+
+/// Runs `scenario` (see the module docs). Progress goes to stderr, one
+/// line per variant; the trace to `--output` or `out`.
+pub fn run(args: &ScenarioArgs, mut out: impl Write) -> Result<ScenarioTrace, ScenarioError> {
+    let name = args.name.clone().unwrap_or_default();
+    let c = Curated::named(&name).ok_or_else(|| ScenarioError::Unknown(name.clone()))?;
+    let ids = variants(c, &args.variants)?;
+    let scale = args.scale.unwrap_or_else(|| default_scale(c.name));
+    if !(scale.is_finite() && (0.001..=1.0).contains(&scale)) {
+        return Err(ScenarioError::Scale(scale));
+    }
+    if !cfg!(target_os = "linux") {
+        return Err(ScenarioError::NotLinux);
+    }
+    let release = crate::kernel::running_release().map_err(|e| ScenarioError::Setup {
+        call: "reading the kernel release".into(),
+        source: io::Error::other(e.to_string()),
+        hint: "",
+    })?;
+    let profile = crate::kernel::resolve(&release)
+        .map(|p| p.release.to_string())
+        .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+    let nproc = crate::bench::nproc() as u32;
+    let mut trace = ScenarioTrace {
+        format: "reuseport-lab-scenario".into(),
+        version: 1,
+        scenario: c.name.into(),
+        recorded: crate::record::rfc3339(SystemTime::now()),
+        command: std::env::args()
+            .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replacen(
+                &std::env::args().next().unwrap_or_default(),
+                "reuseport-agent",
+                1,
+            ),
+        agent: env!("CARGO_PKG_VERSION").into(),
+        kernel: KernelInfo { release, profile },
+        nproc,
+        scale,
+        runs: Vec::new(),
+        skipped: Vec::new(),
+    };
+    run_variants(args, c, &ids, scale, &mut trace)?;
+    let mut text = serde_json::to_string(&trace).expect("the trace serializes");
+    text.push('\n');
+    let value: serde_json::Value = serde_json::from_str(&text).expect("just written");
+    let problems = schema_problems(&value);
+    match &args.output {
+        Some(p) => std::fs::write(p, text).map_err(|source| ScenarioError::Output {
+            path: p.display().to_string(),
+            source,
+        })?,
+        None => out
+            .write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|source| ScenarioError::Output {
+                path: "standard output".into(),
+                source,
+            })?,
+    }
+    if !problems.is_empty() {
+        // Written anyway (the measurements are not lost): the schema and
+        // the simulator's report have drifted apart.
+        return Err(ScenarioError::Invalid(format!(
+            "the trace was written but breaks public/traces/schema/scenario-v1.schema.json (has the simulator's report changed?): {}",
+            problems.join("; ")
+        )));
+    }
+    Ok(trace)
+}
+
+#[cfg(target_os = "linux")]
+fn run_variants(
+    args: &ScenarioArgs,
+    c: &'static Curated,
+    ids: &[&'static str],
+    scale: f64,
+    trace: &mut ScenarioTrace,
+) -> Result<(), ScenarioError> {
+    let _signals = crate::fork::Signals::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+        .map_err(linux::setup)?;
+    for &id in ids {
+        if let Some(reason) = cannot_run(c, id) {
+            crate::note!("scenario {} {id}: skipped: {reason}", c.name);
+            trace.skipped.push(Skipped {
+                variant: id.into(),
+                reason,
+            });
+            continue;
+        }
+        let v = c.variant(id).expect("checked");
+        let (s, adapted) = adapt(
+            &c.with(v),
+            trace.nproc,
+            &trace.kernel.profile,
+            scale,
+            args.seed,
+        );
+        s.clone()
+            .check()
+            .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+        let procs = args.client_procs.unwrap_or_else(|| trace.nproc.clamp(1, 4));
+        let r = linux::run_one(&s, procs, std::time::Duration::from_secs(args.timeout))?;
+        let report = build_report(&s, &r.measured);
+        let shares: Vec<String> = report
+            .workers
+            .iter()
+            .map(|w| w.accepts.to_string())
+            .collect();
+        crate::note!(
+            "scenario {} {id}: {:.2} s, {} of {} connections done, accepts {}, request p50 {:.0} us p99 {:.0} us{}",
+            c.name,
+            r.seconds,
+            report.outcomes.done,
+            s.connections,
+            shares.join(","),
+            report.request_latency.p50_us,
+            report.request_latency.p99_us,
+            r.stopped.map(|s| format!(" (stopped: {s})")).unwrap_or_default()
+        );
+        trace.runs.push(Run {
+            variant: id.into(),
+            scenario: s,
+            adapted,
+            seconds: r.seconds,
+            complete: r.stopped.is_none() && !r.measured.partial,
+            stopped: r.stopped.map(str::to_string),
+            measured: serde_json::to_value(&report).expect("the report serializes"),
+            arrivals_us: r
+                .measured
+                .conns
+                .iter()
+                .map(|c| (c.start as f64 / 1e3).round())
+                .collect(),
+            notes: r.notes,
+        });
+        if r.stopped == Some("interrupted") {
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_variants(
+    _: &ScenarioArgs,
+    _: &'static Curated,
+    _: &[&'static str],
+    _: f64,
+    _: &mut ScenarioTrace,
+) -> Result<(), ScenarioError> {
+    Err(ScenarioError::NotLinux)
+}
