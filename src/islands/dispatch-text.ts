@@ -6,6 +6,8 @@ import type { StructureText } from '../scene/dispatch/structure';
 import { LOOKUP_TEXT_EN, type LookupText } from '../render/dispatch/lookup';
 import type { ExplainCardText } from '../render/explain-card';
 import type { Fairness } from '../scene/dispatch/stats';
+import type { TourStep } from '../scene/dispatch/tour';
+import type { WorkerState } from '../scene/dispatch/workers';
 
 /** The presets, named after what they teach. */
 export type PresetId = 'workers' | 'closeOne' | 'fewClients' | 'many' | 'wildcard' | 'reservoir' | 'bpfCpu';
@@ -32,7 +34,85 @@ export function nowView(sim: DispatchSim, playing: boolean, offscreen: boolean):
   return { playing, offscreen, udp: sim.opts.proto === 'udp', listening: s.listening, group: s.selection === 'group', port: s.port, clients: sim.clients.length, kernel: sim.opts.kernel, program: sim.opts.program !== null };
 }
 
+/** What the tour says about the scene now (plain data from the model's record of one SYN). */
+export interface TourFacts {
+  udp: boolean;
+  kernel: string;
+  /** How the slot was picked: by the hash (reciprocal_scale), by a BPF program, or by the reservoir scan (no socks[]). */
+  pick: 'hash' | 'program' | 'reservoir';
+  hashHex: string;
+  /** reciprocal_scale's N (listening members). */
+  n: number;
+  productHex: string;
+  slot: number | null;
+  maxSocks: number | null;
+  /** The chosen listener's label ("L3"), or null for none. */
+  listener: string | null;
+  /** Connections waiting in the chosen listener's queue. */
+  queue: number;
+  /** The normal worker's rate as a multiple of its fair share. */
+  headroom: number;
+  /** The stalled worker the last step is about, its queue, and whether the tour stalled it. */
+  stalled: string | null;
+  stalledQueue: number;
+  tourStalled: boolean;
+}
+
+/** The {@link TourFacts} of a scene, for the SYN the tour is about. */
+export function tourFacts(sim: DispatchSim, e: DispatchEvent | undefined, stalled: number | null, tourStalled: boolean): TourFacts {
+  const s = sim.summary();
+  const ex = e?.explain ?? null;
+  const p = ex?.pick;
+  return {
+    udp: sim.opts.proto === 'udp',
+    kernel: sim.opts.kernel,
+    pick: s.selection !== 'group' ? 'reservoir' : p?.kind === 'program' ? 'program' : 'hash',
+    hashHex: ex ? ex.hash.hashHex : '',
+    n: p?.kind === 'by_hash' ? p.numSocks : s.listening,
+    productHex: p?.kind === 'by_hash' ? p.productHex : '',
+    slot: ex?.slot ?? null,
+    maxSocks: s.maxSocks,
+    listener: e?.listener == null ? null : `L${e.listener}`,
+    queue: e?.listener == null ? 0 : Math.floor(sim.queue[e.listener] ?? 0),
+    headroom: sim.workerHeadroom,
+    stalled: stalled === null ? null : `L${stalled}`,
+    stalledQueue: stalled === null ? 0 : Math.floor(sim.queue[stalled] ?? 0),
+    tourStalled,
+  };
+}
+
+/** Facts for a step's heading alone (the headings read none). */
+const NO_FACTS: TourFacts = { udp: false, kernel: '', pick: 'hash', hashHex: '', n: 0, productHex: '', slot: null, maxSocks: null, listener: null, queue: 0, headroom: 1.2, stalled: null, stalledQueue: 0, tourStalled: false };
+
 export interface DispatchText {
+  /** The tour: its button, its parts, and what each step says. */
+  tour: string;
+  tourTitle: string;
+  tourStep: (i: number, n: number) => string;
+  tourNext: string;
+  tourBack: string;
+  tourClose: string;
+  tourDone: string;
+  /** A step's heading, and what it says about the scene now. */
+  tourStepTitle: (step: TourStep) => string;
+  tourSays: (step: TourStep, f: TourFacts) => string;
+  /** The stall toggle of a listener's worker (its accessible name; aria-pressed says whether it is stalled). */
+  stallWorker: (label: string) => string;
+  /** The word beside a stalled worker's listener in the scene. */
+  stalledWord: string;
+  serviceRate: string;
+  serviceRateHint: string;
+  setRate: string;
+  stallToggle: string;
+  resumeToggle: string;
+  serviceRateBad: string;
+  /** A `rates` attribute or URL value that was refused. */
+  ratesBad: (given: string, lo: number, hi: number, max: number, entry: number, bad: string) => string;
+  workersHeading: string;
+  workersHead: [string, string, string, string, string];
+  workersCaption: (shown: number, all: number) => string;
+  /** A worker's service rate in the workers table. */
+  rateOf: (w: WorkerState) => string;
   settings: string;
   presetsLegend: string;
   presets: Record<PresetId, string>;
@@ -99,7 +179,7 @@ export interface DispatchText {
   remap: (r: Remap, listening: number) => string;
   movedCaption: (n: number, cap: number) => string;
   movedHead: [string, string, string];
-  figures: (f: Fairness, dropped: number, closed: number, inFlight: number, ratio: string) => [string, string][];
+  figures: (f: Fairness, dropped: number, closed: number, inFlight: number, ratio: string, longest: { label: string; queue: number } | null) => [string, string][];
   headline: (e: DispatchEvent, mark: string) => string;
   belongsTo: (e: DispatchEvent) => string;
   notDelivered: string;
@@ -144,7 +224,55 @@ function enNow(v: NowView): string {
   return `${state}${v.clients} clients send ${pkt}s to ${v.listening} listeners sharing port ${v.port}: for each ${pkt}, ${pick}, and that slot's listener takes it.`;
 }
 
+function enTour(step: TourStep, f: TourFacts): [string, string] {
+  const pkt = f.udp ? 'datagram' : 'SYN';
+  const L = f.listener ?? 'no listener';
+  switch (step) {
+    case 'hash':
+      return ['The hash', `The kernel hashes each ${pkt}'s 4-tuple (source address and port, destination address and port) with a secret drawn at boot. The result is a 32-bit number: this ${pkt}'s is 0x${f.hashHex}, marked on the range from 0 to 2³².`];
+    case 'slot':
+      if (f.pick === 'reservoir') return ['No slot: the reservoir scan', `Kernel ${f.kernel} has no slots: it walks the listeners in chain order and keeps one by hash (reservoir sampling), so the range has no bands.`];
+      if (f.pick === 'program') return ['The slot, from a program', `A BPF program attached to the group returns the slot itself (slot ${f.slot ?? 'none'} for this ${pkt}); the hash does not pick. The inspector below shows what the program returned.`];
+      return ['The slot: reciprocal_scale', `reciprocal_scale(hash, N) multiplies the hash by N, the number of listening sockets, and keeps the top 32 bits: 0x${f.hashHex} × ${f.n} = 0x${f.productHex}, >> 32 = ${f.slot}. That cuts the range into ${f.n} equal bands, and this hash lies in band ${f.slot}.`];
+    case 'socks':
+      if (f.pick === 'reservoir') return ['No socks[] yet', `Before kernel 4.6 there is no socks[] array: the listeners sit on a chain, and #i is a position on it. ${L} was kept for this ${pkt}.`];
+      return ['socks[]', `The group keeps its listening sockets in an array, socks[], in the order they joined: ${f.n} of ${f.maxSocks} slots are used. Slot ${f.slot} holds ${L}. Closing a member moves the last one into the freed slot, and N shrinks by one, which is why a close moves so many flows.`];
+    case 'listener':
+      return ['The chosen listener', `${L} takes the ${pkt}. Every ${pkt} with the same 4-tuple hashes to the same value, so this client's connections all land on ${L} until the group or the secret changes. The kernel never looks at how busy ${L} is.`];
+    case 'queue':
+      return ['The accept queue', `After the handshake the connection waits in ${L}'s accept queue (the grey bar, ${f.queue} waiting now) until its worker calls accept(). Here each worker takes ${f.headroom} times its fair share of arrivals per second, times its service rate (Settings).`];
+    default:
+      return [
+        'A stalled worker',
+        `${f.stalled ?? L}'s worker is stalled${f.tourStalled ? ' (the tour stalled it, and resumes it when the tour closes)' : ''}: it accepts nothing. The hash keeps sending it its share, so its queue grows for as long as it is stalled (${f.stalledQueue} waiting; the striped bar, and its label reads ×0). In the kernel a full queue drops the SYN and counts it in ListenOverflows; this widget draws no limit.`,
+      ];
+  }
+}
+
 const en: DispatchText = {
+  tour: 'Take the tour',
+  tourTitle: 'Tour of the scene',
+  tourStep: (i, n) => `Step ${i} of ${n}`,
+  tourNext: 'Next',
+  tourBack: 'Back',
+  tourClose: 'Close the tour',
+  tourDone: 'Done',
+  tourStepTitle: (step) => enTour(step, NO_FACTS)[0],
+  tourSays: (step, f) => enTour(step, f)[1],
+  stallWorker: (l) => `Stall worker ${l}`,
+  stalledWord: 'stalled',
+  serviceRate: 'Service rate (× normal)',
+  serviceRateHint: '0.1 to 4 for the listener chosen above; 1 accepts 1.2 times its fair share.',
+  setRate: 'Set rate',
+  stallToggle: 'Stall worker',
+  resumeToggle: 'Resume worker',
+  serviceRateBad: 'Service rate: give a number from 0.1 to 4.',
+  ratesBad: (given, lo, hi, max, entry, bad) =>
+    `${given} was not used: rates takes up to ${max} numbers from ${lo} to ${hi}, separated by commas (${entry ? `entry ${entry}, "${bad}", is not one` : `it has ${bad} entries`}); every worker keeps the normal rate.`,
+  workersHeading: 'Workers',
+  workersHead: ['worker', 'rate', 'sent', 'accepted', 'queued'],
+  workersCaption: (shown, all) => `Per listener: connections the hash sent it, its worker accepted, and waiting in its queue${shown < all ? ` (${shown} of ${all}: the first in slot order, and every stalled or slowed one)` : ''}.`,
+  rateOf: (w) => (w.stalled ? 'stalled' : w.rate === 1 ? 'normal' : `×${w.rate}`),
   settings: 'Settings',
   presetsLegend: 'Presets (each restarts the run)',
   presets: { workers: '8 workers', closeOne: 'close one', fewClients: 'few clients', many: '130 listeners', wildcard: 'wildcard vs specific', reservoir: '3.9 reservoir', bpfCpu: 'BPF by CPU' },
@@ -219,12 +347,13 @@ const en: DispatchText = {
       : `${r.what}: ${r.moved.length} of ${r.total} client flows now land on another listener (the model's answers for the same flows before and after; moved clients are ringed in black).`,
   movedCaption: (n, cap) => `${n} moved flow${n === 1 ? '' : 's'}${n > cap ? ` (first ${cap} shown)` : ''}`,
   movedHead: ['client', 'before', 'after'],
-  figures: (fr, dropped, closed, inFlight, ratio) => [
+  figures: (fr, dropped, closed, inFlight, ratio, longest) => [
     ['Dispatched', `${fr.total + dropped + closed}${dropped || closed ? ` (${[closed ? `${closed} to closed listeners` : '', dropped ? `${dropped} to no socket` : ''].filter(Boolean).join(', ')})` : ''}`],
     ['Uniform expectation', `${fr.expected.toFixed(1)} per listener`],
     ['Max / min', ratio],
     ['Jain’s index', fr.jain === null ? 'n/a' : fr.jain.toFixed(4)],
     ['In flight', String(inFlight)],
+    ['Longest queue', longest ? `${longest.label}: ${longest.queue}` : '0'],
   ],
   headline: (e, m) => `Event ${e.seq}: ${e.kind} at ${e.t.toFixed(3)} s, ${e.note}. Listener mark: ${m}.`,
   belongsTo: (e) => `This ${e.kind} belongs to connection ${e.conn}; the record below is its SYN's dispatch.`,
@@ -249,6 +378,7 @@ const en: DispatchText = {
     hashReservoir: 'Hash (reservoir, no bands)',
     noSocks: 'no socks[] yet',
     listeners: 'Listeners · accept queue',
+    stalled: '×0',
   },
   lookup: LOOKUP_TEXT_EN,
   card: { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' },
@@ -274,6 +404,8 @@ function zhSummary(sim: DispatchSim): string {
     `迄今 ${sim.conns} 个${o.proto === 'udp' ? '数据报' : '连接'}，${inflight} 个在途`,
   ];
   if (sim.dropped) parts.push(`${sim.dropped} 个没有找到套接字`);
+  const odd = sim.unusualWorkers();
+  if (odd.length) parts.push(odd.map((w) => `工作进程 L${w.listener} ${w.stalled ? '卡住' : `以 ${w.rate} 倍速率服务`}，队列中 ${Math.floor(w.queue)} 个，已接受 ${Math.floor(w.accepted)} 个`).join('，'));
   if (sim.lastRemap) parts.push(s.listening === 0 ? `${zhWhat(sim.lastRemap)}：已没有监听套接字，全部 ${sim.lastRemap.total} 个流无处可去` : `${zhWhat(sim.lastRemap)}：${sim.lastRemap.total} 个流中有 ${sim.lastRemap.moved.length} 个改落到另一个监听套接字`);
   return `${parts.join('；')}。`;
 }
@@ -304,7 +436,55 @@ function zhNow(v: NowView): string {
   return `${state}${v.clients} 个客户端向共享端口 ${v.port} 的 ${v.listening} 个监听套接字发送 ${pkt}：对每个 ${pkt}，${pick}，由该槽位的监听套接字接收。`;
 }
 
+function zhTour(step: TourStep, f: TourFacts): [string, string] {
+  const pkt = f.udp ? '数据报' : 'SYN';
+  const L = f.listener ?? '（没有监听套接字）';
+  switch (step) {
+    case 'hash':
+      return ['哈希', `内核用开机时随机生成的密钥，对每个 ${pkt} 的四元组（源地址、源端口、目的地址、目的端口）计算哈希，得到一个 32 位整数。这个 ${pkt} 的哈希是 0x${f.hashHex}，标在 0 到 2³² 的范围上。`];
+    case 'slot':
+      if (f.pick === 'reservoir') return ['没有槽位：蓄水池扫描', `内核 ${f.kernel} 还没有槽位：它按链表顺序遍历各监听套接字，按哈希保留其中一个（蓄水池抽样），所以哈希范围不分段。`];
+      if (f.pick === 'program') return ['由程序给出槽位', `组上挂载的 BPF 程序直接返回槽位（这个 ${pkt} 是槽位 ${f.slot ?? '无'}），哈希不参与选择。程序返回了什么，见下方检查器。`];
+      return ['槽位：reciprocal_scale', `reciprocal_scale(hash, N) 把哈希乘以 N（正在监听的套接字数），取结果的高 32 位：0x${f.hashHex} × ${f.n} = 0x${f.productHex}，>> 32 = ${f.slot}。这相当于把哈希范围等分成 ${f.n} 段（从 0 起编号），这个哈希落在编号为 ${f.slot} 的那一段。`];
+    case 'socks':
+      if (f.pick === 'reservoir') return ['还没有 socks[]', `4.6 之前的内核没有 socks[] 数组：监听套接字挂在一条链表上，#i 表示链表中的位置。这个 ${pkt} 最终留给了 ${L}。`];
+      return ['socks[]', `组把正在监听的套接字按加入顺序存放在数组 socks[] 中：${f.maxSocks} 个槽位用了 ${f.n} 个。槽位 ${f.slot} 里是 ${L}。关闭一个成员时，最后一个成员会移进空出的槽位，N 也减一，所以一次关闭会让很多流换到别的监听套接字。`];
+    case 'listener':
+      return ['选中的监听套接字', `这个 ${pkt} 交给 ${L}。四元组相同的 ${pkt} 哈希值也相同，所以只要组和密钥不变，这个客户端的连接都会落到 ${L}。内核从不考虑 ${L} 有多忙。`];
+    case 'queue':
+      return ['全连接队列', `三次握手完成后，连接进入 ${L} 的全连接队列（灰色条），等它的工作进程调用 accept() 取走；现在有 ${f.queue} 个在等。这里每个工作进程每秒取走的连接数，是它公平份额的 ${f.headroom} 倍再乘以它的服务速率（见“设置”）。`];
+    default:
+      return [
+        '卡住的工作进程',
+        `${f.stalled ?? L} 的工作进程卡住了${f.tourStalled ? '（是导览把它卡住的，关闭导览时会恢复）' : ''}，一个连接也不接受。哈希照样把它那一份连接送过来，所以只要它还卡着，队列就一直变长（现有 ${f.stalledQueue} 个在等：条纹条，标签写着“卡住”）。真实内核里，队列满了以后新的 SYN 会被丢弃，并计入 ListenOverflows；这个组件没有画出这个上限。`,
+      ];
+  }
+}
+
 const zh: DispatchText = {
+  tour: '开始导览',
+  tourTitle: '场景导览',
+  tourStep: (i, n) => `第 ${i} 步，共 ${n} 步`,
+  tourNext: '下一步',
+  tourBack: '上一步',
+  tourClose: '关闭导览',
+  tourDone: '完成',
+  tourStepTitle: (step) => zhTour(step, NO_FACTS)[0],
+  tourSays: (step, f) => zhTour(step, f)[1],
+  stallWorker: (l) => `卡住工作进程 ${l}`,
+  stalledWord: '卡住',
+  serviceRate: '服务速率（正常值的倍数）',
+  serviceRateHint: '对上面选中的监听套接字设置 0.1 到 4；1 表示每秒接受其公平份额的 1.2 倍。',
+  setRate: '设置速率',
+  stallToggle: '卡住工作进程',
+  resumeToggle: '恢复工作进程',
+  serviceRateBad: '服务速率：请输入 0.1 到 4 之间的数。',
+  ratesBad: (given, lo, hi, max, entry, bad) =>
+    `${given} 未被采用：rates 最多接受 ${max} 个 ${lo} 到 ${hi} 之间的数，以逗号分隔（${entry ? `第 ${entry} 项“${bad}”不符合` : `实际有 ${bad} 项`}）；所有工作进程保持正常速率。`,
+  workersHeading: '工作进程',
+  workersHead: ['工作进程', '速率', '分到', '已接受', '排队中'],
+  workersCaption: (shown, all) => `每个监听套接字：哈希分给它的连接数、其工作进程已接受的连接数、队列中等待的连接数${shown < all ? `（显示 ${all} 个中的 ${shown} 个：按槽位顺序的前若干个，以及所有卡住或减速的）` : ''}。`,
+  rateOf: (w) => (w.stalled ? '卡住' : w.rate === 1 ? '正常' : `${w.rate} 倍`),
   settings: '设置',
   presetsLegend: '预设（每个都会重新开始运行）',
   presets: { workers: '8 个工作进程', closeOne: '关闭一个', fewClients: '少量客户端', many: '130 个监听套接字', wildcard: '通配地址与指定地址', reservoir: '3.9 蓄水池', bpfCpu: '按 CPU 的 BPF' },
@@ -379,12 +559,13 @@ const zh: DispatchText = {
       : `${zhWhat(r)}：${r.total} 个客户端流中有 ${r.moved.length} 个改落到另一个监听套接字（依据模型对同一批流在修改前后的回答；移动的客户端以黑框标出）。`,
   movedCaption: (n, cap) => `${n} 个移动的流${n > cap ? `（仅显示前 ${cap} 个）` : ''}`,
   movedHead: ['客户端', '修改前', '修改后'],
-  figures: (fr, dropped, closed, inFlight, ratio) => [
+  figures: (fr, dropped, closed, inFlight, ratio, longest) => [
     ['已分发', `${fr.total + dropped + closed}${dropped || closed ? `（${[closed ? `${closed} 个发往已关闭的监听套接字` : '', dropped ? `${dropped} 个没有套接字` : ''].filter(Boolean).join('，')}）` : ''}`],
     ['均匀分布期望', `每个监听套接字 ${fr.expected.toFixed(1)} 个`],
     ['最大 / 最小', ratio],
     ['Jain 指数', fr.jain === null ? '不适用' : fr.jain.toFixed(4)],
     ['在途', String(inFlight)],
+    ['最长队列', longest ? `${longest.label}：${longest.queue}` : '0'],
   ],
   headline: (e, m) => `第 ${e.seq} 个事件：${e.kind}，时间 ${e.t.toFixed(3)} 秒，${e.note}。监听套接字标记：${m}。`,
   belongsTo: (e) => `此 ${e.kind} 属于第 ${e.conn} 个连接；下面的记录是其 SYN 的分发过程。`,
@@ -409,6 +590,7 @@ const zh: DispatchText = {
     hashReservoir: '哈希（蓄水池，不分段）',
     noSocks: '尚无 socks[]',
     listeners: '监听套接字 · 全连接队列',
+    stalled: '卡住',
   },
   lookup: {
     table: (i, c) => `表 ${i}：${c}`,

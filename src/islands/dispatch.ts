@@ -27,10 +27,12 @@ import { KIND_SHAPE, KINDS, listenerMark } from '../scene/dispatch/palette';
 import { bootSecret, hex32, parseHex32 } from '../scene/dispatch/rng';
 import { DispatchSim, KIND_OF_CODE, newFrame, type SimOptions } from '../scene/dispatch/sim';
 import { fairness } from '../scene/dispatch/stats';
-import { markerText, structure, type Structure } from '../scene/dispatch/structure';
+import { markerText, structure, type RowView, type Structure } from '../scene/dispatch/structure';
 import { addrAnyPlan, groupPlan, hostPacket, lookupView, type HostPlan, type LookupScene, type LookupView } from '../scene/dispatch/lookup';
 import { renderLookup } from '../render/dispatch/lookup';
-import { dispatchText, nowView, type PresetId } from './dispatch-text';
+import { dispatchText, nowView, tourFacts, type PresetId } from './dispatch-text';
+import { formatRates, parseRates, RATE_BOUNDS } from '../scene/dispatch/workers';
+import { queueBarMax, ROW_PARTS, TOUR_STEP_IDS, tourSpot, type TourStep } from '../scene/dispatch/tour';
 
 type LookupModule = typeof import('../model/lookup');
 
@@ -62,6 +64,12 @@ export interface DispatchOptions {
   compact?: boolean;
   /** Events kept in the event list. @default 20000 */
   logMax?: number;
+  /**
+   * Each worker's service rate as a multiple of the normal one (entry i for
+   * listener i, from 0.1 to 4); workers past the list keep 1. The normal rate
+   * accepts 1.2 times the worker's fair share of arrivals. @default []
+   */
+  rates?: number[];
 }
 
 let uid = 0;
@@ -75,6 +83,8 @@ const SPEEDS = [0.1, 0.25, 0.5, 1, 2, 4];
 export const LIMITS = { listeners: 1024, clients: 5000, rate: 2000 } as const;
 /** Moved flows listed under the scene (all of them are ringed in it). */
 const MOVED_LIST = 100;
+/** Workers listed in the workers table in slot order (stalled and slowed ones are always listed too). */
+const WORKER_ROWS = 64;
 /** How far from a packet (CSS pixels) a click still picks it. */
 const HIT_RADIUS = 12;
 
@@ -132,6 +142,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     cpus: options.cpus ?? 4,
     program: null,
     clientList: null,
+    rates: (options.rates ?? []).slice(0, LIMITS.listeners),
   };
   let speed = options.speed ?? 1;
   const sim = new DispatchSim(opts, options.logMax ?? 20000);
@@ -160,10 +171,21 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   speedSel.selectAll('option').data(SPEEDS).join('option').attr('value', (d) => String(d)).text((d) => `${d}×`);
   speedSel.property('value', String(SPEEDS.includes(speed) ? speed : 1));
   speed = Number(speedSel.property('value'));
+  const tourBtn = bar.append('button').attr('type', 'button').attr('class', 'rl-dv-tour-btn').attr('aria-controls', f('tour')).attr('aria-expanded', 'false').text(t.tour);
   const settingsBtn = bar.append('button').attr('type', 'button').attr('class', 'rl-dv-settings-btn').attr('aria-expanded', 'false').attr('aria-controls', f('settings')).text(t.settings);
   const now = root.append('p').attr('class', 'rl-dv-now').attr('aria-live', 'polite').attr('id', f('now'));
   // What the last add or close did to the flows, under the sentence (the moved clients are ringed in the scene).
   const remapLine = root.append('p').attr('class', 'rl-dv-remap').attr('aria-live', 'polite');
+  // The guided tour: in the flow above the scene while open, gone (hidden) when closed, so closing leaves the layout as it was.
+  const tourBox = root.append('section').attr('class', 'rl-dv-tour').attr('id', f('tour')).attr('hidden', '').attr('aria-labelledby', f('tour-h'));
+  const tourHead = tourBox.append('div').attr('class', 'rl-dv-tour-head');
+  tourHead.append('h2').attr('id', f('tour-h')).text(t.tourTitle);
+  const tourCount = tourHead.append('span').attr('class', 'rl-dv-tour-count');
+  const tourText = tourBox.append('div').attr('class', 'rl-dv-tour-text').attr('tabindex', '-1').attr('aria-live', 'polite').attr('id', f('tour-text'));
+  const tourNav = tourBox.append('div').attr('class', 'rl-dv-tour-nav');
+  const tourBack = tourNav.append('button').attr('type', 'button').text(t.tourBack);
+  const tourNext = tourNav.append('button').attr('type', 'button').attr('class', 'rl-primary').text(t.tourNext);
+  const tourClose = tourNav.append('button').attr('type', 'button').attr('class', 'rl-dv-tour-close').text(t.tourClose);
 
   const layout = root.append('div').attr('class', 'rl-dv-layout');
   const stage = layout.append('div').attr('class', 'rl-dv-stage').attr('role', 'group').attr('aria-label', t.stage);
@@ -172,6 +194,9 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   // The focused packet's numbers (and its listener lookup when that panel is open), in words under the scene.
   const stageLine = stage.append('p').attr('class', 'rl-dv-stage-line');
   const stageLookup = stage.append('p').attr('class', 'rl-dv-stage-lookup');
+  // A stall toggle beside each listener (when the rows have room for one), and the tour's highlight, over the scene.
+  const stalls = stage.append('div').attr('class', 'rl-dv-stalls');
+  const spot = stage.append('div').attr('class', 'rl-dv-spot').attr('hidden', '').attr('aria-hidden', 'true');
   const legend = stage.append('ul').attr('class', 'rl-dv-legend').attr('aria-label', t.shapes);
   legend
     .selectAll('li')
@@ -204,6 +229,10 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const cpuIn = field(liveFs, 'pin', 'SO_INCOMING_CPU').append('input').attr('id', f('pin')).attr('type', 'number').attr('min', 0).property('value', '0');
   const pinBtn = liveFs.append('button').attr('type', 'button').text(t.setCpu);
   const unpinBtn = liveFs.append('button').attr('type', 'button').text(t.clearCpu);
+  const rateField = field(liveFs, 'srate', t.serviceRate, t.serviceRateHint);
+  const srateIn = rateField.append('input').attr('id', f('srate')).attr('type', 'number').attr('min', RATE_BOUNDS.lo).attr('max', RATE_BOUNDS.hi).attr('step', 0.1).attr('aria-describedby', f('srate-hint')).property('value', '1');
+  const setRateBtn = liveFs.append('button').attr('type', 'button').text(t.setRate);
+  const stallSetBtn = liveFs.append('button').attr('type', 'button').attr('aria-pressed', 'false').text(t.stallToggle);
   const secretIn = field(liveFs, 'secret', t.secret).append('input').attr('id', f('secret')).attr('spellcheck', 'false').property('value', hex32(opts.secret));
   const setSecretBtn = liveFs.append('button').attr('type', 'button').text(t.setSecret);
   const bootBtn = liveFs.append('button').attr('type', 'button').text(t.newBoot);
@@ -258,6 +287,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const chartBox = side.append('div').attr('class', 'rl-dv-chartbox');
   const chart = new Chart(chartBox.node()!);
   const figures = side.append('dl').attr('class', 'rl-dv-figures');
+  side.append('h2').attr('class', 'rl-dv-workers-h').text(t.workersHeading);
+  const workersBox = side.append('div').attr('class', 'rl-dv-workers').attr('tabindex', '0').attr('role', 'region').attr('aria-label', t.workersHeading);
+  const workersTable = workersBox.append('table').attr('class', 'rl-table');
+  const workersCaption = workersTable.append('caption');
+  workersTable.append('thead').append('tr').selectAll('th').data(t.workersHead).join('th').attr('scope', 'col').text((d) => d);
+  const workersBody = workersTable.append('tbody');
 
   // ---- Below the scene ---------------------------------------------------------------------------
   const movedBox = root.append('details').attr('class', 'rl-dv-moved').property('hidden', true);
@@ -312,12 +347,14 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const pixels = new Pixels();
   const ctx = canvas.node()!.getContext('2d');
   const QUEUE_WORD = pixelWord('#555555');
+  const STALLED_WORD = pixelWord('#a00000');
 
   const setError = (msg: string) => errors.text(msg);
   const refusedText = (r: Refused): string => {
     const given = `${r.name}=${r.value.length > 32 ? `${r.value.slice(0, 32)}…` : r.value}`;
     if (r.rule === 'int') return t.wholeNumber(given, r.lo, r.hi);
     if (r.rule === 'hex32') return `${given}: ${t.secretBad}`;
+    if (r.rule === 'rates') return t.ratesBad(given, r.lo, r.hi, r.max, r.entry, r.bad);
     return t.badSetting(given, r.allowed.length > 8 ? `${r.allowed.slice(0, 8).join(', ')}, …` : r.allowed.join(', '));
   };
   if (refused.length) {
@@ -333,6 +370,50 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     overlay.draw(struct, box, cssW, cssH);
     overlay.slide(null, box, struct.rows.length);
     closeSel.selectAll('option').data(sim.rows).join('option').attr('value', (d) => String(d)).text((d) => `L${d}`);
+    drawStalls();
+    showWorkerSetting();
+  };
+
+  /** Whether the scene has room for a stall button beside each listener (else the Settings panel has the toggle). */
+  const stallButtonsFit = () => struct.rows.length > 0 && struct.rows.length <= 32 && box.height / struct.rows.length >= 26;
+  const drawStalls = () => {
+    const fit = stallButtonsFit();
+    const rh = box.height / Math.max(1, struct.rows.length);
+    // At least 24 px square (WCAG 2.5.8), two pixels clear of the next row's.
+    const size = Math.min(28, Math.max(24, rh - 4));
+    const x = px(box, COL.listener) + ROW_PARTS.stall;
+    stalls
+      .selectAll<HTMLButtonElement, RowView>('button')
+      .data(fit ? struct.rows : [], (d) => String(d.listener))
+      .join((e) => {
+        const b = e.append('button').attr('type', 'button').attr('class', 'rl-dv-stall');
+        b.append('span').attr('class', 'rl-dv-stall-icon').attr('aria-hidden', 'true');
+        return b;
+      })
+      .attr('data-listener', (d) => d.listener)
+      .attr('aria-label', (d) => t.stallWorker(d.label))
+      .attr('title', (d) => t.stallWorker(d.label))
+      .attr('aria-pressed', (d) => String(d.stalled))
+      .style('left', `${x}px`)
+      .style('top', (d) => `${py(box, d.y) - size / 2}px`)
+      .style('width', '28px')
+      .style('height', `${size}px`);
+  };
+  /** Toggles listener `l`'s worker between stalled and working. */
+  const toggleStall = (l: number) => {
+    if (!sim.rows.includes(l)) return;
+    sim.setStalled(l, !sim.worker(l).stalled);
+    refreshStructure();
+    drawSide();
+    describe();
+    if (tourAt !== null) showTour();
+  };
+  /** The Settings panel's worker controls follow the listener chosen there. */
+  const showWorkerSetting = () => {
+    const l = Number(closeSel.property('value'));
+    const w = sim.rows.includes(l) ? sim.worker(l) : { rate: 1, stalled: false };
+    srateIn.property('value', String(w.rate));
+    stallSetBtn.attr('aria-pressed', String(w.stalled)).text(w.stalled ? t.resumeToggle : t.stallToggle);
   };
 
   const describe = () => {
@@ -375,6 +456,8 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     box = { left: 12, top: 44, width: w * 0.86, height: h - 56 };
     overlay.draw(struct, box, w, h);
     overlay.marker(markerFor(), box);
+    drawStalls();
+    placeSpot();
   };
 
   const eventCells = (e: DispatchEvent) => [
@@ -427,11 +510,39 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     });
   };
 
+  /** Rows of the workers table: the first {@link WORKER_ROWS} in slot order, then every stalled or slowed one. */
+  const drawWorkers = () => {
+    const shown = struct.rows.filter((r, i) => i < WORKER_ROWS || r.stalled || r.tag !== '');
+    workersCaption.text(t.workersCaption(shown.length, struct.rows.length));
+    workersBody
+      .selectAll<HTMLTableRowElement, RowView>('tr')
+      .data(shown, (d) => String(d.listener))
+      .join((e) => {
+        const tr = e.append('tr');
+        tr.append('th').attr('scope', 'row');
+        for (let k = 0; k < 4; k++) tr.append('td');
+        return tr;
+      })
+      .classed('rl-dv-stalled', (d) => d.stalled)
+      .each(function (d) {
+        const cells = (this as HTMLTableRowElement).cells;
+        const vals = [d.label, t.rateOf(sim.worker(d.listener)), String(sim.counts[d.listener] ?? 0), String(Math.floor(sim.accepted[d.listener] ?? 0)), String(Math.floor(sim.queue[d.listener] ?? 0))];
+        vals.forEach((v, k) => {
+          if (cells[k]!.textContent !== v) cells[k]!.textContent = v;
+        });
+      });
+  };
   const drawSide = () => {
     const bars = struct.rows.map((r) => ({ label: r.label, count: sim.counts[r.listener] ?? 0, colour: r.colour, hollow: r.fill === 'hollow' }));
     const fr = fairness(bars.map((b) => b.count));
     chart.draw(bars, fr, t.chartLabel);
-    const items = t.figures(fr, sim.dropped, sim.closedCounts, sim.particles.inFlight(sim.time), fmtRatio(fr.maxMinRatio));
+    let longest: { label: string; queue: number } | null = null;
+    for (const r of struct.rows) {
+      const q = Math.floor(sim.queue[r.listener] ?? 0);
+      if (q > 0 && (!longest || q > longest.queue)) longest = { label: r.label, queue: q };
+    }
+    drawWorkers();
+    const items = t.figures(fr, sim.dropped, sim.closedCounts, sim.particles.inFlight(sim.time), fmtRatio(fr.maxMinRatio), longest);
     figures.selectAll('div').data(items).join((e) => {
       const d = e.append('div');
       d.append('dt');
@@ -652,6 +763,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   };
 
   const restart = (): boolean => {
+    if (tourAt !== null) closeTour(false);
     setError('');
     lesson = null;
     const next = readForm();
@@ -734,6 +846,162 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     on(this as HTMLElement, 'click', () => applyPreset(d));
   });
 
+  // ---- Workers: stall toggles in the scene and in Settings, service rates in Settings -----------------
+  on(stalls.node()!, 'click', (ev) => {
+    const b = (ev.target as HTMLElement).closest<HTMLButtonElement>('button.rl-dv-stall');
+    if (b) toggleStall(Number(b.dataset.listener));
+  });
+  on(stallSetBtn.node()!, 'click', () => {
+    toggleStall(Number(closeSel.property('value')));
+    showWorkerSetting();
+  });
+  on(closeSel.node()!, 'change', showWorkerSetting);
+  on(setRateBtn.node()!, 'click', () => {
+    const l = Number(closeSel.property('value'));
+    const v = Number(srateIn.property('value'));
+    if (!(v >= RATE_BOUNDS.lo && v <= RATE_BOUNDS.hi)) {
+      setError(t.serviceRateBad);
+      return;
+    }
+    if (!sim.rows.includes(l)) return;
+    setError('');
+    sim.setRate(l, Math.round(v * 100) / 100);
+    refreshStructure();
+    drawSide();
+    describe();
+  });
+
+  // ---- The guided tour -------------------------------------------------------------------------
+  /** The step shown (index into TOUR_STEP_IDS), or null when the tour is closed. */
+  let tourAt: number | null = null;
+  let tourWasPlaying = false;
+  /** The SYN (or datagram) the tour talks about. */
+  let tourSeq: number | null = null;
+  /** The listener whose worker the tour stalled (resumed when the tour closes). */
+  let tourStalled: number | null = null;
+  const tourEvent = () => (tourSeq === null ? undefined : sim.log.get(tourSeq));
+  /** The stalled worker the last step is about: the tour's listener if stalled, else the first stalled one. */
+  const stalledListener = (): number | null => {
+    const l = tourEvent()?.listener;
+    if (l != null && sim.rows.includes(l) && sim.worker(l).stalled) return l;
+    return sim.rows.find((r) => sim.worker(r).stalled) ?? null;
+  };
+  const placeSpot = () => {
+    if (tourAt === null) {
+      spot.property('hidden', true);
+      return;
+    }
+    const step = TOUR_STEP_IDS[tourAt]!;
+    const l = tourEvent()?.listener;
+    const st = stalledListener();
+    const r = tourSpot(step, { box, width: cssW, rows: struct.rows.length, row: l == null ? -1 : sim.rowOf(l), stalledRow: st === null ? -1 : sim.rowOf(st), stallButtons: stallButtonsFit() });
+    spot.property('hidden', false).attr('data-part', step).style('left', `${r.x}px`).style('top', `${r.y}px`).style('width', `${r.w}px`).style('height', `${r.h}px`);
+  };
+  /** Brings the tour's words and the highlighted part into view together when they are not (a phone has room for both below the top bar). */
+  const revealTour = () => {
+    const box = tourBox.node() as HTMLElement;
+    const sp = spot.node() as HTMLElement;
+    if (typeof box.scrollIntoView !== 'function') return;
+    const behavior: ScrollBehavior = reduced ? 'auto' : 'instant';
+    const seen = (n: HTMLElement) => {
+      const r = n.getBoundingClientRect();
+      return r.top >= 0 && r.bottom <= innerHeight;
+    };
+    if (seen(box) && seen(sp)) return;
+    box.scrollIntoView({ block: 'start', behavior });
+    if (!seen(sp)) sp.scrollIntoView({ block: 'nearest', behavior });
+  };
+  const showTour = () => {
+    if (tourAt === null) return;
+    const step: TourStep = TOUR_STEP_IDS[tourAt]!;
+    const st = stalledListener();
+    const says = { title: t.tourStepTitle(step), text: t.tourSays(step, tourFacts(sim, tourEvent(), st, tourStalled !== null && st === tourStalled)) };
+    tourCount.text(t.tourStep(tourAt + 1, TOUR_STEP_IDS.length));
+    tourBox.attr('data-step', step);
+    tourText.selectAll('*').remove();
+    tourText.append('p').attr('class', 'rl-dv-tour-title').text(says.title);
+    tourText.append('p').text(says.text);
+    tourBack.attr('aria-disabled', String(tourAt === 0));
+    tourNext.text(tourAt === TOUR_STEP_IDS.length - 1 ? t.tourDone : t.tourNext);
+    placeSpot();
+  };
+  /** Goes to step `i`: the last step stalls the chosen listener's worker (when none is stalled) and runs the scene on a few seconds so its queue grows. */
+  const goTour = (i: number) => {
+    tourAt = Math.max(0, Math.min(TOUR_STEP_IDS.length - 1, i));
+    if (TOUR_STEP_IDS[tourAt] === 'stalled' && stalledListener() === null) {
+      const l = tourEvent()?.listener;
+      if (l != null && sim.rows.includes(l)) {
+        sim.setStalled(l, true);
+        tourStalled = l;
+        for (let k = 0; k < 80; k++) sim.advance(0.1, true);
+        refreshStructure();
+        drawTable(true);
+        drawSide();
+        describe();
+      }
+    }
+    showTour();
+    revealTour();
+  };
+  const openTour = () => {
+    tourWasPlaying = playing;
+    if (playing) setPlaying(false);
+    lesson = null;
+    // A SYN (or datagram) to talk about: the focused one, else the newest in the list, else the next ones.
+    let e = focusedEvent();
+    if (!e || !selected(e) || !e.explain) {
+      const last = sim.log.last();
+      e = last ? sim.log.window(last.seq, 60).reverse().find((x) => selected(x) && x.explain) : undefined;
+    }
+    for (let k = 0; k < 8 && (!e || !selected(e) || !e.explain); k++) e = sim.log.stepForward(() => sim.nextConnection()) ?? undefined;
+    tourSeq = e?.seq ?? null;
+    if (e) {
+      focus = { seq: e.seq, start: performance.now() };
+      inspect(e.seq);
+      drawTable(true);
+      drawSide();
+    }
+    tourBox.property('hidden', false);
+    tourBtn.attr('aria-expanded', 'true');
+    goTour(0);
+    describe();
+    (tourText.node() as HTMLElement).focus({ preventScroll: true });
+  };
+  /** Closes the tour: the box and the highlight go, a worker the tour stalled resumes, focus returns to the tour button. */
+  const closeTour = (returnFocus = true) => {
+    if (tourAt === null) return;
+    tourAt = null;
+    tourBox.property('hidden', true).attr('data-step', null);
+    spot.property('hidden', true);
+    tourBtn.attr('aria-expanded', 'false');
+    if (tourStalled !== null && sim.worker(tourStalled).stalled) {
+      sim.setStalled(tourStalled, false);
+      refreshStructure();
+      drawSide();
+    }
+    tourStalled = null;
+    tourSeq = null;
+    describe();
+    if (returnFocus) (tourBtn.node() as HTMLElement).focus();
+    if (returnFocus && tourWasPlaying && !reduced) setPlaying(true);
+  };
+  on(tourBtn.node()!, 'click', () => (tourAt === null ? openTour() : closeTour()));
+  on(tourNext.node()!, 'click', () => {
+    if (tourAt === null) return;
+    if (tourAt >= TOUR_STEP_IDS.length - 1) closeTour();
+    else goTour(tourAt + 1);
+  });
+  on(tourBack.node()!, 'click', () => {
+    if (tourAt !== null && tourAt > 0) goTour(tourAt - 1);
+  });
+  on(tourClose.node()!, 'click', () => closeTour());
+  on(root.node()!, 'keydown', (ev) => {
+    if (ev.key === 'Escape' && tourAt !== null) {
+      ev.preventDefault();
+      closeTour();
+    }
+  });
+
   on(settingsBtn.node()!, 'click', () => {
     const open = settingsBtn.attr('aria-expanded') !== 'true';
     settingsBtn.attr('aria-expanded', String(open));
@@ -802,10 +1070,21 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     stampClients(pixels, box, COL.client, sim.clientListener, 6);
     sim.frame(frameBuf);
     stampPackets(pixels, frameBuf, box, 3);
+    // Accept queues: 3 px a connection, scaled down together when the longest would not fit (a stalled worker's keeps growing); a stalled worker's queue is striped dark red.
     const rh = box.height / Math.max(1, struct.rows.length);
+    const qx = px(box, COL.listener) + ROW_PARTS.queue;
+    const qmax = queueBarMax(cssW, px(box, COL.listener));
+    let longest = 0;
+    for (const r of struct.rows) longest = Math.max(longest, sim.queue[r.listener] ?? 0);
+    const perConn = Math.min(3, qmax / Math.max(1, longest));
     for (const r of struct.rows) {
       const q = sim.queue[r.listener] ?? 0;
-      if (q >= 0.5) pixels.rect(px(box, COL.listener) + 70, py(box, sim.listenerY(r.listener)) - Math.max(0.5, rh * 0.3), Math.min(box.width * 0.2, q * 3), Math.max(1, rh * 0.6), QUEUE_WORD);
+      if (q < 0.5) continue;
+      const y = py(box, sim.listenerY(r.listener)) - Math.max(0.5, rh * 0.3);
+      const h = Math.max(1, rh * 0.6);
+      const len = Math.max(1, Math.min(qmax, q * perConn));
+      if (!r.stalled) pixels.rect(qx, y, len, h, QUEUE_WORD);
+      else for (let sx = 0; sx < len; sx += 4) pixels.rect(qx + sx, y, Math.min(3, len - sx), h, STALLED_WORD);
     }
     stampMoved(pixels, box, COL.client, sim.clientListener.length, movedNow(), 6);
     pixels.blit(ctx);
@@ -895,6 +1174,8 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   provideSettings(el, () => {
     const o = sim.opts;
     const out: Record<string, string | boolean> = { kernel: o.kernel, proto: o.proto, listeners: String(o.listeners), clients: String(o.clients), rate: String(o.rate), speed: String(speed), seed: String(o.seed), secret: hex32(o.secret), cpus: String(o.cpus), wildcard: o.wildcard };
+    const rates = formatRates(o.rates ?? []);
+    if (rates) out.rates = rates;
     if (options.compact) out.compact = true;
     if (options.autoplay === false) out.autoplay = 'false';
     return out;
@@ -927,7 +1208,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
 
 
 /** A setting that was refused when read: its name and value as given, and the rule it broke. */
-type Refused = { name: string; value: string } & ({ rule: 'int'; lo: number; hi: number } | { rule: 'one-of'; allowed: string[] } | { rule: 'hex32' });
+type Refused = { name: string; value: string } & ({ rule: 'int'; lo: number; hi: number } | { rule: 'one-of'; allowed: string[] } | { rule: 'hex32' } | { rule: 'rates'; lo: number; hi: number; max: number; entry: number; bad: string });
 
 /**
  * Options from attributes, then (with the `from-url` attribute) from the page
@@ -959,6 +1240,13 @@ export function readDispatch(el: HTMLElement): DispatchOptions & { refused: Refu
   if (secretText !== null && secret === undefined) refused.push({ name: 'secret', value: secretText, rule: 'hex32' });
   const speed = get('speed');
   const bind = oneOf('bind', ['specific', 'wildcard']);
+  const ratesText = get('rates');
+  let rates: number[] | undefined;
+  if (ratesText !== null) {
+    const r = parseRates(ratesText, LIMITS.listeners);
+    if ('rates' in r) rates = r.rates;
+    else refused.push({ name: 'rates', value: ratesText, rule: 'rates', lo: RATE_BOUNDS.lo, hi: RATE_BOUNDS.hi, max: LIMITS.listeners, entry: r.error.entry, bad: r.error.value });
+  }
   return {
     // The kernel is checked against the model's profiles when it has loaded (mount).
     kernel: get('kernel') ?? undefined,
@@ -973,16 +1261,17 @@ export function readDispatch(el: HTMLElement): DispatchOptions & { refused: Refu
     cpus: int('cpus', 1, 64),
     autoplay: oneOf('autoplay', ['true', 'false']) !== 'false',
     compact: el.hasAttribute('compact'),
+    rates,
     refused,
   };
 }
 
 /**
  * `<reuseport-dispatch kernel="6.18" proto="tcp" listeners="8" clients="200" rate="40" speed="1" seed="1"
- * secret="0x..." wildcard cpus="4" autoplay="false" from-url>`; `from-url` lets the page's query
+ * secret="0x..." wildcard cpus="4" rates="1,1,0.5" autoplay="false" from-url>`; `from-url` lets the page's query
  * (?kernel=6.18&listeners=8&bind=wildcard…) override the attributes.
  */
-export const ReuseportDispatchElement = islandElement(mount, readDispatch, ['kernel', 'proto', 'listeners', 'clients', 'rate', 'speed', 'seed', 'secret', 'wildcard', 'cpus', 'autoplay', 'compact', 'lang']);
+export const ReuseportDispatchElement = islandElement(mount, readDispatch, ['kernel', 'proto', 'listeners', 'clients', 'rate', 'speed', 'seed', 'secret', 'wildcard', 'cpus', 'autoplay', 'compact', 'rates', 'lang']);
 
 /** Registers `<reuseport-dispatch>` once. */
 export function defineDispatchElement(): void {

@@ -145,7 +145,7 @@ export class Overlay {
       .selectAll('g')
       .data(dense ? s.rows.filter((d) => d.index % every === 0) : s.rows, (d) => String((d as RowView).listener))
       .join('g')
-      .attr('class', 'rl-dv-row')
+      .attr('class', (d) => (d.stalled ? 'rl-dv-row rl-dv-stalled' : 'rl-dv-row'))
       .attr('data-slot', (d) => d.index)
       .attr('data-listener', (d) => d.listener)
       .attr('transform', (d) => `translate(0,${py(b, d.y)})`);
@@ -165,7 +165,7 @@ export class Overlay {
       .attr('x', px(b, COL.listener) + 20)
       .attr('dy', '0.35em')
       .attr('class', 'rl-dv-listener-label rl-dv-label')
-      .text((d) => `${d.label}${d.incomingCpu >= 0 ? ` cpu${d.incomingCpu}` : ''}`);
+      .text((d) => `${d.label}${d.incomingCpu >= 0 ? ` cpu${d.incomingCpu}` : ''}${d.tag ? ` ${d.tag}` : ''}`);
   }
 
   /**

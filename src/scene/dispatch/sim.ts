@@ -14,6 +14,7 @@ import { EventLog, type DispatchEvent } from './events';
 import { COL, clientY, hashToY, along } from './layout';
 import type { PacketKind } from './palette';
 import { bootSecret, hex32, mix32, Rng } from './rng';
+import { drainQueues, type WorkerState } from './workers';
 
 /** What describes a run. Same options, same run. */
 export interface SimOptions {
@@ -40,6 +41,11 @@ export interface SimOptions {
   program: Program | null;
   /** SO_INCOMING_CPU settings at start. */
   incomingCpu?: CpuPin[];
+  /**
+   * Service rate of each worker (entry i for listener i) as a multiple of the
+   * normal rate; workers past the list keep 1. Workload, not kernel. @default []
+   */
+  rates?: number[];
 }
 
 /** Simulated seconds a packet takes. */
@@ -211,6 +217,10 @@ export class DispatchSim {
   dropped = 0;
   /** Accept queue length per listener (connections established, not yet accepted by its worker). */
   queue: number[] = [];
+  /** Connections each listener's worker has accepted (taken off its queue), indexed by listener. */
+  accepted: number[] = [];
+  /** Workers stalled now (they accept nothing), by listener. */
+  stalled: boolean[] = [];
   /** Listener number per row (listening members in slot order; chain order in the reservoir era). */
   rows: number[] = [];
   /** Row centre (y) per listener: rows sit at their slot at once, so the scene never shows a gap or two rows in one place. */
@@ -277,6 +287,8 @@ export class DispatchSim {
     this.#carry = 0;
     this.counts = [];
     this.queue = [];
+    this.accepted = [];
+    this.stalled = [];
     this.dropped = 0;
     this.closedCounts = 0;
     this.slide = null;
@@ -334,6 +346,7 @@ export class DispatchSim {
     }
     while (this.counts.length < n) this.counts.push(0);
     while (this.queue.length < n) this.queue.push(0);
+    while (this.accepted.length < n) this.accepted.push(0);
     this.rows.forEach((l, i) => {
       this.rowTarget[l] = (i + 0.5) / this.rows.length;
       this.rowY[l] = this.rowTarget[l]!;
@@ -478,6 +491,34 @@ export class DispatchSim {
     return evs;
   }
 
+  /** The listening members whose worker is stalled or not at the normal rate, in slot order, with their queue and accepts. */
+  unusualWorkers(): { listener: number; rate: number; stalled: boolean; queue: number; accepted: number }[] {
+    const out = [];
+    for (const l of this.rows) {
+      const w = this.worker(l);
+      if (w.stalled || w.rate !== 1) out.push({ listener: l, ...w, queue: this.queue[l] ?? 0, accepted: this.accepted[l] ?? 0 });
+    }
+    return out;
+  }
+
+  /** Listener `l`'s worker: its service rate and whether it is stalled. */
+  worker(l: number): WorkerState {
+    return { rate: this.opts.rates?.[l] ?? 1, stalled: this.stalled[l] === true };
+  }
+
+  /** Stalls or resumes listener `l`'s worker (a stalled worker accepts nothing; the hash keeps sending it connections). */
+  setStalled(l: number, stalled: boolean): void {
+    this.stalled[l] = stalled;
+  }
+
+  /** Sets listener `l`'s worker's service rate (a multiple of the normal rate). */
+  setRate(l: number, rate: number): void {
+    const r = [...(this.opts.rates ?? [])];
+    while (r.length <= l) r.push(1);
+    r[l] = rate;
+    this.opts.rates = r;
+  }
+
   /** Advances simulated time by `dt` seconds: new connections at the rate, arrivals, workers. */
   advance(dt: number, snapRows = false): void {
     if (dt > 0) {
@@ -493,9 +534,7 @@ export class DispatchSim {
     this.particles.sweep(this.time, (kind, l) => {
       if (l >= 0 && (kind === 'ACK' || kind === 'UDP')) this.queue[l] = (this.queue[l] ?? 0) + 1;
     });
-    const listening = Math.max(1, this.rows.length);
-    const drain = ((this.opts.rate * this.workerHeadroom) / listening) * dt;
-    for (const l of this.rows) this.queue[l] = Math.max(0, (this.queue[l] ?? 0) - drain);
+    if (dt > 0) drainQueues(this.queue, this.accepted, this.rows, this.opts.rate, this.workerHeadroom, (l) => this.worker(l), dt);
     // The slide of a closed slot is drawn in wall-clock time by the widget (animateRows), not in simulated time.
     if (snapRows) this.snapRows();
   }
@@ -606,6 +645,8 @@ export class DispatchSim {
       `${this.conns} ${o.proto === 'udp' ? 'datagrams' : 'connections'} so far, ${inflight} in flight`,
     ];
     if (this.dropped) parts.push(`${this.dropped} reached no socket`);
+    const odd = this.unusualWorkers();
+    if (odd.length) parts.push(odd.map((w) => `worker L${w.listener} ${w.stalled ? 'stalled' : `at ${w.rate}× rate`}, ${Math.floor(w.queue)} queued, ${Math.floor(w.accepted)} accepted`).join(', '));
     if (this.lastRemap) parts.push(`${this.lastRemap.what}: ${remapPhrase(this.lastRemap, s.listening)}`);
     return `${parts.join('; ')}.`;
   }

@@ -6,6 +6,7 @@ import type { Explain, SelectionPath } from '../../model/index';
 import { say, type Lang } from '../../model/messages';
 import { listenerMark, type FillStyle } from './palette';
 import type { DispatchSim } from './sim';
+import { workerTag } from './workers';
 
 export interface RowView {
   listener: number;
@@ -20,6 +21,9 @@ export interface RowView {
   count: number;
   /** SO_INCOMING_CPU, -1 unset. */
   incomingCpu: number;
+  /** Its worker's state tag: "" (normal rate), "×0.5", or the word for stalled. */
+  tag: string;
+  stalled: boolean;
 }
 
 export interface Structure {
@@ -45,6 +49,8 @@ export interface StructureText {
   hashReservoir: string;
   noSocks: string;
   listeners: string;
+  /** The word beside a stalled worker's listener. */
+  stalled: string;
 }
 
 const EN: StructureText = {
@@ -53,6 +59,7 @@ const EN: StructureText = {
   hashReservoir: 'Hash (reservoir, no bands)',
   noSocks: 'no socks[] yet',
   listeners: 'Listeners · accept queue',
+  stalled: '×0',
 };
 
 export function structure(sim: DispatchSim, t: StructureText = EN): Structure {
@@ -60,7 +67,7 @@ export function structure(sim: DispatchSim, t: StructureText = EN): Structure {
   const members = sim.group.members();
   const rows = sim.rows.map((l, i) => {
     const m = listenerMark(l);
-    return { listener: l, index: i, label: m.label, colour: m.colour, fill: m.fill, y: sim.listenerY(l), queue: sim.queue[l] ?? 0, count: sim.counts[l] ?? 0, incomingCpu: members[l]?.incomingCpu ?? -1 };
+    return { listener: l, index: i, label: m.label, colour: m.colour, fill: m.fill, y: sim.listenerY(l), queue: sim.queue[l] ?? 0, count: sim.counts[l] ?? 0, incomingCpu: members[l]?.incomingCpu ?? -1, tag: workerTag(sim.worker(l), t.stalled), stalled: sim.worker(l).stalled };
   });
   const group = s.selection === 'group';
   return {
