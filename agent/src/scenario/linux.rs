@@ -681,11 +681,17 @@ struct ClientPlan<'a> {
     port: u16,
     gate: RawFd,
     gate_write: RawFd,
+    /// Pinned to this CPU (the CPU-steered variants: on loopback a SYN is
+    /// received on the sending client's CPU).
+    pin: Option<u32>,
 }
 
 /// A client process: opens its share of the connections at their times,
 /// sends the requests, times the answers. Never returns.
 fn client_main(p: ClientPlan, sh: &Shared, lay: Layout) -> ! {
+    if let Some(cpu) = p.pin {
+        pin_to(cpu);
+    }
     // SAFETY: closing the write end we hold, then waiting at the gate.
     unsafe {
         libc::close(p.gate_write);
@@ -1133,7 +1139,12 @@ pub(super) fn run_one(
         listeners.clear();
     }
 
-    // Clients, held at the gate.
+    // Clients, held at the gate; for the CPU-steered variants pinned round
+    // robin, so the SYNs' CPUs are spread as the simulator draws them.
+    let steered = matches!(
+        model,
+        AcceptModel::ReuseportIncomingCpu | AcceptModel::ReuseportBpfCpu
+    );
     let (gate_r, gate_w) = crate::fork::pipe().map_err(setup)?;
     for k in 0..procs as usize {
         let cp = ClientPlan {
@@ -1145,6 +1156,7 @@ pub(super) fn run_one(
             port,
             gate: gate_r.as_raw_fd(),
             gate_write: gate_w.as_raw_fd(),
+            pin: steered.then_some(k as u32 % nproc),
         };
         let sh = &sh;
         children
@@ -1311,7 +1323,7 @@ pub(super) fn run_one(
         AcceptModel::ReuseportIncomingCpu | AcceptModel::ReuseportBpfCpu
     ) {
         notes.push(format!(
-            "worker w pinned to CPU w % {nproc}; clients not pinned"
+            "worker w pinned to CPU w % {nproc}; client process k pinned to CPU k % {nproc} (a loopback SYN is received on its sender's CPU; connection i is sent by client process i % {procs})"
         ));
     } else {
         notes.push("workers not pinned: the scheduler places them (the simulator keeps worker w on CPU w % cpus)".into());
