@@ -748,3 +748,87 @@ fn run_variants(
 ) -> Result<(), ScenarioError> {
     Err(ScenarioError::NotLinux)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scenario for more CPUs than the machine has keeps its load per CPU:
+    /// the rate falls in proportion, and `--scale` moves the events with
+    /// the connection count.
+    #[test]
+    fn adapting_keeps_the_load_per_cpu_and_scales_events() {
+        let c = Curated::named("stalled-worker").unwrap();
+        let (s, notes) = adapt(&c.base(), 2, "6.18", 0.5, Some(7));
+        assert_eq!(s.cpus, 2);
+        assert_eq!(
+            s.arrivals,
+            Arrivals::Poisson {
+                rate_per_sec: 2000.0
+            }
+        );
+        assert_eq!(s.connections, 6000);
+        assert_eq!(s.seed, 7);
+        assert!(matches!(
+            s.events[0],
+            Event::Stall { at_us, for_us, .. } if at_us == 500_000.0 && for_us == 750_000.0
+        ));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        // Already small: at least 12 connections (or all of them) are kept.
+        let six = Curated::named("six-connections").unwrap();
+        assert_eq!(adapt(&six.base(), 2, "6.18", 0.01, None).0.connections, 6);
+    }
+
+    /// The measured report accounts for every connection once, and its
+    /// series has the scenario's bucket count.
+    #[test]
+    fn a_measured_report_accounts_for_every_connection_once() {
+        let c = Curated::named("six-connections").unwrap();
+        let s = c.base();
+        let ms = 1_000_000;
+        let conn = |i: u64, worker: Option<u32>, outcome| ConnRecord {
+            start: (i + 1) * 100 * ms,
+            connected: (i + 1) * 100 * ms + 50_000,
+            accepted: if worker.is_some() {
+                (i + 1) * 100 * ms + 80_000
+            } else {
+                0
+            },
+            worker,
+            outcome,
+            local: true,
+        };
+        let m = Measured {
+            conns: vec![
+                conn(0, Some(0), ConnOutcome::Done),
+                conn(1, Some(1), ConnOutcome::Done),
+                conn(2, Some(2), ConnOutcome::Open),
+                conn(3, None, ConnOutcome::Open),
+                conn(4, None, ConnOutcome::Reset),
+                ConnRecord::default(),
+            ],
+            requests: (0..6)
+                .map(|i| ((i + 1) * 100 * ms, (i + 1) * 100 * ms + 1_200_000))
+                .collect(),
+            workers: vec![[1, 1, 2_000_000, 0], [1, 1, 2_000_000, 0], [1, 0, 0, 0]],
+            listeners: Vec::new(),
+            syn_drops: 0,
+            migrated: 0,
+            partial: true,
+            end: 700 * ms,
+        };
+        let r = build_report(&s, &m);
+        let o = r.outcomes;
+        assert_eq!(o.arrived, 5, "the one never started is not counted");
+        assert_eq!(
+            o.done + o.in_service + o.queued + o.retrying + o.reset + o.failed,
+            o.arrived
+        );
+        assert_eq!((o.done, o.in_service, o.queued, o.reset), (2, 1, 1, 1));
+        assert_eq!(r.series.accepts.len(), s.buckets as usize);
+        assert_eq!(r.request_latency.count, 3);
+        assert_eq!(r.accept_latency.count, 3);
+        assert_eq!(r.workers[0].cpu_share, 0.5);
+        assert!(r.listener_worker.is_empty());
+    }
+}
