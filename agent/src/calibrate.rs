@@ -562,6 +562,10 @@ pub fn run(args: &CalibrateArgs, mut err: impl Write) -> Result<Calibration, Cal
     }
     let (fitted, saturated_runs): (Vec<&Recorded>, Vec<&Recorded>) =
         runs.iter().partition(|r| !saturated(r));
+    let saturated_ids: Vec<String> = saturated_runs
+        .iter()
+        .map(|r| format!("{}/{}", r.scenario, r.variant))
+        .collect();
     let mut left_out = left_out;
     for r in &saturated_runs {
         left_out.push(format!(
@@ -595,8 +599,12 @@ pub fn run(args: &CalibrateArgs, mut err: impl Write) -> Result<Calibration, Cal
                 a.latency_distance * 100.0
             ));
         }
+        let id = format!("{}/{}", a.scenario, a.variant);
+        if !why.is_empty() && saturated_ids.contains(&id) {
+            why.push("this run saturated the machine (left out of the fit): the kernel's figures there include the CPU of the load generator on the same CPUs and the scheduler's time slices, which the simulator does not model".into());
+        }
         if !why.is_empty() {
-            disagrees.push(format!("{}/{}: {}", a.scenario, a.variant, why.join("; ")));
+            disagrees.push(format!("{id}: {}", why.join("; ")));
         }
     }
     let unit = cost(&params);
