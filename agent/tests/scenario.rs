@@ -61,18 +61,17 @@ fn accepts(run: &Value) -> Vec<u64> {
         .collect()
 }
 
-#[test]
-fn six_idle_connections_go_round_robin_with_blocking_accept_and_all_to_one_with_epollexclusive() {
-    let _l = lock();
+/// Runs six-connections with two variants; the trace.
+fn six(variants: [&str; 2]) -> Value {
     let out = tmp("six.json");
     let run = Command::new(BIN)
         .args([
             "scenario",
             "six-connections",
             "--variant",
-            "blocking",
+            variants[0],
             "--variant",
-            "epoll-exclusive",
+            variants[1],
             "--timeout",
             "20",
             "-o",
@@ -85,6 +84,41 @@ fn six_idle_connections_go_round_robin_with_blocking_accept_and_all_to_one_with_
     assert_eq!(run.status.code(), Some(0), "stderr: {stderr}");
     let t: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     std::fs::remove_file(&out).ok();
+    t
+}
+
+/// The slowest accept or answer of a run, in microseconds.
+fn slowest(run: &Value) -> f64 {
+    let m = &run["measured"];
+    let max = |k: &str| m[k]["maxUs"].as_f64().unwrap();
+    max("acceptLatency").max(max("requestLatency"))
+}
+
+#[test]
+fn six_idle_connections_go_round_robin_with_blocking_accept_and_all_to_one_with_epollexclusive() {
+    let _l = lock();
+    // The facts are about idle workers: each connection (100 ms apart) is
+    // accepted long before the next arrives. On a machine so busy that an
+    // accept or an answer takes 50 ms that is not so, and the run is
+    // repeated (at most three times), saying why.
+    let mut t = Value::Null;
+    for attempt in 1..=3 {
+        t = six(["blocking", "epoll-exclusive"]);
+        let slowest = t["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(slowest)
+            .fold(0.0, f64::max);
+        if slowest < 50_000.0 {
+            break;
+        }
+        assert!(
+            attempt < 3,
+            "three runs in a row had an accept or an answer take {slowest:.0} us (the connections are 100 ms apart): this machine is too busy for the workers to be idle, which is what the test is about"
+        );
+        eprintln!("attempt {attempt}: an accept or an answer took {slowest:.0} us, the workers were not idle; running again");
+    }
     assert_eq!(schema_problems(&t), Vec::<String>::new());
     let runs = t["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
