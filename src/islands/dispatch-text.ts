@@ -81,9 +81,6 @@ export function tourFacts(sim: DispatchSim, e: DispatchEvent | undefined, stalle
   };
 }
 
-/** Facts for a step's heading alone (the headings read none). */
-const NO_FACTS: TourFacts = { udp: false, kernel: '', pick: 'hash', hashHex: '', n: 0, productHex: '', slot: null, maxSocks: null, listener: null, queue: 0, headroom: 1.2, stalled: null, stalledQueue: 0, tourStalled: false };
-
 export interface DispatchText {
   /** The tour: its button, its parts, and what each step says. */
   tour: string;
@@ -94,7 +91,7 @@ export interface DispatchText {
   tourClose: string;
   tourDone: string;
   /** A step's heading, and what it says about the scene now. */
-  tourStepTitle: (step: TourStep) => string;
+  tourStepTitle: (step: TourStep, f: TourFacts) => string;
   tourSays: (step: TourStep, f: TourFacts) => string;
   /** The stall toggle of a listener's worker (its accessible name; aria-pressed says whether it is stalled). */
   stallWorker: (label: string) => string;
@@ -257,7 +254,7 @@ const en: DispatchText = {
   tourBack: 'Back',
   tourClose: 'Close the tour',
   tourDone: 'Done',
-  tourStepTitle: (step) => enTour(step, NO_FACTS)[0],
+  tourStepTitle: (step, f) => enTour(step, f)[0],
   tourSays: (step, f) => enTour(step, f)[1],
   stallWorker: (l) => `Stall worker ${l}`,
   stalledWord: 'stalled',
@@ -469,7 +466,7 @@ const zh: DispatchText = {
   tourBack: '上一步',
   tourClose: '关闭导览',
   tourDone: '完成',
-  tourStepTitle: (step) => zhTour(step, NO_FACTS)[0],
+  tourStepTitle: (step, f) => zhTour(step, f)[0],
   tourSays: (step, f) => zhTour(step, f)[1],
   stallWorker: (l) => `卡住工作进程 ${l}`,
   stalledWord: '卡住',

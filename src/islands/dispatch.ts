@@ -894,7 +894,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     const step = TOUR_STEP_IDS[tourAt]!;
     const l = tourEvent()?.listener;
     const st = stalledListener();
-    const r = tourSpot(step, { box, width: cssW, rows: struct.rows.length, row: l == null ? -1 : sim.rowOf(l), stalledRow: st === null ? -1 : sim.rowOf(st), stallButtons: stallButtonsFit() });
+    const r = tourSpot(step, { box, width: cssW, rows: struct.rows.length, row: l == null ? -1 : sim.rowOf(l), stalledRow: st === null ? -1 : sim.rowOf(st), stallButtons: stallButtonsFit(), reservoir: struct.selection !== 'group' });
     spot.property('hidden', false).attr('data-part', step).style('left', `${r.x}px`).style('top', `${r.y}px`).style('width', `${r.w}px`).style('height', `${r.h}px`);
   };
   /** Brings the tour's words and the highlighted part into view together when they are not (a phone has room for both below the top bar). */
@@ -915,7 +915,8 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     if (tourAt === null) return;
     const step: TourStep = TOUR_STEP_IDS[tourAt]!;
     const st = stalledListener();
-    const says = { title: t.tourStepTitle(step), text: t.tourSays(step, tourFacts(sim, tourEvent(), st, tourStalled !== null && st === tourStalled)) };
+    const facts = tourFacts(sim, tourEvent(), st, tourStalled !== null && st === tourStalled);
+    const says = { title: t.tourStepTitle(step, facts), text: t.tourSays(step, facts) };
     tourCount.text(t.tourStep(tourAt + 1, TOUR_STEP_IDS.length));
     tourBox.attr('data-step', step);
     tourText.selectAll('*').remove();

@@ -179,9 +179,11 @@ test('clicking a packet in flight opens its record', async ({ page }) => {
   await page.getByRole('button', { name: 'Pause' }).click();
   const target = await page.evaluate(() => {
     type P = { x: number; y: number; seq: number };
-    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[] } }).__dispatch;
+    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[]; columns: () => Record<string, number> } }).__dispatch;
     const ps = d.packets();
-    return ps.find((p) => ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > 12)) ?? null;
+    // Not under a stall toggle (they sit over the last stretch of the path into each listener).
+    const clear = (p: P) => p.x < d.columns().listener! - 48;
+    return ps.find((p) => clear(p) && ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > 12)) ?? null;
   });
   expect(target).not.toBeNull();
   await page.locator('.rl-dv-canvas').click({ position: { x: target!.x, y: target!.y } });
@@ -582,9 +584,10 @@ test('a click within 12 px of a packet picks it', async ({ page }) => {
   await page.getByRole('button', { name: 'Pause' }).click();
   const target = await page.evaluate(() => {
     type P = { x: number; y: number; seq: number };
-    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[] } }).__dispatch;
+    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[]; columns: () => Record<string, number> } }).__dispatch;
     const ps = d.packets();
-    return ps.find((p) => p.x > 40 && ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > 30)) ?? null;
+    // Not under a stall toggle (they sit over the last stretch of the path into each listener).
+    return ps.find((p) => p.x > 40 && p.x < d.columns().listener! - 60 && ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > 30)) ?? null;
   });
   expect(target).not.toBeNull();
   await page.locator('.rl-dv-canvas').click({ position: { x: target!.x + 11, y: target!.y } });

@@ -121,6 +121,9 @@ describe('the tour', () => {
     const rowBottom = rowTop + box.height / 8;
     const covers = (r: { x: number; y: number; w: number; h: number }, x: number, y0 = rowTop, y1 = rowBottom) => r.x <= x && x <= r.x + r.w && r.y <= y0 + 0.01 && y1 - 0.01 <= r.y + r.h;
     expect(covers(tourSpot('hash', input), X(COL.hash), box.top, box.top + box.height)).toBe(true);
+    const narrow = { ...input, box: { left: 12, top: 44, width: 308, height: 314 }, width: 358 };
+    const h = tourSpot('hash', narrow);
+    expect(h.x + h.w, 'on a phone the hash stops short of socks[]').toBeLessThan(12 + COL.slot * 308 - 14);
     const slot = tourSpot('slot', input);
     expect(covers(slot, X(COL.hash)) && covers(slot, X(COL.slot))).toBe(true);
     expect(slot.h).toBeCloseTo(box.height / 8);
@@ -143,7 +146,7 @@ describe('the tour', () => {
     expect(DISPATCH_TEXT.zh.tourSays('slot', f)).toContain(`0x${e.hashHex} × 8 = 0x${p.productHex}，>> 32 = ${p.scaled}`);
     for (const step of TOUR_STEP_IDS)
       for (const t of [DISPATCH_TEXT.en, DISPATCH_TEXT.zh]) {
-        expect(t.tourStepTitle(step).length).toBeGreaterThan(0);
+        expect(t.tourStepTitle(step, f).length).toBeGreaterThan(0);
         expect(t.tourSays(step, f)).not.toMatch(/undefined|null|NaN/);
       }
     sim.dispose();
@@ -155,6 +158,7 @@ describe('the tour', () => {
     const f = tourFacts(sim, e, null, false);
     expect(f.pick).toBe('reservoir');
     expect(DISPATCH_TEXT.en.tourSays('slot', f)).toContain('reservoir sampling');
+    expect(DISPATCH_TEXT.en.tourStepTitle('slot', f)).toBe('No slot: the reservoir scan');
     expect(DISPATCH_TEXT.zh.tourSays('socks', f)).toContain('没有 socks[]');
     sim.dispose();
   });

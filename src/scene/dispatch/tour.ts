@@ -45,6 +45,8 @@ export interface SpotInput {
   stalledRow: number;
   /** The scene draws a stall button beside each listener. */
   stallButtons: boolean;
+  /** The reservoir era (no bands, no socks[]): the slot step shows the whole hash range. */
+  reservoir?: boolean;
 }
 
 /** Longest accept-queue bar, CSS pixels, in a scene `width` wide whose listener column starts at `x`. */
@@ -71,14 +73,15 @@ export function tourSpot(step: TourStep, s: SpotInput): Spot {
   let y: [number, number];
   switch (step) {
     case 'hash':
+      // The axis labels on the left, the marker's hash on the right, short of socks[] on a narrow scene.
       x0 = X(COL.hash) - 56;
-      x1 = X(COL.hash) + 84;
+      x1 = Math.min(X(COL.hash) + 84, X(COL.slot) - 20);
       y = [top - 4, bottom + 4];
       break;
     case 'slot':
       x0 = X(COL.hash) - 10;
       x1 = X(COL.slot) + 16;
-      y = strip(s.row);
+      y = s.reservoir ? [top - 4, bottom + 4] : strip(s.row);
       break;
     case 'socks':
       x0 = X(COL.slot) - 32;
