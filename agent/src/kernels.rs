@@ -1489,6 +1489,8 @@ pub fn run(
         move |source| KernelsError::Io { what, source }
     };
     fs::create_dir_all(&cache).map_err(io(&cache.display().to_string()))?;
+    // Absolute: cpio runs in another directory, and QEMU is given file paths.
+    let cache = fs::canonicalize(&cache).map_err(io(&cache.display().to_string()))?;
     let runs = cache.join("runs");
     let _ = fs::create_dir_all(&runs);
 
