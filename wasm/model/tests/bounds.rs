@@ -68,3 +68,32 @@ fn a_million_member_chain_builds_and_past_the_bound_is_refused() {
         }
     }
 }
+
+/// Large layouts (issue: 32,768 sockets took 8.3 s, 100,000 took over 100 s):
+/// the bind bucket is indexed by address and by what the conflict rules
+/// read, so these build at once; the answers are the same as for a small
+/// layout of the same shape.
+#[test]
+fn a_full_group_on_one_address_and_many_addresses_on_one_port_build() {
+    use reuseport_model::lookup::{Host, Layout};
+    let sock = |addr: String, uid: u32| {
+        format!(
+            r#"{{"family":"inet","proto":"tcp","addr":"{addr}","port":8080,"reuseport":true,"uid":{uid}}}"#
+        )
+    };
+    let mut socks: Vec<String> = (0..32_768).map(|_| sock("127.0.0.1".into(), 0)).collect();
+    // A different owner on the same address: refused, naming the first socket.
+    socks.push(sock("127.0.0.1".into(), 1000));
+    socks.extend((0..20_000u32).map(|i| sock(format!("127.1.{}.{}", i >> 8, (i & 255) | 1), 0)));
+    let layout: Layout =
+        serde_json::from_str(&format!(r#"{{"sockets":[{}]}}"#, socks.join(","))).unwrap();
+    let host = Host::build(Profile::named("6.18").unwrap(), &layout).unwrap();
+    let results = host.results();
+    assert_eq!(host.group_members(0).unwrap().len(), 32_768);
+    let refused = serde_json::to_value(&results[32_768]).unwrap();
+    assert_eq!(refused["bind"]["with"], 0, "{refused}");
+    assert_eq!(refused["bind"]["errno"], "EADDRINUSE", "{refused}");
+    assert!(results[32_769..]
+        .iter()
+        .all(|r| serde_json::to_value(r).unwrap()["bind"]["errno"].is_null()));
+}

@@ -13,6 +13,7 @@
 //! (collisions with other ports depend on `net_hash_mix` and table sizes,
 //! kernel-history.md §12.9); one network namespace; devices are names.
 
+mod bucket;
 pub mod rules;
 
 use std::collections::BTreeMap;
@@ -32,6 +33,7 @@ use crate::message::{
 use crate::profile::{Profile, Release};
 use crate::reuseport::{GroupAnswer, GroupSpec, PacketCtx, Program, ReuseportGroup};
 use crate::tuple::{unspecified_like, Proto, Tuple};
+use bucket::{bucket_addr, Bucket, Class};
 use rules::{LookupRules, ScanRule, ScoreRule, TcpTables, UdpTables};
 
 /// Address family of a socket.
@@ -329,19 +331,15 @@ pub struct Host {
     port_list: BTreeMap<(Proto, u16), Vec<usize>>,
     /// Receiving sockets per (protocol, bucket address, port), in list order.
     addr_list: BTreeMap<(Proto, IpAddr, u16), Vec<usize>>,
+    /// Sockets that bound each (protocol, port), in bind order: the kernel's
+    /// bind bucket, which the conflict rules walk (so a layout over many
+    /// ports builds in near-linear time).
+    bucket: BTreeMap<(Proto, u16), Bucket>,
+    /// Groups per (protocol, port, bound address), for the join rule (which
+    /// needs exactly the same address).
+    groups_on: BTreeMap<(Proto, u16, IpAddr), Vec<usize>>,
     sk_lookup: Option<SkLookup>,
     keys: Keys,
-}
-
-/// The address a socket's `lhash2`/`hash2` bucket is keyed by: `::` and
-/// `0.0.0.0` share one, as do `::ffff:a.b.c.d` and `a.b.c.d`
-/// (`ipv6_portaddr_hash`, include/net/ipv6.h).
-fn bucket_addr(a: IpAddr) -> IpAddr {
-    match a {
-        IpAddr::V6(v6) if v6.is_unspecified() => Ipv4Addr::UNSPECIFIED.into(),
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(a),
-        v4 => v4,
-    }
 }
 
 /// The IPv4 address an AF_INET6 socket presents to IPv4 lookups
@@ -526,6 +524,8 @@ impl Host {
             groups: Vec::new(),
             port_list: BTreeMap::new(),
             addr_list: BTreeMap::new(),
+            bucket: BTreeMap::new(),
+            groups_on: BTreeMap::new(),
             sk_lookup: layout.sk_lookup.clone(),
             keys: layout.keys,
         };
@@ -555,6 +555,11 @@ impl Host {
                 Some(r) => host.socks[i].bind_refusal = Some(r),
                 None => {
                     host.socks[i].bound = true;
+                    let s = &host.socks[i].spec;
+                    host.bucket
+                        .entry((s.proto, s.port))
+                        .or_default()
+                        .insert(i, Class::of(s, false));
                     let s = &host.socks[i].spec;
                     let udp_receives = s.proto == Proto::Udp
                         && matches!(s.state, SockState::Listen | SockState::Connected);
@@ -607,8 +612,8 @@ impl Host {
         }
         self.socks[i].closed = true;
         let was_receiving = self.socks[i].listening;
+        self.unbind(i);
         self.socks[i].listening = false;
-        self.socks[i].bound = false;
         if !was_receiving {
             return;
         }
@@ -648,14 +653,10 @@ impl Host {
                 with: None,
             });
         }
-        for (j, o) in self.socks.iter().enumerate().take(i) {
+        for j in self.bound_on(s.proto, s.port, s.addr, i) {
+            let o = &self.socks[j];
             let e = &o.spec;
-            if !o.bound
-                || e.proto != s.proto
-                || e.port != s.port
-                || !devices_compatible(s, e)
-                || !overlaps(s, e)
-            {
+            if j >= i || !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
                 continue;
             }
             let allowed = match s.proto {
@@ -688,6 +689,42 @@ impl Host {
             }
         }
         None
+    }
+
+    /// One socket of each class bound to `proto`/`port` whose address can
+    /// overlap `addr`, other than `except`, in bind order (see [`bucket`]).
+    fn bound_on(&self, proto: Proto, port: u16, addr: IpAddr, except: usize) -> Vec<usize> {
+        self.bucket
+            .get(&(proto, port))
+            .map_or_else(Vec::new, |b| b.candidates(addr, except))
+    }
+
+    /// Socket `i`'s `listening` changes: its class in the bind bucket too.
+    fn set_listening(&mut self, i: usize, on: bool) {
+        let s = &self.socks[i];
+        if s.bound {
+            let key = (s.spec.proto, s.spec.port);
+            let old = Class::of(&s.spec, s.listening);
+            let new = Class::of(&s.spec, on);
+            if let Some(b) = self.bucket.get_mut(&key) {
+                b.remove(i, &old);
+                b.insert(i, new);
+            }
+        }
+        self.socks[i].listening = on;
+    }
+
+    /// Socket `i` is no longer bound: out of its bind bucket.
+    fn unbind(&mut self, i: usize) {
+        let s = &self.socks[i];
+        if s.bound {
+            let key = (s.spec.proto, s.spec.port);
+            let class = Class::of(&s.spec, s.listening);
+            if let Some(b) = self.bucket.get_mut(&key) {
+                b.remove(i, &class);
+            }
+        }
+        self.socks[i].bound = false;
     }
 
     fn listen_or_receive(&mut self, i: usize, keys: Keys) {
@@ -727,27 +764,26 @@ impl Host {
             for port in eph.low..=eph.high {
                 self.socks[i].spec.port = port;
                 let s = &self.socks[i].spec;
-                let taken = self.socks.iter().take(i).any(|o| {
-                    let e = &o.spec;
-                    if !o.bound
-                        || e.proto != s.proto
-                        || e.port != port
-                        || !devices_compatible(s, e)
-                        || !overlaps(s, e)
-                    {
-                        return false;
-                    }
-                    if !relax {
-                        return true;
-                    }
-                    if s.reuseaddr && e.reuseaddr && !o.listening {
-                        s.reuseport
-                            && e.reuseport
-                            && (e.state == SockState::TimeWait || e.uid == s.uid)
-                    } else {
-                        true
-                    }
-                });
+                let taken = self
+                    .bound_on(s.proto, port, s.addr, i)
+                    .into_iter()
+                    .any(|j| {
+                        let o = &self.socks[j];
+                        let e = &o.spec;
+                        if j >= i || !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
+                            return false;
+                        }
+                        if !relax {
+                            return true;
+                        }
+                        if s.reuseaddr && e.reuseaddr && !o.listening {
+                            s.reuseport
+                                && e.reuseport
+                                && (e.state == SockState::TimeWait || e.uid == s.uid)
+                        } else {
+                            true
+                        }
+                    });
                 if !taken {
                     return None;
                 }
@@ -776,15 +812,10 @@ impl Host {
     /// listener (net/ipv4/inet_connection_sock.c `inet_csk_listen_start`).
     fn listen_conflict(&self, i: usize) -> Option<Refusal> {
         let s = &self.socks[i].spec;
-        for (j, o) in self.socks.iter().enumerate() {
+        for j in self.bound_on(Proto::Tcp, s.port, s.addr, i) {
+            let o = &self.socks[j];
             let e = &o.spec;
-            if j == i
-                || !o.bound
-                || e.proto != Proto::Tcp
-                || e.port != s.port
-                || !devices_compatible(s, e)
-                || !overlaps(s, e)
-            {
+            if j == i || !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
                 continue;
             }
             let allowed = (s.reuseaddr && e.reuseaddr && !o.listening)
@@ -817,7 +848,8 @@ impl Host {
     fn receive(&mut self, i: usize, keys: Keys) {
         let spec = self.socks[i].spec.clone();
         if spec.reuseport && self.group_era(spec.proto) {
-            let found = (0..self.groups.len()).find(|&g| {
+            let on_port = self.groups_on.get(&(spec.proto, spec.port, spec.addr));
+            let found = on_port.into_iter().flatten().copied().find(|&g| {
                 let first = self.groups[g].members[0];
                 same_group(&self.socks[first].spec, &spec)
             });
@@ -832,7 +864,12 @@ impl Host {
                         group: ReuseportGroup::build_empty(self.profile, &gs),
                         members: Vec::new(),
                     });
-                    self.groups.len() - 1
+                    let g = self.groups.len() - 1;
+                    self.groups_on
+                        .entry((spec.proto, spec.port, spec.addr))
+                        .or_default()
+                        .push(g);
+                    g
                 }
             };
             let entry = &mut self.groups[g];
@@ -881,13 +918,13 @@ impl Host {
                         self.socks[i].listen_refusal = Some(r);
                     } else {
                         self.socks[i].bind_refusal = Some(r);
-                        self.socks[i].bound = false;
+                        self.unbind(i);
                     }
                     return;
                 }
             }
         }
-        self.socks[i].listening = true;
+        self.set_listening(i, true);
         let tail = self.rules.v6_reuseport_tail && spec.reuseport && spec.family == Family::Inet6;
         for list in [
             self.port_list.entry((spec.proto, spec.port)).or_default(),

@@ -87,12 +87,16 @@ impl Histogram {
     }
 
     /// The smallest value with at least `q` of the counts at or below it,
-    /// as the lower edge of its bucket, never above the maximum.
+    /// as the lower edge of its bucket, never above the maximum; the
+    /// maximum itself for the last of the counts.
     pub fn quantile(&self, q: f64) -> u64 {
         if self.n == 0 {
             return 0;
         }
         let want = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+        if want == self.n {
+            return self.max;
+        }
         let mut seen = 0u64;
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c as u64;

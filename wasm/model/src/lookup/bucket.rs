@@ -1,0 +1,118 @@
+//! The bind bucket of one (protocol, port): the sockets bound to it, kept so
+//! that the conflict rules look only at sockets that can matter.
+//!
+//! The kernel walks every owner of the port's bind bucket
+//! (`inet_bind_conflict`, net/ipv4/inet_connection_sock.c;
+//! `udp_lib_lport_inuse`, net/ipv4/udp.c). The model gives the same answer
+//! faster: sockets are grouped by bucket address (`::` and `0.0.0.0` share
+//! one, as do `::ffff:a.b.c.d` and `a.b.c.d`) and then by everything the
+//! rules read of the other socket. Every socket of one class gets the same
+//! verdict, so one check per class decides, and the first socket of the
+//! first class that conflicts (in bind order) is the one the kernel's walk
+//! would have reported first.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use super::{Family, SockState, SocketSpec};
+
+/// What the conflict rules read of an earlier socket.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Class {
+    inet6: bool,
+    addr: IpAddr,
+    v6only: bool,
+    device: Option<String>,
+    reuseaddr: bool,
+    reuseport: bool,
+    uid: u32,
+    time_wait: bool,
+    listening: bool,
+}
+
+impl Class {
+    pub(super) fn of(s: &SocketSpec, listening: bool) -> Class {
+        Class {
+            inet6: s.family == Family::Inet6,
+            addr: s.addr,
+            v6only: s.v6only,
+            device: s.device.clone(),
+            reuseaddr: s.reuseaddr,
+            reuseport: s.reuseport,
+            uid: s.uid,
+            time_wait: s.state == SockState::TimeWait,
+            listening,
+        }
+    }
+}
+
+/// `::` and `0.0.0.0` share a bucket address, as do `::ffff:a.b.c.d` and
+/// `a.b.c.d` (`ipv6_portaddr_hash`, include/net/ipv6.h).
+pub(super) fn bucket_addr(a: IpAddr) -> IpAddr {
+    match a {
+        IpAddr::V6(v6) if v6.is_unspecified() => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(a),
+        v4 => v4,
+    }
+}
+
+const WILDCARD: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+
+/// The sockets bound to one (protocol, port).
+#[derive(Debug, Default, Clone)]
+pub(super) struct Bucket {
+    by_addr: BTreeMap<IpAddr, BTreeMap<Class, BTreeSet<usize>>>,
+}
+
+impl Bucket {
+    pub(super) fn insert(&mut self, i: usize, class: Class) {
+        let a = bucket_addr(class.addr);
+        self.by_addr
+            .entry(a)
+            .or_default()
+            .entry(class)
+            .or_default()
+            .insert(i);
+    }
+
+    pub(super) fn remove(&mut self, i: usize, class: &Class) {
+        let a = bucket_addr(class.addr);
+        if let Some(classes) = self.by_addr.get_mut(&a) {
+            if let Some(set) = classes.get_mut(class) {
+                set.remove(&i);
+                if set.is_empty() {
+                    classes.remove(class);
+                }
+            }
+            if classes.is_empty() {
+                self.by_addr.remove(&a);
+            }
+        }
+    }
+
+    /// The first socket (in bind order) of each class whose address can
+    /// overlap `addr`'s, leaving out `except`: one representative per class.
+    pub(super) fn candidates(&self, addr: IpAddr, except: usize) -> Vec<usize> {
+        let wildcard = match addr {
+            IpAddr::V4(v) => v.is_unspecified(),
+            IpAddr::V6(v) => v == Ipv6Addr::UNSPECIFIED,
+        };
+        let mut lists: Vec<&BTreeMap<Class, BTreeSet<usize>>> = Vec::new();
+        if wildcard {
+            lists.extend(self.by_addr.values());
+        } else {
+            let a = bucket_addr(addr);
+            lists.extend(self.by_addr.get(&a));
+            if a != WILDCARD {
+                lists.extend(self.by_addr.get(&WILDCARD));
+            }
+        }
+        let mut out: Vec<usize> = lists
+            .into_iter()
+            .flat_map(|classes| classes.values())
+            .filter_map(|set| set.iter().copied().find(|&j| j != except))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+}
