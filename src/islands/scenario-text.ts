@@ -10,7 +10,8 @@ export interface ScenarioText {
   onKernel: (k: string) => string;
   figure: Record<FigureKey, string>;
   simulated: string;
-  measured: (kernel: string) => string;
+  measuredShort: string;
+  sharesLabel: string;
   run: string;
   stop: string;
   seed: string;
@@ -27,12 +28,13 @@ export interface ScenarioText {
   figureHead: string;
   depth: string;
   p99: string;
-  ms: string;
   assumptions: (kernel: string) => string;
   unknown: (name: string, known: string) => string;
   failed: (msg: string) => string;
   table: string;
   match: MatchText;
+  ranAs: (cpus: number, connections: number, kernel: string) => string;
+  agreement: (shareError: string, shareMax: string, latency: string, latencyMax: string, agrees: boolean) => string;
   /** Each curated scenario's page title (the pages' own titles). */
   scenarioTitle: Record<string, string>;
 }
@@ -85,7 +87,8 @@ const en: ScenarioText = {
     local: "Accepted on the SYN's own CPU",
   },
   simulated: 'Simulated',
-  measured: (k) => `Measured (Linux ${k})`,
+  measuredShort: 'Measured',
+  sharesLabel: 'Share of connections accepted per worker, %',
   run: 'Run again',
   stop: 'Stop',
   seed: 'Seed',
@@ -100,13 +103,14 @@ const en: ScenarioText = {
   worker: (n) => `w${n}`,
   workerHead: 'Worker',
   figureHead: 'Figure',
-  depth: 'Deepest accept queue over time, in connections (one line per queue)',
-  p99: 'Request latency p99 over time, in ms',
-  ms: 'ms',
+  depth: 'Deepest accept queue (connections) against time (ms), one line per queue',
+  p99: 'Request latency p99 (ms) against time (ms)',
   assumptions: (k) => `Which listener gets each SYN is the model's answer for Linux ${k}. Wake-up order follows the kernel's wait-queue rules; scheduling, wake-up latency and service times are modelled, not measured.`,
   unknown: (name, known) => `There is no scenario named "${name}". Known: ${known}.`,
   failed: (msg) => `The simulation failed: ${msg}`,
   table: 'Show the numbers as a table',
+  ranAs: (cpus, connections, kernel) => `Measured on this machine (Linux ${kernel}) with ${cpus} CPU${cpus === 1 ? '' : 's'} and ${connections.toLocaleString('en')} connections, the arrival rate scaled to the same load per CPU.`,
+  agreement: (se, sm, ld, lm, agrees) => `Against the simulator on the same workload with the calibrated parameters: share error ${se} (agreement needs ≤ ${sm}), latency distance ${ld} (≤ ${lm}). ${agrees ? 'They agree.' : 'They disagree.'}`,
   scenarioTitle: {
     'six-connections': 'Six connections, three workers',
     'shared-queue-under-load': 'A shared queue under load',
@@ -167,7 +171,8 @@ const zh: ScenarioText = {
     local: '在收到 SYN 的 CPU 上被 accept 的比例',
   },
   simulated: '模拟',
-  measured: (k) => `实测（Linux ${k}）`,
+  measuredShort: '实测',
+  sharesLabel: '每个 worker accept 的连接所占比例（%）',
   run: '重新运行',
   stop: '停止',
   seed: '随机种子',
@@ -182,13 +187,14 @@ const zh: ScenarioText = {
   worker: (n) => `w${n}`,
   workerHead: 'worker',
   figureHead: '指标',
-  depth: 'accept 队列的最大深度随时间的变化，单位为连接数（每个队列一条线）',
-  p99: '请求延迟 p99 随时间的变化，单位为毫秒',
-  ms: '毫秒',
+  depth: 'accept 队列最大深度（连接数）随时间（毫秒）的变化，每个队列一条线',
+  p99: '请求延迟 p99（毫秒）随时间（毫秒）的变化',
   assumptions: (k) => `每个 SYN 交给哪个监听套接字，取自模型对 Linux ${k} 的计算；唤醒顺序遵循内核等待队列的规则；调度、唤醒延迟和服务时间是模型假设，并非实测。`,
   unknown: (name, known) => `没有名为“${name}”的场景。现有场景：${known}。`,
   failed: (msg) => `模拟失败：${msg}`,
   table: '以表格显示数字',
+  ranAs: (cpus, connections, kernel) => `实测在本机（Linux ${kernel}）上进行，使用 ${cpus} 个 CPU、${connections.toLocaleString('zh-CN')} 个连接，到达速率按每个 CPU 负载相同进行了缩放。`,
+  agreement: (se, sm, ld, lm, agrees) => `与模拟器在相同负载、校准参数下的结果相比：份额误差 ${se}（一致要求 ≤ ${sm}），延迟距离 ${ld}（≤ ${lm}）。${agrees ? '两者一致。' : '两者不一致。'}`,
   scenarioTitle: {
     'six-connections': '三个 worker，六个连接',
     'shared-queue-under-load': '负载下的共享队列',

@@ -41,22 +41,53 @@ function scaled(s: Scenario, seed: number, load: number): Scenario {
   return { ...s, seed, arrivals };
 }
 
-/** A recording's measured reports by variant id (the agent's scenario trace), or none. */
-async function measuredOf(name: string, el: HTMLElement): Promise<{ kernel: string; byVariant: Record<string, SimReport> }> {
+/** How a recorded run compares with the simulator on the same (adapted) workload, from calibration.json. */
+interface Agreement {
+  shareError: number;
+  latencyDistance: number;
+  agrees: boolean;
+}
+
+/** A recording of this machine: measured reports by variant id, the workload as run, and the calibration's agreement figures. */
+interface Measured {
+  kernel: string;
+  byVariant: Record<string, SimReport>;
+  /** The scenario each variant ran as (CPUs and connections adapted to this machine). */
+  ranAs: Record<string, { cpus: number; connections: number }>;
+  agreement: Record<string, Agreement>;
+  thresholds: { share: number; latency: number } | null;
+}
+
+const NONE: Measured = { kernel: '', byVariant: {}, ranAs: {}, agreement: {}, thresholds: null };
+
+/** The agent's scenario trace and the calibration's figures for it, or nothing when the manifest lists no recording. */
+async function measuredOf(name: string, el: HTMLElement): Promise<Measured> {
   try {
     // Only a recording the manifest lists is fetched: no request fails for a scenario not recorded yet.
     const file = `scenario-${name}.json`;
     const list = await fetch(siteUrl('traces/manifest.json', false, el));
     const manifest = list.ok ? ((await list.json()) as { traces?: { file?: string }[] }) : {};
-    if (!manifest.traces?.some((t) => t.file === file)) return { kernel: '', byVariant: {} };
+    if (!manifest.traces?.some((t) => t.file === file)) return NONE;
     const res = await fetch(siteUrl(`traces/${file}`, false, el));
-    if (!res.ok) return { kernel: '', byVariant: {} };
-    const j = (await res.json()) as { kernel?: { release?: string }; release?: string; runs?: { variant: string; measured: SimReport }[] };
-    const byVariant: Record<string, SimReport> = {};
-    for (const r of j.runs ?? []) if (r && typeof r.variant === 'string' && r.measured?.workers) byVariant[r.variant] = r.measured;
-    return { kernel: j.kernel?.release ?? j.release ?? '', byVariant };
+    if (!res.ok) return NONE;
+    const j = (await res.json()) as { kernel?: { release?: string }; runs?: { variant: string; measured: SimReport; scenario?: Scenario }[] };
+    const out: Measured = { ...NONE, byVariant: {}, ranAs: {}, agreement: {}, kernel: j.kernel?.release ?? '' };
+    for (const r of j.runs ?? []) {
+      if (!r || typeof r.variant !== 'string' || !r.measured?.workers) continue;
+      out.byVariant[r.variant] = r.measured;
+      if (r.scenario) out.ranAs[r.variant] = { cpus: r.scenario.cpus, connections: r.scenario.connections };
+    }
+    if (manifest.traces?.some((t) => t.file === 'calibration.json')) {
+      const cal = await fetch(siteUrl('traces/calibration.json', false, el));
+      if (cal.ok) {
+        const c = (await cal.json()) as { shareThreshold: number; latencyThreshold: number; runs: ({ scenario: string; variant: string } & Agreement)[] };
+        out.thresholds = { share: c.shareThreshold, latency: c.latencyThreshold };
+        for (const r of c.runs ?? []) if (r.scenario === name) out.agreement[r.variant] = { shareError: r.shareError, latencyDistance: r.latencyDistance, agrees: r.agrees };
+      }
+    }
+    return out;
   } catch {
-    return { kernel: '', byVariant: {} };
+    return NONE;
   }
 }
 
@@ -71,7 +102,8 @@ function fmt(v: number | null | undefined, key: string, lang: string): string {
   return v.toLocaleString(lang, { maximumFractionDigits: digits, minimumFractionDigits: key === 'jain' ? 3 : 0 });
 }
 
-function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: string, measuredKernel: string): void {
+function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: string, m: Measured): void {
+  const measuredKernel = m.kernel;
   const card = parent.appendChild(h('section', 'rl-sc-card'));
   const title = variantTitle(c, t);
   card.setAttribute('aria-label', title);
@@ -79,36 +111,51 @@ function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: 
   if (c.partial) card.append(h('p', 'rl-sc-partial', t.partial));
   const hasMeasured = c.workers.some((w) => w.measured !== undefined);
   const bars = card.appendChild(h('figure', 'rl-sc-fig'));
-  bars.append(h('figcaption', '', t.accepts));
+  bars.append(h('figcaption', '', hasMeasured ? t.sharesLabel : t.accepts));
   if (hasMeasured) {
     const key = bars.appendChild(h('p', 'rl-sc-key'));
-    key.append(h('span', 'rl-sc-swatch rl-sc-sim'), document.createTextNode(t.simulated), h('span', 'rl-sc-swatch rl-sc-meas'), document.createTextNode(t.measured(measuredKernel)));
+    key.append(h('span', 'rl-sc-swatch rl-sc-sim'), document.createTextNode(t.simulated), h('span', 'rl-sc-swatch rl-sc-meas'), document.createTextNode(t.measuredShort));
   }
-  renderWorkerBars(bars, c.workers, { label: t.accepts, worker: t.worker });
+  // Runs of different lengths compare as shares of their own totals.
+  const share = (xs: (number | undefined)[]) => {
+    const total = xs.reduce<number>((a, x) => a + (x ?? 0), 0) || 1;
+    return (x: number | undefined) => (x === undefined ? undefined : (100 * x) / total);
+  };
+  const simShare = share(c.workers.map((w) => w.sim));
+  const measShare = share(c.workers.map((w) => w.measured));
+  const shown = hasMeasured ? c.workers.map((w) => ({ worker: w.worker, sim: simShare(w.sim)!, measured: measShare(w.measured) })) : c.workers;
+  renderWorkerBars(bars, shown, { label: hasMeasured ? t.sharesLabel : t.accepts, worker: t.worker });
   const dl = card.appendChild(h('table', 'rl-sc-figures'));
   const head = dl.appendChild(h('thead')).appendChild(h('tr'));
   head.append(h('th', '', t.figureHead, { scope: 'col' }), h('th', '', t.simulated, { scope: 'col' }));
-  if (hasMeasured) head.append(h('th', '', t.measured(measuredKernel), { scope: 'col' }));
+  if (hasMeasured) head.append(h('th', '', t.measuredShort, { scope: 'col' }));
   const body = dl.appendChild(h('tbody'));
   for (const f of c.figures) {
     const tr = body.appendChild(h('tr'));
     tr.append(h('th', '', t.figure[f.key], { scope: 'row' }), h('td', '', fmt(f.sim, f.key, lang)));
     if (hasMeasured) tr.append(h('td', '', 'measured' in f ? fmt(f.measured, f.key, lang) : '—'));
   }
+  const ran = m.ranAs[c.variant.id];
+  if (hasMeasured && ran) card.append(h('p', 'rl-hint rl-sc-ran', t.ranAs(ran.cpus, ran.connections, measuredKernel)));
+  const ag = m.agreement[c.variant.id];
+  if (hasMeasured && ag && m.thresholds) {
+    const f = (v: number) => v.toLocaleString(lang, { maximumFractionDigits: 3 });
+    card.append(h('p', `rl-sc-agree ${ag.agrees ? 'rl-sc-yes' : 'rl-sc-no'}`, t.agreement(f(ag.shareError), f(m.thresholds.share), f(ag.latencyDistance), f(m.thresholds.latency), ag.agrees)));
+  }
   const charts = card.appendChild(h('div', 'rl-sc-charts'));
   const depth = charts.appendChild(h('figure', 'rl-sc-fig'));
   depth.append(h('figcaption', '', t.depth));
-  renderLines(depth, { series: c.depth, step: c.bucketMs, label: t.depth, xUnit: t.ms });
+  renderLines(depth, { series: c.depth, step: c.bucketMs, label: t.depth });
   const p99 = charts.appendChild(h('figure', 'rl-sc-fig'));
   p99.append(h('figcaption', '', t.p99));
-  renderLines(p99, { series: [c.p99Ms], step: c.bucketMs, label: t.p99, xUnit: t.ms });
+  renderLines(p99, { series: [c.p99Ms], step: c.bucketMs, label: t.p99 });
   const det = card.appendChild(h('details', 'rl-sc-numbers'));
   det.append(h('summary', '', t.table));
   const tbl = det.appendChild(h('table'));
   tbl.append(h('caption', '', t.accepts));
   const hr = tbl.appendChild(h('thead')).appendChild(h('tr'));
   hr.append(h('th', '', t.workerHead, { scope: 'col' }), h('th', '', t.simulated, { scope: 'col' }));
-  if (hasMeasured) hr.append(h('th', '', t.measured(measuredKernel), { scope: 'col' }));
+  if (hasMeasured) hr.append(h('th', '', t.measuredShort, { scope: 'col' }));
   const tb = tbl.appendChild(h('tbody'));
   for (const w of c.workers) {
     const tr = tb.appendChild(h('tr'));
@@ -174,7 +221,7 @@ async function mountScenario(el: HTMLElement, o: ScenarioOptions): Promise<() =>
       const sameWorkload = seed === (o.seed ?? 1) && load === 1;
       const cards = scenarioCards(view.variants, reports, sameWorkload ? m.byVariant : {});
       grid.replaceChildren();
-      for (const c of cards) renderCard(grid, c, t, lang, m.kernel);
+      for (const c of cards) renderCard(grid, c, t, lang, m);
       status.textContent = reports.some((r) => r.partial) || reports.length < view.variants.length ? t.partial : t.finished(reports.length);
       emit(el, 'completed', { name: o.name, partial: reports.some((r) => r.partial), variants: reports.length });
     } catch (err) {

@@ -90,7 +90,6 @@ export interface LinesInput {
   /** Slice width, in the x unit. */
   step: number;
   label: string;
-  xUnit: string;
 }
 
 /** Small line chart; the line with the largest peak is drawn in the accent colour, the rest in grey. */
@@ -131,16 +130,15 @@ export function renderLines(parent: HTMLElement, l: LinesInput, width = 360): SV
     .attr('y', (d) => y(d) + 4)
     .attr('text-anchor', 'end')
     .text((d) => d.toLocaleString());
-  // Three ticks at most, the unit on the last only, so labels never run together on a phone.
-  const ticks = x.ticks(3);
+  // Three ticks at most, so labels never run together on a phone; the caption gives the unit.
   axis
     .selectAll('text.x')
-    .data(ticks)
+    .data(x.ticks(3))
     .join('text')
     .attr('x', (d) => x(d))
     .attr('y', height - m.bottom + 15)
-    .attr('text-anchor', (_d, i) => (i === ticks.length - 1 ? 'end' : 'middle'))
-    .text((d, i) => (i === ticks.length - 1 ? `${d.toLocaleString()} ${l.xUnit}` : d.toLocaleString()));
+    .attr('text-anchor', 'middle')
+    .text((d) => d.toLocaleString());
   svg.append('line').attr('x1', m.left).attr('x2', width - m.right).attr('y1', y(0)).attr('y2', y(0)).attr('stroke', '#222');
   return svg.node()!;
 }

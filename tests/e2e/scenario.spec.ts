@@ -18,8 +18,13 @@ test('a stalled worker: three cards, and only the reuseport one drops SYNs', asy
   const drops = reuse.locator('tr', { hasText: 'SYNs dropped on a full queue' }).locator('td').first();
   expect(Number((await drops.textContent())!.replace(/,/g, ''))).toBeGreaterThan(100);
   await expect(w.locator('.rl-sc-card', { hasText: 'EPOLLEXCLUSIVE' }).locator('tr', { hasText: 'SYNs dropped' })).toHaveCount(0);
+  // This machine's recording stands beside the simulation, with the calibration's agreement figures.
+  await expect(reuse.locator('.rl-sc-figures thead')).toContainText('Measured');
+  await expect(reuse.locator('.rl-sc-ran')).toContainText('Measured on this machine (Linux');
+  await expect(reuse.locator('.rl-sc-agree')).toContainText(/share error [\d.]+ \(agreement needs ≤ [\d.]+\)/);
   // Every chart has its numbers as a table too.
   await expect(reuse.locator('details table tbody tr')).toHaveCount(4);
+  await expect(reuse.locator('details table thead')).toContainText('Measured');
   const r = await new AxeBuilder({ page }).include('reuseport-scenario').analyze();
   expect(r.violations.map((v) => v.id)).toEqual([]);
 });
