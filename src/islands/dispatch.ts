@@ -288,7 +288,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const chart = new Chart(chartBox.node()!);
   const figures = side.append('dl').attr('class', 'rl-dv-figures');
   side.append('h2').attr('class', 'rl-dv-workers-h').text(t.workersHeading);
-  const workersBox = side.append('div').attr('class', 'rl-dv-workers').attr('tabindex', '0').attr('role', 'region').attr('aria-label', t.workersHeading);
+  const workersBox = side.append('div').attr('class', 'rl-dv-workers').attr('tabindex', '0').attr('role', 'region').attr('aria-label', seq > 1 ? `${t.workersHeading} (${seq})` : t.workersHeading);
   const workersTable = workersBox.append('table').attr('class', 'rl-table');
   const workersCaption = workersTable.append('caption');
   workersTable.append('thead').append('tr').selectAll('th').data(t.workersHead).join('th').attr('scope', 'col').text((d) => d);

@@ -76,7 +76,7 @@ async function mountMatch(el: HTMLElement): Promise<() => void> {
   const status = root.appendChild(h('p', 'rl-sc-status', '', { role: 'status', 'aria-live': 'polite' }));
   const bar = root.appendChild(h('progress', 'rl-sc-progress', '', { max: '1', value: '0' }));
   bar.hidden = true;
-  const error = root.appendChild(h('p', 'rl-error', '', { role: 'alert' }));
+  const error = root.appendChild(h('p', 'rl-sc-alert', '', { role: 'alert' }));
   error.hidden = true;
   const out = root.appendChild(h('div', 'rl-scm-out'));
   let running = false;
@@ -143,13 +143,14 @@ async function mountMatch(el: HTMLElement): Promise<() => void> {
         error.textContent = t.failed(msg);
         error.hidden = false;
         emit(el, 'error', { message: msg });
+        hostOf(el).dataset.state = 'error';
       })
       .finally(() => {
         running = false;
         find.disabled = false;
         stop.hidden = true;
         bar.hidden = true;
-        hostOf(el).dataset.state = 'ready';
+        if (hostOf(el).dataset.state === 'running') hostOf(el).dataset.state = 'ready';
       });
   });
   stop.addEventListener('click', () => session.stop());

@@ -192,7 +192,7 @@ async function mountScenario(el: HTMLElement, o: ScenarioOptions): Promise<() =>
   const status = root.appendChild(h('p', 'rl-sc-status', '', { role: 'status', 'aria-live': 'polite' }));
   const bar = root.appendChild(h('progress', 'rl-sc-progress', '', { max: '1', value: '0' }));
   bar.hidden = true;
-  const error = root.appendChild(h('p', 'rl-error', '', { role: 'alert' }));
+  const error = root.appendChild(h('p', 'rl-sc-alert', '', { role: 'alert' }));
   error.hidden = true;
   const note = root.appendChild(h('p', 'rl-hint rl-sc-note'));
   const grid = root.appendChild(h('div', 'rl-sc-grid'));
@@ -205,6 +205,7 @@ async function mountScenario(el: HTMLElement, o: ScenarioOptions): Promise<() =>
   async function run(): Promise<void> {
     if (!view || running) return;
     running = true;
+    let failed = false;
     runBtn.disabled = true;
     stopBtn.hidden = false;
     bar.hidden = false;
@@ -228,13 +229,14 @@ async function mountScenario(el: HTMLElement, o: ScenarioOptions): Promise<() =>
       const msg = err instanceof Error ? err.message : String(err);
       error.textContent = t.failed(msg);
       error.hidden = false;
+      failed = true;
       emit(el, 'error', { message: msg });
     } finally {
       running = false;
       runBtn.disabled = false;
       stopBtn.hidden = true;
       bar.hidden = true;
-      hostOf(el).dataset.state = 'ready';
+      hostOf(el).dataset.state = failed ? 'error' : 'ready';
     }
   }
 
