@@ -98,7 +98,11 @@ fn format_arg(s: &str) -> Result<FormatArg, paste::UnknownFormat> {
 pub fn secret_arg(s: &str) -> Result<u32, String> {
     let t = s.trim();
     let prefixed = t.starts_with("0x") || t.starts_with("0X");
-    if !prefixed && !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) && t.bytes().any(|b| b != b'0') {
+    if !prefixed
+        && !t.is_empty()
+        && t.bytes().all(|b| b.is_ascii_digit())
+        && t.bytes().any(|b| b != b'0')
+    {
         let shown = reuseport_model::paste::shown(t);
         return Err(format!(
             "`{shown}` could be decimal or hex; the key is read as hex: write 0x{shown} if that is what you mean"
@@ -871,7 +875,8 @@ mod tests {
             "--secret 0xZZ",
             "--secret 0x123456789",
         ] {
-            let argv = format!("predict --kernel 6.18 --proto tcp --listeners 2 --secret 0x1 {bad}");
+            let argv =
+                format!("predict --kernel 6.18 --proto tcp --listeners 2 --secret 0x1 {bad}");
             let e = Cli::try_parse_from(
                 std::iter::once("reuseport-agent").chain(argv.split_whitespace()),
             )

@@ -346,7 +346,11 @@ impl Profile {
     /// ([`Note::VendorKernel`]). Empty for an exact series or a mainline
     /// release string (`6.18`, `6.18.44`, `6.19-rc3`).
     pub fn resolve_notes(arg: &str, running: Option<&str>) -> Vec<Note> {
-        let uname = if arg == "auto" { running.unwrap_or("") } else { arg };
+        let uname = if arg == "auto" {
+            running.unwrap_or("")
+        } else {
+            arg
+        };
         let (Ok(p), Ok(asked)) = (Self::resolve(arg, running), Release::parse_uname(uname)) else {
             return Vec::new();
         };
@@ -509,9 +513,7 @@ mod tests {
         for arg in ["6.18", "6.18.44", "6.1", "6.12-rc3"] {
             let notes = Profile::resolve_notes(arg, None);
             assert!(
-                !notes
-                    .iter()
-                    .any(|n| matches!(n, Note::VendorKernel { .. })),
+                !notes.iter().any(|n| matches!(n, Note::VendorKernel { .. })),
                 "{arg}: {notes:?}"
             );
         }
