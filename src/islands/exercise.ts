@@ -32,6 +32,7 @@ import { Rng, mix32 } from '../scene/dispatch/rng';
 import { hex32 } from '../hex';
 import { defineIsland, emit, hostOf, islandElement } from './element';
 import { exerciseText } from './exercise-text';
+import { h } from './dom';
 import { pageLang } from './site';
 
 /** What an exercise asks about. */
@@ -232,13 +233,6 @@ export function questions(kind: ExerciseKind, seed: number, count: number, kerne
 }
 
 /** An element with a class, attributes and text. */
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string, attrs: Record<string, string> = {}): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  return e;
-}
 
 function endpoint(addr: string, port: number): string {
   return addr.includes(':') ? `[${addr}]:${port}` : `${addr}:${port}`;

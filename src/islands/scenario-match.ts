@@ -10,20 +10,14 @@
  */
 import { SimSession, type MatchAnswer, type Observed, type Shape } from '../model/sim';
 import { defineIsland, emit, hostOf, islandElement } from './element';
-import { scenarioText, type ScenarioText } from './scenario-text';
+import { scenarioText, variantTitle, type ScenarioText } from './scenario-text';
+import { h } from './dom';
 import { pageLang, siteUrl } from './site';
 
 /** Counts longer than this (characters) are refused before parsing. */
 const MAX_TEXT = 64 * 1024;
 const SHOWN = 5;
 
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls = '', text = '', attrs: Record<string, string> = {}): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text) e.textContent = text;
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  return e;
-}
 
 /** The counts and latencies typed, or the first thing wrong with them (in the page's words). */
 export function readObserved(counts: string, p50: string, p99: string, t: ScenarioText['match']): { observed: Observed } | { error: string; field: 'counts' | 'p50' | 'p99' } {
@@ -89,8 +83,7 @@ async function mountMatch(el: HTMLElement): Promise<() => void> {
     for (const r of top) {
       const li = ol.appendChild(h('li'));
       const title = t.scenarioTitle[r.name] ?? r.name;
-      const v = r.variant;
-      const variant = [t.model[v.accept], v.tcpMigrateReq ? t.migrate : '', v.kernel ? t.onKernel(v.kernel) : ''].filter(Boolean).join(', ');
+      const variant = variantTitle(r.variant, t);
       const link = li.appendChild(h('a', '', title, { href: siteUrl(`scenarios/${r.name}/`, true, el) }));
       link.setAttribute('aria-label', m.open(title));
       li.append(document.createTextNode(` — ${variant}`));

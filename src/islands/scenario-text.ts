@@ -1,6 +1,6 @@
 /** The scenario widget's interface words, once per language (chosen from the page's `lang`). */
 import { langOf } from '../model/messages';
-import type { AcceptModel } from '../model/sim';
+import type { AcceptModel, Variant } from '../model/sim';
 import type { FigureKey } from '../scene/scenario-view';
 
 export interface ScenarioText {
@@ -233,3 +233,8 @@ export function scenarioText(lang: string): ScenarioText {
 
 /** Both languages, for tests. */
 export const SCENARIO_TEXT = { en, zh } as const;
+
+/** A variant's name: its accept model, and what else differs. */
+export function variantTitle(v: Variant, t: ScenarioText): string {
+  return [t.model[v.accept], v.tcpMigrateReq ? t.migrate : '', v.kernel ? t.onKernel(v.kernel) : ''].filter(Boolean).join(', ');
+}

@@ -15,7 +15,8 @@ import { SimSession, type CuratedView, type Scenario, type SimReport } from '../
 import { renderLines, renderWorkerBars } from '../render/scenario-charts';
 import { scenarioCards, type VariantCard } from '../scene/scenario-view';
 import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
-import { scenarioText, type ScenarioText } from './scenario-text';
+import { scenarioText, variantTitle, type ScenarioText } from './scenario-text';
+import { h } from './dom';
 import { pageLang, siteUrl } from './site';
 
 export interface ScenarioOptions {
@@ -26,13 +27,6 @@ export interface ScenarioOptions {
   load?: number;
 }
 
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls = '', text = '', attrs: Record<string, string> = {}): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text) e.textContent = text;
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  return e;
-}
 
 /** The workload at `load` times its arrival rate, with `seed`. */
 function scaled(s: Scenario, seed: number, load: number): Scenario {
@@ -91,10 +85,6 @@ async function measuredOf(name: string, el: HTMLElement): Promise<Measured> {
   }
 }
 
-function variantTitle(c: VariantCard, t: ScenarioText): string {
-  const v = c.variant;
-  return [t.model[v.accept], v.tcpMigrateReq ? t.migrate : '', v.kernel ? t.onKernel(v.kernel) : ''].filter(Boolean).join(', ');
-}
 
 function fmt(v: number | null | undefined, key: string, lang: string): string {
   if (v === null || v === undefined || Number.isNaN(v)) return '∞';
@@ -105,7 +95,7 @@ function fmt(v: number | null | undefined, key: string, lang: string): string {
 function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: string, m: Measured): void {
   const measuredKernel = m.kernel;
   const card = parent.appendChild(h('section', 'rl-sc-card'));
-  const title = variantTitle(c, t);
+  const title = variantTitle(c.variant, t);
   card.setAttribute('aria-label', title);
   card.append(h('h3', 'rl-sc-variant', title));
   if (c.partial) card.append(h('p', 'rl-sc-partial', t.partial));
