@@ -71,7 +71,7 @@ export function renderWorkerBars(parent: HTMLElement, bars: WorkerBar[], t: Bars
     .attr('y', (d) => y(d) + 4)
     .attr('text-anchor', 'end')
     .text((d) => d.toLocaleString());
-  const every = Math.max(1, Math.ceil(bars.length / Math.floor((width - m.left - m.right) / 22)));
+  const every = Math.max(1, Math.ceil(bars.length / Math.floor((width - m.left - m.right) / 30)));
   axis
     .selectAll('text.x')
     .data(bars.filter((b) => b.worker % every === 0))
