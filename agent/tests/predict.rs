@@ -921,9 +921,25 @@ fn each_answer_is_written_before_the_next_line_arrives() {
 #[test]
 fn a_secret_of_decimal_digits_without_0x_is_refused_not_read_as_hex() {
     // `--secret 123` used to be read as 0x123 without a word.
-    for (secret, ok) in [("123", false), ("12345678", false), ("0x123", true), ("0", true), ("1a2b3c4d", true)] {
+    for (secret, ok) in [
+        ("123", false),
+        ("12345678", false),
+        ("0x123", true),
+        ("0", true),
+        ("1a2b3c4d", true),
+    ] {
         let out = std::process::Command::new(BIN)
-            .args(["predict", "--kernel", "6.18", "--proto", "tcp", "--listeners", "8", "--secret", secret])
+            .args([
+                "predict",
+                "--kernel",
+                "6.18",
+                "--proto",
+                "tcp",
+                "--listeners",
+                "8",
+                "--secret",
+                secret,
+            ])
             .stdin(Stdio::null())
             .output()
             .unwrap();
@@ -932,7 +948,10 @@ fn a_secret_of_decimal_digits_without_0x_is_refused_not_read_as_hex() {
             assert_eq!(out.status.code(), Some(0), "{secret}: {err}");
         } else {
             assert_eq!(out.status.code(), Some(2), "{secret}: {err}");
-            assert!(err.contains(&format!("write 0x{secret}")), "{secret}: {err}");
+            assert!(
+                err.contains(&format!("write 0x{secret}")),
+                "{secret}: {err}"
+            );
         }
     }
 }

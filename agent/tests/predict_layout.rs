@@ -112,10 +112,16 @@ fn a_misspelt_layout_field_is_refused_with_its_name() {
     ] {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
-        let (code, lines, err) = predict(&["--kernel", "6.18", "--layout", path.to_str().unwrap()], "");
+        let (code, lines, err) = predict(
+            &["--kernel", "6.18", "--layout", path.to_str().unwrap()],
+            "",
+        );
         assert_eq!(code, 2, "{name}: {err}");
         assert!(lines.is_empty(), "{name}");
-        assert!(err.contains(field) && err.contains("unknown field"), "{name}: {err}");
+        assert!(
+            err.contains(field) && err.contains("unknown field"),
+            "{name}: {err}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

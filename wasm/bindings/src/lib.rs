@@ -45,7 +45,8 @@ impl<T, E: std::fmt::Display> IntoJs<T> for Result<T, E> {
 }
 
 fn to_js<T: Serialize>(v: &T) -> JsResult<JsValue> {
-    v.serialize(&serde_wasm_bindgen::Serializer::new().serialize_missing_as_null(true)).js()
+    v.serialize(&serde_wasm_bindgen::Serializer::new().serialize_missing_as_null(true))
+        .js()
 }
 
 fn from_js<T: for<'de> Deserialize<'de>>(v: JsValue, what: &str) -> JsResult<T> {
@@ -89,8 +90,16 @@ pub fn wasm_parse_tuples(text: &str) -> JsResult<JsValue> {
         let line = i as u32 + 1;
         match parse_tuple_line(l) {
             Ok(None) => {}
-            Ok(Some(t)) => out.push(ParsedLine { line, tuple: Some(t), error: None }),
-            Err(e) => out.push(ParsedLine { line, tuple: None, error: Some(e.to_string()) }),
+            Ok(Some(t)) => out.push(ParsedLine {
+                line,
+                tuple: Some(t),
+                error: None,
+            }),
+            Err(e) => out.push(ParsedLine {
+                line,
+                tuple: None,
+                error: Some(e.to_string()),
+            }),
         }
     }
     to_js(&out)
@@ -106,7 +115,10 @@ pub fn wasm_parse_bind(text: &str) -> JsResult<JsValue> {
         port: Option<u16>,
     }
     let (a, p) = parse_bind(text.trim()).js()?;
-    to_js(&Bind { addr: a.to_string(), port: p })
+    to_js(&Bind {
+        addr: a.to_string(),
+        port: p,
+    })
 }
 
 /// The input of [`WasmGroup::new`]: a kernel profile name or release, and
@@ -174,8 +186,16 @@ impl WasmGroup {
                 Err(e) => Err(e.to_string()),
             };
             out.push(match answer {
-                Ok(x) => LineAnswer { line: line_no, explain: Some(x), error: None },
-                Err(e) => LineAnswer { line: line_no, explain: None, error: Some(e) },
+                Ok(x) => LineAnswer {
+                    line: line_no,
+                    explain: Some(x),
+                    error: None,
+                },
+                Err(e) => LineAnswer {
+                    line: line_no,
+                    explain: None,
+                    error: Some(e),
+                },
             });
         }
         to_js(&out)
@@ -194,7 +214,10 @@ impl WasmGroup {
     /// `socks[]` as it stands: listener numbers, `0xffffffff` for empty
     /// slots; empty in the reservoir era. Length is `max_socks`.
     pub fn socks(&self) -> Vec<u32> {
-        self.inner.sock_array().map(|a| a.raw().to_vec()).unwrap_or_default()
+        self.inner
+            .sock_array()
+            .map(|a| a.raw().to_vec())
+            .unwrap_or_default()
     }
 
     /// The listening members in slot order (group era) or chain order,
@@ -349,7 +372,9 @@ impl WasmHost {
     pub fn new(config: JsValue) -> JsResult<WasmHost> {
         let cfg: HostConfig = from_js(config, "host configuration")?;
         let profile = Profile::resolve(&cfg.kernel, None).js()?;
-        Ok(WasmHost { inner: Host::build(profile, &cfg.layout).js()? })
+        Ok(WasmHost {
+            inner: Host::build(profile, &cfg.layout).js()?,
+        })
     }
 
     /// Each socket's `bind()`/`listen()` answer (`CallResult[]`).
@@ -399,7 +424,9 @@ impl WasmRecovery {
         let cfg: GroupConfig = from_js(config, "group configuration")?;
         let profile = Profile::resolve(&cfg.kernel, None).js()?;
         let group = ReuseportGroup::build(profile, &cfg.group).js()?;
-        Ok(WasmRecovery { plan: reuseport_model::recover::Plan::new(&group).js()? })
+        Ok(WasmRecovery {
+            plan: reuseport_model::recover::Plan::new(&group).js()?,
+        })
     }
 
     /// Adds "`tuple` reached `listener`": `"new"`, `"duplicate"` or
@@ -435,7 +462,9 @@ impl WasmRecovery {
     /// (`undefined` when no observation carries information).
     #[wasm_bindgen(js_name = moreNeeded)]
     pub fn more_needed(&self) -> Option<f64> {
-        self.plan.more_needed(reuseport_model::recover::TARGET).map(|n| n as f64)
+        self.plan
+            .more_needed(reuseport_model::recover::TARGET)
+            .map(|n| n as f64)
     }
 
     /// Searches keys `start..end` (within `0..2^32`) on the SIMD128 copy of
@@ -443,17 +472,30 @@ impl WasmRecovery {
     pub fn search(&self, start: f64, end: f64) -> JsResult<JsValue> {
         let space = reuseport_model::recover::SPACE as f64;
         if !(0.0..=space).contains(&start) || !(start..=space).contains(&end) {
-            return Err(JsError::new(&format!("search range {start}..{end} is not within 0..2^32")));
+            return Err(JsError::new(&format!(
+                "search range {start}..{end} is not within 0..2^32"
+            )));
         }
         let mut found = reuseport_model::recover::Found::new(reuseport_model::recover::LIST_CAP);
-        self.plan.search(reuseport_model::isa::Isa::Best, start as u64..end as u64, &mut found);
-        to_js(&SearchPart { count: found.count as f64, values: found.values })
+        self.plan.search(
+            reuseport_model::isa::Isa::Best,
+            start as u64..end as u64,
+            &mut found,
+        );
+        to_js(&SearchPart {
+            count: found.count as f64,
+            values: found.values,
+        })
     }
 
     /// Checks candidates through the model's own selection: per candidate,
     /// the index of the first observation it does not reproduce, or -1.
     pub fn verify(&self, candidates: Vec<u32>) -> Vec<i32> {
-        self.plan.verify(&candidates).into_iter().map(|b| b.map_or(-1, |i| i as i32)).collect()
+        self.plan
+            .verify(&candidates)
+            .into_iter()
+            .map(|b| b.map_or(-1, |i| i as i32))
+            .collect()
     }
 
     /// The compiled copy of the search loop that runs (`simd128` in a browser).

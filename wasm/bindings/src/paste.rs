@@ -6,7 +6,9 @@
 use std::collections::HashSet;
 use std::net::SocketAddr;
 
-use reuseport_model::paste::{self, Conn, Decision, Detected, Format, Line, LineError, Parser, Sides, Undecided};
+use reuseport_model::paste::{
+    self, Conn, Decision, Detected, Format, Line, LineError, Parser, Sides, Undecided,
+};
 use reuseport_model::spread::SpreadRun;
 use reuseport_model::tuple::parse_bind;
 use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
@@ -156,7 +158,7 @@ pub struct WasmPaste {
     view: Option<Vec<u32>>,
     spread: Option<SpreadRun>,
     /// The layout answered last, for explanations (feature `lookup`).
-        host: Option<(reuseport_model::lookup::Host, Proto)>,
+    host: Option<(reuseport_model::lookup::Host, Proto)>,
 }
 
 /// A layout request: several sockets instead of one group.
@@ -199,7 +201,11 @@ impl WasmPaste {
             Some(b) => match b.strip_prefix(':') {
                 Some(port) => Some((
                     std::net::Ipv4Addr::UNSPECIFIED.into(),
-                    Some(port.parse::<u16>().map_err(|_| JsError::new(&format!("listening port `{port}` is not a port number from 0 to 65535")))?),
+                    Some(port.parse::<u16>().map_err(|_| {
+                        JsError::new(&format!(
+                            "listening port `{port}` is not a port number from 0 to 65535"
+                        ))
+                    })?),
                 )),
                 None => Some(parse_bind(b).js()?),
             },
@@ -238,7 +244,7 @@ impl WasmPaste {
             answers: Vec::new(),
             view: None,
             spread: None,
-                        host: None,
+            host: None,
         })
     }
 
@@ -282,7 +288,11 @@ impl WasmPaste {
             if !line.trim().is_empty() {
                 self.sample_nonblank += 1;
             }
-            self.sample.push(if long { line + &"x".repeat(paste::MAX_LINE_BYTES) } else { line });
+            self.sample.push(if long {
+                line + &"x".repeat(paste::MAX_LINE_BYTES)
+            } else {
+                line
+            });
             if self.sample_nonblank >= DETECT_LINES {
                 self.detect_now();
             }
@@ -290,7 +300,11 @@ impl WasmPaste {
         }
         self.lines += 1;
         let no = self.lines;
-        let text = if long { line + &"x".repeat(paste::MAX_LINE_BYTES) } else { line };
+        let text = if long {
+            line + &"x".repeat(paste::MAX_LINE_BYTES)
+        } else {
+            line
+        };
         self.parse_one(no, &text);
     }
 
@@ -416,7 +430,11 @@ impl WasmPaste {
             v6: self.rows.iter().filter(|r| r.tuple.is_v6()).count() as u32,
         };
         summary
-            .serialize(&serde_wasm_bindgen::Serializer::new().serialize_missing_as_null(true).serialize_maps_as_objects(true))
+            .serialize(
+                &serde_wasm_bindgen::Serializer::new()
+                    .serialize_missing_as_null(true)
+                    .serialize_maps_as_objects(true),
+            )
             .js()
     }
 
@@ -467,7 +485,7 @@ impl WasmPaste {
     /// sockets (`{ kernel, layout, keys, proto, cpu }`): each socket's
     /// bind and listen answers, and the receiving socket per row (its index
     /// in the layout) under the keys when given.
-        #[wasm_bindgen(js_name = answerLayout)]
+    #[wasm_bindgen(js_name = answerLayout)]
     pub fn answer_layout(&mut self, req: JsValue) -> JsResult<JsValue> {
         use reuseport_model::lookup::{Host, Packet};
         use reuseport_model::reuseport::PacketCtx;
@@ -480,9 +498,17 @@ impl WasmPaste {
         let n = req.layout.sockets.len();
         let mut counts = vec![0u32; n];
         let mut unrouted = 0;
-        let ctx = PacketCtx { cpu: req.cpu, payload: None };
+        let ctx = PacketCtx {
+            cpu: req.cpu,
+            payload: None,
+        };
         for (i, r) in self.rows.iter().enumerate() {
-            let p = Packet { proto: req.proto, tuple: r.tuple, device: None, ctx };
+            let p = Packet {
+                proto: req.proto,
+                tuple: r.tuple,
+                device: None,
+                ctx,
+            };
             let s = host.lookup(&p).socket;
             match s {
                 Some(s) => counts[s] += 1,
@@ -501,7 +527,12 @@ impl WasmPaste {
             counts: Option<Vec<u32>>,
             unrouted: u32,
         }
-        let out = Out { results: host.results(), sockets: n as u32, counts: req.keys.is_some().then_some(counts), unrouted };
+        let out = Out {
+            results: host.results(),
+            sockets: n as u32,
+            counts: req.keys.is_some().then_some(counts),
+            unrouted,
+        };
         self.host = Some((host, req.proto));
         self.view = None;
         to_js(&out)
@@ -509,20 +540,33 @@ impl WasmPaste {
 
     /// The full lookup's record for row `index` of the filtered table, under
     /// the layout answered last (`{ line, explain: LookupExplain }`).
-        #[wasm_bindgen(js_name = explainLayout)]
+    #[wasm_bindgen(js_name = explainLayout)]
     pub fn explain_layout(&self, index: u32, cpu: u32) -> JsResult<JsValue> {
         use reuseport_model::lookup::Packet;
         use reuseport_model::reuseport::PacketCtx;
-        let (host, proto) = self.host.as_ref().ok_or_else(|| JsError::new("no layout has been answered"))?;
-        let k = self.index(index as usize).ok_or_else(|| JsError::new(&format!("row {index} is not in the table")))?;
+        let (host, proto) = self
+            .host
+            .as_ref()
+            .ok_or_else(|| JsError::new("no layout has been answered"))?;
+        let k = self
+            .index(index as usize)
+            .ok_or_else(|| JsError::new(&format!("row {index} is not in the table")))?;
         let r = &self.rows[k];
         #[derive(Serialize)]
         struct Out {
             line: u32,
             explain: reuseport_model::lookup::LookupExplain,
         }
-        let p = Packet { proto: *proto, tuple: r.tuple, device: None, ctx: PacketCtx { cpu, payload: None } };
-        to_js(&Out { line: r.line, explain: host.lookup(&p) })
+        let p = Packet {
+            proto: *proto,
+            tuple: r.tuple,
+            device: None,
+            ctx: PacketCtx { cpu, payload: None },
+        };
+        to_js(&Out {
+            line: r.line,
+            explain: host.lookup(&p),
+        })
     }
 
     /// Keeps rows whose listener (under the secret, else observed) is
@@ -537,10 +581,19 @@ impl WasmPaste {
         let view: Vec<u32> = (0..self.rows.len() as u32)
             .filter(|&i| {
                 let r = &self.rows[i as usize];
-                let l = if keyed { self.answers[i as usize] } else { r.observed };
+                let l = if keyed {
+                    self.answers[i as usize]
+                } else {
+                    r.observed
+                };
                 (listener < 0 || l == listener as u32)
                     && (q.is_empty() || {
-                        let text = format!("{} {} {}", r.line, endpoint(r.tuple.saddr, r.tuple.sport), endpoint(r.tuple.daddr, r.tuple.dport));
+                        let text = format!(
+                            "{} {} {}",
+                            r.line,
+                            endpoint(r.tuple.saddr, r.tuple.sport),
+                            endpoint(r.tuple.daddr, r.tuple.dport)
+                        );
                         text.contains(q)
                     })
             })
@@ -606,8 +659,12 @@ impl WasmPaste {
     /// The model's record for row `index` of the filtered table under the request's keys.
     pub fn explain(&self, index: u32, req: JsValue) -> JsResult<JsValue> {
         let req: AnswerRequest = from_js(req, "answer request")?;
-        let keys = req.keys.ok_or_else(|| JsError::new("an explanation needs a named secret"))?;
-        let k = self.index(index as usize).ok_or_else(|| JsError::new(&format!("row {index} is not in the table")))?;
+        let keys = req
+            .keys
+            .ok_or_else(|| JsError::new("an explanation needs a named secret"))?;
+        let k = self
+            .index(index as usize)
+            .ok_or_else(|| JsError::new(&format!("row {index} is not in the table")))?;
         let group = group_of(&req, keys)?;
         #[derive(Serialize)]
         struct Out {
@@ -650,14 +707,31 @@ impl WasmPaste {
             s.push_str("page_line,line,client,server,listener,observed\n");
         }
         for i in start..start.saturating_add(count) {
-            let Some(k) = self.index(i as usize) else { break };
+            let Some(k) = self.index(i as usize) else {
+                break;
+            };
             let r = &self.rows[k];
             let c = endpoint(r.tuple.saddr, r.tuple.sport);
             let d = endpoint(r.tuple.daddr, r.tuple.dport);
             let l = self.answers[k];
-            let shown = |v: u32| if v == NONE { String::new() } else { v.to_string() };
-            let page = if l != NONE { format!("{c} -> {d} listener {l}") } else { format!("{c} -> {d}") };
-            s.push_str(&format!("\"{page}\",{},\"{c}\",\"{d}\",{},{}\n", r.line, shown(l), shown(r.observed)));
+            let shown = |v: u32| {
+                if v == NONE {
+                    String::new()
+                } else {
+                    v.to_string()
+                }
+            };
+            let page = if l != NONE {
+                format!("{c} -> {d} listener {l}")
+            } else {
+                format!("{c} -> {d}")
+            };
+            s.push_str(&format!(
+                "\"{page}\",{},\"{c}\",\"{d}\",{},{}\n",
+                r.line,
+                shown(l),
+                shown(r.observed)
+            ));
         }
         s
     }
@@ -667,9 +741,17 @@ impl WasmPaste {
     pub fn export_json(&self, start: u32, count: u32) -> String {
         let mut parts = Vec::new();
         for i in start..start.saturating_add(count) {
-            let Some(k) = self.index(i as usize) else { break };
+            let Some(k) = self.index(i as usize) else {
+                break;
+            };
             let r = &self.rows[k];
-            let opt = |v: u32| if v == NONE { "null".to_string() } else { v.to_string() };
+            let opt = |v: u32| {
+                if v == NONE {
+                    "null".to_string()
+                } else {
+                    v.to_string()
+                }
+            };
             parts.push(format!(
                 "{{\"line\":{},\"client\":\"{}\",\"server\":\"{}\",\"listener\":{},\"observed\":{}}}",
                 r.line,
@@ -702,7 +784,10 @@ impl WasmPaste {
     /// Runs `boots` more boots; returns how many are done.
     #[wasm_bindgen(js_name = spreadStep)]
     pub fn spread_step(&mut self, boots: u32) -> JsResult<u32> {
-        let run = self.spread.as_mut().ok_or_else(|| JsError::new("no simulation started"))?;
+        let run = self
+            .spread
+            .as_mut()
+            .ok_or_else(|| JsError::new("no simulation started"))?;
         run.step(boots);
         Ok(run.done())
     }
@@ -710,14 +795,20 @@ impl WasmPaste {
     /// What the boots so far give (`Spread`).
     #[wasm_bindgen(js_name = spreadSummary)]
     pub fn spread_summary(&self) -> JsResult<JsValue> {
-        let run = self.spread.as_ref().ok_or_else(|| JsError::new("no simulation started"))?;
+        let run = self
+            .spread
+            .as_ref()
+            .ok_or_else(|| JsError::new("no simulation started"))?;
         to_js(&run.summary())
     }
 
     /// Observed per-listener counts against the simulation (`Comparison`).
     #[wasm_bindgen(js_name = spreadCompare)]
     pub fn spread_compare(&self, observed: Vec<u32>) -> JsResult<JsValue> {
-        let run = self.spread.as_ref().ok_or_else(|| JsError::new("no simulation started"))?;
+        let run = self
+            .spread
+            .as_ref()
+            .ok_or_else(|| JsError::new("no simulation started"))?;
         let counts: Vec<u64> = observed.into_iter().map(u64::from).collect();
         to_js(&run.compare(&counts).js()?)
     }
@@ -732,7 +823,9 @@ impl WasmPaste {
         struct Out {
             rows: Vec<reuseport_model::spread::ListenerRow>,
         }
-        let rows = reuseport_model::spread::by_listeners(profile, &req.group, &tuples, 0x5eed, boots).js()?;
+        let rows =
+            reuseport_model::spread::by_listeners(profile, &req.group, &tuples, 0x5eed, boots)
+                .js()?;
         to_js(&Out { rows })
     }
 }
