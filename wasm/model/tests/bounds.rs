@@ -47,7 +47,7 @@ fn a_chain_built_at_once_equals_one_join_at_a_time() {
             "{n} listeners, closed {closed:?}"
         );
         // Head first: the last to listen is at the head.
-        let mut expect: Vec<u32> = (0..n).rev().filter(|l| !closed.contains(l)).collect();
+        let expect: Vec<u32> = (0..n).rev().filter(|l| !closed.contains(l)).collect();
         assert_eq!(built.chain().unwrap(), &expect[..]);
     }
 }
