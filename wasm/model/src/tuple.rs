@@ -295,7 +295,7 @@ mod tests {
     #[test]
     fn a_bad_field_is_echoed_escaped_and_cut() {
         // A BOM, a right-to-left override and a huge field: shown, never raw.
-        let line = format!("\u{feff}127.0.0.1 40000 127.0.0.1\u{202e} 8080");
+        let line = "\u{feff}127.0.0.1 40000 127.0.0.1\u{202e} 8080".to_string();
         let e = parse_tuple_line(&line).unwrap_err().to_string();
         assert!(!e.contains('\u{feff}') && !e.contains('\u{202e}'), "{e}");
         assert!(e.contains("\\u{feff}") || e.contains("\\u{202e}"), "{e}");
