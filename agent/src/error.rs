@@ -1,4 +1,4 @@
-//! The agent's errors. [`Error`] stops a command (exit status 2, message on
+//! The agent's errors. [`enum@Error`] stops a command (exit status 2, message on
 //! stderr); [`LineError`] is why one input line got no answer (reported in
 //! that line's JSON object while the run goes on). Every message says what
 //! was wrong and how to put it right.

@@ -14,7 +14,7 @@
 //!   listen order (bind order for UDP), `null` when the group returns none;
 //!   `slot` its index in `socks[]`, `null` in the reservoir era (TCP up to
 //!   4.5, UDP up to 4.4); `hash` the reuseport hash as `"0x%08x"`.
-//! - with `--explain`: `line` plus every field of the model's [`Explain`]
+//! - with `--explain`: `line` plus every field of the model's [`Explain`](reuseport_model::Explain)
 //!   record, serialized as the model defines it (its hex strings have no
 //!   `0x`).
 //! - `{"line", "error"}` for a line that cannot be answered.
@@ -127,6 +127,8 @@ pub fn pin_arg(s: &str) -> Result<CpuPin, Error> {
 /// command line (`predict`, `recover`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct GroupOptions {
+    // "[::1]:8080" below is an address in the --help text, not a doc link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// The address the group is bound to, optionally with the port: 127.0.0.1, 10.0.0.1:8080, [::1]:8080; 0.0.0.0 or :: for a wildcard group. Default: the destination address of the first tuple line (a specific-address group). The port defaults to the first tuple line's destination port.
     #[arg(long, value_name = "ADDR[:PORT]", value_parser = bind_arg)]
     pub bind: Option<Bind>,

@@ -257,7 +257,7 @@ fn function_and_source(p: &Profile, proto: Proto, v6: bool) -> (&'static str, &'
 /// Computes the reuseport hash of one packet with the full trace.
 ///
 /// `laddr` is the local address the lookup pass hashes; `laddr_reason` says
-/// why (see [`crate::group::GroupSpec::hashed_laddr`]).
+/// why (see [`crate::ReuseportGroup::hashed_laddr`]).
 #[allow(clippy::too_many_arguments)]
 pub fn trace(
     p: &Profile,

@@ -25,7 +25,7 @@
 //! one table per language.
 //!
 //! Bulk selection for benchmarks and animations is in [`batch`]; the
-//! plain tuple lines are parsed in [`tuple`], and what people paste from
+//! plain tuple lines are parsed in [`mod@tuple`], and what people paste from
 //! their own servers (`ss`, `netstat`, `conntrack`, tcpdump,
 //! `/proc/net/tcp`, CSV) in [`paste`], which also decides which side is the
 //! server.
