@@ -13,15 +13,31 @@ stage() {
   local t0=$SECONDS
   printf '\n==> test: %s\n' "$name" >&2
   if ! "$@"; then
+    node scripts/test-summary.mjs "$LOGS" >&2 || true
     printf '\n==> test: FAILED at stage "%s" (command: %s)\n' "$name" "$*" >&2
     exit 1
   fi
   printf '==> test: %s ok (%ss)\n' "$name" "$((SECONDS - t0))" >&2
 }
 
+# Each suite's output, for the ran/skipped summary at the end (scripts/test-summary.mjs).
+LOGS=$(mktemp -d "${TMPDIR:-/tmp}/reuseport-test.XXXXXX")
+trap 'rm -rf "$LOGS"' EXIT
+
 stage setup bash scripts/setup.sh
+# Format and lint first, so a format error fails in seconds (configurations:
+# biome.json, Cargo's defaults for rustfmt and clippy).
+stage "rustfmt (cargo fmt --check)" cargo fmt --all --check
+stage "biome (format and lint: src, site, scripts, tests, configs)" biome check --error-on-warnings
+stage "line width (strings the formatter cannot break)" node scripts/check-line-width.mjs
+stage "clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
+stage "rustdoc intra-doc links" env RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --workspace --no-deps --quiet
 stage build-wasm bash scripts/build-wasm.sh
-stage "cargo test" cargo test --workspace --quiet
+# Not --quiet: the per-test lines carry the reasons of ignored tests; the passes are not shown.
+cargo_test() {
+  cargo test --workspace 2>&1 | tee "$LOGS/cargo.log" | grep -vE '^test .* \.\.\. ok$|^running [0-9]+ tests?$|^$'
+}
+stage "cargo test" cargo_test
 if [[ $(uname -s) == Linux ]]; then
   stage "agent release build" cargo build --release -q -p reuseport-agent
   stage "verify on the running kernel (record, recover, predict)" target/release/reuseport-agent verify --quick
@@ -35,13 +51,14 @@ else
   printf '==> test: verify skipped: it records on a Linux kernel\n' >&2
 fi
 stage typecheck tsc --noEmit -p tsconfig.json
-stage "unit tests (vitest)" vitest run
+stage "unit tests (vitest)" vitest run --reporter=default --reporter=json --outputFile.json="$LOGS/vitest.json"
 stage "site build (astro, pagefind)" astro build --silent
 stage "link check over the built site" node scripts/check-links.mjs dist
 # The same site under a sub-path, as a host serving it at /reuseport-lab/ would.
 rm -rf dist-base
 stage "site build under /reuseport-lab/" env BASE_PATH=/reuseport-lab/ astro build --silent --outDir dist-base/reuseport-lab
 stage "link check under /reuseport-lab/" node scripts/check-links.mjs dist-base /reuseport-lab/
-stage "e2e tests (playwright)" playwright test
+stage "e2e tests (playwright)" env PLAYWRIGHT_JSON_OUTPUT_NAME="$LOGS/playwright.json" playwright test --reporter=list,json
 
+node scripts/test-summary.mjs "$LOGS" >&2
 printf '\n==> test: all stages passed (%ss)\n' "$SECONDS" >&2
