@@ -33,7 +33,11 @@ const fmt = (x) => x.toFixed(2).padStart(7);
 
 if (!argv.includes('--no-build')) execFileSync('npx', ['astro', 'build', '--silent', '--outDir', dist], { cwd: root, stdio: 'inherit' });
 const port = await freePort();
-const server = spawn('npx', ['astro', 'preview', '--host', '127.0.0.1', '--port', String(port), '--outDir', dist], { cwd: root, stdio: 'ignore', detached: true });
+const server = spawn('npx', ['astro', 'preview', '--host', '127.0.0.1', '--port', String(port), '--outDir', dist], {
+  cwd: root,
+  stdio: 'ignore',
+  detached: true,
+});
 const stop = () => {
   try {
     process.kill(-server.pid);
@@ -91,11 +95,15 @@ function report(title, r) {
   const f = [...r.frames].sort((a, b) => a - b);
   const w = [...r.work].sort((a, b) => a - b);
   const s = [...r.syns].sort((a, b) => a - b);
-  console.log(`\n${title}: ${r.listening} listeners, ${r.clients} clients, arrival rate ${r.rate}/s, ${r.frames.length} frames over ${seconds} s (headless Chromium, --disable-gpu)`);
+  console.log(
+    `\n${title}: ${r.listening} listeners, ${r.clients} clients, arrival rate ${r.rate}/s, ${r.frames.length} frames over ${seconds} s (headless Chromium, --disable-gpu)`,
+  );
   console.log(`SYNs in flight: min ${s[0]}, median ${pct(s, 50)}, max ${s.at(-1)} (all packets incl. SYN-ACK/ACK at the end: ${r.packets})`);
   console.log('                     p50      p95      p99      max   (ms)');
   console.log(`frame interval  ${fmt(pct(f, 50))}  ${fmt(pct(f, 95))}  ${fmt(pct(f, 99))}  ${fmt(f.at(-1))}`);
-  console.log(`frame work      ${fmt(pct(w, 50))}  ${fmt(pct(w, 95))}  ${fmt(pct(w, 99))}  ${fmt(w.at(-1))}   (model calls + scene + canvas + overlay, per frame)`);
+  console.log(
+    `frame work      ${fmt(pct(w, 50))}  ${fmt(pct(w, 95))}  ${fmt(pct(w, 99))}  ${fmt(w.at(-1))}   (model calls + scene + canvas + overlay, per frame)`,
+  );
   const dropped = r.frames.filter((d) => d > 25).length;
   console.log(`frames longer than 25 ms (a missed 60 Hz vsync): ${dropped} of ${r.frames.length} (${((100 * dropped) / r.frames.length).toFixed(1)}%)`);
   console.log(`goal: p95 frame interval <= 16.7 ms; measured p95 ${pct(f, 95).toFixed(2)} ms`);
@@ -123,7 +131,9 @@ try {
     await page.waitForTimeout(2000);
     report(title, await measure(page));
     const c = await closeTiming(page);
-    console.log(`close listener: click handler ${c.click.toFixed(1)} ms, work of the frame after ${c.nextFrameWork.toFixed(1)} ms, click to the second frame ${c.toNextFrame.toFixed(1)} ms`);
+    console.log(
+      `close listener: click handler ${c.click.toFixed(1)} ms, work of the frame after ${c.nextFrameWork.toFixed(1)} ms, click to the second frame ${c.toNextFrame.toFixed(1)} ms`,
+    );
     await page.close();
   };
   if (only !== 'max') await run(`${inflight} SYNs in flight`, `listeners=${listeners}&clients=2000&rate=${rate}&seed=1`, inflight);
@@ -139,7 +149,11 @@ try {
       return { listeners: m('listeners'), clients: m('clients'), rate: m('rate'), speed: Math.max(...speeds) };
     });
     await page.close();
-    await run(`controls at their maximum (speed ${max.speed}×)`, `listeners=${max.listeners}&clients=${max.clients}&rate=${max.rate}&speed=${max.speed}&seed=1`, 0);
+    await run(
+      `controls at their maximum (speed ${max.speed}×)`,
+      `listeners=${max.listeners}&clients=${max.clients}&rate=${max.rate}&speed=${max.speed}&seed=1`,
+      0,
+    );
   }
 } finally {
   await browser?.close();

@@ -13,7 +13,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { servePreview } from './bench-util.mjs';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { 'no-build': { type: 'boolean', default: false }, runs: { type: 'string', default: '1' } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { 'no-build': { type: 'boolean', default: false }, runs: { type: 'string', default: '1' } },
+});
 const root = fileURLToPath(new URL('..', import.meta.url));
 const paths = positionals.length ? positionals : ['/', '/dispatch/', '/lookup/', '/hash/', '/embedding/', '/zh-cn/', '/embed/dispatch/'];
 const runs = Math.max(1, Math.min(5, Number(values.runs) || 1));
@@ -30,7 +33,16 @@ try {
       try {
         execFileSync(
           'npx',
-          ['--yes', 'lighthouse@12.8.2', `${base}${path}`, '--quiet', '--only-categories=performance,accessibility', '--output=json', `--output-path=${out}`, '--chrome-flags=--headless=new --no-sandbox --disable-gpu'],
+          [
+            '--yes',
+            'lighthouse@12.8.2',
+            `${base}${path}`,
+            '--quiet',
+            '--only-categories=performance,accessibility',
+            '--output=json',
+            `--output-path=${out}`,
+            '--chrome-flags=--headless=new --no-sandbox --disable-gpu',
+          ],
           { env: { ...process.env, CHROME_PATH: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium' }, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300_000 },
         );
       } catch (e) {
@@ -45,7 +57,9 @@ try {
     }
     if (!scores.performance.length) continue;
     const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    console.log(`${path}: performance ${med(scores.performance)}, accessibility ${med(scores.accessibility)}${runs > 1 ? ` (median of ${runs})` : ''}${worst.length ? `; below 90: ${worst.join(', ')}` : ''}`);
+    console.log(
+      `${path}: performance ${med(scores.performance)}, accessibility ${med(scores.accessibility)}${runs > 1 ? ` (median of ${runs})` : ''}${worst.length ? `; below 90: ${worst.join(', ')}` : ''}`,
+    );
   }
 } finally {
   stop();

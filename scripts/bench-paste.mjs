@@ -58,7 +58,9 @@ try {
   await page.waitForFunction(() => window.__times.completed !== undefined, null, { timeout: 600_000 });
   const r = await page.evaluate(() => ({ t: window.__times, long: window.__long }));
   const longest = r.long.length ? Math.max(...r.long) : 0;
-  console.log(`paste: ${lines.toLocaleString('en-US')} lines of ss -tn (${mb} MB) answered in ${(r.t.answered / 1000).toFixed(2)} s, simulation done at ${(r.t.completed / 1000).toFixed(2)} s; longest main-thread task ${longest.toFixed(0)} ms (${r.long.length} tasks over 50 ms)`);
+  console.log(
+    `paste: ${lines.toLocaleString('en-US')} lines of ss -tn (${mb} MB) answered in ${(r.t.answered / 1000).toFixed(2)} s, simulation done at ${(r.t.completed / 1000).toFixed(2)} s; longest main-thread task ${longest.toFixed(0)} ms (${r.long.length} tasks over 50 ms)`,
+  );
 
   // The key search: a curated trace dropped in, then "Search every key".
   const trace = join(root, 'public/traces/tcp-v4-specific-8.json');
@@ -67,15 +69,24 @@ try {
   await page.waitForFunction(() => document.querySelector('reuseport-paste')?.dataset.state === 'ready');
   await w.locator('input[type=file]').setInputFiles(trace);
   await w.getByRole('button', { name: 'Analyse' }).click();
-  await page.waitForFunction(() => document.querySelector('reuseport-paste')?.dataset.state === 'ready' && document.querySelector('.rl-paste-recover button'), null, { timeout: 120_000 });
+  await page.waitForFunction(
+    () => document.querySelector('reuseport-paste')?.dataset.state === 'ready' && document.querySelector('.rl-paste-recover button'),
+    null,
+    { timeout: 120_000 },
+  );
   await page.evaluate(() => (window.__long = []));
   const t0 = Date.now();
   await w.getByRole('button', { name: 'Search every key' }).click();
-  await w.locator('.rl-paste-recover').getByText(/fit every observation/).waitFor({ timeout: 600_000 });
+  await w
+    .locator('.rl-paste-recover')
+    .getByText(/fit every observation/)
+    .waitFor({ timeout: 600_000 });
   const secs = (Date.now() - t0) / 1000;
   const said = await w.locator('.rl-paste-recover p').allTextContents();
   const long2 = await page.evaluate(() => window.__long);
-  console.log(`recover: ${secs.toFixed(2)} s wall in the browser; ${said.find((s) => s.includes('G keys/s'))}; longest main-thread task ${long2.length ? Math.max(...long2).toFixed(0) : 0} ms`);
+  console.log(
+    `recover: ${secs.toFixed(2)} s wall in the browser; ${said.find((s) => s.includes('G keys/s'))}; longest main-thread task ${long2.length ? Math.max(...long2).toFixed(0) : 0} ms`,
+  );
 } finally {
   await browser.close();
   stop();
@@ -92,9 +103,29 @@ for (let i = 0; i < 10_000; i++) {
 }
 p.feed(tuples.join('\n') + '\n');
 p.finish(false);
-const req = { kernel: '6.18', group: { proto: 'tcp', listeners: 64, bind: '10.0.0.1', port: 8080, v6only: false, keys: { v4: 0, v6Outer: 0, v6Inner: 0 }, closed: [], shutdown: [], tcpMigrateReq: false, incomingCpu: [], connected: [], program: null }, keys: null, cpu: 0 };
+const req = {
+  kernel: '6.18',
+  group: {
+    proto: 'tcp',
+    listeners: 64,
+    bind: '10.0.0.1',
+    port: 8080,
+    v6only: false,
+    keys: { v4: 0, v6Outer: 0, v6Inner: 0 },
+    closed: [],
+    shutdown: [],
+    tcpMigrateReq: false,
+    incomingCpu: [],
+    connected: [],
+    program: null,
+  },
+  keys: null,
+  cpu: 0,
+};
 p.spreadStart(req, 1);
 const t1 = performance.now();
 p.spreadStep(10_000);
 const s = (performance.now() - t1) / 1000;
-console.log(`spread (wasm, Node): 10,000 boots x ${p.rowCount().toLocaleString('en-US')} IPv4 tuples, 64 listeners: ${s.toFixed(2)} s (${((1e8 / s) / 1e6).toFixed(0)} M selections/s, vectorised ${p.spreadVectorised()})`);
+console.log(
+  `spread (wasm, Node): 10,000 boots x ${p.rowCount().toLocaleString('en-US')} IPv4 tuples, 64 listeners: ${s.toFixed(2)} s (${(1e8 / s / 1e6).toFixed(0)} M selections/s, vectorised ${p.spreadVectorised()})`,
+);

@@ -12,7 +12,11 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const N = Number(process.env.BENCH_CONNECTIONS ?? 1_000_000);
 
 process.stderr.write('bench-sim: native (cargo bench --bench sim)...\n');
-const native = execFileSync('cargo', ['bench', '-q', '-p', 'reuseport-model', '--bench', 'sim'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+const native = execFileSync('cargo', ['bench', '-q', '-p', 'reuseport-model', '--bench', 'sim'], {
+  cwd: root,
+  encoding: 'utf8',
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 process.stdout.write(native);
 
 const { initSync, Simulation, curatedScenario } = await import(join(root, 'src/model/pkg-lookup/reuseport.js'));
@@ -28,5 +32,7 @@ for (const variant of ['epoll', 'reuseport']) {
   sim.free();
   const secs = (performance.now() - t) / 1e3;
   const accepts = r.workers.map((w) => w.accepts).join(' ');
-  console.log(`wasm ${N.toLocaleString('en')} connections, ${variant}: ${secs.toFixed(2)} s, ${Math.round(N / secs).toLocaleString('en')} connections/s, ${Math.round(r.events / secs).toLocaleString('en')} events/s; accepts ${accepts}`);
+  console.log(
+    `wasm ${N.toLocaleString('en')} connections, ${variant}: ${secs.toFixed(2)} s, ${Math.round(N / secs).toLocaleString('en')} connections/s, ${Math.round(r.events / secs).toLocaleString('en')} events/s; accepts ${accepts}`,
+  );
 }

@@ -34,7 +34,9 @@ const files = walk(join(root, 'dist'));
 const pages = files.filter((f) => f.endsWith('index.html')).length;
 const total = files.reduce((n, f) => n + statSync(f).size, 0);
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
-console.log(`site: ${pages} pages, ${files.length} files, ${kib(total)} in dist/ (of which traces ${kib(files.filter((f) => f.includes('/traces/')).reduce((n, f) => n + statSync(f).size, 0))}, search index ${kib(files.filter((f) => f.includes('/pagefind/')).reduce((n, f) => n + statSync(f).size, 0))})`);
+console.log(
+  `site: ${pages} pages, ${files.length} files, ${kib(total)} in dist/ (of which traces ${kib(files.filter((f) => f.includes('/traces/')).reduce((n, f) => n + statSync(f).size, 0))}, search index ${kib(files.filter((f) => f.includes('/pagefind/')).reduce((n, f) => n + statSync(f).size, 0))})`,
+);
 
 const { base, stop } = await servePreview(root);
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
@@ -49,7 +51,10 @@ try {
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     if (path === 'embedded') {
       await page.route('http://course.test/**', (r) =>
-        r.fulfill({ contentType: 'text/html', body: `<!doctype html><title>Course</title><p>Lesson</p><script type="module" src="${base}/embed/reuseport-lab.js"></script><reuseport-dispatch compact listeners="8"></reuseport-dispatch>` }),
+        r.fulfill({
+          contentType: 'text/html',
+          body: `<!doctype html><title>Course</title><p>Lesson</p><script type="module" src="${base}/embed/reuseport-lab.js"></script><reuseport-dispatch compact listeners="8"></reuseport-dispatch>`,
+        }),
       );
       await page.route(`${base}/**`, async (r) => {
         const res = await r.fetch();
@@ -92,11 +97,17 @@ try {
   });
   const t0 = Date.now();
   await page.locator('reuseport-traces input[type=file]').setInputFiles(file);
-  await page.waitForFunction((n) => document.querySelector('reuseport-traces')?.dataset.state === 'ready' && (document.querySelector('.rl-tv-agree')?.textContent ?? '').includes(n), events.toLocaleString('en'), { timeout: 300_000 });
+  await page.waitForFunction(
+    (n) => document.querySelector('reuseport-traces')?.dataset.state === 'ready' && (document.querySelector('.rl-tv-agree')?.textContent ?? '').includes(n),
+    events.toLocaleString('en'),
+    { timeout: 300_000 },
+  );
   const ms = Date.now() - t0;
   const long = (await page.evaluate(() => window.__long)).sort((a, b) => b - a);
   const agree = await page.locator('.rl-tv-agree').textContent();
-  console.log(`large trace without a key: answered in ${ms} ms; main-thread tasks over 50 ms: ${long.length}, longest ${long[0]?.toFixed(0) ?? 0} ms; "${agree}"`);
+  console.log(
+    `large trace without a key: answered in ${ms} ms; main-thread tasks over 50 ms: ${long.length}, longest ${long[0]?.toFixed(0) ?? 0} ms; "${agree}"`,
+  );
   // With the key: the batch path predicts every event.
   await page.evaluate(() => {
     window.__long = [];
@@ -104,10 +115,14 @@ try {
   const t1 = Date.now();
   await page.locator('reuseport-traces form.rl-tv-keyform input').fill('0x2f3923d9');
   await page.locator('reuseport-traces form.rl-tv-keyform button').click();
-  await page.waitForFunction((n) => (document.querySelector('.rl-tv-agree')?.textContent ?? '').includes(`of ${n} predicted`), events.toLocaleString('en'), { timeout: 300_000 });
+  await page.waitForFunction((n) => (document.querySelector('.rl-tv-agree')?.textContent ?? '').includes(`of ${n} predicted`), events.toLocaleString('en'), {
+    timeout: 300_000,
+  });
   const ms2 = Date.now() - t1;
   const long2 = (await page.evaluate(() => window.__long)).sort((a, b) => b - a);
-  console.log(`large trace with the key: predicted in ${ms2} ms; tasks over 50 ms: ${long2.length}, longest ${long2[0]?.toFixed(0) ?? 0} ms; "${await page.locator('.rl-tv-agree').textContent()}"`);
+  console.log(
+    `large trace with the key: predicted in ${ms2} ms; tasks over 50 ms: ${long2.length}, longest ${long2[0]?.toFixed(0) ?? 0} ms; "${await page.locator('.rl-tv-agree').textContent()}"`,
+  );
 } finally {
   await browser.close();
   stop();

@@ -103,7 +103,19 @@ v.dport.set(p.dport);
 for (const kernel of ['6.18', '6.12']) {
   const g = new Group({
     kernel,
-    group: { proto: 'tcp', listeners: 64, bind: '127.0.0.1', port: 8080, v6only: false, keys: { v4: 0x12345678, v6Outer: 0, v6Inner: 0 }, closed: [], shutdown: [], tcpMigrateReq: false, incomingCpu: [], connected: [] },
+    group: {
+      proto: 'tcp',
+      listeners: 64,
+      bind: '127.0.0.1',
+      port: 8080,
+      v6only: false,
+      keys: { v4: 0x12345678, v6Outer: 0, v6Inner: 0 },
+      closed: [],
+      shutdown: [],
+      tcpMigrateReq: false,
+      incomingCpu: [],
+      connected: [],
+    },
   });
   const secs = bestOf(ROUNDS, () => g.selectBatchV4(batch, N, 0));
   rows.push({ path: 'wasm simd128 (Node)', kernel, packets: N, perSecond: N / secs, checksum: checksum(batch.out()) });
@@ -127,7 +139,9 @@ for (const kernel of ['6.18', '6.12']) {
   }
 }
 console.log(`\nwasm core package (pkg): ${wasmBytes.length} bytes, ${gz} bytes gzipped (${(gz / 1024).toFixed(1)} KiB)`);
-console.log(`wasm lookup package (pkg-lookup, adds the full listener lookup): ${lookupBytes.length} bytes, ${lookupGz} bytes gzipped (${(lookupGz / 1024).toFixed(1)} KiB)`);
+console.log(
+  `wasm lookup package (pkg-lookup, adds the full listener lookup): ${lookupBytes.length} bytes, ${lookupGz} bytes gzipped (${(lookupGz / 1024).toFixed(1)} KiB)`,
+);
 if (rows.some((r) => r.checksum !== '0000000000000000' && rows.find((q) => q.kernel === r.kernel && q.path.startsWith('native'))?.checksum !== r.checksum)) {
   console.error('bench: native and wasm answers differ: this is a bug, not a speed result');
   process.exit(1);

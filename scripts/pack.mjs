@@ -66,4 +66,6 @@ files['reuseport-lab/PACK-README.txt'] = [
 const zip = zipSync(files);
 const out = resolve(root, values.out);
 writeFileSync(out, zip);
-console.log(`pack: ${Object.keys(files).length} files, ${(bytes / 1e6).toFixed(1)} MB → ${relative(process.cwd(), out) || out} (${(zip.length / 1e6).toFixed(1)} MB)`);
+console.log(
+  `pack: ${Object.keys(files).length} files, ${(bytes / 1e6).toFixed(1)} MB → ${relative(process.cwd(), out) || out} (${(zip.length / 1e6).toFixed(1)} MB)`,
+);

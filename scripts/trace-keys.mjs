@@ -28,7 +28,10 @@ for (const t of manifest.traces.filter((t) => t.kind === 'trace')) {
     e.keys.add(r.secret);
     found.set(k, e);
   } catch (err) {
-    const why = String(err.stderr ?? err.message).trim().split('\n').pop();
+    const why = String(err.stderr ?? err.message)
+      .trim()
+      .split('\n')
+      .pop();
     console.error(`trace-keys: ${t.file}: no key of its own (${why})`);
   }
 }
@@ -41,4 +44,7 @@ for (const t of manifest.traces.filter((t) => t.kind === 'trace' && !t.key)) {
   }
 }
 writeFileSync(path, `${JSON.stringify(manifest, null, 2)}\n`);
-for (const t of manifest.traces) console.error(`trace-keys: ${t.file}: ${t.key ?? '-'}${t.keyFrom ? ` (from ${t.keyFrom})` : ''}${t.verify ? ` verify ${t.verify.agreed}/${t.verify.tested}` : ''}`);
+for (const t of manifest.traces)
+  console.error(
+    `trace-keys: ${t.file}: ${t.key ?? '-'}${t.keyFrom ? ` (from ${t.keyFrom})` : ''}${t.verify ? ` verify ${t.verify.agreed}/${t.verify.tested}` : ''}`,
+  );

@@ -30,11 +30,46 @@ const DEFAULT: Layout = {
   ],
 } as unknown as Layout;
 
-
 function words(lang: string) {
   return lang === 'zh-CN'
-    ? { kernel: '内核', socket: '套接字', addr: '地址', port: '端口', uid: 'UID', state: '之后', result: '结果', ok: '成功', add: '添加套接字', remove: '删除', conflicts: (n: number) => `与套接字 ${n} 冲突`, refused: '被拒绝', listenWord: 'listen()', bindWord: 'bind()', attachWord: '挂载程序', caption: '每个套接字按顺序执行 bind()（TCP 还有 listen()）时，模型给出的结果', bad: '布局无效' }
-    : { kernel: 'Kernel', socket: 'Socket', addr: 'Address', port: 'Port', uid: 'UID', state: 'Then', result: 'Result', ok: 'ok', add: 'Add a socket', remove: 'Remove', conflicts: (n: number) => `conflicts with socket ${n}`, refused: 'refused', listenWord: 'listen()', bindWord: 'bind()', attachWord: 'attach', caption: "The model's answer to each socket's bind() (and listen() for TCP), in order", bad: 'The layout is not valid' };
+    ? {
+        kernel: '内核',
+        socket: '套接字',
+        addr: '地址',
+        port: '端口',
+        uid: 'UID',
+        state: '之后',
+        result: '结果',
+        ok: '成功',
+        add: '添加套接字',
+        remove: '删除',
+        conflicts: (n: number) => `与套接字 ${n} 冲突`,
+        refused: '被拒绝',
+        listenWord: 'listen()',
+        bindWord: 'bind()',
+        attachWord: '挂载程序',
+        caption: '每个套接字按顺序执行 bind()（TCP 还有 listen()）时，模型给出的结果',
+        bad: '布局无效',
+      }
+    : {
+        kernel: 'Kernel',
+        socket: 'Socket',
+        addr: 'Address',
+        port: 'Port',
+        uid: 'UID',
+        state: 'Then',
+        result: 'Result',
+        ok: 'ok',
+        add: 'Add a socket',
+        remove: 'Remove',
+        conflicts: (n: number) => `conflicts with socket ${n}`,
+        refused: 'refused',
+        listenWord: 'listen()',
+        bindWord: 'bind()',
+        attachWord: 'attach',
+        caption: "The model's answer to each socket's bind() (and listen() for TCP), in order",
+        bad: 'The layout is not valid',
+      };
 }
 
 function familyOf(addr: string): 'inet' | 'inet6' {
@@ -81,7 +116,8 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
   function outcome(r: CallResult | undefined): { text: string; ok: boolean } {
     if (!r) return { text: '', ok: false };
     const parts: string[] = [];
-    const ref = (what: string, x: NonNullable<CallResult['bind']>) => `${what} ${w.refused}: ${x.errno}${x.with !== null ? ` (${w.conflicts(x.with)})` : ''}. ${sayRefusal(lang, x)}`;
+    const ref = (what: string, x: NonNullable<CallResult['bind']>) =>
+      `${what} ${w.refused}: ${x.errno}${x.with !== null ? ` (${w.conflicts(x.with)})` : ''}. ${sayRefusal(lang, x)}`;
     if (r.bind) parts.push(ref(w.bindWord, r.bind));
     if (r.listen) parts.push(ref(w.listenWord, r.listen));
     if (r.attach) parts.push(ref(w.attachWord, r.attach));
@@ -113,7 +149,12 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
         return l;
       };
       const proto = labelled('proto').append('select');
-      proto.selectAll('option').data(['tcp', 'udp']).join('option').attr('value', (d) => d).text((d) => d);
+      proto
+        .selectAll('option')
+        .data(['tcp', 'udp'])
+        .join('option')
+        .attr('value', (d) => d)
+        .text((d) => d);
       proto.property('value', s.proto).on('change', () => {
         s.proto = proto.property('value');
         draw();
@@ -141,14 +182,23 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
           });
         l.append('span').text(opt === 'reuseaddr' ? 'SO_REUSEADDR' : 'SO_REUSEPORT');
       }
-      const uid = labelled('UID').append('input').attr('type', 'number').attr('min', 0).style('width', '5rem').property('value', s.uid ?? 0);
+      const uid = labelled('UID')
+        .append('input')
+        .attr('type', 'number')
+        .attr('min', 0)
+        .style('width', '5rem')
+        .property('value', s.uid ?? 0);
       uid.on('change', () => {
         const v = Number(uid.property('value'));
         if (Number.isInteger(v) && v >= 0 && v < 2 ** 32) s.uid = v;
         draw();
       });
       const st = labelled(w.state).append('select');
-      st.selectAll('option').data(['listen', 'bound', 'time_wait']).join('option').attr('value', (d) => d).text((d) => d);
+      st.selectAll('option')
+        .data(['listen', 'bound', 'time_wait'])
+        .join('option')
+        .attr('value', (d) => d)
+        .text((d) => d);
       st.property('value', s.state ?? 'listen').on('change', () => {
         s.state = st.property('value');
         draw();
@@ -165,7 +215,9 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
           rest = undefined;
           draw();
         });
-      li.append('p').attr('class', `rl-bind-result ${o.ok ? 'rl-bind-ok' : 'rl-bind-refused'}`).text(o.text);
+      li.append('p')
+        .attr('class', `rl-bind-result ${o.ok ? 'rl-bind-ok' : 'rl-bind-refused'}`)
+        .text(o.text);
     });
     hostOf(el).dataset.state = 'ready';
   }

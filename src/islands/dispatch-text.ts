@@ -31,7 +31,17 @@ export interface NowView {
 /** The {@link NowView} of a scene. */
 export function nowView(sim: DispatchSim, playing: boolean, offscreen: boolean): NowView {
   const s = sim.summary();
-  return { playing, offscreen, udp: sim.opts.proto === 'udp', listening: s.listening, group: s.selection === 'group', port: s.port, clients: sim.clients.length, kernel: sim.opts.kernel, program: sim.opts.program !== null };
+  return {
+    playing,
+    offscreen,
+    udp: sim.opts.proto === 'udp',
+    listening: s.listening,
+    group: s.selection === 'group',
+    port: s.port,
+    clients: sim.clients.length,
+    kernel: sim.opts.kernel,
+    program: sim.opts.program !== null,
+  };
 }
 
 /** What the tour says about the scene now (plain data from the model's record of one SYN). */
@@ -176,7 +186,14 @@ export interface DispatchText {
   remap: (r: Remap, listening: number) => string;
   movedCaption: (n: number, cap: number) => string;
   movedHead: [string, string, string];
-  figures: (f: Fairness, dropped: number, closed: number, inFlight: number, ratio: string, longest: { label: string; queue: number } | null) => [string, string][];
+  figures: (
+    f: Fairness,
+    dropped: number,
+    closed: number,
+    inFlight: number,
+    ratio: string,
+    longest: { label: string; queue: number } | null,
+  ) => [string, string][];
   headline: (e: DispatchEvent, mark: string) => string;
   belongsTo: (e: DispatchEvent) => string;
   notDelivered: string;
@@ -216,7 +233,8 @@ function enNow(v: NowView): string {
   const pkt = v.udp ? 'datagram' : 'SYN';
   const state = v.offscreen ? 'Paused while the scene is off-screen. ' : v.playing ? '' : 'Paused. ';
   if (v.listening === 0) return `${state}No listener is left on port ${v.port}: every ${v.udp ? 'datagram is dropped' : 'SYN gets a RST'}.`;
-  if (!v.group) return `${state}Kernel ${v.kernel} has no socks[] yet: for each ${pkt} it scans the ${v.listening} listeners and keeps one by hash (reservoir sampling).`;
+  if (!v.group)
+    return `${state}Kernel ${v.kernel} has no socks[] yet: for each ${pkt} it scans the ${v.listening} listeners and keeps one by hash (reservoir sampling).`;
   const pick = v.program ? 'a BPF program on the group returns the slot' : `its 4-tuple hash, scaled to ${v.listening} bands, picks a slot of socks[]`;
   return `${state}${v.clients} clients send ${pkt}s to ${v.listening} listeners sharing port ${v.port}: for each ${pkt}, ${pick}, and that slot's listener takes it.`;
 }
@@ -226,18 +244,45 @@ function enTour(step: TourStep, f: TourFacts): [string, string] {
   const L = f.listener ?? 'no listener';
   switch (step) {
     case 'hash':
-      return ['The hash', `The kernel hashes each ${pkt}'s 4-tuple (source address and port, destination address and port) with a secret drawn at boot. The result is a 32-bit number: this ${pkt}'s is 0x${f.hashHex}, marked on the range from 0 to 2³².`];
+      return [
+        'The hash',
+        `The kernel hashes each ${pkt}'s 4-tuple (source address and port, destination address and port) with a secret drawn at boot. The result is a 32-bit number: this ${pkt}'s is 0x${f.hashHex}, marked on the range from 0 to 2³².`,
+      ];
     case 'slot':
-      if (f.pick === 'reservoir') return ['No slot: the reservoir scan', `Kernel ${f.kernel} has no slots: it walks the listeners in chain order and keeps one by hash (reservoir sampling), so the range has no bands.`];
-      if (f.pick === 'program') return ['The slot, from a program', `A BPF program attached to the group returns the slot itself (slot ${f.slot ?? 'none'} for this ${pkt}); the hash does not pick. The inspector below shows what the program returned.`];
-      return ['The slot: reciprocal_scale', `reciprocal_scale(hash, N) multiplies the hash by N, the number of listening sockets, and keeps the top 32 bits: 0x${f.hashHex} × ${f.n} = 0x${f.productHex}, >> 32 = ${f.slot}. That cuts the range into ${f.n} equal bands, and this hash lies in band ${f.slot}.`];
+      if (f.pick === 'reservoir')
+        return [
+          'No slot: the reservoir scan',
+          `Kernel ${f.kernel} has no slots: it walks the listeners in chain order and keeps one by hash (reservoir sampling), so the range has no bands.`,
+        ];
+      if (f.pick === 'program')
+        return [
+          'The slot, from a program',
+          `A BPF program attached to the group returns the slot itself (slot ${f.slot ?? 'none'} for this ${pkt}); the hash does not pick. The inspector below shows what the program returned.`,
+        ];
+      return [
+        'The slot: reciprocal_scale',
+        `reciprocal_scale(hash, N) multiplies the hash by N, the number of listening sockets, and keeps the top 32 bits: 0x${f.hashHex} × ${f.n} = 0x${f.productHex}, >> 32 = ${f.slot}. That cuts the range into ${f.n} equal bands, and this hash lies in band ${f.slot}.`,
+      ];
     case 'socks':
-      if (f.pick === 'reservoir') return ['No socks[] yet', `Before kernel 4.6 there is no socks[] array: the listeners sit on a chain, and #i is a position on it. ${L} was kept for this ${pkt}.`];
-      return ['socks[]', `The group keeps its listening sockets in an array, socks[], in the order they joined: ${f.n} of ${f.maxSocks} slots are used. Slot ${f.slot} holds ${L}. Closing a member moves the last one into the freed slot, and N shrinks by one, which is why a close moves so many flows.`];
+      if (f.pick === 'reservoir')
+        return [
+          'No socks[] yet',
+          `Before kernel 4.6 there is no socks[] array: the listeners sit on a chain, and #i is a position on it. ${L} was kept for this ${pkt}.`,
+        ];
+      return [
+        'socks[]',
+        `The group keeps its listening sockets in an array, socks[], in the order they joined: ${f.n} of ${f.maxSocks} slots are used. Slot ${f.slot} holds ${L}. Closing a member moves the last one into the freed slot, and N shrinks by one, which is why a close moves so many flows.`,
+      ];
     case 'listener':
-      return ['The chosen listener', `${L} takes the ${pkt}. Every ${pkt} with the same 4-tuple hashes to the same value, so this client's connections all land on ${L} until the group or the secret changes. The kernel never looks at how busy ${L} is.`];
+      return [
+        'The chosen listener',
+        `${L} takes the ${pkt}. Every ${pkt} with the same 4-tuple hashes to the same value, so this client's connections all land on ${L} until the group or the secret changes. The kernel never looks at how busy ${L} is.`,
+      ];
     case 'queue':
-      return ['The accept queue', `After the handshake the connection waits in ${L}'s accept queue (the grey bar, ${f.queue} waiting now) until its worker calls accept(). Here each worker takes ${f.headroom} times its fair share of arrivals per second, times its service rate (Settings).`];
+      return [
+        'The accept queue',
+        `After the handshake the connection waits in ${L}'s accept queue (the grey bar, ${f.queue} waiting now) until its worker calls accept(). Here each worker takes ${f.headroom} times its fair share of arrivals per second, times its service rate (Settings).`,
+      ];
     default:
       return [
         'A stalled worker',
@@ -268,14 +313,24 @@ const en: DispatchText = {
     `${given} was not used: rates takes up to ${max} numbers from ${lo} to ${hi}, separated by commas (${entry ? `entry ${entry}, "${bad}", is not one` : `it has ${bad} entries`}); every worker keeps the normal rate.`,
   workersHeading: 'Workers',
   workersHead: ['worker', 'rate', 'sent', 'accepted', 'queued'],
-  workersCaption: (shown, all) => `Per listener: connections the hash sent it, its worker accepted, and waiting in its queue${shown < all ? ` (${shown} of ${all}: the first in slot order, and every stalled or slowed one)` : ''}.`,
+  workersCaption: (shown, all) =>
+    `Per listener: connections the hash sent it, its worker accepted, and waiting in its queue${shown < all ? ` (${shown} of ${all}: the first in slot order, and every stalled or slowed one)` : ''}.`,
   rateOf: (w) => (w.stalled ? 'stalled' : w.rate === 1 ? 'normal' : `×${w.rate}`),
   settings: 'Settings',
   presetsLegend: 'Presets (each restarts the run)',
-  presets: { workers: '8 workers', closeOne: 'close one', fewClients: 'few clients', many: '130 listeners', wildcard: 'wildcard vs specific', reservoir: '3.9 reservoir', bpfCpu: 'BPF by CPU' },
+  presets: {
+    workers: '8 workers',
+    closeOne: 'close one',
+    fewClients: 'few clients',
+    many: '130 listeners',
+    wildcard: 'wildcard vs specific',
+    reservoir: '3.9 reservoir',
+    bpfCpu: 'BPF by CPU',
+  },
   presetSays: {
     workers: 'Eight listeners share the port, and the hash spreads clients over them about evenly.',
-    closeOne: 'Listener 3 closes; the last member of socks[] slides into its slot, and with the hash range now cut into 7 bands, most flows land on another listener.',
+    closeOne:
+      'Listener 3 closes; the last member of socks[] slides into its slot, and with the hash range now cut into 7 bands, most flows land on another listener.',
     fewClients: 'With a dozen clients each one is labelled, and the spread is visibly uneven.',
     many: 'The 129th member grows socks[] from 128 to 256 slots.',
     wildcard: 'Bound to 0.0.0.0; the Listener lookup panel shows why a specific address outscores a wildcard one.',
@@ -284,7 +339,8 @@ const en: DispatchText = {
   },
   now: enNow,
   stageLine: (e, m) => `Event ${e.seq} (${e.kind}): ${m}`,
-  stageLineUnselected: (e) => `Event ${e.seq} (${e.kind}): ${e.kind === 'RST' ? 'sent back to the client, no listener took the SYN' : `no reuseport selection (found in ehash) → ${e.listener === null ? 'no socket' : `L${e.listener}`}`}`,
+  stageLineUnselected: (e) =>
+    `Event ${e.seq} (${e.kind}): ${e.kind === 'RST' ? 'sent back to the client, no listener took the SYN' : `no reuseport selection (found in ehash) → ${e.listener === null ? 'no socket' : `L${e.listener}`}`}`,
   keyboardPath: 'Keyboard: every packet is a row of the event list below; its button opens the record.',
   rateHint: (max) => `1 to ${max}: higher rates ask the model about more connections than a frame has time for.`,
   lookupClosed: 'Open the Listener lookup panel below to see the tables the kernel walked for this packet.',
@@ -305,7 +361,14 @@ const en: DispatchText = {
   clients: 'Clients',
   cpus: 'Receiving CPUs',
   program: 'Group program (BPF)',
-  programOptions: ['none (select by hash)', 'index = receiving CPU', 'fixed index', 'index = payload word mod N (datagram k carries k)', 'SK_REUSEPORT: SK_PASS (4.19+)', 'SK_REUSEPORT: SK_DROP (4.19+)'],
+  programOptions: [
+    'none (select by hash)',
+    'index = receiving CPU',
+    'fixed index',
+    'index = payload word mod N (datagram k carries k)',
+    'SK_REUSEPORT: SK_PASS (4.19+)',
+    'SK_REUSEPORT: SK_DROP (4.19+)',
+  ],
   fixedIndex: 'Fixed index returned',
   payloadModulus: 'Payload modulus N',
   seed: 'Seed',
@@ -323,7 +386,8 @@ const en: DispatchText = {
   movedSummary: 'Flows that land elsewhere after the last change',
   stage: 'Animated scene (the event list below holds the same packets)',
   shapes: 'Packet shapes',
-  colourLegend: 'colour: listener (Okabe-Ito; hollow marks for listeners 8–15, 24–31, …; black: no socket, or, under a payload program, no single listener per client)',
+  colourLegend:
+    'colour: listener (Okabe-Ito; hollow marks for listeners 8–15, 24–31, …; black: no socket, or, under a payload program, no single listener per client)',
   perListener: 'Connections per listener',
   eventList: 'Event list',
   eventHead: ['#', 'time (s)', 'packet', 'client', 'CPU', 'listener', 'slot', 'hash', 'what'],
@@ -345,7 +409,10 @@ const en: DispatchText = {
   movedCaption: (n, cap) => `${n} moved flow${n === 1 ? '' : 's'}${n > cap ? ` (first ${cap} shown)` : ''}`,
   movedHead: ['client', 'before', 'after'],
   figures: (fr, dropped, closed, inFlight, ratio, longest) => [
-    ['Dispatched', `${fr.total + dropped + closed}${dropped || closed ? ` (${[closed ? `${closed} to closed listeners` : '', dropped ? `${dropped} to no socket` : ''].filter(Boolean).join(', ')})` : ''}`],
+    [
+      'Dispatched',
+      `${fr.total + dropped + closed}${dropped || closed ? ` (${[closed ? `${closed} to closed listeners` : '', dropped ? `${dropped} to no socket` : ''].filter(Boolean).join(', ')})` : ''}`,
+    ],
     ['Uniform expectation', `${fr.expected.toFixed(1)} per listener`],
     ['Max / min', ratio],
     ['Jain’s index', fr.jain === null ? 'n/a' : fr.jain.toFixed(4)],
@@ -368,7 +435,8 @@ const en: DispatchText = {
   fixedIndexName: 'Fixed index',
   payloadModulusName: 'Payload modulus',
   summary: (sim) => sim.describe(),
-  chartLabel: (f, ratio) => `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${ratio}; Jain ${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`,
+  chartLabel: (f, ratio) =>
+    `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${ratio}; Jain ${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`,
   structure: {
     clients: (n) => `Clients (${n})`,
     hashBands: (n) => `Hash range, ${n} bands`,
@@ -402,8 +470,21 @@ function zhSummary(sim: DispatchSim): string {
   ];
   if (sim.dropped) parts.push(`${sim.dropped} 个没有找到套接字`);
   const odd = sim.unusualWorkers();
-  if (odd.length) parts.push(odd.map((w) => `工作进程 L${w.listener} ${w.stalled ? '卡住' : `以 ${w.rate} 倍速率服务`}，队列中 ${Math.floor(w.queue)} 个，已接受 ${Math.floor(w.accepted)} 个`).join('，'));
-  if (sim.lastRemap) parts.push(s.listening === 0 ? `${zhWhat(sim.lastRemap)}：已没有监听套接字，全部 ${sim.lastRemap.total} 个流无处可去` : `${zhWhat(sim.lastRemap)}：${sim.lastRemap.total} 个流中有 ${sim.lastRemap.moved.length} 个改落到另一个监听套接字`);
+  if (odd.length)
+    parts.push(
+      odd
+        .map(
+          (w) =>
+            `工作进程 L${w.listener} ${w.stalled ? '卡住' : `以 ${w.rate} 倍速率服务`}，队列中 ${Math.floor(w.queue)} 个，已接受 ${Math.floor(w.accepted)} 个`,
+        )
+        .join('，'),
+    );
+  if (sim.lastRemap)
+    parts.push(
+      s.listening === 0
+        ? `${zhWhat(sim.lastRemap)}：已没有监听套接字，全部 ${sim.lastRemap.total} 个流无处可去`
+        : `${zhWhat(sim.lastRemap)}：${sim.lastRemap.total} 个流中有 ${sim.lastRemap.moved.length} 个改落到另一个监听套接字`,
+    );
   return `${parts.join('；')}。`;
 }
 
@@ -412,15 +493,22 @@ function zhWhat(r: Remap): string {
   const { op, change: c } = r;
   if (op.op === 'join') {
     if (c?.kind !== 'joined') return '一个监听套接字加入';
-    const eff = c.effect.kind === 'grew' ? `；socks[] 从 ${c.effect.from} 个槽位扩到 ${c.effect.to} 个` : c.effect.kind === 'evicted_closed' ? `；已关闭的监听套接字 ${c.effect.listener} 被移出` : '';
+    const eff =
+      c.effect.kind === 'grew'
+        ? `；socks[] 从 ${c.effect.from} 个槽位扩到 ${c.effect.to} 个`
+        : c.effect.kind === 'evicted_closed'
+          ? `；已关闭的监听套接字 ${c.effect.listener} 被移出`
+          : '';
     return `监听套接字 ${c.listener} 加入${c.slot !== null ? `，位于 socks[${c.slot}]` : ''}${eff}`;
   }
   if (op.op === 'close') {
     let w = `监听套接字 ${op.listener} 已关闭`;
-    if (c?.kind === 'left' && c.slot !== null) w += c.moved !== null ? `；监听套接字 ${c.moved} 从最后一个槽位移入 socks[${c.slot}]` : `；它本来就在最后一个槽位 socks[${c.slot}]`;
+    if (c?.kind === 'left' && c.slot !== null)
+      w += c.moved !== null ? `；监听套接字 ${c.moved} 从最后一个槽位移入 socks[${c.slot}]` : `；它本来就在最后一个槽位 socks[${c.slot}]`;
     return w;
   }
-  if (op.op === 'cpu') return op.cpu === undefined ? `清除了监听套接字 ${op.listener} 的 SO_INCOMING_CPU` : `为监听套接字 ${op.listener} 设置 SO_INCOMING_CPU ${op.cpu}`;
+  if (op.op === 'cpu')
+    return op.cpu === undefined ? `清除了监听套接字 ${op.listener} 的 SO_INCOMING_CPU` : `为监听套接字 ${op.listener} 设置 SO_INCOMING_CPU ${op.cpu}`;
   return `新的哈希密钥 0x${(op.secret >>> 0).toString(16).padStart(8, '0')}`;
 }
 
@@ -438,18 +526,36 @@ function zhTour(step: TourStep, f: TourFacts): [string, string] {
   const L = f.listener ?? '（没有监听套接字）';
   switch (step) {
     case 'hash':
-      return ['哈希', `内核用开机时随机生成的密钥，对每个 ${pkt} 的四元组（源地址、源端口、目的地址、目的端口）计算哈希，得到一个 32 位整数。这个 ${pkt} 的哈希是 0x${f.hashHex}，标在 0 到 2³² 的范围上。`];
+      return [
+        '哈希',
+        `内核用开机时随机生成的密钥，对每个 ${pkt} 的四元组（源地址、源端口、目的地址、目的端口）计算哈希，得到一个 32 位整数。这个 ${pkt} 的哈希是 0x${f.hashHex}，标在 0 到 2³² 的范围上。`,
+      ];
     case 'slot':
-      if (f.pick === 'reservoir') return ['没有槽位：蓄水池扫描', `内核 ${f.kernel} 还没有槽位：它按链表顺序遍历各监听套接字，按哈希保留其中一个（蓄水池抽样），所以哈希范围不分段。`];
-      if (f.pick === 'program') return ['由程序给出槽位', `组上挂载的 BPF 程序直接返回槽位（这个 ${pkt} 是槽位 ${f.slot ?? '无'}），哈希不参与选择。程序返回了什么，见下方检查器。`];
-      return ['槽位：reciprocal_scale', `reciprocal_scale(hash, N) 把哈希乘以 N（正在监听的套接字数），取结果的高 32 位：0x${f.hashHex} × ${f.n} = 0x${f.productHex}，>> 32 = ${f.slot}。这相当于把哈希范围等分成 ${f.n} 段（从 0 起编号），这个哈希落在编号为 ${f.slot} 的那一段。`];
+      if (f.pick === 'reservoir')
+        return ['没有槽位：蓄水池扫描', `内核 ${f.kernel} 还没有槽位：它按链表顺序遍历各监听套接字，按哈希保留其中一个（蓄水池抽样），所以哈希范围不分段。`];
+      if (f.pick === 'program')
+        return ['由程序给出槽位', `组上挂载的 BPF 程序直接返回槽位（这个 ${pkt} 是槽位 ${f.slot ?? '无'}），哈希不参与选择。程序返回了什么，见下方检查器。`];
+      return [
+        '槽位：reciprocal_scale',
+        `reciprocal_scale(hash, N) 把哈希乘以 N（正在监听的套接字数），取结果的高 32 位：0x${f.hashHex} × ${f.n} = 0x${f.productHex}，>> 32 = ${f.slot}。这相当于把哈希范围等分成 ${f.n} 段（从 0 起编号），这个哈希落在编号为 ${f.slot} 的那一段。`,
+      ];
     case 'socks':
-      if (f.pick === 'reservoir') return ['还没有 socks[]', `4.6 之前的内核没有 socks[] 数组：监听套接字挂在一条链表上，#i 表示链表中的位置。这个 ${pkt} 最终留给了 ${L}。`];
-      return ['socks[]', `组把正在监听的套接字按加入顺序存放在数组 socks[] 中：${f.maxSocks} 个槽位用了 ${f.n} 个。槽位 ${f.slot} 里是 ${L}。关闭一个成员时，最后一个成员会移进空出的槽位，N 也减一，所以一次关闭会让很多流换到别的监听套接字。`];
+      if (f.pick === 'reservoir')
+        return ['还没有 socks[]', `4.6 之前的内核没有 socks[] 数组：监听套接字挂在一条链表上，#i 表示链表中的位置。这个 ${pkt} 最终留给了 ${L}。`];
+      return [
+        'socks[]',
+        `组把正在监听的套接字按加入顺序存放在数组 socks[] 中：${f.maxSocks} 个槽位用了 ${f.n} 个。槽位 ${f.slot} 里是 ${L}。关闭一个成员时，最后一个成员会移进空出的槽位，N 也减一，所以一次关闭会让很多流换到别的监听套接字。`,
+      ];
     case 'listener':
-      return ['选中的监听套接字', `这个 ${pkt} 交给 ${L}。四元组相同的 ${pkt} 哈希值也相同，所以只要组和密钥不变，这个客户端的连接都会落到 ${L}。内核从不考虑 ${L} 有多忙。`];
+      return [
+        '选中的监听套接字',
+        `这个 ${pkt} 交给 ${L}。四元组相同的 ${pkt} 哈希值也相同，所以只要组和密钥不变，这个客户端的连接都会落到 ${L}。内核从不考虑 ${L} 有多忙。`,
+      ];
     case 'queue':
-      return ['全连接队列', `三次握手完成后，连接进入 ${L} 的全连接队列（灰色条），等它的工作进程调用 accept() 取走；现在有 ${f.queue} 个在等。这里每个工作进程每秒取走的连接数，是它公平份额的 ${f.headroom} 倍再乘以它的服务速率（见“设置”）。`];
+      return [
+        '全连接队列',
+        `三次握手完成后，连接进入 ${L} 的全连接队列（灰色条），等它的工作进程调用 accept() 取走；现在有 ${f.queue} 个在等。这里每个工作进程每秒取走的连接数，是它公平份额的 ${f.headroom} 倍再乘以它的服务速率（见“设置”）。`,
+      ];
     default:
       return [
         '卡住的工作进程',
@@ -480,11 +586,20 @@ const zh: DispatchText = {
     `${given} 未被采用：rates 最多接受 ${max} 个 ${lo} 到 ${hi} 之间的数，以逗号分隔（${entry ? `第 ${entry} 项“${bad}”不符合` : `实际有 ${bad} 项`}）；所有工作进程保持正常速率。`,
   workersHeading: '工作进程',
   workersHead: ['工作进程', '速率', '分到', '已接受', '排队中'],
-  workersCaption: (shown, all) => `每个监听套接字：哈希分给它的连接数、其工作进程已接受的连接数、队列中等待的连接数${shown < all ? `（显示 ${all} 个中的 ${shown} 个：按槽位顺序的前若干个，以及所有卡住或减速的）` : ''}。`,
+  workersCaption: (shown, all) =>
+    `每个监听套接字：哈希分给它的连接数、其工作进程已接受的连接数、队列中等待的连接数${shown < all ? `（显示 ${all} 个中的 ${shown} 个：按槽位顺序的前若干个，以及所有卡住或减速的）` : ''}。`,
   rateOf: (w) => (w.stalled ? '卡住' : w.rate === 1 ? '正常' : `${w.rate} 倍`),
   settings: '设置',
   presetsLegend: '预设（每个都会重新开始运行）',
-  presets: { workers: '8 个工作进程', closeOne: '关闭一个', fewClients: '少量客户端', many: '130 个监听套接字', wildcard: '通配地址与指定地址', reservoir: '3.9 蓄水池', bpfCpu: '按 CPU 的 BPF' },
+  presets: {
+    workers: '8 个工作进程',
+    closeOne: '关闭一个',
+    fewClients: '少量客户端',
+    many: '130 个监听套接字',
+    wildcard: '通配地址与指定地址',
+    reservoir: '3.9 蓄水池',
+    bpfCpu: '按 CPU 的 BPF',
+  },
   presetSays: {
     workers: '八个监听套接字共享端口，哈希把客户端大致均匀地分给它们。',
     closeOne: '关闭监听套接字 3；socks[] 的最后一个成员滑入它的槽位，哈希范围改为 7 段，大多数流都改落到另一个监听套接字。',
@@ -496,7 +611,8 @@ const zh: DispatchText = {
   },
   now: zhNow,
   stageLine: (e, m) => `第 ${e.seq} 个事件（${e.kind}）：${m}`,
-  stageLineUnselected: (e) => `第 ${e.seq} 个事件（${e.kind}）：${e.kind === 'RST' ? '发回客户端，没有监听套接字接收该 SYN' : `不经过 reuseport 选择（在 ehash 中找到）→ ${e.listener === null ? '没有套接字' : `L${e.listener}`}`}`,
+  stageLineUnselected: (e) =>
+    `第 ${e.seq} 个事件（${e.kind}）：${e.kind === 'RST' ? '发回客户端，没有监听套接字接收该 SYN' : `不经过 reuseport 选择（在 ehash 中找到）→ ${e.listener === null ? '没有套接字' : `L${e.listener}`}`}`,
   keyboardPath: '键盘操作：每个数据包都是下方事件列表中的一行，行首按钮可打开其记录。',
   rateHint: (max) => `1 到 ${max}：速率更高时，每帧需要向模型查询的连接数超出一帧的时间。`,
   lookupClosed: '展开下方的“监听套接字查找”面板，即可查看内核为这个数据包遍历的表。',
@@ -517,7 +633,14 @@ const zh: DispatchText = {
   clients: '客户端数',
   cpus: '接收 CPU 数',
   program: '组程序（BPF）',
-  programOptions: ['无（按哈希选择）', '索引 = 接收 CPU', '固定索引', '索引 = 载荷字 mod N（第 k 个数据报携带 k）', 'SK_REUSEPORT：SK_PASS（4.19+）', 'SK_REUSEPORT：SK_DROP（4.19+）'],
+  programOptions: [
+    '无（按哈希选择）',
+    '索引 = 接收 CPU',
+    '固定索引',
+    '索引 = 载荷字 mod N（第 k 个数据报携带 k）',
+    'SK_REUSEPORT：SK_PASS（4.19+）',
+    'SK_REUSEPORT：SK_DROP（4.19+）',
+  ],
   fixedIndex: '返回的固定索引',
   payloadModulus: '载荷模数 N',
   seed: '随机种子',
@@ -557,7 +680,10 @@ const zh: DispatchText = {
   movedCaption: (n, cap) => `${n} 个移动的流${n > cap ? `（仅显示前 ${cap} 个）` : ''}`,
   movedHead: ['客户端', '修改前', '修改后'],
   figures: (fr, dropped, closed, inFlight, ratio, longest) => [
-    ['已分发', `${fr.total + dropped + closed}${dropped || closed ? `（${[closed ? `${closed} 个发往已关闭的监听套接字` : '', dropped ? `${dropped} 个没有套接字` : ''].filter(Boolean).join('，')}）` : ''}`],
+    [
+      '已分发',
+      `${fr.total + dropped + closed}${dropped || closed ? `（${[closed ? `${closed} 个发往已关闭的监听套接字` : '', dropped ? `${dropped} 个没有套接字` : ''].filter(Boolean).join('，')}）` : ''}`,
+    ],
     ['均匀分布期望', `每个监听套接字 ${fr.expected.toFixed(1)} 个`],
     ['最大 / 最小', ratio],
     ['Jain 指数', fr.jain === null ? '不适用' : fr.jain.toFixed(4)],
@@ -580,7 +706,8 @@ const zh: DispatchText = {
   fixedIndexName: '固定索引',
   payloadModulusName: '载荷模数',
   summary: zhSummary,
-  chartLabel: (f, ratio) => `各监听套接字的连接数：共 ${f.total} 个，若哈希均匀，每个期望 ${f.expected.toFixed(1)} 个；最大/最小 ${ratio}；Jain 指数 ${f.jain === null ? '不适用' : f.jain.toFixed(3)}`,
+  chartLabel: (f, ratio) =>
+    `各监听套接字的连接数：共 ${f.total} 个，若哈希均匀，每个期望 ${f.expected.toFixed(1)} 个；最大/最小 ${ratio}；Jain 指数 ${f.jain === null ? '不适用' : f.jain.toFixed(3)}`,
   structure: {
     clients: (n) => `客户端（${n}）`,
     hashBands: (n) => `哈希范围，${n} 段`,

@@ -89,7 +89,7 @@ const WORKER_ROWS = 64;
 const HIT_RADIUS = 12;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Sel = import("d3").Selection<any, unknown, null, undefined>;
+type Sel = import('d3').Selection<any, unknown, null, undefined>;
 
 /** What a preset sets (the rest as {@link PRESET_BASE}). */
 interface Preset {
@@ -147,7 +147,9 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   let speed = options.speed ?? 1;
   const sim = new DispatchSim(opts, options.logMax ?? 20000);
 
-  const root = select(el).append('div').attr('class', options.compact ? 'rl-dv rl-dv-compact' : 'rl-dv');
+  const root = select(el)
+    .append('div')
+    .attr('class', options.compact ? 'rl-dv rl-dv-compact' : 'rl-dv');
   const cleanups: (() => void)[] = [];
   const on = <K extends keyof HTMLElementEventMap>(node: HTMLElement, type: K, fn: (ev: HTMLElementEventMap[K]) => void) => {
     node.addEventListener(type, fn as EventListener);
@@ -158,7 +160,11 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const field = (parent: Sel, name: string, label: string, hint?: string) => {
     const w = parent.append('div').attr('class', 'rl-field');
     w.append('label').attr('for', f(name)).text(label);
-    if (hint) w.append('span').attr('class', 'rl-dv-hint').attr('id', f(`${name}-hint`)).text(hint);
+    if (hint)
+      w.append('span')
+        .attr('class', 'rl-dv-hint')
+        .attr('id', f(`${name}-hint`))
+        .text(hint);
     return w;
   };
   const bar = root.append('div').attr('class', 'rl-dv-bar').attr('role', 'group').attr('aria-label', t.controls(seq));
@@ -168,11 +174,28 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const speedWrap = bar.append('div').attr('class', 'rl-dv-inline');
   speedWrap.append('label').attr('for', f('speed')).text(t.speed);
   const speedSel = speedWrap.append('select').attr('id', f('speed'));
-  speedSel.selectAll('option').data(SPEEDS).join('option').attr('value', (d) => String(d)).text((d) => `${d}×`);
+  speedSel
+    .selectAll('option')
+    .data(SPEEDS)
+    .join('option')
+    .attr('value', (d) => String(d))
+    .text((d) => `${d}×`);
   speedSel.property('value', String(SPEEDS.includes(speed) ? speed : 1));
   speed = Number(speedSel.property('value'));
-  const tourBtn = bar.append('button').attr('type', 'button').attr('class', 'rl-dv-tour-btn').attr('aria-controls', f('tour')).attr('aria-expanded', 'false').text(t.tour);
-  const settingsBtn = bar.append('button').attr('type', 'button').attr('class', 'rl-dv-settings-btn').attr('aria-expanded', 'false').attr('aria-controls', f('settings')).text(t.settings);
+  const tourBtn = bar
+    .append('button')
+    .attr('type', 'button')
+    .attr('class', 'rl-dv-tour-btn')
+    .attr('aria-controls', f('tour'))
+    .attr('aria-expanded', 'false')
+    .text(t.tour);
+  const settingsBtn = bar
+    .append('button')
+    .attr('type', 'button')
+    .attr('class', 'rl-dv-settings-btn')
+    .attr('aria-expanded', 'false')
+    .attr('aria-controls', f('settings'))
+    .text(t.settings);
   const now = root.append('p').attr('class', 'rl-dv-now').attr('aria-live', 'polite').attr('id', f('now'));
   // What the last add or close did to the flows, under the sentence (the moved clients are ringed in the scene).
   const remapLine = root.append('p').attr('class', 'rl-dv-remap').attr('aria-live', 'polite');
@@ -206,7 +229,13 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
 
   // ---- Settings (opened on demand) ---------------------------------------------------------------
   const side = layout.append('div').attr('class', 'rl-dv-side');
-  const settings = side.append('div').attr('class', 'rl-dv-settings').attr('id', f('settings')).attr('hidden', '').attr('role', 'region').attr('aria-label', t.settings);
+  const settings = side
+    .append('div')
+    .attr('class', 'rl-dv-settings')
+    .attr('id', f('settings'))
+    .attr('hidden', '')
+    .attr('role', 'region')
+    .attr('aria-label', t.settings);
   const form = settings.append('form').attr('class', 'rl-dv-controls').attr('novalidate', '');
   on(form.node()!, 'submit', (e) => e.preventDefault());
   const errors = form.append('div').attr('class', 'rl-errors').attr('role', 'alert');
@@ -230,7 +259,15 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const pinBtn = liveFs.append('button').attr('type', 'button').text(t.setCpu);
   const unpinBtn = liveFs.append('button').attr('type', 'button').text(t.clearCpu);
   const rateField = field(liveFs, 'srate', t.serviceRate, t.serviceRateHint);
-  const srateIn = rateField.append('input').attr('id', f('srate')).attr('type', 'number').attr('min', RATE_BOUNDS.lo).attr('max', RATE_BOUNDS.hi).attr('step', 0.1).attr('aria-describedby', f('srate-hint')).property('value', '1');
+  const srateIn = rateField
+    .append('input')
+    .attr('id', f('srate'))
+    .attr('type', 'number')
+    .attr('min', RATE_BOUNDS.lo)
+    .attr('max', RATE_BOUNDS.hi)
+    .attr('step', 0.1)
+    .attr('aria-describedby', f('srate-hint'))
+    .property('value', '1');
   const setRateBtn = liveFs.append('button').attr('type', 'button').text(t.setRate);
   const stallSetBtn = liveFs.append('button').attr('type', 'button').attr('aria-pressed', 'false').text(t.stallToggle);
   const secretIn = field(liveFs, 'secret', t.secret).append('input').attr('id', f('secret')).attr('spellcheck', 'false').property('value', hex32(opts.secret));
@@ -240,18 +277,61 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const groupFs = form.append('fieldset').attr('class', 'rl-dv-fs');
   groupFs.append('legend').text(t.groupLegend);
   const kernelSel = field(groupFs, 'kernel', t.kernel).append('select').attr('id', f('kernel'));
-  kernelSel.selectAll('option').data(profiles().map((p) => `${p.release.major}.${p.release.minor}`)).join('option').attr('value', (d) => d).text((d) => d);
+  kernelSel
+    .selectAll('option')
+    .data(profiles().map((p) => `${p.release.major}.${p.release.minor}`))
+    .join('option')
+    .attr('value', (d) => d)
+    .text((d) => d);
   kernelSel.property('value', opts.kernel);
   const protoSel = field(groupFs, 'proto', t.proto).append('select').attr('id', f('proto'));
-  protoSel.selectAll('option').data(['tcp', 'udp']).join('option').attr('value', (d) => d).text((d) => d.toUpperCase());
+  protoSel
+    .selectAll('option')
+    .data(['tcp', 'udp'])
+    .join('option')
+    .attr('value', (d) => d)
+    .text((d) => d.toUpperCase());
   protoSel.property('value', opts.proto);
   const bindSel = field(groupFs, 'bind', t.bound).append('select').attr('id', f('bind'));
-  bindSel.selectAll('option').data([['specific', t.bindOptions[0]], ['wildcard', t.bindOptions[1]]]).join('option').attr('value', (d) => d[0]!).text((d) => d[1]!);
+  bindSel
+    .selectAll('option')
+    .data([
+      ['specific', t.bindOptions[0]],
+      ['wildcard', t.bindOptions[1]],
+    ])
+    .join('option')
+    .attr('value', (d) => d[0]!)
+    .text((d) => d[1]!);
   bindSel.property('value', opts.wildcard ? 'wildcard' : 'specific');
-  const listenersIn = field(groupFs, 'listeners', t.listeners).append('input').attr('id', f('listeners')).attr('type', 'number').attr('min', 1).attr('max', LIMITS.listeners).property('value', String(opts.listeners));
-  const clientsIn = field(groupFs, 'clients', t.clients).append('input').attr('id', f('clients')).attr('type', 'number').attr('min', 1).attr('max', LIMITS.clients).property('value', String(opts.clients));
-  const rateIn = field(groupFs, 'rate', t.rate, t.rateHint(LIMITS.rate)).append('input').attr('id', f('rate')).attr('type', 'number').attr('min', 1).attr('max', LIMITS.rate).attr('aria-describedby', f('rate-hint')).property('value', String(opts.rate));
-  const cpusIn = field(groupFs, 'cpus', t.cpus).append('input').attr('id', f('cpus')).attr('type', 'number').attr('min', 1).attr('max', 64).property('value', String(opts.cpus));
+  const listenersIn = field(groupFs, 'listeners', t.listeners)
+    .append('input')
+    .attr('id', f('listeners'))
+    .attr('type', 'number')
+    .attr('min', 1)
+    .attr('max', LIMITS.listeners)
+    .property('value', String(opts.listeners));
+  const clientsIn = field(groupFs, 'clients', t.clients)
+    .append('input')
+    .attr('id', f('clients'))
+    .attr('type', 'number')
+    .attr('min', 1)
+    .attr('max', LIMITS.clients)
+    .property('value', String(opts.clients));
+  const rateIn = field(groupFs, 'rate', t.rate, t.rateHint(LIMITS.rate))
+    .append('input')
+    .attr('id', f('rate'))
+    .attr('type', 'number')
+    .attr('min', 1)
+    .attr('max', LIMITS.rate)
+    .attr('aria-describedby', f('rate-hint'))
+    .property('value', String(opts.rate));
+  const cpusIn = field(groupFs, 'cpus', t.cpus)
+    .append('input')
+    .attr('id', f('cpus'))
+    .attr('type', 'number')
+    .attr('min', 1)
+    .attr('max', 64)
+    .property('value', String(opts.cpus));
   const progSel = field(groupFs, 'program', t.program).append('select').attr('id', f('program'));
   progSel
     .selectAll('option')
@@ -277,7 +357,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     progModField.property('hidden', p !== 'payload_mod');
   };
   on(progSel.node()!, 'change', showProgramFields);
-  const seedIn = field(groupFs, 'seed', t.seed).append('input').attr('id', f('seed')).attr('type', 'number').attr('min', 0).property('value', String(opts.seed));
+  const seedIn = field(groupFs, 'seed', t.seed)
+    .append('input')
+    .attr('id', f('seed'))
+    .attr('type', 'number')
+    .attr('min', 0)
+    .property('value', String(opts.seed));
   const listWrap = groupFs.append('div').attr('class', 'rl-field rl-dv-wide');
   listWrap.append('label').attr('for', f('clientlist')).text(t.clientList);
   const clientList = listWrap.append('textarea').attr('id', f('clientlist')).attr('rows', 2).attr('spellcheck', 'false');
@@ -288,10 +373,22 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const chart = new Chart(chartBox.node()!);
   const figures = side.append('dl').attr('class', 'rl-dv-figures');
   side.append('h2').attr('class', 'rl-dv-workers-h').text(t.workersHeading);
-  const workersBox = side.append('div').attr('class', 'rl-dv-workers').attr('tabindex', '0').attr('role', 'region').attr('aria-label', seq > 1 ? `${t.workersHeading} (${seq})` : t.workersHeading);
+  const workersBox = side
+    .append('div')
+    .attr('class', 'rl-dv-workers')
+    .attr('tabindex', '0')
+    .attr('role', 'region')
+    .attr('aria-label', seq > 1 ? `${t.workersHeading} (${seq})` : t.workersHeading);
   const workersTable = workersBox.append('table').attr('class', 'rl-table');
   const workersCaption = workersTable.append('caption');
-  workersTable.append('thead').append('tr').selectAll('th').data(t.workersHead).join('th').attr('scope', 'col').text((d) => d);
+  workersTable
+    .append('thead')
+    .append('tr')
+    .selectAll('th')
+    .data(t.workersHead)
+    .join('th')
+    .attr('scope', 'col')
+    .text((d) => d);
   const workersBody = workersTable.append('tbody');
 
   // ---- Below the scene ---------------------------------------------------------------------------
@@ -303,7 +400,14 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const tableWrap = root.append('div').attr('class', 'rl-dv-events');
   const table = tableWrap.append('table').attr('class', 'rl-table');
   table.append('caption').text(t.eventList);
-  table.append('thead').append('tr').selectAll('th').data(t.eventHead).join('th').attr('scope', 'col').text((d) => d);
+  table
+    .append('thead')
+    .append('tr')
+    .selectAll('th')
+    .data(t.eventHead)
+    .join('th')
+    .attr('scope', 'col')
+    .text((d) => d);
   const tbody = table.append('tbody');
   const inspector = root.append('section').attr('class', 'rl-dv-inspector').attr('aria-labelledby', f('insp-h'));
   const nth = seq > 1 ? ` (${seq})` : '';
@@ -369,7 +473,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     struct = structure(sim, t.structure);
     overlay.draw(struct, box, cssW, cssH);
     overlay.slide(null, box, struct.rows.length);
-    closeSel.selectAll('option').data(sim.rows).join('option').attr('value', (d) => String(d)).text((d) => `L${d}`);
+    closeSel
+      .selectAll('option')
+      .data(sim.rows)
+      .join('option')
+      .attr('value', (d) => String(d))
+      .text((d) => `L${d}`);
     drawStalls();
     showWorkerSetting();
   };
@@ -431,7 +540,13 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     const name = (l: number) => (l === 0xffffffff ? t.none : `L${l}`);
     const mt = movedBody.append('table').attr('class', 'rl-table rl-dv-moved-table');
     mt.append('caption').text(t.movedCaption(r.moved.length, MOVED_LIST));
-    mt.append('thead').append('tr').selectAll('th').data(t.movedHead).join('th').attr('scope', 'col').text((d) => d);
+    mt.append('thead')
+      .append('tr')
+      .selectAll('th')
+      .data(t.movedHead)
+      .join('th')
+      .attr('scope', 'col')
+      .text((d) => d);
     mt.append('tbody')
       .selectAll('tr')
       .data(r.moved.slice(0, MOVED_LIST).map((ci, k) => [`${sim.clients[ci]!.saddr}:${sim.clients[ci]!.sport}`, name(r.from[k]!), name(r.to[k]!)]))
@@ -450,7 +565,11 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     cssW = w;
     cssH = h;
     const dpr = Math.min(2, globalThis.devicePixelRatio || 1);
-    canvas.attr('width', Math.round(w * dpr)).attr('height', Math.round(h * dpr)).style('width', `${w}px`).style('height', `${h}px`);
+    canvas
+      .attr('width', Math.round(w * dpr))
+      .attr('height', Math.round(h * dpr))
+      .style('width', `${w}px`)
+      .style('height', `${h}px`);
     ctx?.setTransform(dpr, 0, 0, dpr, 0, 0);
     pixels.resize(Math.round(w * dpr), Math.round(h * dpr), dpr);
     box = { left: 12, top: 44, width: w * 0.86, height: h - 56 };
@@ -526,7 +645,13 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
       .classed('rl-dv-stalled', (d) => d.stalled)
       .each(function (d) {
         const cells = (this as HTMLTableRowElement).cells;
-        const vals = [d.label, t.rateOf(sim.worker(d.listener)), String(sim.counts[d.listener] ?? 0), String(Math.floor(sim.accepted[d.listener] ?? 0)), String(Math.floor(sim.queue[d.listener] ?? 0))];
+        const vals = [
+          d.label,
+          t.rateOf(sim.worker(d.listener)),
+          String(sim.counts[d.listener] ?? 0),
+          String(Math.floor(sim.accepted[d.listener] ?? 0)),
+          String(Math.floor(sim.queue[d.listener] ?? 0)),
+        ];
         vals.forEach((v, k) => {
           if (cells[k]!.textContent !== v) cells[k]!.textContent = v;
         });
@@ -543,14 +668,23 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     }
     drawWorkers();
     const items = t.figures(fr, sim.dropped, sim.closedCounts, sim.particles.inFlight(sim.time), fmtRatio(fr.maxMinRatio), longest);
-    figures.selectAll('div').data(items).join((e) => {
-      const d = e.append('div');
-      d.append('dt');
-      d.append('dd');
-      return d;
-    });
-    figures.selectAll('div').select('dt').text((d) => (d as [string, string])[0]);
-    figures.selectAll('div').select('dd').text((d) => (d as [string, string])[1]);
+    figures
+      .selectAll('div')
+      .data(items)
+      .join((e) => {
+        const d = e.append('div');
+        d.append('dt');
+        d.append('dd');
+        return d;
+      });
+    figures
+      .selectAll('div')
+      .select('dt')
+      .text((d) => (d as [string, string])[0]);
+    figures
+      .selectAll('div')
+      .select('dd')
+      .text((d) => (d as [string, string])[1]);
   };
 
   /** The event the marker and the line under the scene are about: the inspected one, else the cursor (paused) or the newest (playing). */
@@ -608,7 +742,15 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     const s = sim.summary();
     return scene === 'addr_any'
       ? addrAnyPlan(sim.opts.proto, sim.opts.secret)
-      : groupPlan({ proto: sim.opts.proto, bind: s.bind, port: s.port, secret: sim.opts.secret, program: sim.opts.program, members: sim.group.members(), closedOrder: closedOrderOf(sim) });
+      : groupPlan({
+          proto: sim.opts.proto,
+          bind: s.bind,
+          port: s.port,
+          secret: sim.opts.secret,
+          program: sim.opts.program,
+          members: sim.group.members(),
+          closedOrder: closedOrderOf(sim),
+        });
   };
   const hostFor = (m: LookupModule, plan: HostPlan) => {
     const key = `${sim.opts.kernel}|${JSON.stringify(plan.layout)}`;
@@ -689,7 +831,15 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     } else {
       focus = null;
       inspected = null;
-      if (!was) emit(el, 'started', { kernel: sim.opts.kernel, proto: sim.opts.proto, listeners: sim.rows.length, clients: sim.clients.length, rate: sim.opts.rate, speed });
+      if (!was)
+        emit(el, 'started', {
+          kernel: sim.opts.kernel,
+          proto: sim.opts.proto,
+          listeners: sim.rows.length,
+          clients: sim.clients.length,
+          rate: sim.opts.rate,
+          speed,
+        });
     }
     describe();
     showFocused();
@@ -759,7 +909,20 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
       }
       clientListParsed = r.clients;
     }
-    return { ...sim.opts, kernel: String(kernelSel.property('value')), proto: protoSel.property('value') as Proto, wildcard: bindSel.property('value') === 'wildcard', listeners, clients, cpus, seed, secret, rate, program, clientList: clientListParsed };
+    return {
+      ...sim.opts,
+      kernel: String(kernelSel.property('value')),
+      proto: protoSel.property('value') as Proto,
+      wildcard: bindSel.property('value') === 'wildcard',
+      listeners,
+      clients,
+      cpus,
+      seed,
+      secret,
+      rate,
+      program,
+      clientList: clientListParsed,
+    };
   };
 
   const restart = (): boolean => {
@@ -894,8 +1057,22 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     const step = TOUR_STEP_IDS[tourAt]!;
     const l = tourEvent()?.listener;
     const st = stalledListener();
-    const r = tourSpot(step, { box, width: cssW, rows: struct.rows.length, row: l == null ? -1 : sim.rowOf(l), stalledRow: st === null ? -1 : sim.rowOf(st), stallButtons: stallButtonsFit(), reservoir: struct.selection !== 'group' });
-    spot.property('hidden', false).attr('data-part', step).style('left', `${r.x}px`).style('top', `${r.y}px`).style('width', `${r.w}px`).style('height', `${r.h}px`);
+    const r = tourSpot(step, {
+      box,
+      width: cssW,
+      rows: struct.rows.length,
+      row: l == null ? -1 : sim.rowOf(l),
+      stalledRow: st === null ? -1 : sim.rowOf(st),
+      stallButtons: stallButtonsFit(),
+      reservoir: struct.selection !== 'group',
+    });
+    spot
+      .property('hidden', false)
+      .attr('data-part', step)
+      .style('left', `${r.x}px`)
+      .style('top', `${r.y}px`)
+      .style('width', `${r.w}px`)
+      .style('height', `${r.h}px`);
   };
   /** Brings the tour's words and the highlighted part into view together when they are not (a phone has room for both below the top bar). */
   const revealTour = () => {
@@ -952,7 +1129,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     let e = focusedEvent();
     if (!e || !selected(e) || !e.explain) {
       const last = sim.log.last();
-      e = last ? sim.log.window(last.seq, 60).reverse().find((x) => selected(x) && x.explain) : undefined;
+      e = last
+        ? sim.log
+            .window(last.seq, 60)
+            .reverse()
+            .find((x) => selected(x) && x.explain)
+        : undefined;
     }
     for (let k = 0; k < 8 && (!e || !selected(e) || !e.explain); k++) e = sim.log.stepForward(() => sim.nextConnection()) ?? undefined;
     tourSeq = e?.seq ?? null;
@@ -1021,23 +1203,43 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     } else setError(t.rateBad(LIMITS.rate));
   });
   on(restartBtn.node()!, 'click', () => void restart());
-  on(setSecretBtn.node()!, 'click', live(() => {
-    const s = parseHex32(String(secretIn.property('value')));
-    if (s === undefined) throw new Error(t.secretBad);
-    sim.setSecret(s);
-  }));
-  on(bootBtn.node()!, 'click', live(() => {
-    const s = sim.newBoot();
-    secretIn.property('value', hex32(s));
-  }));
-  on(addBtn.node()!, 'click', live(() => void sim.join(reduced)));
+  on(
+    setSecretBtn.node()!,
+    'click',
+    live(() => {
+      const s = parseHex32(String(secretIn.property('value')));
+      if (s === undefined) throw new Error(t.secretBad);
+      sim.setSecret(s);
+    }),
+  );
+  on(
+    bootBtn.node()!,
+    'click',
+    live(() => {
+      const s = sim.newBoot();
+      secretIn.property('value', hex32(s));
+    }),
+  );
+  on(
+    addBtn.node()!,
+    'click',
+    live(() => void sim.join(reduced)),
+  );
   on(closeBtn.node()!, 'click', closeListener);
-  on(pinBtn.node()!, 'click', live(() => {
-    const c = Number(cpuIn.property('value'));
-    if (!Number.isInteger(c) || c < 0) throw new Error(t.cpuBad);
-    sim.setIncomingCpu(Number(closeSel.property('value')), c, reduced);
-  }));
-  on(unpinBtn.node()!, 'click', live(() => sim.setIncomingCpu(Number(closeSel.property('value')), undefined, reduced)));
+  on(
+    pinBtn.node()!,
+    'click',
+    live(() => {
+      const c = Number(cpuIn.property('value'));
+      if (!Number.isInteger(c) || c < 0) throw new Error(t.cpuBad);
+      sim.setIncomingCpu(Number(closeSel.property('value')), c, reduced);
+    }),
+  );
+  on(
+    unpinBtn.node()!,
+    'click',
+    live(() => sim.setIncomingCpu(Number(closeSel.property('value')), undefined, reduced)),
+  );
   on(tbody.node()!, 'click', (ev) => {
     const btn = (ev.target as HTMLElement).closest('button.rl-dv-rowbtn');
     if (!btn) return;
@@ -1174,7 +1376,18 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   // "Embed this" writes the group as it is set now (the program and a client list have no attribute).
   provideSettings(el, () => {
     const o = sim.opts;
-    const out: Record<string, string | boolean> = { kernel: o.kernel, proto: o.proto, listeners: String(o.listeners), clients: String(o.clients), rate: String(o.rate), speed: String(speed), seed: String(o.seed), secret: hex32(o.secret), cpus: String(o.cpus), wildcard: o.wildcard };
+    const out: Record<string, string | boolean> = {
+      kernel: o.kernel,
+      proto: o.proto,
+      listeners: String(o.listeners),
+      clients: String(o.clients),
+      rate: String(o.rate),
+      speed: String(speed),
+      seed: String(o.seed),
+      secret: hex32(o.secret),
+      cpus: String(o.cpus),
+      wildcard: o.wildcard,
+    };
     const rates = formatRates(o.rates ?? []);
     if (rates) out.rates = rates;
     if (options.compact) out.compact = true;
@@ -1186,11 +1399,19 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     clock,
     sim,
     /** Drawn packets in canvas CSS pixels. */
-    packets: () => Array.from({ length: frameBuf.n }, (_, i) => ({ x: px(box, frameBuf.x[i]!), y: py(box, frameBuf.y[i]!), seq: frameBuf.seq[i]!, kind: KIND_OF_CODE[frameBuf.kind[i]!], listener: frameBuf.listener[i]! })),
+    packets: () =>
+      Array.from({ length: frameBuf.n }, (_, i) => ({
+        x: px(box, frameBuf.x[i]!),
+        y: py(box, frameBuf.y[i]!),
+        seq: frameBuf.seq[i]!,
+        kind: KIND_OF_CODE[frameBuf.kind[i]!],
+        listener: frameBuf.listener[i]!,
+      })),
     /** Client i's mark in canvas CSS pixels. */
     clientAt: (i: number) => ({ x: px(box, COL.client), y: py(box, (i + 0.5) / Math.max(1, sim.clients.length)) }),
     /** The focused packet's route in canvas CSS pixels ([x, y] pairs), or null. */
-    focusRoute: () => (focusRoute ? Array.from({ length: focusRoute.length / 2 }, (_, i) => [px(box, focusRoute![2 * i]!), py(box, focusRoute![2 * i + 1]!)]) : null),
+    focusRoute: () =>
+      focusRoute ? Array.from({ length: focusRoute.length / 2 }, (_, i) => [px(box, focusRoute![2 * i]!), py(box, focusRoute![2 * i + 1]!)]) : null,
     /** Column x positions in canvas CSS pixels. */
     columns: () => Object.fromEntries(Object.entries(COL).map(([k, v]) => [k, px(box, v)])),
   };
@@ -1207,9 +1428,13 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   };
 }
 
-
 /** A setting that was refused when read: its name and value as given, and the rule it broke. */
-type Refused = { name: string; value: string } & ({ rule: 'int'; lo: number; hi: number } | { rule: 'one-of'; allowed: string[] } | { rule: 'hex32' } | { rule: 'rates'; lo: number; hi: number; max: number; entry: number; bad: string });
+type Refused = { name: string; value: string } & (
+  | { rule: 'int'; lo: number; hi: number }
+  | { rule: 'one-of'; allowed: string[] }
+  | { rule: 'hex32' }
+  | { rule: 'rates'; lo: number; hi: number; max: number; entry: number; bad: string }
+);
 
 /**
  * Options from attributes, then (with the `from-url` attribute) from the page
@@ -1246,7 +1471,17 @@ export function readDispatch(el: HTMLElement): DispatchOptions & { refused: Refu
   if (ratesText !== null) {
     const r = parseRates(ratesText, LIMITS.listeners);
     if ('rates' in r) rates = r.rates;
-    else refused.push({ name: 'rates', value: ratesText, rule: 'rates', lo: RATE_BOUNDS.lo, hi: RATE_BOUNDS.hi, max: LIMITS.listeners, entry: r.error.entry, bad: r.error.value });
+    else
+      refused.push({
+        name: 'rates',
+        value: ratesText,
+        rule: 'rates',
+        lo: RATE_BOUNDS.lo,
+        hi: RATE_BOUNDS.hi,
+        max: LIMITS.listeners,
+        entry: r.error.entry,
+        bad: r.error.value,
+      });
   }
   return {
     // The kernel is checked against the model's profiles when it has loaded (mount).
@@ -1255,7 +1490,12 @@ export function readDispatch(el: HTMLElement): DispatchOptions & { refused: Refu
     listeners: int('listeners', 1, LIMITS.listeners),
     clients: int('clients', 1, LIMITS.clients),
     rate: int('rate', 1, LIMITS.rate),
-    speed: speed === null ? undefined : SPEEDS.includes(Number(speed)) ? Number(speed) : (refused.push({ name: 'speed', value: speed, rule: 'one-of', allowed: SPEEDS.map(String) }), undefined),
+    speed:
+      speed === null
+        ? undefined
+        : SPEEDS.includes(Number(speed))
+          ? Number(speed)
+          : (refused.push({ name: 'speed', value: speed, rule: 'one-of', allowed: SPEEDS.map(String) }), undefined),
     seed: int('seed', 0, 4294967295),
     secret,
     wildcard: el.hasAttribute('wildcard') || bind === 'wildcard',
@@ -1272,7 +1512,22 @@ export function readDispatch(el: HTMLElement): DispatchOptions & { refused: Refu
  * secret="0x..." wildcard cpus="4" rates="1,1,0.5" autoplay="false" from-url>`; `from-url` lets the page's query
  * (?kernel=6.18&listeners=8&bind=wildcard…) override the attributes.
  */
-export const ReuseportDispatchElement = islandElement(mount, readDispatch, ['kernel', 'proto', 'listeners', 'clients', 'rate', 'speed', 'seed', 'secret', 'wildcard', 'cpus', 'autoplay', 'compact', 'rates', 'lang']);
+export const ReuseportDispatchElement = islandElement(mount, readDispatch, [
+  'kernel',
+  'proto',
+  'listeners',
+  'clients',
+  'rate',
+  'speed',
+  'seed',
+  'secret',
+  'wildcard',
+  'cpus',
+  'autoplay',
+  'compact',
+  'rates',
+  'lang',
+]);
 
 /** Registers `<reuseport-dispatch>` once. */
 export function defineDispatchElement(): void {

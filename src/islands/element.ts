@@ -52,7 +52,11 @@ export function emit(el: Element, kind: WidgetEventKind, detail: Record<string, 
  * A custom element class that mounts `mount` with the options `read` takes
  * from its attributes; changing one of `observed` remounts it.
  */
-export function islandElement<O>(mount: (el: HTMLElement, options: O) => Promise<() => void>, read: (el: HTMLElement) => O, observed: readonly string[] = []): CustomElementConstructor {
+export function islandElement<O>(
+  mount: (el: HTMLElement, options: O) => Promise<() => void>,
+  read: (el: HTMLElement) => O,
+  observed: readonly string[] = [],
+): CustomElementConstructor {
   return class extends HTMLElement {
     static get observedAttributes(): string[] {
       return [...observed];

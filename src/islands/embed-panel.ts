@@ -10,8 +10,26 @@ import { currentSettings } from './element';
 import { pageLang } from './site';
 
 const TEXT = {
-  en: { embed: 'Embed this', script: 'Script tag', iframe: 'iframe', snippet: 'Snippet', copy: 'Copy', copied: 'Copied.', copyFailed: 'Select the snippet and copy it.', how: 'How embedding works' },
-  'zh-CN': { embed: '嵌入到你的页面', script: '脚本标签', iframe: 'iframe', snippet: '代码片段', copy: '复制', copied: '已复制。', copyFailed: '请选中代码片段后手动复制。', how: '嵌入说明' },
+  en: {
+    embed: 'Embed this',
+    script: 'Script tag',
+    iframe: 'iframe',
+    snippet: 'Snippet',
+    copy: 'Copy',
+    copied: 'Copied.',
+    copyFailed: 'Select the snippet and copy it.',
+    how: 'How embedding works',
+  },
+  'zh-CN': {
+    embed: '嵌入到你的页面',
+    script: '脚本标签',
+    iframe: 'iframe',
+    snippet: '代码片段',
+    copy: '复制',
+    copied: '已复制。',
+    copyFailed: '请选中代码片段后手动复制。',
+    how: '嵌入说明',
+  },
 };
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
@@ -37,7 +55,10 @@ export function snippets(host: HTMLElement): { script: string | null; iframe: st
   const qs = q.toString();
   const title = lang === 'zh-CN' ? w.title.zh : w.title.en;
   return {
-    script: w.script === false ? null : `<script type="module" src="${base}embed/reuseport-lab.js"></script>\n<${w.tag}${attrs}${lang !== 'en' ? ` lang="${lang}"` : ''}></${w.tag}>`,
+    script:
+      w.script === false
+        ? null
+        : `<script type="module" src="${base}embed/reuseport-lab.js"></script>\n<${w.tag}${attrs}${lang !== 'en' ? ` lang="${lang}"` : ''}></${w.tag}>`,
     iframe: `<iframe src="${base}embed/${w.name}/${qs ? `?${qs}` : ''}" title="${esc(title)}" width="100%" height="${w.height}" style="border:0" loading="lazy"></iframe>`,
   };
 }

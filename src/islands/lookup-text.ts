@@ -74,7 +74,8 @@ const en: LookupText = {
   inner: 'IPv6 inner secret',
   innerHint: 'needed for IPv6 lines; the IPv6 outer value is the secret above',
   explain: 'Explain',
-  tooManyLines: (n, max) => `The tuples field has ${n} lines; this step-by-step view explains at most ${max}. Paste many connections into the analyser on the lookup page, which takes a million, or use reuseport-agent predict.`,
+  tooManyLines: (n, max) =>
+    `The tuples field has ${n} lines; this step-by-step view explains at most ${max}. Paste many connections into the analyser on the lookup page, which takes a million, or use reuseport-agent predict.`,
   listenersBad: 'Listeners: give a whole number of at least 1.',
   secretBad: 'Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.',
   innerBad: 'IPv6 inner secret: give a 32-bit hex value such as 0x1a2b3c4d.',
@@ -124,7 +125,8 @@ const zh: LookupText = {
   inner: 'IPv6 内层密钥',
   innerHint: 'IPv6 行需要；IPv6 外层值即上面的密钥',
   explain: '解释',
-  tooManyLines: (n, max) => `四元组一栏有 ${n} 行；这个逐步解释的视图最多处理 ${max} 行。大量连接请粘贴到“查询”页上方的分析器（可处理一百万行），或使用 reuseport-agent predict。`,
+  tooManyLines: (n, max) =>
+    `四元组一栏有 ${n} 行；这个逐步解释的视图最多处理 ${max} 行。大量连接请粘贴到“查询”页上方的分析器（可处理一百万行），或使用 reuseport-agent predict。`,
   listenersBad: '监听套接字数：请输入不小于 1 的整数。',
   secretBad: '哈希密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',
   innerBad: 'IPv6 内层密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',

@@ -61,16 +61,17 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
   const f = (name: string) => `${id}-${name}`;
   const root = select(el).append('div').attr('class', 'rl-lookup');
   const form = root.append('form').attr('class', 'rl-form').attr('novalidate', '').attr('aria-describedby', f('help'));
-  form
-    .append('p')
-    .attr('id', f('help'))
-    .attr('class', 'rl-help')
-    .text(t.help);
+  form.append('p').attr('id', f('help')).attr('class', 'rl-help').text(t.help);
 
   const field = (name: string, label: string, hint?: string) => {
     const wrap = form.append('div').attr('class', 'rl-field');
     wrap.append('label').attr('for', f(name)).text(label);
-    if (hint) wrap.append('span').attr('class', 'rl-hint').attr('id', f(`${name}-hint`)).text(hint);
+    if (hint)
+      wrap
+        .append('span')
+        .attr('class', 'rl-hint')
+        .attr('id', f(`${name}-hint`))
+        .text(hint);
     return wrap;
   };
 
@@ -83,30 +84,77 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     .attr('aria-describedby', f('help'))
     .property('value', options.tuples ?? '127.0.0.9 40000 127.0.0.1 8080');
 
-  const kernel = field('kernel', t.kernel, t.kernelHint).append('input').attr('id', f('kernel')).attr('name', 'kernel').attr('list', f('profiles')).attr('aria-describedby', f('kernel-hint')).property('value', options.kernel ?? '6.18');
-  form.append('datalist').attr('id', f('profiles')).selectAll('option').data(profiles()).join('option').attr('value', (p) => `${p.release.major}.${p.release.minor}`);
+  const kernel = field('kernel', t.kernel, t.kernelHint)
+    .append('input')
+    .attr('id', f('kernel'))
+    .attr('name', 'kernel')
+    .attr('list', f('profiles'))
+    .attr('aria-describedby', f('kernel-hint'))
+    .property('value', options.kernel ?? '6.18');
+  form
+    .append('datalist')
+    .attr('id', f('profiles'))
+    .selectAll('option')
+    .data(profiles())
+    .join('option')
+    .attr('value', (p) => `${p.release.major}.${p.release.minor}`);
   const profileNote = form.append('p').attr('class', 'rl-hint').attr('aria-live', 'polite');
 
   const proto = field('proto', t.proto).append('select').attr('id', f('proto')).attr('name', 'proto');
-  proto.selectAll('option').data(['tcp', 'udp']).join('option').attr('value', (d) => d).text((d) => d.toUpperCase());
+  proto
+    .selectAll('option')
+    .data(['tcp', 'udp'])
+    .join('option')
+    .attr('value', (d) => d)
+    .text((d) => d.toUpperCase());
   proto.property('value', options.proto ?? 'tcp');
 
-  const listeners = field('listeners', t.listeners, t.listenersHint).append('input').attr('id', f('listeners')).attr('type', 'number').attr('min', 1).attr('max', 40000).attr('aria-describedby', f('listeners-hint')).property('value', String(options.listeners ?? 8));
-  const bind = field('bind', t.bound, t.boundHint).append('input').attr('id', f('bind')).attr('aria-describedby', f('bind-hint')).attr('placeholder', t.boundPlaceholder);
-  const closed = field('closed', t.closed, t.closedHint).append('input').attr('id', f('closed')).attr('aria-describedby', f('closed-hint')).attr('inputmode', 'numeric');
+  const listeners = field('listeners', t.listeners, t.listenersHint)
+    .append('input')
+    .attr('id', f('listeners'))
+    .attr('type', 'number')
+    .attr('min', 1)
+    .attr('max', 40000)
+    .attr('aria-describedby', f('listeners-hint'))
+    .property('value', String(options.listeners ?? 8));
+  const bind = field('bind', t.bound, t.boundHint)
+    .append('input')
+    .attr('id', f('bind'))
+    .attr('aria-describedby', f('bind-hint'))
+    .attr('placeholder', t.boundPlaceholder);
+  const closed = field('closed', t.closed, t.closedHint)
+    .append('input')
+    .attr('id', f('closed'))
+    .attr('aria-describedby', f('closed-hint'))
+    .attr('inputmode', 'numeric');
   const cpu = field('cpu', t.cpu).append('input').attr('id', f('cpu')).attr('type', 'number').attr('min', 0).property('value', '0');
 
   const secretWrap = field('secret', t.secret, t.secretHint);
-  const secret = secretWrap.append('input').attr('id', f('secret')).attr('aria-describedby', f('secret-hint')).attr('spellcheck', 'false').property('value', options.secret ?? '');
+  const secret = secretWrap
+    .append('input')
+    .attr('id', f('secret'))
+    .attr('aria-describedby', f('secret-hint'))
+    .attr('spellcheck', 'false')
+    .property('value', options.secret ?? '');
   // "Embed this" writes the form as it is now, not as the page first set it.
   provideSettings(el, () => {
     const v = (x: typeof kernel) => String(x.property('value')).trim();
-    const out: Record<string, string> = { kernel: v(kernel), proto: v(proto as unknown as typeof kernel), listeners: v(listeners), tuples: String(tuples.property('value')) };
+    const out: Record<string, string> = {
+      kernel: v(kernel),
+      proto: v(proto as unknown as typeof kernel),
+      listeners: v(listeners),
+      tuples: String(tuples.property('value')),
+    };
     if (v(secret)) out.secret = v(secret);
     return out;
   });
   const newBoot = secretWrap.append('button').attr('type', 'button').text(t.newBoot);
-  const inner = field('inner', t.inner, t.innerHint).append('input').attr('id', f('inner')).attr('aria-describedby', f('inner-hint')).attr('spellcheck', 'false').property('value', '');
+  const inner = field('inner', t.inner, t.innerHint)
+    .append('input')
+    .attr('id', f('inner'))
+    .attr('aria-describedby', f('inner-hint'))
+    .attr('spellcheck', 'false')
+    .property('value', '');
 
   form.append('button').attr('type', 'submit').attr('class', 'rl-primary').text(t.explain);
   const status = root.append('div').attr('class', 'rl-status').attr('role', 'status').attr('aria-live', 'polite');
@@ -169,11 +217,16 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     }
     if (!bindAddr) bindAddr = first?.tuple?.daddr ?? '';
     port ??= first?.tuple?.dport;
-    if ((!bindAddr || port === undefined) && !problems.some((p) => p.startsWith(t.boundPrefix)))
-      fail(t.noTuple);
+    if ((!bindAddr || port === undefined) && !problems.some((p) => p.startsWith(t.boundPrefix))) fail(t.noTuple);
 
     if (problems.length) {
-      errors.append('ul').attr('role', 'alert').selectAll('li').data(problems).join('li').text((d) => d);
+      errors
+        .append('ul')
+        .attr('role', 'alert')
+        .selectAll('li')
+        .data(problems)
+        .join('li')
+        .text((d) => d);
       for (const p of parsed.filter((x) => x.error)) errors.append('p').text(t.lineError(p.line, p.error!));
       return;
     }
@@ -189,7 +242,10 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
         closed: closedList!,
       });
     } catch (e) {
-      errors.append('p').attr('role', 'alert').text(t.cannotBuild((e as Error).message));
+      errors
+        .append('p')
+        .attr('role', 'alert')
+        .text(t.cannotBuild((e as Error).message));
       return;
     }
     let answers: LineAnswer[];
@@ -202,10 +258,20 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     if (bad.length) {
       const box = errors.append('div').attr('role', 'alert');
       box.append('p').text(t.notAnswered(bad.length));
-      box.append('ul').selectAll('li').data(bad.slice(0, 100)).join('li').text((a) => t.lineError(a.line, String(a.error)));
+      box
+        .append('ul')
+        .selectAll('li')
+        .data(bad.slice(0, 100))
+        .join('li')
+        .text((a) => t.lineError(a.line, String(a.error)));
     }
     const good = answers.filter((a): a is Extract<LineAnswer, { explain: object }> => a.explain !== undefined);
-    emit(el, 'answered', { kernel: String(kernel.property('value')).trim(), answered: good.length, refused: bad.length, listeners: good.map((a) => a.explain.listener) });
+    emit(el, 'answered', {
+      kernel: String(kernel.property('value')).trim(),
+      answered: good.length,
+      refused: bad.length,
+      listeners: good.map((a) => a.explain.listener),
+    });
     status.text(`${t.explained(good.length, bad.length)} ${secretOrigin === 'random' ? t.underRandom(hex32(s!)) : t.underGiven(hex32(s!))}`);
     if (!good.length) return;
 
@@ -213,12 +279,34 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     const counts = countByListener(good.map((a) => a.explain.listener));
     const dist = results.append('table').attr('class', 'rl-table');
     dist.append('caption').text(t.perListener);
-    dist.append('thead').append('tr').selectAll('th').data(t.perListenerHead).join('th').attr('scope', 'col').text((d) => d);
-    dist.append('tbody').selectAll('tr').data(counts).join('tr').selectAll('td').data((d) => [d.listener === null ? t.none : String(d.listener), String(d.count)]).join('td').text((d) => d);
+    dist
+      .append('thead')
+      .append('tr')
+      .selectAll('th')
+      .data(t.perListenerHead)
+      .join('th')
+      .attr('scope', 'col')
+      .text((d) => d);
+    dist
+      .append('tbody')
+      .selectAll('tr')
+      .data(counts)
+      .join('tr')
+      .selectAll('td')
+      .data((d) => [d.listener === null ? t.none : String(d.listener), String(d.count)])
+      .join('td')
+      .text((d) => d);
 
     const table = results.append('table').attr('class', 'rl-table rl-answers');
     table.append('caption').text(t.chosen);
-    table.append('thead').append('tr').selectAll('th').data(t.chosenHead).join('th').attr('scope', 'col').text((d) => d);
+    table
+      .append('thead')
+      .append('tr')
+      .selectAll('th')
+      .data(t.chosenHead)
+      .join('th')
+      .attr('scope', 'col')
+      .text((d) => d);
     table
       .append('tbody')
       .selectAll('tr')
@@ -227,14 +315,23 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
       .selectAll('td')
       .data((a) => {
         const tu = a.explain.tuple;
-        return [String(a.line), `${tu.saddr} ${tu.sport} → ${tu.daddr} ${tu.dport}`, a.explain.listener === null ? t.none : String(a.explain.listener), a.explain.slot === null ? '—' : String(a.explain.slot), a.explain.hash.hashHex];
+        return [
+          String(a.line),
+          `${tu.saddr} ${tu.sport} → ${tu.daddr} ${tu.dport}`,
+          a.explain.listener === null ? t.none : String(a.explain.listener),
+          a.explain.slot === null ? '—' : String(a.explain.slot),
+          a.explain.hash.hashHex,
+        ];
       })
       .join('td')
       .text((d) => d);
     if (good.length > 1000) results.append('p').text(t.firstRows(good.length));
 
     for (const a of good.slice(0, MAX_DETAILED)) {
-      const det = results.append('details').attr('class', 'rl-explain').property('open', good.length === 1);
+      const det = results
+        .append('details')
+        .attr('class', 'rl-explain')
+        .property('open', good.length === 1);
       det.append('summary').text(t.detail(a.line, a.explain.listener === null ? t.none : String(a.explain.listener)));
       renderExplain(det.append('div').node()!, explainView(a.explain, lang), 3, t.card);
     }
@@ -273,13 +370,17 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
 }
 
 /** `<reuseport-lookup kernel="6.18" proto="tcp" listeners="8" tuples="..." secret="0x...">`. */
-export const ReuseportLookupElement = islandElement(mountLookup, (el): LookupOptions => ({
-  kernel: el.getAttribute('kernel') ?? undefined,
-  proto: (el.getAttribute('proto') as Proto | null) ?? undefined,
-  listeners: el.hasAttribute('listeners') ? Number(el.getAttribute('listeners')) : undefined,
-  tuples: el.getAttribute('tuples') ?? undefined,
-  secret: el.getAttribute('secret') ?? undefined,
-}), ['kernel', 'proto', 'listeners', 'tuples', 'secret', 'lang']);
+export const ReuseportLookupElement = islandElement(
+  mountLookup,
+  (el): LookupOptions => ({
+    kernel: el.getAttribute('kernel') ?? undefined,
+    proto: (el.getAttribute('proto') as Proto | null) ?? undefined,
+    listeners: el.hasAttribute('listeners') ? Number(el.getAttribute('listeners')) : undefined,
+    tuples: el.getAttribute('tuples') ?? undefined,
+    secret: el.getAttribute('secret') ?? undefined,
+  }),
+  ['kernel', 'proto', 'listeners', 'tuples', 'secret', 'lang'],
+);
 
 /** Registers `<reuseport-lookup>` once. */
 export function defineLookupElement(): void {

@@ -185,8 +185,30 @@ const en: PasteText = {
   fileTooBig: (b, max) => `The file is ${mb(b)}; at most ${mb(max)} is read. Split it, or use reuseport-agent predict, which streams.`,
   format: 'Format',
   formats: FORMATS_EN,
-  fieldWords: { localAddress: 'local address', localPort: 'local port', peerAddress: 'peer address', peerPort: 'peer port', sourceAddress: 'source address', sourcePort: 'source port', destinationAddress: 'destination address', destinationPort: 'destination port', listener: 'listener', proto: 'protocol', state: 'state' },
-  formatWords: { ss: 'ss output', netstat: 'netstat output', conntrack: 'conntrack -L output', tcpdump: 'tcpdump output', 'proc-net': '/proc/net/tcp', csv: 'the CSV', pairs: 'an address pair', observed: 'an observed line', page: 'a line of this page' },
+  fieldWords: {
+    localAddress: 'local address',
+    localPort: 'local port',
+    peerAddress: 'peer address',
+    peerPort: 'peer port',
+    sourceAddress: 'source address',
+    sourcePort: 'source port',
+    destinationAddress: 'destination address',
+    destinationPort: 'destination port',
+    listener: 'listener',
+    proto: 'protocol',
+    state: 'state',
+  },
+  formatWords: {
+    ss: 'ss output',
+    netstat: 'netstat output',
+    conntrack: 'conntrack -L output',
+    tcpdump: 'tcpdump output',
+    'proc-net': '/proc/net/tcp',
+    csv: 'the CSV',
+    pairs: 'an address pair',
+    observed: 'an observed line',
+    page: 'a line of this page',
+  },
   bind: 'Listening on',
   bindHint: 'ADDR:PORT or :PORT of your listening sockets; decides which side of each line is the server',
   bindPlaceholder: 'e.g. 0.0.0.0:8080 (optional)',
@@ -224,7 +246,8 @@ const en: PasteText = {
   layoutBad: (m) => `Socket layout: ${m}.`,
   layoutDescribe: (k) => `Your layout of ${plural(k, 'socket')}.`,
   socketsTitle: 'Your sockets',
-  socketsLead: (k, u, rows) => `The full listener lookup over ${plural(k, 'socket')}: ${n(rows - u)} of ${plural(rows, 'connection')} reach one of them${u ? `, ${n(u)} reach none` : ''}.`,
+  socketsLead: (k, u, rows) =>
+    `The full listener lookup over ${plural(k, 'socket')}: ${n(rows - u)} of ${plural(rows, 'connection')} reach one of them${u ? `, ${n(u)} reach none` : ''}.`,
   socketsCaption: 'Each socket’s calls and what it receives',
   socketsHead: ['socket', 'address', 'bind()', 'listen()', 'reuseport group', 'connections'],
   callOk: 'succeeds',
@@ -236,7 +259,11 @@ const en: PasteText = {
   nothing: 'Connections: the box is empty. Paste some lines or choose a file.',
   notRun: 'Nothing was analysed: see the problems listed.',
   working: (phase, d, total) =>
-    phase === 'read' ? `Reading: ${pct(total ? d / total : 0)}…` : phase === 'spread' ? `Simulating boots: ${n(d)} of ${n(total)}…` : `Answering: ${n(d)} of ${n(total)}…`,
+    phase === 'read'
+      ? `Reading: ${pct(total ? d / total : 0)}…`
+      : phase === 'spread'
+        ? `Simulating boots: ${n(d)} of ${n(total)}…`
+        : `Answering: ${n(d)} of ${n(total)}…`,
   urlBad: (p, v) => `URL parameter ${p}=${v} is not valid here and was ignored.`,
   readTitle: 'What was read',
   formatFound: 'Format',
@@ -312,15 +339,20 @@ const en: PasteText = {
   bandLine: (b) => `${b.mean < 10 ? b.mean.toFixed(2) : n(Math.round(b.mean))} connections on average, ${n(b.p5)}–${n(b.p95)} in 90 % of boots`,
   unbounded: (x) => `(in ${pct(x)} of boots some listener got nothing, so the ratio is unbounded there)`,
   yours: '(yours)',
-  notExchangeable: 'Listeners are not alike in this group (a CPU preference, a program or a connected member), so no single band is drawn; the table gives each listener’s own range.',
-  observedSkew: (c) => `Observed: busiest ÷ quietest ${c.observed.maxMin === null ? '∞ (a listener got nothing)' : c.observed.maxMin.toFixed(2)}, Jain ${c.observed.jain.toFixed(3)}: more skewed than ${c.maxMinPercentile.toFixed(0)} % of simulated boots.`,
+  notExchangeable:
+    'Listeners are not alike in this group (a CPU preference, a program or a connected member), so no single band is drawn; the table gives each listener’s own range.',
+  observedSkew: (c) =>
+    `Observed: busiest ÷ quietest ${c.observed.maxMin === null ? '∞ (a listener got nothing)' : c.observed.maxMin.toFixed(2)}, Jain ${c.observed.jain.toFixed(3)}: more skewed than ${c.maxMinPercentile.toFixed(0)} % of simulated boots.`,
   byListenersTitle: 'The same connections over other group sizes',
   byListenersHead: ['listeners', 'busiest ÷ quietest, median / 95th percentile', 'listeners left empty'],
   barsTitle: 'Per listener',
   barsTitleSockets: 'Per socket',
-  barsNeedSecret: 'Name a secret, or give the observed listener per line or per worker, to see counts per listener. What any one listener gets over random boots is given above.',
-  barsUnder: (s) => `Counts under ${s}. The shaded band is the 5th–95th percentile any one listener gets over random boots; the dashed line its mean. Bars outside it are outlined.`,
-  barsObserved: 'Counts as observed in the paste. The shaded band is the 5th–95th percentile any one listener gets over random boots; bars outside it are outlined.',
+  barsNeedSecret:
+    'Name a secret, or give the observed listener per line or per worker, to see counts per listener. What any one listener gets over random boots is given above.',
+  barsUnder: (s) =>
+    `Counts under ${s}. The shaded band is the 5th–95th percentile any one listener gets over random boots; the dashed line its mean. Bars outside it are outlined.`,
+  barsObserved:
+    'Counts as observed in the paste. The shaded band is the 5th–95th percentile any one listener gets over random boots; bars outside it are outlined.',
   barsTyped: 'Counts you gave. The shaded band is the 5th–95th percentile any one listener gets over random boots; bars outside it are outlined.',
   barsLabel: (c, b) =>
     `Bar chart of ${plural(c.length, 'listener')}: from ${n(Math.min(...c))} to ${n(Math.max(...c))} connections${b ? `; the expected band is ${n(Math.round(b.p5))} to ${n(Math.round(b.p95))}` : ''}. The table below lists every count.`,
@@ -338,7 +370,8 @@ const en: PasteText = {
   recoveredLabel: (v) => `the recovered secret ${v}`,
   rowsTitle: 'Every connection',
   noRows: 'No line held a usable connection.',
-  rowsNeedSecret: 'Without a named secret the table lists no listener per connection: which listener gets which connection depends on the secret. Name one above, or recover it below.',
+  rowsNeedSecret:
+    'Without a named secret the table lists no listener per connection: which listener gets which connection depends on the secret. Name one above, or recover it below.',
   search: 'Search',
   searchPlaceholder: 'address, port or line number',
   filterListener: 'Only listener',
@@ -351,13 +384,15 @@ const en: PasteText = {
   explainNeedsSecret: 'An explanation needs a named secret: choose one above.',
   explainTitle: (l, s) => `Line ${l} under ${s}`,
   recoverTitle: 'Recover the secret',
-  recoverLead: (k) => `${plural(k, 'connection')} carry the listener that received them. Searching all 2³² keys finds every key that sends each to its listener.`,
-  recoverNeeds: 'Recovery needs the listener that received each connection: a fifth column (SADDR SPORT DADDR DPORT LISTENER), a listener column in a CSV, or an agent trace.',
+  recoverLead: (k) =>
+    `${plural(k, 'connection')} carry the listener that received them. Searching all 2³² keys finds every key that sends each to its listener.`,
+  recoverNeeds:
+    'Recovery needs the listener that received each connection: a fifth column (SADDR SPORT DADDR DPORT LISTENER), a listener column in a CSV, or an agent trace.',
   recoverGo: 'Search every key',
   recoverProgress: (share, eta) => `Searched ${pct(share)}${eta !== undefined ? `, about ${Math.ceil(eta)} s left` : ''}…`,
   recoverFailed: (m) => `The search could not run: ${m}`,
   recovered: (r) =>
-    `${r.complete ? 'Searched every key' : `Stopped after ${pct(r.keysPerSecond * r.seconds / 2 ** 32)} of the keys`} in ${r.seconds.toFixed(1)} s on ${plural(r.workers, 'worker')} (${(r.keysPerSecond / 1e9).toFixed(2)} G keys/s, ${r.plan.isa}). ${plural(r.candidates, 'key')} fit every observation; ${r.plan.expectedFalseMatches < 0.01 ? 'by chance fewer than 0.01 would, so the first is yours' : `about ${r.plan.expectedFalseMatches.toPrecision(3)} would fit by chance`}${
+    `${r.complete ? 'Searched every key' : `Stopped after ${pct((r.keysPerSecond * r.seconds) / 2 ** 32)} of the keys`} in ${r.seconds.toFixed(1)} s on ${plural(r.workers, 'worker')} (${(r.keysPerSecond / 1e9).toFixed(2)} G keys/s, ${r.plan.isa}). ${plural(r.candidates, 'key')} fit every observation; ${r.plan.expectedFalseMatches < 0.01 ? 'by chance fewer than 0.01 would, so the first is yours' : `about ${r.plan.expectedFalseMatches.toPrecision(3)} would fit by chance`}${
       r.plan.moreNeeded ? `; about ${plural(r.plan.moreNeeded, 'more observation')} would make it unique` : ''
     }.${r.leftOut ? ` ${n(r.leftOut)} observations beyond the first 2,000 were not needed and not used.` : ''}`,
   useRecovered: (v) => `Answer under ${v}`,
@@ -367,7 +402,8 @@ const en: PasteText = {
   share: 'Copy a link to these settings',
   copied: 'Link copied.',
   linkInAddressBar: 'The link is in the address bar.',
-  tooBigForUrl: (max) => `The input is larger than ${n(max)} characters (or is a file), too large for a link: the link holds the settings only. Share the file with it.`,
+  tooBigForUrl: (max) =>
+    `The input is larger than ${n(max)} characters (or is a file), too large for a link: the link holds the settings only. Share the file with it.`,
   card: { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' },
 };
 
@@ -397,8 +433,30 @@ const zh: PasteText = {
   fileTooBig: (b, max) => `文件大小为 ${mb(b)}，最多读取 ${mb(max)}。请拆分文件，或使用可流式处理的 reuseport-agent predict。`,
   format: '格式',
   formats: FORMATS_ZH,
-  fieldWords: { localAddress: '本地地址', localPort: '本地端口', peerAddress: '对端地址', peerPort: '对端端口', sourceAddress: '源地址', sourcePort: '源端口', destinationAddress: '目的地址', destinationPort: '目的端口', listener: '监听套接字编号', proto: '协议', state: '状态' },
-  formatWords: { ss: 'ss 输出', netstat: 'netstat 输出', conntrack: 'conntrack -L 输出', tcpdump: 'tcpdump 输出', 'proc-net': '/proc/net/tcp', csv: 'CSV', pairs: '地址对', observed: '带观测值的行', page: '本页导出的行' },
+  fieldWords: {
+    localAddress: '本地地址',
+    localPort: '本地端口',
+    peerAddress: '对端地址',
+    peerPort: '对端端口',
+    sourceAddress: '源地址',
+    sourcePort: '源端口',
+    destinationAddress: '目的地址',
+    destinationPort: '目的端口',
+    listener: '监听套接字编号',
+    proto: '协议',
+    state: '状态',
+  },
+  formatWords: {
+    ss: 'ss 输出',
+    netstat: 'netstat 输出',
+    conntrack: 'conntrack -L 输出',
+    tcpdump: 'tcpdump 输出',
+    'proc-net': '/proc/net/tcp',
+    csv: 'CSV',
+    pairs: '地址对',
+    observed: '带观测值的行',
+    page: '本页导出的行',
+  },
   bind: '监听地址',
   bindHint: '监听套接字的 地址:端口 或 :端口；据此判断每行哪一端是服务器',
   bindPlaceholder: '例如 0.0.0.0:8080（可选）',
@@ -436,7 +494,8 @@ const zh: PasteText = {
   layoutBad: (m) => `套接字布局：${m}。`,
   layoutDescribe: (k) => `你的布局，共 ${zn(k)} 个套接字。`,
   socketsTitle: '你的套接字',
-  socketsLead: (k, u, rows) => `在 ${zn(k)} 个套接字上做完整的监听查找：${zn(rows)} 个连接中有 ${zn(rows - u)} 个落到其中某个套接字${u ? `，${zn(u)} 个哪个都到不了` : ''}。`,
+  socketsLead: (k, u, rows) =>
+    `在 ${zn(k)} 个套接字上做完整的监听查找：${zn(rows)} 个连接中有 ${zn(rows - u)} 个落到其中某个套接字${u ? `，${zn(u)} 个哪个都到不了` : ''}。`,
   socketsCaption: '各套接字的调用结果及收到的连接',
   socketsHead: ['套接字', '地址', 'bind()', 'listen()', 'reuseport 组', '连接数'],
   callOk: '成功',
@@ -448,7 +507,11 @@ const zh: PasteText = {
   nothing: '连接：文本框是空的。请粘贴几行，或选择文件。',
   notRun: '没有进行分析：请看上面列出的问题。',
   working: (phase, d, total) =>
-    phase === 'read' ? `正在读取：${pct(total ? d / total : 0)}……` : phase === 'spread' ? `正在模拟开机：${zn(d)} / ${zn(total)}……` : `正在计算：${zn(d)} / ${zn(total)}……`,
+    phase === 'read'
+      ? `正在读取：${pct(total ? d / total : 0)}……`
+      : phase === 'spread'
+        ? `正在模拟开机：${zn(d)} / ${zn(total)}……`
+        : `正在计算：${zn(d)} / ${zn(total)}……`,
   urlBad: (p, v) => `URL 参数 ${p}=${v} 在这里无效，已忽略。`,
   readTitle: '读到了什么',
   formatFound: '格式',
@@ -525,7 +588,8 @@ const zh: PasteText = {
   unbounded: (x) => `（${pct(x)} 的开机中有监听套接字一个连接也没分到，这时比值无上限）`,
   yours: '（你的）',
   notExchangeable: '这个组里的监听套接字并不等同（有 CPU 偏好、程序或已 connect 的成员），所以不画统一的区间；表中给出每个监听套接字各自的范围。',
-  observedSkew: (c) => `观测值：最忙与最闲之比 ${c.observed.maxMin === null ? '∞（有监听套接字一个连接也没分到）' : c.observed.maxMin.toFixed(2)}，Jain 指数 ${c.observed.jain.toFixed(3)}：比 ${c.maxMinPercentile.toFixed(0)}% 的模拟开机更不均。`,
+  observedSkew: (c) =>
+    `观测值：最忙与最闲之比 ${c.observed.maxMin === null ? '∞（有监听套接字一个连接也没分到）' : c.observed.maxMin.toFixed(2)}，Jain 指数 ${c.observed.jain.toFixed(3)}：比 ${c.maxMinPercentile.toFixed(0)}% 的模拟开机更不均。`,
   byListenersTitle: '同样的连接换成其他组大小',
   byListenersHead: ['监听套接字数', '最忙与最闲之比，中位数 / 第 95 百分位', '空闲的监听套接字'],
   barsTitle: '各监听套接字',
@@ -569,7 +633,7 @@ const zh: PasteText = {
   recoverProgress: (share, eta) => `已搜索 ${pct(share)}${eta !== undefined ? `，约剩 ${Math.ceil(eta)} 秒` : ''}……`,
   recoverFailed: (m) => `无法进行搜索：${m}`,
   recovered: (r) =>
-    `${r.complete ? '已搜索全部密钥' : `已在搜索了 ${pct(r.keysPerSecond * r.seconds / 2 ** 32)} 后停止`}，用时 ${r.seconds.toFixed(1)} 秒，${zn(r.workers)} 个 worker（每秒 ${(r.keysPerSecond / 1e9).toFixed(2)} G 个密钥，${r.plan.isa}）。有 ${zn(r.candidates)} 个密钥符合全部观测；${r.plan.expectedFalseMatches < 0.01 ? '偶然符合的预期不到 0.01 个，所以第一个就是你的密钥' : `约 ${r.plan.expectedFalseMatches.toPrecision(3)} 个会偶然符合`}${
+    `${r.complete ? '已搜索全部密钥' : `已在搜索了 ${pct((r.keysPerSecond * r.seconds) / 2 ** 32)} 后停止`}，用时 ${r.seconds.toFixed(1)} 秒，${zn(r.workers)} 个 worker（每秒 ${(r.keysPerSecond / 1e9).toFixed(2)} G 个密钥，${r.plan.isa}）。有 ${zn(r.candidates)} 个密钥符合全部观测；${r.plan.expectedFalseMatches < 0.01 ? '偶然符合的预期不到 0.01 个，所以第一个就是你的密钥' : `约 ${r.plan.expectedFalseMatches.toPrecision(3)} 个会偶然符合`}${
       r.plan.moreNeeded ? `；再有约 ${zn(r.plan.moreNeeded)} 个观测即可唯一确定` : ''
     }。${r.leftOut ? `前 2,000 个之后的 ${zn(r.leftOut)} 个观测用不上，未使用。` : ''}`,
   useRecovered: (v) => `使用 ${v} 计算`,

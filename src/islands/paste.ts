@@ -47,7 +47,6 @@ export interface PasteOptions {
   fromUrl?: boolean;
 }
 
-
 let uid = 0;
 
 /** A paste longer than this goes to a file: the text box would freeze the page. */
@@ -83,7 +82,11 @@ function readLayout(text: string): { layout?: Layout; error?: string } {
 
 type SecretMode = 'none' | 'typed' | 'random' | 'recovered';
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> & { class?: string } = {}, ...kids: (Node | string)[]): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Partial<HTMLElementTagNameMap[K]> & { class?: string } = {},
+  ...kids: (Node | string)[]
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(props)) {
     if (k === 'class') e.className = String(v);
@@ -333,7 +336,10 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     const dl = el('dl', { class: 'rl-facts' });
     const fact = (k: string, v: string | Node) => dl.append(el('dt', {}, k), el('dd', {}, v));
     fact(t.formatFound, s.detected ? t.formatName(s.detected.format, s.detected.header) : t.formatNone);
-    fact(t.linesRead, t.lineCounts(s, (kind) => say(lang, 'skip', { kind } as never)));
+    fact(
+      t.linesRead,
+      t.lineCounts(s, (kind) => say(lang, 'skip', { kind } as never)),
+    );
     const flipBtn = el('button', { type: 'button' }, t.flip);
     flipBtn.addEventListener('click', () => {
       flip = !flip;
@@ -412,7 +418,8 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     if (s.exchangeable) dl.append(el('dt', {}, t.oneListener), el('dd', {}, t.bandLine(s.band)));
     sec.append(dl);
     if (spread.compareError) sec.append(el('p', { class: 'rl-warn' }, spread.compareError));
-    if (spread.comparison) sec.append(el('p', { class: 'rl-verdict' }, say(lang, 'verdict', spread.comparison.verdict)), el('p', {}, t.observedSkew(spread.comparison)));
+    if (spread.comparison)
+      sec.append(el('p', { class: 'rl-verdict' }, say(lang, 'verdict', spread.comparison.verdict)), el('p', {}, t.observedSkew(spread.comparison)));
     const tb = el('table', { class: 'rl-table' });
     tb.append(el('caption', {}, t.byListenersTitle));
     const hr = tb.createTHead().insertRow();
@@ -421,7 +428,12 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     for (const r of spread.byListeners.rows) {
       const tr = body.insertRow();
       if (r.yours) tr.className = 'rl-chosen';
-      for (const c of [String(r.listeners) + (r.yours ? ` ${t.yours}` : ''), `${num(r.maxMin.p50)} / ${num(r.maxMin.p95)}`, `${fmt(r.emptyShare.mean * 100, 1)} %`]) tr.append(el('td', {}, c));
+      for (const c of [
+        String(r.listeners) + (r.yours ? ` ${t.yours}` : ''),
+        `${num(r.maxMin.p50)} / ${num(r.maxMin.p95)}`,
+        `${fmt(r.emptyShare.mean * 100, 1)} %`,
+      ])
+        tr.append(el('td', {}, c));
     }
     sec.append(tb);
     return sec;
@@ -497,7 +509,14 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     table = renderVirtualTable(holder, {
       caption: t.rowsTitle,
       columns: layoutAnswered ? t.rowColumnsSockets : t.rowColumns,
-      rows: async (start, n) => (await session.rows(start, n)).map((r: Row) => [String(r.line), r.client, r.server, r.listener === null ? (answered?.counts ? t.none : '–') : String(r.listener), r.observed === null ? '–' : String(r.observed)]),
+      rows: async (start, n) =>
+        (await session.rows(start, n)).map((r: Row) => [
+          String(r.line),
+          r.client,
+          r.server,
+          r.listener === null ? (answered?.counts ? t.none : '–') : String(r.listener),
+          r.observed === null ? '–' : String(r.observed),
+        ]),
       action: { text: t.explain, label: (_i, c) => t.explainRow(c[0]!), run: (i) => void explainRow(i) },
     });
     const apply = async () => {
@@ -533,7 +552,14 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
         explainBox.append(h);
         const card = el('div');
         explainBox.append(card);
-        const plan = { scene: 'group' as const, layout, listenerOf: layout.sockets.map(() => null), daddr: r.explain.packet.tuple.daddr, dport: r.explain.packet.tuple.dport, describe: t.layoutDescribe(layout.sockets.length) };
+        const plan = {
+          scene: 'group' as const,
+          layout,
+          listenerOf: layout.sockets.map(() => null),
+          daddr: r.explain.packet.tuple.daddr,
+          dport: r.explain.packet.tuple.dport,
+          describe: t.layoutDescribe(layout.sockets.length),
+        };
         renderLookup(card, plan.describe, lookupView(plan, layoutAnswered.results, r.explain, lang), 4);
         h.focus();
         return;
@@ -688,7 +714,15 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
       const where = spec.family === 'inet6' ? `[${spec.addr}]:${spec.port}` : `${spec.addr}:${spec.port}`;
       const call = (x: typeof r.bind) => (x ? `${x.errno}: ${sayRefusal(lang, x)}` : t.callOk);
       const tr = body.insertRow();
-      for (const c of [String(r.socket), where, call(r.bind), spec.proto === 'tcp' ? call(r.listen) : '–', r.group === null ? '–' : t.groupMember(r.group, r.member ?? 0), a.counts ? (a.counts[r.socket] ?? 0).toLocaleString() : '–']) tr.append(el('td', {}, c));
+      for (const c of [
+        String(r.socket),
+        where,
+        call(r.bind),
+        spec.proto === 'tcp' ? call(r.listen) : '–',
+        r.group === null ? '–' : t.groupMember(r.group, r.member ?? 0),
+        a.counts ? (a.counts[r.socket] ?? 0).toLocaleString() : '–',
+      ])
+        tr.append(el('td', {}, c));
     }
     sec.append(tb);
     return sec;
@@ -696,7 +730,15 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
 
   const renderAll = () => {
     if (!summary) return;
-    out.replaceChildren(renderRead(summary), ...(layoutAnswered ? [renderLayout()] : []), renderSpread(), renderBarsSection(), renderRows(), renderRecover(), renderExport());
+    out.replaceChildren(
+      renderRead(summary),
+      ...(layoutAnswered ? [renderLayout()] : []),
+      renderSpread(),
+      renderBarsSection(),
+      renderRows(),
+      renderRecover(),
+      renderExport(),
+    );
   };
 
   // ---- the work -----------------------------------------------------------
@@ -776,7 +818,9 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
       // A problem with the secret (an IPv6 key missing) leaves the secret-free answers standing.
       if (g.problems.length) g.request.keys = null;
       answered = await session.answer(g.request, onProgress);
-      layoutAnswered = layout ? await session.answerLayout({ kernel: g.request.kernel, layout, keys: g.request.keys, proto: proto.value as Proto, cpu: 0 }) : undefined;
+      layoutAnswered = layout
+        ? await session.answerLayout({ kernel: g.request.kernel, layout, keys: g.request.keys, proto: proto.value as Proto, cpu: 0 })
+        : undefined;
       renderAll();
       emit('answered', { lines: summary.lines, rows: summary.rows, counts: answered.counts, observed: answered.observed });
       spread = await session.spread(g.request, null, answered.observed ?? typedCounts(), onProgress);
@@ -886,13 +930,17 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
 }
 
 /** `<reuseport-paste kernel="6.18" proto="tcp" listeners="8" text="..." from-url>`. */
-export const ReusePortPasteElement = islandElement(mountPaste, (e): PasteOptions => ({
-  kernel: e.getAttribute('kernel') ?? undefined,
-  proto: (e.getAttribute('proto') as Proto | null) ?? undefined,
-  listeners: e.hasAttribute('listeners') ? Number(e.getAttribute('listeners')) : undefined,
-  text: e.getAttribute('text') ?? undefined,
-  fromUrl: e.hasAttribute('from-url'),
-}), ['kernel', 'proto', 'listeners', 'text', 'lang']);
+export const ReusePortPasteElement = islandElement(
+  mountPaste,
+  (e): PasteOptions => ({
+    kernel: e.getAttribute('kernel') ?? undefined,
+    proto: (e.getAttribute('proto') as Proto | null) ?? undefined,
+    listeners: e.hasAttribute('listeners') ? Number(e.getAttribute('listeners')) : undefined,
+    text: e.getAttribute('text') ?? undefined,
+    fromUrl: e.hasAttribute('from-url'),
+  }),
+  ['kernel', 'proto', 'listeners', 'text', 'lang'],
+);
 
 export function definePasteElement(): void {
   defineIsland('reuseport-paste', ReusePortPasteElement);

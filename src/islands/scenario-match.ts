@@ -18,11 +18,19 @@ import { pageLang, siteUrl } from './site';
 const MAX_TEXT = 64 * 1024;
 const SHOWN = 5;
 
-
 /** The counts and latencies typed, or the first thing wrong with them (in the page's words). */
-export function readObserved(counts: string, p50: string, p99: string, t: ScenarioText['match']): { observed: Observed } | { error: string; field: 'counts' | 'p50' | 'p99' } {
-  const words = counts.slice(0, MAX_TEXT + 1).split(/[\s,;]+/).filter(Boolean);
-  if (counts.length > MAX_TEXT || words.length < 2 || words.length > 4096) return { error: t.countsCount(counts.length > MAX_TEXT ? 4097 : words.length), field: 'counts' };
+export function readObserved(
+  counts: string,
+  p50: string,
+  p99: string,
+  t: ScenarioText['match'],
+): { observed: Observed } | { error: string; field: 'counts' | 'p50' | 'p99' } {
+  const words = counts
+    .slice(0, MAX_TEXT + 1)
+    .split(/[\s,;]+/)
+    .filter(Boolean);
+  if (counts.length > MAX_TEXT || words.length < 2 || words.length > 4096)
+    return { error: t.countsCount(counts.length > MAX_TEXT ? 4097 : words.length), field: 'counts' };
   const nums: number[] = [];
   for (let i = 0; i < words.length; i++) {
     const w = words[i]!;
@@ -53,7 +61,9 @@ async function mountMatch(el: HTMLElement): Promise<() => void> {
   const uid = Math.random().toString(36).slice(2, 8);
   const countsWrap = form.appendChild(h('div', 'rl-sc-field rl-scm-counts'));
   countsWrap.append(h('label', '', m.counts, { for: `rl-scm-c-${uid}` }));
-  const counts = countsWrap.appendChild(h('textarea', '', '', { id: `rl-scm-c-${uid}`, rows: '2', 'aria-describedby': `rl-scm-ch-${uid}`, spellcheck: 'false' }));
+  const counts = countsWrap.appendChild(
+    h('textarea', '', '', { id: `rl-scm-c-${uid}`, rows: '2', 'aria-describedby': `rl-scm-ch-${uid}`, spellcheck: 'false' }),
+  );
   counts.value = '349 17 4 0 0 0 0 0';
   countsWrap.append(h('span', 'rl-hint', m.countsHint, { id: `rl-scm-ch-${uid}` }));
   const lat = (label: string, key: string) => {
@@ -97,7 +107,13 @@ async function mountMatch(el: HTMLElement): Promise<() => void> {
     const f = (v: number) => v.toLocaleString(lang, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
     const row = (label: string, sh: Shape, d: string) => {
       const tr = tb.appendChild(h('tr'));
-      tr.append(h('th', '', label, { scope: 'row' }), h('td', '', f(sh.concentration)), h('td', '', f(sh.emptyShare)), h('td', '', f(sh.evenness)), h('td', '', d));
+      tr.append(
+        h('th', '', label, { scope: 'row' }),
+        h('td', '', f(sh.concentration)),
+        h('td', '', f(sh.emptyShare)),
+        h('td', '', f(sh.evenness)),
+        h('td', '', d),
+      );
     };
     row(m.yours, a.observed, '');
     top.forEach((r, i) => row(String(i + 1), r.shape, f(r.distance)));
@@ -107,7 +123,12 @@ async function mountMatch(el: HTMLElement): Promise<() => void> {
     e.preventDefault();
     if (running) return;
     const r = readObserved(counts.value, p50.value, p99.value, m);
-    for (const [k, input] of [['counts', counts], ['p50', p50], ['p99', p99]] as const) input.setAttribute('aria-invalid', String('error' in r && r.field === k));
+    for (const [k, input] of [
+      ['counts', counts],
+      ['p50', p50],
+      ['p99', p99],
+    ] as const)
+      input.setAttribute('aria-invalid', String('error' in r && r.field === k));
     if ('error' in r) {
       error.textContent = r.error;
       error.hidden = false;
@@ -156,5 +177,8 @@ async function mountMatch(el: HTMLElement): Promise<() => void> {
 
 /** Registers `<reuseport-scenario-match>` once. */
 export function defineScenarioMatchElement(): void {
-  defineIsland('reuseport-scenario-match', islandElement(mountMatch, () => ({})));
+  defineIsland(
+    'reuseport-scenario-match',
+    islandElement(mountMatch, () => ({})),
+  );
 }

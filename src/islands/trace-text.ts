@@ -82,15 +82,22 @@ const en: TraceText = {
   recorded: 'Recorded',
   command: 'Command',
   key: 'Per-boot key',
-  keyFromManifest: (k, from) => (from ? `${k}, recovered by reuseport-agent verify --trace from ${from}, recorded in the same run (same boot); this trace's own choices cannot be searched` : `${k}, recovered from this trace by reuseport-agent verify --trace`),
+  keyFromManifest: (k, from) =>
+    from
+      ? `${k}, recovered by reuseport-agent verify --trace from ${from}, recorded in the same run (same boot); this trace's own choices cannot be searched`
+      : `${k}, recovered from this trace by reuseport-agent verify --trace`,
   keyNone: 'not known: only choices a program made without the hash are predicted. Enter the key below if you have it.',
   keyLabel: 'IPv4 key (hex), from reuseport-agent recover',
   keyBad: 'The key must be a 32-bit hex value such as 0x2f3923d9.',
   apply: 'Predict with this key',
   agreementAll: (a, n) =>
-    a.predicted === 0 ? `None of the ${n.toLocaleString('en')} events can be predicted without the key.` : `The model agrees with the kernel on ${a.agreed.toLocaleString('en')} of ${a.predicted.toLocaleString('en')} predicted events (${pct(a.agreed, a.predicted)})${a.needsKey ? `; ${a.needsKey.toLocaleString('en')} need the key` : ''}.`,
-  agreementHeld: (a, train) => `Leaving out the first ${train} events (those a key search would use): ${a.agreed.toLocaleString('en')} of ${a.predicted.toLocaleString('en')} (${pct(a.agreed, a.predicted)}).`,
-  spread: (s) => `Uniform expectation ${s.expected.toFixed(1)} per open listener; busiest / quietest = ${Number.isFinite(s.maxOverMin) ? s.maxOverMin.toFixed(2) : '∞'}.`,
+    a.predicted === 0
+      ? `None of the ${n.toLocaleString('en')} events can be predicted without the key.`
+      : `The model agrees with the kernel on ${a.agreed.toLocaleString('en')} of ${a.predicted.toLocaleString('en')} predicted events (${pct(a.agreed, a.predicted)})${a.needsKey ? `; ${a.needsKey.toLocaleString('en')} need the key` : ''}.`,
+  agreementHeld: (a, train) =>
+    `Leaving out the first ${train} events (those a key search would use): ${a.agreed.toLocaleString('en')} of ${a.predicted.toLocaleString('en')} (${pct(a.agreed, a.predicted)}).`,
+  spread: (s) =>
+    `Uniform expectation ${s.expected.toFixed(1)} per open listener; busiest / quietest = ${Number.isFinite(s.maxOverMin) ? s.maxOverMin.toFixed(2) : '∞'}.`,
   barsLabel: (s) => `Events per listener: ${s.bars.map((b) => `listener ${b.listener}: ${b.count}`).join(', ')}; uniform expectation ${s.expected.toFixed(1)}.`,
   listenerAxis: 'listener (dashed: uniform expectation)',
   countsTable: 'Counts per listener as a table',
@@ -142,15 +149,22 @@ const zh: TraceText = {
   recorded: '录制时间',
   command: '命令',
   key: '本次开机的密钥',
-  keyFromManifest: (k, from) => (from ? `${k}，由 reuseport-agent verify --trace 从同一次运行（同一次开机）录制的 ${from} 中恢复；无法用本轨迹自身的选择来搜索密钥` : `${k}，由 reuseport-agent verify --trace 从本轨迹中恢复`),
+  keyFromManifest: (k, from) =>
+    from
+      ? `${k}，由 reuseport-agent verify --trace 从同一次运行（同一次开机）录制的 ${from} 中恢复；无法用本轨迹自身的选择来搜索密钥`
+      : `${k}，由 reuseport-agent verify --trace 从本轨迹中恢复`,
   keyNone: '未知：只能预测程序不经哈希直接做出的选择。如果知道密钥，可在下方输入。',
   keyLabel: 'IPv4 密钥（十六进制），来自 reuseport-agent recover',
   keyBad: '密钥应为 32 位十六进制数，例如 0x2f3923d9。',
   apply: '用此密钥预测',
   agreementAll: (a, n) =>
-    a.predicted === 0 ? `没有密钥，${n.toLocaleString('zh-CN')} 个事件全都无法预测。` : `在 ${a.predicted.toLocaleString('zh-CN')} 个已预测事件中，模型与内核一致的有 ${a.agreed.toLocaleString('zh-CN')} 个（${pct(a.agreed, a.predicted)}）${a.needsKey ? `；另有 ${a.needsKey.toLocaleString('zh-CN')} 个需要密钥` : ''}。`,
-  agreementHeld: (a, train) => `不计前 ${train} 个事件（即密钥搜索会用到的事件）：${a.agreed.toLocaleString('zh-CN')} / ${a.predicted.toLocaleString('zh-CN')}（${pct(a.agreed, a.predicted)}）。`,
-  spread: (s) => `均匀分布时，每个未关闭的监听套接字应得 ${s.expected.toFixed(1)} 个；最忙 / 最闲 = ${Number.isFinite(s.maxOverMin) ? s.maxOverMin.toFixed(2) : '∞'}。`,
+    a.predicted === 0
+      ? `没有密钥，${n.toLocaleString('zh-CN')} 个事件全都无法预测。`
+      : `在 ${a.predicted.toLocaleString('zh-CN')} 个已预测事件中，模型与内核一致的有 ${a.agreed.toLocaleString('zh-CN')} 个（${pct(a.agreed, a.predicted)}）${a.needsKey ? `；另有 ${a.needsKey.toLocaleString('zh-CN')} 个需要密钥` : ''}。`,
+  agreementHeld: (a, train) =>
+    `不计前 ${train} 个事件（即密钥搜索会用到的事件）：${a.agreed.toLocaleString('zh-CN')} / ${a.predicted.toLocaleString('zh-CN')}（${pct(a.agreed, a.predicted)}）。`,
+  spread: (s) =>
+    `均匀分布时，每个未关闭的监听套接字应得 ${s.expected.toFixed(1)} 个；最忙 / 最闲 = ${Number.isFinite(s.maxOverMin) ? s.maxOverMin.toFixed(2) : '∞'}。`,
   barsLabel: (s) => `各监听套接字的事件数：${s.bars.map((b) => `${b.listener} 号 ${b.count} 个`).join('，')}；均匀分布时期望为 ${s.expected.toFixed(1)}。`,
   listenerAxis: '监听套接字编号（虚线：均匀分布期望值）',
   countsTable: '以表格查看各监听套接字的计数',

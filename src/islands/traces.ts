@@ -142,14 +142,20 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     };
     const g = tr.group;
     item(t.kernel, `${tr.kernel.release} (profile ${tr.kernel.profile})`);
-    item(t.group, `${g.proto.toUpperCase()} ${g.bind.includes(':') ? `[${g.bind}]` : g.bind}:${g.port}, ${g.listeners} listeners${g.closed?.length ? `, closed ${g.closed.join(', ')}` : ''}${g.v6only ? ', v6only' : ''}${g.tcpMigrateReq ? ', tcp_migrate_req' : ''}`);
+    item(
+      t.group,
+      `${g.proto.toUpperCase()} ${g.bind.includes(':') ? `[${g.bind}]` : g.bind}:${g.port}, ${g.listeners} listeners${g.closed?.length ? `, closed ${g.closed.join(', ')}` : ''}${g.v6only ? ', v6only' : ''}${g.tcpMigrateReq ? ', tcp_migrate_req' : ''}`,
+    );
     item(t.program, describeSelection(tr));
     if (tr.recorded) item(t.recorded, tr.recorded);
     if (tr.command) item(t.command, tr.command);
     item(t.key, current.key === undefined ? t.keyNone : t.keyFromManifest(hex32(current.key), current.keyFrom));
 
     const fig = body.append('section').attr('class', 'rl-section');
-    fig.append('p').attr('class', 'rl-headline rl-tv-agree').text(pred ? t.agreementAll(s.all, s.events) : '');
+    fig
+      .append('p')
+      .attr('class', 'rl-headline rl-tv-agree')
+      .text(pred ? t.agreementAll(s.all, s.events) : '');
     if (pred && current.key !== undefined && !current.keyFrom) fig.append('p').attr('class', 'rl-tv-held').text(t.agreementHeld(s.heldOut, TRAIN_EVENTS));
     fig.append('p').text(t.spread(s));
     const chart = fig.append('div').attr('class', 'rl-tv-chart').node()!;
@@ -158,7 +164,11 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
 
     const keyForm = fig.append('form').attr('class', 'rl-tv-keyform').attr('novalidate', '');
     keyForm.append('label').attr('for', `${id}-key`).text(t.keyLabel);
-    const keyIn = keyForm.append('input').attr('id', `${id}-key`).attr('size', 12).property('value', current.key === undefined ? '' : hex32(current.key));
+    const keyIn = keyForm
+      .append('input')
+      .attr('id', `${id}-key`)
+      .attr('size', 12)
+      .property('value', current.key === undefined ? '' : hex32(current.key));
     keyForm.append('button').attr('type', 'submit').text(t.apply);
     const keyErr = keyForm.append('span').attr('class', 'rl-hint').attr('role', 'alert');
     keyForm.on('submit', (ev: Event) => {
@@ -196,7 +206,10 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         from = Math.max(0, from - PAGE);
         draw();
       });
-    nav.append('span').attr('aria-live', 'polite').text(` ${t.page(page.total ? from + 1 : 0, Math.min(page.total, from + PAGE), page.total)} `);
+    nav
+      .append('span')
+      .attr('aria-live', 'polite')
+      .text(` ${t.page(page.total ? from + 1 : 0, Math.min(page.total, from + PAGE), page.total)} `);
     nav
       .append('button')
       .attr('type', 'button')
@@ -305,7 +318,12 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     if (checked.errors) {
       errors.html('');
       errors.append('p').text(t.invalid(f.name));
-      errors.append('ul').selectAll('li').data(checked.errors).join('li').text((d) => d);
+      errors
+        .append('ul')
+        .selectAll('li')
+        .data(checked.errors)
+        .join('li')
+        .text((d) => d);
       status.text('');
       return;
     }
@@ -373,7 +391,9 @@ function renderBench(body: ReturnType<typeof select<HTMLDivElement, unknown>>, b
     .data(b.modes)
     .join('tr')
     .call((tr) => {
-      tr.append('th').attr('scope', 'row').text((m) => m.mode);
+      tr.append('th')
+        .attr('scope', 'row')
+        .text((m) => m.mode);
       tr.append('td').text((m) => m.seconds.toFixed(3));
       tr.append('td').text((m) => Math.round(m.connections_per_second).toLocaleString('en'));
       tr.append('td').text((m) => m.per_worker.join(', '));
@@ -398,7 +418,10 @@ export async function mountTraceCard(el: HTMLElement, options: { src: string }):
   try {
     const [entries, tr] = await Promise.all([loadManifest(), fetchTrace(options.src, t)]);
     const entry = entries.find((e) => e.file === options.src);
-    root.append('p').attr('class', 'rl-headline').text(`${options.src}${entry ? `: ${entry.shows}` : ''}`);
+    root
+      .append('p')
+      .attr('class', 'rl-headline')
+      .text(`${options.src}${entry ? `: ${entry.shows}` : ''}`);
     const key = entry?.key ? parseHex32(entry.key) : undefined;
     const pred = await predictTrace(tr, { key, signal: ctl.signal });
     const s = summarize(tr, pred);
@@ -411,7 +434,11 @@ export async function mountTraceCard(el: HTMLElement, options: { src: string }):
   } catch (err) {
     if (!ctl.signal.aborted) {
       hostOf(el).dataset.state = 'error';
-      root.append('p').attr('role', 'alert').attr('class', 'rl-errors').text(err instanceof Error ? err.message : String(err));
+      root
+        .append('p')
+        .attr('role', 'alert')
+        .attr('class', 'rl-errors')
+        .text(err instanceof Error ? err.message : String(err));
     }
   }
   return () => {

@@ -5,7 +5,19 @@
  * carries requests and answers.
  */
 import { Rpc } from './rpc';
-import type { AnswerRequest, Answered, BadLine, LayoutAnswered, LayoutRequest, Observations, Progress, ReadOptions, ReadSummary, Row, Source } from './paste-protocol';
+import type {
+  AnswerRequest,
+  Answered,
+  BadLine,
+  LayoutAnswered,
+  LayoutRequest,
+  Observations,
+  Progress,
+  ReadOptions,
+  ReadSummary,
+  Row,
+  Source,
+} from './paste-protocol';
 import type { LookupExplain } from './generated/LookupExplain';
 import type { Explain } from './generated/Explain';
 import type { Spread } from './generated/Spread';

@@ -111,7 +111,14 @@ export function recoverKey(
       const w = new Worker(new URL('./recover-worker.ts', import.meta.url), { type: 'module' });
       workers.push(w);
       w.onmessage = (e: MessageEvent) => {
-        const m = e.data as { plan?: PlanFigures; progress?: number; count?: number; values?: number[]; done?: { count: number; values: number[]; unverified: unknown }; error?: { observation?: number; message: string } };
+        const m = e.data as {
+          plan?: PlanFigures;
+          progress?: number;
+          count?: number;
+          values?: number[];
+          done?: { count: number; values: number[]; unverified: unknown };
+          error?: { observation?: number; message: string };
+        };
         if (m.error) {
           settled = true;
           for (const x of workers) x.terminate();
@@ -130,7 +137,11 @@ export function recoverKey(
           if (m.done.unverified) {
             settled = true;
             for (const x of workers) x.terminate();
-            reject(new Error(`candidate ${String((m.done.unverified as { candidate: number }).candidate)} did not reproduce every observation through the model's selection; please report this`));
+            reject(
+              new Error(
+                `candidate ${String((m.done.unverified as { candidate: number }).candidate)} did not reproduce every observation through the model's selection; please report this`,
+              ),
+            );
             return;
           }
           parts[i] = m.done;

@@ -62,7 +62,13 @@ serve({
     return {
       observed,
       partial: reports.length < runs.length || reports.some((r) => r.partial),
-      ranked: ranked.map((m) => ({ name: runs[m.run]!.name, variant: runs[m.run]!.variant, distance: m.distance, shape: m.shape, accepts: reports[m.run]!.workers.map((w) => w.accepts) })),
+      ranked: ranked.map((m) => ({
+        name: runs[m.run]!.name,
+        variant: runs[m.run]!.variant,
+        distance: m.distance,
+        shape: m.shape,
+        accepts: reports[m.run]!.workers.map((w) => w.accepts),
+      })),
     };
   },
 });

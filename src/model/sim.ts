@@ -69,4 +69,3 @@ export class SimSession {
     this.#rpc = undefined;
   }
 }
-

@@ -47,7 +47,6 @@ export interface Trace {
   events: TraceEvent[];
 }
 
-
 /** Checks a parsed file; returns the trace, or every problem naming its field (`/events/12/sport`). */
 export function checkTrace(value: unknown): { trace: Trace; errors?: undefined } | { errors: string[]; trace?: undefined } {
   if (validate(value)) {
@@ -62,4 +61,3 @@ export function checkTrace(value: unknown): { trace: Trace; errors?: undefined }
   });
   return { errors };
 }
-

@@ -14,7 +14,8 @@ export { MAX_TRACE_BYTES, MAX_TRACE_EVENTS, checkTrace, type Trace, type TraceEv
 export function traceGroup(trace: Trace, key: number): GroupInput {
   const g = trace.group;
   const bpf = g.bpf ?? null;
-  const program = bpf?.kind === 'cpu' ? { kind: 'cpu' as const } : bpf?.kind === 'payload-mod' && bpf.modulus ? { kind: 'payload_mod' as const, modulus: bpf.modulus } : null;
+  const program =
+    bpf?.kind === 'cpu' ? { kind: 'cpu' as const } : bpf?.kind === 'payload-mod' && bpf.modulus ? { kind: 'payload_mod' as const, modulus: bpf.modulus } : null;
   return {
     proto: g.proto,
     listeners: g.listeners,
@@ -79,7 +80,7 @@ export async function predictTrace(trace: Trace, opts: PredictOptions = {}): Pro
   // With the key, an IPv4 group that selects by hash alone goes through the batch API
   // (the model's vectorised path, equal to explain's answer by the model's own tests).
   const g = trace.group;
-  if ((opts.batch ?? true) && known && !g.bind.includes(':') && !g.bpf && !(g.incomingCpu?.length)) {
+  if ((opts.batch ?? true) && known && !g.bind.includes(':') && !g.bpf && !g.incomingCpu?.length) {
     try {
       await predictBatch(a, trace, out, opts);
     } finally {
@@ -120,7 +121,8 @@ async function predictBatch(group: Group, trace: Trace, out: Int32Array, opts: P
         const e = trace.events[j]!;
         const sa = ipv4ToNumber(e.saddr);
         const da = ipv4ToNumber(e.daddr);
-        if (sa === undefined || da === undefined) throw new Error(`/events/${j}/${sa === undefined ? 'saddr' : 'daddr'}: not an IPv4 address, in an IPv4 group`);
+        if (sa === undefined || da === undefined)
+          throw new Error(`/events/${j}/${sa === undefined ? 'saddr' : 'daddr'}: not an IPv4 address, in an IPv4 group`);
         v.saddr[j - i] = sa;
         v.sport[j - i] = e.sport;
         v.daddr[j - i] = da;

@@ -19,7 +19,14 @@ const EN: ExplainCardText = { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `F
 function renderTable(parent: Sel, t: Table): void {
   const table = parent.append('table').attr('class', 'rl-table');
   table.append('caption').text(t.caption);
-  table.append('thead').append('tr').selectAll('th').data(t.head).join('th').attr('scope', 'col').text((d) => d);
+  table
+    .append('thead')
+    .append('tr')
+    .selectAll('th')
+    .data(t.head)
+    .join('th')
+    .attr('scope', 'col')
+    .text((d) => d);
   table
     .append('tbody')
     .selectAll('tr')
@@ -54,6 +61,11 @@ export function renderExplain(el: HTMLElement, v: ExplainView, level = 3, w: Exp
   if (v.notes.length) {
     const notes = root.append('section').attr('class', 'rl-notes');
     notes.append(`h${level}`).text(w.caveats);
-    notes.append('ul').selectAll('li').data(v.notes).join('li').text((d) => d);
+    notes
+      .append('ul')
+      .selectAll('li')
+      .data(v.notes)
+      .join('li')
+      .text((d) => d);
   }
 }

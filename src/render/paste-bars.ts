@@ -25,7 +25,10 @@ export function renderPasteBars(parent: HTMLElement, b: BarsInput, width = 640):
     .range([m.left, width - m.right])
     .padding(n > 64 ? 0 : 0.15);
   const top = Math.max(b.band?.p95 ?? 0, ...b.counts) * 1.1 || 1;
-  const y = scaleLinear().domain([0, top]).range([height - m.bottom, m.top]).nice();
+  const y = scaleLinear()
+    .domain([0, top])
+    .range([height - m.bottom, m.top])
+    .nice();
   if (b.band) {
     svg
       .append('rect')

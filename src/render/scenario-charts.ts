@@ -18,7 +18,12 @@ export interface BarsText {
 export function renderWorkerBars(parent: HTMLElement, bars: WorkerBar[], t: BarsText, width = 360): SVGSVGElement {
   const height = 150;
   const m = { top: 8, right: 6, bottom: 26, left: 46 };
-  const svg = select(parent).append('svg').attr('class', 'rl-sc-chart').attr('viewBox', `0 0 ${width} ${height}`).attr('role', 'img').attr('aria-label', t.label);
+  const svg = select(parent)
+    .append('svg')
+    .attr('class', 'rl-sc-chart')
+    .attr('viewBox', `0 0 ${width} ${height}`)
+    .attr('role', 'img')
+    .attr('aria-label', t.label);
   const defs = svg.append('defs');
   const id = `rl-hatch-${Math.random().toString(36).slice(2, 8)}`;
   defs
@@ -38,7 +43,10 @@ export function renderWorkerBars(parent: HTMLElement, bars: WorkerBar[], t: Bars
     .range([m.left, width - m.right])
     .padding(bars.length > 24 ? 0.05 : 0.2);
   const top = max(bars, (b) => Math.max(b.sim, b.measured ?? 0)) || 1;
-  const y = scaleLinear().domain([0, top]).range([height - m.bottom, m.top]).nice();
+  const y = scaleLinear()
+    .domain([0, top])
+    .range([height - m.bottom, m.top])
+    .nice();
   const w = measured ? x.bandwidth() / 2 : x.bandwidth();
   const g = svg.append('g');
   g.selectAll('rect.s')
@@ -80,7 +88,13 @@ export function renderWorkerBars(parent: HTMLElement, bars: WorkerBar[], t: Bars
     .attr('y', height - m.bottom + 15)
     .attr('text-anchor', 'middle')
     .text((b) => t.worker(b.worker));
-  svg.append('line').attr('x1', m.left).attr('x2', width - m.right).attr('y1', y(0)).attr('y2', y(0)).attr('stroke', '#222');
+  svg
+    .append('line')
+    .attr('x1', m.left)
+    .attr('x2', width - m.right)
+    .attr('y1', y(0))
+    .attr('y2', y(0))
+    .attr('stroke', '#222');
   return svg.node()!;
 }
 
@@ -96,12 +110,22 @@ export interface LinesInput {
 export function renderLines(parent: HTMLElement, l: LinesInput, width = 360): SVGSVGElement {
   const height = 120;
   const m = { top: 8, right: 8, bottom: 26, left: 46 };
-  const svg = select(parent).append('svg').attr('class', 'rl-sc-chart').attr('viewBox', `0 0 ${width} ${height}`).attr('role', 'img').attr('aria-label', l.label);
+  const svg = select(parent)
+    .append('svg')
+    .attr('class', 'rl-sc-chart')
+    .attr('viewBox', `0 0 ${width} ${height}`)
+    .attr('role', 'img')
+    .attr('aria-label', l.label);
   const n = l.series.reduce((a, s) => Math.max(a, s.length), 0);
-  const x = scaleLinear().domain([0, Math.max(1, n) * l.step]).range([m.left, width - m.right]);
+  const x = scaleLinear()
+    .domain([0, Math.max(1, n) * l.step])
+    .range([m.left, width - m.right]);
   const peak = (s: number[]) => s.reduce((a, v) => (Number.isFinite(v) ? Math.max(a, v) : a), 0);
   const top = l.series.reduce((a, s) => Math.max(a, peak(s)), 0) || 1;
-  const y = scaleLinear().domain([0, top]).range([height - m.bottom, m.top]).nice();
+  const y = scaleLinear()
+    .domain([0, top])
+    .range([height - m.bottom, m.top])
+    .nice();
   let hot = 0;
   l.series.forEach((s, i) => {
     if (peak(s) > peak(l.series[hot]!)) hot = i;
@@ -139,6 +163,12 @@ export function renderLines(parent: HTMLElement, l: LinesInput, width = 360): SV
     .attr('y', height - m.bottom + 15)
     .attr('text-anchor', 'middle')
     .text((d) => d.toLocaleString());
-  svg.append('line').attr('x1', m.left).attr('x2', width - m.right).attr('y1', y(0)).attr('y2', y(0)).attr('stroke', '#222');
+  svg
+    .append('line')
+    .attr('x1', m.left)
+    .attr('x2', width - m.right)
+    .attr('y1', y(0))
+    .attr('y2', y(0))
+    .attr('stroke', '#222');
   return svg.node()!;
 }

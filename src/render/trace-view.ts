@@ -21,7 +21,10 @@ export function renderBars(parent: HTMLElement, s: Spread, t: TraceText, width =
     .range([m.left, width - m.right])
     .padding(0.15);
   const top = Math.max(s.expected, ...s.bars.map((b) => b.count)) * 1.1 || 1;
-  const y = scaleLinear().domain([0, top]).range([height - m.bottom, m.top]).nice();
+  const y = scaleLinear()
+    .domain([0, top])
+    .range([height - m.bottom, m.top])
+    .nice();
   svg
     .append('g')
     .selectAll('rect')
@@ -92,7 +95,12 @@ export function renderCountsTable(parent: Selection<HTMLElement, unknown, null, 
 }
 
 /** A page of event rows; `onExplain(index)` for the row buttons. */
-export function renderRows(tbody: Selection<HTMLTableSectionElement, unknown, null, undefined>, rows: TraceRow[], t: TraceText, onExplain: (index: number) => void): void {
+export function renderRows(
+  tbody: Selection<HTMLTableSectionElement, unknown, null, undefined>,
+  rows: TraceRow[],
+  t: TraceText,
+  onExplain: (index: number) => void,
+): void {
   tbody
     .selectAll<HTMLTableRowElement, TraceRow>('tr')
     .data(rows, (r) => String(r.index))
@@ -101,7 +109,9 @@ export function renderRows(tbody: Selection<HTMLTableSectionElement, unknown, nu
     .html('')
     .call((tr) => {
       tr.append('td').text((r) => r.seq);
-      tr.append('td').attr('class', 'rl-mono').text((r) => r.tuple);
+      tr.append('td')
+        .attr('class', 'rl-mono')
+        .text((r) => r.tuple);
       tr.append('td').text((r) => (r.cpu === null ? '–' : r.cpu));
       tr.append('td').text((r) => r.kernel);
       tr.append('td').text((r) => (r.model === null ? t.needsKey : r.model < 0 ? t.noSocket : r.model));

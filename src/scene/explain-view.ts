@@ -123,7 +123,8 @@ const EN: Words = {
   outcome: 'Outcome',
   reservoirTitle: 'Reservoir scan over the chain',
   rule: 'Rule',
-  ruleText: 'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its next_pseudo_random32 steps',
+  ruleText:
+    'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its next_pseudo_random32 steps',
   chain: 'Chain, newest listener first',
   chainHead: ['position', 'listener', 'score', 'matches', 'phash', 'scaled', 'what happened'],
 };
@@ -161,7 +162,8 @@ const ZH: Words = {
   outcome: '结果',
   reservoirTitle: '在链上做蓄水池扫描',
   rule: '规则',
-  ruleText: '先取第一个得分最高的套接字；之后每个得分相同的套接字，在 reciprocal_scale(phash, matches) = 0 时替换它，其中 phash 起初为哈希值，之后依次为其 next_pseudo_random32 结果',
+  ruleText:
+    '先取第一个得分最高的套接字；之后每个得分相同的套接字，在 reciprocal_scale(phash, matches) = 0 时替换它，其中 phash 起初为哈希值，之后依次为其 next_pseudo_random32 结果',
   chain: '链表，最新的监听套接字在前',
   chainHead: ['位置', '监听套接字', '得分', '匹配数', 'phash', '缩放值', '发生了什么'],
 };
@@ -209,7 +211,15 @@ export function explainView(e: Explain, lang: Lang = 'en'): ExplainView {
 
   const picks = pickSections(e.pick, e, lang);
   const fallback = e.fallback === null ? null : say(lang, 'fallback', e.fallback);
-  return { headline, listener: e.listener, slot: e.slot, hashHex: h.hashHex, sections: [packet, hash, ...picks], fallback, notes: e.notes.map((n) => say(lang, 'note', n)) };
+  return {
+    headline,
+    listener: e.listener,
+    slot: e.slot,
+    hashHex: h.hashHex,
+    sections: [packet, hash, ...picks],
+    fallback,
+    notes: e.notes.map((n) => say(lang, 'note', n)),
+  };
 }
 
 /** Connections per listener among answered lines, for the summary. */
@@ -264,7 +274,15 @@ function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
         {
           caption: w.chain,
           head: [...w.chainHead],
-          rows: pick.steps.map((s) => [String(s.position), String(s.listener), String(s.score), String(s.matches), s.phash ?? '', s.scaled === null ? '' : String(s.scaled), say(lang, 'reservoir_outcome', s.outcome)]),
+          rows: pick.steps.map((s) => [
+            String(s.position),
+            String(s.listener),
+            String(s.score),
+            String(s.matches),
+            s.phash ?? '',
+            s.scaled === null ? '' : String(s.scaled),
+            say(lang, 'reservoir_outcome', s.outcome),
+          ]),
           highlight: e.listener === null ? undefined : pick.steps.map((s) => s.taken).lastIndexOf(true),
         },
       ],

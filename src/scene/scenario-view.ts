@@ -65,7 +65,8 @@ export function scenarioCards(variants: Variant[], reports: (SimReport | undefin
     const fs = figures(r);
     const fm = m ? figures(m) : undefined;
     const keys = [...ALWAYS, ...WHEN_SEEN.filter((k) => (fs[k] ?? 0) > 0 || (fm?.[k] ?? 0) > 0)];
-    if (variant.accept === 'reuseport-incoming-cpu' || variant.accept === 'reuseport-bpf-cpu' || variants.some((v) => v.accept === 'reuseport-incoming-cpu')) keys.push('local');
+    if (variant.accept === 'reuseport-incoming-cpu' || variant.accept === 'reuseport-bpf-cpu' || variants.some((v) => v.accept === 'reuseport-incoming-cpu'))
+      keys.push('local');
     cards.push({
       variant,
       partial: r.partial,

@@ -21,11 +21,17 @@ async function run(page: Page, s: number) {
 /** The workers table, by worker. */
 async function workers(page: Page): Promise<Record<string, Row>> {
   const rows = await page.locator('.rl-dv-workers tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent ?? '')));
-  return Object.fromEntries(rows.map(([worker, rate, sent, accepted, queued]) => [worker!, { worker: worker!, rate: rate!, sent: Number(sent), accepted: Number(accepted), queued: Number(queued) }]));
+  return Object.fromEntries(
+    rows.map(([worker, rate, sent, accepted, queued]) => [
+      worker!,
+      { worker: worker!, rate: rate!, sent: Number(sent), accepted: Number(accepted), queued: Number(queued) },
+    ]),
+  );
 }
 
 /** The class of the element that has focus inside the widget's shadow root. */
-const focused = (page: Page) => page.evaluate(() => (document.querySelector('reuseport-dispatch')!.shadowRoot!.activeElement as HTMLElement | null)?.className ?? null);
+const focused = (page: Page) =>
+  page.evaluate(() => (document.querySelector('reuseport-dispatch')!.shadowRoot!.activeElement as HTMLElement | null)?.className ?? null);
 
 /** The colour of the canvas pixel at (x, y) CSS pixels, as #rrggbb, or 'unpainted'. */
 const pixel = (page: Page, x: number, y: number) =>
@@ -101,7 +107,11 @@ test('a slow worker’s queue grows faster than a normal one’s; rates come fro
   await run(page, 40);
   const w = await workers(page);
   expect(w.L2!.rate).toBe('×0.25');
-  const normal = Math.max(...Object.values(w).filter((r) => r.worker !== 'L2').map((r) => r.queued));
+  const normal = Math.max(
+    ...Object.values(w)
+      .filter((r) => r.worker !== 'L2')
+      .map((r) => r.queued),
+  );
   expect(w.L2!.queued, 'the slow worker’s queue is the longest by far').toBeGreaterThan(normal + 100);
   expect(w.L2!.accepted, 'it still works, slowly').toBeGreaterThan(50);
   await expect(page.locator('.rl-dv-overlay .rl-dv-row[data-listener="2"] .rl-dv-listener-label')).toHaveText('L2 ×0.25');
@@ -122,7 +132,11 @@ test('a slow worker’s queue grows faster than a normal one’s; rates come fro
 });
 
 test('a bad rates value is refused by name, with its bounds, and every worker keeps the normal rate', async ({ page }) => {
-  for (const [value, says] of [['1,9,1', 'entry 2, "9"'], ['fast', 'entry 1, "fast"'], ['1,0', 'entry 2, "0"']] as const) {
+  for (const [value, says] of [
+    ['1,9,1', 'entry 2, "9"'],
+    ['fast', 'entry 1, "fast"'],
+    ['1,0', 'entry 2, "0"'],
+  ] as const) {
     await page.goto(`./dispatch/?autoplay=false&rates=${value}`);
     const alert = page.locator('reuseport-dispatch .rl-errors');
     await expect(alert).toContainText(`rates=${value} was not used`);
@@ -159,7 +173,9 @@ const geometry = (page: Page) =>
     return { canvas: [s.left - w.left, s.top - w.top, s.width, s.height], side: [side.left - w.left, side.top - w.top, side.width] };
   });
 
-test('the tour pauses, steps forward and back highlighting each part, closes on Escape with focus back on its button, and leaves the layout as it was', async ({ page }) => {
+test('the tour pauses, steps forward and back highlighting each part, closes on Escape with focus back on its button, and leaves the layout as it was', async ({
+  page,
+}) => {
   await page.setViewportSize({ width: 1440, height: 900 });
   await page.goto('./dispatch/?seed=7');
   await expect(page.getByRole('button', { name: 'Pause' })).toBeVisible();
@@ -187,18 +203,28 @@ test('the tour pauses, steps forward and back highlighting each part, closes on 
   await expect(tour).toContainText('Step 2 of 6');
   await expect(spot).toHaveAttribute('data-part', 'slot');
   await expect(tour).toContainText(`${hash} × ${n} = ${product}, >> 32 = ${slot}`);
-  expect(contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-slot="${slot}"] .rl-dv-slot`)), 'the chosen slot is inside the highlight').toBe(true);
+  expect(
+    contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-slot="${slot}"] .rl-dv-slot`)),
+    'the chosen slot is inside the highlight',
+  ).toBe(true);
 
   await next.click();
   await expect(tour).toContainText('Step 3 of 6');
   await expect(spot).toHaveAttribute('data-part', 'socks');
-  for (const s of ['0', '7']) expect(contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-slot="${s}"] .rl-dv-slot`)), `socks[${s}] is inside the highlight`).toBe(true);
+  for (const s of ['0', '7'])
+    expect(
+      contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-slot="${s}"] .rl-dv-slot`)),
+      `socks[${s}] is inside the highlight`,
+    ).toBe(true);
 
   await next.click();
   await expect(tour).toContainText('Step 4 of 6');
   await expect(spot).toHaveAttribute('data-part', 'listener');
   await expect(tour).toContainText(`L${listener} takes the SYN`);
-  expect(contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-listener="${listener}"] .rl-dv-listener`)), 'the chosen listener is inside the highlight').toBe(true);
+  expect(
+    contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-listener="${listener}"] .rl-dv-listener`)),
+    'the chosen listener is inside the highlight',
+  ).toBe(true);
 
   // Back and forward again.
   await tour.getByRole('button', { name: 'Back' }).click();
@@ -217,7 +243,10 @@ test('the tour pauses, steps forward and back highlighting each part, closes on 
   await expect(spot).toHaveAttribute('data-part', 'stalled');
   const stall = page.getByRole('button', { name: `Stall worker L${listener}` });
   await expect(stall, 'the last step stalls the chosen listener’s worker').toHaveAttribute('aria-pressed', 'true');
-  expect(contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-stall[data-listener="${listener}"]`)), 'the stalled worker’s toggle is inside the highlight').toBe(true);
+  expect(
+    contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-stall[data-listener="${listener}"]`)),
+    'the stalled worker’s toggle is inside the highlight',
+  ).toBe(true);
   const queued = Number((await tour.innerText()).match(/\((\d+) waiting/)![1]);
   expect(queued, 'its queue has grown').toBeGreaterThan(5);
   await expect(tour.getByRole('button', { name: 'Done' })).toBeVisible();

@@ -4,7 +4,7 @@ import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
 
 const SECRET = '0x5eed1234';
-const CLIENTS = Array.from({ length: 60 }, (_, i) => `198.51.100.${(i * 7) % 250 + 2} ${33000 + i * 131}`);
+const CLIENTS = Array.from({ length: 60 }, (_, i) => `198.51.100.${((i * 7) % 250) + 2} ${33000 + i * 131}`);
 
 // Build first with stdin closed: when cargo re-probes rustc it passes its own stdin on, and the
 // tuples piped to predict would then be read as Rust source.
@@ -19,7 +19,10 @@ function predict(lines: string[], o: { kernel: string; listeners: number; closed
   if (o.closed) args.push('--closed', o.closed);
   if (o.explain) args.push('--explain');
   const out = execFileSync('target/debug/reuseport-agent', args, { input: lines.join('\n'), encoding: 'utf8' });
-  return out.trim().split('\n').map((l) => JSON.parse(l) as Predicted);
+  return out
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Predicted);
 }
 
 /** Opens the Settings panel (the options live there, closed at first). */
@@ -62,17 +65,24 @@ test('step back then step forward shows the same event', async ({ page }) => {
 });
 
 test('closing a listener moves exactly the flows reuseport-agent predict says move', async ({ page }) => {
-  for (const c of [{ kernel: '6.18', listeners: 8, close: 2 }, { kernel: '5.10', listeners: 5, close: 0 }]) {
+  for (const c of [
+    { kernel: '6.18', listeners: 8, close: 2 },
+    { kernel: '5.10', listeners: 5, close: 0 },
+  ]) {
     await setup(page, { kernel: c.kernel, listeners: c.listeners });
     const tuples = CLIENTS.map((l) => `${l} 10.0.0.1 8080`);
     const before = predict(tuples, { kernel: c.kernel, listeners: c.listeners });
     const after = predict(tuples, { kernel: c.kernel, listeners: c.listeners, closed: String(c.close) });
-    const want = CLIENTS.flatMap((l, i) => (before[i]!.listener === after[i]!.listener ? [] : [[l.replace(' ', ':'), `L${before[i]!.listener}`, `L${after[i]!.listener}`]]));
+    const want = CLIENTS.flatMap((l, i) =>
+      before[i]!.listener === after[i]!.listener ? [] : [[l.replace(' ', ':'), `L${before[i]!.listener}`, `L${after[i]!.listener}`]],
+    );
     expect(want.length).toBeGreaterThan(0);
     await page.getByLabel('Listener', { exact: true }).selectOption(String(c.close));
     await page.getByRole('button', { name: 'Close listener' }).click();
     await expect(page.locator('.rl-dv-remap')).toContainText(`${want.length} of ${CLIENTS.length} client flows`);
-    const got = await page.locator('.rl-dv-moved-table tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+    const got = await page
+      .locator('.rl-dv-moved-table tbody tr')
+      .evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? '')));
     expect(got).toEqual(want);
   }
 });
@@ -82,8 +92,15 @@ test("the inspector's numbers equal reuseport-agent predict", async ({ page }) =
   await page.getByRole('button', { name: 'Step forward' }).click();
   const first = await currentRow(page).locator('td').nth(2).innerText();
   const [addr, port] = first.split(':');
-  const want = predict([`${addr} ${port} 10.0.0.1 8080`], { kernel: '6.18', listeners: 12, explain: true })[0] as unknown as { listener: number; slot: number; hash: { hashHex: string; calls: { words: string[] }[] }; pick: { productHex: string; scaled: number } };
-  await expect(headline(page)).toHaveText(`TCP ${addr}:${port} → 10.0.0.1:8080 on kernel 6.18: listener ${want.listener} in socks[${want.slot}], hash ${want.hash.hashHex}.`);
+  const want = predict([`${addr} ${port} 10.0.0.1 8080`], { kernel: '6.18', listeners: 12, explain: true })[0] as unknown as {
+    listener: number;
+    slot: number;
+    hash: { hashHex: string; calls: { words: string[] }[] };
+    pick: { productHex: string; scaled: number };
+  };
+  await expect(headline(page)).toHaveText(
+    `TCP ${addr}:${port} → 10.0.0.1:8080 on kernel 6.18: listener ${want.listener} in socks[${want.slot}], hash ${want.hash.hashHex}.`,
+  );
   const insp = page.locator('.rl-dv-inspector');
   await expect(insp).toContainText(`0x${want.pick.productHex}`);
   await expect(insp).toContainText(`slot ${want.pick.scaled}`);
@@ -179,7 +196,8 @@ test('clicking a packet in flight opens its record', async ({ page }) => {
   await page.getByRole('button', { name: 'Pause' }).click();
   const target = await page.evaluate(() => {
     type P = { x: number; y: number; seq: number };
-    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[]; columns: () => Record<string, number> } }).__dispatch;
+    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[]; columns: () => Record<string, number> } })
+      .__dispatch;
     const ps = d.packets();
     // Not under a stall toggle (they sit over the last stretch of the path into each listener).
     const clear = (p: P) => p.x < d.columns().listener! - 48;
@@ -192,7 +210,10 @@ test('clicking a packet in flight opens its record', async ({ page }) => {
 });
 
 type Tagged = { kind: string } & Record<string, unknown>;
-type LookupPredicted = { socket: number | null; tables: { table: Tagged; candidates: { socket: number; score: number; outcome: { kind: string } & Record<string, unknown> }[] }[] };
+type LookupPredicted = {
+  socket: number | null;
+  tables: { table: Tagged; candidates: { socket: number; score: number; outcome: { kind: string } & Record<string, unknown> }[] }[];
+};
 
 /** An outcome as the English table says it (messages/en.json), for comparing with the page. */
 const EN = JSON.parse(readFileSync('messages/en.json', 'utf8')) as Record<string, string>;
@@ -221,8 +242,12 @@ test('the lookup panel for reuseport_addr_any: the specific socket wins on 6.18,
     await expect(panel.locator('.rl-dv-lookup-head')).toContainText(`→ 127.0.0.1:8888`);
     await expect(panel.locator('.rl-dv-lookup-head')).toContainText(`socket ${want.socket} (`);
     await expect(panel.locator('.rl-dv-walk h3')).toHaveText(want.tables.map((t, i) => `Table ${i + 1}: ${sayTag('table_name', t.table)}`));
-    const rows = await panel.locator('.rl-dv-candidates').evaluateAll((ts) => ts.map((t) => [...t.querySelectorAll('tbody tr')].map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? ''))));
-    expect(rows.map((t) => t.map((r) => [r[0]!.split(' (')[0], r[1]!.split(' ')[0], r[2]]))).toEqual(want.tables.map((t) => t.candidates.map((c) => [`socket ${c.socket}`, String(c.score), sayTag('candidate_outcome', c.outcome)])));
+    const rows = await panel
+      .locator('.rl-dv-candidates')
+      .evaluateAll((ts) => ts.map((t) => [...t.querySelectorAll('tbody tr')].map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? ''))));
+    expect(rows.map((t) => t.map((r) => [r[0]!.split(' (')[0], r[1]!.split(' ')[0], r[2]]))).toEqual(
+      want.tables.map((t) => t.candidates.map((c) => [`socket ${c.socket}`, String(c.score), sayTag('candidate_outcome', c.outcome)])),
+    );
     await expect(panel).toContainText('socket 9: bind() fails with EADDRINUSE');
     if (kernel === '6.18') await expect(panel.locator('.rl-dv-walk h3').first()).toHaveText('Table 1: lhash2 (127.0.0.1, 8888)');
     else await expect(panel.locator('.rl-dv-walk h3').first()).toContainText('listening_hash (port-keyed, 32 buckets)');
@@ -258,7 +283,9 @@ test('programs: payload_mod reads the datagram number; SK_REUSEPORT drop is refu
   const fwd = page.getByRole('button', { name: 'Step forward' });
   for (let i = 0; i < 4; i++) {
     await fwd.click();
-    await expect(currentRow(page).locator('td').nth(7)).toHaveText(new RegExp(`^datagram ${i} \\(payload ${i}\\) to listener ${i % 3} \\(socks\\[${i % 3}\\]\\)$`));
+    await expect(currentRow(page).locator('td').nth(7)).toHaveText(
+      new RegExp(`^datagram ${i} \\(payload ${i}\\) to listener ${i % 3} \\(socks\\[${i % 3}\\]\\)$`),
+    );
   }
   await expect(page.locator('.rl-dv-inspector')).toContainText('payload word mod 3');
   await page.getByLabel('Kernel profile').selectOption('4.17');
@@ -284,7 +311,12 @@ async function rowBoxes(page: Page) {
     const root = eval(sr) as ShadowRoot;
     return [...root.querySelectorAll('.rl-dv-overlay g.rl-dv-row')].map((g) => {
       const r = g.querySelector('rect')!.getBoundingClientRect();
-      return { slot: g.querySelector('.rl-dv-slot-label')?.textContent ?? '', listener: g.querySelector('.rl-dv-listener-label, text:not(.rl-dv-slot-label)')?.textContent ?? '', top: r.top, bottom: r.bottom };
+      return {
+        slot: g.querySelector('.rl-dv-slot-label')?.textContent ?? '',
+        listener: g.querySelector('.rl-dv-listener-label, text:not(.rl-dv-slot-label)')?.textContent ?? '',
+        top: r.top,
+        bottom: r.bottom,
+      };
     });
   }, shadow);
 }
@@ -334,7 +366,10 @@ async function labels(page: Page) {
 function expectApart(list: (Rect & { font: number })[], inside: { x: number; y: number; w: number; h: number }, where: string) {
   for (const a of list) {
     expect(a.font, `${where}: "${a.text}" is at least 11 px`).toBeGreaterThanOrEqual(11);
-    expect(a.x >= inside.x - 0.5 && a.y >= inside.y - 0.5 && a.x + a.w <= inside.x + inside.w + 0.5 && a.y + a.h <= inside.y + inside.h + 0.5, `${where}: "${a.text}" stays inside`).toBe(true);
+    expect(
+      a.x >= inside.x - 0.5 && a.y >= inside.y - 0.5 && a.x + a.w <= inside.x + inside.w + 0.5 && a.y + a.h <= inside.y + inside.h + 0.5,
+      `${where}: "${a.text}" stays inside`,
+    ).toBe(true);
   }
   for (let i = 0; i < list.length; i++)
     for (let j = i + 1; j < list.length; j++) {
@@ -345,7 +380,10 @@ function expectApart(list: (Rect & { font: number })[], inside: { x: number; y: 
     }
 }
 
-for (const [w, h] of [[1440, 900], [390, 844]] as const) {
+for (const [w, h] of [
+  [1440, 900],
+  [390, 844],
+] as const) {
   test(`scene and chart labels never overlap, stay inside and are at least 11 px (${w}×${h})`, async ({ page }) => {
     await page.setViewportSize({ width: w, height: h });
     const check = async (where: string) => {
@@ -382,7 +420,9 @@ test('the summary counts what the chart counts while playing, and says when it i
     page.evaluate((sr) => {
       const root = eval(sr) as ShadowRoot;
       const summary = root.querySelector('.rl-dv-summary')!.textContent ?? '';
-      const dd = [...root.querySelectorAll('.rl-dv-figures div')].find((d) => d.querySelector('dt')!.textContent === 'Dispatched')!.querySelector('dd')!.textContent ?? '';
+      const dd =
+        [...root.querySelectorAll('.rl-dv-figures div')].find((d) => d.querySelector('dt')!.textContent === 'Dispatched')!.querySelector('dd')!.textContent ??
+        '';
       return { summary: Number(/(\d+) connections so far/.exec(summary)?.[1]), chart: Number(dd.split(' ')[0]) };
     }, shadow);
   const a = await read();
@@ -400,10 +440,22 @@ test('the summary counts what the chart counts while playing, and says when it i
 test('an ACK or SYN-ACK goes straight to its listener: no hash marker, no route through the hash', async ({ page }) => {
   await setup(page);
   const fwd = page.getByRole('button', { name: 'Step forward' });
-  const route = () => page.evaluate(() => (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { focusRoute: () => number[][] | null; columns: () => Record<string, number> } }).__dispatch);
+  const route = () =>
+    page.evaluate(
+      () =>
+        (
+          document.querySelector('reuseport-dispatch') as unknown as {
+            __dispatch: { focusRoute: () => number[][] | null; columns: () => Record<string, number> };
+          }
+        ).__dispatch,
+    );
   const state = () =>
     page.evaluate(() => {
-      const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { focusRoute: () => number[][] | null; columns: () => Record<string, number> } }).__dispatch;
+      const d = (
+        document.querySelector('reuseport-dispatch') as unknown as {
+          __dispatch: { focusRoute: () => number[][] | null; columns: () => Record<string, number> };
+        }
+      ).__dispatch;
       return { route: d.focusRoute(), col: d.columns() };
     });
   void route;
@@ -411,7 +463,10 @@ test('an ACK or SYN-ACK goes straight to its listener: no hash marker, no route 
   await expect(currentRow(page).locator('td').nth(1)).toHaveText('SYN');
   await expect(page.locator('.rl-dv-marker')).toHaveCount(1);
   const syn = await state();
-  expect(syn.route!.some(([x]) => Math.abs(x! - syn.col.hash!) < 1), 'the SYN goes through the hash column').toBe(true);
+  expect(
+    syn.route!.some(([x]) => Math.abs(x! - syn.col.hash!) < 1),
+    'the SYN goes through the hash column',
+  ).toBe(true);
   for (const kind of ['SYN-ACK', 'ACK']) {
     await fwd.click();
     await expect(currentRow(page).locator('td').nth(1)).toHaveText(kind);
@@ -475,7 +530,8 @@ test('the first screen is the scene, playback and one sentence; settings and pre
 test('the presets have Chinese names on the Chinese page', async ({ page }) => {
   await page.goto('./zh-cn/dispatch/?autoplay=false');
   await page.getByRole('button', { name: '设置' }).click();
-  for (const n of ['8 个工作进程', '关闭一个', '少量客户端', '130 个监听套接字', '通配地址与指定地址', '3.9 蓄水池', '按 CPU 的 BPF']) await expect(page.getByRole('button', { name: n, exact: true })).toBeVisible();
+  for (const n of ['8 个工作进程', '关闭一个', '少量客户端', '130 个监听套接字', '通配地址与指定地址', '3.9 蓄水池', '按 CPU 的 BPF'])
+    await expect(page.getByRole('button', { name: n, exact: true })).toBeVisible();
   await page.getByRole('button', { name: '关闭一个', exact: true }).click();
   await expect(page.locator('.rl-dv-now')).toContainText('最后一个成员滑入它的槽位');
 });
@@ -511,7 +567,9 @@ test('moved flows are marked in the scene and listed in a short scrolled box', a
   await page.waitForTimeout(300);
   // In the scene: a black mark beside each moved client (pixels of the canvas).
   const marked = await page.evaluate(() => {
-    const el = document.querySelector('reuseport-dispatch') as unknown as HTMLElement & { __dispatch: { sim: { lastRemap: { moved: number[] } }; clientAt: (i: number) => { x: number; y: number } } };
+    const el = document.querySelector('reuseport-dispatch') as unknown as HTMLElement & {
+      __dispatch: { sim: { lastRemap: { moved: number[] } }; clientAt: (i: number) => { x: number; y: number } };
+    };
     const canvas = el.shadowRoot!.querySelector('canvas')!;
     const scale = canvas.width / canvas.getBoundingClientRect().width;
     const g = canvas.getContext('2d')!;
@@ -550,7 +608,8 @@ test('no element of the widget is wider than a 390 px screen, and event rows sta
         if (ox === 'auto' || ox === 'scroll') scrolled = true;
         p = p.parentElement;
       }
-      if (!scrolled && (r.right > innerWidth + 0.5 || r.left < -0.5)) out.push(`${el.tagName.toLowerCase()}.${el.getAttribute('class') ?? ''} ${Math.round(r.left)}–${Math.round(r.right)}`);
+      if (!scrolled && (r.right > innerWidth + 0.5 || r.left < -0.5))
+        out.push(`${el.tagName.toLowerCase()}.${el.getAttribute('class') ?? ''} ${Math.round(r.left)}–${Math.round(r.right)}`);
     }
     return out;
   }, shadow);
@@ -584,7 +643,8 @@ test('a click within 12 px of a packet picks it', async ({ page }) => {
   await page.getByRole('button', { name: 'Pause' }).click();
   const target = await page.evaluate(() => {
     type P = { x: number; y: number; seq: number };
-    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[]; columns: () => Record<string, number> } }).__dispatch;
+    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[]; columns: () => Record<string, number> } })
+      .__dispatch;
     const ps = d.packets();
     // Not under a stall toggle (they sit over the last stretch of the path into each listener).
     return ps.find((p) => p.x > 40 && p.x < d.columns().listener! - 60 && ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > 30)) ?? null;
@@ -627,7 +687,10 @@ test('light listener colours carry a dark outline on the canvas and in the liste
     expect(m.dark, 'the mark has a dark outline').toBeGreaterThan(4);
   }
   // Listener boxes: the yellow one is outlined in a dark colour.
-  const stroke = await page.locator('.rl-dv-row[data-listener="3"] rect').nth(1).evaluate((e) => getComputedStyle(e).stroke);
+  const stroke = await page
+    .locator('.rl-dv-row[data-listener="3"] rect')
+    .nth(1)
+    .evaluate((e) => getComputedStyle(e).stroke);
   const [R, G, B] = stroke.match(/\d+/g)!.map(Number);
   expect(R! + G! + B!, 'dark outline').toBeLessThan(150);
 });
@@ -654,7 +717,8 @@ test('playback and stepping send reuseport:started and reuseport:stepped', async
   await page.evaluate(() => {
     const w = window as unknown as { got: { type: string; detail: Record<string, unknown> }[] };
     w.got = [];
-    for (const type of ['reuseport:started', 'reuseport:stepped']) document.addEventListener(type, (e) => w.got.push({ type, detail: (e as CustomEvent).detail }));
+    for (const type of ['reuseport:started', 'reuseport:stepped'])
+      document.addEventListener(type, (e) => w.got.push({ type, detail: (e as CustomEvent).detail }));
   });
   await page.getByRole('button', { name: 'Play' }).click();
   await page.getByRole('button', { name: 'Pause' }).click();
@@ -675,12 +739,22 @@ test('bad values in the page URL are named, their defaults stand, and the page k
   const w = page.locator('reuseport-dispatch');
   const alert = w.locator('.rl-errors');
   await expect(alert, 'the Settings panel opens to show it').toBeVisible();
-  for (const name of ['rate=1000000000', 'speed=1000000000', 'listeners=-1', 'clients=100000000', 'kernel=9.9', 'proto=sctp', 'secret=zz', 'cpus=1.5']) await expect(alert).toContainText(name);
+  for (const name of ['rate=1000000000', 'speed=1000000000', 'listeners=-1', 'clients=100000000', 'kernel=9.9', 'proto=sctp', 'secret=zz', 'cpus=1.5'])
+    await expect(alert).toContainText(name);
   await expect(w.locator('.rl-dv-summary')).toContainText('TCP group on kernel 6.18');
   await expect(w.locator('.rl-dv-summary')).toContainText('8 listening members');
   await expect(w.locator('.rl-dv-summary')).toContainText('200 clients');
   // Responsive: the frame clock keeps ticking and a click is answered at once.
-  const frames = () => page.evaluate(() => new Promise<number>((r) => { let n = 0; const t0 = performance.now(); const f = () => (performance.now() - t0 < 1000 ? (n++, requestAnimationFrame(f)) : r(n)); requestAnimationFrame(f); }));
+  const frames = () =>
+    page.evaluate(
+      () =>
+        new Promise<number>((r) => {
+          let n = 0;
+          const t0 = performance.now();
+          const f = () => (performance.now() - t0 < 1000 ? (n++, requestAnimationFrame(f)) : r(n));
+          requestAnimationFrame(f);
+        }),
+    );
   expect(await frames()).toBeGreaterThan(20);
 });
 

@@ -52,7 +52,17 @@ async function course(page: Page, baseURL: string, html: string): Promise<void> 
   });
 }
 
-const HOST_PROPS = ['font-family', 'color', 'background-color', 'margin-top', 'line-height', 'border-top-style', 'border-radius', 'text-transform', 'font-size'];
+const HOST_PROPS = [
+  'font-family',
+  'color',
+  'background-color',
+  'margin-top',
+  'line-height',
+  'border-top-style',
+  'border-radius',
+  'text-transform',
+  'font-size',
+];
 
 /** Computed styles of the host page's own elements. */
 const hostStyles = (page: Page) =>
@@ -65,7 +75,8 @@ const hostStyles = (page: Page) =>
     return out;
   }, HOST_PROPS);
 
-const events = (page: Page) => page.evaluate(() => (window as unknown as { __events: { type: string; tag: string; id: string; detail: Record<string, unknown> }[] }).__events);
+const events = (page: Page) =>
+  page.evaluate(() => (window as unknown as { __events: { type: string; tag: string; id: string; detail: Record<string, unknown> }[] }).__events);
 
 test('a script-tag embed on another origin works, keeps to itself, and sends its events', async ({ page, baseURL }) => {
   const site = baseURL!.replace(/\/$/, '');
@@ -81,7 +92,16 @@ test('a script-tag embed on another origin works, keeps to itself, and sends its
   await page.goto(`${HOST}/`);
   const before = await hostStyles(page);
   await page.addScriptTag({ url: `${site}/embed/reuseport-lab.js`, type: 'module' });
-  await expect.poll(async () => (await events(page)).filter((e) => e.type === 'ready').map((e) => e.id).sort(), { timeout: 30_000 }).toEqual(['a', 'b', 'lk']);
+  await expect
+    .poll(
+      async () =>
+        (await events(page))
+          .filter((e) => e.type === 'ready')
+          .map((e) => e.id)
+          .sort(),
+      { timeout: 30_000 },
+    )
+    .toEqual(['a', 'b', 'lk']);
   expect(await hostStyles(page), 'the host page looks as it did').toEqual(before);
 
   // The host's rules do not reach in: its `table { display: none !important }` and button colours stop at the shadow root.
@@ -149,7 +169,9 @@ test('an iframe embed posts its events and its height to the parent, and names a
 
   const bad = page.frameLocator('#bad');
   await expect(bad.getByRole('alert')).toContainText("'listners'");
-  await expect.poll(async () => (await messages()).find((m) => m.data.widget === 'bind-check' && m.data.type === 'error')?.data.detail.problems).toEqual([expect.stringContaining("'listners'")]);
+  await expect
+    .poll(async () => (await messages()).find((m) => m.data.widget === 'bind-check' && m.data.type === 'error')?.data.detail.problems)
+    .toEqual([expect.stringContaining("'listners'")]);
 });
 
 test('the iframe pages refuse what they cannot take, naming it', async ({ page }) => {
@@ -178,19 +200,39 @@ test('the site, the iframe pages and the embed script run under the strict Conte
   });
   await page.addInitScript(() => {
     (window as unknown as { __violations: string[] }).__violations = [];
-    document.addEventListener('securitypolicyviolation', (e) => (window as unknown as { __violations: string[] }).__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+    document.addEventListener('securitypolicyviolation', (e) =>
+      (window as unknown as { __violations: string[] }).__violations.push(`${e.violatedDirective} ${e.blockedURI}`),
+    );
   });
   const refused: string[] = [];
   page.on('console', (m) => {
     if (/Content Security Policy|Refused to/.test(m.text())) refused.push(m.text());
   });
-  for (const path of ['./', './embedding/', './zh-cn/embedding/', './lookup/', './traces/?trace=udp-v4-specific-8.json', './bind-rules/', './embed/dispatch/?listeners=4', './embed/exercise/', './embed/paste/']) {
+  for (const path of [
+    './',
+    './embedding/',
+    './zh-cn/embedding/',
+    './lookup/',
+    './traces/?trace=udp-v4-specific-8.json',
+    './bind-rules/',
+    './embed/dispatch/?listeners=4',
+    './embed/exercise/',
+    './embed/paste/',
+  ]) {
     await page.goto(path);
     const meta = await page.locator('meta[http-equiv="content-security-policy"]').getAttribute('content');
     expect(meta, `${path} carries the policy as a meta element`).toContain("script-src 'self' 'wasm-unsafe-eval'");
     await page.evaluate(() => [...document.querySelectorAll('*')].find((e) => e.localName.startsWith('reuseport-'))?.scrollIntoView());
-    await expect.poll(() => page.evaluate(() => [...document.querySelectorAll('*')].some((e) => e.localName.startsWith('reuseport-') && e.shadowRoot?.firstElementChild)), { message: path, timeout: 30_000 }).toBe(true);
-    expect(await page.evaluate(() => document.querySelectorAll('script:not([src]):not([type="application/json"]):not([type="application/ld+json"])').length), `${path}: no inline script`).toBe(0);
+    await expect
+      .poll(
+        () => page.evaluate(() => [...document.querySelectorAll('*')].some((e) => e.localName.startsWith('reuseport-') && e.shadowRoot?.firstElementChild)),
+        { message: path, timeout: 30_000 },
+      )
+      .toBe(true);
+    expect(
+      await page.evaluate(() => document.querySelectorAll('script:not([src]):not([type="application/json"]):not([type="application/ld+json"])').length),
+      `${path}: no inline script`,
+    ).toBe(0);
     expect(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations), path).toEqual([]);
   }
   expect(refused).toEqual([]);
@@ -205,7 +247,9 @@ test('"Embed this" writes a script snippet and an iframe snippet for the setting
   const panel = lookup.locator('details.rl-embed');
   await panel.locator('summary').click();
   const snippet = panel.getByRole('textbox');
-  await expect(snippet).toHaveValue(/<script type="module" src="http:\/\/127\.0\.0\.1:\d+\/embed\/reuseport-lab\.js"><\/script>\n<reuseport-lookup [^>]*listeners="5"/);
+  await expect(snippet).toHaveValue(
+    /<script type="module" src="http:\/\/127\.0\.0\.1:\d+\/embed\/reuseport-lab\.js"><\/script>\n<reuseport-lookup [^>]*listeners="5"/,
+  );
   await panel.getByRole('radio', { name: 'iframe' }).check();
   const iframe = await snippet.inputValue();
   const src = /src="([^"]+)"/.exec(iframe)![1]!.replaceAll('&amp;', '&');

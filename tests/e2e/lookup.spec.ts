@@ -59,7 +59,7 @@ test.beforeAll(() => {
 });
 
 test('the page answers exactly as reuseport-agent predict', async ({ page }) => {
-  const lines = Array.from({ length: 40 }, (_, i) => `127.0.${i % 7}.${(i * 37) % 250 + 2} ${33000 + i * 101} 127.0.0.1 8080`);
+  const lines = Array.from({ length: 40 }, (_, i) => `127.0.${i % 7}.${((i * 37) % 250) + 2} ${33000 + i * 101} 127.0.0.1 8080`);
   const cases = [
     { kernel: '6.18', proto: 'tcp', listeners: 12, closed: '3,0' },
     { kernel: '4.4', proto: 'tcp', listeners: 5, closed: '' },
@@ -70,7 +70,10 @@ test('the page answers exactly as reuseport-agent predict', async ({ page }) => 
     const args = ['predict', '--kernel', c.kernel, '--proto', c.proto, '--listeners', String(c.listeners), '--secret', '0x5eed1234'];
     if (c.closed) args.push('--closed', c.closed);
     const out = execFileSync(AGENT, args, { input: lines.join('\n'), encoding: 'utf8' });
-    const want = out.trim().split('\n').map((l) => JSON.parse(l) as { listener: number | null; hash: string });
+    const want = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { listener: number | null; hash: string });
     await fill(page, { tuples: lines.join('\n'), kernel: c.kernel, proto: c.proto, listeners: c.listeners, secret: '0x5eed1234', closed: c.closed });
     await expect(answerRows(page)).toHaveCount(lines.length);
     const got = await answerRows(page).evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? '')));

@@ -13,7 +13,15 @@ import { tmpdir } from 'node:os';
 import { dirname, extname, join, normalize } from 'node:path';
 import { unzipSync } from 'fflate';
 
-const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json', '.wasm': 'application/wasm', '.svg': 'image/svg+xml', '.txt': 'text/plain' };
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript',
+  '.css': 'text/css',
+  '.json': 'application/json',
+  '.wasm': 'application/wasm',
+  '.svg': 'image/svg+xml',
+  '.txt': 'text/plain',
+};
 
 let server: Server;
 let origin: string;
@@ -31,7 +39,10 @@ test.beforeAll(() => {
   const site = join(dir, 'reuseport-lab');
   expect(existsSync(join(site, 'PACK-README.txt'))).toBe(true);
   // A course page next to the site, as a trainer would add one.
-  writeFileSync(join(site, 'course.html'), '<!doctype html><title>Course</title><script type="module" src="/embed/reuseport-lab.js"></script><reuseport-exercise kind="syn" count="2"></reuseport-exercise><reuseport-bind-check kernel="5.10"></reuseport-bind-check>');
+  writeFileSync(
+    join(site, 'course.html'),
+    '<!doctype html><title>Course</title><script type="module" src="/embed/reuseport-lab.js"></script><reuseport-exercise kind="syn" count="2"></reuseport-exercise><reuseport-bind-check kernel="5.10"></reuseport-bind-check>',
+  );
   server = createServer((req, res) => {
     const path = normalize(decodeURIComponent(new URL(req.url!, 'http://x').pathname));
     let file = join(site, path);
@@ -62,7 +73,12 @@ test('the unpacked course pack works with every other host unreachable', async (
     for (const tag of tags) {
       const el = page.locator(tag).first();
       await el.scrollIntoViewIfNeeded();
-      await expect.poll(() => el.evaluate((e) => Boolean(e.shadowRoot?.firstElementChild && !e.shadowRoot.querySelector('.rl-error'))), { message: `${page.url()} ${tag}`, timeout: 30_000 }).toBe(true);
+      await expect
+        .poll(() => el.evaluate((e) => Boolean(e.shadowRoot?.firstElementChild && !e.shadowRoot.querySelector('.rl-error'))), {
+          message: `${page.url()} ${tag}`,
+          timeout: 30_000,
+        })
+        .toBe(true);
     }
   };
   await page.goto(`${origin}/`);

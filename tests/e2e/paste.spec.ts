@@ -151,7 +151,14 @@ interface Case {
 
 const V4_18080 = ['127.0.0.1:41001', '127.0.0.1:41002', '127.0.0.1:41003', '127.0.0.2:41004'].map((c) => `${c} 127.0.0.1:18080`);
 const V6_18081 = ['[::1]:41011 [::1]:18081', '[::1]:41012 [::1]:18081'];
-const tcp = (bind: string, kernel: string, listeners: number, extra: Partial<Agent> = {}): Agent => ({ bind, kernel, proto: 'tcp', listeners, secret: SECRET, ...extra });
+const tcp = (bind: string, kernel: string, listeners: number, extra: Partial<Agent> = {}): Agent => ({
+  bind,
+  kernel,
+  proto: 'tcp',
+  listeners,
+  secret: SECRET,
+  ...extra,
+});
 
 const CSV = [
   'proto,saddr,sport,daddr,dport',
@@ -170,7 +177,12 @@ const CLIENT_FIRST = ['127.0.0.2:41004 127.0.0.1:18080', '127.0.0.1:41001 127.0.
 const CASES: Case[] = [
   { name: 'ss -tn', text: fixture('ss-tn.txt'), agent: tcp('127.0.0.1:18080', '6.18', 8), want: V4_18080 },
   // The dual-stack server [::]:18082: its IPv4-mapped side is an IPv4 connection.
-  { name: 'ss -tn, dual-stack wildcard group', text: fixture('ss-tn.txt'), agent: tcp('[::]:18082', '5.10', 5, { inner: INNER }), want: ['127.0.0.1:41021 127.0.0.1:18082'] },
+  {
+    name: 'ss -tn, dual-stack wildcard group',
+    text: fixture('ss-tn.txt'),
+    agent: tcp('[::]:18082', '5.10', 5, { inner: INNER }),
+    want: ['127.0.0.1:41021 127.0.0.1:18082'],
+  },
   { name: 'ss -tan', text: fixture('ss-tan.txt'), agent: tcp('127.0.0.1:18080', '4.19', 6, { closed: '2' }), want: V4_18080 },
   { name: 'ss -tnp', text: fixture('ss-tnp.txt'), agent: tcp('[::1]:18081', '6.18', 8, { inner: INNER }), want: V6_18081 },
   { name: 'ss -tne', text: fixture('ss-tne.txt'), agent: tcp('127.0.0.1:18080', '5.4', 16), want: V4_18080 },
@@ -210,7 +222,17 @@ for (const c of CASES) {
   test(`${c.name}: under a typed secret the page answers each connection as reuseport-agent predict`, async ({ page }) => {
     const w = await open(page);
     const a = c.agent;
-    await fill(w, { text: c.text, bind: c.pageBind ?? a.bind, kernel: a.kernel, proto: a.proto, listeners: a.listeners, closed: a.closed, mode: 'typed', secret: a.secret, inner: a.inner ?? '' });
+    await fill(w, {
+      text: c.text,
+      bind: c.pageBind ?? a.bind,
+      kernel: a.kernel,
+      proto: a.proto,
+      listeners: a.listeners,
+      closed: a.closed,
+      mode: 'typed',
+      secret: a.secret,
+      inner: a.inner ?? '',
+    });
     await analyse(page);
     const { rows } = await exported(page);
     const want = predict(c.agentText ?? c.text, a);
@@ -275,7 +297,9 @@ test('a line whose sides cannot be decided is listed under Unusable lines with i
 
 // ---- 4. without a secret; a random boot ---------------------------------------------
 
-test('without a secret no row names a listener and the spread over every secret is shown; a random boot is labelled an example and answers as the agent under its key', async ({ page }) => {
+test('without a secret no row names a listener and the spread over every secret is shown; a random boot is labelled an example and answers as the agent under its key', async ({
+  page,
+}) => {
   const w = await open(page);
   await fill(w, { text: fixture('ss-tn.txt'), bind: '127.0.0.1:18080', kernel: '6.18', proto: 'tcp', listeners: 8, mode: 'none' });
   await analyse(page);
@@ -319,7 +343,10 @@ test('the key searched in the page from an agent trace is the one reuseport-agen
 
   // The release build: the debug one searches 2^32 keys in minutes.
   execFileSync('cargo', ['build', '--release', '-q', '-p', 'reuseport-agent'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const report = JSON.parse(execFileSync(AGENT_RELEASE, ['recover', TRACE], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as { secret: string | null; candidates: number };
+  const report = JSON.parse(execFileSync(AGENT_RELEASE, ['recover', TRACE], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as {
+    secret: string | null;
+    candidates: number;
+  };
   expect(report.candidates).toBe(1);
   expect(found).toBe(report.secret);
   await expect(w.locator('.rl-candidates li')).toHaveCount(1);
@@ -339,7 +366,14 @@ test('markup, bidi and byte-order marks and a 10,000-character line are listed a
   });
   const w = await open(page);
   const long = 'A'.repeat(10_000);
-  const text = ['127.0.0.5:40001 127.0.0.1:18080', '127.0.0.6:40002 127.0.0.1:18080', '<img src=x onerror=alert(1)>', '\uFEFFgnp.\u202Eexe.txt 10.0.0.1:80', long, ''].join('\n');
+  const text = [
+    '127.0.0.5:40001 127.0.0.1:18080',
+    '127.0.0.6:40002 127.0.0.1:18080',
+    '<img src=x onerror=alert(1)>',
+    '\uFEFFgnp.\u202Eexe.txt 10.0.0.1:80',
+    long,
+    '',
+  ].join('\n');
   await fill(w, { text, bind: '127.0.0.1:18080', mode: 'typed', secret: SECRET });
   await analyse(page);
   const bad = await unusable(w, 3);
@@ -411,7 +445,11 @@ async function analyseAndStop(page: Page, total: number) {
   await w.getByRole('button', { name: 'Analyse' }).click();
   await expect(w).toHaveAttribute('data-state', 'ready', { timeout: 120_000 });
   const read = w.locator('section', { has: page.getByRole('heading', { name: 'What was read' }) });
-  const counts = (await read.locator('dt', { hasText: /^Lines$/ }).locator('xpath=following-sibling::dd[1]').textContent()) ?? '';
+  const counts =
+    (await read
+      .locator('dt', { hasText: /^Lines$/ })
+      .locator('xpath=following-sibling::dd[1]')
+      .textContent()) ?? '';
   const m = /^([\d,]+) read: ([\d,]+) connections answered/.exec(counts);
   expect(m, counts).not.toBeNull();
   const linesRead = Number(m![1]!.replaceAll(',', ''));
@@ -446,7 +484,10 @@ test('the paste analyser has no axe violations with its results shown', async ({
   const closed = w.locator('details:not([open]) > summary');
   await expect(closed.first()).toBeVisible();
   while ((await closed.count()) > 0) await closed.first().click();
-  await w.getByRole('button', { name: /^Explain line / }).first().click();
+  await w
+    .getByRole('button', { name: /^Explain line / })
+    .first()
+    .click();
   await expect(w.getByRole('heading', { name: /^Line \d+ under your secret/ })).toBeVisible();
   const results = await new AxeBuilder({ page }).include('reuseport-paste').analyze();
   expect(results.violations).toEqual([]);
@@ -469,7 +510,8 @@ test('the analyser works from the keyboard alone: typed input, Analyse by Enter,
   // Tab from the search field reaches the row's Explain button.
   await w.getByLabel('Search').focus();
   const explain = w.getByRole('button', { name: 'Explain line 1' });
-  for (let i = 0; i < 10 && !(await explain.evaluate((b) => b === (b.getRootNode() as Document | ShadowRoot).activeElement)); i++) await page.keyboard.press('Tab');
+  for (let i = 0; i < 10 && !(await explain.evaluate((b) => b === (b.getRootNode() as Document | ShadowRoot).activeElement)); i++)
+    await page.keyboard.press('Tab');
   await expect(explain).toBeFocused();
   await page.keyboard.press('Enter');
   await expect(w.getByRole('heading', { name: /^Line 1 under your secret/ })).toBeFocused();

@@ -18,7 +18,8 @@ function builtPages(dir = 'dist', prefix = ''): string[] {
   return out;
 }
 
-const WIDGETS = 'reuseport-dispatch, reuseport-lookup, reuseport-paste, reuseport-bind, reuseport-bind-check, reuseport-trace, reuseport-traces, reuseport-exercise, reuseport-scenario, reuseport-scenario-match';
+const WIDGETS =
+  'reuseport-dispatch, reuseport-lookup, reuseport-paste, reuseport-bind, reuseport-bind-check, reuseport-trace, reuseport-traces, reuseport-exercise, reuseport-scenario, reuseport-scenario-match';
 
 /** Scrolls to each widget (they hydrate when seen) and waits for its first frame. */
 async function widgetsMounted(page: Page): Promise<number> {
@@ -31,7 +32,9 @@ async function widgetsMounted(page: Page): Promise<number> {
     if (tag === 'reuseport-dispatch') {
       // The scene's first frame: the frame clock has run and packets are being drawn (or it waits paused).
       await expect(w.locator('canvas.rl-dv-canvas'), `dispatch widget ${i}`).toBeVisible();
-      await expect.poll(() => w.evaluate((el) => Boolean((el as HTMLElement & { __dispatch?: unknown }).__dispatch)), { message: `dispatch widget ${i} mounted` }).toBe(true);
+      await expect
+        .poll(() => w.evaluate((el) => Boolean((el as HTMLElement & { __dispatch?: unknown }).__dispatch)), { message: `dispatch widget ${i} mounted` })
+        .toBe(true);
       await expect(w.locator('.rl-dv-summary'), `dispatch widget ${i} summary`).toContainText(/listening members|监听/);
     } else if (tag === 'reuseport-lookup') {
       // With a secret it answers at once; without one (the bare iframe page /embed/lookup/) it waits for one.
@@ -105,7 +108,10 @@ test.describe('trace viewer', () => {
     test(`${file}: the viewer's agreement is 100% and equals reuseport-agent verify --trace`, async ({ page }) => {
       let agent: { tested: number; agreed: number } | undefined;
       try {
-        const out = execFileSync('target/release/reuseport-agent', ['verify', '--trace', `public/traces/${file}`, '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+        const out = execFileSync('target/release/reuseport-agent', ['verify', '--trace', `public/traces/${file}`, '--json'], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
         agent = (JSON.parse(out) as { layouts: { tested: number; agreed: number }[] }).layouts[0];
       } catch (e) {
         // verify refuses traces whose key cannot be searched; the viewer then shows only what needs no search.
@@ -130,7 +136,9 @@ test.describe('trace viewer', () => {
     const bad = JSON.parse(readFileSync('public/traces/tcp-v4-specific-8.json', 'utf8'));
     bad.events[3].sport = 70000;
     delete bad.group;
-    await page.locator('reuseport-traces input[type=file]').setInputFiles({ name: 'bad.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(bad)) });
+    await page
+      .locator('reuseport-traces input[type=file]')
+      .setInputFiles({ name: 'bad.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(bad)) });
     const alert = page.locator('reuseport-traces .rl-errors');
     await expect(alert).toContainText('bad.json is not a trace');
     await expect(alert).toContainText('/events/3/sport');
@@ -141,7 +149,9 @@ test.describe('trace viewer', () => {
     await page.goto('./traces/');
     const viewer = page.locator('reuseport-traces');
     await expect(viewer).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
-    await viewer.locator('input[type=file]').setInputFiles({ name: 'mine.json', mimeType: 'application/json', buffer: readFileSync('public/traces/tcp-v4-specific-8.json') });
+    await viewer
+      .locator('input[type=file]')
+      .setInputFiles({ name: 'mine.json', mimeType: 'application/json', buffer: readFileSync('public/traces/tcp-v4-specific-8.json') });
     await expect(page.locator('.rl-tv-agree')).toHaveText('None of the 1,000 events can be predicted without the key.');
     await viewer.locator('form.rl-tv-keyform input').fill('0x2f3923d9');
     await viewer.locator('form.rl-tv-keyform button').click();
@@ -166,7 +176,10 @@ test('the bind checker gives the answers of reuseport-agent predict --layout', a
   const kernel = (await w.getAttribute('kernel')) ?? '6.18';
   const dir = mkdtempSync(join(tmpdir(), 'rl-bind-'));
   writeFileSync(`${dir}/layout.json`, layout);
-  const out = execFileSync('target/release/reuseport-agent', ['predict', '--kernel', kernel, '--layout', `${dir}/layout.json`, '--secret', '0x1'], { input: '', encoding: 'utf8' });
+  const out = execFileSync('target/release/reuseport-agent', ['predict', '--kernel', kernel, '--layout', `${dir}/layout.json`, '--secret', '0x1'], {
+    input: '',
+    encoding: 'utf8',
+  });
   const calls = (JSON.parse(out.split('\n')[0]!) as { calls: { bind: { errno: string } | null; listen: { errno: string } | null }[] }).calls;
   const cells = w.locator('.rl-bind-result');
   await expect(cells).toHaveCount(calls.length);

@@ -18,7 +18,9 @@ function split(text: string): { front: Record<string, unknown>; body: string } {
   return { front: load(m[1]!) as Record<string, unknown>, body: m[2]! };
 }
 
-const chapters = readdirSync(dir('en')).filter((f) => /^\d+-.+\.md$/.test(f)).sort();
+const chapters = readdirSync(dir('en'))
+  .filter((f) => /^\d+-.+\.md$/.test(f))
+  .sort();
 const WIDGET = /<reuseport-(dispatch|lookup|bind|trace|traces)[\s>]/;
 
 describe('content', () => {
@@ -53,12 +55,17 @@ describe('content', () => {
   for (const f of chapters) {
     it(`zh-CN/${f} exists and has the same ## sections as the English page`, () => {
       expect(existsSync(`${dir('zh-CN')}/${f}`)).toBe(true);
-      const h2 = (lang: string) => split(read(lang, f)).body.split('\n').filter((l) => /^## /.test(l)).length;
+      const h2 = (lang: string) =>
+        split(read(lang, f))
+          .body.split('\n')
+          .filter((l) => /^## /.test(l)).length;
       expect(h2('zh-CN')).toBe(h2('en'));
     });
   }
 
-  const scenarioPages = readdirSync(dir('en/scenarios')).filter((f) => f.endsWith('.md')).sort();
+  const scenarioPages = readdirSync(dir('en/scenarios'))
+    .filter((f) => f.endsWith('.md'))
+    .sort();
   for (const f of scenarioPages) {
     it(`scenarios/${f}: both languages, valid front matter, the same sections, and the scenario widget`, () => {
       for (const lang of ['en', 'zh-CN']) {
@@ -69,7 +76,10 @@ describe('content', () => {
         expect(body, 'the scenario widget').toMatch(/<reuseport-scenario name="[a-z0-9-]+">/);
         expect(body, 'internal links are relative').not.toMatch(/\]\(\/(?!\/)/);
       }
-      const h2 = (lang: string) => split(read(lang, `scenarios/${f}`)).body.split('\n').filter((l) => /^## /.test(l)).length;
+      const h2 = (lang: string) =>
+        split(read(lang, `scenarios/${f}`))
+          .body.split('\n')
+          .filter((l) => /^## /.test(l)).length;
       expect(h2('zh-CN')).toBe(h2('en'));
     });
   }

@@ -5,7 +5,18 @@ import { EventLog, type DispatchEvent } from '../../src/scene/dispatch/events';
 import { DispatchSim, remapPhrase, type SimOptions } from '../../src/scene/dispatch/sim';
 import { loadModelForTests } from './setup-model';
 
-const base: SimOptions = { kernel: '6.18', proto: 'tcp', listeners: 8, wildcard: false, seed: 42, secret: 0xacf13568, clients: 50, rate: 400, cpus: 4, program: null };
+const base: SimOptions = {
+  kernel: '6.18',
+  proto: 'tcp',
+  listeners: 8,
+  wildcard: false,
+  seed: 42,
+  secret: 0xacf13568,
+  clients: 50,
+  rate: 400,
+  cpus: 4,
+  program: null,
+};
 
 describe('dispatch scene: answers kept per client', () => {
   beforeAll(loadModelForTests);

@@ -10,7 +10,18 @@ import { DispatchSim, type SimOptions } from '../../src/scene/dispatch/sim';
 import { loadModelForTests } from './setup-model';
 
 const wasm = fileURLToPath(new URL('../../src/model/pkg-lookup/reuseport_bg.wasm', import.meta.url));
-const base: SimOptions = { kernel: '6.18', proto: 'tcp', listeners: 6, wildcard: false, seed: 9, secret: 0x5eed1234, clients: 50, rate: 100, cpus: 4, program: null };
+const base: SimOptions = {
+  kernel: '6.18',
+  proto: 'tcp',
+  listeners: 6,
+  wildcard: false,
+  seed: 9,
+  secret: 0x5eed1234,
+  clients: 50,
+  rate: 100,
+  cpus: 4,
+  program: null,
+};
 
 const planOf = (sim: DispatchSim) => {
   const s = sim.summary();
@@ -41,7 +52,10 @@ describe('dispatch: listener lookup panel', () => {
       const plan = planOf(sim);
       const host = new Host(sim.opts.kernel, plan.layout);
       const results = host.results();
-      expect(results.filter((r) => !r.receiving), JSON.stringify(c)).toEqual([]);
+      expect(
+        results.filter((r) => !r.receiving),
+        JSON.stringify(c),
+      ).toEqual([]);
       const evs = dispatched(sim, 15);
       expect(evs.length).toBe(15);
       for (const e of evs) {
@@ -51,7 +65,9 @@ describe('dispatch: listener lookup panel', () => {
         v.walks.forEach((w, i) => {
           const cands = ex.tables[i]!.candidates;
           expect(w.sockets).toEqual(cands.map((x) => x.socket));
-          expect(w.rows.map((r) => [r[0]!.split(' ').slice(0, 2).join(' '), r[1]!.split(' ')[0], r[2]])).toEqual(cands.map((x) => [`socket ${x.socket}`, String(x.score), say('en', 'candidate_outcome', x.outcome)]));
+          expect(w.rows.map((r) => [r[0]!.split(' ').slice(0, 2).join(' '), r[1]!.split(' ')[0], r[2]])).toEqual(
+            cands.map((x) => [`socket ${x.socket}`, String(x.score), say('en', 'candidate_outcome', x.outcome)]),
+          );
         });
         // Nothing closed: the Host's answer is the live group's, numbered the same way.
         expect(v.listener).toBe(e.listener);
@@ -62,7 +78,8 @@ describe('dispatch: listener lookup panel', () => {
       }
       // TCP: the lhash2 bucket from 5.0, the 32-bucket port-keyed listening_hash before.
       const first = v0(host, plan, evs[0]!);
-      if (sim.opts.proto === 'tcp') expect(first).toMatch(/^[56]\./.test(sim.opts.kernel) ? /^lhash2 \(10\.0\.0\.1, 8080\)/ : /^listening_hash \(port-keyed, 32 buckets\)/);
+      if (sim.opts.proto === 'tcp')
+        expect(first).toMatch(/^[56]\./.test(sim.opts.kernel) ? /^lhash2 \(10\.0\.0\.1, 8080\)/ : /^listening_hash \(port-keyed, 32 buckets\)/);
       host.dispose();
       sim.dispose();
     }
@@ -91,7 +108,15 @@ describe('dispatch: listener lookup panel', () => {
     const h = sim.closeHistory();
     expect(h).toEqual({ order: [1, 3], joinAfterClose: false });
     const s = sim.summary();
-    const plan = groupPlan({ proto: 'tcp', bind: s.bind, port: s.port, secret: sim.opts.secret, program: null, members: sim.group.members(), closedOrder: h.order });
+    const plan = groupPlan({
+      proto: 'tcp',
+      bind: s.bind,
+      port: s.port,
+      secret: sim.opts.secret,
+      program: null,
+      members: sim.group.members(),
+      closedOrder: h.order,
+    });
     expect(plan.listenerOf).toEqual([0, 1, 2, 3, 4, 5]);
     expect(plan.layout.closed).toEqual([1, 3]);
     const host = new Host('6.18', plan.layout);
@@ -135,7 +160,14 @@ describe('dispatch: listener lookup panel', () => {
 
   it('payload programs read the datagram number; SK_REUSEPORT programs are refused before 4.19', () => {
     const sim = new DispatchSim({ ...base, proto: 'udp', program: { kind: 'payload_mod', modulus: 3 } });
-    const g = new Group('6.18', { proto: 'udp', listeners: 6, bind: SERVER.addr, port: SERVER.port, keys: { v4: base.secret, v6Outer: 0, v6Inner: 0 }, program: { kind: 'payload_mod', modulus: 3 } });
+    const g = new Group('6.18', {
+      proto: 'udp',
+      listeners: 6,
+      bind: SERVER.addr,
+      port: SERVER.port,
+      keys: { v4: base.secret, v6Outer: 0, v6Inner: 0 },
+      program: { kind: 'payload_mod', modulus: 3 },
+    });
     for (const e of dispatched(sim, 9)) {
       expect(e.payload).toBe(e.conn);
       expect(e.listener).toBe(g.explain(e.tuple, e.cpu, e.conn).listener);
@@ -152,6 +184,10 @@ describe('dispatch: listener lookup panel', () => {
   });
 });
 
-function v0(host: Host, plan: ReturnType<typeof groupPlan>, e: { tuple: { saddr: string; sport: number; daddr: string; dport: number }; cpu: number; payload: number | null }): string {
+function v0(
+  host: Host,
+  plan: ReturnType<typeof groupPlan>,
+  e: { tuple: { saddr: string; sport: number; daddr: string; dport: number }; cpu: number; payload: number | null },
+): string {
   return say('en', 'table_name', host.lookup(hostPacket(plan, plan.layout.sockets[0]!.proto, e.tuple, e.cpu, e.payload)).tables[0]!.table);
 }

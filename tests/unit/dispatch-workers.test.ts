@@ -7,7 +7,18 @@ import { queueBarMax, ROW_PARTS, TOUR_STEP_IDS, tourSpot } from '../../src/scene
 import { acceptRate, drainQueues, formatRates, parseRates } from '../../src/scene/dispatch/workers';
 import { loadModelForTests } from './setup-model';
 
-const base: SimOptions = { kernel: '6.18', proto: 'tcp', listeners: 8, wildcard: false, seed: 7, secret: 0xacf13568, clients: 2000, rate: 80, cpus: 4, program: null };
+const base: SimOptions = {
+  kernel: '6.18',
+  proto: 'tcp',
+  listeners: 8,
+  wildcard: false,
+  seed: 7,
+  secret: 0xacf13568,
+  clients: 2000,
+  rate: 80,
+  cpus: 4,
+  program: null,
+};
 
 /** Runs the scene `s` simulated seconds in steps of 0.1 s. */
 const run = (sim: DispatchSim, s: number) => {
@@ -119,7 +130,8 @@ describe('the tour', () => {
     const X = (u: number) => box.left + u * box.width;
     const rowTop = box.top + (6 * box.height) / 8;
     const rowBottom = rowTop + box.height / 8;
-    const covers = (r: { x: number; y: number; w: number; h: number }, x: number, y0 = rowTop, y1 = rowBottom) => r.x <= x && x <= r.x + r.w && r.y <= y0 + 0.01 && y1 - 0.01 <= r.y + r.h;
+    const covers = (r: { x: number; y: number; w: number; h: number }, x: number, y0 = rowTop, y1 = rowBottom) =>
+      r.x <= x && x <= r.x + r.w && r.y <= y0 + 0.01 && y1 - 0.01 <= r.y + r.h;
     expect(covers(tourSpot('hash', input), X(COL.hash), box.top, box.top + box.height)).toBe(true);
     const narrow = { ...input, box: { left: 12, top: 44, width: 308, height: 314 }, width: 358 };
     const h = tourSpot('hash', narrow);

@@ -10,7 +10,18 @@ import { DispatchSim, newFrame, selectClients, type SimOptions } from '../../src
 import { fairness } from '../../src/scene/dispatch/stats';
 import { loadModelForTests } from './setup-model';
 
-const base: SimOptions = { kernel: '6.18', proto: 'tcp', listeners: 8, wildcard: false, seed: 42, secret: 0xacf13568, clients: 200, rate: 100, cpus: 4, program: null };
+const base: SimOptions = {
+  kernel: '6.18',
+  proto: 'tcp',
+  listeners: 8,
+  wildcard: false,
+  seed: 42,
+  secret: 0xacf13568,
+  clients: 200,
+  rate: 100,
+  cpus: 4,
+  program: null,
+};
 
 describe('dispatch scene', () => {
   beforeAll(loadModelForTests);
@@ -87,7 +98,11 @@ describe('dispatch scene', () => {
   });
 
   it('counts moved flows after a close exactly as two independent model groups do', () => {
-    for (const [kernel, proto, n, close] of [['6.18', 'tcp', 8, 2], ['5.10', 'udp', 130, 5], ['6.12', 'tcp', 5, 4]] as const) {
+    for (const [kernel, proto, n, close] of [
+      ['6.18', 'tcp', 8, 2],
+      ['5.10', 'udp', 130, 5],
+      ['6.12', 'tcp', 5, 4],
+    ] as const) {
       const sim = new DispatchSim({ ...base, kernel, proto, listeners: n, clients: 500 });
       const change = sim.close(close);
       expect(change.kind).toBe('left');
@@ -175,7 +190,11 @@ describe('dispatch scene structure', () => {
     const s = structure(sim);
     expect(s.selection).toBe('group');
     expect(s.bands).toBe(3);
-    expect(s.rows.map((r) => [r.index, r.label])).toEqual([[0, 'L0'], [1, 'L3'], [2, 'L2']]);
+    expect(s.rows.map((r) => [r.index, r.label])).toEqual([
+      [0, 'L0'],
+      [1, 'L3'],
+      [2, 'L2'],
+    ]);
     expect(s.rows.map((r) => r.y)).toEqual([1 / 6, 3 / 6, 5 / 6]);
     expect(s.headings.slots).toBe('socks[] 3/128');
     expect(s.clientLabels).toHaveLength(6);

@@ -7,7 +7,22 @@ import { say, sayRefusal } from '../../src/model/messages';
 const wasm = fileURLToPath(new URL('../../src/model/pkg-lookup/reuseport_bg.wasm', import.meta.url));
 
 function sock(family: 'inet' | 'inet6', addr: string): SocketSpec {
-  return { family, proto: 'tcp', addr, port: 8888, v6only: false, reuseaddr: false, reuseport: true, uid: 0, device: null, state: 'listen', peer: null, incomingCpu: null, program: null, programBeforeBind: false };
+  return {
+    family,
+    proto: 'tcp',
+    addr,
+    port: 8888,
+    v6only: false,
+    reuseaddr: false,
+    reuseport: true,
+    uid: 0,
+    device: null,
+    state: 'listen',
+    peer: null,
+    incomingCpu: null,
+    program: null,
+    programBeforeBind: false,
+  };
 }
 
 describe('full listener lookup over wasm', () => {
@@ -16,7 +31,12 @@ describe('full listener lookup over wasm', () => {
   it('reuseport_addr_any: the specific socket wins on 6.18, not on 4.17', () => {
     const sockets = [sock('inet', '0.0.0.0'), sock('inet', '0.0.0.0'), sock('inet6', '::'), sock('inet', '127.0.0.1'), sock('inet', '0.0.0.0')];
     const layout = { sockets, listenOrder: null, skLookup: null, keys: { v4: 7, v6Outer: 0, v6Inner: 0 }, ephemeral: null, closed: [] };
-    const packet = { proto: 'tcp' as const, tuple: { saddr: '127.0.0.1', sport: 40000, daddr: '127.0.0.1', dport: 8888 }, device: null, ctx: { cpu: 0, payload: null } };
+    const packet = {
+      proto: 'tcp' as const,
+      tuple: { saddr: '127.0.0.1', sport: 40000, daddr: '127.0.0.1', dport: 8888 },
+      device: null,
+      ctx: { cpu: 0, payload: null },
+    };
     const now = new Host('6.18', layout).lookup(packet);
     expect(now.socket).toBe(3);
     expect(now.tables[0]!.table).toEqual({ kind: 'lhash2', addr: '127.0.0.1', port: 8888 });

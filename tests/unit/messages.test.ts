@@ -52,7 +52,9 @@ function expectedKeys(): Map<string, string[]> {
   const keys = new Map<string, string[]>();
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
     const name = file.replace(/\.ts$/, '');
-    const text = readFileSync(dir + file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    const text = readFileSync(dir + file, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '');
     const m = new RegExp(`export type ${name} = ([\\s\\S]*);`).exec(text);
     if (!m) throw new Error(`${file}: no declaration of ${name}`);
     const members = splitTop(m[1]!, '|');
@@ -103,20 +105,31 @@ describe('sentence tables', () => {
 
 describe('rendering', () => {
   it('fills placeholders from the tag, a release as MAJOR.MINOR', () => {
-    expect(say('en', 'refusal_rule', { kind: 'ephemeral_exhausted', low: 1024, high: 1025 })).toBe('no port of ip_local_port_range 1024-1025 is free for this socket');
+    expect(say('en', 'refusal_rule', { kind: 'ephemeral_exhausted', low: 1024, high: 1025 })).toBe(
+      'no port of ip_local_port_range 1024-1025 is free for this socket',
+    );
     expect(say('zh-CN', 'refusal_rule', { kind: 'no_groups', since: { major: 4, minor: 6 } })).toContain('4.6');
     expect(keyOf('kernel_source', { func: 'f' })).toBe('kernel_source');
     expect(fill('{a} {b}', { a: null })).toBe(' {b}');
   });
 
   it('a refusal names its rule and its kernel source in either language', () => {
-    const r = { errno: 'EINVAL' as const, rule: { kind: 'v6only_mapped' as const }, source: { func: 'inet6_bind', file: 'net/ipv6/af_inet6.c', release: { major: 6, minor: 12 } }, with: null };
+    const r = {
+      errno: 'EINVAL' as const,
+      rule: { kind: 'v6only_mapped' as const },
+      source: { func: 'inet6_bind', file: 'net/ipv6/af_inet6.c', release: { major: 6, minor: 12 } },
+      with: null,
+    };
     expect(sayRefusal('en', r)).toBe('an IPV6_V6ONLY socket cannot bind a v4-mapped address (inet6_bind, net/ipv6/af_inet6.c, kernel 6.12)');
     expect(sayRefusal('zh-CN', r)).toBe('设置了 IPV6_V6ONLY 的套接字不能绑定 IPv4 映射地址（inet6_bind，net/ipv6/af_inet6.c，内核 6.12）');
   });
 
   it('a kernel source inside a tag reads as the kernel_source template', () => {
-    const o = { kind: 'assigned' as const, socket: 2, source: { func: 'inet_lookup_run_sk_lookup', file: 'net/ipv4/inet_hashtables.c', release: { major: 6, minor: 18 } } };
+    const o = {
+      kind: 'assigned' as const,
+      socket: 2,
+      source: { func: 'inet_lookup_run_sk_lookup', file: 'net/ipv4/inet_hashtables.c', release: { major: 6, minor: 18 } },
+    };
     expect(say('en', 'sk_lookup_outcome', o)).toBe('sk_lookup assigned socket 2 (inet_lookup_run_sk_lookup, net/ipv4/inet_hashtables.c, kernel 6.18)');
     expect(say('zh-CN', 'sk_lookup_outcome', o)).toBe('sk_lookup 程序指定了套接字 2（inet_lookup_run_sk_lookup，net/ipv4/inet_hashtables.c，内核 6.18）');
   });

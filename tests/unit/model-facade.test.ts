@@ -85,7 +85,12 @@ describe('model facade over wasm', () => {
     g.selectBatchV4(b, n);
     for (let i = 0; i < n; i++) {
       const a = v.saddr[i]!;
-      const t = { saddr: [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255].join('.'), sport: v.sport[i]!, daddr: `127.0.0.${1 + (i % 3)}`, dport: v.dport[i]! };
+      const t = {
+        saddr: [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255].join('.'),
+        sport: v.sport[i]!,
+        daddr: `127.0.0.${1 + (i % 3)}`,
+        dport: v.dport[i]!,
+      };
       let want: number;
       try {
         want = (g.explain(t) as Explain).listener ?? NO_LISTENER;

@@ -6,7 +6,20 @@ const PAGE = 'https://example.test/lookup/';
 
 describe('paste URL state', () => {
   it('round-trips every setting and a small input', () => {
-    const state = { kernel: '4.18.0-513.el8', proto: 'udp', listeners: '130', closed: '3,0', bind: '[::1]:8080', format: 'ss', flip: true, secret: '0x1a2b3c4d', inner: '0x00000007', mode: 'typed', counts: '812, 790, 1630', text: 'ESTAB 0 0 10.0.0.1:8080 10.0.0.7:51234\nESTAB 0 0 10.0.0.1:8080 10.0.0.8:40000' };
+    const state = {
+      kernel: '4.18.0-513.el8',
+      proto: 'udp',
+      listeners: '130',
+      closed: '3,0',
+      bind: '[::1]:8080',
+      format: 'ss',
+      flip: true,
+      secret: '0x1a2b3c4d',
+      inner: '0x00000007',
+      mode: 'typed',
+      counts: '812, 790, 1630',
+      text: 'ESTAB 0 0 10.0.0.1:8080 10.0.0.7:51234\nESTAB 0 0 10.0.0.1:8080 10.0.0.8:40000',
+    };
     const url = writeUrlState(PAGE, state);
     expect(url).toBeDefined();
     const back = readUrlState(url!);

@@ -20,7 +20,22 @@ function report(accepts: number[], o: Partial<SimReport['outcomes']> = {}): SimR
     outcomes: { arrived: 3, done: 3, inService: 0, queued: 0, retrying: 0, reset: 0, failed: 0, synDrops: 0, migrated: 0, local: 1, ...o },
     acceptLatency: lat,
     requestLatency: lat,
-    series: { bucketUs: 1000, accepts: [[1, 0], [0, 1], [1, 0]], depth: [[1, 2], [0, 3], [0, 0]], drops: [0, 0, 0], p50Us: [900, 0, 950], p99Us: [2000, 0, 1500] },
+    series: {
+      bucketUs: 1000,
+      accepts: [
+        [1, 0],
+        [0, 1],
+        [1, 0],
+      ],
+      depth: [
+        [1, 2],
+        [0, 3],
+        [0, 0],
+      ],
+      drops: [0, 0, 0],
+      p50Us: [900, 0, 950],
+      p99Us: [2000, 0, 1500],
+    },
   };
 }
 const v = (id: string, accept: Variant['accept']): Variant => ({ id, accept, tcpMigrateReq: false });
@@ -36,18 +51,24 @@ describe('scenarioCards', () => {
   it('puts a recording beside the simulation for the variant it names, and only there', () => {
     const [a, b] = scenarioCards([v('a', 'epoll'), v('b', 'reuseport')], [report([2, 1]), report([1, 2])], { b: report([4, 7]) });
     expect(a!.workers.every((w) => w.measured === undefined)).toBe(true);
-    expect(b!.workers.map((w) => [w.sim, w.measured])).toEqual([[1, 4], [2, 7]]);
+    expect(b!.workers.map((w) => [w.sim, w.measured])).toEqual([
+      [1, 4],
+      [2, 7],
+    ]);
     expect(b!.figures.every((f) => 'measured' in f)).toBe(true);
   });
 
   it('turns the depth series per queue, and marks slices where no request finished', () => {
     const [c] = scenarioCards([v('a', 'reuseport')], [report([1, 1])]);
-    expect(c!.depth).toEqual([[1, 0, 0], [2, 3, 0]]);
+    expect(c!.depth).toEqual([
+      [1, 0, 0],
+      [2, 3, 0],
+    ]);
     expect(c!.p99Ms[0]).toBe(2);
     expect(c!.p99Ms[1]).toBeNaN();
   });
 
-  it('shows the share accepted on the SYN\'s CPU when a variant steers by CPU', () => {
+  it("shows the share accepted on the SYN's CPU when a variant steers by CPU", () => {
     const [c] = scenarioCards([v('a', 'reuseport'), v('b', 'reuseport-incoming-cpu')], [report([1, 1]), report([1, 1])]);
     expect(c!.figures.find((f) => f.key === 'local')?.sim).toBeCloseTo(1 / 3);
   });

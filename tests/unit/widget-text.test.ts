@@ -15,7 +15,10 @@ function leaves(o: unknown, path = ''): [string, unknown][] {
 }
 
 function keysOf(o: unknown, path = ''): string[] {
-  if (o && typeof o === 'object' && !Array.isArray(o)) return Object.entries(o).flatMap(([k, v]) => [path + k, ...keysOf(v, `${path}${k}.`)]).sort();
+  if (o && typeof o === 'object' && !Array.isArray(o))
+    return Object.entries(o)
+      .flatMap(([k, v]) => [path + k, ...keysOf(v, `${path}${k}.`)])
+      .sort();
   return [];
 }
 
@@ -29,7 +32,17 @@ const SAMPLE: Record<string, unknown[]> = {
   spreadLead: [{ boots: 10, tuples: 3, listeners: 8, unrouted: 1 }],
   observedSkew: [{ observed: { maxMin: 2, jain: 0.9 }, maxMinPercentile: 50 }],
   barsLabel: [[1, 2, 3], { p5: 1, p95: 3, mean: 2 }],
-  recovered: [{ complete: true, seconds: 1, workers: 2, keysPerSecond: 1e9, candidates: 1, plan: { isa: 'simd128', expectedFalseMatches: 0.001, moreNeeded: null }, leftOut: 0 }],
+  recovered: [
+    {
+      complete: true,
+      seconds: 1,
+      workers: 2,
+      keysPerSecond: 1e9,
+      candidates: 1,
+      plan: { isa: 'simd128', expectedFalseMatches: 0.001, moreNeeded: null },
+      leftOut: 0,
+    },
+  ],
   working: ['read', 1, 2],
   formatName: ['ss', true],
   bandLine: [{ mean: 12.5, p5: 9, p95: 16 }],
@@ -52,7 +65,29 @@ describe.each([
 
   it('says every fixed Chinese string in Chinese', () => {
     // Command names and command output read the same in every language.
-    const same = new Set(['#', 'CPU', 'auto', 'ss', 'netstat', 'conntrack', 'tcpdump', 'proc-net', 'csv', 'pairs', 'observed', 'page', 'trace', 'netstat -tn / -tun', 'conntrack -L', '/proc/net/tcp', 'CSV', 'bind()', 'listen()', PASTE_TEXT.en.placeholder, ...PASTE_TEXT.en.roles.map(([key]) => key)]);
+    const same = new Set([
+      '#',
+      'CPU',
+      'auto',
+      'ss',
+      'netstat',
+      'conntrack',
+      'tcpdump',
+      'proc-net',
+      'csv',
+      'pairs',
+      'observed',
+      'page',
+      'trace',
+      'netstat -tn / -tun',
+      'conntrack -L',
+      '/proc/net/tcp',
+      'CSV',
+      'bind()',
+      'listen()',
+      PASTE_TEXT.en.placeholder,
+      ...PASTE_TEXT.en.roles.map(([key]) => key),
+    ]);
     for (const [k, v] of leaves(zh)) {
       if (typeof v !== 'string' || same.has(v)) continue;
       expect(v, k).toMatch(CHINESE);

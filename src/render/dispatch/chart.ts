@@ -17,9 +17,18 @@ const DENSE = 128;
 
 export class Chart {
   readonly svg: Selection<SVGSVGElement, unknown, null, undefined>;
-  constructor(parent: HTMLElement, readonly width = 360, readonly height = 200) {
+  constructor(
+    parent: HTMLElement,
+    readonly width = 360,
+    readonly height = 200,
+  ) {
     // Scales to its column (never wider than the screen), drawn in a fixed coordinate system.
-    this.svg = select(parent).append('svg').attr('class', 'rl-dv-chart').attr('viewBox', `0 0 ${width} ${height}`).attr('preserveAspectRatio', 'xMinYMin meet').attr('role', 'img');
+    this.svg = select(parent)
+      .append('svg')
+      .attr('class', 'rl-dv-chart')
+      .attr('viewBox', `0 0 ${width} ${height}`)
+      .attr('preserveAspectRatio', 'xMinYMin meet')
+      .attr('role', 'img');
   }
 
   #bars?: Selection<SVGGElement, unknown, null, undefined>;
@@ -35,12 +44,21 @@ export class Chart {
     if (!this.#bars) {
       this.#bars = svg.append('g');
       this.#expect = svg.append('line').attr('class', 'rl-dv-expect');
-      this.#x = svg.append('g').attr('class', 'rl-dv-xaxis').attr('transform', `translate(0,${this.height - m.b})`);
+      this.#x = svg
+        .append('g')
+        .attr('class', 'rl-dv-xaxis')
+        .attr('transform', `translate(0,${this.height - m.b})`);
       this.#y = svg.append('g').attr('transform', `translate(${m.l},0)`);
     }
     svg.attr('aria-label', label(f, fmtRatio(f.maxMinRatio)));
-    const x = scaleBand<string>().domain(bars.map((b) => b.label)).range([m.l, this.width - m.r]).padding(0.1);
-    const y = scaleLinear().domain([0, Math.max(1, max(bars, (b) => b.count) ?? 1, f.expected)]).nice().range([this.height - m.b, m.t]);
+    const x = scaleBand<string>()
+      .domain(bars.map((b) => b.label))
+      .range([m.l, this.width - m.r])
+      .padding(0.1);
+    const y = scaleLinear()
+      .domain([0, Math.max(1, max(bars, (b) => b.count) ?? 1, f.expected)])
+      .nice()
+      .range([this.height - m.b, m.t]);
     if (bars.length <= DENSE) {
       this.#bars.selectAll('path').remove();
       this.#bars
@@ -70,7 +88,10 @@ export class Chart {
         .attr('fill', (d) => d[0].split('|')[0]!)
         .attr('d', (d) => d[1].join(''));
     }
-    this.#expect!.attr('x1', m.l).attr('x2', this.width - m.r).attr('y1', y(f.expected)).attr('y2', y(f.expected));
+    this.#expect!.attr('x1', m.l)
+      .attr('x2', this.width - m.r)
+      .attr('y1', y(f.expected))
+      .attr('y2', y(f.expected));
     const labels = bars.map((b) => b.label).join(',');
     if (labels !== this.#labels) {
       this.#labels = labels;

@@ -41,7 +41,14 @@ export function renderLookup(el: HTMLElement, layoutText: string, v: LookupView,
     sec.append('p').attr('class', 'rl-source').text(t.source(w.source, w.daddr));
     const table = sec.append('table').attr('class', 'rl-table rl-dv-candidates');
     table.append('caption').text(t.candidates(w.caption));
-    table.append('thead').append('tr').selectAll('th').data(w.head).join('th').attr('scope', 'col').text((d) => d);
+    table
+      .append('thead')
+      .append('tr')
+      .selectAll('th')
+      .data(w.head)
+      .join('th')
+      .attr('scope', 'col')
+      .text((d) => d);
     table
       .append('tbody')
       .selectAll('tr')
@@ -60,11 +67,19 @@ export function renderLookup(el: HTMLElement, layoutText: string, v: LookupView,
   if (v.refusals.length) {
     const s = root.append('section').attr('class', 'rl-notes');
     s.append(`h${level}`).text(t.refused);
-    s.append('ul').selectAll('li').data(v.refusals).join('li').text((d) => d);
+    s.append('ul')
+      .selectAll('li')
+      .data(v.refusals)
+      .join('li')
+      .text((d) => d);
   }
   if (v.notes.length) {
     const s = root.append('section').attr('class', 'rl-notes');
     s.append(`h${level}`).text(t.caveats);
-    s.append('ul').selectAll('li').data(v.notes).join('li').text((d) => d);
+    s.append('ul')
+      .selectAll('li')
+      .data(v.notes)
+      .join('li')
+      .text((d) => d);
   }
 }

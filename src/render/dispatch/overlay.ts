@@ -62,11 +62,25 @@ export class Overlay {
     this.svg.attr('width', w).attr('height', h).attr('viewBox', `0 0 ${w} ${h}`);
     const g = this.#static;
     g.selectAll('*').remove();
-    const head = (x: number, t: string, anchor = 'start') => g.append('text').attr('class', 'rl-dv-head rl-dv-label').attr('x', x).attr('y', 14).attr('text-anchor', anchor).text(t);
-    const heads = [head(2, s.headings.clients), head(px(b, COL.hash), s.headings.hash, 'middle'), head(px(b, COL.slot), s.headings.slots, 'middle'), head(px(b, COL.listener), s.headings.listeners)];
-    spreadHeadings(heads.map((h) => h.node()!), w);
+    const head = (x: number, t: string, anchor = 'start') =>
+      g.append('text').attr('class', 'rl-dv-head rl-dv-label').attr('x', x).attr('y', 14).attr('text-anchor', anchor).text(t);
+    const heads = [
+      head(2, s.headings.clients),
+      head(px(b, COL.hash), s.headings.hash, 'middle'),
+      head(px(b, COL.slot), s.headings.slots, 'middle'),
+      head(px(b, COL.listener), s.headings.listeners),
+    ];
+    spreadHeadings(
+      heads.map((h) => h.node()!),
+      w,
+    );
     const hx = px(b, COL.hash);
-    g.append('rect').attr('x', hx - 6).attr('y', py(b, 0)).attr('width', 12).attr('height', b.height).attr('class', 'rl-dv-range');
+    g.append('rect')
+      .attr('x', hx - 6)
+      .attr('y', py(b, 0))
+      .attr('width', 12)
+      .attr('height', b.height)
+      .attr('class', 'rl-dv-range');
     if (s.bands > 0) {
       const bh = b.height / s.bands;
       g.append('g')
@@ -80,19 +94,50 @@ export class Overlay {
         .attr('class', (i) => (i % 2 ? 'rl-dv-band rl-dv-band-odd' : 'rl-dv-band'));
     }
     // The hash axis: 0 at the top, 2^32 at the bottom, in quarters (short labels: the scene is narrow on a phone).
-    const scale = scaleLinear().domain([0, 4]).range([py(b, 0), py(b, 1)]);
+    const scale = scaleLinear()
+      .domain([0, 4])
+      .range([py(b, 0), py(b, 1)]);
     const axis = g.append('g').attr('class', 'rl-dv-axis');
-    axis.append('line').attr('x1', hx - 8).attr('x2', hx - 8).attr('y1', py(b, 0)).attr('y2', py(b, 1)).attr('class', 'rl-dv-axis-line');
+    axis
+      .append('line')
+      .attr('x1', hx - 8)
+      .attr('x2', hx - 8)
+      .attr('y1', py(b, 0))
+      .attr('y2', py(b, 1))
+      .attr('class', 'rl-dv-axis-line');
     ['0', '2³⁰', '2³¹', '3·2³⁰', '2³²'].forEach((label, i) => {
       const y = scale(i);
-      axis.append('line').attr('x1', hx - 12).attr('x2', hx - 8).attr('y1', y).attr('y2', y).attr('class', 'rl-dv-axis-line');
-      axis.append('text').attr('class', 'rl-dv-label rl-dv-axis-label').attr('x', hx - 14).attr('y', y).attr('dy', i === 0 ? '0.8em' : i === 4 ? '-0.1em' : '0.35em').attr('text-anchor', 'end').text(label);
+      axis
+        .append('line')
+        .attr('x1', hx - 12)
+        .attr('x2', hx - 8)
+        .attr('y1', y)
+        .attr('y2', y)
+        .attr('class', 'rl-dv-axis-line');
+      axis
+        .append('text')
+        .attr('class', 'rl-dv-label rl-dv-axis-label')
+        .attr('x', hx - 14)
+        .attr('y', y)
+        .attr('dy', i === 0 ? '0.8em' : i === 4 ? '-0.1em' : '0.35em')
+        .attr('text-anchor', 'end')
+        .text(label);
     });
     if (s.selection === 'group' && s.maxSocks) {
       // Capacity gauge: used slots over max_socks.
       const gx = px(b, COL.slot) - 30;
-      g.append('rect').attr('x', gx).attr('y', b.top - 8).attr('width', 60).attr('height', 5).attr('class', 'rl-dv-gauge');
-      g.append('rect').attr('x', gx).attr('y', b.top - 8).attr('width', (60 * s.listening) / s.maxSocks).attr('height', 5).attr('class', 'rl-dv-gauge-used');
+      g.append('rect')
+        .attr('x', gx)
+        .attr('y', b.top - 8)
+        .attr('width', 60)
+        .attr('height', 5)
+        .attr('class', 'rl-dv-gauge');
+      g.append('rect')
+        .attr('x', gx)
+        .attr('y', b.top - 8)
+        .attr('width', (60 * s.listening) / s.maxSocks)
+        .attr('height', 5)
+        .attr('class', 'rl-dv-gauge-used');
     }
     this.#drawRows(s, b);
     g.append('g')
@@ -124,7 +169,11 @@ export class Overlay {
       const sx = px(b, COL.slot) - 14;
       const lx = px(b, COL.listener);
       const top = (d: RowView) => py(b, d.y) - rh / 2;
-      if (s.selection === 'group') this.#rows.append('path').attr('class', 'rl-dv-slot').attr('d', s.rows.map((d) => `M${sx},${top(d)}h28v${rh}h-28z`).join(''));
+      if (s.selection === 'group')
+        this.#rows
+          .append('path')
+          .attr('class', 'rl-dv-slot')
+          .attr('d', s.rows.map((d) => `M${sx},${top(d)}h28v${rh}h-28z`).join(''));
       const groups = new Map<string, RowView[]>();
       for (const d of s.rows) {
         const k = `${d.colour}|${d.fill}`;
@@ -149,7 +198,14 @@ export class Overlay {
       .attr('data-slot', (d) => d.index)
       .attr('data-listener', (d) => d.listener)
       .attr('transform', (d) => `translate(0,${py(b, d.y)})`);
-    if (s.selection === 'group' && !dense) row.append('rect').attr('x', px(b, COL.slot) - 14).attr('y', -rh / 2 + 0.5).attr('width', 28).attr('height', Math.max(1, rh - 1)).attr('class', 'rl-dv-slot');
+    if (s.selection === 'group' && !dense)
+      row
+        .append('rect')
+        .attr('x', px(b, COL.slot) - 14)
+        .attr('y', -rh / 2 + 0.5)
+        .attr('width', 28)
+        .attr('height', Math.max(1, rh - 1))
+        .attr('class', 'rl-dv-slot');
     row
       .filter((d) => d.index % every === 0)
       .append('text')
@@ -203,8 +259,19 @@ export class Overlay {
     if (!m) return;
     const y = py(b, m.y);
     const x = px(b, COL.hash);
-    this.#marker.append('line').attr('x1', x - 10).attr('x2', x + 10).attr('y1', y).attr('y2', y).attr('class', 'rl-dv-marker');
-    this.#marker.append('text').attr('x', x + 10).attr('y', y - 4).attr('class', 'rl-dv-marker-text rl-dv-label rl-dv-optional').text(m.text);
+    this.#marker
+      .append('line')
+      .attr('x1', x - 10)
+      .attr('x2', x + 10)
+      .attr('y1', y)
+      .attr('y2', y)
+      .attr('class', 'rl-dv-marker');
+    this.#marker
+      .append('text')
+      .attr('x', x + 10)
+      .attr('y', y - 4)
+      .attr('class', 'rl-dv-marker-text rl-dv-label rl-dv-optional')
+      .text(m.text);
     this.declutter();
   }
 

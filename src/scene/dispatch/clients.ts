@@ -18,7 +18,6 @@ export interface Client {
   cpu: number;
 }
 
-
 const dotted = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
 
 /** `count` clients from `seed`, spread over `cpus` CPUs. */

@@ -48,7 +48,22 @@ export interface GroupSource {
 
 /** A receiving socket: `listen` is also UDP's receiving state in the model. */
 function sock(proto: Proto, family: 'inet' | 'inet6', addr: string, port: number, reuseport = true): SocketSpec {
-  return { family, proto, addr, port, v6only: false, reuseaddr: false, reuseport, uid: 0, device: null, state: 'listen', peer: null, incomingCpu: null, program: null, programBeforeBind: false };
+  return {
+    family,
+    proto,
+    addr,
+    port,
+    v6only: false,
+    reuseaddr: false,
+    reuseport,
+    uid: 0,
+    device: null,
+    state: 'listen',
+    peer: null,
+    incomingCpu: null,
+    program: null,
+    programBeforeBind: false,
+  };
 }
 
 const keys = (secret: number, v6Outer = 0) => ({ v4: secret >>> 0, v6Outer: v6Outer >>> 0, v6Inner: 0 });
@@ -155,7 +170,11 @@ export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExpl
     source: say(lang, 'kernel_source', t.source),
     daddr: t.daddr,
     head: ['socket', 'compute_score', 'outcome'],
-    rows: t.candidates.map((c) => [sockLabel(plan, results, c.socket), c.score < 0 ? `${c.score} (no match)` : String(c.score), say(lang, 'candidate_outcome', c.outcome)]),
+    rows: t.candidates.map((c) => [
+      sockLabel(plan, results, c.socket),
+      c.score < 0 ? `${c.score} (no match)` : String(c.score),
+      say(lang, 'candidate_outcome', c.outcome),
+    ]),
     sockets: t.candidates.map((c) => c.socket),
     highlight: t.candidates.flatMap((c, i) => (c.socket === ex.socket ? [i] : [])),
     chips: t.candidates.map((c) => {
@@ -166,14 +185,21 @@ export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExpl
   const g = ex.group;
   const member = g && ex.socket !== null ? g.members.indexOf(ex.socket) : -1;
   const listener = ex.socket === null ? null : (plan.listenerOf[ex.socket] ?? null);
-  const who = ex.socket === null ? 'no socket receives it' : `${sockLabel(plan, results, ex.socket)} receives it${listener !== null ? `: listener L${listener} of the visualized group` : ''}`;
+  const who =
+    ex.socket === null
+      ? 'no socket receives it'
+      : `${sockLabel(plan, results, ex.socket)} receives it${listener !== null ? `: listener L${listener} of the visualized group` : ''}`;
   const groupLine = g
     ? `Reuseport group ${g.group} (members by number: ${g.members.map((s, m) => `${m}→socket ${s}`).join(', ')}) picked member ${g.explain.listener ?? 'none'}${g.explain.slot !== null ? ` in socks[${g.explain.slot}]` : ''}, hash ${g.explain.hash.hashHex}${g.explain.fallback ? `; ${say(lang, 'fallback', g.explain.fallback)}` : ''}.`
     : null;
   const refusals = results.flatMap((r) =>
     (['bind', 'listen', 'attach'] as const).flatMap((call) => {
       const x = r[call];
-      return x ? [`socket ${r.socket}: ${call}() fails with ${x.errno}${x.with !== null && x.with !== undefined ? ` (against socket ${x.with})` : ''}: ${sayRefusal(lang, x)}`] : [];
+      return x
+        ? [
+            `socket ${r.socket}: ${call}() fails with ${x.errno}${x.with !== null && x.with !== undefined ? ` (against socket ${x.with})` : ''}: ${sayRefusal(lang, x)}`,
+          ]
+        : [];
     }),
   );
   return {

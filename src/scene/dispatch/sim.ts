@@ -372,7 +372,8 @@ export class DispatchSim {
     this.#explained = [];
     this.slide = null;
     if (op.op === 'close') this.closedCounts += this.counts[op.listener] ?? 0;
-    if (change?.kind === 'left' && change.moved !== null && change.moved !== undefined) this.slide = { listener: change.moved, from: oldY[change.moved] ?? 0.5, to: 0.5, u: 0 };
+    if (change?.kind === 'left' && change.moved !== null && change.moved !== undefined)
+      this.slide = { listener: change.moved, from: oldY[change.moved] ?? 0.5, to: 0.5, u: 0 };
     this.#layoutRows(snap);
     if (this.slide) this.slide.to = this.rowY[this.slide.listener] ?? 0.5;
     const after = this.#selectAll();
@@ -396,7 +397,12 @@ export class DispatchSim {
       { op: 'join' },
       (c) => {
         if (c?.kind !== 'joined') return 'A listener joined';
-        const eff = c.effect.kind === 'grew' ? `; socks[] grew from ${c.effect.from} to ${c.effect.to} slots` : c.effect.kind === 'evicted_closed' ? `; evicted closed listener ${c.effect.listener}` : '';
+        const eff =
+          c.effect.kind === 'grew'
+            ? `; socks[] grew from ${c.effect.from} to ${c.effect.to} slots`
+            : c.effect.kind === 'evicted_closed'
+              ? `; evicted closed listener ${c.effect.listener}`
+              : '';
         return `Listener ${c.listener} joined${c.slot !== null ? ` at socks[${c.slot}]` : ''}${eff}`;
       },
       snap,
@@ -409,7 +415,8 @@ export class DispatchSim {
       { op: 'close', listener },
       (c) => {
         let what = `Listener ${listener} closed`;
-        if (c?.kind === 'left' && c.slot !== null) what += c.moved !== null ? `; listener ${c.moved} moved from the last slot into socks[${c.slot}]` : `; it held the last slot, socks[${c.slot}]`;
+        if (c?.kind === 'left' && c.slot !== null)
+          what += c.moved !== null ? `; listener ${c.moved} moved from the last slot into socks[${c.slot}]` : `; it held the last slot, socks[${c.slot}]`;
         return what;
       },
       snap,
@@ -417,7 +424,11 @@ export class DispatchSim {
   }
 
   setIncomingCpu(listener: number, cpu: number | undefined, snap = false): void {
-    this.#change({ op: 'cpu', listener, cpu }, () => cpu === undefined ? `SO_INCOMING_CPU cleared on listener ${listener}` : `SO_INCOMING_CPU ${cpu} set on listener ${listener}`, snap);
+    this.#change(
+      { op: 'cpu', listener, cpu },
+      () => (cpu === undefined ? `SO_INCOMING_CPU cleared on listener ${listener}` : `SO_INCOMING_CPU ${cpu} set on listener ${listener}`),
+      snap,
+    );
   }
 
   /** Replaces the hash key (a new boot, or a typed secret). */
@@ -458,13 +469,26 @@ export class DispatchSim {
       if (this.opts.program?.kind !== 'payload_mod') this.#explained[ci] = ex ?? err;
     }
     const listener = ex?.listener ?? null;
-    const base = { conn: n, t, client: ci, tuple, cpu: c.cpu, payload, listener, slot: ex?.slot ?? null, hash: ex ? ex.hash.hash : null, hashHex: ex ? ex.hash.hashHex : null, explain: ex };
+    const base = {
+      conn: n,
+      t,
+      client: ci,
+      tuple,
+      cpu: c.cpu,
+      payload,
+      listener,
+      slot: ex?.slot ?? null,
+      hash: ex ? ex.hash.hash : null,
+      hashHex: ex ? ex.hash.hashHex : null,
+      explain: ex,
+    };
     const seq0 = this.log.nextSeq;
     const ev = (k: number, kind: PacketKind, dt: number, note: string): DispatchEvent => ({ ...base, seq: seq0 + k, kind, t: t + dt, note });
     const where = listener === null ? 'no socket' : `listener ${listener}${ex?.slot != null ? ` (socks[${ex.slot}])` : ''}`;
     // The event list is written in English, as the rest of the visualizer's words.
     const fallback = ex?.fallback ? say('en', 'fallback', ex.fallback) : err || 'no socket';
-    if (this.opts.proto === 'udp') return [ev(0, 'UDP', 0, listener === null ? `datagram ${n} dropped: ${fallback}` : `datagram ${n} (payload ${n}) to ${where}`)];
+    if (this.opts.proto === 'udp')
+      return [ev(0, 'UDP', 0, listener === null ? `datagram ${n} dropped: ${fallback}` : `datagram ${n} (payload ${n}) to ${where}`)];
     if (listener === null) return [ev(0, 'SYN', 0, `SYN: ${fallback}`), ev(1, 'RST', TRAVEL.SYN * 0.4, 'RST back to the client: no listener took the SYN')];
     return [
       ev(0, 'SYN', 0, `SYN to ${where}`),
@@ -565,7 +589,9 @@ export class DispatchSim {
       case 'SYN':
       case 'UDP':
         if (listener < 0) return { pts: [COL.client, cy, COL.hash, hashY], w: [1] };
-        return bySlot ? { pts: [COL.client, cy, COL.hash, hashY, COL.slot, ly, COL.listener, ly], w: [0.45, 0.3, 0.25] } : { pts: [COL.client, cy, COL.hash, hashY, COL.listener, ly], w: [0.5, 0.5] };
+        return bySlot
+          ? { pts: [COL.client, cy, COL.hash, hashY, COL.slot, ly, COL.listener, ly], w: [0.45, 0.3, 0.25] }
+          : { pts: [COL.client, cy, COL.hash, hashY, COL.listener, ly], w: [0.5, 0.5] };
       case 'SYN-ACK':
         return { pts: [COL.listener, ly, COL.client, cy], w: [1] };
       case 'ACK':
@@ -646,7 +672,14 @@ export class DispatchSim {
     ];
     if (this.dropped) parts.push(`${this.dropped} reached no socket`);
     const odd = this.unusualWorkers();
-    if (odd.length) parts.push(odd.map((w) => `worker L${w.listener} ${w.stalled ? 'stalled' : `at ${w.rate}× rate`}, ${Math.floor(w.queue)} queued, ${Math.floor(w.accepted)} accepted`).join(', '));
+    if (odd.length)
+      parts.push(
+        odd
+          .map(
+            (w) => `worker L${w.listener} ${w.stalled ? 'stalled' : `at ${w.rate}× rate`}, ${Math.floor(w.queue)} queued, ${Math.floor(w.accepted)} accepted`,
+          )
+          .join(', '),
+      );
     if (this.lastRemap) parts.push(`${this.lastRemap.what}: ${remapPhrase(this.lastRemap, s.listening)}`);
     return `${parts.join('; ')}.`;
   }

@@ -67,7 +67,19 @@ export function structure(sim: DispatchSim, t: StructureText = EN): Structure {
   const members = sim.group.members();
   const rows = sim.rows.map((l, i) => {
     const m = listenerMark(l);
-    return { listener: l, index: i, label: m.label, colour: m.colour, fill: m.fill, y: sim.listenerY(l), queue: sim.queue[l] ?? 0, count: sim.counts[l] ?? 0, incomingCpu: members[l]?.incomingCpu ?? -1, tag: workerTag(sim.worker(l), t.stalled), stalled: sim.worker(l).stalled };
+    return {
+      listener: l,
+      index: i,
+      label: m.label,
+      colour: m.colour,
+      fill: m.fill,
+      y: sim.listenerY(l),
+      queue: sim.queue[l] ?? 0,
+      count: sim.counts[l] ?? 0,
+      incomingCpu: members[l]?.incomingCpu ?? -1,
+      tag: workerTag(sim.worker(l), t.stalled),
+      stalled: sim.worker(l).stalled,
+    };
   });
   const group = s.selection === 'group';
   return {
@@ -88,7 +100,8 @@ export function structure(sim: DispatchSim, t: StructureText = EN): Structure {
 
 function pickText(p: SelectionPath, lang: Lang): string {
   if (p.kind === 'by_hash') return `× ${p.numSocks} = 0x${p.productHex}, >> 32 = slot ${p.scaled}`;
-  if (p.kind === 'program') return `${say(lang, 'program_summary', p.program)}: ${say(lang, 'program_return', p.returned)}${p.then ? `; then ${pickText(p.then, lang)}` : ''}`;
+  if (p.kind === 'program')
+    return `${say(lang, 'program_summary', p.program)}: ${say(lang, 'program_return', p.returned)}${p.then ? `; then ${pickText(p.then, lang)}` : ''}`;
   return `reservoir scan over ${p.steps.length} listeners`;
 }
 

@@ -43,7 +43,12 @@ export function parseRates(text: string, max = 1024): { rates: number[] } | { er
 export function formatRates(rates: readonly number[]): string | null {
   let end = rates.length;
   while (end > 0 && rates[end - 1] === 1) end--;
-  return end === 0 ? null : rates.slice(0, end).map((r) => String(r)).join(',');
+  return end === 0
+    ? null
+    : rates
+        .slice(0, end)
+        .map((r) => String(r))
+        .join(',');
 }
 
 /** What one worker does now. */
@@ -67,7 +72,15 @@ export function acceptRate(arrivals: number, listening: number, headroom: number
  * at its worker's {@link acceptRate}; adds what each took to `accepted`.
  * Queues hold fractions (a worker is part way through its next accept).
  */
-export function drainQueues(queue: number[], accepted: number[], rows: readonly number[], arrivals: number, headroom: number, worker: (l: number) => WorkerState, dt: number): void {
+export function drainQueues(
+  queue: number[],
+  accepted: number[],
+  rows: readonly number[],
+  arrivals: number,
+  headroom: number,
+  worker: (l: number) => WorkerState,
+  dt: number,
+): void {
   for (const l of rows) {
     const q = queue[l] ?? 0;
     const take = Math.min(q, acceptRate(arrivals, rows.length, headroom, worker(l)) * dt);
