@@ -45,9 +45,6 @@ const stop = () => {
 };
 const base = `http://127.0.0.1:${port}`;
 
-/** The widget's element and shadow root, in the page. */
-const HOST = () => document.querySelector('reuseport-dispatch');
-
 /** Measures `seconds` of frames on the page as it is. */
 async function measure(page) {
   return page.evaluate(

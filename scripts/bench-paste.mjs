@@ -20,7 +20,12 @@ if (!opts['no-build']) execFileSync('npx', ['astro', 'build', '--silent'], { cwd
 
 // xorshift32: the same file every run.
 let x = 0x9e3779b9;
-const rnd = () => ((x ^= x << 13), (x ^= x >>> 17), (x ^= x << 5), x >>> 0);
+const rnd = () => {
+  x ^= x << 13;
+  x ^= x >>> 17;
+  x ^= x << 5;
+  return x >>> 0;
+};
 const dir = mkdtempSync(join(tmpdir(), 'rl-paste-'));
 const file = join(dir, 'ss-tn.txt');
 {

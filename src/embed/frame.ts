@@ -92,7 +92,9 @@ function start(): void {
   let last = -1;
   const report = () => {
     const h = Math.ceil(document.documentElement.getBoundingClientRect().height);
-    if (h !== last) post('height', { height: (last = h) }, origin);
+    if (h === last) return;
+    last = h;
+    post('height', { height: h }, origin);
   };
   new ResizeObserver(report).observe(document.documentElement);
   report();

@@ -88,7 +88,7 @@ const WORKER_ROWS = 64;
 /** How far from a packet (CSS pixels) a click still picks it. */
 const HIT_RADIUS = 12;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: d3's Selection is generic in element and data; this helper serves any
 type Sel = import('d3').Selection<any, unknown, null, undefined>;
 
 /** What a preset sets (the rest as {@link PRESET_BASE}). */
@@ -536,7 +536,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     remapLine.text(r ? t.remap(r, sim.rows.length) : '');
     movedBox.property('hidden', !r || r.moved.length === 0);
     movedBody.selectAll('*').remove();
-    if (!r || !r.moved.length) return;
+    if (!r?.moved.length) return;
     const name = (l: number) => (l === 0xffffffff ? t.none : `L${l}`);
     const mt = movedBody.append('table').attr('class', 'rl-table rl-dv-moved-table');
     mt.append('caption').text(t.movedCaption(r.moved.length, MOVED_LIST));
@@ -1446,6 +1446,10 @@ export function readDispatch(el: HTMLElement): DispatchOptions & { refused: Refu
   const q = el.hasAttribute('from-url') ? new URLSearchParams(location.search) : new URLSearchParams();
   const get = (name: string): string | null => q.get(name) ?? el.getAttribute(name);
   const refused: Refused[] = [];
+  const refuse = (r: Refused): undefined => {
+    refused.push(r);
+    return undefined;
+  };
   const int = (name: string, lo: number, hi: number): number | undefined => {
     const v = get(name);
     if (v === null) return undefined;
@@ -1495,7 +1499,7 @@ export function readDispatch(el: HTMLElement): DispatchOptions & { refused: Refu
         ? undefined
         : SPEEDS.includes(Number(speed))
           ? Number(speed)
-          : (refused.push({ name: 'speed', value: speed, rule: 'one-of', allowed: SPEEDS.map(String) }), undefined),
+          : refuse({ name: 'speed', value: speed, rule: 'one-of', allowed: SPEEDS.map(String) }),
     seed: int('seed', 0, 4294967295),
     secret,
     wildcard: el.hasAttribute('wildcard') || bind === 'wildcard',

@@ -122,10 +122,16 @@ export function embedPanel(host: HTMLElement, shadow: ShadowRoot): (() => void) 
   };
   const onCopy = () => {
     ta.select();
-    navigator.clipboard?.writeText(ta.value).then(
-      () => (status.textContent = t.copied),
-      () => (status.textContent = t.copyFailed),
-    ) ?? (status.textContent = t.copyFailed);
+    const say = (text: string) => {
+      status.textContent = text;
+    };
+    const copied = navigator.clipboard?.writeText(ta.value);
+    if (copied)
+      copied.then(
+        () => say(t.copied),
+        () => say(t.copyFailed),
+      );
+    else say(t.copyFailed);
   };
   details.addEventListener('toggle', fill);
   kinds.addEventListener('change', fill);

@@ -116,7 +116,9 @@ async function mountMatch(el: HTMLElement): Promise<() => void> {
       );
     };
     row(m.yours, a.observed, '');
-    top.forEach((r, i) => row(String(i + 1), r.shape, f(r.distance)));
+    top.forEach((r, i) => {
+      row(String(i + 1), r.shape, f(r.distance));
+    });
   }
 
   form.addEventListener('submit', (e) => {

@@ -139,7 +139,7 @@ serve({
     const observed = args.observed?.filter((_, i) => !closed.has(i));
     let comparison = null;
     let compareError: string | null = null;
-    if (observed && observed.length) {
+    if (observed?.length) {
       try {
         comparison = s.spreadCompare(Uint32Array.from(observed));
       } catch (err) {

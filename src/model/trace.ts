@@ -31,7 +31,7 @@ export function traceGroup(trace: Trace, key: number): GroupInput {
 }
 
 /** What the model says for one event. */
-export const enum Predicted {
+export enum Predicted {
   /** The group returned no socket. */
   None = -1,
   /** The answer depends on the per-boot key, which is not known. */

@@ -303,12 +303,11 @@ test('programs: payload_mod reads the datagram number; SK_REUSEPORT drop is refu
 // ---- Regression tests of the layout, the words and the input paths ------------------------------
 
 type Rect = { x: number; y: number; w: number; h: number; text: string };
-const shadow = 'document.querySelector("reuseport-dispatch").shadowRoot';
 
 /** Boxes of the scene's rows in slot order: [slot label, listener label, top, bottom] per row. */
 async function rowBoxes(page: Page) {
-  return page.evaluate((sr) => {
-    const root = eval(sr) as ShadowRoot;
+  return page.evaluate(() => {
+    const root = document.querySelector('reuseport-dispatch')!.shadowRoot!;
     return [...root.querySelectorAll('.rl-dv-overlay g.rl-dv-row')].map((g) => {
       const r = g.querySelector('rect')!.getBoundingClientRect();
       return {
@@ -318,7 +317,7 @@ async function rowBoxes(page: Page) {
         bottom: r.bottom,
       };
     });
-  }, shadow);
+  });
 }
 
 test('after a close, rows sit in slot order without gaps or overlap, the last member slides into the hole, and the chart follows socks[]', async ({ page }) => {
@@ -347,8 +346,8 @@ test('after a close, rows sit in slot order without gaps or overlap, the last me
 
 /** Every visible SVG text of the widget (scene and chart) with its box, and the boxes it must stay in. */
 async function labels(page: Page) {
-  return page.evaluate((sr) => {
-    const root = eval(sr) as ShadowRoot;
+  return page.evaluate(() => {
+    const root = document.querySelector('reuseport-dispatch')!.shadowRoot!;
     const box = (r: DOMRect) => ({ x: r.left, y: r.top, w: r.width, h: r.height });
     const texts = (sel: string) =>
       [...root.querySelectorAll<SVGTextElement>(sel)]
@@ -360,7 +359,7 @@ async function labels(page: Page) {
       scene: texts('.rl-dv-overlay text'),
       chartTexts: texts('.rl-dv-chart text'),
     };
-  }, shadow);
+  });
 }
 
 function expectApart(list: (Rect & { font: number })[], inside: { x: number; y: number; w: number; h: number }, where: string) {
@@ -417,14 +416,14 @@ test('the summary counts what the chart counts while playing, and says when it i
   await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
   await page.waitForTimeout(2600);
   const read = () =>
-    page.evaluate((sr) => {
-      const root = eval(sr) as ShadowRoot;
+    page.evaluate(() => {
+      const root = document.querySelector('reuseport-dispatch')!.shadowRoot!;
       const summary = root.querySelector('.rl-dv-summary')!.textContent ?? '';
       const dd =
         [...root.querySelectorAll('.rl-dv-figures div')].find((d) => d.querySelector('dt')!.textContent === 'Dispatched')!.querySelector('dd')!.textContent ??
         '';
       return { summary: Number(/(\d+) connections so far/.exec(summary)?.[1]), chart: Number(dd.split(' ')[0]) };
-    }, shadow);
+    });
   const a = await read();
   expect(a.chart).toBeGreaterThan(20);
   expect(a.summary).toBe(a.chart);
@@ -490,8 +489,8 @@ test('the first screen is the scene, playback and one sentence; settings and pre
   await page.setViewportSize({ width: 1440, height: 900 });
   await page.goto('./dispatch/?seed=7');
   await expect(page.getByRole('button', { name: 'Pause' })).toBeVisible();
-  const first = await page.evaluate((sr) => {
-    const root = eval(sr) as ShadowRoot;
+  const first = await page.evaluate(() => {
+    const root = document.querySelector('reuseport-dispatch')!.shadowRoot!;
     const inView = (el: Element) => {
       const r = el.getBoundingClientRect();
       return r.width > 0 && r.height > 0 && r.top < innerHeight && r.bottom > 0;
@@ -503,7 +502,7 @@ test('the first screen is the scene, playback and one sentence; settings and pre
       canvasBottom: canvas.bottom,
       sentence: root.querySelector('.rl-dv-now')!.textContent ?? '',
     };
-  }, shadow);
+  });
   expect(first.canvasBottom, 'the whole animation is on the first screen').toBeLessThanOrEqual(900);
   expect(first.controls, 'play, two steps, speed, the tour and Settings').toBeLessThanOrEqual(6);
   expect(first.sentence.split(/\.\s/).length, 'one sentence').toBe(1);
@@ -594,8 +593,8 @@ test('no element of the widget is wider than a 390 px screen, and event rows sta
   await openSettings(page);
   for (let i = 0; i < 14; i++) await page.getByRole('button', { name: 'Step forward' }).click();
   await page.getByRole('button', { name: 'Close listener' }).click();
-  const wide = await page.evaluate((sr) => {
-    const root = eval(sr) as ShadowRoot;
+  const wide = await page.evaluate(() => {
+    const root = document.querySelector('reuseport-dispatch')!.shadowRoot!;
     const out: string[] = [];
     for (const el of root.querySelectorAll('*')) {
       const r = el.getBoundingClientRect();
@@ -612,7 +611,7 @@ test('no element of the widget is wider than a 390 px screen, and event rows sta
         out.push(`${el.tagName.toLowerCase()}.${el.getAttribute('class') ?? ''} ${Math.round(r.left)}–${Math.round(r.right)}`);
     }
     return out;
-  }, shadow);
+  });
   expect(wide).toEqual([]);
   const heights = await page.locator('.rl-dv-events tbody tr:not([hidden])').evaluateAll((rows) => rows.map((r) => r.getBoundingClientRect().height));
   expect(heights.length).toBeGreaterThan(5);
@@ -626,7 +625,8 @@ test('while playing, keyboard focus stays on an event row as the list updates', 
   await page.locator('.rl-dv-rowbtn').first().focus();
   await page.keyboard.press('Tab');
   await page.waitForTimeout(2500); // two refreshes of the list while playing
-  const active = () => page.evaluate((sr) => (eval(sr) as ShadowRoot).activeElement?.className ?? document.activeElement?.tagName, shadow);
+  const active = () =>
+    page.evaluate(() => document.querySelector('reuseport-dispatch')!.shadowRoot!.activeElement?.className ?? document.activeElement?.tagName);
   expect(await active()).toBe('rl-dv-rowbtn');
   await page.keyboard.press('Tab');
   await page.waitForTimeout(1200);
@@ -751,7 +751,11 @@ test('bad values in the page URL are named, their defaults stand, and the page k
         new Promise<number>((r) => {
           let n = 0;
           const t0 = performance.now();
-          const f = () => (performance.now() - t0 < 1000 ? (n++, requestAnimationFrame(f)) : r(n));
+          const f = () => {
+            if (performance.now() - t0 >= 1000) return r(n);
+            n++;
+            requestAnimationFrame(f);
+          };
           requestAnimationFrame(f);
         }),
     );

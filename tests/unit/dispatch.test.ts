@@ -155,7 +155,16 @@ describe('dispatch scene', () => {
   it('the frame clock clamps dt, skips hidden frames and stops', () => {
     let cb: ((t: number) => void) | null = null;
     let hidden = false;
-    const sched: Scheduler = { request: (f) => ((cb = f), 1), cancel: () => (cb = null), hidden: () => hidden };
+    const sched: Scheduler = {
+      request: (f) => {
+        cb = f;
+        return 1;
+      },
+      cancel: () => {
+        cb = null;
+      },
+      hidden: () => hidden,
+    };
     const clock = new FrameClock({ scheduler: sched, maxDt: 100 });
     const dts: number[] = [];
     clock.subscribe((_, dt) => dts.push(dt));

@@ -310,7 +310,7 @@ const overlaps = (a: DOMRect, b: DOMRect) => a.left < b.right && b.left < a.righ
 const easeInOut = (u: number) => (u < 0.5 ? 2 * u * u : 1 - (-2 * u + 2) ** 2 / 2);
 
 /** A listener's box: its colour (hollow on odd cycles of 8) inside a dark outline. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: d3's Selection is generic in element and data; this helper serves any
 function listenerBox(row: Selection<any, RowView, any, any>, b: Box, rh: number): void {
   row
     .append('rect')

@@ -151,7 +151,10 @@ export class Pixels {
   #stamp(kind: number, r: number): Stamp {
     const key = `${kind}/${r}`;
     let st = this.#stamps.get(key);
-    if (!st) this.#stamps.set(key, (st = stamp(kind, r * this.#scale)));
+    if (!st) {
+      st = stamp(kind, r * this.#scale);
+      this.#stamps.set(key, st);
+    }
     return st;
   }
 
