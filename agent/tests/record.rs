@@ -2,8 +2,10 @@
 //! trace must validate against the schema, and the listeners it names must
 //! follow the kernel's documented structure (kernel-history.md §3, §6.2,
 //! §8.2, §8.6 and experiment E4 of §10). Each test drives at most 2000
-//! events and is bounded by `--duration`; tests that need Linux, root or a
-//! newer kernel say "skipped" and return.
+//! events and is bounded by `--duration`. Off Linux every test is ignored
+//! (with the reason); a test that needs root or a newer kernel says
+//! `SKIPPED` on stderr, and fails instead under `REUSEPORT_REQUIRE_ROOT=1`
+//! when root is what it lacks ([`common`]).
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, TcpListener};
@@ -11,6 +13,8 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use reuseport_agent::trace::Trace;
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
 
@@ -41,14 +45,6 @@ fn recorded(args: &[&str]) -> Trace {
     let r = record(args);
     assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
     r.trace.expect("a trace on stdout")
-}
-
-fn linux() -> bool {
-    if cfg!(target_os = "linux") {
-        return true;
-    }
-    eprintln!("skipped: record needs Linux");
-    false
 }
 
 /// The running kernel's (major, minor).
@@ -101,10 +97,8 @@ fn check(t: &Trace, listeners: u32) {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn a_tcp_group_of_8_on_127_0_0_1_spreads_300_connections_over_every_listener() {
-    if !linux() {
-        return;
-    }
     let t = recorded(&[
         "--proto",
         "tcp",
@@ -137,10 +131,8 @@ fn a_tcp_group_of_8_on_127_0_0_1_spreads_300_connections_over_every_listener() {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn a_closed_listener_gets_nothing_and_the_last_listener_takes_its_slot() {
-    if !linux() {
-        return;
-    }
     let t = recorded(&[
         "--proto",
         "tcp",
@@ -167,10 +159,8 @@ fn a_closed_listener_gets_nothing_and_the_last_listener_takes_its_slot() {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn a_udp_wildcard_group_of_5_receives_every_datagram() {
-    if !linux() {
-        return;
-    }
     let t = recorded(&[
         "--proto",
         "udp",
@@ -196,10 +186,8 @@ fn a_udp_wildcard_group_of_5_receives_every_datagram() {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn a_group_of_130_grows_past_128_and_its_late_members_receive() {
-    if !linux() {
-        return;
-    }
     let t = recorded(&[
         "--proto",
         "tcp",
@@ -220,13 +208,12 @@ fn a_group_of_130_grows_past_128_and_its_late_members_receive() {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn incoming_cpu_sends_each_connection_to_a_listener_pinned_to_its_cpu() {
-    if !linux() {
-        return;
-    }
     if release() < (6, 2) {
-        eprintln!(
-            "skipped: SO_INCOMING_CPU steers group selection from 6.2 (kernel-history.md §8.6)"
+        common::skip_fact(
+            "incoming_cpu",
+            "SO_INCOMING_CPU steers group selection from 6.2 (kernel-history.md §8.6)",
         );
         return;
     }
@@ -258,10 +245,8 @@ fn incoming_cpu_sends_each_connection_to_a_listener_pinned_to_its_cpu() {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn bpf_cpu_sends_each_datagram_to_the_index_of_its_cpu() {
-    if !linux() {
-        return;
-    }
     // Enough members that every CPU id here is an index (§8.2).
     let t = recorded(&[
         "--proto",
@@ -282,7 +267,10 @@ fn bpf_cpu_sends_each_datagram_to_the_index_of_its_cpu() {
     assert_eq!(t.group.bpf.as_ref().unwrap().kind, "cpu");
     let cpus: Vec<u64> = serde_json::from_value(t.options["pinCpus"].clone()).unwrap();
     if cpus.iter().any(|&c| c >= 64) {
-        eprintln!("skipped: CPU ids past 63 are not indexes of a 64-member group");
+        common::skip_fact(
+            "bpf_cpu",
+            "CPU ids past 63 are not indexes of a 64-member group",
+        );
         return;
     }
     assert!(
@@ -294,10 +282,8 @@ fn bpf_cpu_sends_each_datagram_to_the_index_of_its_cpu() {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn bpf_payload_mod_sends_sequence_k_to_listener_k_mod_4() {
-    if !linux() {
-        return;
-    }
     let t = recorded(&[
         "--proto",
         "udp",
@@ -321,10 +307,8 @@ fn bpf_payload_mod_sends_sequence_k_to_listener_k_mod_4() {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn payload_mod_is_refused_for_tcp() {
-    if !linux() {
-        return;
-    }
     let r = record(&[
         "--proto",
         "tcp",
@@ -338,10 +322,8 @@ fn payload_mod_is_refused_for_tcp() {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn an_ipv6_wildcard_group_in_a_private_namespace_takes_many_fd00_clients() {
-    if !linux() {
-        return;
-    }
     let r = record(&[
         "--proto",
         "tcp",
@@ -358,9 +340,9 @@ fn an_ipv6_wildcard_group_in_a_private_namespace_takes_many_fd00_clients() {
         "10",
     ]);
     if r.code == 2 && (r.stderr.contains("needs root") || r.stderr.contains("`ip`")) {
-        eprintln!(
-            "skipped: needs root (and iproute2) for --netns: {}",
-            r.stderr.trim()
+        common::skip(
+            "ipv6 wildcard in a private namespace",
+            &format!("needs root (and iproute2) for --netns: {}", r.stderr.trim()),
         );
         return;
     }
@@ -377,10 +359,8 @@ fn an_ipv6_wildcard_group_in_a_private_namespace_takes_many_fd00_clients() {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn ipv4_clients_reach_a_dual_stack_ipv6_group() {
-    if !linux() {
-        return;
-    }
     let t = recorded(&[
         "--proto",
         "udp",
@@ -412,13 +392,11 @@ const MIGRATE_REQ: &str = "/proc/sys/net/ipv4/tcp_migrate_req";
 static SYSCTL: Mutex<()> = Mutex::new(());
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn tcp_migrate_req_is_set_for_the_run_and_restored_after() {
-    if !linux() {
-        return;
-    }
     let _one_at_a_time = SYSCTL.lock().unwrap_or_else(|e| e.into_inner());
     let Ok(before) = std::fs::read_to_string(MIGRATE_REQ) else {
-        eprintln!("skipped: no {MIGRATE_REQ} (5.14+)");
+        common::skip_fact("tcp_migrate_req", &format!("no {MIGRATE_REQ} (5.14+)"));
         return;
     };
     let r = record(&[
@@ -435,7 +413,10 @@ fn tcp_migrate_req_is_set_for_the_run_and_restored_after() {
         "10",
     ]);
     if r.code == 2 && r.stderr.contains("needs root") {
-        eprintln!("skipped: needs root to set {MIGRATE_REQ}");
+        common::skip(
+            "tcp_migrate_req",
+            &format!("needs root to set {MIGRATE_REQ}"),
+        );
         return;
     }
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -458,9 +439,6 @@ fn off_linux_record_exits_2_saying_it_needs_linux() {
 #[cfg(target_os = "linux")]
 #[test]
 fn sigint_writes_what_was_recorded_restores_the_sysctl_and_exits_130() {
-    if !linux() {
-        return;
-    }
     let _one_at_a_time = SYSCTL.lock().unwrap_or_else(|e| e.into_inner());
     let migrate = std::fs::read_to_string(MIGRATE_REQ).ok();
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sigint.json");
@@ -508,7 +486,7 @@ fn sigint_writes_what_was_recorded_restores_the_sysctl_and_exits_130() {
         );
     }
     if code == 0 {
-        eprintln!("skipped: the run finished before the signal came");
+        common::skip_fact("sigint", "the run finished before the signal came");
         return;
     }
     assert_eq!(code, 130, "{stderr}");
@@ -523,10 +501,8 @@ fn sigint_writes_what_was_recorded_restores_the_sysctl_and_exits_130() {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn impossible_options_exit_2_with_a_message() {
-    if !linux() {
-        return;
-    }
     for (args, says) in [
         (&["--listeners", "0"][..], "at least one listener"),
         (
@@ -545,14 +521,10 @@ fn impossible_options_exit_2_with_a_message() {
     }
 }
 
-#[test]
-fn a_port_held_by_another_program_is_named_with_the_fix() {
-    if !linux() {
-        return;
-    }
+/// `record --port P --output OUT` with P held by a plain listener.
+fn record_on_a_held_port(out: &std::path::Path) -> Run {
     let holder = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = holder.local_addr().unwrap().port().to_string();
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("eaddrinuse.json");
     let r = record(&[
         "--proto",
         "tcp",
@@ -565,6 +537,14 @@ fn a_port_held_by_another_program_is_named_with_the_fix() {
         "--output",
         out.to_str().unwrap(),
     ]);
+    r
+}
+
+#[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
+fn a_port_held_by_another_program_is_named_with_the_fix() {
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("eaddrinuse.json");
+    let r = record_on_a_held_port(&out);
     assert_eq!(r.code, 2);
     assert!(
         r.stderr.contains("listener 0") && r.stderr.contains("another program"),
@@ -575,10 +555,8 @@ fn a_port_held_by_another_program_is_named_with_the_fix() {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn sampling_keeps_every_tenth_event_and_counts_all() {
-    if !linux() {
-        return;
-    }
     let t = recorded(&[
         "--proto",
         "udp",
@@ -649,24 +627,20 @@ fn e4(proto: &str) {
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn e4_closing_listener_1_of_4_moves_tcp_flows_as_measured() {
-    if linux() {
-        e4("tcp");
-    }
+    e4("tcp");
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn e4_closing_listener_1_of_4_moves_udp_flows_as_measured() {
-    if linux() {
-        e4("udp");
-    }
+    e4("udp");
 }
 
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "record needs Linux")]
 fn a_reader_of_standard_error_that_goes_away_does_not_end_the_recording() {
-    if !linux() {
-        return;
-    }
     // `record … 2>&1 >/dev/null | head -1`: the progress lines' reader reads
     // one line and closes its end; the recording must still finish and write
     // its whole trace (a panic on the broken pipe used to exit 101 with a
@@ -705,4 +679,310 @@ fn a_reader_of_standard_error_that_goes_away_does_not_end_the_recording() {
     let t = Trace::parse(&text, "trace.json").unwrap();
     assert_eq!(t.counts.recorded, Some(1500));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts `record` with `args`, stdout discarded, and returns it once its
+/// first progress line says the traffic has started; the rest of its
+/// stderr is collected on a thread.
+#[cfg(target_os = "linux")]
+fn started(
+    args: &[&str],
+    envs: &[(&str, &std::path::Path)],
+) -> (std::process::Child, std::thread::JoinHandle<String>) {
+    use std::io::{BufRead, Read};
+    let mut child = Command::new(BIN)
+        .arg("record")
+        .args(args)
+        .envs(envs.iter().map(|(k, v)| (k, v.as_os_str())))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    loop {
+        first.clear();
+        assert_ne!(err.read_line(&mut first).unwrap(), 0, "record ended early");
+        if first.starts_with("record: 0/") {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    (child, rest)
+}
+
+#[cfg(target_os = "linux")]
+fn signal(child: &std::process::Child, sig: i32) {
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+/// A scratch directory for one test.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_existing_output_file_keeps_its_content_until_the_whole_trace_replaces_it() {
+    let dir = scratch("keep-output");
+    let out = dir.join("trace.json");
+    std::fs::write(&out, "an earlier trace\n").unwrap();
+    let out_s = out.to_str().unwrap();
+    let (child, rest) = started(
+        &[
+            "--proto",
+            "tcp",
+            "--listeners",
+            "4",
+            "--count",
+            "300",
+            "--duration",
+            "20",
+            "--output",
+            out_s,
+        ],
+        &[],
+    );
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "an earlier trace\n",
+        "the output file was emptied while recording"
+    );
+    let done = child.wait_with_output().unwrap();
+    let stderr = rest.join().unwrap();
+    assert_eq!(done.status.code(), Some(0), "{stderr}");
+    let t = Trace::read(&out).unwrap();
+    check(&t, 4);
+    assert_eq!(t.counts.events, 300);
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "no temporary file is left: {left:?}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_run_leaves_an_existing_output_file_as_it_was() {
+    let dir = scratch("failed-keeps-output");
+    let out = dir.join("trace.json");
+    std::fs::write(&out, "an earlier trace\n").unwrap();
+    let r = record_on_a_held_port(&out);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "an earlier trace\n");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "no temporary file is left"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn every_terminating_signal_stops_the_recording_as_sigint_does() {
+    let _one_at_a_time = SYSCTL.lock().unwrap_or_else(|e| e.into_inner());
+    let migrate = std::fs::read_to_string(MIGRATE_REQ).ok();
+    let as_root = migrate.is_some() && common::is_root();
+    let dir = scratch("signals");
+    for (name, sig) in [
+        ("SIGHUP", libc::SIGHUP),
+        ("SIGTERM", libc::SIGTERM),
+        ("SIGQUIT", libc::SIGQUIT),
+        ("SIGUSR1", libc::SIGUSR1),
+        ("SIGALRM", libc::SIGALRM),
+    ] {
+        let out = dir.join(format!("{name}.json"));
+        let mut args = vec![
+            "--proto",
+            "tcp",
+            "--listeners",
+            "4",
+            "--count",
+            "20000",
+            "--duration",
+            "20",
+            "--output",
+            out.to_str().unwrap(),
+        ];
+        // As root, the sysctl must come back too.
+        if as_root {
+            args.push("--tcp-migrate-req");
+        }
+        let (child, rest) = started(&args, &[]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        signal(&child, sig);
+        let done = child.wait_with_output().unwrap();
+        let stderr = rest.join().unwrap();
+        assert_eq!(
+            done.status.code(),
+            Some(130),
+            "{name}: {:?} {stderr}",
+            done.status
+        );
+        if let Some(m) = &migrate {
+            assert_eq!(
+                &std::fs::read_to_string(MIGRATE_REQ).unwrap(),
+                m,
+                "{name}: sysctl restored"
+            );
+        }
+        let t = Trace::read(&out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        check(&t, 4);
+        assert!(
+            t.counts.events > 0 && t.counts.events < 20000,
+            "{name}: {}",
+            t.counts.events
+        );
+        assert_eq!(t.options["stoppedBy"], "signal", "{name}");
+    }
+    if !as_root {
+        common::skip(
+            "every_terminating_signal (the sysctl part)",
+            "needs root and net.ipv4.tcp_migrate_req to check the sysctl is restored",
+        );
+    }
+}
+
+/// Sets the host's tcp_migrate_req for a test and puts the value found
+/// back when dropped.
+#[cfg(target_os = "linux")]
+struct SysctlAs(String);
+
+#[cfg(target_os = "linux")]
+impl SysctlAs {
+    fn set(v: &str) -> SysctlAs {
+        let before = std::fs::read_to_string(MIGRATE_REQ).unwrap();
+        std::fs::write(MIGRATE_REQ, format!("{v}\n")).unwrap();
+        SysctlAs(before)
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for SysctlAs {
+    fn drop(&mut self) {
+        let _ = std::fs::write(MIGRATE_REQ, &self.0);
+    }
+}
+
+/// The host's tcp_migrate_req held for one test and set to `value`
+/// (back as it was when dropped), or `None` when this machine cannot set
+/// it (said as a skip).
+#[cfg(target_os = "linux")]
+fn migrate_req_as_root(
+    test: &str,
+    value: &str,
+) -> Option<(SysctlAs, std::sync::MutexGuard<'static, ()>)> {
+    let one_at_a_time = SYSCTL.lock().unwrap_or_else(|e| e.into_inner());
+    if std::fs::metadata(MIGRATE_REQ).is_err() {
+        common::skip_fact(test, &format!("no {MIGRATE_REQ} (5.14+)"));
+        return None;
+    }
+    if !common::is_root() {
+        common::skip(test, &format!("needs root to set {MIGRATE_REQ}"));
+        return None;
+    }
+    // The sysctl (first) is put back before the lock (second) is released.
+    Some((SysctlAs::set(value), one_at_a_time))
+}
+
+/// A short `record --tcp-migrate-req` run with its state file at `state`.
+#[cfg(target_os = "linux")]
+fn short_migrate_run(state: &std::path::Path) -> std::process::Output {
+    Command::new(BIN)
+        .args([
+            "record",
+            "--proto",
+            "tcp",
+            "--listeners",
+            "2",
+            "--tcp-migrate-req",
+            "--count",
+            "20",
+            "--duration",
+            "10",
+        ])
+        .env("REUSEPORT_AGENT_STATE", state)
+        .output()
+        .unwrap()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn after_a_sigkill_the_next_run_restores_the_value_from_before_the_killed_run() {
+    let Some(_sysctl) = migrate_req_as_root("after_a_sigkill", "0") else {
+        return;
+    };
+    let dir = scratch("sigkill");
+    let state = dir.join("state");
+    let env = [("REUSEPORT_AGENT_STATE", state.as_path())];
+    let killed = dir.join("killed.json");
+    let (mut child, rest) = started(
+        &[
+            "--proto",
+            "tcp",
+            "--listeners",
+            "2",
+            "--tcp-migrate-req",
+            "--count",
+            "20000",
+            "--duration",
+            "20",
+            "--output",
+            killed.to_str().unwrap(),
+        ],
+        &env,
+    );
+    signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    drop(rest.join());
+    assert_eq!(
+        std::fs::read_to_string(MIGRATE_REQ).unwrap().trim(),
+        "1",
+        "SIGKILL cannot be caught: the killed run leaves its 1"
+    );
+    assert!(
+        !killed.exists(),
+        "a killed run leaves no trace under the output's name"
+    );
+    // The next run must put back 0, the value from before the killed run.
+    let out = short_migrate_run(&state);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(MIGRATE_REQ).unwrap().trim(),
+        "0",
+        "{stderr}"
+    );
+    assert!(stderr.contains("was killed"), "{stderr}");
+    let t = Trace::parse(&String::from_utf8(out.stdout).unwrap(), "stdout").unwrap();
+    assert_eq!(t.options["tcpMigrateReqBefore"], "0");
+    assert!(
+        !state.exists(),
+        "the state file goes once the value is restored"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sysctl_already_at_1_is_warned_about_with_the_command_that_restores_it() {
+    let Some(_sysctl) = migrate_req_as_root("a_sysctl_already_at_1", "1") else {
+        return;
+    };
+    let state = scratch("already-1").join("state");
+    let out = short_migrate_run(&state);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("already 1") && stderr.contains("sysctl -w net.ipv4.tcp_migrate_req=0"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(MIGRATE_REQ).unwrap().trim(), "1");
 }

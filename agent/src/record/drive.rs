@@ -95,7 +95,7 @@ pub enum StoppedBy {
     Duration,
     /// Every (address, port) pair was used.
     Pairs,
-    /// SIGINT or SIGTERM.
+    /// A terminating signal (SIGINT, SIGTERM, SIGHUP, ...).
     Signal,
 }
 

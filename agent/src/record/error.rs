@@ -122,7 +122,15 @@ pub enum RecordError {
         /// The last reason.
         last: String,
     },
-    /// SIGINT or SIGTERM before any traffic was driven.
+    /// Another live run holds `net.ipv4.tcp_migrate_req`.
+    #[error("--tcp-migrate-req: another reuseport-agent record (pid {pid}) has set net.ipv4.tcp_migrate_req and will restore it (state file {state}); wait until it ends, since two runs would each restore the other's value")]
+    MigrateReqHeld {
+        /// The other run.
+        pid: i32,
+        /// Its state file.
+        state: String,
+    },
+    /// A terminating signal (SIGINT, SIGTERM, SIGHUP, ...) before any traffic was driven.
     #[error("interrupted while setting up the group; nothing was recorded")]
     Interrupted,
     /// The running release could not be read.

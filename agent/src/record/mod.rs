@@ -9,8 +9,9 @@
 //!    to make ([`GroupSetup`]), the client addresses and the seeded order of
 //!    (address, source port) pairs ([`clients`]). Impossible options are
 //!    refused here, before any socket exists.
-//! 2. **Setup** (Linux): the descriptor limit is raised, SIGINT/SIGTERM set
-//!    a stop flag, and a dedicated thread optionally enters a private
+//! 2. **Setup** (Linux): the descriptor limit is raised, SIGINT, SIGTERM,
+//!    SIGHUP and the other terminating signals set a stop flag
+//!    ([`crate::STOP_SIGNALS`]), and a dedicated thread optionally enters a private
 //!    network namespace (`--netns`), sets `net.ipv4.tcp_migrate_req`, and
 //!    makes the group: member i is the i-th to call listen() (TCP) or bind()
 //!    (UDP), which is the kernel's numbering (kernel-history.md §6.2); then
@@ -30,7 +31,7 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
@@ -513,7 +514,7 @@ pub struct Outcome {
     pub events: u64,
     /// Of which lost.
     pub lost: u64,
-    /// Stopped by SIGINT or SIGTERM (exit status 130).
+    /// Stopped by a terminating signal (exit status 130).
     pub interrupted: bool,
 }
 
@@ -633,8 +634,13 @@ pub fn record(args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
     sys::raise_fd_limit(args.listeners)?;
     let release = crate::kernel::running_release()?;
     let profile = Profile::for_release(&release).ok();
-    let _signals = sys::SignalGuard::install()
-        .map_err(|e| RecordError::sys("installing the SIGINT/SIGTERM handlers", e, ""))?;
+    let _signals = sys::SignalGuard::install().map_err(|e| {
+        RecordError::sys(
+            "installing the handlers of SIGINT, SIGTERM, SIGHUP and the other terminating signals",
+            e,
+            "",
+        )
+    })?;
     let measured = std::thread::scope(|scope| {
         scope
             .spawn(|| measure(&plan, args.netns, profile))
@@ -674,7 +680,7 @@ fn measure(
         sys::enter_private_netns(&plan.netns_addrs)?;
     }
     let migrate = if plan.setup.tcp_migrate_req {
-        Some(sys::MigrateReq::enable()?)
+        Some(sys::MigrateReq::enable(!netns)?)
     } else {
         None
     };
@@ -717,40 +723,102 @@ fn measure(
     })
 }
 
-/// Runs `record` and writes the trace to `--output` or standard output.
-/// The output file is created first, so an unwritable path fails before
-/// any socket is made (and is removed again when the recording fails).
-pub fn run(args: &RecordArgs) -> Result<Outcome, RecordError> {
-    let (name, mut file) = match &args.output {
-        Some(p) => (
-            p.display().to_string(),
-            Some(File::create(p).map_err(|source| RecordError::Output {
-                path: p.display().to_string(),
-                source,
-            })?),
-        ),
-        None => ("standard output".to_string(), None),
-    };
-    let (trace, outcome) = match record(args) {
-        Ok(r) => r,
-        Err(e) => {
-            if let (Some(p), Some(f)) = (&args.output, file.take()) {
-                drop(f);
-                let _ = std::fs::remove_file(p);
-            }
-            return Err(e);
+/// The file a trace is written to before it is renamed to `--output`:
+/// in the same directory (a rename within one file system is atomic),
+/// hidden, and named after the run's process.
+fn partial_path(output: &Path) -> PathBuf {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trace".into());
+    output.with_file_name(format!(".{name}.{}.partial", std::process::id()))
+}
+
+/// Where the trace goes: a temporary file beside `--output`, renamed into
+/// place once the trace is whole (an existing file keeps its content until
+/// then, and is never left half written), or standard output.
+struct Sink {
+    target: Option<(PathBuf, PathBuf, File)>,
+}
+
+impl Sink {
+    /// Creates the temporary file, so an unwritable directory fails before
+    /// any socket is made.
+    fn open(output: Option<&Path>) -> Result<Sink, RecordError> {
+        let Some(p) = output else {
+            return Ok(Sink { target: None });
+        };
+        let err = |source| RecordError::Output {
+            path: p.display().to_string(),
+            source,
+        };
+        if p.is_dir() {
+            return Err(err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                "it is a directory; name a file",
+            )));
         }
-    };
+        let tmp = partial_path(p);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(err)?;
+        Ok(Sink {
+            target: Some((p.to_path_buf(), tmp, file)),
+        })
+    }
+
+    /// Writes the whole trace and moves it into place.
+    fn commit(mut self, text: &str) -> Result<(), RecordError> {
+        match self.target.take() {
+            None => {
+                let mut out = io::stdout().lock();
+                out.write_all(text.as_bytes())
+                    .and_then(|()| out.flush())
+                    .map_err(|source| RecordError::Output {
+                        path: "standard output".into(),
+                        source,
+                    })
+            }
+            Some((path, tmp, mut file)) => {
+                let done = file
+                    .write_all(text.as_bytes())
+                    .and_then(|()| file.sync_all())
+                    .and_then(|()| std::fs::rename(&tmp, &path));
+                if done.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                done.map_err(|source| RecordError::Output {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+        }
+    }
+}
+
+impl Drop for Sink {
+    /// A sink dropped without [`Sink::commit`] (the recording failed)
+    /// removes its temporary file; `--output` is untouched.
+    fn drop(&mut self) {
+        if let Some((_, tmp, _)) = self.target.take() {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Runs `record` and writes the trace to `--output` or standard output.
+/// The trace goes to a temporary file in the output's directory, created
+/// first (so an unwritable directory fails before any socket is made),
+/// and renamed to `--output` when whole: an existing file is replaced only
+/// then, and a failed run leaves it as it was.
+pub fn run(args: &RecordArgs) -> Result<Outcome, RecordError> {
+    let sink = Sink::open(args.output.as_deref())?;
+    let (trace, outcome) = record(args)?;
     let mut text = trace.to_json();
     text.push('\n');
-    let written = match file.as_mut() {
-        Some(f) => f.write_all(text.as_bytes()).and_then(|()| f.flush()),
-        None => {
-            let mut out = io::stdout().lock();
-            out.write_all(text.as_bytes()).and_then(|()| out.flush())
-        }
-    };
-    written.map_err(|source| RecordError::Output { path: name, source })?;
+    sink.commit(&text)?;
     if outcome.interrupted {
         crate::note!(
             "record: interrupted; the trace holds the {} events driven so far",

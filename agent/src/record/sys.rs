@@ -1,7 +1,8 @@
 //! The process-level parts of a Linux recording: the stop flag set by
-//! SIGINT and SIGTERM, the descriptor limit, CPUs and pinning, the private
-//! network namespace, and the `tcp_migrate_req` sysctl restored on every
-//! way out.
+//! SIGINT, SIGTERM, SIGHUP and the other terminating signals, the
+//! descriptor limit, CPUs and pinning, the private network namespace, and
+//! the `tcp_migrate_req` sysctl restored on every way out (and after a
+//! SIGKILL, by the next run, from a state file).
 
 use std::io::{self, Write};
 use std::mem;
@@ -12,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use super::RecordError;
 
-/// Set by the SIGINT/SIGTERM handler; the recording loop polls it.
+/// Set by the handler of the terminating signals; the recording loop polls
+/// it.
 pub static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
@@ -20,11 +22,12 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-/// SIGINT and SIGTERM handlers that set [`STOP`] instead of killing the
-/// process, so the trace is written and the sysctl restored; the previous
-/// handlers come back on drop.
+/// Handlers for every signal in [`crate::STOP_SIGNALS`] (SIGINT, SIGTERM,
+/// SIGHUP, ...) that set [`STOP`] instead of ending the process, so the
+/// trace is written and the sysctl restored; the previous handlers come
+/// back on drop.
 pub struct SignalGuard {
-    old: [(libc::c_int, libc::sigaction); 2],
+    old: Vec<(libc::c_int, libc::sigaction)>,
 }
 
 impl SignalGuard {
@@ -33,24 +36,24 @@ impl SignalGuard {
     /// the flag at once.
     pub fn install() -> io::Result<SignalGuard> {
         STOP.store(false, Ordering::Relaxed);
-        let mut old = [
-            (libc::SIGINT, unsafe { mem::zeroed() }),
-            (libc::SIGTERM, unsafe { mem::zeroed() }),
-        ];
-        for (sig, prev) in &mut old {
+        let mut guard = SignalGuard { old: Vec::new() };
+        for &sig in crate::STOP_SIGNALS {
             // SAFETY: a zeroed sigaction is a valid "no flags, empty mask"
             // value; the handler only stores to an atomic.
+            let mut prev: libc::sigaction = unsafe { mem::zeroed() };
             let rc = unsafe {
                 let mut act: libc::sigaction = mem::zeroed();
                 act.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
                 libc::sigemptyset(&mut act.sa_mask);
-                libc::sigaction(*sig, &act, prev)
+                libc::sigaction(sig, &act, &mut prev)
             };
             if rc != 0 {
+                // The guard drops here and puts back those installed so far.
                 return Err(io::Error::last_os_error());
             }
+            guard.old.push((sig, prev));
         }
-        Ok(SignalGuard { old })
+        Ok(guard)
     }
 }
 
@@ -251,18 +254,71 @@ fn wait_for_local_routes(addrs: &[IpAddr]) -> Result<(), RecordError> {
 /// Where `net.ipv4.tcp_migrate_req` lives (per network namespace).
 pub const MIGRATE_REQ: &str = "/proc/sys/net/ipv4/tcp_migrate_req";
 
+/// The state file of a host-namespace run with `--tcp-migrate-req`: the
+/// value to restore and the run's process id, written before the sysctl
+/// is set and removed once it is restored. A run ended by SIGKILL leaves
+/// it, so the next run restores the value from before the killed one
+/// instead of the 1 the killed run left. `REUSEPORT_AGENT_STATE` names
+/// another file (for tests).
+pub const MIGRATE_REQ_STATE: &str = "/run/reuseport-agent-tcp_migrate_req";
+
+fn state_path() -> std::path::PathBuf {
+    std::env::var_os("REUSEPORT_AGENT_STATE")
+        .map(Into::into)
+        .unwrap_or_else(|| MIGRATE_REQ_STATE.into())
+}
+
+/// What a state file says: `previous=V` and `pid=P` lines.
+fn read_state(text: &str) -> Option<(String, i32)> {
+    let mut previous = None;
+    let mut pid = None;
+    for line in text.lines() {
+        match line.split_once('=') {
+            Some(("previous", v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
+                previous = Some(v.to_string())
+            }
+            Some(("pid", p)) => pid = p.parse().ok(),
+            _ => {}
+        }
+    }
+    Some((previous?, pid?))
+}
+
+/// Whether process `pid` is a live `reuseport-agent`.
+fn agent_alive(pid: i32) -> bool {
+    if pid <= 0 || pid == std::process::id() as i32 {
+        return false;
+    }
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.windows(15).any(|w| w == b"reuseport-agent"))
+}
+
+fn write_atomically(path: &std::path::Path, text: &str) -> io::Result<()> {
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
 /// `net.ipv4.tcp_migrate_req` set to 1 while this lives; the previous value
-/// is written back on drop, which runs on success, on errors, on Ctrl-C
-/// (the handler only sets a flag) and on panics.
+/// is written back on drop, which runs on success, on errors, on every
+/// terminating signal (the handler only sets a flag) and on panics.
 #[derive(Debug)]
 pub struct MigrateReq {
     previous: String,
+    /// The state file, in the host namespace (a private one dies with the
+    /// run, and its sysctl with it).
+    state: Option<std::path::PathBuf>,
 }
 
 impl MigrateReq {
-    /// Reads the current value and sets 1.
-    pub fn enable() -> Result<MigrateReq, RecordError> {
-        let previous = std::fs::read_to_string(MIGRATE_REQ).map_err(|e| {
+    /// Reads the value to restore and sets 1. In the host namespace
+    /// (`host`), a state file left by a run that was killed gives the value
+    /// to restore; a live run holding it refuses this one; a value already
+    /// 1 with no state file is warned about, with how to restore it.
+    pub fn enable(host: bool) -> Result<MigrateReq, RecordError> {
+        let current = std::fs::read_to_string(MIGRATE_REQ).map_err(|e| {
             let hint = if e.kind() == io::ErrorKind::NotFound {
                 "this kernel has no net.ipv4.tcp_migrate_req (it arrived in 5.14); drop --tcp-migrate-req"
             } else {
@@ -270,6 +326,51 @@ impl MigrateReq {
             };
             RecordError::sys(format!("--tcp-migrate-req: reading {MIGRATE_REQ}"), e, hint)
         })?;
+        let current = current.trim().to_string();
+        let mut previous = current.clone();
+        let state = host.then(state_path);
+        if let Some(path) = &state {
+            match std::fs::read_to_string(path).ok().as_deref().map(read_state) {
+                Some(Some((_, pid))) if agent_alive(pid) => {
+                    return Err(RecordError::MigrateReqHeld {
+                        pid,
+                        state: path.display().to_string(),
+                    })
+                }
+                Some(Some((before, pid))) => {
+                    crate::note!(
+                        "record: a run with --tcp-migrate-req (pid {pid}) ended without restoring net.ipv4.tcp_migrate_req (it was killed); it is {current} now, and {before}, its value before that run, is what this run restores"
+                    );
+                    previous = before;
+                }
+                Some(None) => crate::note!(
+                    "record: {} is not a state file this agent wrote; ignored (the value to restore is the current {current})",
+                    path.display()
+                ),
+                None => {
+                    if current == "1" {
+                        crate::note!(
+                            "record: net.ipv4.tcp_migrate_req is already 1, the value this run sets, and no run of this agent left it so; it stays 1 afterwards. If it should be 0, restore it with `sysctl -w net.ipv4.tcp_migrate_req=0`"
+                        );
+                    }
+                }
+            }
+            write_atomically(
+                path,
+                &format!("previous={previous}\npid={}\n", std::process::id()),
+            )
+            .map_err(|e| {
+                RecordError::sys(
+                    format!(
+                        "--tcp-migrate-req: writing the state file {}",
+                        path.display()
+                    ),
+                    e,
+                    "it records the value to restore should the run be killed; run as root, or drop --tcp-migrate-req",
+                )
+            })?;
+        }
+        let guard = MigrateReq { previous, state };
         std::fs::write(MIGRATE_REQ, "1\n").map_err(|e| {
             let hint = if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
                 || matches!(
@@ -286,9 +387,7 @@ impl MigrateReq {
                 hint,
             )
         })?;
-        Ok(MigrateReq {
-            previous: previous.trim().to_string(),
-        })
+        Ok(guard)
     }
 
     /// The value before the recording.
@@ -299,11 +398,32 @@ impl MigrateReq {
 
 impl Drop for MigrateReq {
     fn drop(&mut self) {
-        if let Err(e) = std::fs::write(MIGRATE_REQ, format!("{}\n", self.previous)) {
-            crate::note!(
+        match std::fs::write(MIGRATE_REQ, format!("{}\n", self.previous)) {
+            Ok(()) => {
+                if let Some(path) = &self.state {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+            Err(e) => crate::note!(
                 "record: could not restore {MIGRATE_REQ} to {}: {e}; restore it with `sysctl -w net.ipv4.tcp_migrate_req={}`",
                 self.previous, self.previous
-            );
+            ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_file_needs_both_lines_and_a_numeric_value() {
+        assert_eq!(
+            read_state("previous=0\npid=42\n"),
+            Some(("0".to_string(), 42))
+        );
+        assert_eq!(read_state("pid=42\n"), None);
+        assert_eq!(read_state("previous=0\n"), None);
+        assert_eq!(read_state("previous=; rm -rf /\npid=1\n"), None);
     }
 }
