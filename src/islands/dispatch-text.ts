@@ -204,6 +204,8 @@ export interface DispatchText {
   secretBad: string;
   clientListErrors: (errs: string[]) => string;
   noClient: string;
+  /** The client list has more than `max` clients; `line` holds the first past the bound. */
+  tooManyClients: (line: number, max: number) => string;
   cannotBuild: (msg: string) => string;
   rateBad: (max: number) => string;
   chooseMember: string;
@@ -428,6 +430,7 @@ const en: DispatchText = {
   secretBad: 'Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.',
   clientListErrors: (errs) => `Client list: ${errs.join('; ')}`,
   noClient: 'Client list: no client given.',
+  tooManyClients: (line, max) => `Client list: at most ${max} clients; line ${line} is one more. Shorten the list.`,
   cannotBuild: (m) => `The group cannot be built: ${m}`,
   rateBad: (max) => `Arrival rate: give a number from 1 to ${max}.`,
   chooseMember: 'Choose a listening member to close.',
@@ -699,6 +702,7 @@ const zh: DispatchText = {
   secretBad: '哈希密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',
   clientListErrors: (errs) => `客户端列表：${errs.join('；')}`,
   noClient: '客户端列表：没有给出任何客户端。',
+  tooManyClients: (line, max) => `客户端列表：最多 ${max} 个客户端，第 ${line} 行已超出。请缩短列表。`,
   cannotBuild: (m) => `无法建立该组：${m}`,
   rateBad: (max) => `到达速率：请输入 1 到 ${max} 之间的数。`,
   chooseMember: '请选择一个正在监听的成员来关闭。',

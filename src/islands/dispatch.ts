@@ -898,7 +898,11 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     let clientListParsed = null;
     const text = String(clientList.property('value'));
     if (text.trim()) {
-      const r = parseClients(text, cpus, seed);
+      const r = parseClients(text, cpus, seed, LIMITS.clients);
+      if (r.tooMany) {
+        setError(t.tooManyClients(r.tooMany.line, r.tooMany.max));
+        return undefined;
+      }
       if (r.errors.length) {
         setError(t.clientListErrors(r.errors.slice(0, 5)));
         return undefined;

@@ -35,10 +35,24 @@ export function makeClients(seed: number, count: number, cpus: number): Client[]
 
 /**
  * Clients from text, one per line: `ADDR PORT` or `ADDR:PORT` (IPv4), parsed
- * by the model's tuple parser. Returns the clients and the problems by line.
+ * by the model's tuple parser. Returns the clients and the problems by line;
+ * more than `max` client lines are refused before any is parsed (`tooMany`:
+ * the line of the first one past `max`), so a pasted million lines cannot
+ * bypass the clients bound or stall the page.
  */
-export function parseClients(text: string, cpus: number, seed: number): { clients: Client[]; errors: string[] } {
+export function parseClients(
+  text: string,
+  cpus: number,
+  seed: number,
+  max: number,
+): { clients: Client[]; errors: string[]; tooMany?: { line: number; max: number } } {
   const lines = text.split('\n');
+  let given = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const t = lines[i]!.trim();
+    if (t === '' || t.startsWith('#')) continue;
+    if (++given > max) return { clients: [], errors: [], tooMany: { line: i + 1, max } };
+  }
   const withServer = lines.map((l) => {
     const t = l.trim();
     if (t === '' || t.startsWith('#')) return l;
