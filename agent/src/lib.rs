@@ -44,6 +44,21 @@ macro_rules! note {
     }};
 }
 
+/// The signals whose default action ends the process and that a run
+/// catches to stop cleanly (the partial result written, the system put
+/// back): SIGHUP (the terminal closed), SIGINT (Ctrl-C), SIGQUIT, SIGTERM,
+/// SIGUSR1, SIGUSR2 and SIGALRM. SIGKILL and SIGSTOP cannot be caught.
+#[cfg(unix)]
+pub const STOP_SIGNALS: &[i32] = &[
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+];
+
 /// Predicts, and on Linux measures, which SO_REUSEPORT listener the kernel picks.
 #[derive(Debug, Parser)]
 #[command(name = "reuseport-agent", version, about, long_about = None)]
@@ -100,10 +115,11 @@ pub enum Command {
     /// (JSON, schema public/traces/schema/trace-v1.schema.json) goes to
     /// --output or stdout; progress goes to stderr twice a second.
     ///
-    /// Linux only. Exit status: 0 when the recording finished, 130 when
-    /// SIGINT or SIGTERM stopped it (the trace holds what was recorded), 2
-    /// when the options are impossible or the system refused (the message
-    /// names the socket, the kernel's errno and what to change).
+    /// Linux only. Exit status: 0 when the recording finished, 130 when a
+    /// signal (SIGINT, SIGTERM, SIGHUP, ...) stopped it (the trace holds
+    /// what was recorded), 2 when the options are impossible or the system
+    /// refused (the message names the socket, the kernel's errno and what
+    /// to change).
     Record(record::RecordArgs),
     /// Recover the kernel's IPv4 reuseport hash key (secret + net_hash_mix) from observed selections, by trying all 2^32 values.
     ///
