@@ -1,14 +1,15 @@
 /** The exercise widget's interface words, once per language (chosen from the page's `lang`). */
 import { langOf } from '../model/messages';
 import type { ExplainCardText } from '../render/explain-card';
+import type { AcceptModel } from '../model/sim';
 
 export interface ExerciseText {
   /** The widget's accessible name, per kind. */
-  title: { syn: string; bind: string };
+  title: { syn: string; bind: string; model: string };
   progress: (question: number, total: number) => string;
   score: (score: number, answered: number) => string;
   /** The question asked, per kind. */
-  ask: { syn: string; bind: string };
+  ask: { syn: string; bind: string; model: string };
   /** The group of a SYN question. */
   group: (proto: string, listeners: number, bound: string, kernel: string) => string;
   hashKey: string;
@@ -55,13 +56,24 @@ export interface ExerciseText {
   again: string;
   fresh: string;
   card: ExplainCardText;
+  /** The workload of an accept-model question. */
+  workload: (title: string, workers: number, cpus: number, connections: number, kernel: string) => string;
+  simSeed: (seed: number) => string;
+  simulating: (done: number, total: number) => string;
+  simStopped: string;
+  modelRight: (model: string) => string;
+  modelWrong: (chose: string, model: string) => string;
+  sameWorkload: string;
+  shownRun: string;
+  /** What gives each accept model away in a histogram and its figures. */
+  tell: Record<AcceptModel, string>;
 }
 
 const en: ExerciseText = {
-  title: { syn: 'Exercise: from SYN to listener', bind: 'Exercise: the bind() rules' },
+  title: { syn: 'Exercise: from SYN to listener', bind: 'Exercise: the bind() rules', model: 'Exercise: which accept model made this histogram?' },
   progress: (q, n) => `Question ${q} of ${n}`,
   score: (s, a) => `Score: ${s} of ${a}`,
-  ask: { syn: 'Which listener will this SYN reach?', bind: 'What will this bind() return?' },
+  ask: { syn: 'Which listener will this SYN reach?', bind: 'What will this bind() return?', model: 'Which accept model made this histogram?' },
   group: (p, n, b, k) => `${n} ${p} listeners with SO_REUSEPORT, bound to ${b}, kernel ${k}.`,
   hashKey: 'Hash key',
   hashKeyHint: 'secret + net_hash_mix, drawn at boot',
@@ -105,13 +117,31 @@ const en: ExerciseText = {
   again: 'Try again',
   fresh: 'New questions',
   card: { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' },
+  workload: (title, w, c, n, k) => `${title}: ${w} workers on ${c} CPUs, ${n.toLocaleString('en')} connections, Linux ${k}. The simulator ran it under one of the accept models below.`,
+  simSeed: (s) => `Simulator seed ${s}`,
+  simulating: (d, n) => `Simulating run ${d + 1} of ${n}…`,
+  simStopped: 'The simulation stopped before the question was ready.',
+  modelRight: (m) => `Right: ${m}.`,
+  modelWrong: (c, m) => `Not quite: you chose ${c}; the histogram is from ${m}.`,
+  sameWorkload: 'The same workload and seed under each choice:',
+  shownRun: 'the run shown',
+  tell: {
+    blocking: 'Blocking accept() wakes the worker that has slept longest, so connections go round the workers in turn: an even histogram.',
+    epoll: 'Plain epoll wakes every idle worker for each connection and one wins: the spread is fairly even, but most wake-ups find nothing.',
+    'epoll-exclusive': 'EPOLLEXCLUSIVE wakes the first idle waiter on the list, so the first workers take the most: a falling staircase, or one favourite at light load.',
+    'accept-mutex': "nginx's accept_mutex lets one worker accept at a time and makes the others retry after 500 ms: uneven counts and a tail of hundreds of milliseconds.",
+    reuseport: 'SO_REUSEPORT gives each worker its own queue and picks it by the 4-tuple hash: no wasted wake-ups, counts only as even as the hash, and a slow or stopped worker keeps its share, so the tail grows.',
+    'reuseport-incoming-cpu': 'SO_INCOMING_CPU sends each connection to the listener bound to the CPU that received it: the spread follows the receiving CPUs.',
+    'reuseport-bpf-cpu': 'A BPF program that picks the listener by CPU spreads connections as the receiving CPUs are spread.',
+    'reuseport-least-loaded': 'A least-loaded BPF program picks the listener with the shortest queue: no wasted wake-ups, and a slow or stopped worker gets fewer connections.',
+  },
 };
 
 const zh: ExerciseText = {
-  title: { syn: '练习：SYN 交给哪个监听套接字', bind: '练习：bind() 的规则' },
+  title: { syn: '练习：SYN 交给哪个监听套接字', bind: '练习：bind() 的规则', model: '练习：这张直方图出自哪种 accept 模型？' },
   progress: (q, n) => `第 ${q} 题，共 ${n} 题`,
   score: (s, a) => `得分：已答 ${a} 题，答对 ${s} 题`,
-  ask: { syn: '这个 SYN 会到达哪个监听套接字？', bind: '这次 bind() 会返回什么？' },
+  ask: { syn: '这个 SYN 会到达哪个监听套接字？', bind: '这次 bind() 会返回什么？', model: '这张直方图是哪种 accept 模型产生的？' },
   group: (p, n, b, k) => `${n} 个设置了 SO_REUSEPORT（端口复用）的 ${p} 监听套接字，绑定到 ${b}，内核 ${k}。`,
   hashKey: '哈希密钥',
   hashKeyHint: 'secret + net_hash_mix，开机时随机生成',
@@ -155,6 +185,24 @@ const zh: ExerciseText = {
   again: '再做一遍',
   fresh: '换一组题',
   card: { kernel: (s) => `内核：${s}`, fallback: (s) => `回退：${s}`, caveats: '注意事项' },
+  workload: (title, w, c, n, k) => `${title}：${c} 个 CPU 上 ${w} 个 worker 进程，共 ${n.toLocaleString('zh-CN')} 个连接，Linux ${k}。模拟器用下面某一种 accept 模型跑了这组负载。`,
+  simSeed: (s) => `模拟器种子 ${s}`,
+  simulating: (d, n) => `正在模拟第 ${d + 1} 次运行，共 ${n} 次……`,
+  simStopped: '题目准备好之前模拟就停止了。',
+  modelRight: (m) => `答对了：${m}。`,
+  modelWrong: (c, m) => `答错了：你选了“${c}”，这张直方图来自“${m}”。`,
+  sameWorkload: '同一组负载、同一个种子，在每个选项下的结果：',
+  shownRun: '题目中的那次运行',
+  tell: {
+    blocking: '阻塞的 accept() 唤醒等待最久的 worker，连接依次轮流分给各个 worker，直方图很平均。',
+    epoll: '普通 epoll 每来一个连接就唤醒所有空闲的 worker，只有一个抢到：分布比较均匀，但大多数唤醒都是无效唤醒（惊群效应）。',
+    'epoll-exclusive': 'EPOLLEXCLUSIVE 只唤醒等待队列上第一个空闲的等待者，所以排在前面的 worker 拿得最多：直方图呈阶梯状下降，负载轻时几乎全给了一个 worker。',
+    'accept-mutex': 'nginx 的 accept_mutex 同一时刻只让一个 worker 接受连接，其余的 500 毫秒后再试：各 worker 的数量不均，尾延迟高达数百毫秒。',
+    reuseport: 'SO_REUSEPORT 给每个 worker 一个独立的队列，按四元组哈希选择：没有无效唤醒，各 worker 的数量只能和哈希一样均匀；慢的或停住的 worker 照样分到同样多的连接，所以尾延迟变大。',
+    'reuseport-incoming-cpu': 'SO_INCOMING_CPU 把连接交给绑定在接收该连接的 CPU 上的监听套接字：分布跟随接收 CPU 的分布。',
+    'reuseport-bpf-cpu': '按 CPU 选择监听套接字的 BPF 程序，使连接的分布与接收 CPU 的分布一致。',
+    'reuseport-least-loaded': '“最少负载”的 BPF 程序选队列最短的监听套接字：没有无效唤醒，慢的或停住的 worker 分到的连接更少。',
+  },
 };
 
 /** The words for the page's language. */

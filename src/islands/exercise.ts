@@ -20,6 +20,10 @@
  * (`question` counts from 0; a syn choice is a listener number, a bind
  * choice `"success"` or an errno); `reuseport:completed`
  * `{kind, seed, score, total}` when the last question is answered.
+ *
+ * - `kind="model"`: a curated workload simulated under one accept model
+ *   (src/islands/exercise-model.ts); which one made the histogram? A choice
+ *   is a variant id such as `"epoll-exclusive"`.
  */
 import { Group, NO_LISTENER, loadModel, resolveProfile, type Explain, type Tuple } from '../model/index';
 import { Host, loadLookup, type CallResult, type Layout, type SocketSpec } from '../model/lookup';
@@ -34,9 +38,14 @@ import { defineIsland, emit, hostOf, islandElement } from './element';
 import { exerciseText } from './exercise-text';
 import { h } from './dom';
 import { pageLang } from './site';
+import { describeModel, modelQuestion, revealModel, runModelQuestion, type ModelQuestion } from './exercise-model';
+import { scenarioText, variantTitle } from './scenario-text';
+import { SimSession, type CuratedView } from '../model/sim';
 
 /** What an exercise asks about. */
-export type ExerciseKind = 'syn' | 'bind';
+export type ExerciseKind = 'syn' | 'bind' | 'model';
+
+const KINDS: readonly ExerciseKind[] = ['syn', 'bind', 'model'];
 
 /** Options of the exercise widget. */
 export interface ExerciseOptions {
@@ -96,7 +105,7 @@ export interface BindQuestion {
   choices: BindOutcome[];
 }
 
-export type Question = SynQuestion | BindQuestion;
+export type Question = SynQuestion | BindQuestion | ModelQuestion;
 
 /** The outcomes every bind question offers; one the model gives outside them is added. */
 const BIND_CHOICES: BindOutcome[] = ['success', 'EADDRINUSE', 'EINVAL'];
@@ -227,9 +236,10 @@ export function bindQuestion(seed: number, index: number, kernel = '6.18'): Bind
   return { kind: 'bind', kernel, sockets: best.sockets, expected, refusal: best.call.bind, choices: BIND_CHOICES.includes(expected) ? BIND_CHOICES : [...BIND_CHOICES, expected] };
 }
 
-/** The questions of one run. */
-export function questions(kind: ExerciseKind, seed: number, count: number, kernel = '6.18'): Question[] {
-  return Array.from({ length: count }, (_, i) => (kind === 'syn' ? synQuestion(seed, i, kernel) : bindQuestion(seed, i, kernel)));
+/** The questions of one run; `model` questions need the model's curated scenarios. */
+export function questions(kind: ExerciseKind, seed: number, count: number, kernel = '6.18', curated: readonly CuratedView[] = []): Question[] {
+  const one = (i: number): Question => (kind === 'syn' ? synQuestion(seed, i, kernel) : kind === 'bind' ? bindQuestion(seed, i, kernel) : modelQuestion(curated, seed, i, kernel));
+  return Array.from({ length: count }, (_, i) => one(i));
 }
 
 /** An element with a class, attributes and text. */
@@ -251,16 +261,26 @@ let uid = 0;
 /** Mounts the exercise into `el`; returns `dispose`. */
 export async function mountExercise(el: HTMLElement, options: ExerciseOptions = {}): Promise<() => void> {
   const kind = options.kind ?? 'syn';
-  if (kind !== 'syn' && kind !== 'bind') throw new Error(`<reuseport-exercise>: kind must be "syn" or "bind", not "${String(kind)}"`);
+  if (!KINDS.includes(kind)) throw new Error(`<reuseport-exercise>: kind must be "syn", "bind" or "model", not "${String(kind)}"`);
   const kernel = options.kernel ?? '6.18';
   const count = options.count ?? 5;
   if (!Number.isInteger(count) || count < 1 || count > MAX_COUNT) throw new Error(`<reuseport-exercise>: count must be a whole number from 1 to ${MAX_COUNT}, not ${String(options.count)}`);
   const firstSeed = options.seed ?? 1;
   if (!Number.isInteger(firstSeed) || firstSeed < 0) throw new Error(`<reuseport-exercise>: seed must be a whole number from 0, not ${String(options.seed)}`);
-  await (kind === 'syn' ? loadModel() : Promise.all([loadModel(), loadLookup()]));
+  await (kind === 'bind' ? Promise.all([loadModel(), loadLookup()]) : loadModel());
   resolveProfile(kernel);
   const lang = pageLang(el);
   const t = exerciseText(lang);
+  const st = scenarioText(lang);
+  // The accept-model questions run in the simulation worker; the others need no worker.
+  const sim = kind === 'model' ? new SimSession() : undefined;
+  let curated: CuratedView[] = [];
+  try {
+    if (sim) curated = await sim.curated();
+  } catch (e) {
+    sim?.dispose();
+    throw e;
+  }
   const id = `rl-ex-${++uid}`;
 
   const root = el.appendChild(h('section', `rl-ex rl-ex-${kind}`, undefined, { 'aria-labelledby': `${id}-title` }));
@@ -279,11 +299,19 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
   let score = 0;
   let answers: { choice: string; correct: boolean }[] = [];
 
-  const choiceLabel = (q: Question, c: number | BindOutcome): string => (q.kind === 'syn' ? t.listener(c as number) : t.outcome[c as BindOutcome]);
+  const choiceLabel = (q: Question, c: number | string): string => {
+    if (q.kind === 'syn') return t.listener(c as number);
+    if (q.kind === 'bind') return t.outcome[c as BindOutcome];
+    const v = q.choices.find((x) => x.id === c);
+    return v ? variantTitle(v, st) : String(c);
+  };
+  const choicesOf = (q: Question): (number | string)[] => (q.kind === 'model' ? q.choices.map((v) => v.id) : q.choices);
+  /** Counts the shows, so a simulation that ends after the learner moved on is dropped. */
+  let shown = 0;
 
   function start(newSeed: number): void {
     seed = newSeed;
-    qs = questions(kind, seed, count, kernel);
+    qs = questions(kind, seed, count, kernel, curated);
     at = 0;
     score = 0;
     answers = [];
@@ -362,19 +390,45 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     });
   }
 
+  /** Simulates every choice of a model question, with progress, then shows it. */
+  function simulate(q: ModelQuestion, focus: boolean): void {
+    const mine = shown;
+    const status = body.appendChild(h('p', 'rl-ex-sim', t.simulating(0, q.scenarios.length), { role: 'status' }));
+    runModelQuestion(q, sim!, (d, n) => {
+      if (mine === shown) status.textContent = t.simulating(d, n);
+    }).then(
+      (ok) => {
+        if (mine !== shown) return;
+        if (ok) show(focus);
+        else status.textContent = t.simStopped;
+      },
+      (e: unknown) => {
+        if (mine !== shown) return;
+        status.textContent = e instanceof Error ? e.message : String(e);
+        hostOf(el).dataset.state = 'error';
+      },
+    );
+  }
+
   /** Shows question `at` (or the summary after the last); `focus` moves focus to it. */
   function show(focus: boolean): void {
+    shown++;
     resize?.disconnect();
     body.replaceChildren();
     after.replaceChildren();
     live.textContent = '';
     const q = qs[at]!;
     bars();
+    if (q.kind === 'model' && !q.reports) {
+      simulate(q, focus);
+      return;
+    }
     // The question first, so focus moved to it reads on through the facts to the choices.
     const ask = body.appendChild(h('p', 'rl-ex-ask', t.ask[kind], { id: `${id}-ask`, tabindex: '-1' }));
     const box = body.appendChild(h('div', 'rl-ex-question'));
     if (q.kind === 'syn') describeSyn(q, box);
-    else describeBind(q, box);
+    else if (q.kind === 'bind') describeBind(q, box);
+    else describeModel(q, box, t, st, lang);
     const group = body.appendChild(h('div', 'rl-ex-choices', undefined, { role: 'group', 'aria-labelledby': `${id}-ask` }));
     let hinted = false;
     if (q.kind === 'syn') {
@@ -394,7 +448,7 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     }
     const buttons: HTMLButtonElement[] = [];
     let done = false;
-    for (const c of q.choices as (number | BindOutcome)[]) {
+    for (const c of choicesOf(q)) {
       const b = group.appendChild(h('button', 'rl-ex-choice', undefined, { type: 'button' }));
       b.append(h('span', 'rl-ex-choice-text', choiceLabel(q, c)));
       b.dataset.choice = String(c);
@@ -408,7 +462,7 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     if (focus) ask.focus();
   }
 
-  function answer(q: Question, choice: number | BindOutcome, buttons: HTMLButtonElement[], hinted: boolean): void {
+  function answer(q: Question, choice: number | string, buttons: HTMLButtonElement[], hinted: boolean): void {
     const expected = q.expected;
     const correct = choice === expected;
     if (correct) score++;
@@ -426,7 +480,12 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     // The verdict, and for bind the model's rule and the conflicting socket: said once by the live region.
     const said: string[] = [];
     if (q.kind === 'syn') said.push(correct ? t.synRight(q.expected) : t.synWrong(choice as number, q.expected));
-    else {
+    else if (q.kind === 'model') {
+      const right = choiceLabel(q, q.expected);
+      said.push(correct ? t.modelRight(right) : t.modelWrong(choiceLabel(q, choice), right));
+      const v = q.choices.find((x) => x.id === q.expected)!;
+      said.push(t.tell[v.accept]);
+    } else {
       said.push(correct ? t.bindRight(t.outcome[q.expected]) : t.bindWrong(t.outcome[choice as BindOutcome], t.outcome[q.expected]));
       if (q.refusal) {
         const rule = sayRefusal(lang, q.refusal);
@@ -456,6 +515,7 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
       const card = det.appendChild(h('div'));
       renderExplain(card, explainView(q.explain, lang), 3, t.card);
     }
+    if (q.kind === 'model') revealModel(q, after.appendChild(h('div', 'rl-ex-why')), t, st, lang);
     emit(el, 'answered', { kind, question: at, choice, correct, expected, hinted });
     if (last) emit(el, 'completed', { kind, seed, score, total: qs.length });
     next.focus();
@@ -489,7 +549,9 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
   start(firstSeed);
   hostOf(el).dataset.state = 'ready';
   return () => {
+    shown++;
     resize?.disconnect();
+    sim?.dispose();
     root.remove();
   };
 }

@@ -238,3 +238,10 @@ export const SCENARIO_TEXT = { en, zh } as const;
 export function variantTitle(v: Variant, t: ScenarioText): string {
   return [t.model[v.accept], v.tcpMigrateReq ? t.migrate : '', v.kernel ? t.onKernel(v.kernel) : ''].filter(Boolean).join(', ');
 }
+
+/** A figure as a card shows it: shares to three places, ratios to two, latencies to one or two; a missing one (no request finished) reads "∞". */
+export function formatFigure(v: number | null | undefined, key: string, lang: string): string {
+  if (v === null || v === undefined || Number.isNaN(v)) return '∞';
+  const digits = key === 'jain' || key === 'maxShare' || key === 'local' ? 3 : key === 'maxMin' ? 2 : Number.isInteger(v) ? 0 : v < 10 ? 2 : 1;
+  return v.toLocaleString(lang, { maximumFractionDigits: digits, minimumFractionDigits: key === 'jain' ? 3 : 0 });
+}

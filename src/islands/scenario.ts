@@ -15,7 +15,7 @@ import { SimSession, type CuratedView, type Scenario, type SimReport } from '../
 import { renderLines, renderWorkerBars } from '../render/scenario-charts';
 import { scenarioCards, type VariantCard } from '../scene/scenario-view';
 import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
-import { scenarioText, variantTitle, type ScenarioText } from './scenario-text';
+import { formatFigure, scenarioText, variantTitle, type ScenarioText } from './scenario-text';
 import { h } from './dom';
 import { pageLang, siteUrl } from './site';
 
@@ -86,12 +86,6 @@ async function measuredOf(name: string, el: HTMLElement): Promise<Measured> {
 }
 
 
-function fmt(v: number | null | undefined, key: string, lang: string): string {
-  if (v === null || v === undefined || Number.isNaN(v)) return '∞';
-  const digits = key === 'jain' || key === 'maxShare' || key === 'local' ? 3 : key === 'maxMin' ? 2 : Number.isInteger(v) ? 0 : v < 10 ? 2 : 1;
-  return v.toLocaleString(lang, { maximumFractionDigits: digits, minimumFractionDigits: key === 'jain' ? 3 : 0 });
-}
-
 function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: string, m: Measured): void {
   const measuredKernel = m.kernel;
   const card = parent.appendChild(h('section', 'rl-sc-card'));
@@ -122,8 +116,8 @@ function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: 
   const body = dl.appendChild(h('tbody'));
   for (const f of c.figures) {
     const tr = body.appendChild(h('tr'));
-    tr.append(h('th', '', t.figure[f.key], { scope: 'row' }), h('td', '', fmt(f.sim, f.key, lang)));
-    if (hasMeasured) tr.append(h('td', '', 'measured' in f ? fmt(f.measured, f.key, lang) : '—'));
+    tr.append(h('th', '', t.figure[f.key], { scope: 'row' }), h('td', '', formatFigure(f.sim, f.key, lang)));
+    if (hasMeasured) tr.append(h('td', '', 'measured' in f ? formatFigure(f.measured, f.key, lang) : '—'));
   }
   const ran = m.ranAs[c.variant.id];
   if (hasMeasured && ran) card.append(h('p', 'rl-hint rl-sc-ran', t.ranAs(ran.cpus, ran.connections, measuredKernel)));

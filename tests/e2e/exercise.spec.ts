@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Locator, type Page } from '@playwright/test';
 
@@ -97,6 +98,22 @@ async function agentBind(w: Locator): Promise<{ outcome: string; rule: string | 
   for (const c of calls.slice(0, -1)) expect([c.bind, c.listen]).toEqual([null, null]);
   const last = calls[calls.length - 1]!.bind;
   return { outcome: last?.errno ?? 'success', rule: last?.rule ?? null, with: last?.with ?? null };
+}
+
+/** The simulator, run here in the test's own process: each variant's accepts per worker for a curated workload and seed. */
+async function simulateHere(scenario: string, seed: number): Promise<Map<string, string>> {
+  const pkg = (await import('../../src/model/pkg-lookup/reuseport.js')) as typeof import('../../src/model/pkg-lookup/reuseport.js');
+  pkg.initSync({ module: readFileSync('src/model/pkg-lookup/reuseport_bg.wasm') });
+  const view = (pkg.curatedScenarios() as { name: string; variants: { id: string }[]; scenarios: object[] }[]).find((c) => c.name === scenario);
+  expect(view, `curated scenario ${scenario}`).toBeDefined();
+  const out = new Map<string, string>();
+  view!.variants.forEach((v, i) => {
+    const sim = new pkg.Simulation({ ...view!.scenarios[i], seed });
+    while (!sim.step(1_000_000));
+    out.set(v.id, (sim.report() as { workers: { accepts: number }[] }).workers.map((w) => String(w.accepts)).join(','));
+    sim.free();
+  });
+  return out;
 }
 
 const BIND_LABEL: Record<string, RegExp> = { success: /^bind\(\) succeeds/, EADDRINUSE: /^EADDRINUSE/, EINVAL: /^EINVAL/, ENOMEM: /^ENOMEM/ };
@@ -211,6 +228,41 @@ test('bind: each answer is reuseport-agent’s, with its rule and the conflictin
   expect(ev.filter((e) => e.type === 'completed').map((e) => e.detail)).toEqual([{ kind: 'bind', seed: 1, score: 3, total: 5 }]);
 });
 
+test('model: the histogram shown is the simulator’s run of the variant marked right, and every choice’s run is shown after the answer', async ({ page }) => {
+  test.setTimeout(120_000);
+  const w = await open(page, './scenarios/');
+  const want: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    await expect(w.locator('.rl-ex-progress')).toHaveText(`Question ${i + 1} of 5`);
+    const seedNote = w.locator('.rl-ex-seed');
+    await expect(seedNote).toBeVisible({ timeout: 30_000 });
+    const scenario = (await seedNote.getAttribute('data-scenario'))!;
+    const seed = Number(await seedNote.getAttribute('data-seed'));
+    const shown = (await w.locator('.rl-ex-counts .rl-ex-count').allTextContents()).join(',');
+    const choices = await w.locator('.rl-ex-choice').evaluateAll((bs) => bs.map((b) => (b as HTMLElement).dataset.choice!));
+    const runs = await simulateHere(scenario, seed);
+    // Exactly one choice's run is the histogram shown.
+    const match = choices.filter((c) => runs.get(c) === shown);
+    expect(match, `${scenario} seed ${seed}: ${shown}`).toHaveLength(1);
+    want.push(match[0]!);
+    // Question 2 (from 1) wrong on purpose.
+    const pick = i === 1 ? choices.find((c) => c !== match[0])! : match[0]!;
+    await w.locator(`.rl-ex-choice[data-choice="${pick}"]`).click();
+    await expect(w.getByRole('status')).toContainText(i === 1 ? /^Not quite: you chose/ : /^Right: /);
+    await expect(w.locator(`.rl-ex-choice[data-choice="${match[0]}"]`)).toContainText('the right answer');
+    // Every choice's run of the same workload and seed, the shown one marked.
+    await expect(w.locator('.rl-ex-compare-cell')).toHaveCount(choices.length);
+    await expect(w.locator('.rl-ex-compare-cell.rl-ex-shown')).toHaveCount(1);
+    await expect(w.locator('.rl-ex-compare-cell.rl-ex-shown')).toContainText('the run shown');
+    await w.getByRole('button', { name: i < 4 ? 'Next question' : 'See your score' }).click();
+  }
+  await expect(w.locator('.rl-ex-final')).toHaveText('You answered 4 of 5 correctly.');
+  const ev = await events(page);
+  expect(ev.filter((e) => e.type === 'started').map((e) => e.detail)).toEqual([{ kind: 'model', kernel: '6.18', seed: 1, count: 5 }]);
+  expect(ev.filter((e) => e.type === 'answered').map((e) => [e.detail.question, e.detail.expected, e.detail.correct])).toEqual(want.map((v, i) => [i, v, i !== 1]));
+  expect(ev.filter((e) => e.type === 'completed').map((e) => e.detail)).toEqual([{ kind: 'model', seed: 1, score: 4, total: 5 }]);
+});
+
 test('changing seed or count remounts with new questions; a bad kind says what is wrong', async ({ page }) => {
   const w = await open(page, './bind-rules/');
   const first = await w.locator('.rl-ex-socks').textContent();
@@ -226,7 +278,7 @@ test('changing seed or count remounts with new questions; a bad kind says what i
     { kind: 'bind', kernel: '6.18', seed: 9, count: 2 },
   ]);
   await w.evaluate((el) => el.setAttribute('kind', 'quiz'));
-  await expect(w.getByRole('alert')).toContainText('kind must be "syn" or "bind", not "quiz"');
+  await expect(w.getByRole('alert')).toContainText('kind must be "syn", "bind" or "model", not "quiz"');
 });
 
 test('the Chinese chapter asks in Chinese and answers with the model’s Chinese rule', async ({ page }) => {
@@ -255,7 +307,7 @@ for (const [width, height] of [
     // Two pages, three axe scans each, on a shared machine.
     test.setTimeout(120_000);
     await page.setViewportSize({ width, height });
-    for (const path of ['./hash/', './zh-cn/bind-rules/']) {
+    for (const path of ['./hash/', './zh-cn/bind-rules/', './scenarios/']) {
       const w = await open(page, path);
       const scan = async (when: string) => {
         const r = await new AxeBuilder({ page }).include('reuseport-exercise').analyze();
