@@ -1468,11 +1468,7 @@ pub fn run(
         list
     };
     let reqs = requests(&list)?;
-    let chosen: Vec<LayoutName> = if verify.layouts.is_empty() {
-        LayoutName::all()
-    } else {
-        verify.layouts.clone()
-    };
+    let chosen: Vec<LayoutName> = verify.named_layouts();
     let count = if verify.quick { 300 } else { verify.count };
     let layouts: Vec<(String, Vec<String>)> = chosen
         .iter()

@@ -22,6 +22,7 @@ pub mod error;
 pub mod fork;
 pub mod kernel;
 pub mod kernels;
+pub mod layouts;
 pub mod messages;
 pub mod predict;
 pub mod record;

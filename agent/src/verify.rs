@@ -91,12 +91,49 @@ impl LayoutName {
     }
 }
 
+/// What `--layouts` asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LayoutsArg {
+    /// These curated group layouts.
+    Named(Vec<LayoutName>),
+    /// This many random layouts (`verify --layouts N`).
+    Random(u32),
+}
+
+/// Parses `--layouts`: a number, or layout names separated by commas.
+pub fn layouts_arg(s: &str) -> Result<LayoutsArg, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return match s.parse::<u32>() {
+            Ok(n) if (1..=crate::layouts::MAX_LAYOUTS).contains(&n) => Ok(LayoutsArg::Random(n)),
+            _ => Err(format!(
+                "the number of random layouts must be 1 to {}; got {s}",
+                crate::layouts::MAX_LAYOUTS
+            )),
+        };
+    }
+    s.split(',')
+        .map(|name| {
+            <LayoutName as ValueEnum>::from_str(name.trim(), true).map_err(|_| {
+                let all: Vec<&str> = LayoutName::all().iter().map(|l| l.name()).collect();
+                format!(
+                    "unknown layout '{name}': give a number of random layouts, or names among {}",
+                    all.join(", ")
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(LayoutsArg::Named)
+}
+
 /// Options of `verify`.
 #[derive(Debug, Clone, Args)]
 pub struct VerifyArgs {
-    /// Layouts to check (comma-separated); all by default.
-    #[arg(long, value_enum, value_delimiter = ',')]
-    pub layouts: Vec<LayoutName>,
+    /// Either curated group layouts to check, comma-separated (tcp-specific,
+    /// tcp-wildcard, udp, udp-wildcard, closed, large; all by default), or a
+    /// number N: the differential test of the lookup and bind rules on N
+    /// random layouts drawn from --seed (agent/src/layouts.rs).
+    #[arg(long, value_name = "N|NAMES", value_parser = layouts_arg)]
+    pub layouts: Option<LayoutsArg>,
     /// Connections or datagrams recorded per layout.
     #[arg(long, default_value_t = 1000)]
     pub count: u64,
@@ -109,7 +146,7 @@ pub struct VerifyArgs {
     /// Search threads (default: every CPU).
     #[arg(long)]
     pub threads: Option<u32>,
-    /// Seed of the client addresses and ports.
+    /// Seed of the client addresses and ports, and of the random layouts.
     #[arg(long, default_value_t = 11)]
     pub seed: u64,
     /// One JSON object instead of the table.
@@ -124,6 +161,16 @@ pub struct VerifyArgs {
     /// `--kernels`: the same proof in Debian's kernels booted under QEMU (agent/src/kernels.rs).
     #[command(flatten)]
     pub kernels: crate::kernels::KernelsArgs,
+}
+
+impl VerifyArgs {
+    /// The curated layouts asked for: all unless `--layouts` names some.
+    pub fn named_layouts(&self) -> Vec<LayoutName> {
+        match &self.layouts {
+            Some(LayoutsArg::Named(v)) if !v.is_empty() => v.clone(),
+            _ => LayoutName::all(),
+        }
+    }
 }
 
 /// Why `verify` could not run.
@@ -148,6 +195,9 @@ pub enum VerifyError {
         /// What is wrong.
         problem: String,
     },
+    /// `--layouts N` could not run.
+    #[error("{0}")]
+    Layouts(#[from] crate::layouts::LayoutsError),
     /// Writing the report failed.
     #[error("writing the report: {0}")]
     Io(#[from] std::io::Error),
@@ -329,17 +379,49 @@ fn check_trace(
     })
 }
 
+/// `verify --layouts N`: the differential test ([`crate::layouts`]); the
+/// report is exact when every layout agreed.
+#[cfg(target_os = "linux")]
+fn random_layouts(
+    args: &VerifyArgs,
+    count: u32,
+    out: impl Write,
+    err: &mut dyn Write,
+) -> Result<Report, VerifyError> {
+    let opts = crate::layouts::Options {
+        count,
+        seed: args.seed,
+        json: args.json,
+    };
+    let r = crate::layouts::run(&opts, out, err)?;
+    Ok(Report {
+        layouts: Vec::new(),
+        exact: r.disagreements.is_empty() && r.agreed == r.layouts,
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn random_layouts(
+    _: &VerifyArgs,
+    _: u32,
+    _: impl Write,
+    _: &mut dyn Write,
+) -> Result<Report, VerifyError> {
+    Err(VerifyError::Layouts(crate::layouts::LayoutsError::Kernel(
+        "the layouts are built on a Linux kernel".into(),
+    )))
+}
+
 /// Runs `verify`: writes the report to `out`, progress to `err`.
 pub fn run(
     args: &VerifyArgs,
     mut out: impl Write,
     err: &mut dyn Write,
 ) -> Result<Report, VerifyError> {
-    let layouts = if args.layouts.is_empty() {
-        LayoutName::all()
-    } else {
-        args.layouts.clone()
-    };
+    if let Some(LayoutsArg::Random(count)) = args.layouts {
+        return random_layouts(args, count, out, err);
+    }
+    let layouts = args.named_layouts();
     let count = if args.quick { 300 } else { args.count };
     let mut results = Vec::new();
     for path in &args.traces {

@@ -1,0 +1,887 @@
+//! `verify --layouts N`: the differential test of the lookup and bind rules.
+//!
+//! Draws `N` random layouts of 2 – 7 sockets on one port (seeded), builds
+//! each on the running kernel the way a program would (every `bind()` first,
+//! then every `listen()` in a drawn order, each answer recorded with its
+//! errno), sends traffic over loopback to learn which socket receives, and
+//! asks the model ([`reuseport_model::lookup::Host`]) the same questions.
+//!
+//! The per-boot hash secret is unknown here, so a lookup is compared by the
+//! set of sockets that can receive it: the members of the group the model
+//! picks (or its one socket), against the sockets the kernel handed
+//! `24 × members` connections or datagrams to. A member the kernel never
+//! chose in that many tries is missing from the kernel's group (the chance of
+//! a miss by luck is below `7 × (6/7)^168`, 1e-10).
+//!
+//! Every disagreement is shrunk (sockets dropped while it still disagrees)
+//! and printed as a layout `predict --layout` reads, with both answers.
+//!
+//! The layouts are built in a private network namespace when the process may
+//! make one (root), so no other program's sockets share the ports; otherwise
+//! in the current one, on ports checked free first.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use reuseport_model::lookup::{Family, Host, Layout, Packet, SockState, SocketSpec};
+use reuseport_model::message::Errno;
+use reuseport_model::reuseport::PacketCtx;
+use reuseport_model::{Keys, Profile, Proto, Tuple};
+use serde::Serialize;
+
+/// At most this many layouts per run.
+pub const MAX_LAYOUTS: u32 = 100_000;
+/// Sockets per drawn layout.
+const MIN_SOCKETS: usize = 2;
+const MAX_SOCKETS: usize = 7;
+/// Tries per member of the model's answer.
+const TRIES_PER_MEMBER: usize = 24;
+/// Ports the layouts use, one fresh port per build.
+const PORT_LOW: u16 = 10_000;
+const PORT_HIGH: u16 = 30_000;
+
+/// A small, fast, seeded generator (SplitMix64).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+}
+
+const V4_ADDRS: [Ipv4Addr; 3] = [
+    Ipv4Addr::UNSPECIFIED,
+    Ipv4Addr::new(127, 0, 0, 1),
+    Ipv4Addr::new(127, 0, 0, 2),
+];
+
+fn v6_addrs() -> [Ipv6Addr; 4] {
+    [
+        Ipv6Addr::UNSPECIFIED,
+        Ipv6Addr::LOCALHOST,
+        Ipv4Addr::new(127, 0, 0, 1).to_ipv6_mapped(),
+        Ipv4Addr::new(127, 0, 0, 2).to_ipv6_mapped(),
+    ]
+}
+
+/// Draws one layout on `port`: 2 – 7 sockets of one protocol; each AF_INET
+/// or AF_INET6 with a specific, wildcard or v4-mapped address, SO_REUSEADDR,
+/// SO_REUSEPORT, IPV6_V6ONLY and SO_BINDTODEVICE lo at random; TCP sockets
+/// listen or stay bound; the listens run in a drawn order.
+pub fn draw(rng: &mut Rng, port: u16) -> Layout {
+    let proto = if rng.chance(55) {
+        Proto::Tcp
+    } else {
+        Proto::Udp
+    };
+    let n = MIN_SOCKETS + rng.below(MAX_SOCKETS - MIN_SOCKETS + 1);
+    let mut sockets = Vec::with_capacity(n);
+    for _ in 0..n {
+        let inet6 = rng.chance(55);
+        let addr: IpAddr = if inet6 {
+            v6_addrs()[rng.below(4)].into()
+        } else {
+            V4_ADDRS[rng.below(3)].into()
+        };
+        let v6only = inet6 && rng.chance(30);
+        let state = if proto == Proto::Tcp && rng.chance(20) {
+            SockState::Bound
+        } else {
+            SockState::Listen
+        };
+        sockets.push(SocketSpec {
+            family: if inet6 { Family::Inet6 } else { Family::Inet },
+            proto,
+            addr,
+            port,
+            v6only,
+            reuseaddr: rng.chance(50),
+            reuseport: rng.chance(65),
+            uid: 0,
+            device: rng.chance(15).then(|| "lo".to_string()),
+            state,
+            peer: None,
+            incoming_cpu: None,
+            program: None,
+            program_before_bind: false,
+        });
+    }
+    let mut order: Vec<usize> = (0..n)
+        .filter(|&i| proto == Proto::Tcp && sockets[i].state == SockState::Listen)
+        .collect();
+    for k in (1..order.len()).rev() {
+        order.swap(k, rng.below(k + 1));
+    }
+    Layout {
+        sockets,
+        listen_order: (proto == Proto::Tcp).then_some(order),
+        sk_lookup: None,
+        keys: Keys::default(),
+        ephemeral: None,
+        closed: Vec::new(),
+    }
+}
+
+/// The layout without socket `drop`: indexes above it move down by one.
+pub fn without(layout: &Layout, drop: usize) -> Layout {
+    let mut l = layout.clone();
+    l.sockets.remove(drop);
+    if let Some(o) = &mut l.listen_order {
+        o.retain(|&i| i != drop);
+        for i in o.iter_mut() {
+            if *i > drop {
+                *i -= 1;
+            }
+        }
+    }
+    l
+}
+
+/// Drops sockets one at a time while `still` holds, until no single drop
+/// keeps it: a layout where every socket matters.
+pub fn shrink(layout: &Layout, mut still: impl FnMut(&Layout) -> bool) -> Layout {
+    let mut cur = layout.clone();
+    'again: loop {
+        for i in 0..cur.sockets.len() {
+            let smaller = without(&cur, i);
+            if !smaller.sockets.is_empty() && still(&smaller) {
+                cur = smaller;
+                continue 'again;
+            }
+        }
+        return cur;
+    }
+}
+
+/// A call's answer: `None` on success, else the errno number.
+pub type Answer = Option<i32>;
+
+fn errno_name(e: Answer) -> String {
+    match e {
+        None => "ok".into(),
+        Some(libc::EADDRINUSE) => "EADDRINUSE".into(),
+        Some(libc::EINVAL) => "EINVAL".into(),
+        Some(libc::ENOMEM) => "ENOMEM".into(),
+        Some(libc::EADDRNOTAVAIL) => "EADDRNOTAVAIL".into(),
+        Some(n) => format!("errno {n}"),
+    }
+}
+
+fn model_errno(e: &Errno) -> i32 {
+    match e {
+        Errno::Eaddrinuse => libc::EADDRINUSE,
+        Errno::Einval => libc::EINVAL,
+        Errno::Enomem => libc::ENOMEM,
+    }
+}
+
+/// Every answer of one side (kernel or model) for one layout.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Answers {
+    /// `bind()` per socket.
+    pub bind: Vec<Answer>,
+    /// `listen()` per socket, for TCP sockets that listen and bound.
+    pub listen: Vec<Option<Answer>>,
+    /// Per probed destination: the sockets that receive (empty: none).
+    pub lookups: Vec<(String, BTreeSet<usize>)>,
+}
+
+/// The destinations probed for a layout: 127.0.0.1, 127.0.0.2 and ::1.
+fn destinations() -> [IpAddr; 3] {
+    [
+        Ipv4Addr::new(127, 0, 0, 1).into(),
+        Ipv4Addr::new(127, 0, 0, 2).into(),
+        Ipv6Addr::LOCALHOST.into(),
+    ]
+}
+
+/// The sources of the probes: several in 127.0.0.0/8, and ::1.
+fn source(daddr: IpAddr, k: usize) -> IpAddr {
+    const V4: [[u8; 4]; 6] = [
+        [127, 0, 0, 1],
+        [127, 0, 0, 3],
+        [127, 0, 0, 7],
+        [127, 0, 1, 9],
+        [127, 2, 3, 4],
+        [127, 9, 8, 7],
+    ];
+    match daddr {
+        IpAddr::V4(_) => Ipv4Addr::from(V4[k % V4.len()]).into(),
+        IpAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
+    }
+}
+
+/// The model's answers, and how many probes each destination gets.
+pub fn model_answers(profile: &'static Profile, layout: &Layout) -> Result<Answers, String> {
+    let host = Host::build(profile, layout).map_err(|e| e.to_string())?;
+    let results = host.results();
+    let bind = results
+        .iter()
+        .map(|r| r.bind.as_ref().map(|f| model_errno(&f.errno)))
+        .collect();
+    let listen = results
+        .iter()
+        .zip(&layout.sockets)
+        .map(|(r, s)| {
+            let listens = s.proto == Proto::Tcp && s.state == SockState::Listen;
+            (listens && r.bind.is_none()).then(|| r.listen.as_ref().map(|f| model_errno(&f.errno)))
+        })
+        .collect();
+    let proto = layout.sockets.first().map_or(Proto::Tcp, |s| s.proto);
+    let port = layout.sockets.first().map_or(0, |s| s.port);
+    let lookups = destinations()
+        .into_iter()
+        .map(|daddr| {
+            let packet = Packet {
+                proto,
+                tuple: Tuple {
+                    saddr: source(daddr, 0),
+                    sport: 40000,
+                    daddr,
+                    dport: port,
+                },
+                device: None,
+                ctx: PacketCtx::default(),
+            };
+            let x = host.lookup(&packet);
+            let set: BTreeSet<usize> = match (&x.group, x.socket) {
+                (Some(g), Some(s)) if g.members.contains(&s) => g.members.iter().copied().collect(),
+                (_, Some(s)) => [s].into(),
+                (_, None) => BTreeSet::new(),
+            };
+            (daddr.to_string(), set)
+        })
+        .collect();
+    Ok(Answers {
+        bind,
+        listen,
+        lookups,
+    })
+}
+
+/// The differences between the kernel's answers and the model's, in words.
+pub fn differences(layout: &Layout, kernel: &Answers, model: &Answers) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, (k, m)) in kernel.bind.iter().zip(&model.bind).enumerate() {
+        if k != m {
+            out.push(format!(
+                "socket {i} bind(): kernel {}, model {}",
+                errno_name(*k),
+                errno_name(*m)
+            ));
+        }
+    }
+    for (i, (k, m)) in kernel.listen.iter().zip(&model.listen).enumerate() {
+        if let (Some(k), Some(m)) = (k, m) {
+            if k != m {
+                out.push(format!(
+                    "socket {i} listen(): kernel {}, model {}",
+                    errno_name(*k),
+                    errno_name(*m)
+                ));
+            }
+        }
+    }
+    let proto = layout.sockets.first().map_or("tcp", |s| match s.proto {
+        Proto::Tcp => "tcp",
+        Proto::Udp => "udp",
+    });
+    for ((d, k), (_, m)) in kernel.lookups.iter().zip(&model.lookups) {
+        if k != m {
+            out.push(format!(
+                "{proto} to {d}: kernel delivered to {}, model picks among {}",
+                set_text(k),
+                set_text(m)
+            ));
+        }
+    }
+    out
+}
+
+/// The layout as JSON without the fields left at their defaults (what
+/// `predict --layout` reads back the same).
+pub fn compact(layout: &Layout) -> String {
+    use serde_json::Value;
+    let mut v = serde_json::to_value(layout).unwrap_or(Value::Null);
+    let default = |x: &Value| {
+        x.is_null()
+            || *x == Value::Bool(false)
+            || *x == Value::from(0)
+            || x.as_array().is_some_and(|a| a.is_empty())
+    };
+    if let Some(m) = v.as_object_mut() {
+        m.remove("keys");
+        m.retain(|_, x| !default(x));
+        if let Some(Value::Array(socks)) = m.get_mut("sockets") {
+            for s in socks {
+                if let Some(o) = s.as_object_mut() {
+                    o.retain(|k, x| !default(x) || k == "port");
+                    if o.get("state") == Some(&Value::from("listen")) {
+                        o.remove("state");
+                    }
+                }
+            }
+        }
+    }
+    v.to_string()
+}
+
+fn set_text(s: &BTreeSet<usize>) -> String {
+    if s.is_empty() {
+        "no socket".into()
+    } else {
+        let v: Vec<String> = s.iter().map(|i| format!("socket {i}")).collect();
+        format!("{{{}}}", v.join(", "))
+    }
+}
+
+/// Options of one run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Layouts to draw.
+    pub count: u32,
+    /// The seed.
+    pub seed: u64,
+    /// One JSON object instead of text.
+    pub json: bool,
+}
+
+/// One disagreement, shrunk.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Disagreement {
+    /// Which drawn layout (0-based) it came from.
+    pub drawn: u32,
+    /// Sockets before shrinking.
+    pub sockets_drawn: usize,
+    /// The minimal layout (`predict --layout` reads it).
+    pub layout: Layout,
+    /// What differs.
+    pub differences: Vec<String>,
+    /// The kernel's answers for the minimal layout.
+    pub kernel: Answers,
+    /// The model's.
+    pub model: Answers,
+}
+
+/// The report of `verify --layouts`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LayoutsReport {
+    /// The seed.
+    pub seed: u64,
+    /// The kernel release.
+    pub kernel: String,
+    /// The profile it maps to.
+    pub profile: String,
+    /// Whether the layouts ran in a private network namespace.
+    pub private_netns: bool,
+    /// Layouts drawn and built.
+    pub layouts: u32,
+    /// Layouts where kernel and model agree on everything.
+    pub agreed: u32,
+    /// bind() and listen() answers compared.
+    pub calls: u64,
+    /// Of which equal.
+    pub calls_agreed: u64,
+    /// Destinations compared.
+    pub lookups: u64,
+    /// Of which equal.
+    pub lookups_agreed: u64,
+    /// Connections or datagrams sent.
+    pub probes: u64,
+    /// Seconds.
+    pub seconds: f64,
+    /// Each disagreement, shrunk.
+    pub disagreements: Vec<Disagreement>,
+}
+
+/// Why the run could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutsError {
+    /// Bad options.
+    #[error("--layouts: {0}")]
+    Options(String),
+    /// The kernel could not be set up or asked.
+    #[error("--layouts: {0}")]
+    Kernel(String),
+    /// Writing the report.
+    #[error("writing the report: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs `verify --layouts`: prints the report to `out`, progress to `err`.
+#[cfg(target_os = "linux")]
+pub fn run(
+    opts: &Options,
+    mut out: impl Write,
+    err: &mut dyn Write,
+) -> Result<LayoutsReport, LayoutsError> {
+    if opts.count == 0 || opts.count > MAX_LAYOUTS {
+        return Err(LayoutsError::Options(format!(
+            "the number of layouts must be 1 to {MAX_LAYOUTS}; got {}",
+            opts.count
+        )));
+    }
+    let release =
+        crate::kernel::running_release().map_err(|e| LayoutsError::Kernel(e.to_string()))?;
+    let profile =
+        Profile::for_release(&release).map_err(|e| LayoutsError::Kernel(e.to_string()))?;
+    writeln!(
+        err,
+        "verify --layouts: {} random layouts, seed {} (repeat with --seed {}), kernel {release} (profile {})",
+        opts.count, opts.seed, opts.seed, profile.release
+    )?;
+    let opts2 = opts.clone();
+    let rel2 = release.clone();
+    // The kernel side runs in a thread of its own, which may move into a
+    // private network namespace without taking the rest of the process.
+    let report = std::thread::spawn(move || kernel::run_all(&opts2, profile, rel2))
+        .join()
+        .map_err(|_| LayoutsError::Kernel("the layout thread panicked".into()))??;
+    if opts.json {
+        serde_json::to_writer(&mut out, &report).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        print_text(&report, &mut out)?;
+    }
+    Ok(report)
+}
+
+fn print_text(r: &LayoutsReport, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "verify --layouts: seed {}, kernel {} (profile {}), {}",
+        r.seed,
+        r.kernel,
+        r.profile,
+        if r.private_netns {
+            "in a private network namespace"
+        } else {
+            "in this network namespace (no private one allowed)"
+        }
+    )?;
+    writeln!(
+        out,
+        "  layouts {}: {} agree ({:.2}%); bind/listen answers {}/{}; lookups {}/{}; {} probes in {:.1} s",
+        r.layouts,
+        r.agreed,
+        100.0 * r.agreed as f64 / r.layouts.max(1) as f64,
+        r.calls_agreed,
+        r.calls,
+        r.lookups_agreed,
+        r.lookups,
+        r.probes,
+        r.seconds
+    )?;
+    for d in &r.disagreements {
+        writeln!(
+            out,
+            "DISAGREEMENT in drawn layout {} ({} sockets, shrunk to {}):",
+            d.drawn,
+            d.sockets_drawn,
+            d.layout.sockets.len()
+        )?;
+        writeln!(out, "  layout: {}", compact(&d.layout))?;
+        for x in &d.differences {
+            writeln!(out, "  {x}")?;
+        }
+    }
+    if r.disagreements.is_empty() {
+        writeln!(
+            out,
+            "verify --layouts: the model agreed with the kernel on every layout"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "verify --layouts: DISAGREEMENT on {} of {} layouts",
+            r.layouts - r.agreed,
+            r.layouts
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(target_os = "linux")]
+mod kernel {
+    use super::*;
+    use socket2::{Domain, SockAddr, Socket, Type};
+    use std::collections::BTreeMap;
+    use std::time::{Duration, Instant};
+
+    fn errno_of(e: &std::io::Error) -> i32 {
+        e.raw_os_error().unwrap_or(libc::EIO)
+    }
+
+    /// Moves this thread into a new network namespace with lo up.
+    fn private_netns() -> bool {
+        // SAFETY: unshare only changes this thread's namespace.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            return false;
+        }
+        let Ok(s) = Socket::new(Domain::IPV4, Type::DGRAM, None) else {
+            return false;
+        };
+        // SAFETY: ifreq is plain data; the ioctls read and write it.
+        unsafe {
+            let mut ifr: libc::ifreq = std::mem::zeroed();
+            for (d, c) in ifr.ifr_name.iter_mut().zip(b"lo\0") {
+                *d = *c as libc::c_char;
+            }
+            use std::os::fd::AsRawFd;
+            if libc::ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr) != 0 {
+                return false;
+            }
+            ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            if libc::ioctl(s.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr) != 0 {
+                return false;
+            }
+        }
+        // ::1 appears on lo once it is up.
+        Socket::new(Domain::IPV6, Type::DGRAM, None)
+            .and_then(|s| s.bind(&SocketAddr::new(Ipv6Addr::LOCALHOST.into(), 0).into()))
+            .is_ok()
+    }
+
+    /// Whether nothing holds `port` (checked outside a private namespace).
+    fn port_free(port: u16) -> bool {
+        [Type::STREAM, Type::DGRAM].iter().all(|&t| {
+            let s4 = Socket::new(Domain::IPV4, t, None)
+                .and_then(|s| s.bind(&SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port).into()));
+            let s6 = Socket::new(Domain::IPV6, t, None).and_then(|s| {
+                s.set_only_v6(true)?;
+                s.bind(&SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port).into())
+            });
+            s4.is_ok() && s6.is_ok()
+        })
+    }
+
+    struct Ports {
+        next: u16,
+        private: bool,
+    }
+
+    impl Ports {
+        fn take(&mut self) -> u16 {
+            loop {
+                let p = self.next;
+                self.next = if p >= PORT_HIGH { PORT_LOW } else { p + 1 };
+                if self.private || port_free(p) {
+                    return p;
+                }
+            }
+        }
+    }
+
+    fn with_port(layout: &Layout, port: u16) -> Layout {
+        let mut l = layout.clone();
+        for s in &mut l.sockets {
+            s.port = port;
+        }
+        l
+    }
+
+    /// Builds the layout on this kernel and probes it; the model's answer
+    /// sets how many probes each destination gets.
+    fn kernel_answers(layout: &Layout, model: &Answers, probes: &mut u64) -> Answers {
+        let n = layout.sockets.len();
+        let mut socks: Vec<Option<Socket>> = Vec::with_capacity(n);
+        let mut bind = Vec::with_capacity(n);
+        for s in &layout.sockets {
+            let domain = match s.family {
+                Family::Inet => Domain::IPV4,
+                Family::Inet6 => Domain::IPV6,
+            };
+            let ty = match s.proto {
+                Proto::Tcp => Type::STREAM,
+                Proto::Udp => Type::DGRAM,
+            };
+            let made = Socket::new(domain, ty, None).and_then(|k| {
+                k.set_reuse_address(s.reuseaddr)?;
+                k.set_reuse_port(s.reuseport)?;
+                if s.family == Family::Inet6 {
+                    k.set_only_v6(s.v6only)?;
+                }
+                if let Some(d) = &s.device {
+                    k.bind_device(Some(d.as_bytes()))?;
+                }
+                k.set_nonblocking(true)?;
+                Ok(k)
+            });
+            match made {
+                Ok(k) => {
+                    let r = k.bind(&SockAddr::from(SocketAddr::new(s.addr, s.port)));
+                    bind.push(r.as_ref().err().map(errno_of));
+                    socks.push(Some(k));
+                }
+                Err(e) => {
+                    bind.push(Some(errno_of(&e)));
+                    socks.push(None);
+                }
+            }
+        }
+        let mut listen = vec![None; n];
+        for &i in layout.listen_order.iter().flatten() {
+            if bind[i].is_none() {
+                if let Some(k) = &socks[i] {
+                    listen[i] = Some(k.listen(64).err().as_ref().map(errno_of));
+                }
+            }
+        }
+        let receiving: Vec<usize> = (0..n)
+            .filter(|&i| {
+                bind[i].is_none()
+                    && match layout.sockets[i].proto {
+                        Proto::Tcp => listen[i] == Some(None),
+                        Proto::Udp => true,
+                    }
+            })
+            .collect();
+        let proto = layout.sockets.first().map_or(Proto::Tcp, |s| s.proto);
+        let port = layout.sockets.first().map_or(0, |s| s.port);
+        let mut lookups = Vec::new();
+        for (k, daddr) in destinations().into_iter().enumerate() {
+            let expected = model.lookups.get(k).map_or(0, |(_, s)| s.len());
+            let tries = if expected == 0 {
+                2
+            } else {
+                (TRIES_PER_MEMBER * expected).max(8)
+            };
+            let mut got = BTreeSet::new();
+            for t in 0..tries {
+                *probes += 1;
+                let src = source(daddr, t);
+                let r = match proto {
+                    Proto::Tcp => probe_tcp(&socks, &receiving, src, daddr, port),
+                    Proto::Udp => probe_udp(&socks, &receiving, src, daddr, port, expected > 0),
+                };
+                if let Some(i) = r {
+                    got.insert(i);
+                }
+            }
+            lookups.push((daddr.to_string(), got));
+        }
+        Answers {
+            bind,
+            listen,
+            lookups,
+        }
+    }
+
+    fn client(src: IpAddr, ty: Type) -> Option<Socket> {
+        let domain = if src.is_ipv4() {
+            Domain::IPV4
+        } else {
+            Domain::IPV6
+        };
+        let c = Socket::new(domain, ty, None).ok()?;
+        c.set_linger(Some(Duration::ZERO)).ok()?;
+        c.bind(&SocketAddr::new(src, 0).into()).ok()?;
+        Some(c)
+    }
+
+    fn wait_readable(socks: &[Option<Socket>], which: &[usize], ms: i32) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut fds: Vec<libc::pollfd> = which
+            .iter()
+            .filter_map(|&i| socks[i].as_ref())
+            .map(|s| libc::pollfd {
+                fd: s.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: fds is a valid array of pollfd for the call's duration.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) > 0 }
+    }
+
+    /// One connection: which listener's accept queue it lands in.
+    fn probe_tcp(
+        socks: &[Option<Socket>],
+        receiving: &[usize],
+        src: IpAddr,
+        daddr: IpAddr,
+        port: u16,
+    ) -> Option<usize> {
+        let c = client(src, Type::STREAM)?;
+        c.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+        if c.connect(&SocketAddr::new(daddr, port).into()).is_err() {
+            return None;
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            for &i in receiving {
+                if let Some(s) = &socks[i] {
+                    if let Ok((a, _)) = s.accept() {
+                        let _ = a.set_linger(Some(Duration::ZERO));
+                        return Some(i);
+                    }
+                }
+            }
+            wait_readable(socks, receiving, 50);
+        }
+        None
+    }
+
+    /// One datagram: which socket reads it.
+    fn probe_udp(
+        socks: &[Option<Socket>],
+        receiving: &[usize],
+        src: IpAddr,
+        daddr: IpAddr,
+        port: u16,
+        expect_one: bool,
+    ) -> Option<usize> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        let tag = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let c = client(src, Type::DGRAM)?;
+        c.send_to(&tag.to_be_bytes(), &SocketAddr::new(daddr, port).into())
+            .ok()?;
+        let wait = Duration::from_millis(if expect_one { 1000 } else { 30 });
+        let deadline = Instant::now() + wait;
+        loop {
+            for &i in receiving {
+                if let Some(s) = &socks[i] {
+                    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 8];
+                    while let Ok(n) = s.recv(&mut buf) {
+                        // SAFETY: recv initialised the first n bytes.
+                        let b: Vec<u8> = buf[..n]
+                            .iter()
+                            .map(|x| unsafe { x.assume_init() })
+                            .collect();
+                        if b == tag.to_be_bytes() {
+                            return Some(i);
+                        }
+                    }
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            wait_readable(socks, receiving, left.as_millis().max(1) as i32);
+        }
+    }
+
+    struct Runner {
+        profile: &'static Profile,
+        ports: Ports,
+        probes: u64,
+    }
+
+    impl Runner {
+        fn both(&mut self, layout: &Layout) -> Result<(Layout, Answers, Answers), String> {
+            let l = with_port(layout, self.ports.take());
+            let model = model_answers(self.profile, &l)?;
+            let kernel = kernel_answers(&l, &model, &mut self.probes);
+            Ok((l, kernel, model))
+        }
+    }
+
+    pub(super) fn run_all(
+        opts: &Options,
+        profile: &'static Profile,
+        release: String,
+    ) -> Result<LayoutsReport, LayoutsError> {
+        let t0 = Instant::now();
+        let private = private_netns();
+        if !private {
+            crate::note!("verify --layouts: no private network namespace (not root?); using this one, on ports checked free");
+        }
+        let mut rng = Rng::new(opts.seed);
+        let mut run = Runner {
+            profile,
+            ports: Ports {
+                next: PORT_LOW + (opts.seed % u64::from(PORT_HIGH - PORT_LOW)) as u16,
+                private,
+            },
+            probes: 0,
+        };
+        let mut r = LayoutsReport {
+            seed: opts.seed,
+            kernel: release,
+            profile: profile.release.to_string(),
+            private_netns: private,
+            layouts: 0,
+            agreed: 0,
+            calls: 0,
+            calls_agreed: 0,
+            lookups: 0,
+            lookups_agreed: 0,
+            probes: 0,
+            seconds: 0.0,
+            disagreements: Vec::new(),
+        };
+        let mut seen: BTreeMap<String, ()> = BTreeMap::new();
+        for drawn in 0..opts.count {
+            let layout = draw(&mut rng, 0);
+            let (_, kernel, model) = run.both(&layout).map_err(LayoutsError::Kernel)?;
+            r.layouts += 1;
+            for (k, m) in kernel.bind.iter().zip(&model.bind) {
+                r.calls += 1;
+                r.calls_agreed += u64::from(k == m);
+            }
+            for (k, m) in kernel.listen.iter().zip(&model.listen) {
+                if let (Some(k), Some(m)) = (k, m) {
+                    r.calls += 1;
+                    r.calls_agreed += u64::from(k == m);
+                }
+            }
+            for ((_, k), (_, m)) in kernel.lookups.iter().zip(&model.lookups) {
+                r.lookups += 1;
+                r.lookups_agreed += u64::from(k == m);
+            }
+            let diffs = differences(&layout, &kernel, &model);
+            if diffs.is_empty() {
+                r.agreed += 1;
+                continue;
+            }
+            let small = shrink(&layout, |l| {
+                run.both(l)
+                    .map(|(l, k, m)| !differences(&l, &k, &m).is_empty())
+                    .unwrap_or(false)
+            });
+            let (l, k, m) = run.both(&small).map_err(LayoutsError::Kernel)?;
+            let diffs = differences(&l, &k, &m);
+            let mut shown = small.clone();
+            for s in &mut shown.sockets {
+                s.port = 8080;
+            }
+            let key = serde_json::to_string(&shown).unwrap_or_default();
+            crate::note!(
+                "verify --layouts: drawn layout {drawn} disagrees; shrunk to {} sockets",
+                small.sockets.len()
+            );
+            if seen.insert(key, ()).is_none() && r.disagreements.len() < 50 {
+                r.disagreements.push(Disagreement {
+                    drawn,
+                    sockets_drawn: layout.sockets.len(),
+                    layout: shown,
+                    differences: diffs,
+                    kernel: k,
+                    model: m,
+                });
+            }
+        }
+        r.probes = run.probes;
+        r.seconds = t0.elapsed().as_secs_f64();
+        Ok(r)
+    }
+}

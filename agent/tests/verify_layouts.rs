@@ -1,0 +1,126 @@
+//! `verify --layouts N`: the differential test of the lookup and bind rules
+//! (agent/src/layouts.rs): its argument, its shrinker, and one short run on
+//! the running kernel.
+
+use std::net::IpAddr;
+use std::process::Command;
+
+use reuseport_agent::layouts::{self, Rng};
+use reuseport_agent::verify::{layouts_arg, LayoutName, LayoutsArg};
+
+const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
+
+#[test]
+fn layouts_takes_a_count_or_curated_names() {
+    assert_eq!(layouts_arg("60"), Ok(LayoutsArg::Random(60)));
+    assert_eq!(
+        layouts_arg("udp,closed"),
+        Ok(LayoutsArg::Named(vec![LayoutName::Udp, LayoutName::Closed]))
+    );
+    let zero = layouts_arg("0").unwrap_err();
+    assert!(zero.contains("1 to 100000"), "{zero}");
+    let bad = layouts_arg("udp,banana").unwrap_err();
+    assert!(
+        bad.contains("'banana'") && bad.contains("tcp-specific"),
+        "{bad}"
+    );
+}
+
+#[test]
+fn the_same_seed_draws_the_same_layouts_and_another_seed_others() {
+    let a: Vec<_> = (0..20)
+        .scan(Rng::new(5), |r, _| Some(layouts::draw(r, 9000)))
+        .collect();
+    let b: Vec<_> = (0..20)
+        .scan(Rng::new(5), |r, _| Some(layouts::draw(r, 9000)))
+        .collect();
+    let c: Vec<_> = (0..20)
+        .scan(Rng::new(6), |r, _| Some(layouts::draw(r, 9000)))
+        .collect();
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    for l in &a {
+        assert!((2..=7).contains(&l.sockets.len()));
+        assert!(l.sockets.iter().all(|s| s.port == 9000));
+    }
+}
+
+#[test]
+fn shrink_keeps_only_the_sockets_the_disagreement_needs_and_renumbers_listens() {
+    let mut rng = Rng::new(3);
+    // A TCP layout with at least four listening sockets.
+    let layout = std::iter::repeat_with(|| layouts::draw(&mut rng, 8080))
+        .find(|l| {
+            l.listen_order.as_ref().is_some_and(|o| o.len() >= 4)
+                && l.sockets
+                    .iter()
+                    .filter(|s| s.addr == "127.0.0.1".parse::<IpAddr>().unwrap())
+                    .count()
+                    == 0
+        })
+        .unwrap();
+    let o = layout.listen_order.clone().unwrap();
+    // The "disagreement" needs the listeners at the 2nd and 4th place of the
+    // drawn listen order, and nothing else.
+    let (x, y) = (o[1], o[3]);
+    let mut marked = layout.clone();
+    marked.sockets[x].addr = "127.0.0.1".parse().unwrap();
+    marked.sockets[x].family = reuseport_model::lookup::Family::Inet;
+    marked.sockets[y].device = Some("marker".into());
+    let small = layouts::shrink(&marked, |l| {
+        l.sockets
+            .iter()
+            .any(|s| s.addr == "127.0.0.1".parse::<IpAddr>().unwrap())
+            && l.sockets
+                .iter()
+                .any(|s| s.device.as_deref() == Some("marker"))
+    });
+    assert_eq!(small.sockets.len(), 2);
+    assert_eq!(
+        small.sockets[..],
+        [
+            marked.sockets[x.min(y)].clone(),
+            marked.sockets[x.max(y)].clone()
+        ]
+    );
+    let want = if x < y { vec![0, 1] } else { vec![1, 0] };
+    assert_eq!(small.listen_order, Some(want));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_short_run_on_this_kernel_reports_every_count_and_exits_by_agreement() {
+    let out = Command::new(BIN)
+        .args(["verify", "--layouts", "8", "--seed", "7", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("seed 7"), "the seed is printed: {stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(r["seed"], 7);
+    assert_eq!(r["layouts"], 8);
+    assert!(r["calls"].as_u64().unwrap() >= 16, "every socket binds");
+    assert!(
+        r["lookups"].as_u64().unwrap() == 24,
+        "three destinations each"
+    );
+    assert!(r["probes"].as_u64().unwrap() >= 48);
+    let disagreements = r["disagreements"].as_array().unwrap();
+    let want = if disagreements.is_empty() { 0 } else { 1 };
+    assert_eq!(out.status.code(), Some(want), "{r}");
+    for d in disagreements {
+        assert!(!d["differences"].as_array().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn a_count_out_of_bounds_is_refused_naming_the_option() {
+    let out = Command::new(BIN)
+        .args(["verify", "--layouts", "100001"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--layouts"), "{stderr}");
+}
