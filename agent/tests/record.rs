@@ -986,3 +986,104 @@ fn a_sysctl_already_at_1_is_warned_about_with_the_command_that_restores_it() {
     );
     assert_eq!(std::fs::read_to_string(MIGRATE_REQ).unwrap().trim(), "1");
 }
+
+/// A TCP listener with SO_REUSEPORT on `addr` (port 0: a free one), as
+/// another program of the same user would hold it.
+#[cfg(target_os = "linux")]
+fn reuseport_listener(addr: &str) -> socket2::Socket {
+    use socket2::{Domain, Socket, Type};
+    let at: std::net::SocketAddr = addr.parse().unwrap();
+    let s = Socket::new(Domain::for_address(at), Type::STREAM, None).unwrap();
+    s.set_reuse_port(true).unwrap();
+    s.bind(&at.into()).unwrap();
+    s.listen(128).unwrap();
+    s
+}
+
+#[cfg(target_os = "linux")]
+fn port_of(s: &socket2::Socket) -> String {
+    s.local_addr()
+        .unwrap()
+        .as_socket()
+        .unwrap()
+        .port()
+        .to_string()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn another_programs_reuseport_listener_on_the_port_refuses_the_run_naming_it() {
+    // On 127.0.0.1 it joins the group and takes a share; to a wildcard
+    // group it is preferred for every event to 127.0.0.1.
+    for bind in ["127.0.0.1", "0.0.0.0"] {
+        let other = reuseport_listener("127.0.0.1:0");
+        let port = port_of(&other);
+        let r = record(&[
+            "--proto",
+            "tcp",
+            "--bind",
+            bind,
+            "--listeners",
+            "4",
+            "--port",
+            &port,
+            "--count",
+            "50",
+            "--duration",
+            "5",
+        ]);
+        assert_eq!(r.code, 2, "{bind}: {}", r.stderr);
+        assert!(
+            r.trace.is_none(),
+            "{bind}: no trace that claims 4 listeners"
+        );
+        assert!(
+            r.stderr.contains(&format!("127.0.0.1:{port}"))
+                && r.stderr.contains("--allow-foreign-listeners"),
+            "{bind}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn with_allow_foreign_listeners_the_trace_names_them_and_counts_what_they_took() {
+    let other = reuseport_listener("127.0.0.1:0");
+    let port = port_of(&other);
+    // Three of the four members are the other program's: with 8
+    // connections, none reaching them has probability 4^-8 (1.5e-5).
+    let _more: Vec<_> = (0..2)
+        .map(|_| reuseport_listener(&format!("127.0.0.1:{port}")))
+        .collect();
+    let r = record(&[
+        "--proto",
+        "tcp",
+        "--listeners",
+        "1",
+        "--port",
+        &port,
+        "--count",
+        "8",
+        "--duration",
+        "30",
+        "--allow-foreign-listeners",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = r.trace.unwrap();
+    check(&t, 1);
+    let named = t.options["foreignListeners"].to_string();
+    assert_eq!(
+        named.matches(&format!("127.0.0.1:{port}")).count(),
+        3,
+        "{named}"
+    );
+    let elsewhere = t.options["deliveredElsewhere"].as_u64().unwrap();
+    assert!(elsewhere > 0, "{}", r.stderr);
+    assert_eq!(t.counts.lost, Some(elsewhere));
+    assert!(
+        r.stderr.contains("reached none of the group's sockets"),
+        "{}",
+        r.stderr
+    );
+}

@@ -28,6 +28,9 @@ pub enum Delivery {
     },
     /// No listener received it within the wait.
     Lost,
+    /// The TCP handshake completed, yet none of the group's sockets got
+    /// the connection: a listener outside the group took it.
+    Elsewhere,
     /// The pair could not be used (its address and port are taken by a
     /// socket outside the recording); nothing was sent, the next pair is
     /// tried.
@@ -120,6 +123,8 @@ pub struct Recording {
     pub counts: Counts,
     /// Pairs skipped because their address and port were taken.
     pub skipped: u64,
+    /// Events (counted as lost too) that a socket outside the group took.
+    pub elsewhere: u64,
     /// Why it ended.
     pub stopped_by: StoppedBy,
     /// How long it took.
@@ -196,6 +201,7 @@ pub fn record(
     let mut received = 0u64;
     let mut lost = 0u64;
     let mut skipped = 0u64;
+    let mut elsewhere = 0u64;
     let mut skips_in_a_row = 0u32;
     let mut pair = 0u64;
     let mut last_progress: Option<Duration> = None;
@@ -259,6 +265,12 @@ pub fn record(
                 counts.events += 1;
                 lost += 1;
             }
+            Delivery::Elsewhere => {
+                skips_in_a_row = 0;
+                counts.events += 1;
+                lost += 1;
+                elsewhere += 1;
+            }
             Delivery::Skipped(why) => {
                 skipped += 1;
                 skips_in_a_row += 1;
@@ -280,6 +292,7 @@ pub fn record(
         events,
         counts,
         skipped,
+        elsewhere,
         stopped_by,
         elapsed,
     })

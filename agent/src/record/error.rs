@@ -122,6 +122,14 @@ pub enum RecordError {
         /// The last reason.
         last: String,
     },
+    /// Listening sockets outside the group on its port.
+    #[error("port {port} already has listening socket(s) outside this recording: {found}. They take part in the lookup (an SO_REUSEPORT listener of the same user joins the group; one on the destination address is preferred to a wildcard group), so events would go to them and the trace would misstate the group; choose another --port (or leave --port 0 for a free one), stop the program that holds them, or pass --allow-foreign-listeners to record anyway with them named in the trace")]
+    ForeignListeners {
+        /// The group's port.
+        port: u16,
+        /// The sockets, described.
+        found: String,
+    },
     /// Another live run holds `net.ipv4.tcp_migrate_req`.
     #[error("--tcp-migrate-req: another reuseport-agent record (pid {pid}) has set net.ipv4.tcp_migrate_req and will restore it (state file {state}); wait until it ends, since two runs would each restore the other's value")]
     MigrateReqHeld {

@@ -48,6 +48,8 @@ pub mod clients;
 pub mod drive;
 mod error;
 #[cfg(target_os = "linux")]
+pub mod foreign;
+#[cfg(target_os = "linux")]
 mod net;
 #[cfg(target_os = "linux")]
 mod sys;
@@ -211,6 +213,10 @@ pub struct RecordArgs {
     #[arg(long, value_name = "EVERY", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub sample: u64,
 
+    /// Record even when listening sockets outside the group are on the port (another program's SO_REUSEPORT listener joins the group; one on the destination address is preferred to a wildcard group). Without it such sockets refuse the run; with it they are named in the trace's options.foreignListeners, and connections they took are counted in options.deliveredElsewhere (and as lost).
+    #[arg(long)]
+    pub allow_foreign_listeners: bool,
+
     /// Write the trace here instead of standard output (progress always goes to standard error).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -282,6 +288,8 @@ pub struct Plan {
     pub duration: Duration,
     /// Keep every n-th received event.
     pub sample: u64,
+    /// Record despite listening sockets outside the group on the port.
+    pub allow_foreign: bool,
 }
 
 fn is_loopback(a: IpAddr) -> bool {
@@ -458,6 +466,7 @@ pub fn plan(args: &RecordArgs, cpus: &[u32]) -> Result<Plan, RecordError> {
         count: args.count,
         duration,
         sample: args.sample,
+        allow_foreign: args.allow_foreign_listeners,
     })
 }
 
@@ -514,6 +523,8 @@ pub struct Outcome {
     pub events: u64,
     /// Of which lost.
     pub lost: u64,
+    /// Of those, taken by a listener outside the group.
+    pub elsewhere: u64,
     /// Stopped by a terminating signal (exit status 130).
     pub interrupted: bool,
 }
@@ -525,6 +536,8 @@ struct Measured {
     slots: Option<Vec<u32>>,
     started: SystemTime,
     migrate_req_before: Option<String>,
+    /// Listening sockets outside the group on its port (`--allow-foreign-listeners`).
+    foreign: Vec<String>,
 }
 
 /// Everything the trace says besides the events.
@@ -545,6 +558,7 @@ fn assemble(cx: &Context<'_>, m: Measured) -> Trace {
         slots,
         started,
         migrate_req_before,
+        foreign,
     } = m;
     let listed = |v: &[IpAddr]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
     let clients = plan.pairs.clients();
@@ -575,6 +589,8 @@ fn assemble(cx: &Context<'_>, m: Measured) -> Trace {
         "waitMs": WAIT.as_millis() as u64,
         "stoppedBy": r.stopped_by.word(),
         "skippedPairs": r.skipped,
+        "foreignListeners": foreign,
+        "deliveredElsewhere": r.elsewhere,
         "elapsedNs": r.elapsed.as_nanos() as u64,
     });
     Trace {
@@ -654,6 +670,7 @@ pub fn record(args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
     let outcome = Outcome {
         events: measured.recording.counts.events,
         lost: measured.recording.counts.lost.unwrap_or(0),
+        elsewhere: measured.recording.elsewhere,
         interrupted: measured.recording.stopped_by == drive::StoppedBy::Signal,
     };
     let cx = Context {
@@ -686,6 +703,26 @@ fn measure(
     };
     let mut group = net::Group::build(&plan.setup, plan.dest, WAIT, &sys::STOP)?;
     let port = group.port();
+    let found = foreign::find(
+        plan.setup.proto,
+        port,
+        plan.dest,
+        plan.setup.bind,
+        &group.inodes(),
+    );
+    let foreign: Vec<String> = found.iter().map(ToString::to_string).collect();
+    if !foreign.is_empty() {
+        if !plan.allow_foreign {
+            return Err(RecordError::ForeignListeners {
+                port,
+                found: foreign.join(", "),
+            });
+        }
+        crate::note!(
+            "record: warning: listening sockets outside the group are on port {port}: {}; they take part in the lookup, so connections they take are counted in options.deliveredElsewhere and as lost",
+            foreign.join(", ")
+        );
+    }
     let slots = model_slots(profile, &plan.setup, port);
     let mut slot_of = vec![None; plan.setup.listeners as usize];
     for (i, &l) in slots.iter().flatten().enumerate() {
@@ -720,6 +757,7 @@ fn measure(
         slots,
         started,
         migrate_req_before,
+        foreign,
     })
 }
 
@@ -819,6 +857,13 @@ pub fn run(args: &RecordArgs) -> Result<Outcome, RecordError> {
     let mut text = trace.to_json();
     text.push('\n');
     sink.commit(&text)?;
+    if outcome.elsewhere > 0 {
+        crate::note!(
+            "record: warning: {} of {} connections completed their handshake but reached none of the group's sockets: a listener outside the group took them (options.deliveredElsewhere); the trace counts them as lost",
+            outcome.elsewhere,
+            outcome.events
+        );
+    }
     if outcome.interrupted {
         crate::note!(
             "record: interrupted; the trace holds the {} events driven so far",

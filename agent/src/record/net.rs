@@ -320,6 +320,14 @@ impl Group {
         })
     }
 
+    /// The socket inodes of the open members.
+    pub fn inodes(&self) -> std::collections::HashSet<u64> {
+        self.members
+            .iter()
+            .filter_map(|m| m.fd().and_then(super::foreign::inode))
+            .collect()
+    }
+
     /// The group's port.
     pub fn port(&self) -> u16 {
         self.port
@@ -463,6 +471,9 @@ impl Driver for Group {
                 .send_to(&(seq as u32).to_be_bytes(), &self.dest.into())
                 .map(|_| ()),
         };
+        // A completed TCP handshake that none of ours accepts went to a
+        // listener outside the group.
+        let mut handshake = sent.is_ok() && self.proto == Proto::Tcp;
         let got = match sent {
             Ok(()) => self.wait_for(client, seq, t0)?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
@@ -470,6 +481,7 @@ impl Driver for Group {
                     return Ok(Delivery::Stopped);
                 }
                 // Another signal: the handshake goes on without us.
+                handshake = false;
                 self.wait_for(client, seq, t0)?
             }
             // No member took it (refused, or the SYN was dropped until timeout).
@@ -502,6 +514,7 @@ impl Driver for Group {
                 cpu,
             },
             None if self.stop.load(Ordering::Relaxed) => Delivery::Stopped,
+            None if handshake => Delivery::Elsewhere,
             None => Delivery::Lost,
         })
     }
