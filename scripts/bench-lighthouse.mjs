@@ -18,7 +18,9 @@ const { values, positionals } = parseArgs({
   options: { 'no-build': { type: 'boolean', default: false }, runs: { type: 'string', default: '1' } },
 });
 const root = fileURLToPath(new URL('..', import.meta.url));
-const paths = positionals.length ? positionals : ['/', '/dispatch/', '/lookup/', '/hash/', '/scenarios/', '/scenarios/slow-worker/', '/paste/', '/traces/', '/embedding/', '/zh-cn/', '/embed/dispatch/'];
+const paths = positionals.length
+  ? positionals
+  : ['/', '/dispatch/', '/lookup/', '/hash/', '/scenarios/', '/scenarios/slow-worker/', '/paste/', '/traces/', '/embedding/', '/zh-cn/', '/embed/dispatch/'];
 const runs = Math.max(1, Math.min(5, Number(values.runs) || 1));
 if (!values['no-build']) execFileSync('npx', ['astro', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
 

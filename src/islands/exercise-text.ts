@@ -99,7 +99,12 @@ const en: ExerciseText = {
   off: 'off',
   uid: 'UID',
   state: { listen: 'listening', bound: 'bound', time_wait: 'TIME_WAIT', connected: 'connected' },
-  outcome: { success: 'bind() succeeds', EADDRINUSE: 'EADDRINUSE (address already in use)', EINVAL: 'EINVAL (invalid argument)', ENOMEM: 'ENOMEM (out of memory)' },
+  outcome: {
+    success: 'bind() succeeds',
+    EADDRINUSE: 'EADDRINUSE (address already in use)',
+    EINVAL: 'EINVAL (invalid argument)',
+    ENOMEM: 'ENOMEM (out of memory)',
+  },
   synRight: (l) => `Right: the SYN reaches listener ${l}.`,
   synWrong: (c, l) => `Not quite: you chose listener ${c}; the SYN reaches listener ${l}.`,
   bindRight: (o) => `Right: ${o}.`,
@@ -117,7 +122,8 @@ const en: ExerciseText = {
   again: 'Try again',
   fresh: 'New questions',
   card: { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' },
-  workload: (title, w, c, n, k) => `${title}: ${w} workers on ${c} CPUs, ${n.toLocaleString('en')} connections, Linux ${k}. The simulator ran it under one of the accept models below.`,
+  workload: (title, w, c, n, k) =>
+    `${title}: ${w} workers on ${c} CPUs, ${n.toLocaleString('en')} connections, Linux ${k}. The simulator ran it under one of the accept models below.`,
   simSeed: (s) => `Simulator seed ${s}`,
   simulating: (d, n) => `Simulating run ${d + 1} of ${n}…`,
   simStopped: 'The simulation stopped before the question was ready.',
@@ -128,12 +134,16 @@ const en: ExerciseText = {
   tell: {
     blocking: 'Blocking accept() wakes the worker that has slept longest, so connections go round the workers in turn: an even histogram.',
     epoll: 'Plain epoll wakes every idle worker for each connection and one wins: the spread is fairly even, but most wake-ups find nothing.',
-    'epoll-exclusive': 'EPOLLEXCLUSIVE wakes the first idle waiter on the list, so the first workers take the most: a falling staircase, or one favourite at light load.',
-    'accept-mutex': "nginx's accept_mutex lets one worker accept at a time and makes the others retry after 500 ms: uneven counts and a tail of hundreds of milliseconds.",
-    reuseport: 'SO_REUSEPORT gives each worker its own queue and picks it by the 4-tuple hash: no wasted wake-ups, counts only as even as the hash, and a slow or stopped worker keeps its share, so the tail grows.',
+    'epoll-exclusive':
+      'EPOLLEXCLUSIVE wakes the first idle waiter on the list, so the first workers take the most: a falling staircase, or one favourite at light load.',
+    'accept-mutex':
+      "nginx's accept_mutex lets one worker accept at a time and makes the others retry after 500 ms: uneven counts and a tail of hundreds of milliseconds.",
+    reuseport:
+      'SO_REUSEPORT gives each worker its own queue and picks it by the 4-tuple hash: no wasted wake-ups, counts only as even as the hash, and a slow or stopped worker keeps its share, so the tail grows.',
     'reuseport-incoming-cpu': 'SO_INCOMING_CPU sends each connection to the listener bound to the CPU that received it: the spread follows the receiving CPUs.',
     'reuseport-bpf-cpu': 'A BPF program that picks the listener by CPU spreads connections as the receiving CPUs are spread.',
-    'reuseport-least-loaded': 'A least-loaded BPF program picks the listener with the shortest queue: no wasted wake-ups, and a slow or stopped worker gets fewer connections.',
+    'reuseport-least-loaded':
+      'A least-loaded BPF program picks the listener with the shortest queue: no wasted wake-ups, and a slow or stopped worker gets fewer connections.',
   },
 };
 
@@ -185,7 +195,8 @@ const zh: ExerciseText = {
   again: '再做一遍',
   fresh: '换一组题',
   card: { kernel: (s) => `内核：${s}`, fallback: (s) => `回退：${s}`, caveats: '注意事项' },
-  workload: (title, w, c, n, k) => `${title}：${c} 个 CPU 上 ${w} 个 worker 进程，共 ${n.toLocaleString('zh-CN')} 个连接，Linux ${k}。模拟器用下面某一种 accept 模型跑了这组负载。`,
+  workload: (title, w, c, n, k) =>
+    `${title}：${c} 个 CPU 上 ${w} 个 worker 进程，共 ${n.toLocaleString('zh-CN')} 个连接，Linux ${k}。模拟器用下面某一种 accept 模型跑了这组负载。`,
   simSeed: (s) => `模拟器种子 ${s}`,
   simulating: (d, n) => `正在模拟第 ${d + 1} 次运行，共 ${n} 次……`,
   simStopped: '题目准备好之前模拟就停止了。',
@@ -198,7 +209,8 @@ const zh: ExerciseText = {
     epoll: '普通 epoll 每来一个连接就唤醒所有空闲的 worker，只有一个抢到：分布比较均匀，但大多数唤醒都是无效唤醒（惊群效应）。',
     'epoll-exclusive': 'EPOLLEXCLUSIVE 只唤醒等待队列上第一个空闲的等待者，所以排在前面的 worker 拿得最多：直方图呈阶梯状下降，负载轻时几乎全给了一个 worker。',
     'accept-mutex': 'nginx 的 accept_mutex 同一时刻只让一个 worker 接受连接，其余的 500 毫秒后再试：各 worker 的数量不均，尾延迟高达数百毫秒。',
-    reuseport: 'SO_REUSEPORT 给每个 worker 一个独立的队列，按四元组哈希选择：没有无效唤醒，各 worker 的数量只能和哈希一样均匀；慢的或停住的 worker 照样分到同样多的连接，所以尾延迟变大。',
+    reuseport:
+      'SO_REUSEPORT 给每个 worker 一个独立的队列，按四元组哈希选择：没有无效唤醒，各 worker 的数量只能和哈希一样均匀；慢的或停住的 worker 照样分到同样多的连接，所以尾延迟变大。',
     'reuseport-incoming-cpu': 'SO_INCOMING_CPU 把连接交给绑定在接收该连接的 CPU 上的监听套接字：分布跟随接收 CPU 的分布。',
     'reuseport-bpf-cpu': '按 CPU 选择监听套接字的 BPF 程序，使连接的分布与接收 CPU 的分布一致。',
     'reuseport-least-loaded': '“最少负载”的 BPF 程序选队列最短的监听套接字：没有无效唤醒，慢的或停住的 worker 分到的连接更少。',

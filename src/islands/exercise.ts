@@ -132,14 +132,18 @@ export function synQuestion(seed: number, index: number, kernel = '6.18'): SynQu
   const port = pickOf(rng, [80, 443, 8080, 8443]);
   const secret = rng.u32();
   const closed = listeners >= 3 && rng.below(3) === 0 ? [rng.below(listeners)] : [];
-  const client = server === '127.0.0.1' ? `127.0.${rng.below(256)}.${1 + rng.below(254)}` : `${pickOf(rng, ['192.0.2', '198.51.100', '203.0.113'])}.${1 + rng.below(254)}`;
+  const client =
+    server === '127.0.0.1' ? `127.0.${rng.below(256)}.${1 + rng.below(254)}` : `${pickOf(rng, ['192.0.2', '198.51.100', '203.0.113'])}.${1 + rng.below(254)}`;
   const tuple: Tuple = { saddr: client, sport: 32768 + rng.below(28232), daddr: server, dport: port };
   const group = new Group(kernel, { proto: 'tcp', listeners, bind, port, keys: { v4: secret, v6Outer: secret, v6Inner: 0 }, closed });
   try {
     const explain = group.explain(tuple);
     if (explain.listener === null) throw new Error(`the model gives no listener for ${tuple.saddr}:${tuple.sport}`);
     const slots: [number, number][] = [];
-    if (explain.group.selection === 'group') group.socks().forEach((l, s) => (l === NO_LISTENER ? undefined : slots.push([s, l])));
+    if (explain.group.selection === 'group')
+      group.socks().forEach((l, s) => {
+        if (l !== NO_LISTENER) slots.push([s, l]);
+      });
     const listening = [...group.listening()];
     return {
       kind: 'syn',
@@ -162,7 +166,23 @@ export function synQuestion(seed: number, index: number, kernel = '6.18'): SynQu
 }
 
 function socket(o: Partial<SocketSpec>): SocketSpec {
-  return { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 8080, v6only: false, reuseaddr: false, reuseport: false, uid: 0, device: null, state: 'listen', peer: null, incomingCpu: null, program: null, programBeforeBind: false, ...o };
+  return {
+    family: 'inet',
+    proto: 'tcp',
+    addr: '0.0.0.0',
+    port: 8080,
+    v6only: false,
+    reuseaddr: false,
+    reuseport: false,
+    uid: 0,
+    device: null,
+    state: 'listen',
+    peer: null,
+    incomingCpu: null,
+    program: null,
+    programBeforeBind: false,
+    ...o,
+  };
 }
 
 /** One socket with random options; `fresh` for the new socket, which only binds and may try a v4-mapped address. */
@@ -233,12 +253,20 @@ export function bindQuestion(seed: number, index: number, kernel = '6.18'): Bind
   }
   if (!best) throw new Error(`no bind question could be drawn for kernel ${kernel}`);
   const expected: BindOutcome = best.call.bind?.errno ?? 'success';
-  return { kind: 'bind', kernel, sockets: best.sockets, expected, refusal: best.call.bind, choices: BIND_CHOICES.includes(expected) ? BIND_CHOICES : [...BIND_CHOICES, expected] };
+  return {
+    kind: 'bind',
+    kernel,
+    sockets: best.sockets,
+    expected,
+    refusal: best.call.bind,
+    choices: BIND_CHOICES.includes(expected) ? BIND_CHOICES : [...BIND_CHOICES, expected],
+  };
 }
 
 /** The questions of one run; `model` questions need the model's curated scenarios. */
 export function questions(kind: ExerciseKind, seed: number, count: number, kernel = '6.18', curated: readonly CuratedView[] = []): Question[] {
-  const one = (i: number): Question => (kind === 'syn' ? synQuestion(seed, i, kernel) : kind === 'bind' ? bindQuestion(seed, i, kernel) : modelQuestion(curated, seed, i, kernel));
+  const one = (i: number): Question =>
+    kind === 'syn' ? synQuestion(seed, i, kernel) : kind === 'bind' ? bindQuestion(seed, i, kernel) : modelQuestion(curated, seed, i, kernel);
   return Array.from({ length: count }, (_, i) => one(i));
 }
 
@@ -264,7 +292,8 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
   if (!KINDS.includes(kind)) throw new Error(`<reuseport-exercise>: kind must be "syn", "bind" or "model", not "${String(kind)}"`);
   const kernel = options.kernel ?? '6.18';
   const count = options.count ?? 5;
-  if (!Number.isInteger(count) || count < 1 || count > MAX_COUNT) throw new Error(`<reuseport-exercise>: count must be a whole number from 1 to ${MAX_COUNT}, not ${String(options.count)}`);
+  if (!Number.isInteger(count) || count < 1 || count > MAX_COUNT)
+    throw new Error(`<reuseport-exercise>: count must be a whole number from 1 to ${MAX_COUNT}, not ${String(options.count)}`);
   const firstSeed = options.seed ?? 1;
   if (!Number.isInteger(firstSeed) || firstSeed < 0) throw new Error(`<reuseport-exercise>: seed must be a whole number from 0, not ${String(options.seed)}`);
   await (kind === 'bind' ? Promise.all([loadModel(), loadLookup()]) : loadModel());
@@ -531,7 +560,13 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     const ol = body.appendChild(h('ol', 'rl-ex-recap'));
     answers.forEach((a, i) => {
       const q = qs[i]!;
-      ol.append(h('li', a.correct ? 'rl-ex-right' : 'rl-ex-wrong', `${a.correct ? '✓' : '✗'} ${a.choice}${a.correct ? '' : ` (${t.rightAnswer}: ${choiceLabel(q, q.expected)})`}`));
+      ol.append(
+        h(
+          'li',
+          a.correct ? 'rl-ex-right' : 'rl-ex-wrong',
+          `${a.correct ? '✓' : '✗'} ${a.choice}${a.correct ? '' : ` (${t.rightAnswer}: ${choiceLabel(q, q.expected)})`}`,
+        ),
+      );
     });
     const again = after.appendChild(h('button', 'rl-primary', t.again, { type: 'button' }));
     again.addEventListener('click', () => {
@@ -561,7 +596,12 @@ function readExercise(el: HTMLElement): ExerciseOptions {
     const v = el.getAttribute(name);
     return v === null || v.trim() === '' ? undefined : Number(v);
   };
-  return { kind: (el.getAttribute('kind') as ExerciseKind | null) ?? undefined, kernel: el.getAttribute('kernel') ?? undefined, seed: num('seed'), count: num('count') };
+  return {
+    kind: (el.getAttribute('kind') as ExerciseKind | null) ?? undefined,
+    kernel: el.getAttribute('kernel') ?? undefined,
+    seed: num('seed'),
+    count: num('count'),
+  };
 }
 
 /** Registers `<reuseport-exercise>` once (the class is made here, so Node tests can import this module). */

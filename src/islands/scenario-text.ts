@@ -96,7 +96,8 @@ const en: ScenarioText = {
   load: 'Load ×',
   loadHint: 'Multiplies the arrival rate (0.1 to 4).',
   loadBad: 'Load must be a number from 0.1 to 4.',
-  progress: (run, runs, arrived, total) => `Simulating variant ${run + 1} of ${runs}: ${arrived.toLocaleString('en')} of ${total.toLocaleString('en')} connections arrived`,
+  progress: (run, runs, arrived, total) =>
+    `Simulating variant ${run + 1} of ${runs}: ${arrived.toLocaleString('en')} of ${total.toLocaleString('en')} connections arrived`,
   finished: (runs) => `Simulated ${runs} variant${runs === 1 ? '' : 's'} of the same workload.`,
   partial: 'Stopped early: the figures below cover only part of the run.',
   accepts: 'Connections accepted per worker',
@@ -105,12 +106,15 @@ const en: ScenarioText = {
   figureHead: 'Figure',
   depth: 'Deepest accept queue (connections) against time (ms), one line per queue',
   p99: 'Request latency p99 (ms) against time (ms)',
-  assumptions: (k) => `Which listener gets each SYN is the model's answer for Linux ${k}. Wake-up order follows the kernel's wait-queue rules; scheduling, wake-up latency and service times are modelled, not measured.`,
+  assumptions: (k) =>
+    `Which listener gets each SYN is the model's answer for Linux ${k}. Wake-up order follows the kernel's wait-queue rules; scheduling, wake-up latency and service times are modelled, not measured.`,
   unknown: (name, known) => `There is no scenario named "${name}". Known: ${known}.`,
   failed: (msg) => `The simulation failed: ${msg}`,
   table: 'Show the numbers as a table',
-  ranAs: (cpus, connections, kernel) => `Measured on this machine (Linux ${kernel}) with ${cpus} CPU${cpus === 1 ? '' : 's'} and ${connections.toLocaleString('en')} connections, the arrival rate scaled to the same load per CPU.`,
-  agreement: (se, sm, ld, lm, agrees) => `Against the simulator on the same workload with the calibrated parameters: share error ${se} (agreement needs ≤ ${sm}), latency distance ${ld} (≤ ${lm}). ${agrees ? 'They agree.' : 'They disagree.'}`,
+  ranAs: (cpus, connections, kernel) =>
+    `Measured on this machine (Linux ${kernel}) with ${cpus} CPU${cpus === 1 ? '' : 's'} and ${connections.toLocaleString('en')} connections, the arrival rate scaled to the same load per CPU.`,
+  agreement: (se, sm, ld, lm, agrees) =>
+    `Against the simulator on the same workload with the calibrated parameters: share error ${se} (agreement needs ≤ ${sm}), latency distance ${ld} (≤ ${lm}). ${agrees ? 'They agree.' : 'They disagree.'}`,
   scenarioTitle: {
     'six-connections': 'Six connections, three workers',
     'shared-queue-under-load': 'A shared queue under load',
@@ -135,7 +139,8 @@ const en: ScenarioText = {
     results: 'Closest scenarios',
     yours: 'Yours',
     shapeHead: ['', 'Concentration', 'Idle share', 'Evenness', 'Distance'],
-    shapeCaption: 'Concentration: 0 when even, 1 when one worker has everything. Idle share: workers with nothing. Evenness: Jain’s index from 0 to 1. Distance: the sum of the differences from yours.',
+    shapeCaption:
+      'Concentration: 0 when even, 1 when one worker has everything. Idle share: workers with nothing. Evenness: Jain’s index from 0 to 1. Distance: the sum of the differences from yours.',
     open: (title) => `Open “${title}”`,
     countsBad: (position, value) => `Count ${position} (“${value}”) is not a whole number from 0 to 10¹².`,
     countsCount: (n) => `Give 2 to 4096 counts, one per worker; there are ${n}.`,
@@ -180,7 +185,8 @@ const zh: ScenarioText = {
   load: '负载倍数',
   loadHint: '按此倍数调整连接到达速率（0.1 到 4）。',
   loadBad: '负载倍数必须是 0.1 到 4 之间的数。',
-  progress: (run, runs, arrived, total) => `正在模拟第 ${run + 1} 个变体（共 ${runs} 个）：已到达 ${arrived.toLocaleString('zh-CN')} / ${total.toLocaleString('zh-CN')} 个连接`,
+  progress: (run, runs, arrived, total) =>
+    `正在模拟第 ${run + 1} 个变体（共 ${runs} 个）：已到达 ${arrived.toLocaleString('zh-CN')} / ${total.toLocaleString('zh-CN')} 个连接`,
   finished: (runs) => `同一负载下共模拟了 ${runs} 个变体。`,
   partial: '已提前停止：下面的数字只覆盖了部分运行。',
   accepts: '每个 worker accept 的连接数',
@@ -189,12 +195,15 @@ const zh: ScenarioText = {
   figureHead: '指标',
   depth: 'accept 队列最大深度（连接数）随时间（毫秒）的变化，每个队列一条线',
   p99: '请求延迟 p99（毫秒）随时间（毫秒）的变化',
-  assumptions: (k) => `每个 SYN 交给哪个监听套接字，取自模型对 Linux ${k} 的计算；唤醒顺序遵循内核等待队列的规则；调度、唤醒延迟和服务时间是模型假设，并非实测。`,
+  assumptions: (k) =>
+    `每个 SYN 交给哪个监听套接字，取自模型对 Linux ${k} 的计算；唤醒顺序遵循内核等待队列的规则；调度、唤醒延迟和服务时间是模型假设，并非实测。`,
   unknown: (name, known) => `没有名为“${name}”的场景。现有场景：${known}。`,
   failed: (msg) => `模拟失败：${msg}`,
   table: '以表格显示数字',
-  ranAs: (cpus, connections, kernel) => `实测在本机（Linux ${kernel}）上进行，使用 ${cpus} 个 CPU、${connections.toLocaleString('zh-CN')} 个连接，到达速率按每个 CPU 负载相同进行了缩放。`,
-  agreement: (se, sm, ld, lm, agrees) => `与模拟器在相同负载、校准参数下的结果相比：份额误差 ${se}（一致要求 ≤ ${sm}），延迟距离 ${ld}（≤ ${lm}）。${agrees ? '两者一致。' : '两者不一致。'}`,
+  ranAs: (cpus, connections, kernel) =>
+    `实测在本机（Linux ${kernel}）上进行，使用 ${cpus} 个 CPU、${connections.toLocaleString('zh-CN')} 个连接，到达速率按每个 CPU 负载相同进行了缩放。`,
+  agreement: (se, sm, ld, lm, agrees) =>
+    `与模拟器在相同负载、校准参数下的结果相比：份额误差 ${se}（一致要求 ≤ ${sm}），延迟距离 ${ld}（≤ ${lm}）。${agrees ? '两者一致。' : '两者不一致。'}`,
   scenarioTitle: {
     'six-connections': '三个 worker，六个连接',
     'shared-queue-under-load': '负载下的共享队列',
@@ -219,7 +228,8 @@ const zh: ScenarioText = {
     results: '最接近的场景',
     yours: '你的数据',
     shapeHead: ['', '集中度', '空闲比例', '均匀度', '距离'],
-    shapeCaption: '集中度：完全均匀时为 0，全部落在一个 worker 上时为 1。空闲比例：一个连接都没有的 worker 所占比例。均匀度：Jain 指数，取值 0 到 1。距离：与你的数据各项差值之和。',
+    shapeCaption:
+      '集中度：完全均匀时为 0，全部落在一个 worker 上时为 1。空闲比例：一个连接都没有的 worker 所占比例。均匀度：Jain 指数，取值 0 到 1。距离：与你的数据各项差值之和。',
     open: (title) => `打开“${title}”`,
     countsBad: (position, value) => `第 ${position} 个数（“${value}”）不是 0 到 10¹² 之间的整数。`,
     countsCount: (n) => `请给出 2 到 4096 个数，每个 worker 一个；现在有 ${n} 个。`,

@@ -27,11 +27,11 @@ export interface ScenarioOptions {
   load?: number;
 }
 
-
 /** The workload at `load` times its arrival rate, with `seed`. */
 function scaled(s: Scenario, seed: number, load: number): Scenario {
   const a = s.arrivals;
-  const arrivals = a.kind === 'poisson' || a.kind === 'bursty' ? { ...a, ratePerSec: a.ratePerSec * load } : a.kind === 'paced' ? { ...a, gapUs: a.gapUs / load } : a;
+  const arrivals =
+    a.kind === 'poisson' || a.kind === 'bursty' ? { ...a, ratePerSec: a.ratePerSec * load } : a.kind === 'paced' ? { ...a, gapUs: a.gapUs / load } : a;
   return { ...s, seed, arrivals };
 }
 
@@ -76,7 +76,8 @@ async function measuredOf(name: string, el: HTMLElement): Promise<Measured> {
       if (cal.ok) {
         const c = (await cal.json()) as { shareThreshold: number; latencyThreshold: number; runs: ({ scenario: string; variant: string } & Agreement)[] };
         out.thresholds = { share: c.shareThreshold, latency: c.latencyThreshold };
-        for (const r of c.runs ?? []) if (r.scenario === name) out.agreement[r.variant] = { shareError: r.shareError, latencyDistance: r.latencyDistance, agrees: r.agrees };
+        for (const r of c.runs ?? [])
+          if (r.scenario === name) out.agreement[r.variant] = { shareError: r.shareError, latencyDistance: r.latencyDistance, agrees: r.agrees };
       }
     }
     return out;
@@ -84,7 +85,6 @@ async function measuredOf(name: string, el: HTMLElement): Promise<Measured> {
     return NONE;
   }
 }
-
 
 function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: string, m: Measured): void {
   const measuredKernel = m.kernel;
@@ -98,7 +98,12 @@ function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: 
   bars.append(h('figcaption', '', hasMeasured ? t.sharesLabel : t.accepts));
   if (hasMeasured) {
     const key = bars.appendChild(h('p', 'rl-sc-key'));
-    key.append(h('span', 'rl-sc-swatch rl-sc-sim'), document.createTextNode(t.simulated), h('span', 'rl-sc-swatch rl-sc-meas'), document.createTextNode(t.measuredShort));
+    key.append(
+      h('span', 'rl-sc-swatch rl-sc-sim'),
+      document.createTextNode(t.simulated),
+      h('span', 'rl-sc-swatch rl-sc-meas'),
+      document.createTextNode(t.measuredShort),
+    );
   }
   // Runs of different lengths compare as shares of their own totals.
   const share = (xs: (number | undefined)[]) => {
@@ -124,7 +129,13 @@ function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: 
   const ag = m.agreement[c.variant.id];
   if (hasMeasured && ag && m.thresholds) {
     const f = (v: number) => v.toLocaleString(lang, { maximumFractionDigits: 3 });
-    card.append(h('p', `rl-sc-agree ${ag.agrees ? 'rl-sc-yes' : 'rl-sc-no'}`, t.agreement(f(ag.shareError), f(m.thresholds.share), f(ag.latencyDistance), f(m.thresholds.latency), ag.agrees)));
+    card.append(
+      h(
+        'p',
+        `rl-sc-agree ${ag.agrees ? 'rl-sc-yes' : 'rl-sc-no'}`,
+        t.agreement(f(ag.shareError), f(m.thresholds.share), f(ag.latencyDistance), f(m.thresholds.latency), ag.agrees),
+      ),
+    );
   }
   const charts = card.appendChild(h('div', 'rl-sc-charts'));
   const depth = charts.appendChild(h('figure', 'rl-sc-fig'));

@@ -137,7 +137,9 @@ test('syn: answering every question as reuseport-agent predicts scores 5 of 5, w
   await expect(w.locator('.rl-ex-final')).toBeFocused();
   const ev = await events(page);
   expect(ev.filter((e) => e.type === 'started')).toEqual([{ type: 'started', kind: 'syn', detail: { kind: 'syn', kernel: '6.18', seed: 1, count: 5 } }]);
-  expect(ev.filter((e) => e.type === 'answered').map((e) => e.detail)).toEqual(want.map((l, i) => ({ kind: 'syn', question: i, choice: l, correct: true, expected: l, hinted: false })));
+  expect(ev.filter((e) => e.type === 'answered').map((e) => e.detail)).toEqual(
+    want.map((l, i) => ({ kind: 'syn', question: i, choice: l, correct: true, expected: l, hinted: false })),
+  );
   expect(ev.filter((e) => e.type === 'completed').map((e) => e.detail)).toEqual([{ kind: 'syn', seed: 1, score: 5, total: 5 }]);
   expect(ev.filter((e) => e.type === 'error')).toEqual([]);
 });
@@ -224,7 +226,9 @@ test('bind: each answer is reuseport-agent’s, with its rule and the conflictin
   }
   await expect(w.locator('.rl-ex-final')).toHaveText('You answered 3 of 5 correctly.');
   const ev = await events(page);
-  expect(ev.filter((e) => e.type === 'answered').map((e) => [e.detail.question, e.detail.expected, e.detail.correct])).toEqual(outcomes.map((o, i) => [i, o, i % 2 === 0]));
+  expect(ev.filter((e) => e.type === 'answered').map((e) => [e.detail.question, e.detail.expected, e.detail.correct])).toEqual(
+    outcomes.map((o, i) => [i, o, i % 2 === 0]),
+  );
   expect(ev.filter((e) => e.type === 'completed').map((e) => e.detail)).toEqual([{ kind: 'bind', seed: 1, score: 3, total: 5 }]);
 });
 
@@ -259,7 +263,9 @@ test('model: the histogram shown is the simulator’s run of the variant marked 
   await expect(w.locator('.rl-ex-final')).toHaveText('You answered 4 of 5 correctly.');
   const ev = await events(page);
   expect(ev.filter((e) => e.type === 'started').map((e) => e.detail)).toEqual([{ kind: 'model', kernel: '6.18', seed: 1, count: 5 }]);
-  expect(ev.filter((e) => e.type === 'answered').map((e) => [e.detail.question, e.detail.expected, e.detail.correct])).toEqual(want.map((v, i) => [i, v, i !== 1]));
+  expect(ev.filter((e) => e.type === 'answered').map((e) => [e.detail.question, e.detail.expected, e.detail.correct])).toEqual(
+    want.map((v, i) => [i, v, i !== 1]),
+  );
   expect(ev.filter((e) => e.type === 'completed').map((e) => e.detail)).toEqual([{ kind: 'model', seed: 1, score: 4, total: 5 }]);
 });
 

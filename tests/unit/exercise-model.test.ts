@@ -78,7 +78,8 @@ describe('accept-model exercise', () => {
       for (const seed of [1, 77, 4_000_000_001]) {
         const reports = p.choices.map((id) => run({ ...view.scenarios[view.variants.findIndex((v) => v.id === id)]!, seed }));
         for (let i = 0; i < reports.length; i++)
-          for (let j = i + 1; j < reports.length; j++) if (tellApart(reports[i]!, reports[j]!) === null) undecided.push(`${p.scenario} seed ${seed}: ${p.choices[i]} vs ${p.choices[j]}`);
+          for (let j = i + 1; j < reports.length; j++)
+            if (tellApart(reports[i]!, reports[j]!) === null) undecided.push(`${p.scenario} seed ${seed}: ${p.choices[i]} vs ${p.choices[j]}`);
       }
     }
     expect(undecided).toEqual([]);

@@ -29,7 +29,19 @@ const hex = (n: number) => `0x${n.toString(16).padStart(8, '0')}`;
 
 /** The agent's answer for one SYN question's group and tuple. */
 function agentSyn(q: SynQuestion): { listener: number | null; hash: string } {
-  const args = ['predict', '--kernel', q.kernel, '--proto', 'tcp', '--listeners', String(q.listeners), '--secret', hex(q.secret), '--bind', `${q.bind}:${q.port}`];
+  const args = [
+    'predict',
+    '--kernel',
+    q.kernel,
+    '--proto',
+    'tcp',
+    '--listeners',
+    String(q.listeners),
+    '--secret',
+    hex(q.secret),
+    '--bind',
+    `${q.bind}:${q.port}`,
+  ];
   if (q.closed.length) args.push('--closed', q.closed.join(','));
   const out = execFileSync(AGENT, args, { input: `${q.tuple.saddr} ${q.tuple.sport} ${q.tuple.daddr} ${q.tuple.dport}\n`, encoding: 'utf8' });
   return JSON.parse(out.trim()) as { listener: number | null; hash: string };
@@ -52,7 +64,8 @@ function agentCalls(q: BindQuestion, n: number): AgentCall[] {
 
 describe('exercise questions', () => {
   it('a seed gives the same questions every time, and another seed other questions', () => {
-    const strip = (qs: ReturnType<typeof questions>) => JSON.stringify(qs.map((q) => (q.kind === 'syn' ? [q.tuple, q.listeners, q.secret, q.closed, q.bind] : q.kind === 'bind' ? q.sockets : q.scenario)));
+    const strip = (qs: ReturnType<typeof questions>) =>
+      JSON.stringify(qs.map((q) => (q.kind === 'syn' ? [q.tuple, q.listeners, q.secret, q.closed, q.bind] : q.kind === 'bind' ? q.sockets : q.scenario)));
     expect(strip(questions('syn', 7, 5))).toBe(strip(questions('syn', 7, 5)));
     expect(strip(questions('bind', 7, 5))).toBe(strip(questions('bind', 7, 5)));
     expect(strip(questions('syn', 7, 5))).not.toBe(strip(questions('syn', 8, 5)));
