@@ -4,7 +4,7 @@
 // (which does not compress: the "text compression" audit is the host's job).
 // Prints numbers; never fails on them. Lighthouse 12 (the last for Node 20)
 // is fetched by npx on first use, not installed with the project (185 MB).
-// Usage: node scripts/bench-lighthouse.mjs [--no-build] [--runs N] [paths…]
+// Usage: node scripts/bench-lighthouse.mjs [--no-build] [--dist DIR] [--runs N] [paths…]
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,16 +15,16 @@ import { servePreview } from './bench-util.mjs';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { 'no-build': { type: 'boolean', default: false }, runs: { type: 'string', default: '1' } },
+  options: { 'no-build': { type: 'boolean', default: false }, dist: { type: 'string', default: 'dist' }, runs: { type: 'string', default: '1' } },
 });
 const root = fileURLToPath(new URL('..', import.meta.url));
 const paths = positionals.length
   ? positionals
   : ['/', '/dispatch/', '/lookup/', '/hash/', '/scenarios/', '/scenarios/slow-worker/', '/paste/', '/traces/', '/embedding/', '/zh-cn/', '/embed/dispatch/'];
 const runs = Math.max(1, Math.min(5, Number(values.runs) || 1));
-if (!values['no-build']) execFileSync('npx', ['astro', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
+if (!values['no-build']) execFileSync('npx', ['astro', 'build', '--silent', '--outDir', values.dist], { cwd: root, stdio: 'inherit' });
 
-const { base, stop } = await servePreview(root);
+const { base, stop } = await servePreview(root, '/', values.dist);
 const dir = mkdtempSync(join(tmpdir(), 'rl-lh-'));
 try {
   for (const path of paths) {

@@ -489,7 +489,11 @@ impl Simulation {
             return;
         }
         // sk_acceptq_is_full (include/net/sock.h, 6.18): more than the
-        // backlog waiting; tcp_conn_request drops the SYN.
+        // backlog waiting; tcp_conn_request (net/ipv4/tcp_input.c, 6.18)
+        // drops the SYN. SYN cookies do not change this: the cookie
+        // decision, taken when the SYN queue is full or tcp_syncookies=2,
+        // comes first, and the full accept queue drops the SYN either way.
+        // The SYN queue itself never fills here (handshakes are instant).
         if self.queues[qi].conns.len() as u64 > self.s.backlog as u64 {
             self.outcomes.syn_drops += 1;
             let b = self.bucket(self.now);
