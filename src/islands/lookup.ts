@@ -327,13 +327,20 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
       .text((d) => d);
     if (good.length > 1000) results.append('p').text(t.firstRows(good.length));
 
+    // A card is drawn when its details first opens: fifty closed cards of a
+    // long chain's scan would be tens of thousands of rows nobody asked for.
     for (const a of good.slice(0, MAX_DETAILED)) {
-      const det = results
-        .append('details')
-        .attr('class', 'rl-explain')
-        .property('open', good.length === 1);
+      const det = results.append('details').attr('class', 'rl-explain');
       det.append('summary').text(t.detail(a.line, a.explain.listener === null ? t.none : String(a.explain.listener)));
-      renderExplain(det.append('div').node()!, explainView(a.explain, lang), 3, t.card);
+      const body = det.append('div').node()!;
+      const draw = () => {
+        if (!body.hasChildNodes()) renderExplain(body, explainView(a.explain, lang), 3, t.card);
+      };
+      det.on('toggle', draw);
+      if (good.length === 1) {
+        draw();
+        det.property('open', true);
+      }
     }
     if (good.length > MAX_DETAILED) results.append('p').text(t.detailedFirst(MAX_DETAILED));
   };

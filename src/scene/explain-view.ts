@@ -88,6 +88,9 @@ interface Words {
   ruleText: string;
   chain: string;
   chainHead: string[];
+  /** The chain's listeners the record leaves out: past its first `shown`, those that did not take the lead. */
+  chainOmitted: (omitted: number, shown: number) => string;
+  notListed: string;
 }
 
 const EN: Words = {
@@ -127,6 +130,8 @@ const EN: Words = {
     'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its next_pseudo_random32 steps',
   chain: 'Chain, newest listener first',
   chainHead: ['position', 'listener', 'score', 'matches', 'phash', 'scaled', 'what happened'],
+  chainOmitted: (omitted, shown) => `${omitted.toLocaleString('en')} listeners: past the first ${shown}, only those that took the lead are listed`,
+  notListed: 'Not listed',
 };
 
 const ZH: Words = {
@@ -166,6 +171,8 @@ const ZH: Words = {
     '先取第一个得分最高的套接字；之后每个得分相同的套接字，在 reciprocal_scale(phash, matches) = 0 时替换它，其中 phash 起初为哈希值，之后依次为其 next_pseudo_random32 结果',
   chain: '链表，最新的监听套接字在前',
   chainHead: ['位置', '监听套接字', '得分', '匹配数', 'phash', '缩放值', '发生了什么'],
+  chainOmitted: (omitted, shown) => `${omitted.toLocaleString('zh-CN')} 个监听套接字：前 ${shown} 个之后，只列出取得领先的那些`,
+  notListed: '未列出',
 };
 
 const wordsOf = (lang: Lang): Words => (lang === 'zh-CN' ? ZH : EN);
@@ -229,6 +236,12 @@ export function countByListener(listeners: (number | null)[]): { listener: numbe
   return [...m.entries()].sort((a, b) => (a[0] ?? Infinity) - (b[0] ?? Infinity)).map(([listener, count]) => ({ listener, count }));
 }
 
+/** How many of the chain's first listeners the record lists in full (up to the first position it skips). */
+function listedInFull(steps: readonly { position: number }[]): number {
+  const gap = steps.findIndex((s, i) => s.position !== i);
+  return gap === -1 ? steps.length : gap;
+}
+
 /** The selection steps as sections: a program, then what it handed over to. */
 function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
   const w = wordsOf(lang);
@@ -269,7 +282,10 @@ function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
     {
       title: w.reservoirTitle,
       source: say(lang, 'kernel_source', pick.source),
-      rows: [{ label: w.rule, value: w.ruleText }],
+      rows: [
+        { label: w.rule, value: w.ruleText },
+        ...(pick.omitted > 0 ? [{ label: w.notListed, value: w.chainOmitted(pick.omitted, listedInFull(pick.steps)) }] : []),
+      ],
       tables: [
         {
           caption: w.chain,

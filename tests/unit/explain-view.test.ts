@@ -31,6 +31,22 @@ describe('explain view (scene, no DOM)', () => {
     expect(v.slot).toBeNull();
   });
 
+  it('lists a long chain up to a bound and says how many listeners it leaves out', () => {
+    const n = 5000;
+    const e = new Group('4.4', { proto: 'tcp', listeners: n, bind: '127.0.0.1', port: 8080 }).explain(T);
+    const v = explainView(e);
+    const section = v.sections[2]!;
+    const chain = section.tables[0]!;
+    // The first 256 positions in full, then only listeners that took the lead.
+    expect(chain.rows.slice(0, 256).map((r) => r[0])).toEqual(Array.from({ length: 256 }, (_, i) => String(i)));
+    expect(chain.rows.length).toBeLessThan(256 + 50);
+    expect(chain.rows[chain.highlight!]![1]).toBe(String(e.listener));
+    const notListed = section.rows.find((r) => r.label === 'Not listed')!;
+    const omitted = Number(notListed.value.match(/^([\d,]+) listeners/)![1]!.replaceAll(',', ''));
+    expect(chain.rows.length + omitted).toBe(n);
+    expect(notListed.value).toContain('past the first 256');
+  });
+
   it('counts connections per listener, none last', () => {
     expect(countByListener([2, 0, 2, null, 0, 2])).toEqual([
       { listener: 0, count: 2 },

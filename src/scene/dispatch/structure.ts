@@ -102,7 +102,7 @@ function pickText(p: SelectionPath, lang: Lang): string {
   if (p.kind === 'by_hash') return `× ${p.numSocks} = 0x${p.productHex}, >> 32 = slot ${p.scaled}`;
   if (p.kind === 'program')
     return `${say(lang, 'program_summary', p.program)}: ${say(lang, 'program_return', p.returned)}${p.then ? `; then ${pickText(p.then, lang)}` : ''}`;
-  return `reservoir scan over ${p.steps.length} listeners`;
+  return `reservoir scan over ${p.steps.length + p.omitted} listeners`;
 }
 
 /** The hash marker's label: the model's hash, product and slot for one packet. */

@@ -106,10 +106,21 @@ pub enum Pick {
     Reservoir {
         /// Kernel function, file and release.
         source: KernelSource,
-        /// Each listener on the chain, in chain order (newest first).
+        /// The listeners on the chain, in chain order (newest first): the
+        /// first [`EXPLAIN_STEPS`], then only those that took the lead, so the
+        /// chosen one is always here.
         steps: Vec<ReservoirStep>,
+        /// Listeners the scan visited that `steps` leaves out (past the first
+        /// [`EXPLAIN_STEPS`], not taken): `steps.len() + omitted` is the
+        /// chain's length.
+        omitted: u32,
     },
 }
+
+/// How many reservoir steps an explain record lists before it keeps only
+/// the steps that took the lead: a bound of the record (a chain can hold a
+/// million listeners, and a step a line of output each), not of the scan.
+pub const EXPLAIN_STEPS: u32 = 256;
 
 /// One slot visited by select-by-hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GroupError, SetupError};
-use crate::explain::{Explain, GroupSummary, Pick, ReservoirStep, RingStep};
+use crate::explain::{Explain, GroupSummary, Pick, ReservoirStep, RingStep, EXPLAIN_STEPS};
 use crate::group::{AddEffect, SockArray};
 use crate::hash::{self, hex, HashTrace, Keys};
 use crate::jhash::{next_pseudo_random32, reciprocal_scale};
@@ -1228,6 +1228,7 @@ impl ReuseportGroup {
                 if record {
                     o.pick = Some(Pick::Reservoir {
                         source: self.reservoir_source(),
+                        omitted: (c.len() - steps.len()) as u32,
                         steps,
                     });
                 }
@@ -1308,6 +1309,7 @@ impl ReuseportGroup {
                         // The caller's reservoir scan over listening_hash (4.5 – 4.15).
                         let inner = Pick::Reservoir {
                             source: self.reservoir_source(),
+                            omitted: (chain.len() - steps.len()) as u32,
                             steps,
                         };
                         o.pick = Some(describe(
@@ -1561,6 +1563,8 @@ impl ReuseportGroup {
     }
 
     /// The reservoir scan (3.9–4.5 TCP, 3.9–4.4 UDP; kernel-history.md §4.1).
+    /// `rec` gets the first [`EXPLAIN_STEPS`] steps and every later one that
+    /// took the lead; the scan itself visits the whole chain.
     fn reservoir(
         &self,
         chain: &[u32],
@@ -1576,7 +1580,7 @@ impl ReuseportGroup {
         for (pos, &l) in chain.iter().enumerate() {
             let m = &self.members[l as usize];
             if m.connected {
-                if let Some(r) = rec.as_deref_mut() {
+                if let Some(r) = rec.as_deref_mut().filter(|_| (pos as u32) < EXPLAIN_STEPS) {
                     r.push(ReservoirStep {
                         position: pos as u32,
                         listener: l,
@@ -1610,7 +1614,10 @@ impl ReuseportGroup {
             } else {
                 (false, None)
             };
-            if let Some(r) = rec.as_deref_mut() {
+            if let Some(r) = rec
+                .as_deref_mut()
+                .filter(|_| taken || (pos as u32) < EXPLAIN_STEPS)
+            {
                 let scaled = tested.map(|x| reciprocal_scale(x, matches));
                 let outcome = match (tested, scaled) {
                     (Some(x), Some(0)) => ReservoirOutcome::EqualTaken {
