@@ -30,7 +30,7 @@ export function currentSettings(host: HTMLElement): Record<string, string | bool
   const provided = settingsOf.get(host);
   if (provided) return provided();
   const out: Record<string, string | boolean> = {};
-  for (const a of host.attributes) if (!['class', 'style', 'id', 'data-state', 'from-url'].includes(a.name)) out[a.name] = a.value === '' ? true : a.value;
+  for (const a of host.attributes) if (!['class', 'style', 'id', 'data-state', 'data-mounted', 'from-url'].includes(a.name)) out[a.name] = a.value === '' ? true : a.value;
   return out;
 }
 
@@ -95,6 +95,8 @@ export function islandElement<O>(
         (d) => {
           if (gen === this.#gen && this.isConnected) {
             this.#dispose = d;
+            // The page's stylesheet holds the widget's place until now (no layout shift while it loads).
+            this.toggleAttribute('data-mounted', true);
             if (!isEmbedded()) this.#panel = embedPanel(this, shadow);
             emit(target, 'ready', { widget: this.localName });
           } else d();
@@ -106,6 +108,7 @@ export function islandElement<O>(
           p.setAttribute('role', 'alert');
           p.textContent = `This widget failed to start: ${err instanceof Error ? err.message : String(err)}`;
           target.replaceChildren(p);
+          this.toggleAttribute('data-mounted', true);
           emit(target, 'error', { message: p.textContent });
         },
       );
