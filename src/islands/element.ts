@@ -30,7 +30,8 @@ export function currentSettings(host: HTMLElement): Record<string, string | bool
   const provided = settingsOf.get(host);
   if (provided) return provided();
   const out: Record<string, string | boolean> = {};
-  for (const a of host.attributes) if (!['class', 'style', 'id', 'data-state', 'data-mounted', 'from-url'].includes(a.name)) out[a.name] = a.value === '' ? true : a.value;
+  for (const a of host.attributes)
+    if (!['class', 'style', 'id', 'data-state', 'data-mounted', 'from-url'].includes(a.name)) out[a.name] = a.value === '' ? true : a.value;
   return out;
 }
 
