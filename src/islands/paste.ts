@@ -234,8 +234,11 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   const setStatus = (s: string) => {
     status.textContent = s;
   };
-  const fail = (messages: string[]) => {
+  // Refused URL parameters stay named beside later problems until the reader submits the form.
+  let urlProblems: string[] = [];
+  const fail = (given: string[]) => {
     errors.replaceChildren();
+    const messages = [...urlProblems, ...given];
     if (!messages.length) return;
     const ul = el('ul');
     ul.setAttribute('role', 'alert');
@@ -842,6 +845,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   // ---- events ---------------------------------------------------------------
   const onSubmit = (e: Event) => {
     e.preventDefault();
+    urlProblems = [];
     void analyse();
   };
   const onCancel = () => session.stop();
@@ -895,7 +899,8 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
 
   if (options.fromUrl) {
     const st = readUrlState(location.href);
-    if (st.errors.length) fail(st.errors.map((e) => t.urlBad(e.param, e.value)));
+    urlProblems = st.errors.map((e) => t.urlBad(e.param, e.value));
+    fail([]);
     const v = st.state;
     if (v.kernel) kernel.value = v.kernel;
     if (v.proto) proto.value = v.proto;
