@@ -90,9 +90,35 @@ impl Bucket {
         }
     }
 
-    /// The first socket (in bind order) of each class whose address can
-    /// overlap `addr`'s, leaving out `except`: one representative per class.
-    pub(super) fn candidates(&self, addr: IpAddr, except: usize) -> Vec<usize> {
+    /// One socket of each class whose address can overlap `addr`'s, other
+    /// than `except`, in the order of UDP's port slot (`hslot`), which
+    /// `udp_lib_get_port` fills at the head, except that, when
+    /// `v6_reuseport_tail`, AF_INET6 SO_REUSEPORT sockets go to the tail
+    /// (net/ipv4/udp.c): the newest head socket of each class first, then
+    /// the oldest tail socket.
+    pub(super) fn slot_order(
+        &self,
+        addr: IpAddr,
+        except: usize,
+        v6_reuseport_tail: bool,
+    ) -> Vec<usize> {
+        let (mut head, mut tail) = (Vec::new(), Vec::new());
+        for classes in self.lists(addr) {
+            for (class, set) in classes {
+                if v6_reuseport_tail && class.inet6 && class.reuseport {
+                    tail.extend(set.iter().copied().find(|&j| j != except));
+                } else {
+                    head.extend(set.iter().rev().copied().find(|&j| j != except));
+                }
+            }
+        }
+        head.sort_unstable_by(|a, b| b.cmp(a));
+        tail.sort_unstable();
+        head.extend(tail);
+        head
+    }
+
+    fn lists(&self, addr: IpAddr) -> Vec<&BTreeMap<Class, BTreeSet<usize>>> {
         let wildcard = match addr {
             IpAddr::V4(v) => v.is_unspecified(),
             IpAddr::V6(v) => v == Ipv6Addr::UNSPECIFIED,
@@ -107,7 +133,14 @@ impl Bucket {
                 lists.extend(self.by_addr.get(&WILDCARD));
             }
         }
-        let mut out: Vec<usize> = lists
+        lists
+    }
+
+    /// The first socket (in bind order) of each class whose address can
+    /// overlap `addr`'s, leaving out `except`: one representative per class.
+    pub(super) fn candidates(&self, addr: IpAddr, except: usize) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .lists(addr)
             .into_iter()
             .flat_map(|classes| classes.values())
             .filter_map(|set| set.iter().copied().find(|&j| j != except))

@@ -338,6 +338,8 @@ pub struct Host {
     /// Groups per (protocol, port, bound address), for the join rule (which
     /// needs exactly the same address).
     groups_on: BTreeMap<(Proto, u16, IpAddr), Vec<usize>>,
+    /// The TCP bind bucket's fast-path state per port.
+    tcp_tb: BTreeMap<u16, TbFast>,
     sk_lookup: Option<SkLookup>,
     keys: Keys,
 }
@@ -353,45 +355,123 @@ fn v4_view(s: &SocketSpec) -> Option<Ipv4Addr> {
     }
 }
 
-/// `inet_rcv_saddr_equal(sk, sk2, match_wildcard = true)`: whether two
-/// bound addresses overlap for the bind-conflict rules.
-fn overlaps(a: &SocketSpec, b: &SocketSpec) -> bool {
-    match (a.family, b.family) {
-        (Family::Inet, Family::Inet) => {
-            let (x, y) = (v4_view(a).unwrap(), v4_view(b).unwrap());
-            x.is_unspecified() || y.is_unspecified() || x == y
-        }
-        (Family::Inet6, Family::Inet6) => {
-            let (x, y) = (as_v6(a.addr), as_v6(b.addr));
-            let mapped = |v: Ipv6Addr| v.to_ipv4_mapped().is_some();
-            if x == y {
-                return true;
-            }
-            // A v6only wildcard does not cover v4-mapped addresses.
-            if x.is_unspecified() {
-                return !(a.v6only && mapped(y));
-            }
-            if y.is_unspecified() {
-                return !(b.v6only && mapped(x));
-            }
-            false
-        }
-        _ => {
-            let (v4, v6) = if a.family == Family::Inet {
-                (a, b)
-            } else {
-                (b, a)
-            };
-            match v4_view(v6) {
-                Some(m) => {
-                    let x = v4_view(v4).unwrap();
-                    m.is_unspecified() || x.is_unspecified() || m == x
+/// What the bind rules read of a socket's bound address: `sk_v6_rcv_saddr`
+/// (AF_INET6 only), `sk_rcv_saddr` and `ipv6_only_sock`. An AF_INET6
+/// socket bound to `::` has the IPv4 address 0 and one bound to
+/// `::ffff:a.b.c.d` has `a.b.c.d`; any other IPv6 address gets
+/// `LOOPBACK4_IPV6` (127.0.0.6), "invalid" as an IPv4 address
+/// (`__inet6_bind`, net/ipv6/af_inet6.c, every release).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rcv {
+    v6: Option<Ipv6Addr>,
+    v4: Ipv4Addr,
+    v6only: bool,
+}
+
+impl Rcv {
+    fn of(s: &SocketSpec) -> Rcv {
+        match (s.family, s.addr) {
+            (Family::Inet6, a) => {
+                let v6 = as_v6(a);
+                let v4 = if v6.is_unspecified() {
+                    Ipv4Addr::UNSPECIFIED
+                } else {
+                    v6.to_ipv4_mapped().unwrap_or(Ipv4Addr::new(127, 0, 0, 6))
+                };
+                Rcv {
+                    v6: Some(v6),
+                    v4,
+                    v6only: s.v6only,
                 }
-                None => false,
             }
+            (Family::Inet, a) => Rcv {
+                v6: None,
+                v4: match a {
+                    IpAddr::V4(v) => v,
+                    IpAddr::V6(v) => v.to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED),
+                },
+                v6only: false,
+            },
         }
     }
 }
+
+/// `ipv4_rcv_saddr_equal` (net/ipv4/inet_connection_sock.c; the two
+/// wildcard flags from 5.7, one before, which callers pass twice).
+fn ipv4_rcv_saddr_equal(a: Ipv4Addr, b: Ipv4Addr, b_v6only: bool, w1: bool, w2: bool) -> bool {
+    if b_v6only {
+        return false;
+    }
+    a == b || (w1 && a.is_unspecified()) || (w2 && b.is_unspecified())
+}
+
+/// `ipv6_rcv_saddr_equal` (net/ipv4/inet_connection_sock.c): `b` without an
+/// IPv6 address (an AF_INET socket) counts as v4-mapped.
+fn ipv6_rcv_saddr_equal(a: Rcv, b: Rcv, w1: bool, w2: bool) -> bool {
+    let a6 = a.v6.unwrap_or(Ipv6Addr::UNSPECIFIED);
+    let mapped = |v: Ipv6Addr| v.to_ipv4_mapped().is_some();
+    let a_any = a6.is_unspecified();
+    let a_mapped = mapped(a6);
+    let (b_any, b_mapped) = match b.v6 {
+        Some(b6) => (b6.is_unspecified(), mapped(b6)),
+        None => (false, true),
+    };
+    if a_mapped && b_mapped {
+        return ipv4_rcv_saddr_equal(a.v4, b.v4, b.v6only, w1, w2);
+    }
+    if a_any && b_any {
+        return true;
+    }
+    if b_any && w2 && !(b.v6only && a_mapped) {
+        return true;
+    }
+    if a_any && w1 && !(a.v6only && b_mapped) {
+        return true;
+    }
+    b.v6 == Some(a6)
+}
+
+/// `inet_rcv_saddr_equal(sk, sk2, ..)` with the wildcard flags for `sk`
+/// (`a`) and `sk2` (`b`), by `sk`'s family.
+fn rcv_saddr_equal(a: Rcv, b: Rcv, w1: bool, w2: bool) -> bool {
+    match a.v6 {
+        Some(_) => ipv6_rcv_saddr_equal(a, b, w1, w2),
+        None => ipv4_rcv_saddr_equal(a.v4, b.v4, b.v6only, w1, w2),
+    }
+}
+
+/// `inet_rcv_saddr_equal(sk, sk2, match_wildcard = true)`: whether the
+/// binding socket `a` overlaps the earlier `b` for the bind-conflict rules.
+fn overlaps(a: &SocketSpec, b: &SocketSpec) -> bool {
+    rcv_saddr_equal(Rcv::of(a), Rcv::of(b), true, true)
+}
+
+/// An IPv6 address other than `::` and `::ffff:a.b.c.d`: binding it sets
+/// IPV6_V6ONLY on the socket (`__inet6_bind`, net/ipv6/af_inet6.c; in
+/// `inet6_bind` before 4.17; every release). Two sockets on `::1` are then
+/// both v6only for the join rule whatever the option said.
+fn binds_v6only(s: &SocketSpec) -> bool {
+    match (s.family, s.addr) {
+        (Family::Inet6, IpAddr::V6(v6)) => !v6.is_unspecified() && v6.to_ipv4_mapped().is_none(),
+        _ => false,
+    }
+}
+
+/// The TCP bind bucket's fast-path state for one port (`struct
+/// inet_bind_bucket` `fastreuse`, `fastreuseport`, `fastuid`, `fast_*`;
+/// include/net/inet_hashtables.h), kept between calls as the kernel does.
+#[derive(Debug, Clone, Copy, Default)]
+struct TbFast {
+    owners: usize,
+    fastreuse: bool,
+    /// 0, `FASTREUSEPORT_ANY` (1) or `FASTREUSEPORT_STRICT` (2).
+    fastreuseport: u8,
+    fastuid: u32,
+    fast: Option<Rcv>,
+}
+
+const FASTREUSEPORT_ANY: u8 = 1;
+const FASTREUSEPORT_STRICT: u8 = 2;
 
 fn as_v6(a: IpAddr) -> Ipv6Addr {
     match a {
@@ -510,7 +590,10 @@ impl Host {
                 .sockets
                 .iter()
                 .map(|s| Sock {
-                    spec: s.clone(),
+                    spec: SocketSpec {
+                        v6only: s.v6only || binds_v6only(s),
+                        ..s.clone()
+                    },
                     bound: false,
                     listening: false,
                     group: None,
@@ -526,6 +609,7 @@ impl Host {
             addr_list: BTreeMap::new(),
             bucket: BTreeMap::new(),
             groups_on: BTreeMap::new(),
+            tcp_tb: BTreeMap::new(),
             sk_lookup: layout.sk_lookup.clone(),
             keys: layout.keys,
         };
@@ -554,6 +638,7 @@ impl Host {
             match refused {
                 Some(r) => host.socks[i].bind_refusal = Some(r),
                 None => {
+                    host.tcp_fast_update(i, false);
                     host.socks[i].bound = true;
                     let s = &host.socks[i].spec;
                     host.bucket
@@ -653,11 +738,34 @@ impl Host {
                 with: None,
             });
         }
-        for j in self.bound_on(s.proto, s.port, s.addr, i) {
+        if s.proto == Proto::Tcp && self.tcp_fast_path(i, false) {
+            return None;
+        }
+        let first_decides = s.proto == Proto::Udp && self.rules.udp_first_overlap_decides;
+        let walk = if first_decides {
+            self.bucket
+                .get(&(s.proto, s.port))
+                .map_or_else(Vec::new, |b| {
+                    b.slot_order(s.addr, i, self.rules.v6_reuseport_tail)
+                })
+        } else {
+            self.bound_on(s.proto, s.port, s.addr, i)
+        };
+        for j in walk {
             let o = &self.socks[j];
             let e = &o.spec;
             if j >= i || !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
                 continue;
+            }
+            if first_decides {
+                // udp_lib_lport_inuse (4.5+): the first socket without the
+                // SO_REUSEADDR exemption decides, and the walk ends there.
+                if s.reuseaddr && e.reuseaddr {
+                    continue;
+                }
+                if s.reuseport && e.reuseport && !in_group && e.uid == s.uid {
+                    return None;
+                }
             }
             let allowed = match s.proto {
                 Proto::Tcp => {
@@ -717,6 +825,16 @@ impl Host {
     /// Socket `i` is no longer bound: out of its bind bucket.
     fn unbind(&mut self, i: usize) {
         let s = &self.socks[i];
+        if s.bound && s.spec.proto == Proto::Tcp {
+            if let Some(tb) = self.tcp_tb.get_mut(&s.spec.port) {
+                tb.owners = tb.owners.saturating_sub(1);
+                if tb.owners == 0 {
+                    // inet_bind_bucket_destroy: the next owner starts afresh.
+                    self.tcp_tb.remove(&s.spec.port);
+                }
+            }
+        }
+        let s = &self.socks[i];
         if s.bound {
             let key = (s.spec.proto, s.spec.port);
             let class = Class::of(&s.spec, s.listening);
@@ -727,12 +845,99 @@ impl Host {
         self.socks[i].bound = false;
     }
 
+    /// `sk_reuseport_match(tb, sk)` (net/ipv4/inet_connection_sock.c): the
+    /// bucket's recorded SO_REUSEPORT owner covers socket `i`.
+    fn tcp_reuseport_match(&self, tb: &TbFast, i: usize) -> bool {
+        let s = &self.socks[i].spec;
+        let in_group =
+            self.rules.bind_needs_no_group && s.program.is_some() && s.program_before_bind;
+        if tb.fastreuseport == 0 || !s.reuseport || in_group || tb.fastuid != s.uid {
+            return false;
+        }
+        if tb.fastreuseport == FASTREUSEPORT_ANY || !self.rules.tcp_fast_strict {
+            return true;
+        }
+        let Some(fast) = tb.fast else {
+            return true;
+        };
+        // The recorded address may be a wildcard; the binding socket's may
+        // too before 5.7.
+        rcv_saddr_equal(fast, Rcv::of(s), true, self.rules.tcp_fast_sk_wildcard)
+    }
+
+    /// The fast path of `inet_csk_get_port` (net/ipv4/inet_connection_sock.c,
+    /// every release): with owners on the port, `tb->fastreuse` and a
+    /// SO_REUSEADDR socket that is not listening, or `sk_reuseport_match`,
+    /// succeed without the conflict scan. At `listen()` the socket counts
+    /// as listening, so only the second applies.
+    fn tcp_fast_path(&self, i: usize, listening: bool) -> bool {
+        let s = &self.socks[i].spec;
+        let Some(tb) = self.tcp_tb.get(&s.port) else {
+            return false;
+        };
+        if tb.owners == 0 {
+            return false;
+        }
+        let reuse = s.reuseaddr && !listening;
+        (tb.fastreuse && reuse) || self.tcp_reuseport_match(tb, i)
+    }
+
+    /// `inet_csk_update_fastreuse` (4.14+; inline in `inet_csk_get_port`
+    /// before): after a successful `bind()` or `listen()` of socket `i`.
+    fn tcp_fast_update(&mut self, i: usize, listening: bool) {
+        let s = &self.socks[i].spec;
+        if s.proto != Proto::Tcp {
+            return;
+        }
+        let port = s.port;
+        let tb = self.tcp_tb.get(&port).copied().unwrap_or_default();
+        let reuse = s.reuseaddr && !listening;
+        // hlist_empty(&tb->owners): at listen() the socket is already one.
+        let first = !listening && tb.owners == 0;
+        let mut new = tb;
+        let record = |t: &mut TbFast, mode: u8| {
+            t.fastreuseport = mode;
+            t.fastuid = s.uid;
+            t.fast = Some(Rcv::of(s));
+        };
+        if first {
+            new.fastreuse = reuse;
+            if s.reuseport {
+                record(&mut new, FASTREUSEPORT_ANY);
+            } else {
+                new.fastreuseport = 0;
+            }
+        } else {
+            if !reuse {
+                new.fastreuse = false;
+            }
+            if s.reuseport {
+                if self.rules.tcp_fast_strict {
+                    if !self.tcp_reuseport_match(&tb, i) {
+                        record(&mut new, FASTREUSEPORT_STRICT);
+                    }
+                } else if tb.fastuid != s.uid {
+                    new.fastreuseport = 0;
+                }
+            } else {
+                new.fastreuseport = 0;
+            }
+        }
+        if !listening {
+            new.owners += 1;
+        }
+        self.tcp_tb.insert(port, new);
+    }
+
     fn listen_or_receive(&mut self, i: usize, keys: Keys) {
         if self.socks[i].spec.proto == Proto::Tcp {
-            if let Some(r) = self.listen_conflict(i) {
-                self.socks[i].listen_refusal = Some(r);
-                return;
+            if !self.tcp_fast_path(i, true) {
+                if let Some(r) = self.listen_conflict(i) {
+                    self.socks[i].listen_refusal = Some(r);
+                    return;
+                }
             }
+            self.tcp_fast_update(i, true);
         }
         self.receive(i, keys);
     }

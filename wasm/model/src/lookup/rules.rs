@@ -94,6 +94,27 @@ pub struct LookupRules {
     /// A socket already in a group cannot use the SO_REUSEPORT bind
     /// exemption (4.6 `inet_csk_bind_conflict`, `udp_lib_lport_inuse`).
     pub bind_needs_no_group: bool,
+    /// TCP bind bucket: a SO_REUSEPORT socket that joins a bucket whose
+    /// fast path does not cover it records its own address there
+    /// (`FASTREUSEPORT_STRICT`), and later SO_REUSEPORT sockets whose
+    /// address matches it skip the conflict scan (637bc8bbe6c0, 4.14,
+    /// `inet_csk_update_fastreuse`/`sk_reuseport_match`,
+    /// net/ipv4/inet_connection_sock.c). Before it, the fast path held only
+    /// while every owner was SO_REUSEPORT with one UID, where it answers as
+    /// the scan does.
+    pub tcp_fast_strict: bool,
+    /// `sk_reuseport_match` lets the binding socket's own wildcard match
+    /// the recorded address too (4.14 – 5.6); from 5.7 only the recorded
+    /// address may be a wildcard ("net: inet_csk: Fix so_reuseport
+    /// bind-address cache in tb->fast*", Martin KaFai Lau, May 2020).
+    pub tcp_fast_sk_wildcard: bool,
+    /// UDP `bind()`: the first earlier socket on the port slot that
+    /// overlaps without the SO_REUSEADDR exemption decides; if it grants
+    /// the SO_REUSEPORT exemption the walk stops there and the bind
+    /// succeeds, whatever sockets come after it (`udp_lib_lport_inuse`,
+    /// net/ipv4/udp.c, from e32ea7e74727, 4.5). Before, any conflicting
+    /// socket refuses.
+    pub udp_first_overlap_decides: bool,
 }
 
 const fn at_least(r: Release, major: u16, minor: u16) -> bool {
@@ -148,6 +169,9 @@ impl LookupRules {
             udp_rescore: at_least(r, 6, 5) || r == Release::new(5, 10) || r == Release::new(6, 1),
             sk_lookup: at_least(r, 5, 9),
             bind_needs_no_group: at_least(r, 4, 6),
+            tcp_fast_strict: at_least(r, 4, 14),
+            tcp_fast_sk_wildcard: !at_least(r, 5, 7),
+            udp_first_overlap_decides: at_least(r, 4, 5),
         }
     }
 }
