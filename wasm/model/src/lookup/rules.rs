@@ -106,7 +106,9 @@ pub struct LookupRules {
     /// `sk_reuseport_match` lets the binding socket's own wildcard match
     /// the recorded address too (4.14 – 5.6); from 5.7 only the recorded
     /// address may be a wildcard ("net: inet_csk: Fix so_reuseport
-    /// bind-address cache in tb->fast*", Martin KaFai Lau, May 2020).
+    /// bind-address cache in tb->fast*", Martin KaFai Lau, May 2020, a fix
+    /// with a Fixes: tag; the 5.4 profile follows the late 5.4.y tree,
+    /// taken to carry it, which is not checked against that tree).
     pub tcp_fast_sk_wildcard: bool,
     /// UDP `bind()`: the first earlier socket on the port slot that
     /// overlaps without the SO_REUSEADDR exemption decides; if it grants
@@ -170,7 +172,7 @@ impl LookupRules {
             sk_lookup: at_least(r, 5, 9),
             bind_needs_no_group: at_least(r, 4, 6),
             tcp_fast_strict: at_least(r, 4, 14),
-            tcp_fast_sk_wildcard: !at_least(r, 5, 7),
+            tcp_fast_sk_wildcard: !(at_least(r, 5, 7) || stable_54_510),
             udp_first_overlap_decides: at_least(r, 4, 5),
         }
     }

@@ -1,0 +1,242 @@
+//! The three kinds of disagreement `verify --layouts` found between the
+//! model and the running kernel (issue 12), each pinned to the kernel code
+//! behind it. Every expected value is what Linux 6.18.44 answered when the
+//! same calls were made in a private network namespace on this project's
+//! machine (recorded 2026-11-23 with `verify --layouts` and by hand); the
+//! eras before are read from source, and say so.
+
+use reuseport_model::lookup::{Family, Host, Layout, SockState, SocketSpec};
+use reuseport_model::message::Errno;
+use reuseport_model::profile::PROFILES;
+use reuseport_model::{Keys, Profile, Proto, Release};
+
+fn sock(family: Family, proto: Proto, addr: &str) -> SocketSpec {
+    SocketSpec {
+        family,
+        proto,
+        addr: addr.parse().unwrap(),
+        port: 9000,
+        v6only: false,
+        reuseaddr: false,
+        reuseport: false,
+        uid: 0,
+        device: None,
+        state: SockState::Listen,
+        peer: None,
+        incoming_cpu: None,
+        program: None,
+        program_before_bind: false,
+    }
+}
+
+fn with(mut s: SocketSpec, f: impl FnOnce(&mut SocketSpec)) -> SocketSpec {
+    f(&mut s);
+    s
+}
+
+fn ra(s: SocketSpec) -> SocketSpec {
+    with(s, |s| s.reuseaddr = true)
+}
+fn rp(s: SocketSpec) -> SocketSpec {
+    with(s, |s| s.reuseport = true)
+}
+
+/// Every bind() first, then the listens in `listen_order`, as
+/// `verify --layouts` makes the calls.
+fn layout(sockets: Vec<SocketSpec>, listen_order: Option<Vec<usize>>) -> Layout {
+    Layout {
+        sockets,
+        listen_order,
+        sk_lookup: None,
+        keys: Keys::default(),
+        ephemeral: None,
+        closed: Vec::new(),
+    }
+}
+
+fn profile(major: u16, minor: u16) -> &'static Profile {
+    PROFILES
+        .iter()
+        .find(|p| p.release == Release::new(major, minor))
+        .unwrap()
+}
+
+/// Each socket's bind() errno (None: success).
+fn binds(h: &Host) -> Vec<Option<Errno>> {
+    h.results()
+        .iter()
+        .map(|r| r.bind.as_ref().map(|f| f.errno.clone()))
+        .collect()
+}
+
+fn listens(h: &Host) -> Vec<Option<Errno>> {
+    h.results()
+        .iter()
+        .map(|r| r.listen.as_ref().map(|f| f.errno.clone()))
+        .collect()
+}
+
+const V4: Family = Family::Inet;
+const V6: Family = Family::Inet6;
+
+// Kind 1: __inet6_bind (net/ipv6/af_inet6.c) sets sk_ipv6only when the
+// address is neither :: nor v4-mapped, so the join rule's
+// `ipv6_only_sock(sk2) == ipv6_only_sock(sk)` (inet_reuseport_add_sock,
+// net/ipv4/inet_hashtables.c; udp_reuseport_add_sock, net/ipv4/udp.c) holds
+// for two sockets on ::1 whatever IPV6_V6ONLY said before bind().
+
+#[test]
+fn binding_ipv6_loopback_sets_v6only_so_tcp_sockets_on_1_share_one_group() {
+    // 6.18: both bind and listen; IPV6_V6ONLY reads 1 on the second socket
+    // after its bind (it was set to 0); 64 connections to [::1] reached
+    // both sockets, so they are one group.
+    let l = layout(
+        vec![
+            with(rp(sock(V6, Proto::Tcp, "::1")), |s| s.v6only = true),
+            ra(rp(sock(V6, Proto::Tcp, "::1"))),
+        ],
+        Some(vec![0, 1]),
+    );
+    for p in PROFILES.iter().filter(|p| p.release >= Release::new(4, 6)) {
+        let h = Host::build(p, &l).unwrap();
+        assert_eq!(binds(&h), [None, None], "{}", p.release);
+        assert_eq!(listens(&h), [None, None], "{}", p.release);
+        let r = h.results();
+        assert!(r[0].group.is_some(), "{}", p.release);
+        assert_eq!(r[0].group, r[1].group, "{}: one group", p.release);
+    }
+}
+
+#[test]
+fn binding_ipv6_loopback_sets_v6only_so_udp_sockets_on_1_share_one_group() {
+    // 6.18 (verify --layouts, seed 100, drawn layouts 130 and 163): 48
+    // datagrams to [::1] reached both sockets.
+    let l = layout(
+        vec![
+            with(rp(sock(V6, Proto::Udp, "::1")), |s| s.v6only = true),
+            ra(rp(sock(V6, Proto::Udp, "::1"))),
+        ],
+        None,
+    );
+    for p in PROFILES.iter().filter(|p| p.release >= Release::new(4, 5)) {
+        let h = Host::build(p, &l).unwrap();
+        let r = h.results();
+        assert_eq!(binds(&h), [None, None], "{}", p.release);
+        assert_eq!(r[0].group, r[1].group, "{}: one group", p.release);
+        assert_eq!(h.group_members(r[0].group.unwrap()).unwrap(), [0, 1]);
+    }
+}
+
+// Kind 2: udp_lib_lport_inuse (net/ipv4/udp.c, 4.5+, e32ea7e74727) walks
+// the port slot and the first socket that overlaps without the
+// SO_REUSEADDR exemption decides: a SO_REUSEPORT match there returns "not
+// in use" at once, so sockets further down the slot are never looked at.
+// udp_lib_get_port adds sockets at the slot's head, AF_INET6 SO_REUSEPORT
+// sockets at its tail.
+
+#[test]
+fn udp_wildcard_reuseport_bind_stops_at_the_newest_overlapping_reuseport_socket() {
+    // 6.18: all three bind. Socket 1 (newest, SO_REUSEPORT) is met first;
+    // socket 0 (127.0.0.1, SO_REUSEADDR only) would conflict.
+    let l = layout(
+        vec![
+            ra(sock(V4, Proto::Udp, "127.0.0.1")),
+            with(ra(rp(sock(V4, Proto::Udp, "127.0.0.2"))), |s| {
+                s.device = Some("lo".into())
+            }),
+            rp(sock(V4, Proto::Udp, "0.0.0.0")),
+        ],
+        None,
+    );
+    let h = Host::build(profile(6, 18), &l).unwrap();
+    assert_eq!(binds(&h), [None, None, None]);
+    // Before 4.5 any conflicting socket refuses (udp_lib_lport_inuse in
+    // 3.9.6 and 4.4, read from source).
+    let h = Host::build(profile(4, 4), &l).unwrap();
+    assert_eq!(binds(&h), [None, None, Some(Errno::Eaddrinuse)]);
+}
+
+#[test]
+fn udp_af_inet6_reuseport_sockets_sit_at_the_slot_tail_so_an_older_conflict_is_met_first() {
+    // 6.18: [127.0.0.1 SO_REUSEADDR], [:: SO_REUSEADDR+SO_REUSEPORT],
+    // [0.0.0.0 SO_REUSEPORT]: the third bind fails, as the AF_INET6
+    // socket, though newer, is behind socket 0 in the slot.
+    let l = layout(
+        vec![
+            ra(sock(V4, Proto::Udp, "127.0.0.1")),
+            ra(rp(sock(V6, Proto::Udp, "::"))),
+            rp(sock(V4, Proto::Udp, "0.0.0.0")),
+        ],
+        None,
+    );
+    let h = Host::build(profile(6, 18), &l).unwrap();
+    assert_eq!(binds(&h), [None, None, Some(Errno::Eaddrinuse)]);
+    // The same with an AF_INET wildcard in the middle: it is at the head,
+    // met first, and the bind succeeds (6.18: all three bind).
+    let mut l2 = l.clone();
+    l2.sockets[1] = ra(rp(sock(V4, Proto::Udp, "0.0.0.0")));
+    let h = Host::build(profile(6, 18), &l2).unwrap();
+    assert_eq!(binds(&h), [None, None, None]);
+}
+
+// Kind 3: the TCP bind bucket's fast path (inet_csk_get_port and
+// inet_csk_update_fastreuse / sk_reuseport_match,
+// net/ipv4/inet_connection_sock.c). A SO_REUSEPORT socket that joins a
+// bucket whose fastreuseport does not cover it records its own address
+// (FASTREUSEPORT_STRICT, 637bc8bbe6c0, 4.14); a later SO_REUSEPORT socket
+// whose address that record matches succeeds without the conflict scan.
+
+#[test]
+fn tcp_reuseport_bind_matching_the_buckets_recorded_address_skips_the_conflict_scan() {
+    // 6.18: [0.0.0.0 SO_REUSEADDR, listens], [::ffff:127.0.0.1
+    // SO_REUSEADDR+SO_REUSEPORT, bound only], [127.0.0.1 SO_REUSEPORT,
+    // listens]: all three bind; then listen() of socket 0 fails with
+    // EADDRINUSE and listen() of socket 2 succeeds.
+    let l = layout(
+        vec![
+            ra(sock(V4, Proto::Tcp, "0.0.0.0")),
+            with(ra(rp(sock(V6, Proto::Tcp, "::ffff:127.0.0.1"))), |s| {
+                s.state = SockState::Bound
+            }),
+            rp(sock(V4, Proto::Tcp, "127.0.0.1")),
+        ],
+        Some(vec![0, 2]),
+    );
+    let h = Host::build(profile(6, 18), &l).unwrap();
+    assert_eq!(binds(&h), [None, None, None]);
+    assert_eq!(listens(&h), [Some(Errno::Eaddrinuse), None, None]);
+    // 6.18: without the middle socket nothing is recorded, the scan runs,
+    // and the third bind fails.
+    let l2 = layout(
+        vec![l.sockets[0].clone(), l.sockets[2].clone()],
+        Some(vec![0, 1]),
+    );
+    let h = Host::build(profile(6, 18), &l2).unwrap();
+    assert_eq!(binds(&h), [None, Some(Errno::Eaddrinuse)]);
+}
+
+#[test]
+fn tcp_wildcard_reuseport_bind_no_longer_matches_a_recorded_specific_address_from_5_7() {
+    // 6.18: [127.0.0.1], [127.0.0.2 SO_REUSEPORT], [0.0.0.0 SO_REUSEPORT]:
+    // the third bind fails (the record, 127.0.0.2, may not be matched by
+    // the binding socket's wildcard, so the scan runs and meets socket 0).
+    let bound = |s: SocketSpec| with(s, |s| s.state = SockState::Bound);
+    let l = layout(
+        vec![
+            bound(sock(V4, Proto::Tcp, "127.0.0.1")),
+            bound(rp(sock(V4, Proto::Tcp, "127.0.0.2"))),
+            bound(rp(sock(V4, Proto::Tcp, "0.0.0.0"))),
+        ],
+        Some(vec![]),
+    );
+    let h = Host::build(profile(6, 18), &l).unwrap();
+    assert_eq!(binds(&h), [None, None, Some(Errno::Eaddrinuse)]);
+    // 4.14 – 5.6 (from the fix's own description, "Still Succeed where it
+    // shouldn't"): the wildcard matched the record and the bind succeeded.
+    let h = Host::build(profile(5, 0), &l).unwrap();
+    assert_eq!(binds(&h), [None, None, None]);
+    // Before 4.14 nothing was recorded once a non-SO_REUSEPORT socket
+    // owned the port: the scan refuses (4.6.2, read from source).
+    let h = Host::build(profile(4, 6), &l).unwrap();
+    assert_eq!(binds(&h), [None, None, Some(Errno::Eaddrinuse)]);
+}
