@@ -20,7 +20,7 @@ import { Chart, fmtRatio } from '../render/dispatch/chart';
 import { Overlay, type Marker } from '../render/dispatch/overlay';
 import { drawPackets, drawRoute, hitTest, Pixels, pixelWord, px, py, stampClients, stampMoved, stampPackets, type Box } from '../render/dispatch/particles';
 import { explainView } from '../scene/explain-view';
-import { parseClients } from '../scene/dispatch/clients';
+import { firstLinePast, parseClients } from '../scene/dispatch/clients';
 import type { DispatchEvent } from '../scene/dispatch/events';
 import { along, COL, hashToY } from '../scene/dispatch/layout';
 import { KIND_SHAPE, KINDS, listenerMark } from '../scene/dispatch/palette';
@@ -366,6 +366,14 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const listWrap = groupFs.append('div').attr('class', 'rl-field rl-dv-wide');
   listWrap.append('label').attr('for', f('clientlist')).text(t.clientList);
   const clientList = listWrap.append('textarea').attr('id', f('clientlist')).attr('rows', 2).attr('spellcheck', 'false');
+  // A paste of more clients than the bound is refused before it reaches the
+  // box: the browser itself stalls for a minute laying out a million lines.
+  clientList.on('paste', (ev: ClipboardEvent) => {
+    const past = firstLinePast(ev.clipboardData?.getData('text/plain') ?? '', LIMITS.clients);
+    if (past === undefined) return;
+    ev.preventDefault();
+    setError(t.tooManyClients(past, LIMITS.clients));
+  });
   const restartBtn = groupFs.append('button').attr('type', 'button').attr('class', 'rl-primary').text(t.applyRestart);
 
   side.append('h2').text(t.perListener);

@@ -34,6 +34,25 @@ export function makeClients(seed: number, count: number, cpus: number): Client[]
 }
 
 /**
+ * The line (from 1) of the first client past `max` in a client list (blank
+ * lines and # comments are not clients), or undefined when there are at most
+ * `max`. It stops there, so a pasted million lines costs only the first few.
+ */
+export function firstLinePast(text: string, max: number): number | undefined {
+  let given = 0;
+  let line = 0;
+  for (let at = 0; at <= text.length; ) {
+    const end = text.indexOf('\n', at);
+    const stop = end === -1 ? text.length : end;
+    line++;
+    const t = text.slice(at, stop).trim();
+    if (t !== '' && !t.startsWith('#') && ++given > max) return line;
+    at = stop + 1;
+  }
+  return undefined;
+}
+
+/**
  * Clients from text, one per line: `ADDR PORT` or `ADDR:PORT` (IPv4), parsed
  * by the model's tuple parser. Returns the clients and the problems by line;
  * more than `max` client lines are refused before any is parsed (`tooMany`:
@@ -46,13 +65,9 @@ export function parseClients(
   seed: number,
   max: number,
 ): { clients: Client[]; errors: string[]; tooMany?: { line: number; max: number } } {
+  const past = firstLinePast(text, max);
+  if (past !== undefined) return { clients: [], errors: [], tooMany: { line: past, max } };
   const lines = text.split('\n');
-  let given = 0;
-  for (let i = 0; i < lines.length; i++) {
-    const t = lines[i]!.trim();
-    if (t === '' || t.startsWith('#')) continue;
-    if (++given > max) return { clients: [], errors: [], tooMany: { line: i + 1, max } };
-  }
   const withServer = lines.map((l) => {
     const t = l.trim();
     if (t === '' || t.startsWith('#')) return l;
