@@ -82,8 +82,9 @@ fn v6_addrs() -> [Ipv6Addr; 4] {
 
 /// Draws one layout on `port`: 2 – 7 sockets of one protocol; each AF_INET
 /// or AF_INET6 with a specific, wildcard or v4-mapped address, SO_REUSEADDR,
-/// SO_REUSEPORT, IPV6_V6ONLY and SO_BINDTODEVICE lo at random; TCP sockets
-/// listen or stay bound; the listens run in a drawn order.
+/// SO_REUSEPORT, IPV6_V6ONLY, SO_BINDTODEVICE lo and owner UID 0 or
+/// [`OTHER_UID`] at random; TCP sockets listen or stay bound; the listens run
+/// in a drawn order; some sockets close at the end, in a drawn order.
 pub fn draw(rng: &mut Rng, port: u16) -> Layout {
     let proto = if rng.chance(55) {
         Proto::Tcp
@@ -113,7 +114,7 @@ pub fn draw(rng: &mut Rng, port: u16) -> Layout {
             v6only,
             reuseaddr: rng.chance(50),
             reuseport: rng.chance(65),
-            uid: 0,
+            uid: if rng.chance(12) { OTHER_UID } else { 0 },
             device: rng.chance(15).then(|| "lo".to_string()),
             state,
             peer: None,
@@ -128,21 +129,29 @@ pub fn draw(rng: &mut Rng, port: u16) -> Layout {
     for k in (1..order.len()).rev() {
         order.swap(k, rng.below(k + 1));
     }
+    // Some sockets close after every call, in a drawn order.
+    let mut closed: Vec<usize> = (0..n).filter(|_| rng.chance(12)).collect();
+    for k in (1..closed.len()).rev() {
+        closed.swap(k, rng.below(k + 1));
+    }
     Layout {
         sockets,
         listen_order: (proto == Proto::Tcp).then_some(order),
         sk_lookup: None,
         keys: Keys::default(),
         ephemeral: None,
-        closed: Vec::new(),
+        closed,
     }
 }
+
+/// The second owner UID of the drawn sockets (the first is 0).
+pub const OTHER_UID: u32 = 1000;
 
 /// The layout without socket `drop`: indexes above it move down by one.
 pub fn without(layout: &Layout, drop: usize) -> Layout {
     let mut l = layout.clone();
     l.sockets.remove(drop);
-    if let Some(o) = &mut l.listen_order {
+    for o in l.listen_order.iter_mut().chain([&mut l.closed]) {
         o.retain(|&i| i != drop);
         for i in o.iter_mut() {
             if *i > drop {
@@ -261,7 +270,12 @@ pub fn model_answers(profile: &'static Profile, layout: &Layout) -> Result<Answe
             };
             let x = host.lookup(&packet);
             let set: BTreeSet<usize> = match (&x.group, x.socket) {
-                (Some(g), Some(s)) if g.members.contains(&s) => g.members.iter().copied().collect(),
+                (Some(g), Some(s)) if g.members.contains(&s) => g
+                    .members
+                    .iter()
+                    .copied()
+                    .filter(|&m| !results[m].closed)
+                    .collect(),
                 (_, Some(s)) => [s].into(),
                 (_, None) => BTreeSet::new(),
             };
@@ -613,7 +627,18 @@ mod kernel {
                 Proto::Tcp => Type::STREAM,
                 Proto::Udp => Type::DGRAM,
             };
-            let made = Socket::new(domain, ty, None).and_then(|k| {
+            // The owner UID is the creator's fsuid (sock_init_data); the
+            // thread's own, so the rest of the process is untouched.
+            // SAFETY: setfsuid changes only this thread's credentials.
+            if s.uid != 0 {
+                unsafe { libc::setfsuid(s.uid) };
+            }
+            let made = Socket::new(domain, ty, None);
+            if s.uid != 0 {
+                // SAFETY: as above, back to root.
+                unsafe { libc::setfsuid(0) };
+            }
+            let made = made.and_then(|k| {
                 k.set_reuse_address(s.reuseaddr)?;
                 k.set_reuse_port(s.reuseport)?;
                 if s.family == Family::Inet6 {
@@ -645,9 +670,13 @@ mod kernel {
                 }
             }
         }
+        for &i in &layout.closed {
+            socks[i] = None;
+        }
         let receiving: Vec<usize> = (0..n)
             .filter(|&i| {
-                bind[i].is_none()
+                socks[i].is_some()
+                    && bind[i].is_none()
                     && match layout.sockets[i].proto {
                         Proto::Tcp => listen[i] == Some(None),
                         Proto::Udp => true,
@@ -806,6 +835,10 @@ mod kernel {
             crate::note!("verify --layouts: no private network namespace (not root?); using this one, on ports checked free");
         }
         let mut rng = Rng::new(opts.seed);
+        // A second owner UID needs root (setfsuid); without it every
+        // socket is drawn with UID 0, the model's stand-in for "the same".
+        // SAFETY: geteuid has no preconditions.
+        let two_uids = unsafe { libc::geteuid() } == 0;
         let mut run = Runner {
             profile,
             ports: Ports {
@@ -831,7 +864,12 @@ mod kernel {
         };
         let mut seen: BTreeMap<String, ()> = BTreeMap::new();
         for drawn in 0..opts.count {
-            let layout = draw(&mut rng, 0);
+            let mut layout = draw(&mut rng, 0);
+            if !two_uids {
+                for s in &mut layout.sockets {
+                    s.uid = 0;
+                }
+            }
             let (_, kernel, model) = run.both(&layout).map_err(LayoutsError::Kernel)?;
             r.layouts += 1;
             for (k, m) in kernel.bind.iter().zip(&model.bind) {
