@@ -194,6 +194,12 @@ pub enum LayoutError {
     /// The listen order is not a permutation of listening TCP sockets.
     #[error("listenOrder: {0}")]
     ListenOrder(String),
+    /// The ephemeral port range is empty or starts at port 0.
+    #[error("ephemeral: {0}")]
+    Ephemeral(String),
+    /// `closed` names a socket twice.
+    #[error("closed: {0}")]
+    Closed(String),
     /// The sk_lookup program names no socket, or the profile lacks it.
     #[error("skLookup: {0}")]
     SkLookup(String),
@@ -545,6 +551,28 @@ impl Host {
             }
             if s.state == SockState::TimeWait && s.proto != Proto::Tcp {
                 return bad("TIME_WAIT is a TCP state".into());
+            }
+        }
+        if let Some(e) = layout.ephemeral {
+            if e.low == 0 {
+                return Err(LayoutError::Ephemeral(
+                    "low is 0; the range starts at port 1 or above (net.ipv4.ip_local_port_range)"
+                        .into(),
+                ));
+            }
+            if e.low > e.high {
+                return Err(LayoutError::Ephemeral(format!(
+                    "low ({}) is above high ({}); give low <= high",
+                    e.low, e.high
+                )));
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for &i in &layout.closed {
+            if !seen.insert(i) {
+                return Err(LayoutError::Closed(format!(
+                    "lists socket {i} twice; a socket closes once"
+                )));
             }
         }
         let tcp_listeners: Vec<usize> = layout
