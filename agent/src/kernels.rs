@@ -56,6 +56,8 @@ pub const RECORD_FORMAT: &str = "reuseport-lab-verification";
 /// The JSON Schema every verification record satisfies.
 pub const RECORD_SCHEMA: &str =
     include_str!("../../public/verification/verification-v1.schema.json");
+/// The Debian mirror kernels are fetched from unless `--mirror` says otherwise.
+pub const MIRROR: &str = "http://deb.debian.org/debian";
 /// Where the guest's output lines begin; every marker line starts with this.
 pub const MARK: &str = "@@RPL-";
 
@@ -81,11 +83,7 @@ pub struct KernelsArgs {
     #[arg(long, value_enum, default_value_t = Accel::Tcg)]
     pub accel: Accel,
     /// With --kernels: the Debian mirror.
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "http://deb.debian.org/debian"
-    )]
+    #[arg(long, value_name = "URL", default_value = MIRROR)]
     pub mirror: String,
     /// With --kernels: also write the verification record (JSON, schema public/verification/verification-v1.schema.json) to FILE.
     #[arg(long, value_name = "FILE", requires = "kernels")]
@@ -1212,8 +1210,16 @@ fn initramfs(
     Ok(cpio)
 }
 
-/// Boots `vmlinuz` with `initrd`, the data port going to a file in `dir`.
-fn boot(vmlinuz: &Path, initrd: &Path, dir: &Path, timeout: u64, accel: Accel) -> GuestRun {
+/// Boots `vmlinuz` with `initrd` on `cpus` vCPUs, the data port going to a
+/// file in `dir`.
+fn boot(
+    vmlinuz: &Path,
+    initrd: &Path,
+    dir: &Path,
+    timeout: u64,
+    accel: Accel,
+    cpus: u32,
+) -> GuestRun {
     let data = dir.join("guest.out");
     let console = dir.join("console.log");
     let _ = fs::remove_file(&data);
@@ -1234,7 +1240,7 @@ fn boot(vmlinuz: &Path, initrd: &Path, dir: &Path, timeout: u64, accel: Accel) -
             "-m",
             "512",
             "-smp",
-            "2",
+            &cpus.to_string(),
             "-display",
             "none",
             "-monitor",
@@ -1328,6 +1334,125 @@ fn check_on_host(
         .next()
         .map(LayoutCheck::from)
         .ok_or_else(|| "no result".to_string())
+}
+
+/// The kernel cache of `args` (`--kernel-cache`, or `.cache/kernels` in the
+/// source tree), created and made absolute: cpio runs in another
+/// directory, and QEMU is given file paths.
+fn cache_dir(args: &KernelsArgs) -> Result<PathBuf, KernelsError> {
+    let cache = args.kernel_cache.clone().unwrap_or_else(|| {
+        workspace()
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join(".cache/kernels")
+    });
+    let io = |source| KernelsError::Io {
+        what: cache.display().to_string(),
+        source,
+    };
+    fs::create_dir_all(&cache).map_err(io)?;
+    fs::canonicalize(&cache).map_err(io)
+}
+
+/// vCPUs of a `verify --kernels` guest.
+pub const VERIFY_GUEST_CPUS: u32 = 2;
+/// vCPUs of a `scenario --kernel` guest: the four CPUs of the curated
+/// scenarios (`incoming-cpu` pins a worker and a client to each).
+pub const SCENARIO_GUEST_CPUS: u32 = 4;
+
+/// A scenario run inside a booted guest ([`run_scenario`]).
+#[derive(Debug, Clone)]
+pub struct GuestScenario {
+    /// The trace the guest's agent wrote (JSON text, not yet checked).
+    pub trace: String,
+    /// The image booted.
+    pub image: Image,
+    /// The guest's `uname -r`.
+    pub release: String,
+    /// The guest's `/proc/version`.
+    pub version: Option<String>,
+    /// CPUs the guest saw.
+    pub cpus: Option<u32>,
+    /// From starting QEMU until the guest powered off.
+    pub seconds: f64,
+}
+
+/// Boots the one kernel `args.kernels` names on [`SCENARIO_GUEST_CPUS`]
+/// vCPUs and runs `reuseport-agent scenario` there with `guest_argv`
+/// (without `--output`), bringing its trace back: fetch (or the cache), the
+/// static guest agent, an initramfs whose `/init` runs that one command, the
+/// boot, and the data port read as `verify --kernels` reads it. Err: the
+/// step that failed and why.
+pub fn run_scenario(
+    args: &KernelsArgs,
+    guest_argv: &[String],
+    err: &mut dyn Write,
+) -> Result<GuestScenario, String> {
+    let list = args.kernels.clone().unwrap_or_default();
+    let reqs = requests(&list).map_err(|e| e.to_string())?;
+    let [req] = reqs.as_slice() else {
+        return Err(format!(
+            "--kernel names one kernel to boot; `{}` names {}",
+            list.join(","),
+            reqs.len()
+        ));
+    };
+    let cache = cache_dir(args).map_err(|e| e.to_string())?;
+    let dir = cache.join("runs").join(format!("scenario-{}", req.suite));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let image = fetch(req, args, &cache, err).map_err(|e| format!("fetch: {e}"))?;
+    let scratch = dir.join("initramfs");
+    fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let name = "scenario".to_string();
+    let initrd = guest_agent(args, &scratch, err)
+        .and_then(|a| initramfs(&a, &[(name.clone(), guest_argv.to_vec())], &scratch))
+        .map_err(|e| format!("initramfs: {e}"))?;
+    let _ = writeln!(
+        err,
+        "scenario --kernel {}: booting {} under QEMU ({}, {SCENARIO_GUEST_CPUS} vCPUs, at most {} s): reuseport-agent {}",
+        req.name,
+        image.release,
+        args.accel.name(),
+        args.boot_timeout,
+        guest_argv.join(" ")
+    );
+    let t0 = Instant::now();
+    let run = boot(
+        &image.vmlinuz,
+        &initrd,
+        &dir,
+        args.boot_timeout,
+        args.accel,
+        SCENARIO_GUEST_CPUS,
+    );
+    let seconds = t0.elapsed().as_secs_f64();
+    // Judged as verify's guests are (booted, reported its release, the
+    // command's output between its markers); the trace is only kept, there
+    // is nothing to recover and predict.
+    let mut row = KernelRow::new(req, 1);
+    let mut trace = None;
+    assess(&mut row, &run, &[name.as_str()], &mut |_, json| {
+        trace = Some(json.to_string());
+        Err(String::new())
+    });
+    if let (Some(trace), Some(release)) = (trace, row.release.clone()) {
+        return Ok(GuestScenario {
+            trace,
+            image,
+            release,
+            version: row.version,
+            cpus: parse_guest_output(&run.output).cpus,
+            seconds,
+        });
+    }
+    Err(match row.failure {
+        Some(f) => format!(
+            "{}: {}",
+            f.step.name(),
+            f.message.replacen("layout scenario: ", "", 1)
+        ),
+        None => "the guest printed no trace".into(),
+    })
 }
 
 /// The verification record: what was proven, on which kernels, when.
@@ -1475,18 +1600,11 @@ pub fn run(
         .map(|l| (l.name().to_string(), l.record_args(count, verify.seed)))
         .collect();
     let names: Vec<&str> = layouts.iter().map(|(n, _)| n.as_str()).collect();
-    let cache = args.kernel_cache.clone().unwrap_or_else(|| {
-        workspace()
-            .unwrap_or_else(|| PathBuf::from("."))
-            .join(".cache/kernels")
-    });
     let io = |what: &str| {
         let what = what.to_string();
         move |source| KernelsError::Io { what, source }
     };
-    fs::create_dir_all(&cache).map_err(io(&cache.display().to_string()))?;
-    // Absolute: cpio runs in another directory, and QEMU is given file paths.
-    let cache = fs::canonicalize(&cache).map_err(io(&cache.display().to_string()))?;
+    let cache = cache_dir(args)?;
     let runs = cache.join("runs");
     let _ = fs::create_dir_all(&runs);
 
@@ -1538,7 +1656,14 @@ pub fn run(
             args.boot_timeout
         );
         let t1 = Instant::now();
-        let guest = boot(&image.vmlinuz, &initrd, &dir, args.boot_timeout, args.accel);
+        let guest = boot(
+            &image.vmlinuz,
+            &initrd,
+            &dir,
+            args.boot_timeout,
+            args.accel,
+            VERIFY_GUEST_CPUS,
+        );
         row.seconds.boot_and_record = t1.elapsed().as_secs_f64();
         let t2 = Instant::now();
         let mut check = |name: &str, json: &str| -> Result<LayoutCheck, String> {

@@ -44,6 +44,7 @@ use reuseport_model::Keys;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+mod guest;
 #[cfg(target_os = "linux")]
 mod linux;
 
@@ -84,6 +85,26 @@ pub struct ScenarioArgs {
     /// List the curated scenarios and their variants, and exit.
     #[arg(long)]
     pub list: bool,
+
+    /// Run inside this Debian kernel instead of the running one: 5.10, 6.1, 6.12, sid (or bullseye, bookworm, trixie), booted under QEMU with 4 vCPUs as `verify --kernels` boots it; the trace comes back to --output. Default --scale there: a tenth of the scenario's own.
+    #[arg(long, value_name = "KERNEL")]
+    pub kernel: Option<String>,
+
+    /// With --kernel: where kernel images are cached (default: .cache/kernels in the source tree).
+    #[arg(long, value_name = "DIR", requires = "kernel")]
+    pub kernel_cache: Option<PathBuf>,
+
+    /// With --kernel: the statically linked agent run inside the guest (default: built with cargo for x86_64-unknown-linux-musl; scripts/kernels/guest-agent.sh builds it).
+    #[arg(long, value_name = "FILE", requires = "kernel")]
+    pub guest_agent: Option<PathBuf>,
+
+    /// With --kernel: seconds the guest may take to boot and run every variant before QEMU is killed (default: 120 plus --timeout per variant).
+    #[arg(long, value_name = "SECS", requires = "kernel", value_parser = clap::value_parser!(u64).range(10..=7200))]
+    pub boot_timeout: Option<u64>,
+
+    /// With --kernel: QEMU's accelerator (tcg: emulation, works everywhere; kvm needs a usable /dev/kvm).
+    #[arg(long, value_enum, default_value_t = crate::kernels::Accel::Tcg)]
+    pub accel: crate::kernels::Accel,
 }
 
 /// An error that stops `scenario` (exit status 2).
@@ -121,6 +142,14 @@ pub enum ScenarioError {
         source: io::Error,
         /// What to change.
         hint: &'static str,
+    },
+    /// `--kernel`: the guest could not be booted, or ran nothing usable.
+    #[error("--kernel {kernel}: {message}")]
+    Guest {
+        /// The kernel asked for.
+        kernel: String,
+        /// The step that failed and why.
+        message: String,
     },
     /// The output could not be written.
     #[error("cannot write the trace to {path}: {source}")]
@@ -296,14 +325,31 @@ pub fn adapt(
     (s, notes)
 }
 
-/// Why a variant cannot run here, if it cannot.
-pub fn cannot_run(c: &Curated, id: &str) -> Option<String> {
+/// Why a variant cannot run on a kernel of model profile `profile`, if it
+/// cannot. A variant made for another kernel needs that kernel; on the
+/// kernel a variant is made for, that variant runs and its sibling of the
+/// same accept model without a kernel of its own (made for the scenario's
+/// kernel) does not, since both would measure the same thing.
+pub fn cannot_run(c: &Curated, id: &str, profile: &str) -> Option<String> {
     let v = c.variant(id)?;
-    if let Some(k) = v.kernel {
+    if let Some(k) = v.kernel.filter(|&k| k != profile) {
         return Some(format!(
-            "needs kernel {k}; this one runs {} (boot that kernel, e.g. as `verify --kernels` does, and run the agent there)",
-            crate::kernel::running_release().unwrap_or_else(|_| "another".into())
+            "needs kernel {k}; this one runs {} (run `reuseport-agent scenario {} --kernel {k}`, which boots Debian's {k} under QEMU and runs the agent there)",
+            crate::kernel::running_release().unwrap_or_else(|_| "another".into()),
+            c.name
         ));
+    }
+    if v.kernel.is_none() {
+        if let Some(own) = c
+            .variants
+            .iter()
+            .find(|o| o.accept == v.accept && o.kernel == Some(profile))
+        {
+            return Some(format!(
+                "on this kernel (profile {profile}) the variant {} measures the same accept model",
+                own.id
+            ));
+        }
     }
     if v.accept == AcceptModel::ReuseportLeastLoaded {
         return Some("needs an eBPF SK_REUSEPORT program and a map the workers update; the agent only loads classic BPF (not measured)".into());
@@ -547,11 +593,12 @@ pub fn schema_problems(value: &serde_json::Value) -> Vec<String> {
 
 /// Prints the curated scenarios and their variants.
 pub fn list(mut out: impl Write) -> io::Result<()> {
+    let profile = running_profile().unwrap_or_default();
     for c in CURATED {
         let ids: Vec<String> = c
             .variants
             .iter()
-            .map(|v| match cannot_run(c, v.id) {
+            .map(|v| match cannot_run(c, v.id, &profile) {
                 Some(_) => format!("({})", v.id),
                 None => v.id.to_string(),
             })
@@ -594,19 +641,8 @@ pub fn variants(c: &'static Curated, asked: &[String]) -> Result<Vec<&'static st
         .collect()
 }
 
-/// Runs `scenario` (see the module docs). Progress goes to stderr, one
-/// line per variant; the trace to `--output` or `out`.
-pub fn run(args: &ScenarioArgs, mut out: impl Write) -> Result<ScenarioTrace, ScenarioError> {
-    let name = args.name.clone().unwrap_or_default();
-    let c = Curated::named(&name).ok_or_else(|| ScenarioError::Unknown(name.clone()))?;
-    let ids = variants(c, &args.variants)?;
-    let scale = args.scale.unwrap_or_else(|| default_scale(c.name));
-    if !(scale.is_finite() && (0.001..=1.0).contains(&scale)) {
-        return Err(ScenarioError::Scale(scale));
-    }
-    if !cfg!(target_os = "linux") {
-        return Err(ScenarioError::NotLinux);
-    }
+/// The running kernel's release and model profile.
+fn running_kernel() -> Result<KernelInfo, ScenarioError> {
     let release = crate::kernel::running_release().map_err(|e| ScenarioError::Setup {
         call: "reading the kernel release".into(),
         source: io::Error::other(e.to_string()),
@@ -615,30 +651,79 @@ pub fn run(args: &ScenarioArgs, mut out: impl Write) -> Result<ScenarioTrace, Sc
     let profile = crate::kernel::resolve(&release)
         .map(|p| p.release.to_string())
         .map_err(|e| ScenarioError::Invalid(e.to_string()))?;
+    Ok(KernelInfo { release, profile })
+}
+
+/// The running kernel's model profile, if it has one.
+fn running_profile() -> Option<String> {
+    running_kernel().ok().map(|k| k.profile)
+}
+
+/// This process's command line as the trace records it.
+fn command_line() -> String {
+    std::env::args()
+        .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replacen(
+            &std::env::args().next().unwrap_or_default(),
+            "reuseport-agent",
+            1,
+        )
+}
+
+/// Runs `scenario` (see the module docs). Progress goes to stderr, one
+/// line per variant; the trace to `--output` or `out`.
+pub fn run(args: &ScenarioArgs, out: impl Write) -> Result<ScenarioTrace, ScenarioError> {
+    let name = args.name.clone().unwrap_or_default();
+    let c = Curated::named(&name).ok_or_else(|| ScenarioError::Unknown(name.clone()))?;
+    let ids = variants(c, &args.variants)?;
+    let scale = args.scale.unwrap_or_else(|| {
+        default_scale(c.name)
+            * if args.kernel.is_some() {
+                guest::SCALE
+            } else {
+                1.0
+            }
+    });
+    if !(scale.is_finite() && (0.001..=1.0).contains(&scale)) {
+        return Err(ScenarioError::Scale(scale));
+    }
+    if let Some(kernel) = &args.kernel {
+        let trace = guest::run(args, c, kernel, scale)?;
+        write_trace(args, &trace, out)?;
+        return Ok(trace);
+    }
+    if !cfg!(target_os = "linux") {
+        return Err(ScenarioError::NotLinux);
+    }
     let nproc = crate::bench::nproc() as u32;
     let mut trace = ScenarioTrace {
         format: "reuseport-lab-scenario".into(),
         version: 1,
         scenario: c.name.into(),
         recorded: crate::record::rfc3339(SystemTime::now()),
-        command: std::env::args()
-            .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
-            .collect::<Vec<_>>()
-            .join(" ")
-            .replacen(
-                &std::env::args().next().unwrap_or_default(),
-                "reuseport-agent",
-                1,
-            ),
+        command: command_line(),
         agent: env!("CARGO_PKG_VERSION").into(),
-        kernel: KernelInfo { release, profile },
+        kernel: running_kernel()?,
         nproc,
         scale,
         runs: Vec::new(),
         skipped: Vec::new(),
     };
     run_variants(args, c, &ids, scale, &mut trace)?;
-    let mut text = serde_json::to_string(&trace).expect("the trace serializes");
+    write_trace(args, &trace, out)?;
+    Ok(trace)
+}
+
+/// Writes the trace to `--output` or `out`, and then checks it against the
+/// schema (written either way, so nothing measured is lost).
+fn write_trace(
+    args: &ScenarioArgs,
+    trace: &ScenarioTrace,
+    mut out: impl Write,
+) -> Result<(), ScenarioError> {
+    let mut text = serde_json::to_string(trace).expect("the trace serializes");
     text.push('\n');
     let value: serde_json::Value = serde_json::from_str(&text).expect("just written");
     let problems = schema_problems(&value);
@@ -663,7 +748,7 @@ pub fn run(args: &ScenarioArgs, mut out: impl Write) -> Result<ScenarioTrace, Sc
             problems.join("; ")
         )));
     }
-    Ok(trace)
+    Ok(())
 }
 
 #[cfg(target_os = "linux")]
@@ -677,7 +762,7 @@ fn run_variants(
     let _signals = crate::fork::Signals::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
         .map_err(linux::setup)?;
     for &id in ids {
-        if let Some(reason) = cannot_run(c, id) {
+        if let Some(reason) = cannot_run(c, id, &trace.kernel.profile) {
             crate::note!("scenario {} {id}: skipped: {reason}", c.name);
             trace.skipped.push(Skipped {
                 variant: id.into(),
@@ -777,6 +862,56 @@ mod tests {
         // Already small: at least 12 connections (or all of them) are kept.
         let six = Curated::named("six-connections").unwrap();
         assert_eq!(adapt(&six.base(), 2, "6.18", 0.01, None).0.connections, 6);
+    }
+
+    /// A variant made for another kernel runs only there, and on that
+    /// kernel it replaces its sibling of the same accept model.
+    #[test]
+    fn a_kernels_own_variant_runs_on_that_kernel_instead_of_its_sibling() {
+        let c = Curated::named("incoming-cpu").unwrap();
+        let old = "reuseport-incoming-cpu-5.10";
+        let new = "reuseport-incoming-cpu";
+        for p in ["6.1", "6.18"] {
+            assert!(cannot_run(c, old, p).unwrap().contains("--kernel 5.10"));
+            assert_eq!(cannot_run(c, new, p), None, "{p}");
+        }
+        assert_eq!(cannot_run(c, old, "5.10"), None);
+        assert!(cannot_run(c, new, "5.10").unwrap().contains(old));
+        // The other accept models run everywhere.
+        for p in ["5.10", "6.1"] {
+            assert_eq!(cannot_run(c, "reuseport", p), None);
+            assert_eq!(cannot_run(c, "reuseport-bpf-cpu", p), None);
+        }
+    }
+
+    /// The guest runs the same scenario with this run's scale, bound,
+    /// variants, seed and client processes.
+    #[test]
+    fn the_guest_runs_the_scenario_with_this_runs_options() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: ScenarioArgs,
+        }
+        let a = Cli::parse_from([
+            "x",
+            "incoming-cpu",
+            "--kernel",
+            "5.10",
+            "--variant",
+            "reuseport",
+            "--seed",
+            "9",
+            "--timeout",
+            "40",
+        ])
+        .args;
+        assert_eq!(
+            guest::guest_argv(&a, "incoming-cpu", 0.05).join(" "),
+            "scenario incoming-cpu --scale 0.05 --timeout 40 --variant reuseport --seed 9"
+        );
+        assert!(Cli::try_parse_from(["x", "six-connections", "--guest-agent", "a"]).is_err());
     }
 
     /// The measured report accounts for every connection once, and its
