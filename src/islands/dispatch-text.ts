@@ -231,6 +231,9 @@ export interface DispatchText {
   candidates: (caption: string, n: number) => string;
 }
 
+/** The parts of a dispatched count that went nowhere: those given (non-zero), joined. */
+const lost = (closed: string | 0, dropped: string | 0, sep: string): string => [closed, dropped].filter(Boolean).join(sep);
+
 function enNow(v: NowView): string {
   const pkt = v.udp ? 'datagram' : 'SYN';
   const state = v.offscreen ? 'Paused while the scene is off-screen. ' : v.playing ? '' : 'Paused. ';
@@ -238,7 +241,10 @@ function enNow(v: NowView): string {
   if (!v.group)
     return `${state}Kernel ${v.kernel} has no socks[] yet: for each ${pkt} it scans the ${v.listening} listeners and keeps one by hash (reservoir sampling).`;
   const pick = v.program ? 'a BPF program on the group returns the slot' : `its 4-tuple hash, scaled to ${v.listening} bands, picks a slot of socks[]`;
-  return `${state}${v.clients} clients send ${pkt}s to ${v.listening} listeners sharing port ${v.port}: for each ${pkt}, ${pick}, and that slot's listener takes it.`;
+  return (
+    `${state}${v.clients} clients send ${pkt}s to ${v.listening} listeners sharing port ${v.port}: for each ${pkt}, ${pick}, and that slot's listener ` +
+    `takes it.`
+  );
 }
 
 function enTour(step: TourStep, f: TourFacts): [string, string] {
@@ -248,7 +254,8 @@ function enTour(step: TourStep, f: TourFacts): [string, string] {
     case 'hash':
       return [
         'The hash',
-        `The kernel hashes each ${pkt}'s 4-tuple (source address and port, destination address and port) with a secret drawn at boot. The result is a 32-bit number: this ${pkt}'s is 0x${f.hashHex}, marked on the range from 0 to 2³².`,
+        `The kernel hashes each ${pkt}'s 4-tuple (source address and port, destination address and port) with a secret drawn at boot. The result is a ` +
+          `32-bit number: this ${pkt}'s is 0x${f.hashHex}, marked on the range from 0 to 2³².`,
       ];
     case 'slot':
       if (f.pick === 'reservoir')
@@ -259,11 +266,13 @@ function enTour(step: TourStep, f: TourFacts): [string, string] {
       if (f.pick === 'program')
         return [
           'The slot, from a program',
-          `A BPF program attached to the group returns the slot itself (slot ${f.slot ?? 'none'} for this ${pkt}); the hash does not pick. The inspector below shows what the program returned.`,
+          `A BPF program attached to the group returns the slot itself (slot ${f.slot ?? 'none'} for this ${pkt}); the hash does not pick. The ` +
+            `inspector below shows what the program returned.`,
         ];
       return [
         'The slot: reciprocal_scale',
-        `reciprocal_scale(hash, N) multiplies the hash by N, the number of listening sockets, and keeps the top 32 bits: 0x${f.hashHex} × ${f.n} = 0x${f.productHex}, >> 32 = ${f.slot}. That cuts the range into ${f.n} equal bands, and this hash lies in band ${f.slot}.`,
+        `reciprocal_scale(hash, N) multiplies the hash by N, the number of listening sockets, and keeps the top 32 bits: 0x${f.hashHex} × ${f.n} = ` +
+          `0x${f.productHex}, >> 32 = ${f.slot}. That cuts the range into ${f.n} equal bands, and this hash lies in band ${f.slot}.`,
       ];
     case 'socks':
       if (f.pick === 'reservoir')
@@ -273,22 +282,27 @@ function enTour(step: TourStep, f: TourFacts): [string, string] {
         ];
       return [
         'socks[]',
-        `The group keeps its listening sockets in an array, socks[], in the order they joined: ${f.n} of ${f.maxSocks} slots are used. Slot ${f.slot} holds ${L}. Closing a member moves the last one into the freed slot, and N shrinks by one, which is why a close moves so many flows.`,
+        `The group keeps its listening sockets in an array, socks[], in the order they joined: ${f.n} of ${f.maxSocks} slots are used. Slot ${f.slot} ` +
+          `holds ${L}. Closing a member moves the last one into the freed slot, and N shrinks by one, which is why a close moves so many flows.`,
       ];
     case 'listener':
       return [
         'The chosen listener',
-        `${L} takes the ${pkt}. Every ${pkt} with the same 4-tuple hashes to the same value, so this client's connections all land on ${L} until the group or the secret changes. The kernel never looks at how busy ${L} is.`,
+        `${L} takes the ${pkt}. Every ${pkt} with the same 4-tuple hashes to the same value, so this client's connections all land on ${L} until the ` +
+          `group or the secret changes. The kernel never looks at how busy ${L} is.`,
       ];
     case 'queue':
       return [
         'The accept queue',
-        `After the handshake the connection waits in ${L}'s accept queue (the grey bar, ${f.queue} waiting now) until its worker calls accept(). Here each worker takes ${f.headroom} times its fair share of arrivals per second, times its service rate (Settings).`,
+        `After the handshake the connection waits in ${L}'s accept queue (the grey bar, ${f.queue} waiting now) until its worker calls accept(). Here ` +
+          `each worker takes ${f.headroom} times its fair share of arrivals per second, times its service rate (Settings).`,
       ];
     default:
       return [
         'A stalled worker',
-        `${f.stalled ?? L}'s worker is stalled${f.tourStalled ? ' (the tour stalled it, and resumes it when the tour closes)' : ''}: it accepts nothing. The hash keeps sending it its share, so its queue grows for as long as it is stalled (${f.stalledQueue} waiting; the striped bar, and its label reads ×0). In the kernel a full queue drops the SYN and counts it in ListenOverflows; this widget draws no limit.`,
+        `${f.stalled ?? L}'s worker is stalled${f.tourStalled ? ' (the tour stalled it, and resumes it when the tour closes)' : ''}: it accepts ` +
+          `nothing. The hash keeps sending it its share, so its queue grows for as long as it is stalled (${f.stalledQueue} waiting; the striped bar, ` +
+          `and its label reads ×0). In the kernel a full queue drops the SYN and counts it in ListenOverflows; this widget draws no limit.`,
       ];
   }
 }
@@ -312,11 +326,13 @@ const en: DispatchText = {
   resumeToggle: 'Resume worker',
   serviceRateBad: 'Service rate: give a number from 0.1 to 4.',
   ratesBad: (given, lo, hi, max, entry, bad) =>
-    `${given} was not used: rates takes up to ${max} numbers from ${lo} to ${hi}, separated by commas (${entry ? `entry ${entry}, "${bad}", is not one` : `it has ${bad} entries`}); every worker keeps the normal rate.`,
+    `${given} was not used: rates takes up to ${max} numbers from ${lo} to ${hi}, separated by commas ` +
+    `(${entry ? `entry ${entry}, "${bad}", is not one` : `it has ${bad} entries`}); every worker keeps the normal rate.`,
   workersHeading: 'Workers',
   workersHead: ['worker', 'rate', 'sent', 'accepted', 'queued'],
   workersCaption: (shown, all) =>
-    `Per listener: connections the hash sent it, its worker accepted, and waiting in its queue${shown < all ? ` (${shown} of ${all}: the first in slot order, and every stalled or slowed one)` : ''}.`,
+    `Per listener: connections the hash sent it, its worker accepted, and waiting in its ` +
+    `queue${shown < all ? ` (${shown} of ${all}: the first in slot order, and every stalled or slowed one)` : ''}.`,
   rateOf: (w) => (w.stalled ? 'stalled' : w.rate === 1 ? 'normal' : `×${w.rate}`),
   settings: 'Settings',
   presetsLegend: 'Presets (each restarts the run)',
@@ -342,7 +358,10 @@ const en: DispatchText = {
   now: enNow,
   stageLine: (e, m) => `Event ${e.seq} (${e.kind}): ${m}`,
   stageLineUnselected: (e) =>
-    `Event ${e.seq} (${e.kind}): ${e.kind === 'RST' ? 'sent back to the client, no listener took the SYN' : `no reuseport selection (found in ehash) → ${e.listener === null ? 'no socket' : `L${e.listener}`}`}`,
+    `Event ${e.seq} (${e.kind}): ` +
+    (e.kind === 'RST'
+      ? 'sent back to the client, no listener took the SYN'
+      : `no reuseport selection (found in ehash) → ${e.listener === null ? 'no socket' : `L${e.listener}`}`),
   keyboardPath: 'Keyboard: every packet is a row of the event list below; its button opens the record.',
   rateHint: (max) => `1 to ${max}: higher rates ask the model about more connections than a frame has time for.`,
   lookupClosed: 'Open the Listener lookup panel below to see the tables the kernel walked for this packet.',
@@ -407,13 +426,15 @@ const en: DispatchText = {
   remap: (r, listening) =>
     listening === 0
       ? `${r.what}: ${remapPhrase(r, 0)}.`
-      : `${r.what}: ${r.moved.length} of ${r.total} client flows now land on another listener (the model's answers for the same flows before and after; moved clients are ringed in black).`,
+      : `${r.what}: ${r.moved.length} of ${r.total} client flows now land on another listener (the model's answers for the same flows before and after; ` +
+        `moved clients are ringed in black).`,
   movedCaption: (n, cap) => `${n} moved flow${n === 1 ? '' : 's'}${n > cap ? ` (first ${cap} shown)` : ''}`,
   movedHead: ['client', 'before', 'after'],
   figures: (fr, dropped, closed, inFlight, ratio, longest) => [
     [
       'Dispatched',
-      `${fr.total + dropped + closed}${dropped || closed ? ` (${[closed ? `${closed} to closed listeners` : '', dropped ? `${dropped} to no socket` : ''].filter(Boolean).join(', ')})` : ''}`,
+      `${fr.total + dropped + closed}` +
+        (dropped || closed ? ` (${lost(closed && `${closed} to closed listeners`, dropped && `${dropped} to no socket`, ', ')})` : ''),
     ],
     ['Uniform expectation', `${fr.expected.toFixed(1)} per listener`],
     ['Max / min', ratio],
@@ -439,7 +460,8 @@ const en: DispatchText = {
   payloadModulusName: 'Payload modulus',
   summary: (sim) => sim.describe(),
   chartLabel: (f, ratio) =>
-    `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${ratio}; Jain ${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`,
+    `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${ratio}; Jain ` +
+    `${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`,
   structure: {
     clients: (n) => `Clients (${n})`,
     hashBands: (n) => `Hash range, ${n} bands`,
@@ -540,7 +562,8 @@ function zhTour(step: TourStep, f: TourFacts): [string, string] {
         return ['由程序给出槽位', `组上挂载的 BPF 程序直接返回槽位（这个 ${pkt} 是槽位 ${f.slot ?? '无'}），哈希不参与选择。程序返回了什么，见下方检查器。`];
       return [
         '槽位：reciprocal_scale',
-        `reciprocal_scale(hash, N) 把哈希乘以 N（正在监听的套接字数），取结果的高 32 位：0x${f.hashHex} × ${f.n} = 0x${f.productHex}，>> 32 = ${f.slot}。这相当于把哈希范围等分成 ${f.n} 段（从 0 起编号），这个哈希落在编号为 ${f.slot} 的那一段。`,
+        `reciprocal_scale(hash, N) 把哈希乘以 N（正在监听的套接字数），取结果的高 32 位：0x${f.hashHex} × ${f.n} = 0x${f.productHex}，>> 32 = ${f.slot}。这相当于把哈希范围等分成 ${f.n} ` +
+          `段（从 0 起编号），这个哈希落在编号为 ${f.slot} 的那一段。`,
       ];
     case 'socks':
       if (f.pick === 'reservoir')
@@ -562,7 +585,8 @@ function zhTour(step: TourStep, f: TourFacts): [string, string] {
     default:
       return [
         '卡住的工作进程',
-        `${f.stalled ?? L} 的工作进程卡住了${f.tourStalled ? '（是导览把它卡住的，关闭导览时会恢复）' : ''}，一个连接也不接受。哈希照样把它那一份连接送过来，所以只要它还卡着，队列就一直变长（现有 ${f.stalledQueue} 个在等：条纹条，标签写着“卡住”）。真实内核里，队列满了以后新的 SYN 会被丢弃，并计入 ListenOverflows；这个组件没有画出这个上限。`,
+        `${f.stalled ?? L} 的工作进程卡住了${f.tourStalled ? '（是导览把它卡住的，关闭导览时会恢复）' : ''}，一个连接也不接受。哈希照样把它那一份连接送过来，所以只要它还卡着，队列就一直变长（现有 ${f.stalledQueue} ` +
+          `个在等：条纹条，标签写着“卡住”）。真实内核里，队列满了以后新的 SYN 会被丢弃，并计入 ListenOverflows；这个组件没有画出这个上限。`,
       ];
   }
 }
@@ -615,7 +639,8 @@ const zh: DispatchText = {
   now: zhNow,
   stageLine: (e, m) => `第 ${e.seq} 个事件（${e.kind}）：${m}`,
   stageLineUnselected: (e) =>
-    `第 ${e.seq} 个事件（${e.kind}）：${e.kind === 'RST' ? '发回客户端，没有监听套接字接收该 SYN' : `不经过 reuseport 选择（在 ehash 中找到）→ ${e.listener === null ? '没有套接字' : `L${e.listener}`}`}`,
+    `第 ${e.seq} ` +
+    `个事件（${e.kind}）：${e.kind === 'RST' ? '发回客户端，没有监听套接字接收该 SYN' : `不经过 reuseport 选择（在 ehash 中找到）→ ${e.listener === null ? '没有套接字' : `L${e.listener}`}`}`,
   keyboardPath: '键盘操作：每个数据包都是下方事件列表中的一行，行首按钮可打开其记录。',
   rateHint: (max) => `1 到 ${max}：速率更高时，每帧需要向模型查询的连接数超出一帧的时间。`,
   lookupClosed: '展开下方的“监听套接字查找”面板，即可查看内核为这个数据包遍历的表。',
@@ -685,7 +710,8 @@ const zh: DispatchText = {
   figures: (fr, dropped, closed, inFlight, ratio, longest) => [
     [
       '已分发',
-      `${fr.total + dropped + closed}${dropped || closed ? `（${[closed ? `${closed} 个发往已关闭的监听套接字` : '', dropped ? `${dropped} 个没有套接字` : ''].filter(Boolean).join('，')}）` : ''}`,
+      `${fr.total + dropped + closed}` +
+        (dropped || closed ? `（${lost(closed && `${closed} 个发往已关闭的监听套接字`, dropped && `${dropped} 个没有套接字`, '，')}）` : ''),
     ],
     ['均匀分布期望', `每个监听套接字 ${fr.expected.toFixed(1)} 个`],
     ['最大 / 最小', ratio],
