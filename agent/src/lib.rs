@@ -161,7 +161,7 @@ pub enum Command {
     /// Exit status: 0 when every prediction agrees, 1 when any disagrees or
     /// the key cannot be pinned down, 2 when recording is impossible here.
     Verify(verify::VerifyArgs),
-    /// Run a curated scenario of the gallery on the running kernel, over loopback, and write what it measured in the simulator's report shape.
+    /// Run a curated scenario of the gallery on the running kernel (or, with --kernel, inside a Debian kernel booted under QEMU), over loopback, and write what it measured in the simulator's report shape.
     ///
     /// For each variant (or those named by --variant): forks the workers
     /// with the variant's accept model (shared listener with blocking
