@@ -1388,7 +1388,12 @@ pub fn run_scenario(
     err: &mut dyn Write,
 ) -> Result<GuestScenario, String> {
     let list = args.kernels.clone().unwrap_or_default();
-    let reqs = requests(&list).map_err(|e| e.to_string())?;
+    let reqs = requests(&list).map_err(|e| match e {
+        KernelsError::Unknown(k) => format!(
+            "`{k}` is not a Debian kernel this command boots; name one of 5.10, 6.1, 6.12, sid (or bullseye, bookworm, trixie, or sid's series such as 7.2)"
+        ),
+        e => e.to_string(),
+    })?;
     let [req] = reqs.as_slice() else {
         return Err(format!(
             "--kernel names one kernel to boot; `{}` names {}",
