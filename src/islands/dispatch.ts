@@ -800,10 +800,13 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     if (!r) return;
     if ('error' in r) lkBody.append('p').attr('class', 'rl-fallback').text(t.lookupRefused(r.error));
     else renderLookup(lkBody.node()!, r.plan.describe, r.view, 3, t.lookup);
+    const walkRow = (row: string[], hit: boolean) => `${row[0]!.split(' (')[0]} ${t.score} ${row[1]!.split(' ')[0]}${hit ? ' ✓' : ''}`;
     stageLookup.text(
       'error' in r
         ? ''
-        : `${t.lookupOf(seq, scene === 'addr_any')}: ${r.view.walks.map((w) => `${w.caption} [${w.rows.map((row, i) => `${row[0]!.split(' (')[0]} ${t.score} ${row[1]!.split(' ')[0]}${w.highlight.includes(i) ? ' ✓' : ''}`).join(', ')}]`).join(' → ')} → ${r.view.socket === null ? t.noSocket : `${t.socket(r.view.socket)}${r.view.listener !== null ? ` = L${r.view.listener}` : ''}`}`,
+        : `${t.lookupOf(seq, scene === 'addr_any')}: ` +
+            `${r.view.walks.map((w) => `${w.caption} [${w.rows.map((row, i) => walkRow(row, w.highlight.includes(i))).join(', ')}]`).join(' → ')} ` +
+            `→ ${r.view.socket === null ? t.noSocket : `${t.socket(r.view.socket)}${r.view.listener !== null ? ` = L${r.view.listener}` : ''}`}`,
     );
     // The inspector names the lookup in the visualized group's layout in one line.
     const g = scene === 'group' ? r : lookupOf('group', seq);
@@ -1285,7 +1288,8 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     stampClients(pixels, box, COL.client, sim.clientListener, 6);
     sim.frame(frameBuf);
     stampPackets(pixels, frameBuf, box, 3);
-    // Accept queues: 3 px a connection, scaled down together when the longest would not fit (a stalled worker's keeps growing); a stalled worker's queue is striped dark red.
+    // Accept queues: 3 px a connection, scaled down together when the longest would not fit
+    // (a stalled worker's keeps growing); a stalled worker's queue is striped dark red.
     const rh = box.height / Math.max(1, struct.rows.length);
     const qx = px(box, COL.listener) + ROW_PARTS.queue;
     const qmax = queueBarMax(cssW, px(box, COL.listener));

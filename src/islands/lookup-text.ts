@@ -54,7 +54,9 @@ export interface LookupText {
 }
 
 const en: LookupText = {
-  help: 'One connection per line: client first. SADDR SPORT DADDR DPORT, or SADDR:SPORT DADDR:DPORT with IPv6 as [addr]:port. Lines starting with # are ignored.',
+  help:
+    'One connection per line: client first. SADDR SPORT DADDR DPORT, or SADDR:SPORT DADDR:DPORT with IPv6 as [addr]:port. ' +
+    'Lines starting with # are ignored.',
   tuples: '4-tuples',
   kernel: 'Kernel',
   kernelHint: 'a profile, or your uname -r',
@@ -75,7 +77,8 @@ const en: LookupText = {
   innerHint: 'needed for IPv6 lines; the IPv6 outer value is the secret above',
   explain: 'Explain',
   tooManyLines: (n, max) =>
-    `The tuples field has ${n} lines; this step-by-step view explains at most ${max}. Paste many connections into the analyser on the lookup page, which takes a million, or use reuseport-agent predict.`,
+    `The tuples field has ${n} lines; this step-by-step view explains at most ${max}. Paste many connections into the analyser on the lookup page, ` +
+    `which takes a million, or use reuseport-agent predict.`,
   listenersBad: 'Listeners: give a whole number of at least 1.',
   secretBad: 'Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.',
   innerBad: 'IPv6 inner secret: give a 32-bit hex value such as 0x1a2b3c4d.',

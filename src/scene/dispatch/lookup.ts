@@ -93,7 +93,15 @@ export function groupPlan(g: GroupSource): HostPlan {
     listenerOf,
     daddr: g.bind === '0.0.0.0' ? '10.0.0.1' : g.bind,
     dport: g.port,
-    describe: `The visualized group as ${sockets.length} ${g.proto.toUpperCase()} socket${sockets.length === 1 ? '' : 's'} bound to ${g.bind}:${g.port}, socket i being listener i${replay && g.closedOrder!.length ? `, with the closes replayed in order (${g.closedOrder!.join(', ')})` : ''}${omitted ? ` (${omitted} closed listener${omitted === 1 ? '' : 's'} left out: a listener joined after a close, which a Host layout cannot replay, so its socks[] order can differ from the live group's)` : ''}.`,
+    describe:
+      `The visualized group as ${sockets.length} ${g.proto.toUpperCase()} socket${sockets.length === 1 ? '' : 's'} bound to ${g.bind}:${g.port}, ` +
+      `socket i being listener i` +
+      (replay && g.closedOrder!.length ? `, with the closes replayed in order (${g.closedOrder!.join(', ')})` : '') +
+      (omitted
+        ? ` (${omitted} closed listener${omitted === 1 ? '' : 's'} left out: a listener joined after a close, ` +
+          `which a Host layout cannot replay, so its socks[] order can differ from the live group's)`
+        : '') +
+      '.',
   };
 }
 
@@ -112,7 +120,9 @@ export function addrAnyPlan(proto: Proto, secret: number): HostPlan {
     listenerOf: sockets.map(() => null),
     daddr: '127.0.0.1',
     dport: p,
-    describe: `Several groups on port ${p} (tools/testing/selftests/net/reuseport_addr_any.c): sockets 0, 1, 5, 6 on 0.0.0.0, 2, 3, 7, 8 on :: (dual-stack), 4 on 127.0.0.1, all with SO_REUSEPORT, then 9 on 127.0.0.1 without it. The packet is the inspected client's, sent to 127.0.0.1:${p}.`,
+    describe:
+      `Several groups on port ${p} (tools/testing/selftests/net/reuseport_addr_any.c): sockets 0, 1, 5, 6 on 0.0.0.0, 2, 3, 7, 8 on :: (dual-stack), 4 ` +
+      `on 127.0.0.1, all with SO_REUSEPORT, then 9 on 127.0.0.1 without it. The packet is the inspected client's, sent to 127.0.0.1:${p}.`,
   };
 }
 
@@ -190,20 +200,25 @@ export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExpl
       ? 'no socket receives it'
       : `${sockLabel(plan, results, ex.socket)} receives it${listener !== null ? `: listener L${listener} of the visualized group` : ''}`;
   const groupLine = g
-    ? `Reuseport group ${g.group} (members by number: ${g.members.map((s, m) => `${m}→socket ${s}`).join(', ')}) picked member ${g.explain.listener ?? 'none'}${g.explain.slot !== null ? ` in socks[${g.explain.slot}]` : ''}, hash ${g.explain.hash.hashHex}${g.explain.fallback ? `; ${say(lang, 'fallback', g.explain.fallback)}` : ''}.`
+    ? `Reuseport group ${g.group} (members by number: ${g.members.map((s, m) => `${m}→socket ${s}`).join(', ')}) picked member ` +
+      `${g.explain.listener ?? 'none'}${g.explain.slot !== null ? ` in socks[${g.explain.slot}]` : ''}, hash ` +
+      `${g.explain.hash.hashHex}${g.explain.fallback ? `; ${say(lang, 'fallback', g.explain.fallback)}` : ''}.`
     : null;
   const refusals = results.flatMap((r) =>
     (['bind', 'listen', 'attach'] as const).flatMap((call) => {
       const x = r[call];
       return x
         ? [
-            `socket ${r.socket}: ${call}() fails with ${x.errno}${x.with !== null && x.with !== undefined ? ` (against socket ${x.with})` : ''}: ${sayRefusal(lang, x)}`,
+            `socket ${r.socket}: ${call}() fails with ${x.errno}${x.with !== null && x.with !== undefined ? ` (against socket ${x.with})` : ''}: ` +
+              `${sayRefusal(lang, x)}`,
           ]
         : [];
     }),
   );
   return {
-    headline: `Kernel ${ex.profile.major}.${ex.profile.minor}, ${ex.packet.proto.toUpperCase()} ${ex.packet.tuple.saddr}:${ex.packet.tuple.sport} → ${ex.packet.tuple.daddr}:${ex.packet.tuple.dport}: ${ex.tables.length} table${ex.tables.length === 1 ? '' : 's'} walked; ${who}.`,
+    headline:
+      `Kernel ${ex.profile.major}.${ex.profile.minor}, ${ex.packet.proto.toUpperCase()} ${ex.packet.tuple.saddr}:${ex.packet.tuple.sport} → ` +
+      `${ex.packet.tuple.daddr}:${ex.packet.tuple.dport}: ${ex.tables.length} table${ex.tables.length === 1 ? '' : 's'} walked; ${who}.`,
     socket: ex.socket,
     listener,
     member: member >= 0 ? member : null,
