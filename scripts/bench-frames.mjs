@@ -93,7 +93,8 @@ function report(title, r) {
   const w = [...r.work].sort((a, b) => a - b);
   const s = [...r.syns].sort((a, b) => a - b);
   console.log(
-    `\n${title}: ${r.listening} listeners, ${r.clients} clients, arrival rate ${r.rate}/s, ${r.frames.length} frames over ${seconds} s (headless Chromium, --disable-gpu)`,
+    `\n${title}: ${r.listening} listeners, ${r.clients} clients, arrival rate ${r.rate}/s, ${r.frames.length} frames over ${seconds} s (headless ` +
+      `Chromium, --disable-gpu)`,
   );
   console.log(`SYNs in flight: min ${s[0]}, median ${pct(s, 50)}, max ${s.at(-1)} (all packets incl. SYN-ACK/ACK at the end: ${r.packets})`);
   console.log('                     p50      p95      p99      max   (ms)');
@@ -129,7 +130,8 @@ try {
     report(title, await measure(page));
     const c = await closeTiming(page);
     console.log(
-      `close listener: click handler ${c.click.toFixed(1)} ms, work of the frame after ${c.nextFrameWork.toFixed(1)} ms, click to the second frame ${c.toNextFrame.toFixed(1)} ms`,
+      `close listener: click handler ${c.click.toFixed(1)} ms, work of the frame after ${c.nextFrameWork.toFixed(1)} ms, click to the second frame ` +
+        `${c.toNextFrame.toFixed(1)} ms`,
     );
     await page.close();
   };

@@ -60,7 +60,8 @@ try {
     if (!scores.performance.length) continue;
     const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     console.log(
-      `${path}: performance ${med(scores.performance)}, accessibility ${med(scores.accessibility)}${runs > 1 ? ` (median of ${runs})` : ''}${worst.length ? `; below 90: ${worst.join(', ')}` : ''}`,
+      `${path}: performance ${med(scores.performance)}, accessibility ` +
+        `${med(scores.accessibility)}${runs > 1 ? ` (median of ${runs})` : ''}${worst.length ? `; below 90: ${worst.join(', ')}` : ''}`,
     );
   }
 } finally {

@@ -64,7 +64,8 @@ try {
   const r = await page.evaluate(() => ({ t: window.__times, long: window.__long }));
   const longest = r.long.length ? Math.max(...r.long) : 0;
   console.log(
-    `paste: ${lines.toLocaleString('en-US')} lines of ss -tn (${mb} MB) answered in ${(r.t.answered / 1000).toFixed(2)} s, simulation done at ${(r.t.completed / 1000).toFixed(2)} s; longest main-thread task ${longest.toFixed(0)} ms (${r.long.length} tasks over 50 ms)`,
+    `paste: ${lines.toLocaleString('en-US')} lines of ss -tn (${mb} MB) answered in ${(r.t.answered / 1000).toFixed(2)} s, simulation done at ` +
+      `${(r.t.completed / 1000).toFixed(2)} s; longest main-thread task ${longest.toFixed(0)} ms (${r.long.length} tasks over 50 ms)`,
   );
 
   // The key search: a curated trace dropped in, then "Search every key".
@@ -90,7 +91,8 @@ try {
   const said = await w.locator('.rl-paste-recover p').allTextContents();
   const long2 = await page.evaluate(() => window.__long);
   console.log(
-    `recover: ${secs.toFixed(2)} s wall in the browser; ${said.find((s) => s.includes('G keys/s'))}; longest main-thread task ${long2.length ? Math.max(...long2).toFixed(0) : 0} ms`,
+    `recover: ${secs.toFixed(2)} s wall in the browser; ${said.find((s) => s.includes('G keys/s'))}; longest main-thread task ` +
+      `${long2.length ? Math.max(...long2).toFixed(0) : 0} ms`,
   );
 } finally {
   await browser.close();
@@ -132,5 +134,6 @@ const t1 = performance.now();
 p.spreadStep(10_000);
 const s = (performance.now() - t1) / 1000;
 console.log(
-  `spread (wasm, Node): 10,000 boots x ${p.rowCount().toLocaleString('en-US')} IPv4 tuples, 64 listeners: ${s.toFixed(2)} s (${(1e8 / s / 1e6).toFixed(0)} M selections/s, vectorised ${p.spreadVectorised()})`,
+  `spread (wasm, Node): 10,000 boots x ${p.rowCount().toLocaleString('en-US')} IPv4 tuples, 64 listeners: ${s.toFixed(2)} s ` +
+    `(${(1e8 / s / 1e6).toFixed(0)} M selections/s, vectorised ${p.spreadVectorised()})`,
 );

@@ -33,6 +33,7 @@ for (const variant of ['epoll', 'reuseport']) {
   const secs = (performance.now() - t) / 1e3;
   const accepts = r.workers.map((w) => w.accepts).join(' ');
   console.log(
-    `wasm ${N.toLocaleString('en')} connections, ${variant}: ${secs.toFixed(2)} s, ${Math.round(N / secs).toLocaleString('en')} connections/s, ${Math.round(r.events / secs).toLocaleString('en')} events/s; accepts ${accepts}`,
+    `wasm ${N.toLocaleString('en')} connections, ${variant}: ${secs.toFixed(2)} s, ${Math.round(N / secs).toLocaleString('en')} connections/s, ` +
+      `${Math.round(r.events / secs).toLocaleString('en')} events/s; accepts ${accepts}`,
   );
 }

@@ -35,7 +35,9 @@ const pages = files.filter((f) => f.endsWith('index.html')).length;
 const total = files.reduce((n, f) => n + statSync(f).size, 0);
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
 console.log(
-  `site: ${pages} pages, ${files.length} files, ${kib(total)} in dist/ (of which traces ${kib(files.filter((f) => f.includes('/traces/')).reduce((n, f) => n + statSync(f).size, 0))}, search index ${kib(files.filter((f) => f.includes('/pagefind/')).reduce((n, f) => n + statSync(f).size, 0))})`,
+  `site: ${pages} pages, ${files.length} files, ${kib(total)} in dist/ (of which traces ` +
+    `${kib(files.filter((f) => f.includes('/traces/')).reduce((n, f) => n + statSync(f).size, 0))}, search index ` +
+    `${kib(files.filter((f) => f.includes('/pagefind/')).reduce((n, f) => n + statSync(f).size, 0))})`,
 );
 
 const { base, stop } = await servePreview(root);
@@ -53,7 +55,9 @@ try {
       await page.route('http://course.test/**', (r) =>
         r.fulfill({
           contentType: 'text/html',
-          body: `<!doctype html><title>Course</title><p>Lesson</p><script type="module" src="${base}/embed/reuseport-lab.js"></script><reuseport-dispatch compact listeners="8"></reuseport-dispatch>`,
+          body:
+            `<!doctype html><title>Course</title><p>Lesson</p><script type="module" src="${base}/embed/reuseport-lab.js"></script><reuseport-dispatch ` +
+            `compact listeners="8"></reuseport-dispatch>`,
         }),
       );
       await page.route(`${base}/**`, async (r) => {
@@ -121,7 +125,8 @@ try {
   const ms2 = Date.now() - t1;
   const long2 = (await page.evaluate(() => window.__long)).sort((a, b) => b - a);
   console.log(
-    `large trace with the key: predicted in ${ms2} ms; tasks over 50 ms: ${long2.length}, longest ${long2[0]?.toFixed(0) ?? 0} ms; "${await page.locator('.rl-tv-agree').textContent()}"`,
+    `large trace with the key: predicted in ${ms2} ms; tasks over 50 ms: ${long2.length}, longest ${long2[0]?.toFixed(0) ?? 0} ms; ` +
+      `"${await page.locator('.rl-tv-agree').textContent()}"`,
   );
 } finally {
   await browser.close();

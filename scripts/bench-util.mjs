@@ -27,7 +27,11 @@ export async function waitFor(url, ms) {
 /** Serves dist/ on a free loopback port; returns its base URL and a stop function. */
 export async function servePreview(root, path = '/', outDir = 'dist') {
   const port = await freePort();
-  const server = spawn('npx', ['astro', 'preview', '--host', '127.0.0.1', '--port', String(port), '--outDir', outDir], { cwd: root, stdio: 'ignore', detached: true });
+  const server = spawn('npx', ['astro', 'preview', '--host', '127.0.0.1', '--port', String(port), '--outDir', outDir], {
+    cwd: root,
+    stdio: 'ignore',
+    detached: true,
+  });
   const base = `http://127.0.0.1:${port}`;
   const stop = () => {
     try {

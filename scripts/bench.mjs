@@ -140,7 +140,8 @@ for (const kernel of ['6.18', '6.12']) {
 }
 console.log(`\nwasm core package (pkg): ${wasmBytes.length} bytes, ${gz} bytes gzipped (${(gz / 1024).toFixed(1)} KiB)`);
 console.log(
-  `wasm lookup package (pkg-lookup, adds the full listener lookup): ${lookupBytes.length} bytes, ${lookupGz} bytes gzipped (${(lookupGz / 1024).toFixed(1)} KiB)`,
+  `wasm lookup package (pkg-lookup, adds the full listener lookup): ${lookupBytes.length} bytes, ${lookupGz} bytes gzipped ` +
+    `(${(lookupGz / 1024).toFixed(1)} KiB)`,
 );
 if (rows.some((r) => r.checksum !== '0000000000000000' && rows.find((q) => q.kernel === r.kernel && q.path.startsWith('native'))?.checksum !== r.checksum)) {
   console.error('bench: native and wasm answers differ: this is a bug, not a speed result');

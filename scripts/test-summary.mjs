@@ -67,7 +67,8 @@ for (const r of rows) for (const k of ['ran', 'passed', 'failed', 'skipped']) to
 console.log('\n==> test summary: tests that ran, passed, failed, and were skipped (a skip is not a pass)');
 for (const r of [...rows, total])
   console.log(
-    `  ${r.suite.padEnd(11)} ${String(r.ran).padStart(5)} ran  ${String(r.passed).padStart(5)} passed  ${String(r.failed).padStart(3)} failed  ${String(r.skipped).padStart(3)} skipped`,
+    `  ${r.suite.padEnd(11)} ${String(r.ran).padStart(5)} ran  ${String(r.passed).padStart(5)} passed  ${String(r.failed).padStart(3)} failed  ` +
+      `${String(r.skipped).padStart(3)} skipped`,
   );
 if (skips.length) {
   console.log('  skipped, and why:');

@@ -247,7 +247,8 @@ const en: PasteText = {
   layoutDescribe: (k) => `Your layout of ${plural(k, 'socket')}.`,
   socketsTitle: 'Your sockets',
   socketsLead: (k, u, rows) =>
-    `The full listener lookup over ${plural(k, 'socket')}: ${n(rows - u)} of ${plural(rows, 'connection')} reach one of them${u ? `, ${n(u)} reach none` : ''}.`,
+    `The full listener lookup over ${plural(k, 'socket')}: ${n(rows - u)} of ${plural(rows, 'connection')} reach one of ` +
+    `them${u ? `, ${n(u)} reach none` : ''}.`,
   socketsCaption: 'Each socket’s calls and what it receives',
   socketsHead: ['socket', 'address', 'bind()', 'listen()', 'reuseport group', 'connections'],
   callOk: 'succeeds',
@@ -330,7 +331,9 @@ const en: PasteText = {
   spreadTitle: 'What holds for every secret',
   spreadPending: 'Simulating…',
   spreadLead: (s) =>
-    `Over ${n(s.boots)} random boots, ${s.unrouted ? `the ${n(s.tuples - s.unrouted)} of these ${n(s.tuples)} connections that reach the group` : `these ${n(s.tuples)} connections`} spread over ${n(s.listeners)} listeners like this (mean, and 5th–95th percentile):`,
+    `Over ${n(s.boots)} random boots, ` +
+    `${s.unrouted ? `the ${n(s.tuples - s.unrouted)} of these ${n(s.tuples)} connections that reach the group` : `these ${n(s.tuples)} connections`} ` +
+    `spread over ${n(s.listeners)} listeners like this (mean, and 5th–95th percentile):`,
   maxMin: 'Busiest ÷ quietest listener',
   jain: 'Jain’s fairness index (1 is even)',
   emptyShare: 'Listeners left empty',
@@ -342,7 +345,8 @@ const en: PasteText = {
   notExchangeable:
     'Listeners are not alike in this group (a CPU preference, a program or a connected member), so no single band is drawn; the table gives each listener’s own range.',
   observedSkew: (c) =>
-    `Observed: busiest ÷ quietest ${c.observed.maxMin === null ? '∞ (a listener got nothing)' : c.observed.maxMin.toFixed(2)}, Jain ${c.observed.jain.toFixed(3)}: more skewed than ${c.maxMinPercentile.toFixed(0)} % of simulated boots.`,
+    `Observed: busiest ÷ quietest ${c.observed.maxMin === null ? '∞ (a listener got nothing)' : c.observed.maxMin.toFixed(2)}, Jain ` +
+    `${c.observed.jain.toFixed(3)}: more skewed than ${c.maxMinPercentile.toFixed(0)} % of simulated boots.`,
   byListenersTitle: 'The same connections over other group sizes',
   byListenersHead: ['listeners', 'busiest ÷ quietest, median / 95th percentile', 'listeners left empty'],
   barsTitle: 'Per listener',
@@ -350,12 +354,14 @@ const en: PasteText = {
   barsNeedSecret:
     'Name a secret, or give the observed listener per line or per worker, to see counts per listener. What any one listener gets over random boots is given above.',
   barsUnder: (s) =>
-    `Counts under ${s}. The shaded band is the 5th–95th percentile any one listener gets over random boots; the dashed line its mean. Bars outside it are outlined.`,
+    `Counts under ${s}. The shaded band is the 5th–95th percentile any one listener gets over random boots; the dashed line its mean. Bars outside it ` +
+    `are outlined.`,
   barsObserved:
     'Counts as observed in the paste. The shaded band is the 5th–95th percentile any one listener gets over random boots; bars outside it are outlined.',
   barsTyped: 'Counts you gave. The shaded band is the 5th–95th percentile any one listener gets over random boots; bars outside it are outlined.',
   barsLabel: (c, b) =>
-    `Bar chart of ${plural(c.length, 'listener')}: from ${n(Math.min(...c))} to ${n(Math.max(...c))} connections${b ? `; the expected band is ${n(Math.round(b.p5))} to ${n(Math.round(b.p95))}` : ''}. The table below lists every count.`,
+    `Bar chart of ${plural(c.length, 'listener')}: from ${n(Math.min(...c))} to ${n(Math.max(...c))} ` +
+    `connections${b ? `; the expected band is ${n(Math.round(b.p5))} to ${n(Math.round(b.p95))}` : ''}. The table below lists every count.`,
   listenerAxis: 'listener',
   socketAxis: 'socket (index in your layout)',
   barsSockets: (s) => `Connections per socket of your layout under ${s}, by the full listener lookup.`,
@@ -578,7 +584,8 @@ const zh: PasteText = {
   spreadTitle: '对任何密钥都成立的结论',
   spreadPending: '正在模拟……',
   spreadLead: (s) =>
-    `随机开机 ${zn(s.boots)} 次，${s.unrouted ? `这 ${zn(s.tuples)} 个连接中到达该组的 ${zn(s.tuples - s.unrouted)} 个` : `这 ${zn(s.tuples)} 个连接`}在 ${zn(s.listeners)} 个监听套接字上的分布如下（均值，以及第 5 至第 95 百分位）：`,
+    `随机开机 ${zn(s.boots)} 次，${s.unrouted ? `这 ${zn(s.tuples)} 个连接中到达该组的 ${zn(s.tuples - s.unrouted)} 个` : `这 ${zn(s.tuples)} 个连接`}在 ${zn(s.listeners)} ` +
+    `个监听套接字上的分布如下（均值，以及第 5 至第 95 百分位）：`,
   maxMin: '最忙与最闲监听套接字之比',
   jain: 'Jain 公平性指数（1 表示完全均匀）',
   emptyShare: '没有分到连接的监听套接字',
@@ -589,7 +596,8 @@ const zh: PasteText = {
   yours: '（你的）',
   notExchangeable: '这个组里的监听套接字并不等同（有 CPU 偏好、程序或已 connect 的成员），所以不画统一的区间；表中给出每个监听套接字各自的范围。',
   observedSkew: (c) =>
-    `观测值：最忙与最闲之比 ${c.observed.maxMin === null ? '∞（有监听套接字一个连接也没分到）' : c.observed.maxMin.toFixed(2)}，Jain 指数 ${c.observed.jain.toFixed(3)}：比 ${c.maxMinPercentile.toFixed(0)}% 的模拟开机更不均。`,
+    `观测值：最忙与最闲之比 ${c.observed.maxMin === null ? '∞（有监听套接字一个连接也没分到）' : c.observed.maxMin.toFixed(2)}，Jain 指数 ${c.observed.jain.toFixed(3)}：比 ` +
+    `${c.maxMinPercentile.toFixed(0)}% 的模拟开机更不均。`,
   byListenersTitle: '同样的连接换成其他组大小',
   byListenersHead: ['监听套接字数', '最忙与最闲之比，中位数 / 第 95 百分位', '空闲的监听套接字'],
   barsTitle: '各监听套接字',
@@ -599,7 +607,8 @@ const zh: PasteText = {
   barsObserved: '粘贴内容中观测到的连接数。阴影带是随机开机时任一监听套接字分到数量的第 5 至第 95 百分位；超出阴影带的柱子加了描边。',
   barsTyped: '你给出的连接数。阴影带是随机开机时任一监听套接字分到数量的第 5 至第 95 百分位；超出阴影带的柱子加了描边。',
   barsLabel: (c, b) =>
-    `${zn(c.length)} 个监听套接字的柱状图：连接数从 ${zn(Math.min(...c))} 到 ${zn(Math.max(...c))}${b ? `；预期区间为 ${zn(Math.round(b.p5))} 到 ${zn(Math.round(b.p95))}` : ''}。下表列出全部数值。`,
+    `${zn(c.length)} 个监听套接字的柱状图：连接数从 ${zn(Math.min(...c))} 到 ` +
+    `${zn(Math.max(...c))}${b ? `；预期区间为 ${zn(Math.round(b.p5))} 到 ${zn(Math.round(b.p95))}` : ''}。下表列出全部数值。`,
   listenerAxis: '监听套接字',
   socketAxis: '套接字（在你的布局中的序号）',
   barsSockets: (s) => `使用${s}时，按完整的监听查找，你的布局中各套接字收到的连接数。`,

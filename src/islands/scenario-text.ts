@@ -107,14 +107,17 @@ const en: ScenarioText = {
   depth: 'Deepest accept queue (connections) against time (ms), one line per queue',
   p99: 'Request latency p99 (ms) against time (ms)',
   assumptions: (k) =>
-    `Which listener gets each SYN is the model's answer for Linux ${k}. Wake-up order follows the kernel's wait-queue rules; scheduling, wake-up latency and service times are modelled, not measured.`,
+    `Which listener gets each SYN is the model's answer for Linux ${k}. Wake-up order follows the kernel's wait-queue rules; scheduling, wake-up ` +
+    `latency and service times are modelled, not measured.`,
   unknown: (name, known) => `There is no scenario named "${name}". Known: ${known}.`,
   failed: (msg) => `The simulation failed: ${msg}`,
   table: 'Show the numbers as a table',
   ranAs: (cpus, connections, kernel) =>
-    `Measured on this machine (Linux ${kernel}) with ${cpus} CPU${cpus === 1 ? '' : 's'} and ${connections.toLocaleString('en')} connections, the arrival rate scaled to the same load per CPU.`,
+    `Measured on this machine (Linux ${kernel}) with ${cpus} CPU${cpus === 1 ? '' : 's'} and ${connections.toLocaleString('en')} connections, the ` +
+    `arrival rate scaled to the same load per CPU.`,
   agreement: (se, sm, ld, lm, agrees) =>
-    `Against the simulator on the same workload with the calibrated parameters: share error ${se} (agreement needs ≤ ${sm}), latency distance ${ld} (≤ ${lm}). ${agrees ? 'They agree.' : 'They disagree.'}`,
+    `Against the simulator on the same workload with the calibrated parameters: share error ${se} (agreement needs ≤ ${sm}), latency distance ${ld} ` +
+    `(≤ ${lm}). ${agrees ? 'They agree.' : 'They disagree.'}`,
   scenarioTitle: {
     'six-connections': 'Six connections, three workers',
     'shared-queue-under-load': 'A shared queue under load',

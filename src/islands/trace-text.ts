@@ -93,9 +93,11 @@ const en: TraceText = {
   agreementAll: (a, n) =>
     a.predicted === 0
       ? `None of the ${n.toLocaleString('en')} events can be predicted without the key.`
-      : `The model agrees with the kernel on ${a.agreed.toLocaleString('en')} of ${a.predicted.toLocaleString('en')} predicted events (${pct(a.agreed, a.predicted)})${a.needsKey ? `; ${a.needsKey.toLocaleString('en')} need the key` : ''}.`,
+      : `The model agrees with the kernel on ${a.agreed.toLocaleString('en')} of ${a.predicted.toLocaleString('en')} predicted events ` +
+        `(${pct(a.agreed, a.predicted)})${a.needsKey ? `; ${a.needsKey.toLocaleString('en')} need the key` : ''}.`,
   agreementHeld: (a, train) =>
-    `Leaving out the first ${train} events (those a key search would use): ${a.agreed.toLocaleString('en')} of ${a.predicted.toLocaleString('en')} (${pct(a.agreed, a.predicted)}).`,
+    `Leaving out the first ${train} events (those a key search would use): ${a.agreed.toLocaleString('en')} of ${a.predicted.toLocaleString('en')} ` +
+    `(${pct(a.agreed, a.predicted)}).`,
   spread: (s) =>
     `Uniform expectation ${s.expected.toFixed(1)} per open listener; busiest / quietest = ${Number.isFinite(s.maxOverMin) ? s.maxOverMin.toFixed(2) : '∞'}.`,
   barsLabel: (s) => `Events per listener: ${s.bars.map((b) => `listener ${b.listener}: ${b.count}`).join(', ')}; uniform expectation ${s.expected.toFixed(1)}.`,
@@ -160,7 +162,8 @@ const zh: TraceText = {
   agreementAll: (a, n) =>
     a.predicted === 0
       ? `没有密钥，${n.toLocaleString('zh-CN')} 个事件全都无法预测。`
-      : `在 ${a.predicted.toLocaleString('zh-CN')} 个已预测事件中，模型与内核一致的有 ${a.agreed.toLocaleString('zh-CN')} 个（${pct(a.agreed, a.predicted)}）${a.needsKey ? `；另有 ${a.needsKey.toLocaleString('zh-CN')} 个需要密钥` : ''}。`,
+      : `在 ${a.predicted.toLocaleString('zh-CN')} 个已预测事件中，模型与内核一致的有 ${a.agreed.toLocaleString('zh-CN')} ` +
+        `个（${pct(a.agreed, a.predicted)}）${a.needsKey ? `；另有 ${a.needsKey.toLocaleString('zh-CN')} 个需要密钥` : ''}。`,
   agreementHeld: (a, train) =>
     `不计前 ${train} 个事件（即密钥搜索会用到的事件）：${a.agreed.toLocaleString('zh-CN')} / ${a.predicted.toLocaleString('zh-CN')}（${pct(a.agreed, a.predicted)}）。`,
   spread: (s) =>

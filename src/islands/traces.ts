@@ -144,7 +144,8 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     item(t.kernel, `${tr.kernel.release} (profile ${tr.kernel.profile})`);
     item(
       t.group,
-      `${g.proto.toUpperCase()} ${g.bind.includes(':') ? `[${g.bind}]` : g.bind}:${g.port}, ${g.listeners} listeners${g.closed?.length ? `, closed ${g.closed.join(', ')}` : ''}${g.v6only ? ', v6only' : ''}${g.tcpMigrateReq ? ', tcp_migrate_req' : ''}`,
+      `${g.proto.toUpperCase()} ${g.bind.includes(':') ? `[${g.bind}]` : g.bind}:${g.port}, ${g.listeners} ` +
+        `listeners${g.closed?.length ? `, closed ${g.closed.join(', ')}` : ''}${g.v6only ? ', v6only' : ''}${g.tcpMigrateReq ? ', tcp_migrate_req' : ''}`,
     );
     item(t.program, describeSelection(tr));
     if (tr.recorded) item(t.recorded, tr.recorded);

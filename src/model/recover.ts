@@ -139,7 +139,8 @@ export function recoverKey(
             for (const x of workers) x.terminate();
             reject(
               new Error(
-                `candidate ${String((m.done.unverified as { candidate: number }).candidate)} did not reproduce every observation through the model's selection; please report this`,
+                `candidate ${String((m.done.unverified as { candidate: number }).candidate)} did not reproduce every observation through the model's ` +
+                  `selection; please report this`,
               ),
             );
             return;

@@ -107,7 +107,10 @@ export class Chart {
 
 /** The chart's English aria-label. */
 function chartLabel(f: Fairness, ratio: string): string {
-  return `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${ratio}; Jain ${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`;
+  return (
+    `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${ratio}; Jain ` +
+    `${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`
+  );
 }
 
 export function fmtRatio(r: number | null): string {
