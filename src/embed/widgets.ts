@@ -13,7 +13,11 @@ export interface EmbedWidget {
   params: readonly string[];
   /** Boolean attributes: present when the query has them with an empty value or `true`. */
   flags?: readonly string[];
-  /** Whether the script tag works on another origin (false: the widget runs Web Workers, which must come from the page's own origin; embed it as an iframe). @default true */
+  /**
+   * Whether the script tag works on another origin (false: the widget runs Web
+   * Workers, which must come from the page's own origin; embed it as an iframe).
+   * @default true
+   */
   script?: boolean;
   /** A starting height for the iframe, in CSS pixels (it then reports its own). */
   height: number;

@@ -139,7 +139,8 @@ const en: ExerciseText = {
     'accept-mutex':
       "nginx's accept_mutex lets one worker accept at a time and makes the others retry after 500 ms: uneven counts and a tail of hundreds of milliseconds.",
     reuseport:
-      'SO_REUSEPORT gives each worker its own queue and picks it by the 4-tuple hash: no wasted wake-ups, counts only as even as the hash, and a slow or stopped worker keeps its share, so the tail grows.',
+      'SO_REUSEPORT gives each worker its own queue and picks it by the 4-tuple hash: no wasted wake-ups, counts only as even as the hash, and a slow ' +
+      'or stopped worker keeps its share, so the tail grows.',
     'reuseport-incoming-cpu': 'SO_INCOMING_CPU sends each connection to the listener bound to the CPU that received it: the spread follows the receiving CPUs.',
     'reuseport-bpf-cpu': 'A BPF program that picks the listener by CPU spreads connections as the receiving CPUs are spread.',
     'reuseport-least-loaded':

@@ -325,7 +325,9 @@ const en: PasteText = {
   badColumns: ['line', 'format', 'why', 'text'],
   readStatus: (s) => `${plural(s.lines, 'line')} read, ${plural(s.rows, 'connection')} usable.`,
   answeredStatus: (s, a, secret) =>
-    `${plural(s.rows, 'connection')} answered for ${plural(a.listeners, 'listener')}${secret ? ` under ${secret}` : ' without a secret'}${a.unrouted ? `; ${n(a.unrouted)} reach no listener of this group` : ''}${
+    `${plural(s.rows, 'connection')} answered for ` +
+    `${plural(a.listeners, 'listener')}${secret ? ` under ${secret}` : ' without a secret'}` +
+    `${a.unrouted ? `; ${n(a.unrouted)} reach no listener of this group` : ''}${
       a.observed && a.counts ? `; ${n(a.disagree)} differ from the listener observed` : ''
     }.`,
   spreadTitle: 'What holds for every secret',
@@ -343,7 +345,8 @@ const en: PasteText = {
   unbounded: (x) => `(in ${pct(x)} of boots some listener got nothing, so the ratio is unbounded there)`,
   yours: '(yours)',
   notExchangeable:
-    'Listeners are not alike in this group (a CPU preference, a program or a connected member), so no single band is drawn; the table gives each listener’s own range.',
+    'Listeners are not alike in this group (a CPU preference, a program or a connected member), so no single band is drawn; the table gives each ' +
+    'listener’s own range.',
   observedSkew: (c) =>
     `Observed: busiest ÷ quietest ${c.observed.maxMin === null ? '∞ (a listener got nothing)' : c.observed.maxMin.toFixed(2)}, Jain ` +
     `${c.observed.jain.toFixed(3)}: more skewed than ${c.maxMinPercentile.toFixed(0)} % of simulated boots.`,
@@ -352,7 +355,8 @@ const en: PasteText = {
   barsTitle: 'Per listener',
   barsTitleSockets: 'Per socket',
   barsNeedSecret:
-    'Name a secret, or give the observed listener per line or per worker, to see counts per listener. What any one listener gets over random boots is given above.',
+    'Name a secret, or give the observed listener per line or per worker, to see counts per listener. What any one listener gets over random boots is ' +
+    'given above.',
   barsUnder: (s) =>
     `Counts under ${s}. The shaded band is the 5th–95th percentile any one listener gets over random boots; the dashed line its mean. Bars outside it ` +
     `are outlined.`,
@@ -377,7 +381,8 @@ const en: PasteText = {
   rowsTitle: 'Every connection',
   noRows: 'No line held a usable connection.',
   rowsNeedSecret:
-    'Without a named secret the table lists no listener per connection: which listener gets which connection depends on the secret. Name one above, or recover it below.',
+    'Without a named secret the table lists no listener per connection: which listener gets which connection depends on the secret. Name one above, or ' +
+    'recover it below.',
   search: 'Search',
   searchPlaceholder: 'address, port or line number',
   filterListener: 'Only listener',
@@ -393,12 +398,19 @@ const en: PasteText = {
   recoverLead: (k) =>
     `${plural(k, 'connection')} carry the listener that received them. Searching all 2³² keys finds every key that sends each to its listener.`,
   recoverNeeds:
-    'Recovery needs the listener that received each connection: a fifth column (SADDR SPORT DADDR DPORT LISTENER), a listener column in a CSV, or an agent trace.',
+    'Recovery needs the listener that received each connection: a fifth column (SADDR SPORT DADDR DPORT LISTENER), a listener column in a CSV, or an ' +
+    'agent trace.',
   recoverGo: 'Search every key',
   recoverProgress: (share, eta) => `Searched ${pct(share)}${eta !== undefined ? `, about ${Math.ceil(eta)} s left` : ''}…`,
   recoverFailed: (m) => `The search could not run: ${m}`,
   recovered: (r) =>
-    `${r.complete ? 'Searched every key' : `Stopped after ${pct((r.keysPerSecond * r.seconds) / 2 ** 32)} of the keys`} in ${r.seconds.toFixed(1)} s on ${plural(r.workers, 'worker')} (${(r.keysPerSecond / 1e9).toFixed(2)} G keys/s, ${r.plan.isa}). ${plural(r.candidates, 'key')} fit every observation; ${r.plan.expectedFalseMatches < 0.01 ? 'by chance fewer than 0.01 would, so the first is yours' : `about ${r.plan.expectedFalseMatches.toPrecision(3)} would fit by chance`}${
+    `${r.complete ? 'Searched every key' : `Stopped after ${pct((r.keysPerSecond * r.seconds) / 2 ** 32)} of the keys`} in ${r.seconds.toFixed(1)} s ` +
+    `on ${plural(r.workers, 'worker')} (${(r.keysPerSecond / 1e9).toFixed(2)} G keys/s, ${r.plan.isa}). ${plural(r.candidates, 'key')} fit every ` +
+    `observation; ` +
+    (r.plan.expectedFalseMatches < 0.01
+      ? 'by chance fewer than 0.01 would, so the first is yours'
+      : `about ${r.plan.expectedFalseMatches.toPrecision(3)} would fit by chance`) +
+    `${
       r.plan.moreNeeded ? `; about ${plural(r.plan.moreNeeded, 'more observation')} would make it unique` : ''
     }.${r.leftOut ? ` ${n(r.leftOut)} observations beyond the first 2,000 were not needed and not used.` : ''}`,
   useRecovered: (v) => `Answer under ${v}`,
@@ -642,7 +654,9 @@ const zh: PasteText = {
   recoverProgress: (share, eta) => `已搜索 ${pct(share)}${eta !== undefined ? `，约剩 ${Math.ceil(eta)} 秒` : ''}……`,
   recoverFailed: (m) => `无法进行搜索：${m}`,
   recovered: (r) =>
-    `${r.complete ? '已搜索全部密钥' : `已在搜索了 ${pct((r.keysPerSecond * r.seconds) / 2 ** 32)} 后停止`}，用时 ${r.seconds.toFixed(1)} 秒，${zn(r.workers)} 个 worker（每秒 ${(r.keysPerSecond / 1e9).toFixed(2)} G 个密钥，${r.plan.isa}）。有 ${zn(r.candidates)} 个密钥符合全部观测；${r.plan.expectedFalseMatches < 0.01 ? '偶然符合的预期不到 0.01 个，所以第一个就是你的密钥' : `约 ${r.plan.expectedFalseMatches.toPrecision(3)} 个会偶然符合`}${
+    `${r.complete ? '已搜索全部密钥' : `已在搜索了 ${pct((r.keysPerSecond * r.seconds) / 2 ** 32)} 后停止`}，用时 ${r.seconds.toFixed(1)} 秒，${zn(r.workers)} 个 ` +
+    `worker（每秒 ${(r.keysPerSecond / 1e9).toFixed(2)} G 个密钥，${r.plan.isa}）。有 ${zn(r.candidates)} ` +
+    `个密钥符合全部观测；${r.plan.expectedFalseMatches < 0.01 ? '偶然符合的预期不到 0.01 个，所以第一个就是你的密钥' : `约 ${r.plan.expectedFalseMatches.toPrecision(3)} 个会偶然符合`}${
       r.plan.moreNeeded ? `；再有约 ${zn(r.plan.moreNeeded)} 个观测即可唯一确定` : ''
     }。${r.leftOut ? `前 2,000 个之后的 ${zn(r.leftOut)} 个观测用不上，未使用。` : ''}`,
   useRecovered: (v) => `使用 ${v} 计算`,

@@ -143,7 +143,8 @@ const en: ScenarioText = {
     yours: 'Yours',
     shapeHead: ['', 'Concentration', 'Idle share', 'Evenness', 'Distance'],
     shapeCaption:
-      'Concentration: 0 when even, 1 when one worker has everything. Idle share: workers with nothing. Evenness: Jain’s index from 0 to 1. Distance: the sum of the differences from yours.',
+      'Concentration: 0 when even, 1 when one worker has everything. Idle share: workers with nothing. Evenness: Jain’s index from 0 to 1. Distance: ' +
+      'the sum of the differences from yours.',
     open: (title) => `Open “${title}”`,
     countsBad: (position, value) => `Count ${position} (“${value}”) is not a whole number from 0 to 10¹².`,
     countsCount: (n) => `Give 2 to 4096 counts, one per worker; there are ${n}.`,

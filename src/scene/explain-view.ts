@@ -127,7 +127,8 @@ const EN: Words = {
   reservoirTitle: 'Reservoir scan over the chain',
   rule: 'Rule',
   ruleText:
-    'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its next_pseudo_random32 steps',
+    'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its ' +
+    'next_pseudo_random32 steps',
   chain: 'Chain, newest listener first',
   chainHead: ['position', 'listener', 'score', 'matches', 'phash', 'scaled', 'what happened'],
   chainOmitted: (omitted, shown) => `${omitted.toLocaleString('en')} listeners: past the first ${shown}, only those that took the lead are listed`,

@@ -149,7 +149,10 @@ test('an iframe embed posts its events and its height to the parent, and names a
     page,
     baseURL!,
     hostPage(
-      `<iframe id="ok" src="${site}/embed/lookup/?kernel=6.1&listeners=4&secret=0x2f3923d9&tuples=10.0.0.2%2040000%2010.0.0.1%2080&lang=zh-CN&origin=${encodeURIComponent(HOST)}" width="600" height="100"></iframe>
+      `<iframe id="ok" ` +
+        `src="${site}/embed/lookup/?kernel=6.1&listeners=4&secret=0x2f3923d9&tuples=10.0.0.2%2040000%2010.0.0.1%2080` +
+        `&lang=zh-CN&origin=${encodeURIComponent(HOST)}" ` +
+        `width="600" height="100"></iframe>
        <iframe id="bad" src="${site}/embed/bind-check/?kernel=6.12&listners=4" width="600" height="100"></iframe>`,
     ),
   );

@@ -41,7 +41,8 @@ test.beforeAll(() => {
   // A course page next to the site, as a trainer would add one.
   writeFileSync(
     join(site, 'course.html'),
-    '<!doctype html><title>Course</title><script type="module" src="/embed/reuseport-lab.js"></script><reuseport-exercise kind="syn" count="2"></reuseport-exercise><reuseport-bind-check kernel="5.10"></reuseport-bind-check>',
+    '<!doctype html><title>Course</title><script type="module" src="/embed/reuseport-lab.js"></script><reuseport-exercise kind="syn" ' +
+      'count="2"></reuseport-exercise><reuseport-bind-check kernel="5.10"></reuseport-bind-check>',
   );
   server = createServer((req, res) => {
     const path = normalize(decodeURIComponent(new URL(req.url!, 'http://x').pathname));

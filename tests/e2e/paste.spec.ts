@@ -297,32 +297,34 @@ test('a line whose sides cannot be decided is listed under Unusable lines with i
 
 // ---- 4. without a secret; a random boot ---------------------------------------------
 
-test('without a secret no row names a listener and the spread over every secret is shown; a random boot is labelled an example and answers as the agent under its key', async ({
-  page,
-}) => {
-  const w = await open(page);
-  await fill(w, { text: fixture('ss-tn.txt'), bind: '127.0.0.1:18080', kernel: '6.18', proto: 'tcp', listeners: 8, mode: 'none' });
-  await analyse(page);
-  const none = await exported(page);
-  expect(pairsOf(none.rows)).toEqual([...V4_18080].sort());
-  expect(none.rows.map((r) => r.listener)).toEqual([null, null, null, null]);
-  await expect(w.getByText('Without a named secret the table lists no listener per connection')).toBeVisible();
+test(
+  'without a secret no row names a listener and the spread over every secret is shown; a random boot is labelled an example and answers as the agent ' +
+    'under its key',
+  async ({ page }) => {
+    const w = await open(page);
+    await fill(w, { text: fixture('ss-tn.txt'), bind: '127.0.0.1:18080', kernel: '6.18', proto: 'tcp', listeners: 8, mode: 'none' });
+    await analyse(page);
+    const none = await exported(page);
+    expect(pairsOf(none.rows)).toEqual([...V4_18080].sort());
+    expect(none.rows.map((r) => r.listener)).toEqual([null, null, null, null]);
+    await expect(w.getByText('Without a named secret the table lists no listener per connection')).toBeVisible();
 
-  const spread = w.locator('section', { has: page.getByRole('heading', { name: 'What holds for every secret' }) });
-  await expect(spread).toContainText('these 4 connections spread over 8 listeners');
-  for (const term of ['Busiest ÷ quietest listener', 'Jain’s fairness index (1 is even)', 'Listeners left empty', 'Share of the busiest listener']) {
-    const dd = spread.locator('dt', { hasText: term }).locator('xpath=following-sibling::dd[1]');
-    await expect(dd, `${term} has a figure`).toHaveText(/\d/);
-  }
+    const spread = w.locator('section', { has: page.getByRole('heading', { name: 'What holds for every secret' }) });
+    await expect(spread).toContainText('these 4 connections spread over 8 listeners');
+    for (const term of ['Busiest ÷ quietest listener', 'Jain’s fairness index (1 is even)', 'Listeners left empty', 'Share of the busiest listener']) {
+      const dd = spread.locator('dt', { hasText: term }).locator('xpath=following-sibling::dd[1]');
+      await expect(dd, `${term} has a figure`).toHaveText(/\d/);
+    }
 
-  await w.getByRole('radio', { name: RADIO.random }).check();
-  await expect(w.getByRole('status').first()).toContainText('an example, not your server');
-  const key = await w.getByLabel('IPv4 key').inputValue();
-  expect(key).toMatch(/^0x[0-9a-f]{8}$/);
-  await expect(w.getByRole('status').first()).toContainText(key);
-  const random = await exported(page);
-  expect(rowKeys(random.rows)).toEqual(predict(fixture('ss-tn.txt'), tcp('127.0.0.1:18080', '6.18', 8, { secret: key })));
-});
+    await w.getByRole('radio', { name: RADIO.random }).check();
+    await expect(w.getByRole('status').first()).toContainText('an example, not your server');
+    const key = await w.getByLabel('IPv4 key').inputValue();
+    expect(key).toMatch(/^0x[0-9a-f]{8}$/);
+    await expect(w.getByRole('status').first()).toContainText(key);
+    const random = await exported(page);
+    expect(rowKeys(random.rows)).toEqual(predict(fixture('ss-tn.txt'), tcp('127.0.0.1:18080', '6.18', 8, { secret: key })));
+  },
+);
 
 // ---- 5. recovering the secret --------------------------------------------------------
 

@@ -19,7 +19,8 @@ function builtPages(dir = 'dist', prefix = ''): string[] {
 }
 
 const WIDGETS =
-  'reuseport-dispatch, reuseport-lookup, reuseport-paste, reuseport-bind, reuseport-bind-check, reuseport-trace, reuseport-traces, reuseport-exercise, reuseport-scenario, reuseport-scenario-match';
+  'reuseport-dispatch, reuseport-lookup, reuseport-paste, reuseport-bind, reuseport-bind-check, reuseport-trace, reuseport-traces, reuseport-exercise, ' +
+  'reuseport-scenario, reuseport-scenario-match';
 
 /** Scrolls to each widget (they hydrate when seen) and waits for its first frame. */
 async function widgetsMounted(page: Page): Promise<number> {
