@@ -336,7 +336,7 @@ pub fn compact(layout: &Layout) -> String {
     let default = |x: &Value| {
         x.is_null()
             || *x == Value::Bool(false)
-            || *x == Value::from(0)
+            || *x == 0
             || x.as_array().is_some_and(|a| a.is_empty())
     };
     if let Some(m) = v.as_object_mut() {

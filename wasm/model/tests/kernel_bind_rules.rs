@@ -65,14 +65,14 @@ fn profile(major: u16, minor: u16) -> &'static Profile {
 fn binds(h: &Host) -> Vec<Option<Errno>> {
     h.results()
         .iter()
-        .map(|r| r.bind.as_ref().map(|f| f.errno.clone()))
+        .map(|r| r.bind.as_ref().map(|f| f.errno))
         .collect()
 }
 
 fn listens(h: &Host) -> Vec<Option<Errno>> {
     h.results()
         .iter()
-        .map(|r| r.listen.as_ref().map(|f| f.errno.clone()))
+        .map(|r| r.listen.as_ref().map(|f| f.errno))
         .collect()
 }
 

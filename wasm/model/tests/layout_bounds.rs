@@ -51,7 +51,10 @@ fn an_ephemeral_range_with_low_above_high_is_refused_naming_both_fields() {
     });
     let e = error_of(&l);
     assert!(e.starts_with("ephemeral:"), "{e}");
-    assert!(e.contains("low (40000)") && e.contains("high (30000)"), "{e}");
+    assert!(
+        e.contains("low (40000)") && e.contains("high (30000)"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -82,7 +85,10 @@ fn a_socket_closed_twice_is_refused_naming_closed_and_the_socket() {
     let mut l = two_sockets();
     l.closed = vec![1, 0, 1];
     let e = error_of(&l);
-    assert!(e.starts_with("closed:") && e.contains("socket 1 twice"), "{e}");
+    assert!(
+        e.starts_with("closed:") && e.contains("socket 1 twice"),
+        "{e}"
+    );
     l.closed = vec![1, 0];
     assert!(Host::build(PROFILES.last().unwrap(), &l).is_ok());
 }
