@@ -379,6 +379,16 @@ fn check_trace(
     })
 }
 
+/// Training events that leave about 0.01 false keys among 2^32 when each
+/// event, one of `members` equally likely listeners, rules out all but
+/// 1/`members` of them: 2^32 / members^T < 0.01.
+pub fn events_needed(members: u32) -> usize {
+    if members < 2 {
+        return 0;
+    }
+    ((32.0 + 100f64.log2()) / f64::from(members).log2()).ceil() as usize
+}
+
 /// `verify --layouts N`: the differential test ([`crate::layouts`]); the
 /// report is exact when every layout agreed.
 #[cfg(target_os = "linux")]
@@ -497,13 +507,41 @@ pub fn run(
                 writeln!(out, "    mismatch: {m}")?;
             }
         }
+        let ambiguous: Vec<&LayoutResult> =
+            report.layouts.iter().filter(|r| r.candidates > 1).collect();
+        for r in &ambiguous {
+            let members = r.listeners.saturating_sub(r.closed.len() as u32);
+            let need = events_needed(members);
+            if need == 0 {
+                writeln!(
+                    out,
+                    "verify: {}: the key is ambiguous: with {members} open member every key fits, so a trace of this group cannot pin it down",
+                    r.layout
+                )?;
+                continue;
+            }
+            writeln!(
+                out,
+                "verify: {}: the key is ambiguous: {} keys fit the {} training events, so nothing was predicted; about {need} training events pin it down (--train {need} with --count at least {})",
+                r.layout,
+                r.candidates,
+                r.train,
+                2 * need
+            )?;
+        }
+        let disagrees = report
+            .layouts
+            .iter()
+            .any(|r| r.candidates == 0 || (r.candidates == 1 && r.agreed != r.tested));
         writeln!(
             out,
             "{}",
             if report.exact {
                 "verify: the model predicted every connection exactly"
-            } else {
+            } else if disagrees {
                 "verify: DISAGREEMENT: the model is not exact here"
+            } else {
+                "verify: NOT VERIFIED: too few training events to recover the key (see above); the model was neither confirmed nor refuted"
             }
         )?;
     }

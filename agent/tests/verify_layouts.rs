@@ -124,3 +124,40 @@ fn a_count_out_of_bounds_is_refused_naming_the_option() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--layouts"), "{stderr}");
 }
+
+#[test]
+fn events_needed_grows_as_the_group_shrinks() {
+    use reuseport_agent::verify::events_needed;
+    // 2^32 keys, each event keeps 1/n of them: n^T > 100 * 2^32.
+    assert_eq!(events_needed(8), 13);
+    assert_eq!(events_needed(2), 39);
+    assert_eq!(events_needed(130), 6);
+    assert_eq!(events_needed(1), 0);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn too_few_events_say_the_key_is_ambiguous_and_how_many_are_needed() {
+    let out = Command::new(BIN)
+        .args([
+            "verify",
+            "--layouts",
+            "udp",
+            "--count",
+            "10",
+            "--threads",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("udp: the key is ambiguous")
+            && stdout.contains("5 training events")
+            && stdout.contains("--train 13 with --count at least 26"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("NOT VERIFIED"), "{stdout}");
+    assert!(!stdout.contains("DISAGREEMENT"), "{stdout}");
+}
