@@ -9,9 +9,11 @@
 //!   the same load. The runs that saturated this machine (request p50 above
 //!   ten service times plus 2 ms) are evaluated but left out of the fit. A
 //!   coordinate search over `wakeUs`, `acceptUs`, `lockUs`
-//!   (at most `acceptUs`) and `connCpuUs` (multiplying each by 1/4 to 4, four
+//!   (at most `acceptUs`), `connCpuUs` and `clientCpuUs` (the load
+//!   generator's CPU per connection, on this machine's own CPUs; it starts
+//!   at [`CLIENT_CPU_START_US`]) (multiplying each by 1/4 to 4, four
 //!   rounds; a move must lower the objective by 0.5%, so a parameter the
-//!   runs do not pin keeps its default) minimises the sum over runs of the share error plus the
+//!   runs do not pin keeps its start) minimises the sum over runs of the share error plus the
 //!   latency log-distance (below). The other parameters keep their defaults.
 //! - **Agreement**, per run: the share error is the mean absolute difference
 //!   of the per-worker accept shares, worker by worker for the models where
@@ -437,7 +439,12 @@ fn evaluate(runs: &[Recorded], p: &Params) -> Result<(Vec<Agreement>, f64), Cali
     Ok((out, total))
 }
 
-const FITTED: [&str; 4] = ["wakeUs", "acceptUs", "lockUs", "connCpuUs"];
+const FITTED: [&str; 5] = ["wakeUs", "acceptUs", "lockUs", "connCpuUs", "clientCpuUs"];
+
+/// Where the search starts `clientCpuUs`: the simulator's default is 0
+/// (remote clients), from which no factor moves; every recorded run has its
+/// load generator on this machine's own CPUs.
+const CLIENT_CPU_START_US: f64 = 50.0;
 
 fn get(p: &Params, name: &str) -> f64 {
     match name {
@@ -447,6 +454,7 @@ fn get(p: &Params, name: &str) -> f64 {
         "lockUs" => p.lock_us,
         "connCpuUs" => p.conn_cpu_us,
         "herdUs" => p.herd_us,
+        "clientCpuUs" => p.client_cpu_us,
         _ => unreachable!("a parameter name"),
     }
 }
@@ -460,6 +468,7 @@ fn set(p: &Params, name: &str, v: f64) -> Params {
         "lockUs" => q.lock_us = v,
         "connCpuUs" => q.conn_cpu_us = v,
         "herdUs" => q.herd_us = v,
+        "clientCpuUs" => q.client_cpu_us = v,
         _ => unreachable!("a parameter name"),
     }
     q.lock_us = q.lock_us.min(q.accept_us);
@@ -471,7 +480,10 @@ fn fit(
     runs: &[Recorded],
     mut note: impl FnMut(&str),
 ) -> Result<(Params, f64, f64), CalibrateError> {
-    let mut best = Params::default();
+    let mut best = Params {
+        client_cpu_us: CLIENT_CPU_START_US,
+        ..Params::default()
+    };
     let (_, start) = evaluate(runs, &best)?;
     let mut best_obj = start;
     for round_no in 0..4 {
@@ -494,12 +506,13 @@ fn fit(
             }
         }
         note(&format!(
-            "calibrate: round {}: objective {best_obj:.4} (defaults {start:.4}), wakeUs {} acceptUs {} lockUs {} connCpuUs {}",
+            "calibrate: round {}: objective {best_obj:.4} (defaults {start:.4}), wakeUs {} acceptUs {} lockUs {} connCpuUs {} clientCpuUs {}",
             round_no + 1,
             best.wake_us,
             best.accept_us,
             best.lock_us,
-            best.conn_cpu_us
+            best.conn_cpu_us,
+            best.client_cpu_us
         ));
         if !moved {
             break;
@@ -516,7 +529,11 @@ fn ratios(p: &Params, cpus: u32, cost_us: f64) -> Result<Extrapolated, Calibrate
         let mut s = c.base();
         s.accept = accept;
         s.cpus = cpus;
-        s.params = *p;
+        // The article's clients ran on another machine.
+        s.params = Params {
+            client_cpu_us: 0.0,
+            ..*p
+        };
         s.connections = 12_000;
         s.backlog = 65_535;
         s.arrivals = Arrivals::Poisson {
@@ -672,7 +689,7 @@ pub fn run(args: &CalibrateArgs, mut err: impl Write) -> Result<Calibration, Cal
         traces: traces.iter().map(|(n, _)| n.clone()).collect(),
         kernel: first.kernel.release.clone(),
         nproc: first.nproc,
-        method: "Each complete recorded run is simulated with its scenario as run and its arrivals replayed. The fit uses the runs that did not saturate this machine (request p50 at most ten service times of the slowest worker plus 2 ms; the others are listed in leftOut and still evaluated). Coordinate search over wakeUs, acceptUs, lockUs (<= acceptUs) and connCpuUs (each x0.25 to x4, up to four rounds, a move kept only if it lowers the objective by 0.5% or more, so a parameter the runs do not pin stays at its default) from the defaults, minimising the sum over runs of the share error plus the mean |ln(simulated/measured)| of the request latency p50, p90, p99. Share error: mean absolute difference of per-worker accept shares, sorted for reuseport and reuseport-incoming-cpu (the boot's hash key is not the simulator's), worker by worker otherwise. Latency distance: mean of |simulated - measured| / measured over p50, p90, p99. Extrapolation: fork-vs-reuseport (48 workers, 12000 connections, backlog 65535), blocking accept over reuseport, at 70% (latency) and 150% (time to finish) of cpus / (service + acceptUs + connCpuUs); sensitivity: each parameter at 0.5x and 1.5x on 48 CPUs; the driver is the one that moves the time ratio plus the latency ratio most.".into(),
+        method: "Each complete recorded run is simulated with its scenario as run and its arrivals replayed. The fit uses the runs that did not saturate this machine (request p50 at most ten service times of the slowest worker plus 2 ms; the others are listed in leftOut and still evaluated). Coordinate search over wakeUs, acceptUs, lockUs (<= acceptUs), connCpuUs and clientCpuUs (the load generator's CPU per connection on this machine's own CPUs; it starts at 50 us, the others at their defaults) (each x0.25 to x4, up to four rounds, a move kept only if it lowers the objective by 0.5% or more, so a parameter the runs do not pin stays where it started), minimising the sum over runs of the share error plus the mean |ln(simulated/measured)| of the request latency p50, p90, p99. Share error: mean absolute difference of per-worker accept shares, sorted for reuseport and reuseport-incoming-cpu (the boot's hash key is not the simulator's), worker by worker otherwise. Latency distance: mean of |simulated - measured| / measured over p50, p90, p99. Extrapolation: fork-vs-reuseport (48 workers, 12000 connections, backlog 65535, clients on another machine: clientCpuUs 0), blocking accept over reuseport, at 70% (latency) and 150% (time to finish) of cpus / (service + acceptUs + connCpuUs); sensitivity: each parameter at 0.5x and 1.5x on 48 CPUs; the driver is the one that moves the time ratio plus the latency ratio most.".into(),
         share_threshold: SHARE_THRESHOLD,
         latency_threshold: LATENCY_THRESHOLD,
         default_params: Params::default(),

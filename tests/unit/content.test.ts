@@ -84,6 +84,21 @@ describe('content', () => {
     });
   }
 
+  it('the fork-vs-reuseport page cites the committed calibration: its extrapolated time ratios and the lock cost for 2.95, in both languages', () => {
+    const cal = JSON.parse(readFileSync(new URL('../../public/traces/calibration.json', import.meta.url), 'utf8')) as {
+      extrapolation: { cpus: number; timeRatio: number }[];
+      lockUsForArticleRatio: number | null;
+    };
+    const ratios = cal.extrapolation.map((e) => e.timeRatio.toFixed(2));
+    expect(cal.extrapolation.map((e) => e.cpus)).toEqual([2, 8, 16, 48]);
+    for (const lang of ['en', 'zh-CN']) {
+      const body = split(read(lang, 'scenarios/10-fork-vs-reuseport.md')).body.replace(/\s+/g, ' ');
+      const cited = lang === 'en' ? `${ratios.slice(0, 3).join(', ')} and ${ratios[3]}` : `${ratios.slice(0, 3).join('、')} 和 ${ratios[3]}`;
+      expect(body, `${lang}: the time ratios`).toContain(cited);
+      expect(body, `${lang}: the lock cost`).toContain(`${cal.lockUsForArticleRatio} µs`);
+    }
+  });
+
   it('rejects a chapter whose release is not quoted text or whose trace is not a file name, naming the field', () => {
     const r = pageFields.safeParse({ sources: [{ file: 'net/core/sock_reuseport.c', release: 4.6 }], traces: ['../etc/passwd'] });
     expect(r.success).toBe(false);

@@ -3,7 +3,8 @@
 use std::net::IpAddr;
 
 use reuseport_model::sim::{
-    simulate, AcceptModel, Arrivals, Curated, Event, Scenario, SimReport, Simulation, CURATED,
+    simulate, AcceptModel, Arrivals, Curated, Event, Params, Scenario, Service, ServiceDist,
+    SimReport, Simulation, CURATED,
 };
 use reuseport_model::{GroupSpec, Profile, Proto, ReuseportGroup, SimError};
 
@@ -306,4 +307,52 @@ fn the_matcher_puts_the_scenario_that_made_a_picture_first() {
         &reports
     )
     .is_err());
+}
+
+/// One worker on one CPU, a connection every 1 ms, 100 µs of service, and no
+/// other cost: the load generator's work for a connection runs first on the
+/// CPU that sends the SYN, so each request waits behind it.
+#[test]
+fn a_local_load_generator_delays_the_workers_on_its_cpu_by_its_cost() {
+    let base = Scenario {
+        workers: 1,
+        cpus: 1,
+        accept: AcceptModel::Blocking,
+        connections: 50,
+        arrivals: Arrivals::Paced { gap_us: 1_000.0 },
+        service: Service {
+            mean_us: 100.0,
+            dist: ServiceDist::Fixed,
+            slow: Vec::new(),
+        },
+        params: Params {
+            wake_us: 0.0,
+            wake_jitter_us: 0.0,
+            accept_us: 0.0,
+            lock_us: 0.0,
+            conn_cpu_us: 0.0,
+            herd_us: 0.0,
+            ..Params::default()
+        },
+        ..curated("six-connections", "blocking")
+    };
+    let remote = run(base.clone());
+    let local = run(Scenario {
+        params: Params {
+            client_cpu_us: 300.0,
+            ..base.params
+        },
+        ..base
+    });
+    // Request latency: 100 µs of service; with the client's 300 µs first, 400 µs.
+    for (r, want) in [(&remote, 100.0), (&local, 400.0)] {
+        assert_eq!(r.outcomes.done, 50);
+        let l = &r.request_latency;
+        assert!(
+            (l.mean_us - want).abs() < 1e-6 && (l.max_us - want).abs() < 1e-6,
+            "want {want} µs, got mean {} max {}",
+            l.mean_us,
+            l.max_us
+        );
+    }
 }

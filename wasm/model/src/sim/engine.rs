@@ -143,7 +143,13 @@ struct Worker {
 enum Item {
     Accept,
     Serve(u32),
+    /// The load generator's work for one connection (`Params::client_cpu_us`);
+    /// queued with [`CLIENT`] in place of a worker.
+    Client,
 }
+
+/// The "worker" of a CPU item that belongs to the load generator.
+const CLIENT: u32 = u32::MAX;
 
 #[derive(Debug, Default)]
 struct Cpu {
@@ -478,6 +484,16 @@ impl Simulation {
         }
         if self.conns[c as usize].state == CState::Retrying {
             self.retrying -= 1;
+        } else if self.p.client_cpu_us > 0.0 {
+            // A first SYN: the local load generator's work for this
+            // connection takes its turn on the CPU that sends it.
+            let cpu = self.conns[c as usize].cpu;
+            self.cpus[cpu as usize]
+                .runq
+                .push_back((CLIENT, Item::Client));
+            if self.cpus[cpu as usize].running.is_none() {
+                self.start_next(cpu);
+            }
         }
         let Some(q) = self.choose(c) else {
             self.conns[c as usize].state = CState::Reset;
@@ -757,8 +773,14 @@ impl Simulation {
             return;
         };
         let now = self.now;
+        if w == CLIENT {
+            self.cpus[cpu as usize].running = Some((w, item));
+            self.push(now + ns(self.p.client_cpu_us), Ev::ItemDone(cpu));
+            return;
+        }
         let wi = w as usize;
         let end = match item {
+            Item::Client => unreachable!("client work is queued as CLIENT"),
             Item::Accept => {
                 let q = self.workers[wi]
                     .queue
@@ -831,7 +853,9 @@ impl Simulation {
         if let Item::Serve(c) = item {
             self.request_done(w, c);
         }
-        self.worker_next(w);
+        if w != CLIENT {
+            self.worker_next(w);
+        }
         if self.cpus[cpu as usize].running.is_none() {
             self.start_next(cpu);
         }

@@ -381,6 +381,11 @@ pub struct Params {
     pub mutex_delay_us: f64,
     /// The CPU one update of the least-loaded program's map costs.
     pub map_update_us: f64,
+    /// The CPU the load generator spends per connection on the server's own
+    /// CPUs (connect, the request, close), on the CPU that sends the SYN:
+    /// 0 for remote clients, as in the gallery; a recording on one machine,
+    /// with its clients on loopback, pays it (`npm run calibrate` fits it).
+    pub client_cpu_us: f64,
 }
 
 impl Default for Params {
@@ -394,6 +399,7 @@ impl Default for Params {
             herd_us: 4.0,
             mutex_delay_us: 500_000.0,
             map_update_us: 0.5,
+            client_cpu_us: 0.0,
         }
     }
 }
@@ -628,6 +634,7 @@ impl Scenario {
             ("params.herdUs", p.herd_us),
             ("params.mutexDelayUs", p.mutex_delay_us),
             ("params.mapUpdateUs", p.map_update_us),
+            ("params.clientCpuUs", p.client_cpu_us),
         ] {
             time(field, v)?;
         }
