@@ -41,6 +41,8 @@ export interface LookupText {
   cannotBuild: (msg: string) => string;
   notAnswered: (n: number) => string;
   explained: (good: number, bad: number) => string;
+  /** Answering is under way: `done` of `all` lines. */
+  working: (done: number, all: number) => string;
   results: string;
   perListener: string;
   perListenerHead: [string, string];
@@ -95,6 +97,7 @@ const en: LookupText = {
   cannotBuild: (m) => `The group cannot be built: ${m}`,
   notAnswered: (n) => `${n} line${n === 1 ? '' : 's'} could not be answered:`,
   explained: (g, b) => `${g} line${g === 1 ? '' : 's'} explained${b ? `, ${b} with errors` : ''}.`,
+  working: (d, a) => `Explaining: ${d} of ${a} lines…`,
   results: 'Results',
   perListener: 'Connections per listener',
   perListenerHead: ['listener', 'connections'],
@@ -146,6 +149,7 @@ const zh: LookupText = {
   cannotBuild: (m) => `无法建立该组：${m}`,
   notAnswered: (n) => `${n} 行无法给出回答：`,
   explained: (g, b) => `已解释 ${g} 行${b ? `，${b} 行有错误` : ''}。`,
+  working: (d, a) => `正在解释：第 ${d} 行，共 ${a} 行……`,
   results: '结果',
   perListener: '各监听套接字的连接数',
   perListenerHead: ['监听套接字', '连接数'],
