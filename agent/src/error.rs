@@ -61,6 +61,16 @@ pub enum LineError {
     /// without `--inner-secret`).
     #[error(transparent)]
     Setup(#[from] SetupError),
+    /// The line is longer than the bound.
+    #[error("the line is {len} bytes long, over the bound of {max} bytes a line (only its start was kept); it starts {start}")]
+    TooLong {
+        /// Its length.
+        len: usize,
+        /// The bound.
+        max: usize,
+        /// Its first bytes, escaped and cut.
+        start: String,
+    },
     /// The line is not UTF-8.
     #[error("the line is not UTF-8 text; write tuples as plain ASCII such as `10.0.0.2 40000 10.0.0.1 8080`")]
     NotText,

@@ -460,18 +460,75 @@ fn answer_lines<W: Write>(
     }
 }
 
+/// The longest input line read, in bytes (a tuple line is under 100; the
+/// longest `ss -tnpe` line under 1000). A longer line gets a line error
+/// and its bytes past the bound are skipped, never held.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// Reads one line, through its `\n`, into `buf`, keeping at most `max`
+/// bytes of it: the rest of a longer line is read and dropped. Returns the
+/// line's whole length, or `None` at the end of the input.
+pub fn read_capped_line(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<usize>> {
+    buf.clear();
+    let mut len = 0usize;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok((len > 0).then_some(len));
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = max.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..take.min(room)]);
+        len += take;
+        reader.consume(take);
+        if done {
+            return Ok(Some(len));
+        }
+    }
+}
+
+/// The line error of a line longer than [`MAX_LINE`], with the start of
+/// what was kept (escaped and cut).
+pub fn too_long(len: usize, kept: &[u8]) -> LineError {
+    let start = String::from_utf8_lossy(&kept[..kept.len().min(32)]);
+    LineError::TooLong {
+        len,
+        max: MAX_LINE,
+        start: reuseport_model::paste::shown(&start),
+    }
+}
+
 /// Reads one line into `buf`, flushing `out` first when no complete line
-/// is buffered. `false` at the end of the input.
+/// is buffered. `None` at the end of the input; `Some(Err(_))` for a line
+/// longer than [`MAX_LINE`].
 fn next_line<R: Read>(
     reader: &mut BufReader<R>,
     buf: &mut Vec<u8>,
     out: &mut impl Write,
-) -> Result<bool, Error> {
+) -> Result<Option<Result<(), LineError>>, Error> {
     if !reader.buffer().contains(&b'\n') {
         out.flush().map_err(Error::Output)?;
     }
-    buf.clear();
-    Ok(reader.read_until(b'\n', buf).map_err(Error::Input)? != 0)
+    Ok(read_capped_line(reader, buf, MAX_LINE)
+        .map_err(Error::Input)?
+        .map(|len| {
+            if len > MAX_LINE {
+                Err(too_long(len, buf))
+            } else {
+                Ok(())
+            }
+        }))
 }
 
 fn fail(
@@ -499,9 +556,9 @@ fn answer_pairs<W: Write, R: Read>(
     let mut buf = Vec::with_capacity(128);
     let mut outcome = Outcome::default();
     let mut line = 0u64;
-    while next_line(&mut reader, &mut buf, out)? {
+    while let Some(read) = next_line(&mut reader, &mut buf, out)? {
         line += 1;
-        let result = match parse_line(&buf) {
+        let result = match read.and_then(|()| parse_line(&buf)) {
             Ok(None) => continue,
             Ok(Some(t)) => answer(out, line, t)?,
             Err(e) => Err(e),
@@ -575,11 +632,12 @@ fn answer_paste<W: Write, R: Read>(
     let now = sides.decide();
     let mut buf = Vec::with_capacity(128);
     let mut line = 0u64;
-    while next_line(&mut reader, &mut buf, out)? {
+    while let Some(read) = next_line(&mut reader, &mut buf, out)? {
         line += 1;
-        let parsed = match std::str::from_utf8(&buf) {
-            Err(_) => Err(LineError::NotText),
-            Ok(text) => match parser.line(text) {
+        let parsed = match read.map(|()| std::str::from_utf8(&buf)) {
+            Err(e) => Err(e),
+            Ok(Err(_)) => Err(LineError::NotText),
+            Ok(Ok(text)) => match parser.line(text) {
                 Ok(Line::Conn(c)) => {
                     sides.add(&c);
                     Ok(c)

@@ -20,7 +20,7 @@
 //! exactly one candidate was found, 1 when none or several, 2 when the
 //! input is refused, 130 when interrupted.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
 use std::ops::Range;
@@ -39,7 +39,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::kernel;
-use crate::predict::{GroupOptions, ProtoArg};
+use crate::predict::{GroupOptions, ProtoArg, MAX_LINE};
 use crate::trace::{Trace, TraceError};
 
 /// Candidates per unit of work handed to a thread.
@@ -101,9 +101,9 @@ pub struct RecoverArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
 
-    /// Use only the first K observations (for experiments on how much evidence is needed).
-    #[arg(long, value_name = "K")]
-    pub max_observations: Option<usize>,
+    /// Use only the first K observations (for experiments on how much evidence is needed); K from 1.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_observations: Option<u64>,
 
     /// Search only START-END (hex, END exclusive, at most 0x100000000) instead of all 2^32 keys.
     #[arg(long, value_name = "START-END", value_parser = range_arg, hide = true)]
@@ -223,8 +223,10 @@ impl RecoverCliError {
 /// One observation before the model sees it.
 #[derive(Debug, Clone)]
 struct Observed {
-    /// `line 7` or `t.json events[3]`.
-    at: String,
+    /// Which input ([`Input::names`]).
+    input: u32,
+    /// The event's index in its trace, or the line's number.
+    index: u64,
     /// Index into the input groups.
     group: usize,
     tuple: Tuple,
@@ -248,7 +250,63 @@ struct Input {
     proto: Proto,
     /// Observations read before --max-observations.
     read: usize,
+    /// Observations dropped as they arrived because an earlier one was the
+    /// same packet to the same listener.
+    duplicates: usize,
+    /// The inputs' names (trace files, or the --lines file or `-`).
+    names: Vec<String>,
+    /// Whether the inputs are lines (else traces).
+    lines: bool,
     warnings: Vec<String>,
+}
+
+impl Input {
+    /// Where an observation came from: `t.json: events[3]`, `line 7` or
+    /// `obs.txt: line 7`.
+    fn at(&self, o: &Observed) -> String {
+        let name = &self.names[o.input as usize];
+        match (self.lines, name.as_str()) {
+            (false, _) => format!("{name}: events[{}]", o.index),
+            (true, "-") => format!("line {}", o.index),
+            (true, _) => format!("{name}: line {}", o.index),
+        }
+    }
+}
+
+/// Keeps observations as they arrive: the first `max` are used, and a
+/// repeat of an earlier one (same group, packet and listener) is counted and
+/// dropped, so memory grows with the distinct observations only.
+struct Keeper {
+    seen: HashSet<(usize, Tuple, u32)>,
+    max: u64,
+    /// Observations read, all of them.
+    read: u64,
+    duplicates: usize,
+    kept: Vec<Observed>,
+}
+
+impl Keeper {
+    fn new(max: Option<u64>) -> Keeper {
+        Keeper {
+            seen: HashSet::new(),
+            max: max.unwrap_or(u64::MAX),
+            read: 0,
+            duplicates: 0,
+            kept: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, o: Observed) {
+        self.read += 1;
+        if self.read > self.max {
+            return;
+        }
+        if self.seen.insert((o.group, o.tuple, o.listener)) {
+            self.kept.push(o);
+        } else {
+            self.duplicates += 1;
+        }
+    }
 }
 
 fn bad_line(at: String, problem: impl ToString) -> RecoverCliError {
@@ -295,12 +353,27 @@ fn read_traces(args: &RecoverArgs) -> Result<Input, RecoverCliError> {
         kernel: None,
         proto: Proto::Tcp,
         read: 0,
+        duplicates: 0,
+        names: Vec::new(),
+        lines: false,
         warnings: Vec::new(),
     };
+    let mut keeper = Keeper::new(args.max_observations);
     let mut first: Option<(String, String, Proto, Option<String>)> = None;
     for (ti, path) in args.traces.iter().enumerate() {
-        let trace = Trace::read(path)?;
+        // The events are checked and kept (once each) as they are read; a
+        // trace is never held whole.
+        let trace = Trace::read_streaming(path, &mut |i, e| {
+            keeper.add(Observed {
+                input: ti as u32,
+                index: i as u64,
+                group: ti,
+                tuple: e.tuple(),
+                listener: e.listener,
+            })
+        })?;
         let name = path.display().to_string();
+        input.names.push(name.clone());
         let here = (
             name.clone(),
             trace.kernel.release.clone(),
@@ -341,17 +414,11 @@ fn read_traces(args: &RecoverArgs) -> Result<Input, RecoverCliError> {
             at: name.clone(),
             spec: trace.group.spec(Keys::default()),
         });
-        for (i, e) in trace.events.iter().enumerate() {
-            input.observed.push(Observed {
-                at: format!("{name}: events[{i}]"),
-                group: ti,
-                tuple: e.tuple(),
-                listener: e.listener,
-            });
-        }
     }
     let (fname, release, ..) = first.ok_or(RecoverCliError::NoInput)?;
-    input.read = input.observed.len();
+    input.read = keeper.read as usize;
+    input.duplicates = keeper.duplicates;
+    input.observed = keeper.kept;
     if input.observed.is_empty() {
         return Err(RecoverCliError::Empty(fname));
     }
@@ -378,40 +445,43 @@ fn read_lines(args: &RecoverArgs, path: &str, stdin: impl Read) -> Result<Input,
         Box::new(BufReader::new(f))
     };
     let what = if path == "-" { "standard input" } else { path };
-    let mut observed = Vec::new();
+    let mut keeper = Keeper::new(args.max_observations);
     let mut buf = Vec::new();
     let mut reader = reader;
     let mut line = 0u64;
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|source| RecoverCliError::Read {
-                path: what.into(),
-                source,
-            })?;
-        if n == 0 {
-            break;
-        }
-        line += 1;
-        let at = if path == "-" {
+    let at = |line: u64| {
+        if path == "-" {
             format!("line {line}")
         } else {
             format!("{path}: line {line}")
-        };
+        }
+    };
+    let read_err = |source| RecoverCliError::Read {
+        path: what.into(),
+        source,
+    };
+    while let Some(len) =
+        crate::predict::read_capped_line(&mut reader, &mut buf, MAX_LINE).map_err(read_err)?
+    {
+        line += 1;
+        if len > MAX_LINE {
+            return Err(bad_line(at(line), crate::predict::too_long(len, &buf)));
+        }
         let text = std::str::from_utf8(&buf)
-            .map_err(|_| bad_line(at.clone(), "the line is not UTF-8 text"))?;
+            .map_err(|_| bad_line(at(line), "the line is not UTF-8 text"))?;
         match parse_observed_line(text) {
             Ok(None) => {}
-            Ok(Some((tuple, listener))) => observed.push(Observed {
-                at,
+            Ok(Some((tuple, listener))) => keeper.add(Observed {
+                input: 0,
+                index: line,
                 group: 0,
                 tuple,
                 listener,
             }),
-            Err(e) => return Err(bad_line(at, e)),
+            Err(e) => return Err(bad_line(at(line), e)),
         }
     }
+    let observed = keeper.kept;
     let first = observed
         .first()
         .ok_or_else(|| RecoverCliError::Empty(what.into()))?;
@@ -429,10 +499,13 @@ fn read_lines(args: &RecoverArgs, path: &str, stdin: impl Read) -> Result<Input,
             at: "the group of --proto, --listeners and --bind".into(),
             spec,
         }],
-        read: observed.len(),
+        read: keeper.read as usize,
+        duplicates: keeper.duplicates,
         observed,
         kernel,
         proto,
+        names: vec![path.to_string()],
+        lines: true,
         warnings: Vec::new(),
     })
 }
@@ -462,13 +535,13 @@ fn plan_for(profile: &'static Profile, input: &Input) -> Result<Plan, RecoverCli
         plan.add(o.group, &o.tuple, o.listener)
             .map_err(|e| match e {
                 RecoverError::Contradiction { earlier, .. } => bad_line(
-                    o.at.clone(),
+                    input.at(o),
                     format!(
                         "{e} (observation {earlier} is {})",
-                        input.observed[earlier].at
+                        input.at(&input.observed[earlier])
                     ),
                 ),
-                e => bad_line(o.at.clone(), e),
+                e => bad_line(input.at(o), e),
             })?;
     }
     Ok(plan)
@@ -796,14 +869,11 @@ pub fn run(
     err: &mut dyn Write,
     stop: &AtomicBool,
 ) -> Result<Outcome, RecoverCliError> {
-    let mut input = match (&args.lines, args.traces.is_empty()) {
+    let input = match (&args.lines, args.traces.is_empty()) {
         (Some(path), _) => read_lines(args, path, stdin)?,
         (None, false) => read_traces(args)?,
         (None, true) => return Err(RecoverCliError::NoInput),
     };
-    if let Some(k) = args.max_observations {
-        input.observed.truncate(k);
-    }
     let (jobs, skipped) = jobs(&input)?;
     let range = args.range.clone().unwrap_or(0..SPACE);
     let isa: Isa = args.isa.into();
@@ -902,10 +972,10 @@ pub fn run(
         form: show_search.then(|| searches[lead].form.clone()),
         profile: show_search.then(|| searches[lead].profiles.join(", ")),
         proto: input.proto,
-        observations: input.observed.len(),
+        observations: input.observed.len() + input.duplicates,
         observations_read: input.read,
         constraints: plan.constraints().len(),
-        duplicates: plan.duplicates(),
+        duplicates: input.duplicates + plan.duplicates(),
         expected_false_matches: e,
         more_observations_needed: more,
         range: range.clone().into(),
@@ -947,11 +1017,19 @@ pub fn run(
     let mut summary = String::new();
     match total.count {
         1 => {}
+        0 if !complete => {
+            // Not a verdict on the observations: keys were left untried.
+            summary.push_str("no key found in the part searched before the interruption; the rest of the range was not tried: run it to the end");
+        }
         0 => {
             let _ = write!(
                 summary,
-                "no key satisfies every observation{}: the observations mix boots, protocols or namespaces, the group options (--listeners, --closed, --bind) do not match how it was set up, or the kernel's hash form differs (try --kernel any)",
-                if complete { "" } else { " in the part searched" }
+                "no key satisfies every observation: the observations mix boots, protocols or namespaces, the group options (--listeners, --closed, --bind) do not match how it was set up, or the kernel's hash form differs{}",
+                if input.kernel.is_some() {
+                    " (try --kernel any)"
+                } else {
+                    " from every form --kernel any tried"
+                }
             );
         }
         n => {

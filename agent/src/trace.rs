@@ -244,16 +244,39 @@ pub struct Trace {
     pub events: Vec<Event>,
 }
 
-fn schema_problems(value: &serde_json::Value) -> Vec<String> {
-    let schema: serde_json::Value =
-        serde_json::from_str(SCHEMA).expect("the checked-in schema is JSON");
-    let validator =
-        jsonschema::validator_for(&schema).expect("the checked-in schema is a valid JSON Schema");
-    validator
-        .iter_errors(value)
+/// The schema's validator: the whole trace, or (`events_item`) one event.
+fn validator(events_item: bool) -> &'static jsonschema::Validator {
+    use std::sync::OnceLock;
+    static WHOLE: OnceLock<jsonschema::Validator> = OnceLock::new();
+    static EVENT: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let build = |item: bool| {
+        let schema: serde_json::Value =
+            serde_json::from_str(SCHEMA).expect("the checked-in schema is JSON");
+        let schema = if item {
+            schema["properties"]["events"]["items"].clone()
+        } else {
+            schema
+        };
+        jsonschema::validator_for(&schema).expect("the checked-in schema is a valid JSON Schema")
+    };
+    if events_item {
+        EVENT.get_or_init(|| build(true))
+    } else {
+        WHOLE.get_or_init(|| build(false))
+    }
+}
+
+/// The schema's complaints about `value`, each with its JSON pointer
+/// (under `prefix`), at most 10.
+fn schema_problems(
+    v: &jsonschema::Validator,
+    value: &serde_json::Value,
+    prefix: &str,
+) -> Vec<String> {
+    v.iter_errors(value)
         .take(10)
         .map(|e| {
-            let at = e.instance_path().to_string();
+            let at = format!("{prefix}{}", e.instance_path());
             format!(
                 "at {}: {e}",
                 if at.is_empty() { "/".to_string() } else { at }
@@ -262,43 +285,279 @@ fn schema_problems(value: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// Addresses are strings in the schema: each is parsed here, so a bad one
+/// is named by its JSON pointer.
+fn address_problems(value: &serde_json::Value, fields: &[&str], prefix: &str) -> Vec<String> {
+    fields
+        .iter()
+        .filter_map(|f| {
+            let text = value.get(f)?.as_str()?;
+            text.parse::<IpAddr>().is_err().then(|| {
+                format!(
+                    "at {prefix}/{f}: {} is not an IP address",
+                    reuseport_model::paste::shown(text)
+                )
+            })
+        })
+        .collect()
+}
+
+/// Reads a trace's top-level object, handing each event to a callback as
+/// it is parsed (only one event is held at a time) and keeping the rest.
+struct Streaming<'a>(Events<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Streaming<'_> {
+    type Value = serde_json::Map<String, serde_json::Value>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Streaming<'_> {
+    type Value = serde_json::Map<String, serde_json::Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a trace object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        mut self,
+        mut map: A,
+    ) -> Result<Self::Value, A::Error> {
+        let mut head = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "events" && head.contains_key("events") {
+                *self.0.problem = Some(TraceError::Schema {
+                    path: self.0.path.into(),
+                    problems: "at /events: the key appears twice".into(),
+                });
+                return Err(serde::de::Error::custom("events twice"));
+            }
+            if key == "events" {
+                map.next_value_seed(self.0.reborrow())?;
+                head.insert(key, serde_json::Value::Array(Vec::new()));
+            } else {
+                let v: serde_json::Value = map.next_value()?;
+                head.insert(key, v);
+            }
+        }
+        Ok(head)
+    }
+}
+
+/// The `events` array, one element at a time.
+struct Events<'a> {
+    path: &'a str,
+    on_event: &'a mut dyn FnMut(usize, Event),
+    /// The first problem found, kept whole (serde's error carries only text).
+    problem: &'a mut Option<TraceError>,
+    /// The largest listener named by an event, and where.
+    max_listener: &'a mut Option<(u32, usize)>,
+}
+
+impl Events<'_> {
+    fn reborrow(&mut self) -> Events<'_> {
+        Events {
+            path: self.path,
+            on_event: &mut *self.on_event,
+            problem: &mut *self.problem,
+            max_listener: &mut *self.max_listener,
+        }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Events<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        // Not an array: the head's schema check names it.
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Events<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array of events")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0usize;
+        while let Some(v) = seq.next_element::<serde_json::Value>()? {
+            let at = format!("/events/{i}");
+            let mut problems = schema_problems(validator(true), &v, &at);
+            if problems.is_empty() {
+                problems = address_problems(&v, &["saddr", "daddr"], &at);
+            }
+            let event = if problems.is_empty() {
+                serde_json::from_value::<Event>(v).map_err(|e| vec![format!("at {at}: {e}")])
+            } else {
+                Err(problems)
+            };
+            match event {
+                Ok(e) => {
+                    if self.max_listener.is_none_or(|(l, _)| e.listener > l) {
+                        *self.max_listener = Some((e.listener, i));
+                    }
+                    (self.on_event)(i, e);
+                }
+                Err(problems) => {
+                    *self.problem = Some(TraceError::Schema {
+                        path: self.path.into(),
+                        problems: problems.join("; "),
+                    });
+                    return Err(serde::de::Error::custom("an event breaks the schema"));
+                }
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
+    // Anything else: the head's schema check says what `events` should be.
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        self.not_an_array()
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        self.not_an_array()
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        self.not_an_array()
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        self.not_an_array()
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        self.not_an_array()
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        self.not_an_array()
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.not_an_array()
+    }
+}
+
+impl Events<'_> {
+    fn not_an_array<E: serde::de::Error>(self) -> Result<(), E> {
+        *self.problem = Some(TraceError::Schema {
+            path: self.path.into(),
+            problems: "at /events: not an array of events".into(),
+        });
+        Err(E::custom("events is not an array"))
+    }
+}
+
 impl Trace {
     /// Parses and validates trace text; `path` names it in messages.
     pub fn parse(text: &str, path: &str) -> Result<Trace, TraceError> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| TraceError::Json {
-                path: path.into(),
-                line: e.line(),
-                column: e.column(),
-                source: e,
-            })?;
-        let problems = schema_problems(&value);
+        let mut events = Vec::new();
+        let mut trace = Trace::stream(text.as_bytes(), path, &mut |_, e| events.push(e))?;
+        trace.events = events;
+        Ok(trace)
+    }
+
+    /// Reads and validates a trace file.
+    pub fn read(path: &Path) -> Result<Trace, TraceError> {
+        let mut events = Vec::new();
+        let mut trace = Trace::read_streaming(path, &mut |_, e| events.push(e))?;
+        trace.events = events;
+        Ok(trace)
+    }
+
+    /// Reads and validates a trace file, handing each event (with its
+    /// index) to `on_event` as it is read instead of keeping them: the
+    /// trace returned has no events, and memory does not grow with them.
+    pub fn read_streaming(
+        path: &Path,
+        on_event: &mut dyn FnMut(usize, Event),
+    ) -> Result<Trace, TraceError> {
+        let p = path.display().to_string();
+        let file = std::fs::File::open(path).map_err(|source| TraceError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        Trace::stream(
+            std::io::BufReader::with_capacity(1 << 16, file),
+            &p,
+            on_event,
+        )
+    }
+
+    /// Validates a trace from `input` as it is read (see
+    /// [`Trace::read_streaming`]). The events are checked one by one
+    /// against the schema's item rule; the rest against the whole schema
+    /// with the events taken out.
+    pub fn stream(
+        input: impl std::io::Read,
+        path: &str,
+        on_event: &mut dyn FnMut(usize, Event),
+    ) -> Result<Trace, TraceError> {
+        use serde::de::DeserializeSeed;
+        let mut problem = None;
+        let mut max_listener = None;
+        let mut de = serde_json::Deserializer::from_reader(input);
+        let json = |e: serde_json::Error| TraceError::Json {
+            path: path.into(),
+            line: e.line(),
+            column: e.column(),
+            source: e,
+        };
+        let parsed = Streaming(Events {
+            path,
+            on_event,
+            problem: &mut problem,
+            max_listener: &mut max_listener,
+        })
+        .deserialize(&mut de)
+        .and_then(|head| de.end().map(|()| head));
+        let head = match (parsed, problem) {
+            (_, Some(p)) => return Err(p),
+            (Err(e), None) if e.is_data() => {
+                // Not an object at all: the schema says what is expected.
+                return Err(TraceError::Schema {
+                    path: path.into(),
+                    problems: "at /: not a trace object".into(),
+                });
+            }
+            (Err(e), None) => return Err(json(e)),
+            (Ok(head), None) => serde_json::Value::Object(head),
+        };
+        let mut problems = schema_problems(validator(false), &head, "");
+        if problems.is_empty() {
+            if let Some(g) = head.get("group") {
+                problems = address_problems(g, &["bind"], "/group");
+            }
+        }
         if !problems.is_empty() {
             return Err(TraceError::Schema {
                 path: path.into(),
                 problems: problems.join("; "),
             });
         }
-        let trace: Trace = serde_json::from_value(value).map_err(|e| TraceError::Schema {
+        let trace: Trace = serde_json::from_value(head).map_err(|e| TraceError::Schema {
             path: path.into(),
             problems: e.to_string(),
         })?;
-        trace.check(path)?;
+        trace.check(path, max_listener)?;
         Ok(trace)
     }
 
-    /// Reads and validates a trace file.
-    pub fn read(path: &Path) -> Result<Trace, TraceError> {
-        let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
-            path: p.clone(),
-            source,
-        })?;
-        Trace::parse(&text, &p)
-    }
-
-    /// Consistency the schema cannot express.
-    fn check(&self, path: &str) -> Result<(), TraceError> {
+    /// Consistency the schema cannot express; `max_listener` is the
+    /// largest listener an event names and that event's index.
+    fn check(&self, path: &str, max_listener: Option<(u32, usize)>) -> Result<(), TraceError> {
         let n = self.group.listeners;
         let bad = |problem: String| {
             Err(TraceError::Inconsistent {
@@ -311,15 +570,9 @@ impl Trace {
                 "group.closed names listener {l}, but the group has {n} listener(s), numbered from 0"
             ));
         }
-        if let Some((i, e)) = self
-            .events
-            .iter()
-            .enumerate()
-            .find(|(_, e)| e.listener >= n)
-        {
+        if let Some((l, i)) = max_listener.filter(|&(l, _)| l >= n) {
             return bad(format!(
-                "events[{i}].listener is {}, but the group has {n} listener(s), numbered from 0",
-                e.listener
+                "events[{i}].listener is {l}, but the group has {n} listener(s), numbered from 0"
             ));
         }
         if self.counts.per_listener.len() != n as usize {

@@ -955,3 +955,52 @@ fn a_secret_of_decimal_digits_without_0x_is_refused_not_read_as_hex() {
         }
     }
 }
+
+#[test]
+fn a_line_over_the_length_bound_gets_an_error_with_a_short_escaped_start_and_the_run_goes_on() {
+    // Pairs and a paste format (ss), each with a 300,000-byte line between
+    // two good ones.
+    let long = format!("\u{feff}{} 40000 127.0.0.1 8080\n", "1".repeat(300_000));
+    let pairs = format!("127.0.0.9 40000 127.0.0.1 8080\n{long}127.0.0.9 40001 127.0.0.1 8080\n");
+    let ss = format!(
+        "ESTAB 0 0 127.0.0.1:8080 127.0.0.9:40000\n{long}ESTAB 0 0 127.0.0.1:8080 127.0.0.9:40001\n"
+    );
+    for (format, input) in [("pairs", pairs), ("ss", ss)] {
+        let r = agent(
+            &[
+                "--kernel",
+                "6.18",
+                "--proto",
+                "tcp",
+                "--listeners",
+                "8",
+                "--secret",
+                "0",
+                "--format",
+                format,
+                "--bind",
+                "127.0.0.1:8080",
+            ],
+            &input,
+        );
+        assert_eq!(r.code, 1, "{format}: {}", r.stderr);
+        let bad: Vec<&Value> = r
+            .lines
+            .iter()
+            .filter(|l| l.get("error").is_some())
+            .collect();
+        assert_eq!(bad.len(), 1, "{format}: {}", r.stdout);
+        assert_eq!(bad[0]["line"], 2);
+        let e = bad[0]["error"].as_str().unwrap();
+        assert!(
+            e.contains("300025 bytes long") && e.contains("over the bound"),
+            "{format}: {e}"
+        );
+        assert!(
+            e.contains("\\u{feff}") && !e.contains('\u{feff}'),
+            "{format}: {e}"
+        );
+        assert!(e.len() < 300, "{format}: {} bytes", e.len());
+        assert_eq!(r.lines.len(), 3, "{format}: both good lines answered");
+    }
+}

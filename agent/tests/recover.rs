@@ -648,18 +648,132 @@ fn traces_that_cannot_share_a_key_or_be_inverted_are_refused() {
     );
 }
 
+#[test]
+fn an_invalid_address_in_a_trace_is_named_by_its_json_path() {
+    let t = trace(
+        "6.18.44",
+        4,
+        "127.0.0.1",
+        8080,
+        vec![],
+        "10.0.0.2 40000 127.0.0.1 8080 1\n10.0.0.3 40000 127.0.0.1 8080 2\n",
+    );
+    let mut v: Value = serde_json::from_str(&t.to_json()).unwrap();
+    v["events"][1]["saddr"] = "999.0.0.1".into();
+    let path = tmp("bad-ip.json");
+    std::fs::write(&path, v.to_string()).unwrap();
+    refused(&[path.to_str().unwrap()], "", "/events/1/saddr");
+    v["events"][1]["saddr"] = "10.0.0.3".into();
+    v["group"]["bind"] = "localhost\u{202e}".into();
+    std::fs::write(&path, v.to_string()).unwrap();
+    let r = recover(&[path.to_str().unwrap()], "");
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("/group/bind") && !r.stderr.contains('\u{202e}'),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn repeated_observations_are_counted_as_duplicates_and_searched_once() {
+    // One line 50,000 times and two others: three observations to search,
+    // the repeats counted.
+    let p = args("6.18", "tcp", "8", &["--secret", SECRET]);
+    let lines = observe(3, "127.0.0.1", 8080, &p);
+    let first = lines.lines().next().unwrap();
+    let mut input = format!("{first}\n").repeat(50_000);
+    input.push_str(&lines);
+    let r = recover(
+        &args(
+            "6.18",
+            "tcp",
+            "8",
+            &["--lines", "-", "--range", WINDOW, "-q"],
+        ),
+        &input,
+    );
+    assert_eq!(r.json["observationsRead"], 50_003, "{}", r.stderr);
+    assert_eq!(r.json["observations"], 50_003);
+    assert_eq!(r.json["duplicates"], 50_000);
+    assert_eq!(r.json["constraints"], 3);
+    // --max-observations counts the repeats too.
+    let r = recover(
+        &args(
+            "6.18",
+            "tcp",
+            "8",
+            &[
+                "--lines",
+                "-",
+                "--range",
+                WINDOW,
+                "-q",
+                "--max-observations",
+                "10",
+            ],
+        ),
+        &input,
+    );
+    assert_eq!(r.json["observationsRead"], 50_003, "{}", r.stderr);
+    assert_eq!(r.json["observations"], 10);
+    assert_eq!(
+        (
+            r.json["duplicates"].as_u64(),
+            r.json["constraints"].as_u64()
+        ),
+        (Some(9), Some(1))
+    );
+}
+
+#[test]
+fn max_observations_0_is_a_usage_error() {
+    let r = recover(
+        &args(
+            "6.18",
+            "tcp",
+            "8",
+            &["--lines", "-", "--max-observations", "0"],
+        ),
+        "10.0.0.2 40000 127.0.0.1 8080 1\n",
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--max-observations"), "{}", r.stderr);
+    assert_eq!(r.json, Value::Null, "nothing searched");
+}
+
+#[test]
+fn an_overlong_line_is_refused_naming_it_with_a_short_escaped_start() {
+    let mut input = "10.0.0.2 40000 127.0.0.1 8080 1\n".to_string();
+    input.push('\u{202e}');
+    input.push_str(&"7".repeat(200_000));
+    input.push_str(" 40000 127.0.0.1 8080 1\n");
+    let r = recover(&args("6.18", "tcp", "8", &["--lines", "-"]), &input);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("line 2")
+            && r.stderr.contains("200027 bytes long")
+            && r.stderr.contains("\\u{202e}"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.len() < 600, "{} bytes of stderr", r.stderr.len());
+}
+
 // ---------------------------------------------------------------------------
 // Stopping early
 
-#[test]
-fn a_stop_flag_ends_the_search_with_the_part_searched() {
+/// `recover --lines - --kernel KERNEL` on one observation of an 8-member
+/// TCP group, run in process with the stop flag already raised (as by
+/// Ctrl-C before the first chunk): what it returns, its stdout and stderr.
+fn stopped_at_once(kernel: &str) -> (recover::Outcome, Vec<u8>, String) {
     let Ok(cli) = Cli::try_parse_from([
         "reuseport-agent",
         "recover",
         "--lines",
         "-",
         "--kernel",
-        "6.18",
+        kernel,
         "--proto",
         "tcp",
         "--listeners",
@@ -672,21 +786,29 @@ fn a_stop_flag_ends_the_search_with_the_part_searched() {
         unreachable!("parsed a recover command line")
     };
     let stop = AtomicBool::new(true);
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let o = recover::run(
-        &a,
-        "10.0.0.2 40000 127.0.0.1 8080 1\n".as_bytes(),
-        &mut out,
-        &mut err,
-        &stop,
-    )
-    .unwrap();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let line = "10.0.0.2 40000 127.0.0.1 8080 1\n";
+    let o = recover::run(&a, line.as_bytes(), &mut out, &mut err, &stop).unwrap();
+    (o, out, String::from_utf8(err).unwrap())
+}
+
+#[test]
+fn a_stop_flag_ends_the_search_with_the_part_searched() {
+    let (o, out, err) = stopped_at_once("6.18");
     assert!(!o.complete);
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["complete"], false);
     assert_eq!(v["searches"][0]["searched"]["end"], "0x00000000");
-    assert!(String::from_utf8(err).unwrap().contains("interrupted"));
+    assert!(err.contains("interrupted"));
+}
+
+#[test]
+fn an_interrupted_search_says_the_rest_was_not_tried_and_never_to_try_kernel_any() {
+    for kernel in ["any", "6.18"] {
+        let (_, _, err) = stopped_at_once(kernel);
+        assert!(!err.contains("try --kernel any"), "{kernel}: {err}");
+        assert!(err.contains("run it to the end"), "{kernel}: {err}");
+    }
 }
 
 #[cfg(unix)]
