@@ -348,7 +348,8 @@ pub fn run(args: &BenchArgs, mut out: impl Write) -> Result<Report, BenchError> 
     if !cfg!(target_os = "linux") {
         return Err(BenchError::NotLinux);
     }
-    // From here on SIGINT and SIGTERM stop the run instead of the agent.
+    // From here on the terminating signals (SIGINT, SIGTERM, SIGHUP, ...)
+    // stop the run instead of the agent.
     #[cfg(target_os = "linux")]
     let _signals = linux::signals()?;
     let nproc = nproc();
@@ -591,9 +592,10 @@ mod linux {
         }
     }
 
-    /// SIGINT and SIGTERM stop the run for its length.
+    /// SIGINT, SIGTERM, SIGHUP and the other terminating signals
+    /// ([`crate::STOP_SIGNALS`]) stop the run for its length.
     pub(super) fn signals() -> Result<Signals, BenchError> {
-        Signals::install(&[libc::SIGINT, libc::SIGTERM]).map_err(setup)
+        Signals::install(crate::STOP_SIGNALS).map_err(setup)
     }
 
     /// Forks a child of the run (see [`Children::spawn`]).

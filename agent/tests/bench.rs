@@ -357,6 +357,19 @@ fn children_of(pid: u32) -> usize {
 
 #[test]
 fn ctrl_c_kills_the_children_and_reports_what_was_done() {
+    interrupted_by(libc::SIGINT);
+}
+
+#[test]
+fn sighup_stops_the_run_as_ctrl_c_does() {
+    // SIGHUP (the terminal closed) used to end bench at once: no report,
+    // the children left to their parent-death signal.
+    interrupted_by(libc::SIGHUP);
+}
+
+/// Starts a long bench, sends `sig` once its children are forked, and
+/// checks the partial report and that every child is gone.
+fn interrupted_by(sig: libc::c_int) {
     let _l = lock();
     let mut child = Process::new(BIN)
         .args([
@@ -385,10 +398,7 @@ fn ctrl_c_kills_the_children_and_reports_what_was_done() {
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: signalling our own child.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
-        0
-    );
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
 
     let mut stdout = String::new();
     child

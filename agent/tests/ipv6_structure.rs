@@ -12,6 +12,8 @@ use std::process::Command;
 
 use reuseport_agent::trace::Trace;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
 
 fn linux_with_ipv6() -> bool {
@@ -64,9 +66,13 @@ fn choices(proto: &str, n: u32, port: u16) -> HashMap<u16, u32> {
 }
 
 #[test]
+#[cfg_attr(
+    not(target_os = "linux"),
+    ignore = "records on the running Linux kernel"
+)]
 fn ipv6_choices_of_groups_of_2_4_8_nest() {
     if !linux_with_ipv6() {
-        eprintln!("skipped: needs Linux with IPv6 on lo");
+        common::skip_fact("ipv6_choices_nest", "needs Linux with IPv6 on lo");
         return;
     }
     for proto in ["tcp", "udp"] {
@@ -90,9 +96,13 @@ fn ipv6_choices_of_groups_of_2_4_8_nest() {
 }
 
 #[test]
+#[cfg_attr(
+    not(target_os = "linux"),
+    ignore = "records on the running Linux kernel"
+)]
 fn ipv6_tcp_adds_lport_outside_the_hash_from_6_15_and_udp_does_not() {
     if !linux_with_ipv6() || release() < (6, 15) {
-        eprintln!("skipped: needs Linux 6.15+ with IPv6 on lo");
+        common::skip_fact("ipv6_tcp_lport", "needs Linux 6.15+ with IPv6 on lo");
         return;
     }
     let port = loop {
