@@ -278,11 +278,41 @@ fn schema_problems(
         .map(|e| {
             let at = format!("{prefix}{}", e.instance_path());
             format!(
-                "at {}: {e}",
-                if at.is_empty() { "/".to_string() } else { at }
+                "at {}: {}",
+                if at.is_empty() { "/".to_string() } else { at },
+                tamed(&e.to_string())
             )
         })
         .collect()
+}
+
+/// A schema message fit to print: it quotes the offending value, which may
+/// be huge or hold invisible characters, so a long one keeps its first 200
+/// and last 80 characters, and invisible ones are written as `\u{…}`.
+fn tamed(message: &str) -> String {
+    const HEAD: usize = 200;
+    const TAIL: usize = 80;
+    let n = message.chars().count();
+    let kept: Box<dyn Iterator<Item = char>> = if n > HEAD + TAIL + 20 {
+        Box::new(
+            message
+                .chars()
+                .take(HEAD)
+                .chain(['…'])
+                .chain(message.chars().skip(n - TAIL)),
+        )
+    } else {
+        Box::new(message.chars())
+    };
+    let mut one = [0u8; 4];
+    kept.map(|c| {
+        if c == '…' {
+            c.to_string()
+        } else {
+            reuseport_model::paste::shown(c.encode_utf8(&mut one))
+        }
+    })
+    .collect()
 }
 
 /// Addresses are strings in the schema: each is parsed here, so a bad one
@@ -673,6 +703,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("events[0].listener is 2"), "{e}");
+    }
+
+    #[test]
+    fn a_huge_or_invisible_value_is_cut_and_escaped_in_a_schema_message() {
+        let mut v: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
+        v["events"][0]["sport"] = format!("{}\u{202e}", "x".repeat(100_000)).into();
+        let e = Trace::parse(&v.to_string(), "t.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/events/0/sport"), "{e}");
+        assert!(e.len() < 800, "{} bytes", e.len());
+        assert!(e.contains("\\u{202e}") && !e.contains('\u{202e}'), "{e}");
     }
 
     #[test]
