@@ -1004,3 +1004,97 @@ fn a_line_over_the_length_bound_gets_an_error_with_a_short_escaped_start_and_the
         assert_eq!(r.lines.len(), 3, "{format}: both good lines answered");
     }
 }
+
+// ---------------------------------------------------------------------------
+// Fuzzing, bounded: arbitrary lines of tuple-like tokens, invisible
+// characters and noise through `predict` in process.
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn token() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "127.0.0.9",
+                "127.0.0.1",
+                "::1",
+                "[::1]:8080",
+                "::ffff:127.0.0.9",
+                "40000",
+                "8080",
+                "70000",
+                "-1",
+                "0x1f",
+                ":",
+                " ",
+                "\t",
+                "#",
+                "ESTAB",
+                "LISTEN",
+                "tcp",
+                "udp",
+                "src=127.0.0.9",
+                "dport=8080",
+                ",",
+                ">",
+                "127.0.0.9:40000",
+                "127.0.0.1:8080",
+                "\u{feff}",
+                "\u{202e}",
+                "\u{0}",
+                "\r",
+                "é",
+            ])
+            .prop_map(str::to_string),
+            any::<char>().prop_map(|c| c.to_string()),
+            "[0-9a-f.:]{1,40}",
+        ]
+    }
+
+    fn line() -> impl Strategy<Value = String> {
+        prop::collection::vec(token(), 0..12).prop_map(|t| t.join(""))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn predict_answers_or_names_every_line_and_never_echoes_raw_input(
+            lines in prop::collection::vec(line(), 1..30),
+            flags in prop::sample::select(vec![
+                "", "--format pairs", "--bind 127.0.0.1:8080", "--inner-secret 0x5",
+            ]),
+        ) {
+            let argv = format!(
+                "reuseport-agent predict --kernel 6.18 --proto tcp --listeners 4 --secret 0x1 {flags}"
+            );
+            let reuseport_agent::Command::Predict(args) =
+                Cli::try_parse_from(argv.split_whitespace()).unwrap().command
+            else {
+                unreachable!("parsed a predict command line")
+            };
+            let input = lines.join("\n");
+            let physical = input.split('\n').count() as u64;
+            let (mut out, mut report) = (Vec::new(), Vec::new());
+            let o = predict::run_reporting(&args, input.as_bytes(), &mut out, &mut report)
+                .unwrap();
+            let text = String::from_utf8(out).unwrap();
+            let objects: Vec<Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            prop_assert_eq!(objects.len() as u64, o.answered + o.failed);
+            for v in &objects {
+                let line = v["line"].as_u64().unwrap();
+                prop_assert!(line >= 1 && line <= physical, "{}", v);
+                if let Some(e) = v.get("error") {
+                    let e = e.as_str().unwrap();
+                    prop_assert!(e.len() < 700, "{} bytes: {}", e.len(), e);
+                    prop_assert!(!e.contains(['\u{202e}', '\u{feff}', '\u{0}']), "{}", e);
+                }
+            }
+        }
+    }
+}

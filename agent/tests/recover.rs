@@ -965,3 +965,85 @@ fn real_kernel_traces_are_explained_by_one_key_per_protocol() {
         "2^64",
     );
 }
+
+// ---------------------------------------------------------------------------
+// Fuzzing, bounded: a valid trace with bytes replaced, inserted or cut off
+// is read or refused with a short message, never a panic.
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Edit {
+        Replace(usize, u8),
+        Insert(usize, String),
+        Cut(usize),
+    }
+
+    fn edit() -> impl Strategy<Value = Edit> {
+        prop_oneof![
+            (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Edit::Replace(i, b)),
+            (
+                any::<usize>(),
+                prop::sample::select(vec![
+                    "\"",
+                    "{",
+                    "}",
+                    "[",
+                    "]",
+                    ",",
+                    ":",
+                    "-1",
+                    "1e400",
+                    "null",
+                    "\"999.0.0.1\"",
+                    "\"\u{202e}\"",
+                    "\"events\":[]",
+                    "99999999999999999999",
+                ])
+            )
+                .prop_map(|(i, s)| Edit::Insert(i, s.to_string())),
+            any::<usize>().prop_map(Edit::Cut),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn a_damaged_trace_is_read_or_refused_with_a_short_message(
+            edits in prop::collection::vec(edit(), 1..4),
+        ) {
+            let lines = "10.0.0.2 40000 127.0.0.1 8080 1\n10.0.0.3 40001 127.0.0.1 8080 3\n";
+            let mut bytes = trace("6.18.44", 4, "127.0.0.1", 8080, vec![], lines)
+                .to_json()
+                .into_bytes();
+            for e in edits {
+                let at = |i: usize, len: usize| i % (len + 1);
+                match e {
+                    Edit::Replace(i, b) if !bytes.is_empty() => {
+                        let i = i % bytes.len();
+                        bytes[i] = b;
+                    }
+                    Edit::Replace(..) => {}
+                    Edit::Insert(i, s) => {
+                        let i = at(i, bytes.len());
+                        bytes.splice(i..i, s.into_bytes());
+                    }
+                    Edit::Cut(i) => bytes.truncate(at(i, bytes.len())),
+                }
+            }
+            let mut events = 0usize;
+            match Trace::stream(&bytes[..], "t.json", &mut |_, _| events += 1) {
+                Ok(t) => prop_assert!(t.group.listeners >= 1),
+                Err(e) => {
+                    let e = e.to_string();
+                    prop_assert!(e.len() < 4000, "{} bytes: {}", e.len(), e);
+                    prop_assert!(!e.contains('\u{202e}'), "{}", e);
+                }
+            }
+        }
+    }
+}
