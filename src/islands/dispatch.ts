@@ -12,7 +12,7 @@
 import { select } from 'd3';
 import { FrameClock } from '../clock';
 import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
-import { loadModel, profiles, type Proto } from '../model/index';
+import { loadModel, NO_LISTENER, profiles, type Proto } from '../model/index';
 import type { Program } from '../model/generated/Program';
 import { pageLang } from './site';
 import { renderExplain } from '../render/explain-card';
@@ -545,7 +545,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     movedBox.property('hidden', !r || r.moved.length === 0);
     movedBody.selectAll('*').remove();
     if (!r?.moved.length) return;
-    const name = (l: number) => (l === 0xffffffff ? t.none : `L${l}`);
+    const name = (l: number) => (l === NO_LISTENER ? t.none : `L${l}`);
     const mt = movedBody.append('table').attr('class', 'rl-table rl-dv-moved-table');
     mt.append('caption').text(t.movedCaption(r.moved.length, MOVED_LIST));
     mt.append('thead')
@@ -565,8 +565,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
       .text((d) => d);
   };
 
-  const resize = () => {
+  /** The stage width and pixel ratio the scene was last drawn for (a ResizeObserver report of the same size redraws nothing). */
+  let sizedFor = '';
+  /** Sizes the canvas to the stage; `draw: false` leaves the structure to the caller, who draws it next. */
+  const resize = (draw = true) => {
     const node = stage.node()!;
+    sizedFor = `${node.clientWidth}@${globalThis.devicePixelRatio || 1}`;
     const w = Math.max(280, node.clientWidth);
     // Taller than wide-screen proportions on a phone, so the rows keep room for their labels.
     const h = Math.max(300, Math.min(520, Math.round(w * (w < 600 ? 0.95 : 0.55))));
@@ -581,6 +585,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     ctx?.setTransform(dpr, 0, 0, dpr, 0, 0);
     pixels.resize(Math.round(w * dpr), Math.round(h * dpr), dpr);
     box = { left: 12, top: 44, width: w * 0.86, height: h - 56 };
+    if (!draw) return;
     overlay.draw(struct, box, w, h);
     overlay.marker(markerFor(), box);
     drawStalls();
@@ -1311,7 +1316,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     if (focus && !playing) {
       const e = sim.log.get(focus.seq);
       if (e) {
-        const route = sim.path(e.kind, e.client, e.hash === null ? 0.5 : hashToY(e.hash), e.listener ?? -1);
+        const route = sim.path(e.kind, e.client, e.hash === null ? 0.5 : hashToY(e.hash), e.listener ?? NO_LISTENER);
         focusRoute = route.pts;
         drawRoute(ctx, box, route.pts);
         const u = reduced ? 1 : Math.min(1, (now - focus.start) / FOCUS_MS);
@@ -1321,7 +1326,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
         one.x[0] = p.x;
         one.y[0] = p.y;
         one.kind[0] = KINDS.indexOf(e.kind);
-        one.listener[0] = e.listener ?? -1;
+        one.listener[0] = e.listener ?? NO_LISTENER;
         one.seq[0] = e.seq;
         drawPackets(ctx, one, box, 6, e.seq);
       }
@@ -1379,11 +1384,20 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     clock.setVisible(false); // until the observer's first report
     io.observe(stage.node()!);
   }
-  const ro = typeof ResizeObserver === 'function' ? new ResizeObserver(() => resize()) : null;
+  // The observer reports once at the start, at the size just drawn: only a new size redraws.
+  const ro =
+    typeof ResizeObserver === 'function'
+      ? new ResizeObserver(() => {
+          if (`${stage.node()!.clientWidth}@${globalThis.devicePixelRatio || 1}` !== sizedFor) resize();
+        })
+      : null;
   ro?.observe(stage.node()!);
 
-  resize();
+  // The structure is drawn once, by refreshStructure, at the size resize set.
+  resize(false);
   refreshStructure();
+  overlay.marker(markerFor(), box);
+  placeSpot();
   drawTable(true);
   drawSide();
   describe();

@@ -6,6 +6,7 @@
  * Okabe-Ito colour, hollow marks on every second cycle of 8, and every mark
  * has a dark outline (yellow and sky blue are 1.3:1 and 2.3:1 on white).
  */
+import { NO_LISTENER } from '../../model/index';
 import { OKABE_ITO, NO_LISTENER_COLOUR } from '../../scene/dispatch/palette';
 import type { Frame } from '../../scene/dispatch/sim';
 
@@ -187,9 +188,9 @@ export class Pixels {
   }
 }
 
-/** Colour index (into Okabe-Ito, then black for none) and fill of listener `l` (-1 or NO_LISTENER: none). */
+/** Colour index (into Okabe-Ito, then black for none) and fill of listener `l` ({@link NO_LISTENER}: none). */
 function colourOf(l: number): { c: number; hollow: boolean } {
-  if (l < 0 || l === 0xffffffff) return { c: OKABE_ITO.length, hollow: false };
+  if (l === NO_LISTENER) return { c: OKABE_ITO.length, hollow: false };
   return { c: l % OKABE_ITO.length, hollow: Math.floor(l / OKABE_ITO.length) % 2 === 1 };
 }
 

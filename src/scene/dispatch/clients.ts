@@ -3,7 +3,7 @@
  * a user-given list. Each client is one flow (one 4-tuple) received on one
  * CPU (as RSS would steer it).
  */
-import { ipv4ToNumber, parseTuples } from '../../model/index';
+import { ipv4ToNumber, ipv4ToString, parseTuples } from '../../model/index';
 import { Rng, mix32 } from './rng';
 
 /** The server address packets are sent to, and the group's port. */
@@ -18,8 +18,6 @@ export interface Client {
   cpu: number;
 }
 
-const dotted = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
-
 /** `count` clients from `seed`, spread over `cpus` CPUs. */
 export function makeClients(seed: number, count: number, cpus: number): Client[] {
   const rng = new Rng(mix32(seed, 0xc11e));
@@ -28,7 +26,7 @@ export function makeClients(seed: number, count: number, cpus: number): Client[]
     const r = rng.u32();
     const addr = (((198 << 24) | (18 << 16)) + (r & 0x1ffff) + 1) >>> 0; // 198.18.0.0/15, benchmarking range
     const sport = 32768 + rng.below(28232);
-    out.push({ addr, saddr: dotted(addr), sport, cpu: rng.below(Math.max(1, cpus)) });
+    out.push({ addr, saddr: ipv4ToString(addr), sport, cpu: rng.below(Math.max(1, cpus)) });
   }
   return out;
 }

@@ -78,7 +78,8 @@ export class Particles {
   dur = new Float32Array(256);
   client = new Int32Array(256);
   hashY = new Float32Array(256);
-  listener = new Int32Array(256);
+  /** The listener each packet goes to, {@link NO_LISTENER} for none. */
+  listener = new Uint32Array(256);
   seq = new Float64Array(256);
 
   add(kind: PacketKind, t0: number, client: number, hashY: number, listener: number, seq: number): void {
@@ -128,7 +129,7 @@ export class Particles {
   }
 
   #grow(): void {
-    const g = <T extends Uint8Array | Float64Array | Float32Array | Int32Array>(a: T): T => {
+    const g = <T extends Uint8Array | Float64Array | Float32Array | Int32Array | Uint32Array>(a: T): T => {
       const b = new (a.constructor as new (n: number) => T)(a.length * 2);
       b.set(a);
       return b;
@@ -149,13 +150,13 @@ export interface Frame {
   x: Float32Array;
   y: Float32Array;
   kind: Uint8Array;
-  /** Listener number, or -1 for none. */
-  listener: Int32Array;
+  /** Listener number, {@link NO_LISTENER} for none. */
+  listener: Uint32Array;
   seq: Float64Array;
 }
 
 export function newFrame(cap = 1024): Frame {
-  return { n: 0, x: new Float32Array(cap), y: new Float32Array(cap), kind: new Uint8Array(cap), listener: new Int32Array(cap), seq: new Float64Array(cap) };
+  return { n: 0, x: new Float32Array(cap), y: new Float32Array(cap), kind: new Uint8Array(cap), listener: new Uint32Array(cap), seq: new Float64Array(cap) };
 }
 
 /** Selects a listener for every client with the batch API, one call per receiving CPU. */
@@ -504,7 +505,7 @@ export class DispatchSim {
         if (e.listener === null) this.dropped++;
         else this.counts[e.listener] = (this.counts[e.listener] ?? 0) + 1;
       }
-      if (spawn) this.particles.add(e.kind, e.t, e.client, e.hash === null ? 0.5 : hashToY(e.hash), e.listener ?? -1, e.seq);
+      if (spawn) this.particles.add(e.kind, e.t, e.client, e.hash === null ? 0.5 : hashToY(e.hash), e.listener ?? NO_LISTENER, e.seq);
     }
   }
 
@@ -556,7 +557,7 @@ export class DispatchSim {
       this.time += dt;
     }
     this.particles.sweep(this.time, (kind, l) => {
-      if (l >= 0 && (kind === 'ACK' || kind === 'UDP')) this.queue[l] = (this.queue[l] ?? 0) + 1;
+      if (l !== NO_LISTENER && (kind === 'ACK' || kind === 'UDP')) this.queue[l] = (this.queue[l] ?? 0) + 1;
     });
     if (dt > 0) drainQueues(this.queue, this.accepted, this.rows, this.opts.rate, this.workerHeadroom, (l) => this.worker(l), dt);
     // The slide of a closed slot is drawn in wall-clock time by the widget (animateRows), not in simulated time.
@@ -583,12 +584,12 @@ export class DispatchSim {
   /** The path of one packet, as [x, y, ...] points and segment weights. */
   path(kind: PacketKind, client: number, hashY: number, listener: number): { pts: number[]; w: number[] } {
     const cy = clientY(client, this.clients.length);
-    const ly = listener >= 0 ? this.listenerY(listener) : 0.5;
+    const ly = listener !== NO_LISTENER ? this.listenerY(listener) : 0.5;
     const bySlot = this.summary().selection === 'group';
     switch (kind) {
       case 'SYN':
       case 'UDP':
-        if (listener < 0) return { pts: [COL.client, cy, COL.hash, hashY], w: [1] };
+        if (listener === NO_LISTENER) return { pts: [COL.client, cy, COL.hash, hashY], w: [1] };
         return bySlot
           ? { pts: [COL.client, cy, COL.hash, hashY, COL.slot, ly, COL.listener, ly], w: [0.45, 0.3, 0.25] }
           : { pts: [COL.client, cy, COL.hash, hashY, COL.listener, ly], w: [0.5, 0.5] };
@@ -617,10 +618,10 @@ export class DispatchSim {
       const l = p.listener[i]!;
       const cy = (p.client[i]! + 0.5) / nc;
       const hy = p.hashY[i]!;
-      const ly = l >= 0 ? (this.rowY[l] ?? 0.5) : 0.5;
+      const ly = l !== NO_LISTENER ? (this.rowY[l] ?? 0.5) : 0.5;
       if (kind === 0 || kind === 4) {
         // SYN / UDP: client -> hash -> slot -> listener (inline for speed; same path as path()).
-        if (l < 0) {
+        if (l === NO_LISTENER) {
           tmp.x = COL.client + (COL.hash - COL.client) * u;
           tmp.y = cy + (hy - cy) * u;
         } else if (bySlot) {
