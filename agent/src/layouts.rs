@@ -71,12 +71,14 @@ const V4_ADDRS: [Ipv4Addr; 3] = [
     Ipv4Addr::new(127, 0, 0, 2),
 ];
 
-fn v6_addrs() -> [Ipv6Addr; 4] {
+fn v6_addrs() -> [Ipv6Addr; 5] {
     [
         Ipv6Addr::UNSPECIFIED,
         Ipv6Addr::LOCALHOST,
         Ipv4Addr::new(127, 0, 0, 1).to_ipv6_mapped(),
         Ipv4Addr::new(127, 0, 0, 2).to_ipv6_mapped(),
+        // The v4-mapped wildcard: IPv4's 0.0.0.0 through an AF_INET6 socket.
+        Ipv4Addr::UNSPECIFIED.to_ipv6_mapped(),
     ]
 }
 
@@ -96,7 +98,7 @@ pub fn draw(rng: &mut Rng, port: u16) -> Layout {
     for _ in 0..n {
         let inet6 = rng.chance(55);
         let addr: IpAddr = if inet6 {
-            v6_addrs()[rng.below(4)].into()
+            v6_addrs()[rng.below(5)].into()
         } else {
             V4_ADDRS[rng.below(3)].into()
         };
@@ -560,11 +562,11 @@ mod kernel {
                 *d = *c as libc::c_char;
             }
             use std::os::fd::AsRawFd;
-            if libc::ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr) != 0 {
+            if libc::ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut ifr) != 0 {
                 return false;
             }
             ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            if libc::ioctl(s.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr) != 0 {
+            if libc::ioctl(s.as_raw_fd(), libc::SIOCSIFFLAGS as _, &ifr) != 0 {
                 return false;
             }
         }
@@ -694,15 +696,24 @@ mod kernel {
                 (TRIES_PER_MEMBER * expected).max(8)
             };
             let mut got = BTreeSet::new();
+            let mut missed = 0;
             for t in 0..tries {
+                // Nothing received twice while the model expects a socket:
+                // the answer already differs; stop waiting out timeouts.
+                if missed >= 2 && got.is_empty() {
+                    break;
+                }
                 *probes += 1;
                 let src = source(daddr, t);
                 let r = match proto {
                     Proto::Tcp => probe_tcp(&socks, &receiving, src, daddr, port),
                     Proto::Udp => probe_udp(&socks, &receiving, src, daddr, port, expected > 0),
                 };
-                if let Some(i) = r {
-                    got.insert(i);
+                match r {
+                    Some(i) => {
+                        got.insert(i);
+                    }
+                    None => missed += 1,
                 }
             }
             lookups.push((daddr.to_string(), got));
@@ -783,7 +794,7 @@ mod kernel {
         let c = client(src, Type::DGRAM)?;
         c.send_to(&tag.to_be_bytes(), &SocketAddr::new(daddr, port).into())
             .ok()?;
-        let wait = Duration::from_millis(if expect_one { 1000 } else { 30 });
+        let wait = Duration::from_millis(if expect_one { 250 } else { 30 });
         let deadline = Instant::now() + wait;
         loop {
             for &i in receiving {

@@ -12,7 +12,7 @@
 //! would have reported first.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 
 use super::{Family, SockState, SocketSpec};
 
@@ -119,10 +119,9 @@ impl Bucket {
     }
 
     fn lists(&self, addr: IpAddr) -> Vec<&BTreeMap<Class, BTreeSet<usize>>> {
-        let wildcard = match addr {
-            IpAddr::V4(v) => v.is_unspecified(),
-            IpAddr::V6(v) => v == Ipv6Addr::UNSPECIFIED,
-        };
+        // `::`, `0.0.0.0` and the v4-mapped `::ffff:0.0.0.0` (IPv4's
+        // wildcard through an AF_INET6 socket) overlap every address.
+        let wildcard = bucket_addr(addr) == WILDCARD;
         let mut lists: Vec<&BTreeMap<Class, BTreeSet<usize>>> = Vec::new();
         if wildcard {
             lists.extend(self.by_addr.values());

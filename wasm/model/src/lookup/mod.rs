@@ -1252,7 +1252,13 @@ impl Host {
         if addr_match != Some(true) || !dev_ok {
             return -1;
         }
-        let specific = !s.addr.is_unspecified();
+        // A bound address as the packet's family sees it: `::ffff:0.0.0.0`
+        // is IPv4's wildcard (`sk_rcv_saddr` 0), not a specific address.
+        let specific = if v6_packet {
+            !as_v6(s.addr).is_unspecified()
+        } else {
+            v4_view(s).is_some_and(|a| !a.is_unspecified())
+        };
         let af_inet = s.family == Family::Inet;
         match p.proto {
             Proto::Tcp => {
