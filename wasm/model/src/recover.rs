@@ -37,8 +37,10 @@
 //! second time for AVX-512, where packing is one `vpcompressd` per 16
 //! lanes, and picked at run time ([`isa_used`]).
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use thiserror::Error;
 
@@ -412,8 +414,15 @@ pub struct Plan {
     jhash: JhashForm,
     groups: Vec<ReuseportGroup>,
     observations: Vec<Observation>,
+    /// The first observation of each packet (members, addresses, ports):
+    /// a repeat is found in constant time, not by a scan.
+    first: HashMap<(u32, u32, u32, u16, u16), usize>,
     duplicates: usize,
+    /// The constraints in the order they came.
     kernel: Vec<Obs>,
+    /// The same, most selective first (stable), sorted when first asked for
+    /// after an addition: inserting each in place cost a shift per addition.
+    sorted: OnceLock<Vec<Obs>>,
 }
 
 /// What [`Plan::add`] did with an observation.
@@ -444,8 +453,10 @@ impl Plan {
             jhash: p.jhash,
             groups: Vec::new(),
             observations: Vec::new(),
+            first: HashMap::new(),
             duplicates: 0,
             kernel: Vec::new(),
+            sorted: OnceLock::new(),
         };
         plan.add_group(group)?;
         Ok(plan)
@@ -473,13 +484,8 @@ impl Plan {
         let added = match o.obs {
             None => Added::Uninformative,
             Some(k) => {
-                let same = self.observations.iter().enumerate().find(|(_, e)| {
-                    e.members == o.members
-                        && e.obs.is_some_and(|x| {
-                            (x.laddr, x.faddr, x.lport, x.sport)
-                                == (k.laddr, k.faddr, k.lport, k.sport)
-                        })
-                });
+                let packet = (o.members, k.laddr, k.faddr, k.lport, k.sport);
+                let same = self.first.get(&packet).map(|&i| (i, &self.observations[i]));
                 match same {
                     Some((i, e)) if e.slot != o.slot => {
                         return Err(RecoverError::Contradiction {
@@ -493,9 +499,9 @@ impl Plan {
                         Added::Duplicate
                     }
                     None => {
-                        // Most selective (narrowest band) first; stable for equal widths.
-                        let at = self.kernel.partition_point(|x| x.width <= k.width);
-                        self.kernel.insert(at, k);
+                        self.first.insert(packet, self.observations.len());
+                        self.kernel.push(k);
+                        self.sorted = OnceLock::new();
                         Added::New
                     }
                 }
@@ -530,9 +536,14 @@ impl Plan {
         self.duplicates
     }
 
-    /// The constraints the search evaluates, in evaluation order.
+    /// The constraints the search evaluates, in evaluation order: most
+    /// selective (narrowest band) first, in arrival order for equal widths.
     pub fn constraints(&self) -> &[Obs] {
-        &self.kernel
+        self.sorted.get_or_init(|| {
+            let mut v = self.kernel.clone();
+            v.sort_by_key(|x| x.width);
+            v
+        })
     }
 
     /// Expected number of initvals that satisfy every constraint by chance:
@@ -540,7 +551,7 @@ impl Plan {
     /// observed slot. Below 1 the true key is, with that probability of
     /// error, the only candidate.
     pub fn expected_false_matches(&self) -> f64 {
-        expected_false_matches(&self.kernel)
+        expected_false_matches(self.constraints())
     }
 
     /// How many more observations (of typical selectivity, the geometric
@@ -548,13 +559,13 @@ impl Plan {
     /// below `target`; 0 when it already is, `None` without any constraint
     /// to judge by.
     pub fn more_needed(&self, target: f64) -> Option<u64> {
-        more_needed(&self.kernel, target)
+        more_needed(self.constraints(), target)
     }
 
     /// Searches `range` (within `0..2^32`) for initvals that satisfy every
     /// constraint, on the chosen compiled copy.
     pub fn search(&self, isa: Isa, range: Range<u64>, found: &mut Found) {
-        search(isa, self.form, self.jhash, &self.kernel, range, found)
+        search(isa, self.form, self.jhash, self.constraints(), range, found)
     }
 
     /// Checks candidates the slow way: every observed tuple through the
@@ -1118,6 +1129,15 @@ mod tests {
         assert_eq!(plan.add(0, &t, l).unwrap(), Added::New);
         assert_eq!(plan.add(0, &t, l).unwrap(), Added::Duplicate);
         assert_eq!(plan.constraints().len(), 1);
+        // A new packet after the constraints were read is in the next read.
+        let u = Tuple {
+            sport: t.sport ^ 1,
+            ..t
+        };
+        let lu = g.select(&u, 0).unwrap().listener.unwrap();
+        assert_eq!(plan.add(0, &u, lu).unwrap(), Added::New);
+        assert_eq!(plan.constraints().len(), 2);
+        assert_eq!(plan.constraints()[1].sport, u.sport);
         let e = plan.add(0, &t, (l + 1) % 8).unwrap_err();
         assert!(
             matches!(e, RecoverError::Contradiction { earlier: 0, .. }),
