@@ -268,6 +268,17 @@ struct RecordOnly {
     args: RecordArgs,
 }
 
+/// How `verify` records `name`: its record arguments, and for a wildcard
+/// group, which would listen on every address of the host, a private
+/// network namespace (record --netns, only lo) when `root` can make one.
+pub fn recording(name: LayoutName, count: u64, seed: u64, root: bool) -> RecordArgs {
+    let mut rec = RecordOnly::try_parse_from(name.record_args(count, seed))
+        .expect("verify's own record arguments parse")
+        .args;
+    rec.netns = root && rec.bind.is_unspecified();
+    rec
+}
+
 fn check_layout(
     name: LayoutName,
     args: &VerifyArgs,
@@ -275,9 +286,24 @@ fn check_layout(
     err: &mut dyn Write,
 ) -> Result<LayoutResult, VerifyError> {
     let layout = name.name();
-    let rec = RecordOnly::try_parse_from(name.record_args(count, args.seed))
-        .expect("verify's own record arguments parse")
-        .args;
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let rec = recording(name, count, args.seed, root);
+    if rec.bind.is_unspecified() {
+        let _ = if rec.netns {
+            writeln!(
+                err,
+                "verify: {layout}: binds {} inside a private network namespace (only lo), not on the host",
+                rec.bind
+            )
+        } else {
+            writeln!(
+                err,
+                "verify: {layout}: binds {} on the host for about a second (run as root to record it in a private network namespace)",
+                rec.bind
+            )
+        };
+    }
     let (trace, _) =
         record::record(&rec).map_err(|source| VerifyError::Record { layout, source })?;
     check_trace(layout.to_string(), &trace, args, err)

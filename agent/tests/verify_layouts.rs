@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::process::Command;
 
 use reuseport_agent::layouts::{self, Rng};
-use reuseport_agent::verify::{layouts_arg, LayoutName, LayoutsArg};
+use reuseport_agent::verify::{layouts_arg, recording, LayoutName, LayoutsArg};
 
 const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
 
@@ -160,4 +160,23 @@ fn too_few_events_say_the_key_is_ambiguous_and_how_many_are_needed() {
     );
     assert!(stdout.contains("NOT VERIFIED"), "{stdout}");
     assert!(!stdout.contains("DISAGREEMENT"), "{stdout}");
+}
+
+/// The curated wildcard layouts would listen on every address of the host:
+/// as root, verify records them in a private network namespace (where the
+/// key differs from the host's: the namespace has its own `net_hash_mix`).
+#[test]
+fn wildcard_layouts_are_recorded_in_a_private_network_namespace_when_root() {
+    for name in [LayoutName::TcpWildcard, LayoutName::UdpWildcard] {
+        assert!(recording(name, 300, 1, true).netns, "{}", name.name());
+        assert!(!recording(name, 300, 1, false).netns, "{}", name.name());
+    }
+    for name in [
+        LayoutName::TcpSpecific,
+        LayoutName::Udp,
+        LayoutName::Closed,
+        LayoutName::Large,
+    ] {
+        assert!(!recording(name, 300, 1, true).netns, "{}", name.name());
+    }
 }
