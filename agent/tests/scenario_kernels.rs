@@ -13,10 +13,11 @@
 //!
 //! Needs QEMU, both kernel images in the cache (`npm run verify:kernels`
 //! or `reuseport-agent verify --kernels 5.10,6.1` fetches them) and the
-//! static guest agent (`scripts/kernels/guest-agent.sh` builds it). When
-//! one is missing the test says SKIPPED, a failure under
-//! `REUSEPORT_REQUIRE_ROOT=1`. It boots two guests, one after the other:
-//! about a minute under TCG on two host CPUs, bounded by `--boot-timeout`.
+//! static guest agent (`scripts/kernels/guest-agent.sh` builds it). It is
+//! ignored in a plain `cargo test` (so in `npm test`, which fetches only
+//! 6.1); run with `-- --ignored`, it says SKIPPED when one is missing. It
+//! boots two guests, one after the other: about a minute under TCG on two
+//! host CPUs, bounded by `--boot-timeout`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -125,11 +126,12 @@ fn local_share(outcomes: &Value, kernel: &str) -> f64 {
     outcomes["local"].as_u64().unwrap() as f64 / arrived as f64
 }
 
+/// Not part of `npm test`: it boots two guests (about 70 s) from a kernel
+/// cache that `npm test` fills only for 6.1. Run it with `cargo test -p
+/// reuseport-agent --test scenario_kernels -- --ignored` after
+/// `reuseport-agent verify --kernels 5.10,6.1`.
 #[test]
-#[cfg_attr(
-    not(target_os = "linux"),
-    ignore = "boots Linux guests whose agent pins processes with sched_setaffinity; Linux hosts only"
-)]
+#[ignore = "boots Debian 5.10 and 6.1 under QEMU (about 70 s, needs both kernels cached): run with -- --ignored"]
 fn so_incoming_cpu_steers_the_group_on_6_1_and_not_on_5_10() {
     const NAME: &str = "so_incoming_cpu_steers_the_group_on_6_1_and_not_on_5_10";
     let root = workspace();
@@ -139,7 +141,9 @@ fn so_incoming_cpu_steers_the_group_on_6_1_and_not_on_5_10() {
         .unwrap_or_else(|| root.join("target"))
         .join("x86_64-unknown-linux-musl/release/reuseport-agent");
     if let Some(why) = missing(&cache, &agent) {
-        common::skip(NAME, &why);
+        // A kernel not fetched yet or no guest agent built is this machine's
+        // state, not a missing privilege: say so, never fail for it.
+        common::skip_fact(NAME, &why);
         return;
     }
     let old = local_share(
