@@ -181,6 +181,7 @@ test('the tour pauses, steps forward and back highlighting each part, closes on 
   await expect(page.getByRole('button', { name: 'Pause' })).toBeVisible();
   await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
   const before = await geometry(page);
+  // The highlight moves to each part in 0.25 s (a CSS transition): each check waits for it to arrive.
   await page.getByRole('button', { name: 'Take the tour' }).click();
   const tour = page.getByRole('region', { name: 'Tour of the scene' });
   await expect(tour).toBeVisible();
@@ -192,7 +193,11 @@ test('the tour pauses, steps forward and back highlighting each part, closes on 
   await expect(tour).toContainText('Step 1 of 6');
   await expect(tour).toContainText('The hash');
   await expect(spot).toHaveAttribute('data-part', 'hash');
-  expect(contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, '.rl-dv-marker')), 'the hash marker is inside the highlight').toBe(true);
+  await expect
+    .poll(async () => contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, '.rl-dv-marker')), {
+      message: 'the hash marker is inside the highlight',
+    })
+    .toBe(true);
   // The numbers the tour gives are the model's, as the line under the scene shows them.
   const line = (await page.locator('.rl-dv-stage-line').innerText()).match(/hash (0x[0-9a-f]{8}) × (\d+) = (0x[0-9a-f]+), >> 32 = slot (\d+) → L(\d+)/)!;
   expect(line, 'the line under the scene names the SYN’s numbers').not.toBeNull();
@@ -203,28 +208,31 @@ test('the tour pauses, steps forward and back highlighting each part, closes on 
   await expect(tour).toContainText('Step 2 of 6');
   await expect(spot).toHaveAttribute('data-part', 'slot');
   await expect(tour).toContainText(`${hash} × ${n} = ${product}, >> 32 = ${slot}`);
-  expect(
-    contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-slot="${slot}"] .rl-dv-slot`)),
-    'the chosen slot is inside the highlight',
-  ).toBe(true);
+  await expect
+    .poll(async () => contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-slot="${slot}"] .rl-dv-slot`)), {
+      message: 'the chosen slot is inside the highlight',
+    })
+    .toBe(true);
 
   await next.click();
   await expect(tour).toContainText('Step 3 of 6');
   await expect(spot).toHaveAttribute('data-part', 'socks');
   for (const s of ['0', '7'])
-    expect(
-      contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-slot="${s}"] .rl-dv-slot`)),
-      `socks[${s}] is inside the highlight`,
-    ).toBe(true);
+    await expect
+      .poll(async () => contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-slot="${s}"] .rl-dv-slot`)), {
+        message: `socks[${s}] is inside the highlight`,
+      })
+      .toBe(true);
 
   await next.click();
   await expect(tour).toContainText('Step 4 of 6');
   await expect(spot).toHaveAttribute('data-part', 'listener');
   await expect(tour).toContainText(`L${listener} takes the SYN`);
-  expect(
-    contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-listener="${listener}"] .rl-dv-listener`)),
-    'the chosen listener is inside the highlight',
-  ).toBe(true);
+  await expect
+    .poll(async () => contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-row[data-listener="${listener}"] .rl-dv-listener`)), {
+      message: 'the chosen listener is inside the highlight',
+    })
+    .toBe(true);
 
   // Back and forward again.
   await tour.getByRole('button', { name: 'Back' }).click();
@@ -243,10 +251,11 @@ test('the tour pauses, steps forward and back highlighting each part, closes on 
   await expect(spot).toHaveAttribute('data-part', 'stalled');
   const stall = page.getByRole('button', { name: `Stall worker L${listener}` });
   await expect(stall, 'the last step stalls the chosen listener’s worker').toHaveAttribute('aria-pressed', 'true');
-  expect(
-    contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-stall[data-listener="${listener}"]`)),
-    'the stalled worker’s toggle is inside the highlight',
-  ).toBe(true);
+  await expect
+    .poll(async () => contains(await inCanvas(page, '.rl-dv-spot'), await inCanvas(page, `.rl-dv-stall[data-listener="${listener}"]`)), {
+      message: 'the stalled worker’s toggle is inside the highlight',
+    })
+    .toBe(true);
   const queued = Number((await tour.innerText()).match(/\((\d+) waiting/)![1]);
   expect(queued, 'its queue has grown').toBeGreaterThan(5);
   await expect(tour.getByRole('button', { name: 'Done' })).toBeVisible();
