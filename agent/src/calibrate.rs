@@ -11,7 +11,7 @@
 //!   coordinate search over `wakeUs`, `acceptUs`, `lockUs`
 //!   (at most `acceptUs`), `connCpuUs` and `clientCpuUs` (the load
 //!   generator's CPU per connection, on this machine's own CPUs; it starts
-//!   at [`CLIENT_CPU_START_US`]) (multiplying each by 1/4 to 4, four
+//!   at `CLIENT_CPU_START_US`, 50 µs) (multiplying each by 1/4 to 4, four
 //!   rounds; a move must lower the objective by 0.5%, so a parameter the
 //!   runs do not pin keeps its start) minimises the sum over runs of the share error plus the
 //!   latency log-distance (below). The other parameters keep their defaults.

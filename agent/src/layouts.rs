@@ -848,8 +848,7 @@ mod kernel {
         let mut rng = Rng::new(opts.seed);
         // A second owner UID needs root (setfsuid); without it every
         // socket is drawn with UID 0, the model's stand-in for "the same".
-        // SAFETY: geteuid has no preconditions.
-        let two_uids = unsafe { libc::geteuid() } == 0;
+        let two_uids = crate::record::is_root();
         let mut run = Runner {
             profile,
             ports: Ports {

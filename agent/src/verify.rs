@@ -286,9 +286,7 @@ fn check_layout(
     err: &mut dyn Write,
 ) -> Result<LayoutResult, VerifyError> {
     let layout = name.name();
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let rec = recording(name, count, args.seed, root);
+    let rec = recording(name, count, args.seed, record::is_root());
     if rec.bind.is_unspecified() {
         let _ = if rec.netns {
             writeln!(

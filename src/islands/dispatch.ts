@@ -565,12 +565,13 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
       .text((d) => d);
   };
 
-  /** The stage width and pixel ratio the scene was last drawn for (a ResizeObserver report of the same size redraws nothing). */
+  /** The stage width and pixel ratio, which set the scene's size; a ResizeObserver report at the size last drawn redraws nothing. */
+  const sizeKey = () => `${stage.node()!.clientWidth}@${globalThis.devicePixelRatio || 1}`;
   let sizedFor = '';
   /** Sizes the canvas to the stage; `draw: false` leaves the structure to the caller, who draws it next. */
   const resize = (draw = true) => {
     const node = stage.node()!;
-    sizedFor = `${node.clientWidth}@${globalThis.devicePixelRatio || 1}`;
+    sizedFor = sizeKey();
     const w = Math.max(280, node.clientWidth);
     // Taller than wide-screen proportions on a phone, so the rows keep room for their labels.
     const h = Math.max(300, Math.min(520, Math.round(w * (w < 600 ? 0.95 : 0.55))));
@@ -1388,7 +1389,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const ro =
     typeof ResizeObserver === 'function'
       ? new ResizeObserver(() => {
-          if (`${stage.node()!.clientWidth}@${globalThis.devicePixelRatio || 1}` !== sizedFor) resize();
+          if (sizeKey() !== sizedFor) resize();
         })
       : null;
   ro?.observe(stage.node()!);

@@ -55,6 +55,7 @@ mod net;
 mod sys;
 
 pub use error::RecordError;
+pub use sys::is_root;
 
 use clients::Pairs;
 use drive::Recording;

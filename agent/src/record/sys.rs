@@ -107,6 +107,13 @@ pub fn raise_fd_limit(listeners: u32) -> Result<(), RecordError> {
     Ok(())
 }
 
+/// Whether this process runs as root (can make a network namespace, set a
+/// sysctl, change its UID).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Online CPUs (`_SC_NPROCESSORS_ONLN`).
 pub fn online_cpus() -> u32 {
     // SAFETY: sysconf has no memory effects.

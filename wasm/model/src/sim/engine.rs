@@ -143,13 +143,13 @@ struct Worker {
 enum Item {
     Accept,
     Serve(u32),
-    /// The load generator's work for one connection (`Params::client_cpu_us`);
-    /// queued with [`CLIENT`] in place of a worker.
+    /// The load generator's work for one connection (`Params::client_cpu_us`):
+    /// no worker's, so its worker number is [`NO_WORKER`] and never read.
     Client,
 }
 
-/// The "worker" of a CPU item that belongs to the load generator.
-const CLIENT: u32 = u32::MAX;
+/// The worker number queued with an [`Item::Client`].
+const NO_WORKER: u32 = u32::MAX;
 
 #[derive(Debug, Default)]
 struct Cpu {
@@ -490,7 +490,7 @@ impl Simulation {
             let cpu = self.conns[c as usize].cpu;
             self.cpus[cpu as usize]
                 .runq
-                .push_back((CLIENT, Item::Client));
+                .push_back((NO_WORKER, Item::Client));
             if self.cpus[cpu as usize].running.is_none() {
                 self.start_next(cpu);
             }
@@ -773,14 +773,9 @@ impl Simulation {
             return;
         };
         let now = self.now;
-        if w == CLIENT {
-            self.cpus[cpu as usize].running = Some((w, item));
-            self.push(now + ns(self.p.client_cpu_us), Ev::ItemDone(cpu));
-            return;
-        }
         let wi = w as usize;
         let end = match item {
-            Item::Client => unreachable!("client work is queued as CLIENT"),
+            Item::Client => now + ns(self.p.client_cpu_us),
             Item::Accept => {
                 let q = self.workers[wi]
                     .queue
@@ -840,7 +835,9 @@ impl Simulation {
                 now + self.service_time(w)
             }
         };
-        self.workers[wi].busy += end - now;
+        if !matches!(item, Item::Client) {
+            self.workers[wi].busy += end - now;
+        }
         self.cpus[cpu as usize].running = Some((w, item));
         self.push(end, Ev::ItemDone(cpu));
     }
@@ -853,7 +850,7 @@ impl Simulation {
         if let Item::Serve(c) = item {
             self.request_done(w, c);
         }
-        if w != CLIENT {
+        if !matches!(item, Item::Client) {
             self.worker_next(w);
         }
         if self.cpus[cpu as usize].running.is_none() {
