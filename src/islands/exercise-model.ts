@@ -45,7 +45,7 @@ export interface ModelQuestion {
   scenario: string;
   /** The simulator's seed for every choice's run. */
   simSeed: number;
-  /** The variants offered, in the pool's order. */
+  /** The variants offered, in an order drawn per question (the pool's order would give the answer away: the same model first). */
   choices: Variant[];
   /** The variant whose run is shown (an id of `choices`). */
   expected: string;
@@ -69,6 +69,10 @@ export function modelQuestion(curated: readonly CuratedView[], seed: number, ind
     if (i < 0) throw new Error(`scenario ${pick.scenario} has no variant ${id}`);
     return i;
   });
+  for (let k = at.length - 1; k > 0; k--) {
+    const j = rng.below(k + 1);
+    [at[k], at[j]] = [at[j]!, at[k]!];
+  }
   const simSeed = rng.u32();
   const choices = at.map((i) => view.variants[i]!);
   return {

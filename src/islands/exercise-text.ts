@@ -45,6 +45,8 @@ export interface ExerciseText {
   bindWrong: (chose: string, outcome: string) => string;
   yourAnswer: string;
   rightAnswer: string;
+  /** After a wrong answer in the recap: what was right. */
+  recapRight: (answer: string) => string;
   conflicts: (socket: number) => string;
   conflictBadge: string;
   noConflict: string;
@@ -111,6 +113,7 @@ const en: ExerciseText = {
   bindWrong: (c, o) => `Not quite: you chose ${c}; the answer is ${o}.`,
   yourAnswer: 'your answer',
   rightAnswer: 'the right answer',
+  recapRight: (a) => ` (the right answer: ${a})`,
   conflicts: (s) => `It conflicts with socket ${s}.`,
   conflictBadge: 'conflicts',
   noConflict: 'No bound socket refuses it: no address overlaps on this port, or every overlap is allowed by the options both sockets set.',
@@ -185,6 +188,7 @@ const zh: ExerciseText = {
   bindWrong: (c, o) => `答错了：你选了“${c}”，正确答案是“${o}”。`,
   yourAnswer: '你的答案',
   rightAnswer: '正确答案',
+  recapRight: (a) => `（正确答案：${a}）`,
   conflicts: (s) => `它与套接字 ${s} 冲突。`,
   conflictBadge: '冲突',
   noConflict: '没有已绑定的套接字拒绝它：这个端口上没有地址重叠，或者每处重叠都被双方设置的选项所允许。',

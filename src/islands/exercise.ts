@@ -561,11 +561,7 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     answers.forEach((a, i) => {
       const q = qs[i]!;
       ol.append(
-        h(
-          'li',
-          a.correct ? 'rl-ex-right' : 'rl-ex-wrong',
-          `${a.correct ? '✓' : '✗'} ${a.choice}${a.correct ? '' : ` (${t.rightAnswer}: ${choiceLabel(q, q.expected)})`}`,
-        ),
+        h('li', a.correct ? 'rl-ex-right' : 'rl-ex-wrong', `${a.correct ? '✓' : '✗'} ${a.choice}${a.correct ? '' : t.recapRight(choiceLabel(q, q.expected))}`),
       );
     });
     const again = after.appendChild(h('button', 'rl-primary', t.again, { type: 'button' }));

@@ -58,13 +58,22 @@ describe('accept-model exercise', () => {
     }
   });
 
-  it('a seed gives the same questions, question i does not depend on the others, and 60 questions use every workload and answer', () => {
+  it('a seed gives the same questions, question i does not depend on the others, and 120 questions use every workload and answer', () => {
     const key = (q: ModelQuestion) => `${q.scenario}/${q.expected}/${q.simSeed}`;
-    const a = Array.from({ length: 60 }, (_, i) => modelQuestion(curated, 11, i, '6.18'));
-    expect(a.map(key)).toEqual(Array.from({ length: 60 }, (_, i) => key(modelQuestion(curated, 11, i, '6.18'))));
-    expect(a.map(key)).not.toEqual(Array.from({ length: 60 }, (_, i) => key(modelQuestion(curated, 12, i, '6.18'))));
+    const a = Array.from({ length: 120 }, (_, i) => modelQuestion(curated, 11, i, '6.18'));
+    expect(a.map(key)).toEqual(Array.from({ length: 120 }, (_, i) => key(modelQuestion(curated, 11, i, '6.18'))));
+    expect(a.map(key)).not.toEqual(Array.from({ length: 120 }, (_, i) => key(modelQuestion(curated, 12, i, '6.18'))));
     const asked = new Set(a.map((q) => `${q.scenario}/${q.expected}`));
     for (const p of MODEL_POOL) for (const c of p.choices) expect(asked, `${p.scenario}/${c}`).toContain(`${p.scenario}/${c}`);
+  });
+
+  it('offers the choices in a drawn order, so the position of a button gives nothing away', () => {
+    const qs = Array.from({ length: 60 }, (_, i) => modelQuestion(curated, 11, i, '6.18'));
+    for (const p of MODEL_POOL) {
+      const firsts = new Set(qs.filter((q) => q.scenario === p.scenario).map((q) => q.choices[0]!.id));
+      expect(firsts.size, `${p.scenario}: first choices`).toBeGreaterThan(1);
+      for (const q of qs.filter((x) => x.scenario === p.scenario)) expect([...q.choices.map((v) => v.id)].sort()).toEqual([...p.choices].sort());
+    }
   });
 
   it('refuses a pool entry the model does not have, by name', () => {
