@@ -12,8 +12,7 @@
 import { select } from 'd3';
 import { FrameClock } from '../clock';
 import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
-import { loadModel, NO_LISTENER, profiles, type Proto } from '../model/index';
-import type { Program } from '../model/generated/Program';
+import { loadModel, NO_LISTENER, profiles, type Program, type Proto } from '../model/index';
 import { pageLang } from './site';
 import { renderExplain } from '../render/explain-card';
 import { Chart, fmtRatio } from '../render/dispatch/chart';

@@ -27,9 +27,7 @@
  */
 import { Group, NO_LISTENER, loadModel, resolveProfile, type Explain, type Tuple } from '../model/index';
 import { Host, loadLookup, type CallResult, type Layout, type SocketSpec } from '../model/lookup';
-import type { Errno } from '../model/generated/message/Errno';
-import type { Refusal } from '../model/generated/message/Refusal';
-import { sayRefusal } from '../model/messages';
+import { sayRefusal, type Errno, type Refusal } from '../model/messages';
 import { renderExplain } from '../render/explain-card';
 import { explainView } from '../scene/explain-view';
 import { Rng, mix32 } from '../scene/dispatch/rng';

@@ -15,6 +15,9 @@ import init, {
   profiles as wasmProfiles,
   resolveNotes as wasmResolveNotes,
   resolveProfile as wasmResolveProfile,
+  type LineAnswer,
+  type ParsedBind,
+  type ParsedLine,
 } from './pkg/reuseport.js';
 import type { Change } from './generated/Change';
 import type { Explain } from './generated/Explain';
@@ -26,7 +29,9 @@ import type { Profile } from './generated/Profile';
 import type { Tuple } from './generated/Tuple';
 import type { Note } from './generated/message/Note';
 
-export type { Change, Explain, GroupSpec, GroupSummary, Keys, Member, Profile, Tuple };
+export type { Change, Explain, GroupSpec, GroupSummary, Keys, Member, Profile, Tuple, LineAnswer, ParsedLine, ParsedBind };
+export type { CpuPin } from './generated/CpuPin';
+export type { Program } from './generated/Program';
 export type { Pick as SelectionPath } from './generated/Pick';
 export type { HashTrace } from './generated/HashTrace';
 export type { JhashCall } from './generated/JhashCall';
@@ -55,12 +60,6 @@ export function groupSpec(input: GroupInput): GroupSpec {
   };
 }
 
-/** One answered line of pasted text. */
-export type LineAnswer = { line: number; explain: Explain; error?: undefined } | { line: number; error: string; explain?: undefined };
-
-/** One parsed line of pasted text. */
-export type ParsedLine = { line: number; tuple: Tuple; error?: undefined } | { line: number; error: string; tuple?: undefined };
-
 /** A reuseport group held in wasm memory. Call {@link Group.dispose} when done. */
 export class Group {
   #inner: WasmGroup;
@@ -76,23 +75,23 @@ export class Group {
    * Throws when the packet does not reach the group.
    */
   explain(tuple: Tuple, cpu = 0, payload: number | null = null): Explain {
-    if (payload === null) return this.#inner.explain(tuple, cpu) as Explain;
-    return this.#inner.explainCtx(tuple, { cpu, payload }) as Explain;
+    if (payload === null) return this.#inner.explain(tuple, cpu);
+    return this.#inner.explainCtx(tuple, { cpu, payload });
   }
 
   /** Explains every line of pasted text in one call; bad lines carry their error. */
   explainText(text: string, cpu = 0): LineAnswer[] {
-    return this.#inner.explainText(text, cpu) as LineAnswer[];
+    return this.#inner.explainText(text, cpu);
   }
 
   /** The group at a glance. */
   summary(): GroupSummary {
-    return this.#inner.summary() as GroupSummary;
+    return this.#inner.summary();
   }
 
   /** Every member ever joined, indexed by listener number. */
   members(): Member[] {
-    return this.#inner.members() as Member[];
+    return this.#inner.members();
   }
 
   /** `socks[]` (length `max_socks`, {@link NO_LISTENER} for empty slots); empty before groups existed. */
@@ -107,32 +106,32 @@ export class Group {
 
   /** A new socket joins. */
   join(): Change {
-    return this.#inner.join() as Change;
+    return this.#inner.join();
   }
 
   /** Closes a listener. */
   close(listener: number): Change {
-    return this.#inner.close(listener) as Change;
+    return this.#inner.close(listener);
   }
 
   /** Shuts a TCP listener down. */
   shutdown(listener: number): Change {
-    return this.#inner.shutdown(listener) as Change;
+    return this.#inner.shutdown(listener);
   }
 
   /** Listens again after a shutdown. */
   relisten(listener: number): Change {
-    return this.#inner.relisten(listener) as Change;
+    return this.#inner.relisten(listener);
   }
 
   /** Sets SO_INCOMING_CPU, or clears it with `undefined`. */
   setIncomingCpu(listener: number, cpu: number | undefined): Change {
-    return this.#inner.setIncomingCpu(listener, cpu) as Change;
+    return this.#inner.setIncomingCpu(listener, cpu);
   }
 
   /** Connects a UDP member. */
   connect(listener: number): Change {
-    return this.#inner.connect(listener) as Change;
+    return this.#inner.connect(listener);
   }
 
   /** Replaces the per-boot hash keys. */
@@ -180,18 +179,18 @@ export class V4Batch {
 
 /** Every kernel profile, oldest first. */
 export function profiles(): Profile[] {
-  return wasmProfiles() as Profile[];
+  return wasmProfiles();
 }
 
 /** The profile a kernel string resolves to; throws naming the known profiles. */
 export function resolveProfile(kernel: string): Profile {
-  return wasmResolveProfile(kernel) as Profile;
+  return wasmResolveProfile(kernel);
 }
 
 /** What reading a kernel string involved: a release between profiles, a distribution build (empty when it does not resolve). */
 export function resolveNotes(kernel: string): Note[] {
   try {
-    return wasmResolveNotes(kernel) as Note[];
+    return wasmResolveNotes(kernel);
   } catch {
     return [];
   }
@@ -199,12 +198,12 @@ export function resolveNotes(kernel: string): Note[] {
 
 /** Parses pasted tuple text with the model's parser. */
 export function parseTuples(text: string): ParsedLine[] {
-  return wasmParseTuples(text) as ParsedLine[];
+  return wasmParseTuples(text);
 }
 
 /** Parses a bound address with an optional port (`0.0.0.0`, `[::1]:8080`); throws naming the problem. */
-export function parseBind(text: string): { addr: string; port: number | null } {
-  return wasmParseBind(text) as { addr: string; port: number | null };
+export function parseBind(text: string): ParsedBind {
+  return wasmParseBind(text);
 }
 
 /** The model crate's version. */

@@ -33,6 +33,9 @@ import type { Undecided } from './generated/message/Undecided';
 import type { Verdict } from './generated/message/Verdict';
 import type { Skip } from './generated/message/Skip';
 
+export type { Refusal };
+export type { Errno } from './generated/message/Errno';
+
 /** A language the site is written in. */
 export type Lang = 'en' | 'zh-CN';
 

@@ -8,6 +8,12 @@ import type { Keys } from './generated/Keys';
 import type { Tuple } from './generated/Tuple';
 import type { Layout } from './generated/Layout';
 import type { CallResult } from './generated/CallResult';
+import type { Columns } from './generated/Columns';
+import type { Decision } from './generated/Decision';
+import type { Detected } from './generated/Detected';
+import type { Explain } from './generated/Explain';
+import type { ListenerRow } from './generated/ListenerRow';
+import type { LookupExplain } from './generated/LookupExplain';
 
 /** Where the text comes from: typed or pasted text, or a file (read in the worker). */
 export type Source = { text: string } | { file: File };
@@ -17,7 +23,7 @@ export interface ReadOptions {
   /** A format name, or null to detect. */
   format: string | null;
   /** CSV column choice (the detected one unless the user changed it). */
-  columns: unknown | null;
+  columns: Columns | null;
   /** The listening side, `ADDR:PORT` or `:PORT` or `ADDR`, or null. */
   bind: string | null;
   /** Swap the decided client and server sides. */
@@ -34,7 +40,7 @@ export interface Progress {
 /** What reading found (counts of every kind of line, and the side decision). */
 export interface ReadSummary {
   /** The format used (detected or named), with its CSV columns. */
-  detected: { format: string; columns: unknown | null; header: boolean } | null;
+  detected: Detected | null;
   lines: number;
   /** Lines that held a connection. */
   connections: number;
@@ -46,7 +52,7 @@ export interface ReadSummary {
   /** Lines that could not be read (listed with {@link BadLine}). */
   bad: number;
   /** The side decision: its basis and the port (and address) it settled on. */
-  decision: { basis: string; port: number | null; addr: string | null };
+  decision: Decision;
   /** Connections whose sides could not be decided (listed as bad lines). */
   undecided: number;
   /** Connections that repeat an earlier line's 4-tuple (counted, not answered twice). */
@@ -120,6 +126,23 @@ export interface Row {
   server: string;
   listener: number | null;
   observed: number | null;
+}
+
+/** The model's record for one row of the table (under a named secret). */
+export interface ExplainedRow {
+  line: number;
+  explain: Explain;
+}
+
+/** The full lookup's record for one row, under the layout answered last. */
+export interface LookupRow {
+  line: number;
+  explain: LookupExplain;
+}
+
+/** The expected skew of the same connections over other group sizes. */
+export interface ByListeners {
+  rows: ListenerRow[];
 }
 
 /** The observations a key search uses. */

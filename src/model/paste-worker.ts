@@ -8,7 +8,7 @@
 import init, { Paste } from './pkg-lookup/reuseport.js';
 import { breathe, serve } from './rpc';
 import { checkTrace } from './trace-check';
-import type { AnswerRequest, LayoutRequest, ReadOptions, ReadSummary, Source } from './paste-protocol';
+import type { AnswerRequest, LayoutRequest, Progress, ReadOptions, ReadSummary, Source } from './paste-protocol';
 
 /** The paste session is in the larger package (with the full lookup), which only this worker and the key search load. */
 let loaded: Promise<unknown> | undefined;
@@ -32,7 +32,7 @@ function need(): Paste {
 }
 
 /** A trace file: its events become observed lines, and its group is returned for the form. */
-async function readTrace(text: string, options: ReadOptions, progress: (p: unknown) => void) {
+async function readTrace(text: string, options: ReadOptions, progress: (p: Progress) => void): Promise<ReadSummary> {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -57,8 +57,8 @@ async function readTrace(text: string, options: ReadOptions, progress: (p: unkno
       await breathe();
     }
   }
-  const summary = s.finish(false) as ReadSummary;
-  return { ...summary, trace: { kernel: tr.kernel.profile, proto: g.proto, listeners: g.listeners, closed: g.closed, bind: g.bind, port: g.port } };
+  const summary = s.finish(false);
+  return { ...summary, trace: { kernel: tr.kernel.profile, proto: g.proto, listeners: g.listeners, closed: g.closed ?? [], bind: g.bind, port: g.port } };
 }
 
 serve({

@@ -9,8 +9,11 @@ import type {
   AnswerRequest,
   Answered,
   BadLine,
+  ByListeners,
+  ExplainedRow,
   LayoutAnswered,
   LayoutRequest,
+  LookupRow,
   Observations,
   Progress,
   ReadOptions,
@@ -18,8 +21,6 @@ import type {
   Row,
   Source,
 } from './paste-protocol';
-import type { LookupExplain } from './generated/LookupExplain';
-import type { Explain } from './generated/Explain';
 import type { Spread } from './generated/Spread';
 import type { Comparison } from './generated/Comparison';
 import type { ListenerRow } from './generated/ListenerRow';
@@ -32,12 +33,9 @@ export interface SpreadAnswer {
   byListeners: ByListeners;
 }
 
-/** The expected skew of the same connections over other group sizes. */
-export interface ByListeners {
-  rows: ListenerRow[];
-}
-
-export type { Spread, Comparison, ListenerRow };
+export type { Spread, Comparison, ListenerRow, ByListeners };
+export type { Columns } from './generated/Columns';
+export type { Role } from './generated/Role';
 
 /** Files larger than this are refused before reading (about 12 M lines of `ss -tn`). */
 export const MAX_FILE_BYTES = 1 << 30;
@@ -55,12 +53,12 @@ export class PasteSession {
 
   /** Reads and parses `source`, deciding the sides; replaces what the worker held. */
   read(source: Source, options: ReadOptions, progress?: (p: Progress) => void): Promise<ReadSummary> {
-    return this.#worker().call('read', { source, options }, progress as (p: unknown) => void);
+    return this.#worker().call('read', { source, options }, progress);
   }
 
   /** Per-listener counts for the group (under `keys` when given). */
   answer(req: AnswerRequest, progress?: (p: Progress) => void): Promise<Answered> {
-    return this.#worker().call('answer', req, progress as (p: unknown) => void);
+    return this.#worker().call('answer', req, progress);
   }
 
   /** The full listener lookup over a layout of sockets (the input must have been read with `lookup: true`). */
@@ -69,13 +67,13 @@ export class PasteSession {
   }
 
   /** The full lookup's record for row `index` under the layout answered last. */
-  explainLayout(index: number, cpu = 0): Promise<{ line: number; explain: LookupExplain }> {
+  explainLayout(index: number, cpu = 0): Promise<LookupRow> {
     return this.#worker().call('explainLayout', { index, cpu });
   }
 
   /** The secret-free simulation over `boots` random boots (null: as many as fit the worker's budget), compared with `observed` counts when given. */
   spread(req: AnswerRequest, boots: number | null, observed: number[] | null, progress?: (p: Progress) => void): Promise<SpreadAnswer> {
-    return this.#worker().call('spread', { req, boots, observed }, progress as (p: unknown) => void);
+    return this.#worker().call('spread', { req, boots, observed }, progress);
   }
 
   /** Limits the table to one listener (under the secret, or observed) and to rows whose text contains `query`; returns the row count. */
@@ -94,7 +92,7 @@ export class PasteSession {
   }
 
   /** The model's record for row `index` of the filtered table. */
-  explain(index: number, req: AnswerRequest): Promise<{ line: number; explain: Explain }> {
+  explain(index: number, req: AnswerRequest): Promise<ExplainedRow> {
     return this.#worker().call('explain', { index, req });
   }
 

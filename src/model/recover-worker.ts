@@ -13,6 +13,7 @@
 import init, { Recovery } from './pkg-lookup/reuseport.js';
 import type { GroupSpec } from './generated/GroupSpec';
 import type { Tuple } from './generated/Tuple';
+import type { PlanFigures } from './recover';
 
 /** What a search worker is given. */
 export interface RecoverJob {
@@ -25,8 +26,21 @@ export interface RecoverJob {
   report: boolean;
 }
 
+/** What a search worker says: its plan's figures, progress, the end, or why it stopped (one message may carry several). */
+export interface RecoverReply {
+  plan?: PlanFigures;
+  progress?: number;
+  count?: number;
+  values?: number[];
+  done?: { count: number; values: number[]; unverified: { candidate: number; observation: number } | null };
+  error?: { observation?: number; message: string };
+}
+
 /** Keys per chunk: about 10 ms at 0.4 G keys/s. */
 const CHUNK = 2 ** 22;
+
+/** Posts one message to the page, of the shape the page reads. */
+const reply = (m: RecoverReply) => postMessage(m);
 
 self.onmessage = async (e: MessageEvent<RecoverJob>) => {
   const job = e.data;
@@ -36,14 +50,14 @@ self.onmessage = async (e: MessageEvent<RecoverJob>) => {
     const added = { new: 0, duplicate: 0, uninformative: 0 };
     for (const [i, o] of job.observations.entries()) {
       try {
-        added[r.add(o.tuple, o.listener) as keyof typeof added]++;
+        added[r.add(o.tuple, o.listener)]++;
       } catch (err) {
-        postMessage({ error: { observation: i, message: err instanceof Error ? err.message : String(err) } });
+        reply({ error: { observation: i, message: err instanceof Error ? err.message : String(err) } });
         return;
       }
     }
     if (job.report)
-      postMessage({
+      reply({
         plan: {
           constraints: r.constraints(),
           duplicates: r.duplicates(),
@@ -57,17 +71,17 @@ self.onmessage = async (e: MessageEvent<RecoverJob>) => {
     const values: number[] = [];
     for (let s = job.start; s < job.end; s += CHUNK) {
       const end = Math.min(job.end, s + CHUNK);
-      const part = r.search(s, end) as { count: number; values: number[] };
+      const part = r.search(s, end);
       count += part.count;
       for (const v of part.values) if (values.length < 1000) values.push(v);
       // What was found so far travels with the progress, so a cancelled search keeps it.
-      postMessage({ progress: end - job.start, count, values: part.values.length ? values : undefined });
+      reply({ progress: end - job.start, count, values: part.values.length ? values : undefined });
     }
     const bad = r.verify(Uint32Array.from(values));
     const unverified = values.findIndex((_, i) => bad[i] !== -1);
-    postMessage({ done: { count, values, unverified: unverified < 0 ? null : { candidate: values[unverified], observation: bad[unverified] } } });
+    reply({ done: { count, values, unverified: unverified < 0 ? null : { candidate: values[unverified]!, observation: bad[unverified]! } } });
     r.free();
   } catch (err) {
-    postMessage({ error: { message: err instanceof Error ? err.message : String(err) } });
+    reply({ error: { message: err instanceof Error ? err.message : String(err) } });
   }
 };

@@ -5,7 +5,7 @@
  */
 import type { GroupSpec } from './generated/GroupSpec';
 import type { Tuple } from './generated/Tuple';
-import type { RecoverJob } from './recover-worker';
+import type { RecoverJob, RecoverReply } from './recover-worker';
 
 /** Observations the search takes at most: far more than any key needs, and a bound on the plan's work. */
 export const MAX_OBSERVATIONS = 2000;
@@ -110,15 +110,8 @@ export function recoverKey(
       const end = i + 1 === n ? SPACE : Math.floor((SPACE / n) * (i + 1));
       const w = new Worker(new URL('./recover-worker.ts', import.meta.url), { type: 'module' });
       workers.push(w);
-      w.onmessage = (e: MessageEvent) => {
-        const m = e.data as {
-          plan?: PlanFigures;
-          progress?: number;
-          count?: number;
-          values?: number[];
-          done?: { count: number; values: number[]; unverified: unknown };
-          error?: { observation?: number; message: string };
-        };
+      w.onmessage = (e: MessageEvent<RecoverReply>) => {
+        const m = e.data;
         if (m.error) {
           settled = true;
           for (const x of workers) x.terminate();
@@ -138,10 +131,7 @@ export function recoverKey(
             settled = true;
             for (const x of workers) x.terminate();
             reject(
-              new Error(
-                `candidate ${String((m.done.unverified as { candidate: number }).candidate)} did not reproduce every observation through the model's ` +
-                  `selection; please report this`,
-              ),
+              new Error(`candidate ${m.done.unverified.candidate} did not reproduce every observation through the model's ` + `selection; please report this`),
             );
             return;
           }

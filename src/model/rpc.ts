@@ -12,7 +12,11 @@ export interface WorkerLike {
   terminate(): void;
 }
 
-type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void; progress?: (p: unknown) => void };
+type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void; progress?: (p: never) => void };
+/** What the worker says about a call. */
+type Reply = { id: number; progress?: unknown; result?: unknown; error?: string };
+/** What the page asks. */
+type Request = { id?: number; type: string; args: unknown };
 
 /** The page's side of the conversation. */
 export class Rpc {
@@ -22,11 +26,12 @@ export class Rpc {
 
   constructor(w: WorkerLike) {
     this.#w = w;
-    w.onmessage = (e) => {
-      const m = e.data as { id: number; progress?: unknown; result?: unknown; error?: string };
+    w.onmessage = (e: MessageEvent<Reply>) => {
+      const m = e.data;
       const p = this.#pending.get(m.id);
       if (!p) return;
-      if ('progress' in m && m.progress !== undefined) p.progress?.(m.progress);
+      // The worker's progress for a call is of the type the call was made with (see `call`).
+      if ('progress' in m && m.progress !== undefined) p.progress?.(m.progress as never);
       else if ('error' in m && m.error !== undefined) {
         this.#pending.delete(m.id);
         p.reject(new Error(m.error));
@@ -41,10 +46,11 @@ export class Rpc {
     };
   }
 
-  call<T>(type: string, args: unknown, progress?: (p: unknown) => void): Promise<T> {
+  /** Asks for `type`; the answer is a `T`, and any progress reports are `P`s (the worker's handler for `type` says so). */
+  call<T, P = never>(type: string, args: unknown, progress?: (p: P) => void): Promise<T> {
     const id = this.#next++;
     return new Promise<T>((resolve, reject) => {
-      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject, progress });
+      this.#pending.set(id, { resolve: (v) => resolve(v as T), reject, progress });
       this.#w.postMessage({ id, type, args });
     });
   }
@@ -64,8 +70,8 @@ export class Rpc {
 /** The worker's side: registers handlers; each gets its arguments, a progress function and a "stop asked" check. */
 export function serve(handlers: Record<string, (args: never, ctx: { progress: (p: unknown) => void; stopped: () => boolean }) => unknown>): void {
   let stop = false;
-  self.onmessage = async (e: MessageEvent) => {
-    const m = e.data as { id?: number; type: string; args: unknown };
+  self.onmessage = async (e: MessageEvent<Request>) => {
+    const m = e.data;
     if (m.type === 'stop') {
       stop = true;
       return;

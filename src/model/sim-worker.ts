@@ -7,8 +7,7 @@
  */
 import init, { Simulation, curatedScenarios, rankScenarios } from './pkg-lookup/reuseport.js';
 import { breathe, serve } from './rpc';
-import type { CuratedView, MatchAnswer, Observed, Scenario, Shape, SimReport } from './sim';
-import type { Match } from './generated/Match';
+import type { CuratedView, MatchAnswer, Observed, Scenario, SimReport, SimProgress } from './sim';
 
 let loaded: Promise<unknown> | undefined;
 const ready = () => (loaded ??= init());
@@ -16,21 +15,21 @@ const ready = () => (loaded ??= init());
 /** Events per slice: about 10 ms of simulation on this machine. */
 const SLICE = 20_000;
 
-type Ctx = { progress: (p: unknown) => void; stopped: () => boolean };
+type Ctx = { progress: (p: SimProgress) => void; stopped: () => boolean };
 
 async function runAll(scenarios: Scenario[], ctx: Ctx): Promise<SimReport[]> {
   const out: SimReport[] = [];
   for (let i = 0; i < scenarios.length && !ctx.stopped(); i++) {
-    const sim = new Simulation(scenarios[i]);
+    const sim = new Simulation(scenarios[i]!);
     try {
       let done = false;
       while (!done && !ctx.stopped()) {
         done = sim.step(SLICE);
-        const [arrived, total] = sim.progress();
+        const [arrived = 0, total = 0] = sim.progress();
         ctx.progress({ run: i, runs: scenarios.length, arrived, total });
         await breathe();
       }
-      out.push(sim.report() as SimReport);
+      out.push(sim.report());
     } finally {
       sim.free();
     }
@@ -41,7 +40,7 @@ async function runAll(scenarios: Scenario[], ctx: Ctx): Promise<SimReport[]> {
 serve({
   async curated(): Promise<CuratedView[]> {
     await ready();
-    return curatedScenarios() as CuratedView[];
+    return curatedScenarios();
   },
   async run(args: { scenarios: Scenario[] }, ctx: Ctx): Promise<SimReport[]> {
     await ready();
@@ -52,13 +51,13 @@ serve({
     await ready();
     // The observation is checked before anything runs, so a bad one is answered at once.
     rankScenarios(args.observed, []);
-    const all = curatedScenarios() as CuratedView[];
+    const all = curatedScenarios();
     const runs = all.flatMap((c) => c.variants.map((v, i) => ({ name: c.name, variant: v, scenario: c.scenarios[i]! })));
     const reports = await runAll(
       runs.map((r) => r.scenario),
       ctx,
     );
-    const { observed, ranked } = rankScenarios(args.observed, reports) as { observed: Shape; ranked: Match[] };
+    const { observed, ranked } = rankScenarios(args.observed, reports);
     return {
       observed,
       partial: reports.length < runs.length || reports.some((r) => r.partial),

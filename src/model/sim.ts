@@ -51,12 +51,12 @@ export class SimSession {
 
   /** Runs each scenario in turn; after {@link stop}, the last report is partial and the rest are missing. */
   run(scenarios: Scenario[], progress?: (p: SimProgress) => void): Promise<SimReport[]> {
-    return this.#worker().call('run', { scenarios }, progress as (p: unknown) => void);
+    return this.#worker().call('run', { scenarios }, progress);
   }
 
   /** Runs every curated variant and ranks them against `observed` (the model's matcher). */
   match(observed: Observed, progress?: (p: SimProgress) => void): Promise<MatchAnswer> {
-    return this.#worker().call('match', { observed }, progress as (p: unknown) => void);
+    return this.#worker().call('match', { observed }, progress);
   }
 
   /** Ends the current run early with what it has. */

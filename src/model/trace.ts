@@ -27,7 +27,7 @@ export function traceGroup(trace: Trace, key: number): GroupInput {
     tcpMigrateReq: g.tcpMigrateReq ?? false,
     program,
     keys: { v4: key >>> 0, v6Outer: 0, v6Inner: 0 },
-  } as GroupInput;
+  };
 }
 
 /** What the model says for one event. */
@@ -53,7 +53,7 @@ export interface PredictOptions {
 }
 
 function tupleOf(e: TraceEvent): Tuple {
-  return { saddr: e.saddr, sport: e.sport, daddr: e.daddr, dport: e.dport } as unknown as Tuple;
+  return { saddr: e.saddr, sport: e.sport, daddr: e.daddr, dport: e.dport };
 }
 
 /** The model's whole record for event `index` of `trace` in `group` (its CPU, and its number as the payload under a payload program). */

@@ -104,13 +104,19 @@ async function agentBind(w: Locator): Promise<{ outcome: string; rule: string | 
 async function simulateHere(scenario: string, seed: number): Promise<Map<string, string>> {
   const pkg = (await import('../../src/model/pkg-lookup/reuseport.js')) as typeof import('../../src/model/pkg-lookup/reuseport.js');
   pkg.initSync({ module: readFileSync('src/model/pkg-lookup/reuseport_bg.wasm') });
-  const view = (pkg.curatedScenarios() as { name: string; variants: { id: string }[]; scenarios: object[] }[]).find((c) => c.name === scenario);
+  const view = pkg.curatedScenarios().find((c) => c.name === scenario);
   expect(view, `curated scenario ${scenario}`).toBeDefined();
   const out = new Map<string, string>();
   view!.variants.forEach((v, i) => {
-    const sim = new pkg.Simulation({ ...view!.scenarios[i], seed });
+    const sim = new pkg.Simulation({ ...view!.scenarios[i]!, seed });
     while (!sim.step(1_000_000));
-    out.set(v.id, (sim.report() as { workers: { accepts: number }[] }).workers.map((w) => String(w.accepts)).join(','));
+    out.set(
+      v.id,
+      sim
+        .report()
+        .workers.map((w) => String(w.accepts))
+        .join(','),
+    );
     sim.free();
   });
   return out;

@@ -6,13 +6,8 @@
  * this file builds a `Layout` equivalent to the visualized group (or a
  * preset with several groups) and turns the model's answer into rows.
  */
-import type { Member, Proto, Tuple } from '../../model/index';
-import type { CallResult } from '../../model/generated/CallResult';
-import type { Layout } from '../../model/generated/Layout';
-import type { LookupExplain } from '../../model/generated/LookupExplain';
-import type { Packet } from '../../model/generated/Packet';
-import type { Program } from '../../model/generated/Program';
-import type { SocketSpec } from '../../model/generated/SocketSpec';
+import type { Member, Program, Proto, Tuple } from '../../model/index';
+import type { CallResult, Layout, LookupExplain, Packet, SocketSpec } from '../../model/lookup';
 import { say, sayRefusal, type Lang } from '../../model/messages';
 
 /** Which layout the lookup panel asks about. */

@@ -5,9 +5,7 @@
  * model (`Group.explain` per dispatched packet, `selectBatchV4` for the
  * flow map); this file only moves dots along the path the model reported.
  */
-import { Group, NO_LISTENER, V4Batch, type Change, type Explain, type GroupSummary, type Proto } from '../../model/index';
-import type { CpuPin } from '../../model/generated/CpuPin';
-import type { Program } from '../../model/generated/Program';
+import { Group, NO_LISTENER, V4Batch, type Change, type CpuPin, type Explain, type GroupSummary, type Program, type Proto } from '../../model/index';
 import { say } from '../../model/messages';
 import { makeClients, SERVER, type Client } from './clients';
 import { EventLog, type DispatchEvent } from './events';
@@ -193,6 +191,21 @@ export function selectClients(group: Group, clients: readonly Client[], batch?: 
 /** A group change the scene can make. */
 export type Op = { op: 'join' } | { op: 'close'; listener: number } | { op: 'cpu'; listener: number; cpu: number | undefined } | { op: 'keys'; secret: number };
 
+/** Makes one group change on `g`; the model's record of it (none for new keys). */
+function applyOp(g: Group, op: Op): Change | undefined {
+  switch (op.op) {
+    case 'join':
+      return g.join();
+    case 'close':
+      return g.close(op.listener);
+    case 'cpu':
+      return g.setIncomingCpu(op.listener, op.cpu);
+    case 'keys':
+      g.setKeys({ v4: op.secret >>> 0, v6Outer: 0, v6Inner: 0 });
+      return undefined;
+  }
+}
+
 /**
  * What a group change did to the flows, in English: how many now land on
  * another listener, or that none is left to take them.
@@ -275,7 +288,7 @@ export class DispatchSim {
       program: o.program,
     });
     if (!keepOps) this.#ops = [];
-    for (const op of this.#ops) this.#apply(g, op);
+    for (const op of this.#ops) applyOp(g, op);
     this.group?.dispose();
     this.group = g;
     this.clients = o.clientList ?? makeClients(o.seed, o.clients, o.cpus);
@@ -297,13 +310,6 @@ export class DispatchSim {
     this.lastRemap = null;
     this.#layoutRows(true);
     this.clientListener = this.#selectAll();
-  }
-
-  #apply(g: Group, op: Op): void {
-    if (op.op === 'join') g.join();
-    else if (op.op === 'close') g.close(op.listener);
-    else if (op.op === 'cpu') g.setIncomingCpu(op.listener, op.cpu);
-    else g.setKeys({ v4: op.secret >>> 0, v6Outer: 0, v6Inner: 0 });
   }
 
   #selectAll(): Uint32Array {
@@ -364,11 +370,7 @@ export class DispatchSim {
   #change(op: Op, what: (c: Change | undefined) => string, snap: boolean): Change | undefined {
     const before = this.clientListener;
     const oldY = [...this.rowY];
-    let change: Change | undefined;
-    if (op.op === 'join') change = this.group.join();
-    else if (op.op === 'close') change = this.group.close(op.listener);
-    else if (op.op === 'cpu') change = this.group.setIncomingCpu(op.listener, op.cpu);
-    else this.group.setKeys({ v4: op.secret >>> 0, v6Outer: 0, v6Inner: 0 });
+    const change = applyOp(this.group, op);
     this.#ops.push(op);
     this.#explained = [];
     this.slide = null;

@@ -8,8 +8,11 @@
 //! - Every exported item is prefixed `Wasm` on the Rust side and carries a
 //!   camelCase `js_name`; the TypeScript facade (`src/model/`) is the only
 //!   caller.
-//! - Structured inputs cross as one object (serde-wasm-bindgen), typed by
-//!   the declarations generated from the model's Rust types.
+//! - Structured inputs cross as one object (serde-wasm-bindgen). The
+//!   generated `.d.ts` names the model's types (`src/model/generated/`,
+//!   written by ts-rs) for every such parameter and result
+//!   (`unchecked_param_type` / `unchecked_return_type`); the boundary's own
+//!   small shapes are declared in TypeScript beside their Rust structs.
 //! - Errors cross as `JsError` whose message is the model's full sentence.
 //! - Group state lives here behind an opaque handle ([`WasmGroup`]).
 //! - Bulk packets cross as typed arrays living in wasm memory
@@ -29,6 +32,22 @@ use reuseport_model::tuple::{parse_bind, parse_tuple_line, Tuple};
 use reuseport_model::{GroupSpec, Profile, ReuseportGroup};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
+
+// The model's types the declarations below name (ts-rs writes them to
+// src/model/generated/; both packages sit beside it, in src/model/).
+#[wasm_bindgen(typescript_custom_section)]
+const TS_MODEL_TYPES: &str = r#"
+import type { Change } from "../generated/Change";
+import type { Explain } from "../generated/Explain";
+import type { GroupSpec } from "../generated/GroupSpec";
+import type { GroupSummary } from "../generated/GroupSummary";
+import type { Keys } from "../generated/Keys";
+import type { Member } from "../generated/Member";
+import type { PacketCtx } from "../generated/PacketCtx";
+import type { Profile } from "../generated/Profile";
+import type { Tuple } from "../generated/Tuple";
+import type { Note } from "../generated/message/Note";
+"#;
 
 /// Every fallible export returns this.
 pub type JsResult<T> = Result<T, JsError>;
@@ -60,18 +79,25 @@ pub fn wasm_model_version() -> String {
 }
 
 /// Every kernel profile, oldest first (`Profile[]`).
-#[wasm_bindgen(js_name = profiles)]
+#[wasm_bindgen(js_name = profiles, unchecked_return_type = "Profile[]")]
 pub fn wasm_profiles() -> JsResult<JsValue> {
     to_js(&reuseport_model::profile::PROFILES)
 }
 
 /// The profile a `--kernel` style string resolves to (`Profile`).
-#[wasm_bindgen(js_name = resolveProfile)]
+#[wasm_bindgen(js_name = resolveProfile, unchecked_return_type = "Profile")]
 pub fn wasm_resolve_profile(kernel: &str) -> JsResult<JsValue> {
     to_js(Profile::resolve(kernel, None).js()?)
 }
 
 /// One parsed line of [`wasm_parse_tuples`].
+#[wasm_bindgen(typescript_custom_section)]
+const TS_PARSED_LINE: &str = r#"
+/** One parsed line of pasted text: its tuple, or why it is not one. */
+export type ParsedLine = { line: number; tuple: Tuple; error?: undefined } | { line: number; error: string; tuple?: undefined };
+"#;
+
+/// One parsed line of [`wasm_parse_tuples`] (TypeScript: `ParsedLine`).
 #[derive(Serialize)]
 struct ParsedLine {
     line: u32,
@@ -83,7 +109,7 @@ struct ParsedLine {
 
 /// Parses pasted tuple text with the model's parser:
 /// `{ line, tuple } | { line, error }[]`, blank and `#` lines skipped.
-#[wasm_bindgen(js_name = parseTuples)]
+#[wasm_bindgen(js_name = parseTuples, unchecked_return_type = "ParsedLine[]")]
 pub fn wasm_parse_tuples(text: &str) -> JsResult<JsValue> {
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
@@ -107,8 +133,9 @@ pub fn wasm_parse_tuples(text: &str) -> JsResult<JsValue> {
 
 /// Parses a bound address with an optional port (`0.0.0.0`, `[::1]:8080`):
 /// `{ addr, port }` with `port` null when absent; throws naming the problem.
-#[wasm_bindgen(js_name = parseBind)]
+#[wasm_bindgen(js_name = parseBind, unchecked_return_type = "ParsedBind")]
 pub fn wasm_parse_bind(text: &str) -> JsResult<JsValue> {
+    /// TypeScript: `ParsedBind`.
     #[derive(Serialize)]
     struct Bind {
         addr: String,
@@ -121,15 +148,25 @@ pub fn wasm_parse_bind(text: &str) -> JsResult<JsValue> {
     })
 }
 
+#[wasm_bindgen(typescript_custom_section)]
+const TS_BOUNDARY: &str = r#"
+/** A bound address and its port (null when none was given). */
+export type ParsedBind = { addr: string; port: number | null };
+/** A kernel profile name or release (`6.18`, `5.19.3`), and a group. */
+export type GroupConfig = { kernel: string; group: GroupSpec };
+/** One answered line of pasted text: the model's record, or why there is none. */
+export type LineAnswer = { line: number; explain: Explain; error?: undefined } | { line: number; error: string; explain?: undefined };
+"#;
+
 /// The input of [`WasmGroup::new`]: a kernel profile name or release, and
-/// the group.
+/// the group (TypeScript: `GroupConfig`).
 #[derive(Deserialize)]
 struct GroupConfig {
     kernel: String,
     group: GroupSpec,
 }
 
-/// One line's answer in [`WasmGroup::explain_text`].
+/// One line's answer in [`WasmGroup::explain_text`] (TypeScript: `LineAnswer`).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct LineAnswer {
@@ -150,7 +187,9 @@ pub struct WasmGroup {
 impl WasmGroup {
     /// Builds a group from `{ kernel, group: GroupSpec }`.
     #[wasm_bindgen(constructor)]
-    pub fn new(config: JsValue) -> JsResult<WasmGroup> {
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "GroupConfig")] config: JsValue,
+    ) -> JsResult<WasmGroup> {
         let cfg: GroupConfig = from_js(config, "group configuration")?;
         let profile = Profile::resolve(&cfg.kernel, None).js()?;
         let inner = ReuseportGroup::build(profile, &cfg.group).js()?;
@@ -158,15 +197,24 @@ impl WasmGroup {
     }
 
     /// The full path of one packet (`Tuple` in, `Explain` out).
-    pub fn explain(&self, tuple: JsValue, cpu: u32) -> JsResult<JsValue> {
+    #[wasm_bindgen(unchecked_return_type = "Explain")]
+    pub fn explain(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Tuple")] tuple: JsValue,
+        cpu: u32,
+    ) -> JsResult<JsValue> {
         let t: Tuple = from_js(tuple, "tuple")?;
         to_js(&self.inner.explain(&t, cpu).js()?)
     }
 
     /// The full path of one packet in a context (`Tuple`, `PacketCtx` with
     /// the receiving CPU and the first payload word, for programs).
-    #[wasm_bindgen(js_name = explainCtx)]
-    pub fn explain_ctx(&self, tuple: JsValue, ctx: JsValue) -> JsResult<JsValue> {
+    #[wasm_bindgen(js_name = explainCtx, unchecked_return_type = "Explain")]
+    pub fn explain_ctx(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Tuple")] tuple: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "PacketCtx")] ctx: JsValue,
+    ) -> JsResult<JsValue> {
         let t: Tuple = from_js(tuple, "tuple")?;
         let c: reuseport_model::reuseport::PacketCtx = from_js(ctx, "packet context")?;
         to_js(&self.inner.explain_ctx(&t, &c).js()?)
@@ -175,7 +223,7 @@ impl WasmGroup {
     /// Explains every line of pasted text (`SADDR SPORT DADDR DPORT` or
     /// `SADDR:SPORT DADDR:DPORT`); blank and `#` lines are skipped. Returns
     /// `{ line, explain } | { line, error }[]`, never throwing for a bad line.
-    #[wasm_bindgen(js_name = explainText)]
+    #[wasm_bindgen(js_name = explainText, unchecked_return_type = "LineAnswer[]")]
     pub fn explain_text(&self, text: &str, cpu: u32) -> JsResult<JsValue> {
         let mut out = Vec::new();
         for (i, line) in text.lines().enumerate() {
@@ -202,11 +250,13 @@ impl WasmGroup {
     }
 
     /// The group at a glance (`GroupSummary`).
+    #[wasm_bindgen(unchecked_return_type = "GroupSummary")]
     pub fn summary(&self) -> JsResult<JsValue> {
         to_js(&self.inner.summary())
     }
 
     /// Every member ever joined (`Member[]`, indexed by listener number).
+    #[wasm_bindgen(unchecked_return_type = "Member[]")]
     pub fn members(&self) -> JsResult<JsValue> {
         to_js(&self.inner.members())
     }
@@ -227,39 +277,47 @@ impl WasmGroup {
     }
 
     /// A new socket joins (`Change`).
+    #[wasm_bindgen(unchecked_return_type = "Change")]
     pub fn join(&mut self) -> JsResult<JsValue> {
         to_js(&self.inner.join().js()?)
     }
 
     /// Closes a listener (`Change`).
+    #[wasm_bindgen(unchecked_return_type = "Change")]
     pub fn close(&mut self, listener: u32) -> JsResult<JsValue> {
         to_js(&self.inner.close(listener).js()?)
     }
 
     /// Shuts a TCP listener down (`Change`).
+    #[wasm_bindgen(unchecked_return_type = "Change")]
     pub fn shutdown(&mut self, listener: u32) -> JsResult<JsValue> {
         to_js(&self.inner.shutdown(listener).js()?)
     }
 
     /// Listens again after a shutdown (`Change`).
+    #[wasm_bindgen(unchecked_return_type = "Change")]
     pub fn relisten(&mut self, listener: u32) -> JsResult<JsValue> {
         to_js(&self.inner.relisten(listener).js()?)
     }
 
     /// Sets (`cpu` a number) or clears (`undefined`) SO_INCOMING_CPU.
-    #[wasm_bindgen(js_name = setIncomingCpu)]
+    #[wasm_bindgen(js_name = setIncomingCpu, unchecked_return_type = "Change")]
     pub fn set_incoming_cpu(&mut self, listener: u32, cpu: Option<u32>) -> JsResult<JsValue> {
         to_js(&self.inner.set_incoming_cpu(listener, cpu).js()?)
     }
 
-    /// Connects a UDP member.
+    /// Connects a UDP member (`Change`).
+    #[wasm_bindgen(unchecked_return_type = "Change")]
     pub fn connect(&mut self, listener: u32) -> JsResult<JsValue> {
         to_js(&self.inner.connect(listener).js()?)
     }
 
     /// Replaces the hash keys (a new boot), `Keys`.
     #[wasm_bindgen(js_name = setKeys)]
-    pub fn set_keys(&mut self, keys: JsValue) -> JsResult<()> {
+    pub fn set_keys(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Keys")] keys: JsValue,
+    ) -> JsResult<()> {
         self.inner.set_keys(from_js(keys, "keys")?);
         Ok(())
     }
@@ -394,7 +452,16 @@ impl WasmHost {
     }
 }
 
-/// What a recovery search found in its part of the key space.
+#[cfg(feature = "lookup")]
+#[wasm_bindgen(typescript_custom_section)]
+const TS_RECOVERY: &str = r#"
+/** What adding an observation did. */
+export type Added = "new" | "duplicate" | "uninformative";
+/** What a recovery search found in its part of the key space: how many keys, and the first of them, increasing. */
+export type SearchPart = { count: number; values: number[] };
+"#;
+
+/// What a recovery search found in its part of the key space (TypeScript: `SearchPart`).
 #[cfg(feature = "lookup")]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -420,7 +487,9 @@ pub struct WasmRecovery {
 impl WasmRecovery {
     /// An empty plan for the group `{ kernel, group: GroupSpec }` (its keys are ignored).
     #[wasm_bindgen(constructor)]
-    pub fn new(config: JsValue) -> JsResult<WasmRecovery> {
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "GroupConfig")] config: JsValue,
+    ) -> JsResult<WasmRecovery> {
         let cfg: GroupConfig = from_js(config, "group configuration")?;
         let profile = Profile::resolve(&cfg.kernel, None).js()?;
         let group = ReuseportGroup::build(profile, &cfg.group).js()?;
@@ -431,7 +500,12 @@ impl WasmRecovery {
 
     /// Adds "`tuple` reached `listener`": `"new"`, `"duplicate"` or
     /// `"uninformative"`; throws on a contradiction or an impossible listener.
-    pub fn add(&mut self, tuple: JsValue, listener: u32) -> JsResult<String> {
+    #[wasm_bindgen(unchecked_return_type = "Added")]
+    pub fn add(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Tuple")] tuple: JsValue,
+        listener: u32,
+    ) -> JsResult<String> {
         use reuseport_model::recover::Added;
         let t: Tuple = from_js(tuple, "tuple")?;
         Ok(match self.plan.add(0, &t, listener).js()? {
@@ -468,7 +542,8 @@ impl WasmRecovery {
     }
 
     /// Searches keys `start..end` (within `0..2^32`) on the SIMD128 copy of
-    /// the search loop.
+    /// the search loop (`SearchPart`).
+    #[wasm_bindgen(unchecked_return_type = "SearchPart")]
     pub fn search(&self, start: f64, end: f64) -> JsResult<JsValue> {
         let space = reuseport_model::recover::SPACE as f64;
         if !(0.0..=space).contains(&start) || !(start..=space).contains(&end) {
@@ -506,7 +581,7 @@ impl WasmRecovery {
 
 /// What [`reuseport_model::Profile::resolve`] made of a kernel string
 /// (`Note[]`: a release between profiles, a distribution build).
-#[wasm_bindgen(js_name = resolveNotes)]
+#[wasm_bindgen(js_name = resolveNotes, unchecked_return_type = "Note[]")]
 pub fn wasm_resolve_notes(kernel: &str) -> JsResult<JsValue> {
     to_js(&Profile::resolve_notes(kernel, None))
 }

@@ -17,6 +17,18 @@ use wasm_bindgen::prelude::*;
 
 use crate::{from_js, to_js, IntoJs, JsResult};
 
+// The TypeScript of the session's requests and answers is src/model/paste-protocol.ts
+// (the page and the paste worker speak it); the model's own types are generated.
+#[wasm_bindgen(typescript_custom_section)]
+const TS_PASTE_TYPES: &str = r#"
+import type {
+  AnswerRequest, Answered, BadLine, ByListeners, ExplainedRow, LayoutAnswered, LayoutRequest, LookupRow, Observations, ReadOptions,
+  ReadSummary, Row,
+} from "../paste-protocol";
+import type { Comparison } from "../generated/Comparison";
+import type { Spread } from "../generated/Spread";
+"#;
+
 /// Lines longer than the model's bound are cut here first, so a huge line
 /// never has to be buffered whole.
 const MAX_PENDING: usize = 2 * paste::MAX_LINE_BYTES;
@@ -190,7 +202,9 @@ fn endpoint(a: std::net::IpAddr, p: u16) -> String {
 impl WasmPaste {
     /// `{ format: string | null, bind: string | null, flip }`; throws naming a bad format or bind.
     #[wasm_bindgen(constructor)]
-    pub fn new(config: JsValue) -> JsResult<WasmPaste> {
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "ReadOptions")] config: JsValue,
+    ) -> JsResult<WasmPaste> {
         let cfg: PasteConfig = from_js(config, "paste configuration")?;
         let named = match cfg.format.as_deref() {
             None | Some("auto") => None,
@@ -362,6 +376,7 @@ impl WasmPaste {
     /// Ends the input (`partial`: the reader stopped early): decides the
     /// sides, orients every connection, drops repeated 4-tuples, and
     /// returns the summary (`ReadSummary`).
+    #[wasm_bindgen(unchecked_return_type = "ReadSummary")]
     pub fn finish(&mut self, partial: bool) -> JsResult<JsValue> {
         // The last line, unless the reading stopped in the middle of it.
         if !partial && (!self.pending.is_empty() || self.skipping_long) {
@@ -440,7 +455,11 @@ impl WasmPaste {
 
     /// Answers every row for the group (`AnswerRequest` in, `Answered` out):
     /// per-listener counts under the keys when given, and as observed.
-    pub fn answer(&mut self, req: JsValue) -> JsResult<JsValue> {
+    #[wasm_bindgen(unchecked_return_type = "Answered")]
+    pub fn answer(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "AnswerRequest")] req: JsValue,
+    ) -> JsResult<JsValue> {
         let req: AnswerRequest = from_js(req, "answer request")?;
         let group = group_of(&req, req.keys.unwrap_or_default())?;
         let n = group.members().len();
@@ -485,8 +504,11 @@ impl WasmPaste {
     /// sockets (`{ kernel, layout, keys, proto, cpu }`): each socket's
     /// bind and listen answers, and the receiving socket per row (its index
     /// in the layout) under the keys when given.
-    #[wasm_bindgen(js_name = answerLayout)]
-    pub fn answer_layout(&mut self, req: JsValue) -> JsResult<JsValue> {
+    #[wasm_bindgen(js_name = answerLayout, unchecked_return_type = "LayoutAnswered")]
+    pub fn answer_layout(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "LayoutRequest")] req: JsValue,
+    ) -> JsResult<JsValue> {
         use reuseport_model::lookup::{Host, Packet};
         use reuseport_model::reuseport::PacketCtx;
         let mut req: LayoutRequest = from_js(req, "layout request")?;
@@ -540,7 +562,7 @@ impl WasmPaste {
 
     /// The full lookup's record for row `index` of the filtered table, under
     /// the layout answered last (`{ line, explain: LookupExplain }`).
-    #[wasm_bindgen(js_name = explainLayout)]
+    #[wasm_bindgen(js_name = explainLayout, unchecked_return_type = "LookupRow")]
     pub fn explain_layout(&self, index: u32, cpu: u32) -> JsResult<JsValue> {
         use reuseport_model::lookup::Packet;
         use reuseport_model::reuseport::PacketCtx;
@@ -617,6 +639,7 @@ impl WasmPaste {
     }
 
     /// Rows `start .. start + count` of the filtered table (`Row[]`).
+    #[wasm_bindgen(unchecked_return_type = "Row[]")]
     pub fn rows(&self, start: u32, count: u32) -> JsResult<JsValue> {
         let out: Vec<RowOut> = (start..start.saturating_add(count))
             .map_while(|i| self.index(i as usize))
@@ -635,6 +658,7 @@ impl WasmPaste {
     }
 
     /// Unusable lines `start .. start + count` (`BadLine[]`).
+    #[wasm_bindgen(unchecked_return_type = "BadLine[]")]
     pub fn bad(&self, start: u32, count: u32) -> JsResult<JsValue> {
         let fmt = self.detected.as_ref().map(|d| d.format);
         let out: Vec<BadOut> = self
@@ -657,7 +681,12 @@ impl WasmPaste {
     }
 
     /// The model's record for row `index` of the filtered table under the request's keys.
-    pub fn explain(&self, index: u32, req: JsValue) -> JsResult<JsValue> {
+    #[wasm_bindgen(unchecked_return_type = "ExplainedRow")]
+    pub fn explain(
+        &self,
+        index: u32,
+        #[wasm_bindgen(unchecked_param_type = "AnswerRequest")] req: JsValue,
+    ) -> JsResult<JsValue> {
         let req: AnswerRequest = from_js(req, "answer request")?;
         let keys = req
             .keys
@@ -679,6 +708,7 @@ impl WasmPaste {
     }
 
     /// Up to `max` rows that carry an observed listener: `{ tuple, listener }[]`.
+    #[wasm_bindgen(unchecked_return_type = "Observations")]
     pub fn observations(&self, max: u32) -> JsResult<JsValue> {
         #[derive(Serialize)]
         struct Obs {
@@ -766,7 +796,11 @@ impl WasmPaste {
 
     /// Starts the secret-free simulation over the rows for the request's group.
     #[wasm_bindgen(js_name = spreadStart)]
-    pub fn spread_start(&mut self, req: JsValue, seed: f64) -> JsResult<()> {
+    pub fn spread_start(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "AnswerRequest")] req: JsValue,
+        seed: f64,
+    ) -> JsResult<()> {
         let req: AnswerRequest = from_js(req, "answer request")?;
         let group = group_of(&req, Keys::default())?;
         let tuples: Vec<Tuple> = self.rows.iter().map(|r| r.tuple).collect();
@@ -793,7 +827,7 @@ impl WasmPaste {
     }
 
     /// What the boots so far give (`Spread`).
-    #[wasm_bindgen(js_name = spreadSummary)]
+    #[wasm_bindgen(js_name = spreadSummary, unchecked_return_type = "Spread")]
     pub fn spread_summary(&self) -> JsResult<JsValue> {
         let run = self
             .spread
@@ -803,7 +837,7 @@ impl WasmPaste {
     }
 
     /// Observed per-listener counts against the simulation (`Comparison`).
-    #[wasm_bindgen(js_name = spreadCompare)]
+    #[wasm_bindgen(js_name = spreadCompare, unchecked_return_type = "Comparison")]
     pub fn spread_compare(&self, observed: Vec<u32>) -> JsResult<JsValue> {
         let run = self
             .spread
@@ -814,8 +848,12 @@ impl WasmPaste {
     }
 
     /// The expected skew of these rows over other group sizes (`ByListeners`).
-    #[wasm_bindgen(js_name = byListeners)]
-    pub fn by_listeners(&self, req: JsValue, boots: u32) -> JsResult<JsValue> {
+    #[wasm_bindgen(js_name = byListeners, unchecked_return_type = "ByListeners")]
+    pub fn by_listeners(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "AnswerRequest")] req: JsValue,
+        boots: u32,
+    ) -> JsResult<JsValue> {
         let req: AnswerRequest = from_js(req, "answer request")?;
         let profile = Profile::resolve(&req.kernel, None).js()?;
         let tuples: Vec<Tuple> = self.rows.iter().map(|r| r.tuple).collect();

@@ -7,6 +7,18 @@ use wasm_bindgen::prelude::*;
 
 use crate::{from_js, to_js, IntoJs, JsResult};
 
+#[wasm_bindgen(typescript_custom_section)]
+const TS_SIM_TYPES: &str = r#"
+import type { CuratedView } from "../generated/CuratedView";
+import type { Match } from "../generated/Match";
+import type { Observed } from "../generated/Observed";
+import type { Scenario } from "../generated/Scenario";
+import type { Shape } from "../generated/Shape";
+import type { SimReport } from "../generated/SimReport";
+/** The runs ranked against an observation: the observation's shape, and the runs closest first. */
+export type RankAnswer = { observed: Shape; ranked: Match[] };
+"#;
+
 /// One run (`Scenario` in, `SimReport` out).
 #[wasm_bindgen(js_name = Simulation)]
 pub struct WasmSimulation {
@@ -17,7 +29,9 @@ pub struct WasmSimulation {
 impl WasmSimulation {
     /// Checks the scenario (errors name the field) and sets the run up.
     #[wasm_bindgen(constructor)]
-    pub fn new(scenario: JsValue) -> JsResult<WasmSimulation> {
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "Scenario")] scenario: JsValue,
+    ) -> JsResult<WasmSimulation> {
         let s: Scenario = from_js(scenario, "scenario")?;
         Ok(WasmSimulation {
             sim: Simulation::new(s.check().js()?),
@@ -36,20 +50,21 @@ impl WasmSimulation {
     }
 
     /// The report so far (`SimReport`; `partial` until the run is over).
+    #[wasm_bindgen(unchecked_return_type = "SimReport")]
     pub fn report(&self) -> JsResult<JsValue> {
         to_js(&self.sim.report())
     }
 }
 
 /// The gallery's scenarios (`CuratedView[]`).
-#[wasm_bindgen(js_name = curatedScenarios)]
+#[wasm_bindgen(js_name = curatedScenarios, unchecked_return_type = "CuratedView[]")]
 pub fn wasm_curated_scenarios() -> JsResult<JsValue> {
     let all: Vec<CuratedView> = CURATED.iter().map(CuratedView::from).collect();
     to_js(&all)
 }
 
 /// One curated scenario as one of its variants runs it (`Scenario`).
-#[wasm_bindgen(js_name = curatedScenario)]
+#[wasm_bindgen(js_name = curatedScenario, unchecked_return_type = "Scenario")]
 pub fn wasm_curated_scenario(name: &str, variant: &str) -> JsResult<JsValue> {
     let c = Curated::named(name)
         .ok_or_else(|| JsError::new(&format!("no curated scenario named `{name}`")))?;
@@ -61,8 +76,11 @@ pub fn wasm_curated_scenario(name: &str, variant: &str) -> JsResult<JsValue> {
 
 /// The runs (`SimReport[]`) ranked by how close each is to what a user
 /// observed (`Observed`): `{ observed: Shape, ranked: Match[] }`.
-#[wasm_bindgen(js_name = rankScenarios)]
-pub fn wasm_rank_scenarios(observed: JsValue, runs: JsValue) -> JsResult<JsValue> {
+#[wasm_bindgen(js_name = rankScenarios, unchecked_return_type = "RankAnswer")]
+pub fn wasm_rank_scenarios(
+    #[wasm_bindgen(unchecked_param_type = "Observed")] observed: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "SimReport[]")] runs: JsValue,
+) -> JsResult<JsValue> {
     let o: reuseport_model::sim::matcher::Observed = from_js(observed, "observed")?;
     let runs: Vec<reuseport_model::sim::SimReport> = from_js(runs, "runs")?;
     let (shape, ranked) = reuseport_model::sim::matcher::rank(&o, &runs).js()?;
@@ -72,6 +90,7 @@ pub fn wasm_rank_scenarios(observed: JsValue, runs: JsValue) -> JsResult<JsValue
     })
 }
 
+/// TypeScript: `RankAnswer`.
 #[derive(serde::Serialize)]
 struct RankAnswer {
     observed: reuseport_model::sim::matcher::Shape,
