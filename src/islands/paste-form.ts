@@ -1,0 +1,213 @@
+/**
+ * The paste analyser's form: the text or file, how to read it, the group and
+ * its secret, and the layout of several sockets; then the status line, the
+ * progress bar, the error list and the results box. Built once by
+ * `mountPaste` (paste.ts), which wires it to the paste worker. Also the
+ * results' simulation section, drawn from the worker's answer alone.
+ */
+import { profiles } from '../model/index';
+import type { Layout } from '../model/lookup';
+import { el, field } from './dom';
+import type { PasteText } from './paste-text';
+import type { PasteOptions } from './paste';
+import { say, type Lang } from '../model/messages';
+import type { SpreadAnswer } from '../model/paste';
+
+/** Two groups on one port: a wildcard pair and a pair on 127.0.0.1, which wins the lookup for packets to it. */
+const LAYOUT_EXAMPLE = JSON.stringify(
+  {
+    sockets: [
+      { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 8080, reuseport: true },
+      { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 8080, reuseport: true },
+      { family: 'inet', proto: 'tcp', addr: '127.0.0.1', port: 8080, reuseport: true },
+      { family: 'inet', proto: 'tcp', addr: '127.0.0.1', port: 8080, reuseport: true },
+    ],
+  },
+  null,
+  1,
+);
+/** The largest layout text read (a layout of thousands of sockets fits). */
+const MAX_LAYOUT_CHARS = 512 * 1024;
+
+/** The layout text as an object, or the problem with it. */
+export function readLayout(text: string): { layout?: Layout; error?: string } {
+  if (text.length > MAX_LAYOUT_CHARS) return { error: `${text.length} characters; at most ${MAX_LAYOUT_CHARS}` };
+  try {
+    const v = JSON.parse(text) as Layout;
+    if (!v || typeof v !== 'object' || !Array.isArray(v.sockets)) return { error: '"sockets" must be a list of sockets' };
+    return { layout: v };
+  } catch (e) {
+    return { error: (e as Error).message };
+  }
+}
+
+export type SecretMode = 'none' | 'typed' | 'random' | 'recovered';
+
+/** Builds the form and the result areas under `root`; returns the elements the widget reads or changes. */
+export function buildPasteForm(root: HTMLElement, t: PasteText, f: (n: string) => string, options: PasteOptions) {
+  const form = el('form', { class: 'rl-form rl-paste-form', noValidate: true });
+  const text = el('textarea', { rows: 8, spellcheck: false, placeholder: t.placeholder, value: options.text ?? '' });
+  text.setAttribute('wrap', 'off');
+  const file = el('input', { type: 'file' });
+  file.setAttribute('accept', '.txt,.csv,.tsv,.json,.log,text/*,application/json');
+  const fileNote = el('p', { class: 'rl-hint' });
+  fileNote.setAttribute('aria-live', 'polite');
+  const textField = field(f('text'), t.text, text, t.textHint);
+  const fileLabel = el('label', { class: 'rl-file' }, t.file, file);
+  textField.append(fileLabel, fileNote);
+
+  const format = el('select');
+  for (const [v, label] of t.formats) format.append(el('option', { value: v }, label));
+  const bind = el('input', { placeholder: t.bindPlaceholder, spellcheck: false });
+  const kernel = el('input', { value: options.kernel ?? '6.18', spellcheck: false });
+  const kernelList = el('datalist', { id: f('profiles') });
+  for (const p of profiles()) kernelList.append(el('option', { value: `${p.release.major}.${p.release.minor}` }));
+  kernel.setAttribute('list', kernelList.id);
+  const profileNote = el('p', { class: 'rl-hint' });
+  profileNote.setAttribute('aria-live', 'polite');
+  // What the kernel string resolved to stands under the kernel field.
+  const kernelField = field(f('kernel'), t.kernel, kernel, t.kernelHint);
+  kernelField.append(profileNote);
+  const proto = el('select');
+  for (const p of ['tcp', 'udp']) proto.append(el('option', { value: p }, p.toUpperCase()));
+  proto.value = options.proto ?? 'tcp';
+  const listeners = el('input', { type: 'number', min: '1', max: '32768', value: String(options.listeners ?? 8) });
+  const closed = el('input', { inputMode: 'numeric', spellcheck: false });
+  const observedCounts = el('input', { spellcheck: false, placeholder: '812, 790, 1630, …' });
+
+  const secretBox = el('fieldset', { class: 'rl-secret' });
+  secretBox.append(el('legend', {}, t.secret));
+  const modes: [SecretMode, string][] = [
+    ['none', t.secretNone],
+    ['typed', t.secretTyped],
+    ['random', t.secretRandom],
+    ['recovered', t.secretRecovered],
+  ];
+  const radios = new Map<SecretMode, HTMLInputElement>();
+  for (const [m, label] of modes) {
+    const r = el('input', { type: 'radio', name: f('mode'), value: m, checked: m === 'none' });
+    radios.set(m, r);
+    secretBox.append(el('label', { class: 'rl-radio' }, r, ` ${label}`));
+  }
+  const secret = el('input', { spellcheck: false, placeholder: '0x1a2b3c4d' });
+  const inner = el('input', { spellcheck: false, placeholder: '0x00000000' });
+  secretBox.append(field(f('secret'), t.secretV4, secret, t.secretV4Hint), field(f('inner'), t.secretV6, inner, t.secretV6Hint));
+  radios.get('recovered')!.disabled = true;
+
+  // Several sockets: a layout as `reuseport-agent predict --layout` reads it.
+  const layoutBox = el('details', { class: 'rl-paste-layout' });
+  layoutBox.append(el('summary', {}, t.layoutTitle));
+  const layoutText = el('textarea', { rows: 6, spellcheck: false, placeholder: LAYOUT_EXAMPLE });
+  layoutBox.append(field(f('layout'), t.layout, layoutText, t.layoutHint));
+  const layoutExample = el('button', { type: 'button' }, t.layoutExample);
+  layoutExample.addEventListener('click', () => {
+    layoutText.value = LAYOUT_EXAMPLE;
+  });
+  layoutBox.append(layoutExample);
+
+  form.append(
+    textField,
+    field(f('format'), t.format, format),
+    field(f('bind'), t.bind, bind, t.bindHint),
+    kernelField,
+    kernelList,
+    field(f('proto'), t.proto, proto),
+    field(f('listeners'), t.listeners, listeners, t.listenersHint),
+    field(f('closed'), t.closed, closed, t.closedHint),
+    field(f('observed'), t.observedCounts, observedCounts, t.observedCountsHint),
+    secretBox,
+    layoutBox,
+  );
+  const actions = el('div', { class: 'rl-actions' });
+  const go = el('button', { type: 'submit', class: 'rl-primary' }, t.analyse);
+  const cancel = el('button', { type: 'button', hidden: true }, t.cancel);
+  actions.append(go, cancel);
+  form.append(actions);
+  root.append(form);
+
+  const status = el('p', { class: 'rl-status' });
+  status.setAttribute('role', 'status');
+  status.setAttribute('aria-live', 'polite');
+  const progress = el('progress', { max: 1, value: 0, hidden: true });
+  progress.setAttribute('aria-label', t.progress);
+  const errors = el('div', { class: 'rl-errors' });
+  const out = el('div', { class: 'rl-results' });
+  root.append(status, progress, errors, out);
+
+  return {
+    form,
+    text,
+    file,
+    fileNote,
+    format,
+    bind,
+    kernel,
+    profileNote,
+    proto,
+    listeners,
+    closed,
+    observedCounts,
+    radios,
+    secret,
+    inner,
+    layoutText,
+    go,
+    cancel,
+    status,
+    progress,
+    errors,
+    out,
+  };
+}
+
+/** A number as the page's locale writes it, with at most `digits` decimals (∞ when not finite). */
+function fmt(n: number, digits = 2): string {
+  if (!Number.isFinite(n)) return '∞';
+  return n.toLocaleString(undefined, { maximumFractionDigits: digits });
+}
+
+/**
+ * The secret-free simulation's section: the spread of the skew over random
+ * boots, the observed counts against it, and other group sizes. `pending`:
+ * the simulation is still to come.
+ */
+export function spreadSection(t: PasteText, lang: Lang, spread: SpreadAnswer | undefined, pending: boolean): HTMLElement {
+  const sec = el('section', { class: 'rl-paste-spread' });
+  sec.append(el('h2', {}, t.spreadTitle));
+  if (!spread) {
+    sec.append(el('p', {}, pending ? t.spreadPending : t.noRows));
+    return sec;
+  }
+  const s = spread.spread;
+  sec.append(el('p', {}, t.spreadLead(s)));
+  const dl = el('dl', { class: 'rl-facts' });
+  const num = (v: number | null) => (v === null ? '∞' : fmt(v));
+  const range = (m: { mean: number | null; p5: number | null; p95: number | null }, pct = false) =>
+    pct ? `${fmt(m.mean! * 100, 1)} % (${fmt(m.p5! * 100, 1)}–${fmt(m.p95! * 100, 1)} %)` : `${num(m.mean)} (${num(m.p5)}–${num(m.p95)})`;
+  dl.append(el('dt', {}, t.maxMin), el('dd', {}, range(s.maxMin), s.maxMin.unbounded > 0 ? ` ${t.unbounded(s.maxMin.unbounded)}` : ''));
+  dl.append(el('dt', {}, t.jain), el('dd', {}, `${fmt(s.jain.mean, 4)} (${fmt(s.jain.p5, 4)}–${fmt(s.jain.p95, 4)})`));
+  dl.append(el('dt', {}, t.emptyShare), el('dd', {}, range(s.emptyShare, true)));
+  dl.append(el('dt', {}, t.maxShare), el('dd', {}, range(s.maxShare, true)));
+  if (s.exchangeable) dl.append(el('dt', {}, t.oneListener), el('dd', {}, t.bandLine(s.band)));
+  sec.append(dl);
+  if (spread.compareError) sec.append(el('p', { class: 'rl-warn' }, spread.compareError));
+  if (spread.comparison)
+    sec.append(el('p', { class: 'rl-verdict' }, say(lang, 'verdict', spread.comparison.verdict)), el('p', {}, t.observedSkew(spread.comparison)));
+  const tb = el('table', { class: 'rl-table' });
+  tb.append(el('caption', {}, t.byListenersTitle));
+  const hr = tb.createTHead().insertRow();
+  for (const h of t.byListenersHead) hr.append(el('th', { scope: 'col' }, h));
+  const body = tb.createTBody();
+  for (const r of spread.byListeners.rows) {
+    const tr = body.insertRow();
+    if (r.yours) tr.className = 'rl-chosen';
+    for (const c of [
+      String(r.listeners) + (r.yours ? ` ${t.yours}` : ''),
+      `${num(r.maxMin.p50)} / ${num(r.maxMin.p95)}`,
+      `${fmt(r.emptyShare.mean * 100, 1)} %`,
+    ])
+      tr.append(el('td', {}, c));
+  }
+  sec.append(tb);
+  return sec;
+}
