@@ -17,6 +17,11 @@ use wasm_bindgen::prelude::*;
 
 use crate::{from_js, to_js, IntoJs, JsResult};
 
+// The session's other exports: the table in view and its export (table.rs),
+// and the secret-free simulation over the rows (spread.rs).
+mod spread;
+mod table;
+
 // The TypeScript of the session's requests and answers is src/model/paste-protocol.ts
 // (the page and the paste worker speak it); the model's own types are generated.
 #[wasm_bindgen(typescript_custom_section)]
@@ -591,93 +596,11 @@ impl WasmPaste {
         })
     }
 
-    /// Keeps rows whose listener (under the secret, else observed) is
-    /// `listener` (-1: any) and whose text contains `query`; returns how many.
-    pub fn filter(&mut self, listener: i32, query: &str) -> u32 {
-        let q = query.trim();
-        if listener < 0 && q.is_empty() {
-            self.view = None;
-            return self.rows.len() as u32;
-        }
-        let keyed = self.answers.iter().any(|&a| a != NONE);
-        let view: Vec<u32> = (0..self.rows.len() as u32)
-            .filter(|&i| {
-                let r = &self.rows[i as usize];
-                let l = if keyed {
-                    self.answers[i as usize]
-                } else {
-                    r.observed
-                };
-                (listener < 0 || l == listener as u32)
-                    && (q.is_empty() || {
-                        let text = format!(
-                            "{} {} {}",
-                            r.line,
-                            endpoint(r.tuple.saddr, r.tuple.sport),
-                            endpoint(r.tuple.daddr, r.tuple.dport)
-                        );
-                        text.contains(q)
-                    })
-            })
-            .collect();
-        let n = view.len() as u32;
-        self.view = Some(view);
-        n
-    }
-
     fn index(&self, i: usize) -> Option<usize> {
         match &self.view {
             Some(v) => v.get(i).map(|&x| x as usize),
             None => (i < self.rows.len()).then_some(i),
         }
-    }
-
-    /// Rows shown (after the filter).
-    #[wasm_bindgen(js_name = rowCount)]
-    pub fn row_count(&self) -> u32 {
-        self.view.as_ref().map_or(self.rows.len(), Vec::len) as u32
-    }
-
-    /// Rows `start .. start + count` of the filtered table (`Row[]`).
-    #[wasm_bindgen(unchecked_return_type = "Row[]")]
-    pub fn rows(&self, start: u32, count: u32) -> JsResult<JsValue> {
-        let out: Vec<RowOut> = (start..start.saturating_add(count))
-            .map_while(|i| self.index(i as usize))
-            .map(|k| {
-                let r = &self.rows[k];
-                RowOut {
-                    line: r.line,
-                    client: endpoint(r.tuple.saddr, r.tuple.sport),
-                    server: endpoint(r.tuple.daddr, r.tuple.dport),
-                    listener: (self.answers[k] != NONE).then_some(self.answers[k]),
-                    observed: (r.observed != NONE).then_some(r.observed),
-                }
-            })
-            .collect();
-        to_js(&out)
-    }
-
-    /// Unusable lines `start .. start + count` (`BadLine[]`).
-    #[wasm_bindgen(unchecked_return_type = "BadLine[]")]
-    pub fn bad(&self, start: u32, count: u32) -> JsResult<JsValue> {
-        let fmt = self.detected.as_ref().map(|d| d.format);
-        let out: Vec<BadOut> = self
-            .bad
-            .iter()
-            .skip(start as usize)
-            .take(count as usize)
-            .map(|b| BadOut {
-                line: b.line,
-                format: fmt,
-                group: match b.why {
-                    Why::Line(_) => "line_error",
-                    Why::Side(_) => "undecided",
-                },
-                reason: &b.why,
-                text: &b.text,
-            })
-            .collect();
-        to_js(&out)
     }
 
     /// The model's record for row `index` of the filtered table under the request's keys.
@@ -705,166 +628,6 @@ impl WasmPaste {
             line: r.line,
             explain: group.explain(&r.tuple, req.cpu).js()?,
         })
-    }
-
-    /// Up to `max` rows that carry an observed listener: `{ tuple, listener }[]`.
-    #[wasm_bindgen(unchecked_return_type = "Observations")]
-    pub fn observations(&self, max: u32) -> JsResult<JsValue> {
-        #[derive(Serialize)]
-        struct Obs {
-            tuple: Tuple,
-            listener: u32,
-        }
-        let out: Vec<Obs> = self
-            .rows
-            .iter()
-            .filter(|r| r.observed != NONE)
-            .take(max as usize)
-            .map(|r| Obs {
-                tuple: r.tuple,
-                listener: r.observed,
-            })
-            .collect();
-        to_js(&out)
-    }
-
-    /// Rows `start .. start + count` as CSV (with the header when `header`):
-    /// the first column is the page's own line format, so an export reads back.
-    #[wasm_bindgen(js_name = exportCsv)]
-    pub fn export_csv(&self, start: u32, count: u32, header: bool) -> String {
-        let mut s = String::new();
-        if header {
-            s.push_str("page_line,line,client,server,listener,observed\n");
-        }
-        for i in start..start.saturating_add(count) {
-            let Some(k) = self.index(i as usize) else {
-                break;
-            };
-            let r = &self.rows[k];
-            let c = endpoint(r.tuple.saddr, r.tuple.sport);
-            let d = endpoint(r.tuple.daddr, r.tuple.dport);
-            let l = self.answers[k];
-            let shown = |v: u32| {
-                if v == NONE {
-                    String::new()
-                } else {
-                    v.to_string()
-                }
-            };
-            let page = if l != NONE {
-                format!("{c} -> {d} listener {l}")
-            } else {
-                format!("{c} -> {d}")
-            };
-            s.push_str(&format!(
-                "\"{page}\",{},\"{c}\",\"{d}\",{},{}\n",
-                r.line,
-                shown(l),
-                shown(r.observed)
-            ));
-        }
-        s
-    }
-
-    /// Rows `start .. start + count` as JSON objects, comma-separated.
-    #[wasm_bindgen(js_name = exportJson)]
-    pub fn export_json(&self, start: u32, count: u32) -> String {
-        let mut parts = Vec::new();
-        for i in start..start.saturating_add(count) {
-            let Some(k) = self.index(i as usize) else {
-                break;
-            };
-            let r = &self.rows[k];
-            let opt = |v: u32| {
-                if v == NONE {
-                    "null".to_string()
-                } else {
-                    v.to_string()
-                }
-            };
-            parts.push(format!(
-                "{{\"line\":{},\"client\":\"{}\",\"server\":\"{}\",\"listener\":{},\"observed\":{}}}",
-                r.line,
-                endpoint(r.tuple.saddr, r.tuple.sport),
-                endpoint(r.tuple.daddr, r.tuple.dport),
-                opt(self.answers[k]),
-                opt(r.observed)
-            ));
-        }
-        parts.join(",")
-    }
-
-    /// Starts the secret-free simulation over the rows for the request's group.
-    #[wasm_bindgen(js_name = spreadStart)]
-    pub fn spread_start(
-        &mut self,
-        #[wasm_bindgen(unchecked_param_type = "AnswerRequest")] req: JsValue,
-        seed: f64,
-    ) -> JsResult<()> {
-        let req: AnswerRequest = from_js(req, "answer request")?;
-        let group = group_of(&req, Keys::default())?;
-        let tuples: Vec<Tuple> = self.rows.iter().map(|r| r.tuple).collect();
-        self.spread = Some(SpreadRun::new(group, &tuples, seed as u64).js()?);
-        Ok(())
-    }
-
-    /// Whether the simulation takes the vectorised path (IPv4 on a plain
-    /// group): some twenty times faster, so the page can ask for more boots.
-    #[wasm_bindgen(js_name = spreadVectorised)]
-    pub fn spread_vectorised(&self) -> bool {
-        self.spread.as_ref().is_some_and(SpreadRun::vectorised)
-    }
-
-    /// Runs `boots` more boots; returns how many are done.
-    #[wasm_bindgen(js_name = spreadStep)]
-    pub fn spread_step(&mut self, boots: u32) -> JsResult<u32> {
-        let run = self
-            .spread
-            .as_mut()
-            .ok_or_else(|| JsError::new("no simulation started"))?;
-        run.step(boots);
-        Ok(run.done())
-    }
-
-    /// What the boots so far give (`Spread`).
-    #[wasm_bindgen(js_name = spreadSummary, unchecked_return_type = "Spread")]
-    pub fn spread_summary(&self) -> JsResult<JsValue> {
-        let run = self
-            .spread
-            .as_ref()
-            .ok_or_else(|| JsError::new("no simulation started"))?;
-        to_js(&run.summary())
-    }
-
-    /// Observed per-listener counts against the simulation (`Comparison`).
-    #[wasm_bindgen(js_name = spreadCompare, unchecked_return_type = "Comparison")]
-    pub fn spread_compare(&self, observed: Vec<u32>) -> JsResult<JsValue> {
-        let run = self
-            .spread
-            .as_ref()
-            .ok_or_else(|| JsError::new("no simulation started"))?;
-        let counts: Vec<u64> = observed.into_iter().map(u64::from).collect();
-        to_js(&run.compare(&counts).js()?)
-    }
-
-    /// The expected skew of these rows over other group sizes (`ByListeners`).
-    #[wasm_bindgen(js_name = byListeners, unchecked_return_type = "ByListeners")]
-    pub fn by_listeners(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "AnswerRequest")] req: JsValue,
-        boots: u32,
-    ) -> JsResult<JsValue> {
-        let req: AnswerRequest = from_js(req, "answer request")?;
-        let profile = Profile::resolve(&req.kernel, None).js()?;
-        let tuples: Vec<Tuple> = self.rows.iter().map(|r| r.tuple).collect();
-        #[derive(Serialize)]
-        struct Out {
-            rows: Vec<reuseport_model::spread::ListenerRow>,
-        }
-        let rows =
-            reuseport_model::spread::by_listeners(profile, &req.group, &tuples, 0x5eed, boots)
-                .js()?;
-        to_js(&Out { rows })
     }
 }
 
