@@ -576,9 +576,10 @@ mod linux {
     use libc::{c_int, c_void, pid_t};
 
     use crate::fork::{
-        self, errno, local_port, os_error, set_int, sockaddr, Children, Shared, Signals, SysError,
-        SOCKADDR_LEN, STOP,
+        self, errno, local_port, os_error, set_int, sockaddr, Children, Shared, SysError,
+        SOCKADDR_LEN,
     };
+    use crate::signals::{self, Guard, Second};
 
     use super::{
         jain, max_min_ratio, Accept, BenchError, Mode, ModeReport, Plan, Stop, FIRST_CLIENT_ADDR,
@@ -594,8 +595,11 @@ mod linux {
 
     /// SIGINT, SIGTERM, SIGHUP and the other terminating signals
     /// ([`crate::STOP_SIGNALS`]) stop the run for its length.
-    pub(super) fn signals() -> Result<Signals, BenchError> {
-        Signals::install(crate::STOP_SIGNALS).map_err(setup)
+    pub(super) fn signals() -> Result<Guard, BenchError> {
+        Guard::install(Second::Waits).map_err(|source| BenchError::Setup {
+            call: "sigaction",
+            source,
+        })
     }
 
     /// Forks a child of the run (see [`Children::spawn`]).
@@ -986,7 +990,7 @@ mod linux {
     }
 
     fn stop_now(deadline: Instant) -> Option<Stop> {
-        if STOP.load(Ordering::SeqCst) {
+        if signals::stopped() {
             Some(Stop::Interrupted)
         } else if Instant::now() >= deadline {
             Some(Stop::Timeout)

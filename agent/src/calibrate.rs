@@ -566,12 +566,7 @@ pub fn run(args: &CalibrateArgs, mut err: impl Write) -> Result<Calibration, Cal
     let traces = load(&args.traces)?;
     let (runs, left_out) = recorded(&traces);
     if let Some(path) = &args.check {
-        let text = read(path)?;
-        let claimed: Calibration =
-            serde_json::from_str(&text).map_err(|e| CalibrateError::Invalid {
-                path: path.display().to_string(),
-                problems: e.to_string(),
-            })?;
+        let claimed = read_calibration(path)?;
         let (agreements, _) = evaluate(&runs, &claimed.params)?;
         let mut c = claimed.clone();
         c.runs = agreements;
@@ -703,6 +698,51 @@ pub fn run(args: &CalibrateArgs, mut err: impl Write) -> Result<Calibration, Cal
         driver,
         lock_us_for_article_ratio,
     })
+}
+
+/// A calibration file (`--check FILE`).
+fn read_calibration(path: &Path) -> Result<Calibration, CalibrateError> {
+    serde_json::from_str(&read(path)?).map_err(|e| CalibrateError::Invalid {
+        path: path.display().to_string(),
+        problems: e.to_string(),
+    })
+}
+
+/// What `calibrate` did, for the exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Done {
+    /// With `--check`: the figures the file states that the simulator no
+    /// longer gives (empty when all agree, and without `--check`).
+    pub differences: Vec<String>,
+}
+
+/// The whole subcommand: fits and writes the calibration, or with
+/// `--check` compares the file's figures with the simulator's now and
+/// lists the differences on `err`.
+pub fn command(args: &CalibrateArgs, mut err: impl Write) -> Result<Done, CalibrateError> {
+    let now = run(args, &mut err)?;
+    let differences = match &args.check {
+        Some(path) => {
+            let differences = check(&read_calibration(path)?, &now);
+            for d in &differences {
+                let _ = writeln!(err, "calibrate --check: {d}");
+            }
+            differences
+        }
+        None => {
+            let path = write(args, &now)?;
+            let _ = writeln!(
+                err,
+                "calibrate: wrote {} ({} runs, {} disagree; driver of the 48-CPU ratio: {})",
+                path.display(),
+                now.runs.len(),
+                now.disagrees.len(),
+                now.driver
+            );
+            Vec::new()
+        }
+    };
+    Ok(Done { differences })
 }
 
 /// Writes the calibration to `--output` (or calibration.json beside the

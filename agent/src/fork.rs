@@ -1,6 +1,6 @@
 //! The Linux machinery that `bench` and `scenario` share to run forked
-//! servers and clients on loopback: the stop flag set by SIGINT, SIGTERM
-//! (and SIGHUP when asked), counters in shared memory, the children of one
+//! servers and clients on loopback (the stop flag is [`crate::signals`]'s):
+//! counters in shared memory, the children of one
 //! run in a process group of their own (killed and reaped on every way
 //! out), pipes, and plain socket helpers. Everything through `libc`.
 //!
@@ -12,7 +12,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use libc::{c_int, pid_t};
 
@@ -35,18 +35,6 @@ impl SysError {
     }
 }
 
-/// Set by the stop signals while a run is on.
-pub static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// Whether a stop signal arrived since [`Signals::install`].
-pub fn stopped() -> bool {
-    STOP.load(Ordering::SeqCst)
-}
-
 /// The calling thread's `errno`.
 pub fn errno() -> c_int {
     // SAFETY: errno is thread-local and always readable.
@@ -56,48 +44,6 @@ pub fn errno() -> c_int {
 /// `errno` as an [`io::Error`].
 pub fn os_error(e: c_int) -> io::Error {
     io::Error::from_raw_os_error(e)
-}
-
-/// Handlers that set [`STOP`] for the length of a run (no SA_RESTART, so
-/// they interrupt the agent's waits); the previous ones come back on drop.
-pub struct Signals {
-    old: Vec<(c_int, libc::sigaction)>,
-}
-
-impl Signals {
-    /// Installs the handler for each of `signals` and clears [`STOP`].
-    pub fn install(signals: &[c_int]) -> Result<Signals, SysError> {
-        STOP.store(false, Ordering::SeqCst);
-        let mut old = Vec::with_capacity(signals.len());
-        for &sig in signals {
-            // SAFETY: a zeroed sigaction is valid; the handler only stores
-            // to an atomic, which is async-signal-safe.
-            unsafe {
-                let mut act: libc::sigaction = std::mem::zeroed();
-                act.sa_sigaction = on_stop_signal as extern "C" fn(c_int) as usize;
-                libc::sigemptyset(&mut act.sa_mask);
-                act.sa_flags = 0;
-                let mut prev: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, &act, &mut prev) != 0 {
-                    let e = SysError::last("sigaction");
-                    // `old` restores the ones installed so far on drop.
-                    drop(Signals { old });
-                    return Err(e);
-                }
-                old.push((sig, prev));
-            }
-        }
-        Ok(Signals { old })
-    }
-}
-
-impl Drop for Signals {
-    fn drop(&mut self) {
-        for (sig, prev) in &self.old {
-            // SAFETY: restoring an action read by sigaction.
-            unsafe { libc::sigaction(*sig, prev, ptr::null_mut()) };
-        }
-    }
 }
 
 /// Memory shared with the children (MAP_SHARED, so writes made after
@@ -251,9 +197,7 @@ unsafe fn child_setup(pgid: pid_t, parent: pid_t) {
     if libc::getppid() != parent {
         libc::_exit(1);
     }
-    libc::signal(libc::SIGINT, libc::SIG_DFL);
-    libc::signal(libc::SIGTERM, libc::SIG_DFL);
-    libc::signal(libc::SIGHUP, libc::SIG_DFL);
+    crate::signals::reset_in_child();
 }
 
 /// An IPv4 socket address.

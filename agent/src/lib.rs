@@ -9,7 +9,7 @@
 //! any [`std::io::Read`] and writes to any [`std::io::Write`], so the
 //! commands can be tested without a process. `main` only parses the command
 //! line, calls `run`, and turns the result into an exit status
-//! ([`exit`]).
+//! ([`exit`], the one table of statuses).
 
 #![warn(missing_docs)]
 
@@ -18,6 +18,7 @@ use clap::{Parser, Subcommand};
 pub mod bench;
 pub mod calibrate;
 pub mod error;
+pub mod exit;
 #[cfg(target_os = "linux")]
 pub mod fork;
 pub mod kernel;
@@ -28,6 +29,8 @@ pub mod predict;
 pub mod record;
 pub mod recover;
 pub mod scenario;
+#[cfg(unix)]
+pub mod signals;
 pub mod trace;
 pub mod verify;
 
@@ -45,24 +48,12 @@ macro_rules! note {
     }};
 }
 
-/// The signals whose default action ends the process and that a run
-/// catches to stop cleanly (the partial result written, the system put
-/// back): SIGHUP (the terminal closed), SIGINT (Ctrl-C), SIGQUIT, SIGTERM,
-/// SIGUSR1, SIGUSR2 and SIGALRM. SIGKILL and SIGSTOP cannot be caught.
 #[cfg(unix)]
-pub const STOP_SIGNALS: &[i32] = &[
-    libc::SIGHUP,
-    libc::SIGINT,
-    libc::SIGQUIT,
-    libc::SIGTERM,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGALRM,
-];
+pub use signals::STOP_SIGNALS;
 
 /// Predicts, and on Linux measures, which SO_REUSEPORT listener the kernel picks.
 #[derive(Debug, Parser)]
-#[command(name = "reuseport-agent", version, about, long_about = None)]
+#[command(name = "reuseport-agent", version, about, long_about = None, after_help = exit::HELP)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -196,18 +187,4 @@ pub enum Command {
     /// Exit status: 0 when written (or checked and equal), 1 when --check
     /// found a difference, 2 when the traces cannot be read.
     Calibrate(calibrate::CalibrateArgs),
-}
-
-/// Exit statuses shared by the subcommands.
-pub mod exit {
-    /// Every input line was answered.
-    pub const OK: u8 = 0;
-    /// The run finished, but some input lines gave error objects.
-    pub const SOME_LINES_FAILED: u8 = 1;
-    /// Nothing was done: the options, the kernel or the group are impossible
-    /// (also the status of command-line usage errors).
-    pub const REFUSED: u8 = 2;
-    /// `record` was stopped by SIGINT or SIGTERM (128 + SIGINT); the trace
-    /// holds what was recorded.
-    pub const INTERRUPTED: u8 = 130;
 }

@@ -1,13 +1,13 @@
 //! `reuseport-agent`: parses the command line, runs the subcommand, and maps
-//! its result to the exit status (see [`reuseport_agent::exit`]).
+//! its result to the exit status (the one table is [`reuseport_agent::exit`]).
 
 use std::io::{self, BufWriter};
 use std::process::ExitCode;
 
 use clap::Parser;
+use reuseport_agent::exit::finish;
 use reuseport_agent::{
-    bench, calibrate, exit, kernels, predict, record, recover, scenario, verify, Cli, Command,
-    Error,
+    bench, calibrate, kernels, predict, record, recover, scenario, verify, Cli, Command,
 };
 
 fn main() -> ExitCode {
@@ -15,135 +15,27 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Predict(args) => {
             let out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-            finish(predict::run(&args, io::stdin().lock(), out).map(|o| o.failed == 0))
+            finish(predict::run(&args, io::stdin().lock(), out))
         }
-        Command::Bench(args) => match bench::run(&args, io::stdout().lock()) {
-            Ok(report) if report.complete => ExitCode::from(exit::OK),
-            Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
-            Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
-            Err(e) => {
-                reuseport_agent::note!("error: {e}");
-                ExitCode::from(exit::REFUSED)
-            }
-        },
-        Command::Record(args) => match record::run(&args) {
-            Ok(o) if o.interrupted => ExitCode::from(exit::INTERRUPTED),
-            Ok(_) => ExitCode::from(exit::OK),
-            Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
-            Err(e) => {
-                reuseport_agent::note!("error: {e}");
-                ExitCode::from(match e {
-                    record::RecordError::Interrupted => exit::INTERRUPTED,
-                    _ => exit::REFUSED,
-                })
-            }
-        },
+        Command::Bench(args) => finish(bench::run(&args, io::stdout().lock())),
+        Command::Record(args) => finish(record::run(&args)),
         Command::Verify(args) if args.kernels.kernels.is_some() => {
-            match kernels::run(&args, io::stdout().lock(), &mut io::stderr()) {
-                Ok(r) if r.kernels.iter().all(|k| k.verified) => ExitCode::from(exit::OK),
-                Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
-                Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
-                Err(e) => {
-                    reuseport_agent::note!("error: {e}");
-                    ExitCode::from(exit::REFUSED)
-                }
-            }
+            finish(kernels::run(&args, io::stdout().lock(), &mut io::stderr()))
         }
-        Command::Verify(args) => match verify::run(&args, io::stdout().lock(), &mut io::stderr()) {
-            Ok(r) if r.exact => ExitCode::from(exit::OK),
-            Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
-            Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
-            Err(e) => {
-                reuseport_agent::note!("error: {e}");
-                ExitCode::from(exit::REFUSED)
-            }
-        },
-        Command::Scenario(args) if args.list => match scenario::list(io::stdout().lock()) {
-            Ok(()) => ExitCode::from(exit::OK),
-            Err(_) => ExitCode::from(exit::OK),
-        },
-        Command::Scenario(args) => match scenario::run(&args, io::stdout().lock()) {
-            Ok(t)
-                if t.runs
-                    .iter()
-                    .any(|r| r.stopped.as_deref() == Some("interrupted")) =>
-            {
-                ExitCode::from(exit::INTERRUPTED)
-            }
-            Ok(t) if t.runs.iter().all(|r| r.complete) => ExitCode::from(exit::OK),
-            Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
-            Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
-            Err(e) => {
-                reuseport_agent::note!("error: {e}");
-                ExitCode::from(exit::REFUSED)
-            }
-        },
-        Command::Calibrate(args) => match calibrate::run(&args, io::stderr()) {
-            Ok(now) => match &args.check {
-                Some(path) => {
-                    let claimed = std::fs::read_to_string(path)
-                        .ok()
-                        .and_then(|t| serde_json::from_str(&t).ok())
-                        .expect("calibrate::run has read and parsed it");
-                    let problems = calibrate::check(&claimed, &now);
-                    for p in &problems {
-                        reuseport_agent::note!("calibrate --check: {p}");
-                    }
-                    ExitCode::from(if problems.is_empty() {
-                        exit::OK
-                    } else {
-                        exit::SOME_LINES_FAILED
-                    })
-                }
-                None => match calibrate::write(&args, &now) {
-                    Ok(path) => {
-                        reuseport_agent::note!(
-                            "calibrate: wrote {} ({} runs, {} disagree; driver of the 48-CPU ratio: {})",
-                            path.display(),
-                            now.runs.len(),
-                            now.disagrees.len(),
-                            now.driver
-                        );
-                        ExitCode::from(exit::OK)
-                    }
-                    Err(e) => {
-                        reuseport_agent::note!("error: {e}");
-                        ExitCode::from(exit::REFUSED)
-                    }
-                },
-            },
-            Err(e) => {
-                reuseport_agent::note!("error: {e}");
-                ExitCode::from(exit::REFUSED)
-            }
-        },
+        Command::Verify(args) => finish(verify::run(&args, io::stdout().lock(), &mut io::stderr())),
+        Command::Scenario(args) if args.list => finish(scenario::list(io::stdout().lock())),
+        Command::Scenario(args) => finish(scenario::run(&args, io::stdout().lock())),
+        Command::Calibrate(args) => finish(calibrate::command(&args, io::stderr())),
         Command::Recover(args) => {
-            let stop = recover::stop_on_interrupt();
+            let (_signals, stop) = recover::stop_on_signals();
             let out = io::stdout().lock();
-            match recover::run(&args, io::stdin().lock(), out, &mut io::stderr(), stop) {
-                Ok(o) if !o.complete => ExitCode::from(exit::INTERRUPTED),
-                Ok(o) if o.candidates == 1 => ExitCode::from(exit::OK),
-                Ok(_) => ExitCode::from(exit::SOME_LINES_FAILED),
-                Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
-                Err(e) => {
-                    reuseport_agent::note!("error: {e}");
-                    ExitCode::from(exit::REFUSED)
-                }
-            }
-        }
-    }
-}
-
-/// `Ok(true)`: all answered; `Ok(false)`: some lines failed; a broken pipe
-/// is success; any other error is printed and refused.
-fn finish(result: Result<bool, Error>) -> ExitCode {
-    match result {
-        Ok(true) => ExitCode::from(exit::OK),
-        Ok(false) => ExitCode::from(exit::SOME_LINES_FAILED),
-        Err(e) if e.is_broken_pipe() => ExitCode::from(exit::OK),
-        Err(e) => {
-            reuseport_agent::note!("error: {e}");
-            ExitCode::from(exit::REFUSED)
+            finish(recover::run(
+                &args,
+                io::stdin().lock(),
+                out,
+                &mut io::stderr(),
+                stop,
+            ))
         }
     }
 }

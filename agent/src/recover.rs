@@ -739,21 +739,22 @@ pub struct Outcome {
     pub complete: bool,
 }
 
-/// Installs a handler for Ctrl-C (SIGINT), SIGTERM and SIGHUP that sets the
-/// returned flag, which [`run`] polls: workers finish their chunk and stop,
-/// and the report says how far the search got. A second signal ends the
-/// process at once. Call once per process.
-pub fn stop_on_interrupt() -> &'static AtomicBool {
-    static STOP: AtomicBool = AtomicBool::new(false);
-    let installed = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::Relaxed) {
-            std::process::exit(130);
+/// Makes the stop signals (Ctrl-C, SIGTERM, SIGHUP, …,
+/// [`crate::STOP_SIGNALS`]) set the returned flag, which [`run`] polls:
+/// workers finish their chunk and stop, and the report says how far the
+/// search got. A second signal ends the process at once (status 130).
+/// Keep the guard for the length of the run; `None` (with a warning on
+/// stderr) when the handlers could not be installed.
+#[cfg(unix)]
+pub fn stop_on_signals() -> (Option<crate::signals::Guard>, &'static AtomicBool) {
+    use crate::signals::{Guard, Second, STOP};
+    match Guard::install(Second::Ends) {
+        Ok(guard) => (Some(guard), &STOP),
+        Err(e) => {
+            crate::note!("warning: a signal will end recover without a report: {e}");
+            (None, &STOP)
         }
-    });
-    if let Err(e) = installed {
-        crate::note!("warning: Ctrl-C will end recover without a report: {e}");
     }
-    &STOP
 }
 
 /// What one parallel search returns.

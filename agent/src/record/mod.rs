@@ -644,14 +644,12 @@ pub fn record(_args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
 /// that `--netns` and `--pin-cpu` change that thread only.
 #[cfg(target_os = "linux")]
 pub fn record(args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
-    use std::sync::atomic::Ordering;
-
     let cpus = sys::allowed_cpus()?;
     let plan = plan(args, &cpus)?;
     sys::raise_fd_limit(args.listeners)?;
     let release = crate::kernel::running_release()?;
     let profile = Profile::for_release(&release).ok();
-    let _signals = sys::SignalGuard::install().map_err(|e| {
+    let _signals = crate::signals::Guard::install(crate::signals::Second::Waits).map_err(|e| {
         RecordError::sys(
             "installing the handlers of SIGINT, SIGTERM, SIGHUP and the other terminating signals",
             e,
@@ -665,7 +663,7 @@ pub fn record(args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     });
     let measured = match measured {
-        Err(_) if sys::STOP.load(Ordering::Relaxed) => return Err(RecordError::Interrupted),
+        Err(_) if crate::signals::stopped() => return Err(RecordError::Interrupted),
         m => m?,
     };
     let outcome = Outcome {
@@ -702,7 +700,7 @@ fn measure(
     } else {
         None
     };
-    let mut group = net::Group::build(&plan.setup, plan.dest, WAIT, &sys::STOP)?;
+    let mut group = net::Group::build(&plan.setup, plan.dest, WAIT, &crate::signals::STOP)?;
     let port = group.port();
     let found = foreign::find(
         plan.setup.proto,
@@ -746,7 +744,7 @@ fn measure(
         &plan.pairs,
         &limits,
         &clock,
-        &sys::STOP,
+        &crate::signals::STOP,
         &mut |p| crate::note!("{}", p.line()),
     )?;
     drop(group);

@@ -1,6 +1,5 @@
-//! The process-level parts of a Linux recording: the stop flag set by
-//! SIGINT, SIGTERM, SIGHUP and the other terminating signals, the
-//! descriptor limit, CPUs and pinning, the private network namespace, and
+//! The process-level parts of a Linux recording (the stop flag is
+//! [`crate::signals`]'s): the descriptor limit, CPUs and pinning, the private network namespace, and
 //! the `tcp_migrate_req` sysctl restored on every way out (and after a
 //! SIGKILL, by the next run, from a state file).
 
@@ -8,63 +7,9 @@ use std::io::{self, Write};
 use std::mem;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::RecordError;
-
-/// Set by the handler of the terminating signals; the recording loop polls
-/// it.
-pub static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    STOP.store(true, Ordering::Relaxed);
-}
-
-/// Handlers for every signal in [`crate::STOP_SIGNALS`] (SIGINT, SIGTERM,
-/// SIGHUP, ...) that set [`STOP`] instead of ending the process, so the
-/// trace is written and the sysctl restored; the previous handlers come
-/// back on drop.
-pub struct SignalGuard {
-    old: Vec<(libc::c_int, libc::sigaction)>,
-}
-
-impl SignalGuard {
-    /// Installs the handlers and clears [`STOP`]. No `SA_RESTART`: a
-    /// blocking connect() or epoll_wait() returns EINTR, and the loop sees
-    /// the flag at once.
-    pub fn install() -> io::Result<SignalGuard> {
-        STOP.store(false, Ordering::Relaxed);
-        let mut guard = SignalGuard { old: Vec::new() };
-        for &sig in crate::STOP_SIGNALS {
-            // SAFETY: a zeroed sigaction is a valid "no flags, empty mask"
-            // value; the handler only stores to an atomic.
-            let mut prev: libc::sigaction = unsafe { mem::zeroed() };
-            let rc = unsafe {
-                let mut act: libc::sigaction = mem::zeroed();
-                act.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-                libc::sigemptyset(&mut act.sa_mask);
-                libc::sigaction(sig, &act, &mut prev)
-            };
-            if rc != 0 {
-                // The guard drops here and puts back those installed so far.
-                return Err(io::Error::last_os_error());
-            }
-            guard.old.push((sig, prev));
-        }
-        Ok(guard)
-    }
-}
-
-impl Drop for SignalGuard {
-    fn drop(&mut self) {
-        for (sig, prev) in &self.old {
-            // SAFETY: restores the action saved by `install`.
-            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
-        }
-    }
-}
 
 /// Descriptors beyond the listeners: stdio, epoll, one client and one
 /// accepted socket at a time, the output file, `ip`'s pipes.

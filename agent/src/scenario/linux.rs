@@ -1250,7 +1250,7 @@ pub(super) fn run_one(
         if finished(&sh) >= s.connections as u64 {
             break;
         }
-        if crate::fork::stopped() {
+        if crate::signals::stopped() {
             stopped = Some("interrupted");
             break;
         }

@@ -759,8 +759,13 @@ fn run_variants(
     scale: f64,
     trace: &mut ScenarioTrace,
 ) -> Result<(), ScenarioError> {
-    let _signals = crate::fork::Signals::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
-        .map_err(linux::setup)?;
+    let _signals =
+        crate::signals::Guard::install(crate::signals::Second::Waits).map_err(|source| {
+            linux::setup(crate::fork::SysError {
+                call: "sigaction",
+                source,
+            })
+        })?;
     for &id in ids {
         if let Some(reason) = cannot_run(c, id, &trace.kernel.profile) {
             crate::note!("scenario {} {id}: skipped: {reason}", c.name);
