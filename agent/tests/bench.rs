@@ -16,12 +16,13 @@ use std::process::{Command as Process, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use clap::Parser;
 use reuseport_agent::{bench, Cli, Command as Sub};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
+mod common;
+
+use common::{Run, BIN};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -29,33 +30,17 @@ fn lock() -> MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 fn agent(args: &[&str]) -> Run {
-    let out = Command::new(BIN)
-        .arg("bench")
-        .args(args)
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code().expect("exited"),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    common::agent(&all, "", Duration::from_secs(30))
 }
 
 fn json(args: &[&str]) -> (i32, Value) {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
     let r = agent(&all);
-    let v = serde_json::from_str(&r.stdout)
-        .unwrap_or_else(|e| panic!("{e}: stdout {:?}, stderr {:?}", r.stdout, r.stderr));
-    (r.code, v)
+    (r.code, r.json().clone())
 }
 
 const SMALL: [&str; 8] = [

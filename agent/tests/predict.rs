@@ -9,37 +9,19 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use assert_cmd::Command;
 use clap::Parser;
 use reuseport_agent::{predict, Cli};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
+mod common;
 
-struct Run {
-    code: i32,
-    lines: Vec<Value>,
-    stdout: String,
-    stderr: String,
-}
+use common::{Run, BIN};
 
+/// `reuseport-agent predict ARGS` with `input` on stdin.
 fn agent(args: &[&str], input: &str) -> Run {
-    let out = Command::new(BIN)
-        .arg("predict")
-        .args(args)
-        .write_stdin(input)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    Run {
-        code: out.status.code().expect("exited"),
-        lines: stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-            .collect(),
-        stdout,
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    let mut all = vec!["predict"];
+    all.extend_from_slice(args);
+    common::agent(&all, input, Duration::from_secs(120))
 }
 
 /// `reciprocal_scale` (include/linux/kernel.h), written out again here.
@@ -92,8 +74,8 @@ fn ipv4_reference_vectors_per_era() {
             V4_LINE,
         );
         assert_eq!(r.code, 0, "{kernel}: {}", r.stderr);
-        assert_eq!(r.lines.len(), 2);
-        for (i, v) in r.lines.iter().enumerate() {
+        assert_eq!(r.lines().len(), 2);
+        for (i, v) in r.lines().iter().enumerate() {
             assert_eq!(v["line"], i + 1);
             assert_eq!(v["tuple"], "127.0.0.9:40000 127.0.0.1:8080");
             assert_eq!(v["profile"], profile, "{kernel}");
@@ -136,9 +118,9 @@ fn ipv6_reference_vectors_per_era() {
         ];
         let r = agent(&args, line);
         assert_eq!(r.code, 0, "{kernel}: {}", r.stderr);
-        assert_eq!(r.lines[0]["tuple"], "[fd02::5]:40000 [::1]:8080");
-        assert_eq!(r.lines[0]["hash"], hash, "{kernel}");
-        assert_eq!(r.lines[0]["listener"], listener, "{kernel}");
+        assert_eq!(r.lines()[0]["tuple"], "[fd02::5]:40000 [::1]:8080");
+        assert_eq!(r.lines()[0]["hash"], hash, "{kernel}");
+        assert_eq!(r.lines()[0]["listener"], listener, "{kernel}");
     }
 }
 
@@ -159,18 +141,18 @@ fn ipv6_needs_the_inner_secret() {
         input,
     );
     assert_eq!(r.code, 1);
-    assert_eq!(r.lines[0]["line"], 1);
+    assert_eq!(r.lines()[0]["line"], 1);
     assert!(
-        r.lines[0]["error"]
+        r.lines()[0]["error"]
             .as_str()
             .unwrap()
             .contains("--inner-secret"),
         "{}",
-        r.lines[0]
+        r.lines()[0]
     );
-    assert!(r.lines[0].get("listener").is_none());
+    assert!(r.lines()[0].get("listener").is_none());
     // The IPv6 line could not be answered, so the IPv4 line binds the group.
-    assert_eq!(r.lines[1]["hash"], "0x49518ad8");
+    assert_eq!(r.lines()[1]["hash"], "0x49518ad8");
 }
 
 // ---------------------------------------------------------------------------
@@ -300,8 +282,8 @@ fn hash_vectors_through_the_binary() {
                     &v.tuple,
                 );
                 assert_eq!(r.code, 0, "{}", r.stderr);
-                assert_eq!(r.lines.len(), 1);
-                check_vector(v, kernel, proto, hash, n, want, &r.lines[0]);
+                assert_eq!(r.lines().len(), 1);
+                check_vector(v, kernel, proto, hash, n, want, &r.lines()[0]);
             }
         }
     }
@@ -373,9 +355,9 @@ fn closing_moves_the_last_member_into_the_hole() {
             before.stderr,
             after.stderr
         );
-        assert_eq!((before.lines.len(), after.lines.len()), (400, 400));
+        assert_eq!((before.lines().len(), after.lines().len()), (400, 400));
         let mut seen = std::collections::BTreeSet::new();
-        for (b, a) in before.lines.iter().zip(&after.lines) {
+        for (b, a) in before.lines().iter().zip(after.lines()) {
             let h = hash_of(b);
             assert_eq!(hash_of(a), h, "the hash does not depend on the group");
             // Before: socks[] = [0, 1, 2, 3]; after closing 1 the last member
@@ -429,24 +411,24 @@ fn a_bad_line_is_reported_and_the_run_goes_on() {
         input,
     );
     assert_eq!(r.code, 1);
-    assert_eq!(r.lines.len(), 3);
-    assert_eq!(r.lines[1]["line"], 2);
+    assert_eq!(r.lines().len(), 3);
+    assert_eq!(r.lines()[1]["line"], 2);
     assert!(
-        r.lines[1]["error"]
+        r.lines()[1]["error"]
             .as_str()
             .unwrap()
             .contains("source port"),
         "{}",
-        r.lines[1]
+        r.lines()[1]
     );
     assert_eq!(
-        r.lines[1].as_object().unwrap().len(),
+        r.lines()[1].as_object().unwrap().len(),
         2,
         "an error object holds line and error only"
     );
     for i in [0, 2] {
-        assert_eq!(r.lines[i]["line"], i + 1);
-        assert_eq!(r.lines[i]["listener"], 2);
+        assert_eq!(r.lines()[i]["line"], i + 1);
+        assert_eq!(r.lines()[i]["listener"], 2);
     }
     assert!(r.stderr.is_empty(), "{}", r.stderr);
 }
@@ -468,8 +450,8 @@ fn a_tuple_for_another_address_does_not_reach_the_group() {
         input,
     );
     assert_eq!(r.code, 1);
-    assert!(r.lines[0]["listener"].is_u64());
-    for v in &r.lines[1..] {
+    assert!(r.lines()[0]["listener"].is_u64());
+    for v in &r.lines()[1..] {
         assert!(
             v["error"]
                 .as_str()
@@ -495,8 +477,8 @@ fn a_tuple_for_another_address_does_not_reach_the_group() {
         input,
     );
     assert_eq!(r.code, 1);
-    assert!(r.lines[1]["listener"].is_u64());
-    assert!(r.lines[2]["error"].is_string());
+    assert!(r.lines()[1]["listener"].is_u64());
+    assert!(r.lines()[2]["error"].is_string());
 }
 
 fn refused(args: &[&str], needle: &str) {
@@ -690,10 +672,10 @@ fn the_reservoir_era_has_no_group_cap() {
     ];
     let r = agent(&args, V4_LINE);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.lines[0]["profile"], "4.4");
-    assert!(r.lines[0]["listener"].as_u64().unwrap() < 32769);
+    assert_eq!(r.lines()[0]["profile"], "4.4");
+    assert!(r.lines()[0]["listener"].as_u64().unwrap() < 32769);
     assert!(
-        r.lines[0]["slot"].is_null(),
+        r.lines()[0]["slot"].is_null(),
         "no socks[] before groups existed"
     );
 }
@@ -718,13 +700,16 @@ fn connected_udp_members_are_stepped_over() {
     ];
     let r = agent(&base, V4_LINE);
     assert_eq!(
-        (r.lines[0]["hash"].as_str(), r.lines[0]["listener"].as_u64()),
+        (
+            r.lines()[0]["hash"].as_str(),
+            r.lines()[0]["listener"].as_u64()
+        ),
         (Some("0x1c1dac00"), Some(0))
     );
     let r = agent(&[&base[..], &["--connected", "0"]].concat(), V4_LINE);
-    assert_eq!(r.lines[0]["listener"], 1);
+    assert_eq!(r.lines()[0]["listener"], 1);
     let r = agent(&[&base[..], &["--connected", "0,1,2"]].concat(), V4_LINE);
-    assert_eq!(r.lines[0]["listener"], 3);
+    assert_eq!(r.lines()[0]["listener"], 3);
     // Every member connected: the group returns no socket, which is an
     // answer (null), not an error.
     let r = agent(
@@ -732,8 +717,8 @@ fn connected_udp_members_are_stepped_over() {
         V4_LINE,
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.lines[0]["listener"].is_null() && r.lines[0]["slot"].is_null());
-    assert_eq!(r.lines[0]["hash"], "0x1c1dac00");
+    assert!(r.lines()[0]["listener"].is_null() && r.lines()[0]["slot"].is_null());
+    assert_eq!(r.lines()[0]["hash"], "0x1c1dac00");
     // 4.17 predates the change: socks[slot] is returned even if connected.
     let r = agent(
         &[
@@ -750,7 +735,7 @@ fn connected_udp_members_are_stepped_over() {
         ],
         V4_LINE,
     );
-    assert_eq!(r.lines[0]["listener"], 0);
+    assert_eq!(r.lines()[0]["listener"], 0);
 }
 
 #[test]
@@ -770,10 +755,10 @@ fn incoming_cpu_prefers_the_member_on_the_receiving_cpu() {
         "5=3,7=3",
     ];
     let r = agent(&[&base[..], &["--cpu", "3"]].concat(), V4_LINE);
-    assert_eq!(r.lines[0]["listener"], 5, "slot 2 first, then 3, 4, 5");
+    assert_eq!(r.lines()[0]["listener"], 5, "slot 2 first, then 3, 4, 5");
     // No member on CPU 1: the first valid member from the hashed slot.
     let r = agent(&[&base[..], &["--cpu", "1"]].concat(), V4_LINE);
-    assert_eq!(r.lines[0]["listener"], 2);
+    assert_eq!(r.lines()[0]["listener"], 2);
 }
 
 #[test]
@@ -793,7 +778,7 @@ fn explain_prints_the_model_record_with_the_line() {
         "# a\n127.0.0.9 40000 127.0.0.1 8080\n",
     );
     assert_eq!(r.code, 0);
-    let v = &r.lines[0];
+    let v = &r.lines()[0];
     assert_eq!(v["line"], 2);
     assert_eq!(v["listener"], 2);
     assert_eq!(v["slot"], 2);
@@ -985,7 +970,7 @@ fn a_line_over_the_length_bound_gets_an_error_with_a_short_escaped_start_and_the
         );
         assert_eq!(r.code, 1, "{format}: {}", r.stderr);
         let bad: Vec<&Value> = r
-            .lines
+            .lines()
             .iter()
             .filter(|l| l.get("error").is_some())
             .collect();
@@ -1001,7 +986,7 @@ fn a_line_over_the_length_bound_gets_an_error_with_a_short_escaped_start_and_the
             "{format}: {e}"
         );
         assert!(e.len() < 300, "{format}: {} bytes", e.len());
-        assert_eq!(r.lines.len(), 3, "{format}: both good lines answered");
+        assert_eq!(r.lines().len(), 3, "{format}: both good lines answered");
     }
 }
 

@@ -5,10 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use assert_cmd::Command;
+use std::time::Duration;
+
+use common::Run;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
+mod common;
 
 fn fixture(name: &str) -> String {
     let path = format!(
@@ -18,38 +20,20 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-struct Run {
-    code: i32,
-    lines: Vec<Value>,
-    stderr: String,
-}
-
 fn predict(extra: &[&str], input: &str) -> Run {
-    let out = Command::new(BIN)
-        .args([
-            "predict",
-            "--kernel",
-            "6.18",
-            "--proto",
-            "tcp",
-            "--listeners",
-            "4",
-            "--secret",
-            "0x1",
-        ])
-        .args(extra)
-        .write_stdin(input)
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code().expect("exited"),
-        lines: String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    let mut args = vec![
+        "predict",
+        "--kernel",
+        "6.18",
+        "--proto",
+        "tcp",
+        "--listeners",
+        "4",
+        "--secret",
+        "0x1",
+    ];
+    args.extend_from_slice(extra);
+    common::agent(&args, input, Duration::from_secs(60))
 }
 
 /// The clients of 127.0.0.1:18080 in the capture.
@@ -61,7 +45,7 @@ const CLIENTS: [&str; 4] = [
 ];
 
 fn answered(r: &Run) -> BTreeSet<String> {
-    r.lines
+    r.lines()
         .iter()
         .filter(|v| v.get("listener").is_some())
         .map(|v| v["tuple"].as_str().unwrap().to_string())
@@ -80,11 +64,11 @@ fn ss_output_with_bind_answers_each_connection_to_the_port_once() {
     // The ::1 and 18082 connections are not to the group: reported with
     // their line number and format, not guessed.
     let errors: Vec<&Value> = r
-        .lines
+        .lines()
         .iter()
         .filter(|v| v.get("error").is_some())
         .collect();
-    assert_eq!(errors.len(), 6, "{:?}", r.lines);
+    assert_eq!(errors.len(), 6, "{:?}", r.lines());
     for e in &errors {
         assert_eq!(e["format"], "ss");
         assert!(
@@ -146,7 +130,7 @@ fn ss_output_of_several_servers_without_bind_is_undecided() {
     let r = predict(&[], &fixture("ss-tn.txt"));
     assert_eq!(r.code, 1);
     assert!(answered(&r).is_empty());
-    assert!(r.lines.iter().all(|v| v["error"]
+    assert!(r.lines().iter().all(|v| v["error"]
         .as_str()
         .unwrap()
         .contains("nothing says which side is the server")));

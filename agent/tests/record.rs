@@ -11,40 +11,36 @@ use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, TcpListener};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use reuseport_agent::trace::Trace;
 
 mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
-
-struct Run {
-    code: i32,
-    trace: Option<Trace>,
-    stderr: String,
-}
+use common::{Run, BIN};
 
 /// Runs `record` with the trace on stdout; a trace that does not validate
 /// fails the test.
 fn record(args: &[&str]) -> Run {
-    let out = Command::new(BIN).arg("record").args(args).output().unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    let trace = (!stdout.is_empty()).then(|| {
-        Trace::parse(&stdout, "stdout").unwrap_or_else(|e| panic!("{e}\nstderr: {stderr}"))
-    });
-    Run {
-        code: out.status.code().expect("exited"),
-        trace,
-        stderr,
-    }
+    let mut all = vec!["record"];
+    all.extend_from_slice(args);
+    let r = common::agent(&all, "", Duration::from_secs(120));
+    trace(&r);
+    r
+}
+
+/// The trace a run wrote on stdout, validated; `None` when it wrote none.
+fn trace(r: &Run) -> Option<Trace> {
+    (!r.stdout.is_empty()).then(|| {
+        Trace::parse(&r.stdout, "stdout").unwrap_or_else(|e| panic!("{e}\nstderr: {}", r.stderr))
+    })
 }
 
 /// A successful recording's trace.
 fn recorded(args: &[&str]) -> Trace {
     let r = record(args);
     assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
-    r.trace.expect("a trace on stdout")
+    trace(&r).expect("a trace on stdout")
 }
 
 /// The running kernel's (major, minor).
@@ -347,7 +343,7 @@ fn an_ipv6_wildcard_group_in_a_private_namespace_takes_many_fd00_clients() {
         return;
     }
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let t = r.trace.unwrap();
+    let t = trace(&r).unwrap();
     check(&t, 8);
     assert_eq!(t.machine.netns.as_deref(), Some("private (unshare)"));
     assert_eq!(t.counts.events, 300);
@@ -421,7 +417,7 @@ fn tcp_migrate_req_is_set_for_the_run_and_restored_after() {
     }
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(MIGRATE_REQ).unwrap(), before);
-    let t = r.trace.unwrap();
+    let t = trace(&r).unwrap();
     check(&t, 4);
     assert!(t.group.tcp_migrate_req);
     assert_eq!(t.options["tcpMigrateReqBefore"], before.trim());
@@ -516,7 +512,7 @@ fn impossible_options_exit_2_with_a_message() {
     ] {
         let r = record(&[&["--proto", "tcp"][..], args].concat());
         assert_eq!(r.code, 2, "{args:?}");
-        assert!(r.trace.is_none());
+        assert!(trace(&r).is_none());
         assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
     }
 }
@@ -1034,7 +1030,7 @@ fn another_programs_reuseport_listener_on_the_port_refuses_the_run_naming_it() {
         ]);
         assert_eq!(r.code, 2, "{bind}: {}", r.stderr);
         assert!(
-            r.trace.is_none(),
+            trace(&r).is_none(),
             "{bind}: no trace that claims 4 listeners"
         );
         assert!(
@@ -1070,7 +1066,7 @@ fn with_allow_foreign_listeners_the_trace_names_them_and_counts_what_they_took()
         "--allow-foreign-listeners",
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let t = r.trace.unwrap();
+    let t = trace(&r).unwrap();
     check(&t, 1);
     let named = t.options["foreignListeners"].to_string();
     assert_eq!(

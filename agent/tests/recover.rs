@@ -23,35 +23,17 @@ use reuseport_agent::{recover, Cli};
 use reuseport_model::Proto;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
+mod common;
+
+use common::{Run, BIN};
 const SECRET: &str = "0x1b873593";
 /// A window of 2^20 keys around SECRET.
 const WINDOW: &str = "0x1b800000-0x1b900000";
 
-struct Run {
-    code: i32,
-    json: Value,
-    stderr: String,
-}
-
 fn recover(args: &[&str], stdin: &str) -> Run {
-    let out = Command::new(BIN)
-        .arg("recover")
-        .args(args)
-        .write_stdin(stdin)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    Run {
-        code: out.status.code().expect("exited"),
-        json: if stdout.trim().is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
-        },
-        stderr,
-    }
+    let mut all = vec!["recover"];
+    all.extend_from_slice(args);
+    common::agent(&all, stdin, Duration::from_secs(300))
 }
 
 /// Client `10.x.y.z:port` number `i`.
@@ -112,17 +94,17 @@ fn args<'a>(
 }
 
 fn assert_found(r: &Run, secret: &str, form: &str) {
-    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.json);
-    assert_eq!(r.json["secret"], secret, "{}", r.json);
-    assert_eq!(r.json["candidates"], 1);
-    assert_eq!(r.json["all"], serde_json::json!([secret]));
-    assert_eq!(r.json["form"], form);
-    assert_eq!(r.json["complete"], true);
-    assert_eq!(r.json["verified"], true);
-    assert!(r.json["expectedFalseMatches"].as_f64().unwrap() < 1e-6);
-    assert!(r.json["seconds"].as_f64().unwrap() > 0.0);
-    assert!(r.json["candidatesPerSecond"].as_f64().unwrap() > 0.0);
-    assert!(r.json["isa"].is_string());
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.json());
+    assert_eq!(r.json()["secret"], secret, "{}", r.json());
+    assert_eq!(r.json()["candidates"], 1);
+    assert_eq!(r.json()["all"], serde_json::json!([secret]));
+    assert_eq!(r.json()["form"], form);
+    assert_eq!(r.json()["complete"], true);
+    assert_eq!(r.json()["verified"], true);
+    assert!(r.json()["expectedFalseMatches"].as_f64().unwrap() < 1e-6);
+    assert!(r.json()["seconds"].as_f64().unwrap() > 0.0);
+    assert!(r.json()["candidatesPerSecond"].as_f64().unwrap() > 0.0);
+    assert!(r.json()["isa"].is_string());
 }
 
 #[test]
@@ -138,11 +120,11 @@ fn recovers_the_secret_predict_used_6_18_tcp() {
         &lines,
     );
     assert_found(&r, SECRET, "lport_plus");
-    assert_eq!(r.json["profile"], "6.18");
-    assert_eq!(r.json["observations"], 40);
-    assert_eq!(r.json["constraints"], 40);
-    assert_eq!(r.json["range"]["start"], "0x1b800000");
-    assert_eq!(r.json["searches"][0]["searched"]["end"], "0x1b900000");
+    assert_eq!(r.json()["profile"], "6.18");
+    assert_eq!(r.json()["observations"], 40);
+    assert_eq!(r.json()["constraints"], 40);
+    assert_eq!(r.json()["range"]["start"], "0x1b800000");
+    assert_eq!(r.json()["searches"][0]["searched"]["end"], "0x1b900000");
     // The same from a file, with the kernel given as a full release.
     let file = tmp("obs-6.18.txt");
     std::fs::write(&file, &lines).unwrap();
@@ -213,21 +195,21 @@ fn kernel_any_reports_the_form_that_matched() {
         );
         assert_found(&r, SECRET, form);
         assert!(
-            r.json["profile"].as_str().unwrap().contains(profile),
+            r.json()["profile"].as_str().unwrap().contains(profile),
             "{}",
-            r.json
+            r.json()
         );
-        let searches = r.json["searches"].as_array().unwrap();
+        let searches = r.json()["searches"].as_array().unwrap();
         assert_eq!(
             searches.len(),
             2,
             "TCP group eras use two IPv4 forms: {}",
-            r.json
+            r.json()
         );
         let hit: Vec<_> = searches.iter().filter(|s| s["candidates"] != 0).collect();
         assert_eq!(hit.len(), 1);
         assert_eq!(hit[0]["form"], form);
-        assert!(r.json["skipped"][0]["reason"]
+        assert!(r.json()["skipped"][0]["reason"]
             .as_str()
             .unwrap()
             .contains("reservoir"));
@@ -255,17 +237,17 @@ fn too_little_evidence_lists_the_candidates_and_says_how_much_more() {
         &lines,
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert_eq!(r.json["observations"], 3);
-    assert_eq!(r.json["observationsRead"], 40);
+    assert_eq!(r.json()["observations"], 3);
+    assert_eq!(r.json()["observationsRead"], 40);
     // 3 observations of 8: 2^32 / 8^3 = 2^23 expected over all keys, 2^11 in the window.
-    assert_eq!(r.json["expectedFalseMatches"], 8388608.0);
-    let n = r.json["candidates"].as_u64().unwrap();
+    assert_eq!(r.json()["expectedFalseMatches"], 8388608.0);
+    let n = r.json()["candidates"].as_u64().unwrap();
     assert!((1700..2400).contains(&n), "{n}");
-    assert_eq!(r.json["all"].as_array().unwrap().len(), 1000);
-    assert_eq!(r.json["allTruncated"], true);
-    assert!(r.json["all"].as_array().unwrap().contains(&SECRET.into()) || n > 1000);
+    assert_eq!(r.json()["all"].as_array().unwrap().len(), 1000);
+    assert_eq!(r.json()["allTruncated"], true);
+    assert!(r.json()["all"].as_array().unwrap().contains(&SECRET.into()) || n > 1000);
     // 2^23 · 8^-k < 0.001 needs k = 11.
-    assert_eq!(r.json["moreObservationsNeeded"], 11);
+    assert_eq!(r.json()["moreObservationsNeeded"], 11);
     assert!(
         r.stderr.contains("more evidence is needed") && r.stderr.contains("11 more"),
         "{}",
@@ -292,8 +274,8 @@ fn wrong_group_options_find_nothing() {
         &lines,
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert_eq!(r.json["candidates"], 0);
-    assert_eq!(r.json["secret"], Value::Null);
+    assert_eq!(r.json()["candidates"], 0);
+    assert_eq!(r.json()["secret"], Value::Null);
     assert!(
         r.stderr.contains("no key satisfies every observation"),
         "{}",
@@ -304,7 +286,7 @@ fn wrong_group_options_find_nothing() {
 fn refused(a: &[&str], stdin: &str, needle: &str) {
     let r = recover(a, stdin);
     assert_eq!(r.code, 2, "{a:?}: {}", r.stderr);
-    assert_eq!(r.json, Value::Null, "nothing on stdout");
+    assert_eq!(*r.json(), Value::Null, "nothing on stdout");
     assert!(
         r.stderr.contains(needle),
         "{a:?}: want `{needle}` in {}",
@@ -498,7 +480,7 @@ fn traces_carry_their_group_and_kernel() {
     );
     let r = recover(&[one.as_str(), "--range", WINDOW, "-q"], "");
     assert_found(&r, SECRET, "lport_plus");
-    assert_eq!(r.json["profile"], "6.18");
+    assert_eq!(r.json()["profile"], "6.18");
     let r = recover(
         &[
             one.as_str(),
@@ -512,8 +494,8 @@ fn traces_carry_their_group_and_kernel() {
     );
     assert_eq!(
         (
-            r.json["observations"].as_u64(),
-            r.json["observationsRead"].as_u64()
+            r.json()["observations"].as_u64(),
+            r.json()["observationsRead"].as_u64()
         ),
         (Some(5), Some(30))
     );
@@ -549,16 +531,16 @@ fn traces_carry_their_group_and_kernel() {
     let mut product = 1.0 / (1u64 << 32) as f64;
     for alone in [&a, &b] {
         let r = recover(&[alone.as_str(), "--range", WINDOW, "-q"], "");
-        assert_eq!(r.code, 1, "{alone}: {}", r.json);
-        assert!(r.json["all"].as_array().unwrap().contains(&SECRET.into()));
-        product *= r.json["expectedFalseMatches"].as_f64().unwrap();
+        assert_eq!(r.code, 1, "{alone}: {}", r.json());
+        assert!(r.json()["all"].as_array().unwrap().contains(&SECRET.into()));
+        product *= r.json()["expectedFalseMatches"].as_f64().unwrap();
     }
     let r = recover(&[a.as_str(), b.as_str(), "--range", WINDOW, "-q"], "");
-    assert_eq!(r.code, 0, "{}", r.json);
-    assert_eq!(r.json["all"], serde_json::json!([SECRET]));
-    assert_eq!(r.json["observations"], 14);
+    assert_eq!(r.code, 0, "{}", r.json());
+    assert_eq!(r.json()["all"], serde_json::json!([SECRET]));
+    assert_eq!(r.json()["observations"], 14);
     // 2^32 · 5^-6 · 3^-8: independent groups multiply.
-    let e = r.json["expectedFalseMatches"].as_f64().unwrap();
+    let e = r.json()["expectedFalseMatches"].as_f64().unwrap();
     assert!(
         (e - product).abs() < 1e-6 * product && (41.0..43.0).contains(&e),
         "{e} vs {product}"
@@ -593,7 +575,7 @@ fn traces_carry_their_group_and_kernel() {
         ],
         "",
     );
-    assert_eq!(r.code, 1, "{}", r.json);
+    assert_eq!(r.code, 1, "{}", r.json());
 }
 
 #[test]
@@ -693,10 +675,10 @@ fn repeated_observations_are_counted_as_duplicates_and_searched_once() {
         ),
         &input,
     );
-    assert_eq!(r.json["observationsRead"], 50_003, "{}", r.stderr);
-    assert_eq!(r.json["observations"], 50_003);
-    assert_eq!(r.json["duplicates"], 50_000);
-    assert_eq!(r.json["constraints"], 3);
+    assert_eq!(r.json()["observationsRead"], 50_003, "{}", r.stderr);
+    assert_eq!(r.json()["observations"], 50_003);
+    assert_eq!(r.json()["duplicates"], 50_000);
+    assert_eq!(r.json()["constraints"], 3);
     // --max-observations counts the repeats too.
     let r = recover(
         &args(
@@ -715,12 +697,12 @@ fn repeated_observations_are_counted_as_duplicates_and_searched_once() {
         ),
         &input,
     );
-    assert_eq!(r.json["observationsRead"], 50_003, "{}", r.stderr);
-    assert_eq!(r.json["observations"], 10);
+    assert_eq!(r.json()["observationsRead"], 50_003, "{}", r.stderr);
+    assert_eq!(r.json()["observations"], 10);
     assert_eq!(
         (
-            r.json["duplicates"].as_u64(),
-            r.json["constraints"].as_u64()
+            r.json()["duplicates"].as_u64(),
+            r.json()["constraints"].as_u64()
         ),
         (Some(9), Some(1))
     );
@@ -739,7 +721,7 @@ fn max_observations_0_is_a_usage_error() {
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--max-observations"), "{}", r.stderr);
-    assert_eq!(r.json, Value::Null, "nothing searched");
+    assert_eq!(*r.json(), Value::Null, "nothing searched");
 }
 
 #[test]
@@ -921,7 +903,7 @@ fn real_kernel_traces_are_explained_by_one_key_per_protocol() {
     a.extend(["--range", "0x2f300000-0x2f400000", "-q"]);
     let r = recover(&a, "");
     assert_found(&r, "0x2f3923d9", "lport_plus");
-    assert_eq!(r.json["observations"], 4000);
+    assert_eq!(r.json()["observations"], 4000);
     // The classic (pre-6.15) form explains none of them.
     let one = public_trace("tcp-v4-specific-8.json");
     let r = recover(
@@ -936,7 +918,7 @@ fn real_kernel_traces_are_explained_by_one_key_per_protocol() {
         "",
     );
     assert_found(&r, "0x2f3923d9", "lport_plus");
-    let classic = &r.json["searches"][0];
+    let classic = &r.json()["searches"][0];
     assert_eq!(
         (classic["form"].as_str(), classic["candidates"].as_u64()),
         (Some("classic"), Some(0))
