@@ -20,6 +20,7 @@ import type { Box } from '../render/dispatch/particles';
 import type { DispatchSim } from '../scene/dispatch/sim';
 import type { Structure } from '../scene/dispatch/structure';
 import { LIMITS, PRESETS, SPEEDS } from './dispatch-options';
+import { PROTO_OPTIONS, selectOptions } from './dom';
 
 // biome-ignore lint/suspicious/noExplicitAny: d3's Selection is generic in element and data; this helper serves any
 type Sel = Selection<any, unknown, null, undefined>;
@@ -59,13 +60,11 @@ export function buildDispatchDom(root: Sel, { t, f, seq, opts, speed, on }: DomI
   const speedWrap = bar.append('div').attr('class', 'rl-dv-inline');
   speedWrap.append('label').attr('for', f('speed')).text(t.speed);
   const speedSel = speedWrap.append('select').attr('id', f('speed'));
-  speedSel
-    .selectAll('option')
-    .data(SPEEDS)
-    .join('option')
-    .attr('value', (d) => String(d))
-    .text((d) => `${d}×`);
-  speedSel.property('value', String(SPEEDS.includes(speed) ? speed : 1));
+  selectOptions(
+    speedSel,
+    SPEEDS.map((d) => [String(d), `${d}×`]),
+    String(SPEEDS.includes(speed) ? speed : 1),
+  );
   const tourBtn = bar
     .append('button')
     .attr('type', 'button')
@@ -161,75 +160,44 @@ export function buildDispatchDom(root: Sel, { t, f, seq, opts, speed, on }: DomI
   const groupFs = form.append('fieldset').attr('class', 'rl-dv-fs');
   groupFs.append('legend').text(t.groupLegend);
   const kernelSel = field(groupFs, 'kernel', t.kernel).append('select').attr('id', f('kernel'));
-  kernelSel
-    .selectAll('option')
-    .data(profiles().map((p) => `${p.release.major}.${p.release.minor}`))
-    .join('option')
-    .attr('value', (d) => d)
-    .text((d) => d);
-  kernelSel.property('value', opts.kernel);
+  selectOptions(
+    kernelSel,
+    profiles()
+      .map((p) => `${p.release.major}.${p.release.minor}`)
+      .map((k) => [k, k]),
+    opts.kernel,
+  );
   const protoSel = field(groupFs, 'proto', t.proto).append('select').attr('id', f('proto'));
-  protoSel
-    .selectAll('option')
-    .data(['tcp', 'udp'])
-    .join('option')
-    .attr('value', (d) => d)
-    .text((d) => d.toUpperCase());
-  protoSel.property('value', opts.proto);
+  selectOptions(protoSel, PROTO_OPTIONS, opts.proto);
   const bindSel = field(groupFs, 'bind', t.bound).append('select').attr('id', f('bind'));
-  bindSel
-    .selectAll('option')
-    .data([
+  selectOptions(
+    bindSel,
+    [
       ['specific', t.bindOptions[0]],
       ['wildcard', t.bindOptions[1]],
-    ])
-    .join('option')
-    .attr('value', (d) => d[0]!)
-    .text((d) => d[1]!);
-  bindSel.property('value', opts.wildcard ? 'wildcard' : 'specific');
-  const listenersIn = field(groupFs, 'listeners', t.listeners)
-    .append('input')
-    .attr('id', f('listeners'))
-    .attr('type', 'number')
-    .attr('min', 1)
-    .attr('max', LIMITS.listeners)
-    .property('value', String(opts.listeners));
-  const clientsIn = field(groupFs, 'clients', t.clients)
-    .append('input')
-    .attr('id', f('clients'))
-    .attr('type', 'number')
-    .attr('min', 1)
-    .attr('max', LIMITS.clients)
-    .property('value', String(opts.clients));
-  const rateIn = field(groupFs, 'rate', t.rate, t.rateHint(LIMITS.rate))
-    .append('input')
-    .attr('id', f('rate'))
-    .attr('type', 'number')
-    .attr('min', 1)
-    .attr('max', LIMITS.rate)
-    .attr('aria-describedby', f('rate-hint'))
-    .property('value', String(opts.rate));
-  const cpusIn = field(groupFs, 'cpus', t.cpus)
-    .append('input')
-    .attr('id', f('cpus'))
-    .attr('type', 'number')
-    .attr('min', 1)
-    .attr('max', 64)
-    .property('value', String(opts.cpus));
+    ],
+    opts.wildcard ? 'wildcard' : 'specific',
+  );
+  /** A whole-number field of the group form, from `min` to `max` (none: no upper bound). */
+  const numberIn = (name: string, label: string, min: number, max: number | null, value: number, hint?: string) => {
+    const input = field(groupFs, name, label, hint).append('input').attr('id', f(name)).attr('type', 'number').attr('min', min);
+    if (max !== null) input.attr('max', max);
+    if (hint) input.attr('aria-describedby', f(`${name}-hint`));
+    return input.property('value', String(value));
+  };
+  const listenersIn = numberIn('listeners', t.listeners, 1, LIMITS.listeners, opts.listeners);
+  const clientsIn = numberIn('clients', t.clients, 1, LIMITS.clients, opts.clients);
+  const rateIn = numberIn('rate', t.rate, 1, LIMITS.rate, opts.rate, t.rateHint(LIMITS.rate));
+  const cpusIn = numberIn('cpus', t.cpus, 1, 64, opts.cpus);
   const progSel = field(groupFs, 'program', t.program).append('select').attr('id', f('program'));
-  progSel
-    .selectAll('option')
-    .data([
-      ['none', t.programOptions[0]],
-      ['cpu', t.programOptions[1]],
-      ['index', t.programOptions[2]],
-      ['payload_mod', t.programOptions[3]],
-      ['pass', t.programOptions[4]],
-      ['drop', t.programOptions[5]],
-    ])
-    .join('option')
-    .attr('value', (d) => d[0]!)
-    .text((d) => d[1]!);
+  selectOptions(progSel, [
+    ['none', t.programOptions[0]],
+    ['cpu', t.programOptions[1]],
+    ['index', t.programOptions[2]],
+    ['payload_mod', t.programOptions[3]],
+    ['pass', t.programOptions[4]],
+    ['drop', t.programOptions[5]],
+  ]);
   const progIdxField = field(groupFs, 'progidx', t.fixedIndex).attr('hidden', '');
   const progIdx = progIdxField.append('input').attr('id', f('progidx')).attr('type', 'number').attr('min', 0).property('value', '99');
   const progModField = field(groupFs, 'progmod', t.payloadModulus).attr('hidden', '');
@@ -241,12 +209,7 @@ export function buildDispatchDom(root: Sel, { t, f, seq, opts, speed, on }: DomI
     progModField.property('hidden', p !== 'payload_mod');
   };
   on(progSel.node()!, 'change', showProgramFields);
-  const seedIn = field(groupFs, 'seed', t.seed)
-    .append('input')
-    .attr('id', f('seed'))
-    .attr('type', 'number')
-    .attr('min', 0)
-    .property('value', String(opts.seed));
+  const seedIn = numberIn('seed', t.seed, 0, null, opts.seed);
   const listWrap = groupFs.append('div').attr('class', 'rl-field rl-dv-wide');
   listWrap.append('label').attr('for', f('clientlist')).text(t.clientList);
   const clientList = listWrap.append('textarea').attr('id', f('clientlist')).attr('rows', 2).attr('spellcheck', 'false');
@@ -313,15 +276,10 @@ export function buildDispatchDom(root: Sel, { t, f, seq, opts, speed, on }: DomI
   const lkField = lookupSec.append('div').attr('class', 'rl-field');
   lkField.append('label').attr('for', f('lkscene')).text(t.lookupLayout);
   const lkSel = lkField.append('select').attr('id', f('lkscene'));
-  lkSel
-    .selectAll('option')
-    .data([
-      ['group', t.lookupScenes[0]],
-      ['addr_any', t.lookupScenes[1]],
-    ])
-    .join('option')
-    .attr('value', (d) => d[0]!)
-    .text((d) => d[1]!);
+  selectOptions(lkSel, [
+    ['group', t.lookupScenes[0]],
+    ['addr_any', t.lookupScenes[1]],
+  ]);
   const lkBody = lookupSec.append('div').attr('class', 'rl-dv-lookup-body').attr('aria-live', 'polite');
   lkBody.append('p').text(t.lookupHint);
 

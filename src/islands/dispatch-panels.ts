@@ -10,6 +10,7 @@ import { fmtRatio } from '../render/dispatch/chart';
 import { fairness } from '../scene/dispatch/stats';
 import type { RowView } from '../scene/dispatch/structure';
 import type { DispatchCtx } from './dispatch-dom';
+import { renderTextTable } from '../render/table';
 
 /** Moved flows listed under the scene (all of them are ringed in it). */
 const MOVED_LIST = 100;
@@ -27,23 +28,12 @@ export function dispatchPanels({ el, t, sim, dom, s }: DispatchCtx) {
     movedBody.selectAll('*').remove();
     if (!r?.moved.length) return;
     const name = (l: number) => (l === NO_LISTENER ? t.none : `L${l}`);
-    const mt = movedBody.append('table').attr('class', 'rl-table rl-dv-moved-table');
-    mt.append('caption').text(t.movedCaption(r.moved.length, MOVED_LIST));
-    mt.append('thead')
-      .append('tr')
-      .selectAll('th')
-      .data(t.movedHead)
-      .join('th')
-      .attr('scope', 'col')
-      .text((d) => d);
-    mt.append('tbody')
-      .selectAll('tr')
-      .data(r.moved.slice(0, MOVED_LIST).map((ci, k) => [`${sim.clients[ci]!.saddr}:${sim.clients[ci]!.sport}`, name(r.from[k]!), name(r.to[k]!)]))
-      .join('tr')
-      .selectAll('td')
-      .data((d) => d)
-      .join('td')
-      .text((d) => d);
+    renderTextTable(movedBody, {
+      caption: t.movedCaption(r.moved.length, MOVED_LIST),
+      head: t.movedHead,
+      rows: r.moved.slice(0, MOVED_LIST).map((ci, k) => [`${sim.clients[ci]!.saddr}:${sim.clients[ci]!.sport}`, name(r.from[k]!), name(r.to[k]!)]),
+      className: 'rl-table rl-dv-moved-table',
+    });
   };
 
   const eventCells = (e: DispatchEvent) => [

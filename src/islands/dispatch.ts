@@ -183,6 +183,8 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     now.text(s.lesson ?? t.now(nowView(sim, s.playing, paused)));
     summary.text(t.summary(sim));
   };
+
+  // ---- The lists beside and under the scene, and the Listener lookup panel -----------------------
   const { drawTable, drawSide, showRemap } = dispatchPanels(c);
   const lookup = lookupPanel(c);
 

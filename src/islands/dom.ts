@@ -1,3 +1,5 @@
+import type { BaseType, Selection } from 'd3';
+
 /** One element with a class, text and attributes: the widgets' small DOM builder. */
 export function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string, attrs: Record<string, string> = {}): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
@@ -34,4 +36,36 @@ export function field(id: string, label: string, control: HTMLElement, hint?: st
   control.id = id;
   wrap.append(control);
   return wrap;
+}
+
+/** Fills a select with `[value, label]` options and, when given, chooses `value`. */
+export function selectOptions<P extends BaseType, PD>(
+  sel: Selection<HTMLSelectElement, unknown, P, PD>,
+  options: readonly (readonly [value: string, label: string])[],
+  value?: string,
+): Selection<HTMLSelectElement, unknown, P, PD> {
+  sel
+    .selectAll('option')
+    .data(options)
+    .join('option')
+    .attr('value', (d) => d[0])
+    .text((d) => d[1]);
+  if (value !== undefined) sel.property('value', value);
+  return sel;
+}
+
+/** The protocol choice of every form: value and label. */
+export const PROTO_OPTIONS = [
+  ['tcp', 'TCP'],
+  ['udp', 'UDP'],
+] as const;
+
+/** A long run's status line, progress bar and error line, appended to `root` (the bar and the error hidden until used). */
+export function runStatus(root: HTMLElement): { status: HTMLParagraphElement; bar: HTMLProgressElement; error: HTMLParagraphElement } {
+  const status = root.appendChild(h('p', 'rl-sc-status', '', { role: 'status', 'aria-live': 'polite' }));
+  const bar = root.appendChild(h('progress', 'rl-sc-progress', '', { max: '1', value: '0' }));
+  bar.hidden = true;
+  const error = root.appendChild(h('p', 'rl-sc-alert', '', { role: 'alert' }));
+  error.hidden = true;
+  return { status, bar, error };
 }

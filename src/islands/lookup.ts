@@ -11,6 +11,8 @@ import { pageLang } from './site';
 import { Group, loadModel, parseBind, parseTuples, profiles, resolveNotes, resolveProfile, type LineAnswer, type Proto } from '../model/index';
 import { say } from '../model/messages';
 import { countByListener, explainView } from '../scene/explain-view';
+import { PROTO_OPTIONS, selectOptions } from './dom';
+import { renderTextTable } from '../render/table';
 import { renderExplain } from '../render/explain-card';
 import { hex32, parseHex32 } from '../hex';
 import { defineIsland, emit, islandElement, provideSettings } from './element';
@@ -103,13 +105,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
   const profileNote = form.append('p').attr('class', 'rl-hint').attr('aria-live', 'polite');
 
   const proto = field('proto', t.proto).append('select').attr('id', f('proto')).attr('name', 'proto');
-  proto
-    .selectAll('option')
-    .data(['tcp', 'udp'])
-    .join('option')
-    .attr('value', (d) => d)
-    .text((d) => d.toUpperCase());
-  proto.property('value', options.proto ?? 'tcp');
+  selectOptions(proto, PROTO_OPTIONS, options.proto ?? 'tcp');
 
   const listeners = field('listeners', t.listeners, t.listenersHint)
     .append('input')
@@ -295,43 +291,15 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
 
     results.append('h2').text(t.results);
     const counts = countByListener(good.map((a) => a.explain.listener));
-    const dist = results.append('table').attr('class', 'rl-table');
-    dist.append('caption').text(t.perListener);
-    dist
-      .append('thead')
-      .append('tr')
-      .selectAll('th')
-      .data(t.perListenerHead)
-      .join('th')
-      .attr('scope', 'col')
-      .text((d) => d);
-    dist
-      .append('tbody')
-      .selectAll('tr')
-      .data(counts)
-      .join('tr')
-      .selectAll('td')
-      .data((d) => [d.listener === null ? t.none : String(d.listener), String(d.count)])
-      .join('td')
-      .text((d) => d);
-
-    const table = results.append('table').attr('class', 'rl-table rl-answers');
-    table.append('caption').text(t.chosen);
-    table
-      .append('thead')
-      .append('tr')
-      .selectAll('th')
-      .data(t.chosenHead)
-      .join('th')
-      .attr('scope', 'col')
-      .text((d) => d);
-    table
-      .append('tbody')
-      .selectAll('tr')
-      .data(good.slice(0, 1000))
-      .join('tr')
-      .selectAll('td')
-      .data((a) => {
+    renderTextTable(results, {
+      caption: t.perListener,
+      head: t.perListenerHead,
+      rows: counts.map((d) => [d.listener === null ? t.none : String(d.listener), String(d.count)]),
+    });
+    renderTextTable(results, {
+      caption: t.chosen,
+      head: t.chosenHead,
+      rows: good.slice(0, 1000).map((a) => {
         const tu = a.explain.tuple;
         return [
           String(a.line),
@@ -340,9 +308,9 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
           a.explain.slot === null ? '—' : String(a.explain.slot),
           a.explain.hash.hashHex,
         ];
-      })
-      .join('td')
-      .text((d) => d);
+      }),
+      className: 'rl-table rl-answers',
+    });
     if (good.length > 1000) results.append('p').text(t.firstRows(good.length));
 
     // A card is drawn when its details first opens: fifty closed cards of a

@@ -11,7 +11,7 @@
 import { SimSession, type MatchAnswer, type Observed, type Shape } from '../model/sim';
 import { defineIsland, emit, hostOf, islandElement } from './element';
 import { scenarioText, variantTitle, type ScenarioText } from './scenario-text';
-import { h } from './dom';
+import { h, runStatus } from './dom';
 import { pageLang, siteUrl } from './site';
 
 /** Counts longer than this (characters) are refused before parsing. */
@@ -77,11 +77,7 @@ async function mountMatch(el: HTMLElement): Promise<() => void> {
   const find = form.appendChild(h('button', 'rl-primary', m.find, { type: 'submit' }));
   const stop = form.appendChild(h('button', '', t.stop, { type: 'button' }));
   stop.hidden = true;
-  const status = root.appendChild(h('p', 'rl-sc-status', '', { role: 'status', 'aria-live': 'polite' }));
-  const bar = root.appendChild(h('progress', 'rl-sc-progress', '', { max: '1', value: '0' }));
-  bar.hidden = true;
-  const error = root.appendChild(h('p', 'rl-sc-alert', '', { role: 'alert' }));
-  error.hidden = true;
+  const { status, bar, error } = runStatus(root);
   const out = root.appendChild(h('div', 'rl-scm-out'));
   let running = false;
 

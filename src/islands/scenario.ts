@@ -16,7 +16,7 @@ import { renderLines, renderWorkerBars } from '../render/scenario-charts';
 import { scenarioCards, type VariantCard } from '../scene/scenario-view';
 import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
 import { formatFigure, scenarioText, variantTitle, type ScenarioText } from './scenario-text';
-import { h } from './dom';
+import { h, runStatus } from './dom';
 import { pageLang, siteUrl } from './site';
 
 export interface ScenarioOptions {
@@ -184,11 +184,7 @@ async function mountScenario(el: HTMLElement, o: ScenarioOptions): Promise<() =>
   const runBtn = form.appendChild(h('button', 'rl-primary', t.run, { type: 'submit' }));
   const stopBtn = form.appendChild(h('button', '', t.stop, { type: 'button' }));
   stopBtn.hidden = true;
-  const status = root.appendChild(h('p', 'rl-sc-status', '', { role: 'status', 'aria-live': 'polite' }));
-  const bar = root.appendChild(h('progress', 'rl-sc-progress', '', { max: '1', value: '0' }));
-  bar.hidden = true;
-  const error = root.appendChild(h('p', 'rl-sc-alert', '', { role: 'alert' }));
-  error.hidden = true;
+  const { status, bar, error } = runStatus(root);
   const note = root.appendChild(h('p', 'rl-hint rl-sc-note'));
   const grid = root.appendChild(h('div', 'rl-sc-grid'));
   provideSettings(el, () => ({ name: o.name, seed: String(seed), load: String(load) }));

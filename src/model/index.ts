@@ -19,6 +19,7 @@ import init, {
   type ParsedBind,
   type ParsedLine,
 } from './pkg/reuseport.js';
+import { wasmLoader } from './load';
 import type { Change } from './generated/Change';
 import type { Explain } from './generated/Explain';
 import type { GroupSpec } from './generated/GroupSpec';
@@ -211,19 +212,13 @@ export function version(): string {
   return modelVersion();
 }
 
-let ready: Promise<void> | undefined;
+const core = wasmLoader({ init, initSync });
 
 /** Loads the wasm module once (browser: fetched next to the bundle). */
-export function loadModel(): Promise<void> {
-  ready ??= init().then(() => undefined);
-  return ready;
-}
+export const loadModel: () => Promise<void> = core.load;
 
 /** Loads the wasm module from bytes already in hand (Node, tests, benchmarks). */
-export function loadModelSync(bytes: BufferSource): void {
-  initSync({ module: bytes });
-  ready = Promise.resolve();
-}
+export const loadModelSync: (bytes: BufferSource) => void = core.loadSync;
 
 /** Parses a dotted-quad IPv4 address to a host-order number; undefined when it is not one. */
 export function ipv4ToNumber(s: string): number | undefined {

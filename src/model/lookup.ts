@@ -5,6 +5,7 @@
  * the one Rust crate.
  */
 import init, { Host as WasmHost, initSync } from './pkg-lookup/reuseport.js';
+import { wasmLoader } from './load';
 import type { CallResult } from './generated/CallResult';
 import type { Layout } from './generated/Layout';
 import type { LookupExplain } from './generated/LookupExplain';
@@ -14,19 +15,13 @@ import type { SocketSpec } from './generated/SocketSpec';
 
 export type { CallResult, Layout, LookupExplain, LookupRules, Packet, SocketSpec };
 
-let ready: Promise<void> | undefined;
+const big = wasmLoader({ init, initSync });
 
 /** Loads the lookup package once (browser). */
-export function loadLookup(): Promise<void> {
-  ready ??= init().then(() => undefined);
-  return ready;
-}
+export const loadLookup: () => Promise<void> = big.load;
 
 /** Loads the lookup package from bytes (Node, tests). */
-export function loadLookupSync(bytes: BufferSource): void {
-  initSync({ module: bytes });
-  ready = Promise.resolve();
-}
+export const loadLookupSync: (bytes: BufferSource) => void = big.loadSync;
 
 /** Several sockets on one host after their bind()/listen() calls. */
 export class Host {

@@ -5,14 +5,13 @@
  * they have. Files are read as a stream, so a large file is never held
  * twice as text.
  */
-import init, { Paste } from './pkg-lookup/reuseport.js';
+import { Paste } from './pkg-lookup/reuseport.js';
+import { loadLookup as ready } from './lookup';
 import { breathe, serve } from './rpc';
 import { checkTrace } from './trace-check';
 import type { AnswerRequest, LayoutRequest, Progress, ReadOptions, ReadSummary, Source } from './paste-protocol';
 
-/** The paste session is in the larger package (with the full lookup), which only this worker and the key search load. */
-let loaded: Promise<unknown> | undefined;
-const ready = () => (loaded ??= init());
+/** The paste session, from the larger package (with the full lookup), which only this worker and the key search load. */
 let session: Paste | undefined;
 
 /** Text handed to the model per call (about 20 ms of parsing). */

@@ -5,12 +5,10 @@
  * (the report then says `partial`). It also ranks the curated scenarios
  * against what a user observed (the model's `rankScenarios`).
  */
-import init, { Simulation, curatedScenarios, rankScenarios } from './pkg-lookup/reuseport.js';
+import { Simulation, curatedScenarios, rankScenarios } from './pkg-lookup/reuseport.js';
+import { loadLookup as ready } from './lookup';
 import { breathe, serve } from './rpc';
 import type { CuratedView, MatchAnswer, Observed, Scenario, SimReport, SimProgress } from './sim';
-
-let loaded: Promise<unknown> | undefined;
-const ready = () => (loaded ??= init());
 
 /** Events per slice: about 10 ms of simulation on this machine. */
 const SLICE = 20_000;

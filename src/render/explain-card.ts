@@ -3,7 +3,8 @@
  * lists and real tables. Text only through textContent.
  */
 import { select, type Selection } from 'd3';
-import type { ExplainView, Section, Table } from '../scene/explain-view';
+import type { ExplainView, Section } from '../scene/explain-view';
+import { renderNotes, renderTextTable } from './table';
 
 type Sel = Selection<HTMLElement, unknown, null, undefined>;
 
@@ -16,30 +17,6 @@ export interface ExplainCardText {
 
 const EN: ExplainCardText = { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' };
 
-function renderTable(parent: Sel, t: Table): void {
-  const table = parent.append('table').attr('class', 'rl-table');
-  table.append('caption').text(t.caption);
-  table
-    .append('thead')
-    .append('tr')
-    .selectAll('th')
-    .data(t.head)
-    .join('th')
-    .attr('scope', 'col')
-    .text((d) => d);
-  table
-    .append('tbody')
-    .selectAll('tr')
-    .data(t.rows)
-    .join('tr')
-    .classed('rl-chosen', (_, i) => i === t.highlight)
-    .attr('aria-current', (_, i) => (i === t.highlight ? 'true' : null))
-    .selectAll('td')
-    .data((r) => r)
-    .join('td')
-    .text((d) => d);
-}
-
 function renderSection(parent: Sel, s: Section, level: number, w: ExplainCardText): void {
   const sec = parent.append('section').attr('class', 'rl-section');
   sec.append(`h${level}`).text(s.title);
@@ -49,7 +26,7 @@ function renderSection(parent: Sel, s: Section, level: number, w: ExplainCardTex
     dl.append('dt').text(r.label);
     dl.append('dd').classed('rl-mono', !!r.mono).text(r.value);
   }
-  for (const t of s.tables) renderTable(sec, t);
+  for (const t of s.tables) renderTextTable(sec, { ...t, chosen: (i) => i === t.highlight });
 }
 
 /** Appends the explanation to `el`; `level` is the heading level of its sections. */
@@ -58,14 +35,5 @@ export function renderExplain(el: HTMLElement, v: ExplainView, level = 3, w: Exp
   root.append('p').attr('class', 'rl-headline').text(v.headline);
   for (const s of v.sections) renderSection(root, s, level, w);
   if (v.fallback) root.append('p').attr('class', 'rl-fallback').text(w.fallback(v.fallback));
-  if (v.notes.length) {
-    const notes = root.append('section').attr('class', 'rl-notes');
-    notes.append(`h${level}`).text(w.caveats);
-    notes
-      .append('ul')
-      .selectAll('li')
-      .data(v.notes)
-      .join('li')
-      .text((d) => d);
-  }
+  renderNotes(root, w.caveats, level, v.notes);
 }

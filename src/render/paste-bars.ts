@@ -5,7 +5,8 @@
  * band is outlined, so the eye finds it without colour. SVG; the page gives
  * the table beside it as the text equivalent.
  */
-import { scaleBand, scaleLinear, select } from 'd3';
+import { scaleBand, scaleLinear } from 'd3';
+import { chartSvg } from './svg';
 
 export interface BarsInput {
   counts: number[];
@@ -18,7 +19,7 @@ export interface BarsInput {
 export function renderPasteBars(parent: HTMLElement, b: BarsInput, width = 640): SVGSVGElement {
   const height = 180;
   const m = { top: 10, right: 8, bottom: 32, left: 52 };
-  const svg = select(parent).append('svg').attr('class', 'rl-pb').attr('viewBox', `0 0 ${width} ${height}`).attr('role', 'img').attr('aria-label', b.label);
+  const svg = chartSvg(parent, 'rl-pb', width, height, b.label);
   const n = b.counts.length;
   const x = scaleBand<number>()
     .domain(Array.from({ length: n }, (_, i) => i))

@@ -4,11 +4,17 @@
  * colour), and small line charts over time. The island gives each a table
  * as its text equivalent.
  */
-import { line, max, scaleBand, scaleLinear, select } from 'd3';
+import { line, max, scaleBand, scaleLinear, type Selection } from 'd3';
+import { chartSvg } from './svg';
 import type { WorkerBar } from '../scene/scenario-view';
 
 const SIM = '#0072b2';
 const MEASURED = '#d55e00';
+
+/** The chart's zero line, from `x1` to `x2` at height `y`. */
+function baseline(svg: Selection<SVGSVGElement, unknown, null, undefined>, x1: number, x2: number, y: number): void {
+  svg.append('line').attr('x1', x1).attr('x2', x2).attr('y1', y).attr('y2', y).attr('stroke', '#222');
+}
 
 export interface BarsText {
   label: string;
@@ -18,12 +24,7 @@ export interface BarsText {
 export function renderWorkerBars(parent: HTMLElement, bars: WorkerBar[], t: BarsText, width = 360): SVGSVGElement {
   const height = 150;
   const m = { top: 8, right: 6, bottom: 26, left: 46 };
-  const svg = select(parent)
-    .append('svg')
-    .attr('class', 'rl-sc-chart')
-    .attr('viewBox', `0 0 ${width} ${height}`)
-    .attr('role', 'img')
-    .attr('aria-label', t.label);
+  const svg = chartSvg(parent, 'rl-sc-chart', width, height, t.label);
   const defs = svg.append('defs');
   const id = `rl-hatch-${Math.random().toString(36).slice(2, 8)}`;
   defs
@@ -88,13 +89,7 @@ export function renderWorkerBars(parent: HTMLElement, bars: WorkerBar[], t: Bars
     .attr('y', height - m.bottom + 15)
     .attr('text-anchor', 'middle')
     .text((b) => t.worker(b.worker));
-  svg
-    .append('line')
-    .attr('x1', m.left)
-    .attr('x2', width - m.right)
-    .attr('y1', y(0))
-    .attr('y2', y(0))
-    .attr('stroke', '#222');
+  baseline(svg, m.left, width - m.right, y(0));
   return svg.node()!;
 }
 
@@ -110,12 +105,7 @@ export interface LinesInput {
 export function renderLines(parent: HTMLElement, l: LinesInput, width = 360): SVGSVGElement {
   const height = 120;
   const m = { top: 8, right: 8, bottom: 26, left: 46 };
-  const svg = select(parent)
-    .append('svg')
-    .attr('class', 'rl-sc-chart')
-    .attr('viewBox', `0 0 ${width} ${height}`)
-    .attr('role', 'img')
-    .attr('aria-label', l.label);
+  const svg = chartSvg(parent, 'rl-sc-chart', width, height, l.label);
   const n = l.series.reduce((a, s) => Math.max(a, s.length), 0);
   const x = scaleLinear()
     .domain([0, Math.max(1, n) * l.step])
@@ -163,12 +153,6 @@ export function renderLines(parent: HTMLElement, l: LinesInput, width = 360): SV
     .attr('y', height - m.bottom + 15)
     .attr('text-anchor', 'middle')
     .text((d) => d.toLocaleString());
-  svg
-    .append('line')
-    .attr('x1', m.left)
-    .attr('x2', width - m.right)
-    .attr('y1', y(0))
-    .attr('y2', y(0))
-    .attr('stroke', '#222');
+  baseline(svg, m.left, width - m.right, y(0));
   return svg.node()!;
 }

@@ -2,7 +2,8 @@
  * Draws a trace summary: per-listener bars against the uniform expectation
  * (SVG, with a table as its text equivalent), and a page of event rows.
  */
-import { scaleBand, scaleLinear, select, type Selection } from 'd3';
+import { scaleBand, scaleLinear, type Selection } from 'd3';
+import { chartSvg } from './svg';
 import type { Spread, TraceRow } from '../scene/trace-view';
 import type { TraceText } from '../islands/trace-text';
 
@@ -10,12 +11,7 @@ import type { TraceText } from '../islands/trace-text';
 export function renderBars(parent: HTMLElement, s: Spread, t: TraceText, width = 560): SVGSVGElement {
   const height = 150;
   const m = { top: 10, right: 8, bottom: 28, left: 44 };
-  const svg = select(parent)
-    .append('svg')
-    .attr('class', 'rl-tv-bars')
-    .attr('viewBox', `0 0 ${width} ${height}`)
-    .attr('role', 'img')
-    .attr('aria-label', t.barsLabel(s));
+  const svg = chartSvg(parent, 'rl-tv-bars', width, height, t.barsLabel(s));
   const x = scaleBand<number>()
     .domain(s.bars.map((b) => b.listener))
     .range([m.left, width - m.right])

@@ -5,6 +5,7 @@
  */
 import { select } from 'd3';
 import type { LookupView } from '../../scene/dispatch/lookup';
+import { renderNotes, renderTextTable } from '../table';
 
 /** The panel's words. */
 export interface LookupText {
@@ -39,47 +40,17 @@ export function renderLookup(el: HTMLElement, layoutText: string, v: LookupView,
     const sec = walks.append('section').attr('class', 'rl-dv-walk');
     sec.append(`h${level}`).text(t.table(i + 1, w.caption));
     sec.append('p').attr('class', 'rl-source').text(t.source(w.source, w.daddr));
-    const table = sec.append('table').attr('class', 'rl-table rl-dv-candidates');
-    table.append('caption').text(t.candidates(w.caption));
-    table
-      .append('thead')
-      .append('tr')
-      .selectAll('th')
-      .data(w.head)
-      .join('th')
-      .attr('scope', 'col')
-      .text((d) => d);
-    table
-      .append('tbody')
-      .selectAll('tr')
-      .data(w.rows)
-      .join('tr')
-      .classed('rl-chosen', (_, r) => w.highlight.includes(r))
-      .attr('aria-current', (_, r) => (w.highlight.includes(r) ? 'true' : null))
-      .selectAll('td')
-      .data((r) => r)
-      .join('td')
-      .text((d) => d);
+    renderTextTable(sec, {
+      caption: t.candidates(w.caption),
+      head: w.head,
+      rows: w.rows,
+      chosen: (r) => w.highlight.includes(r),
+      className: 'rl-table rl-dv-candidates',
+    });
     if (!w.rows.length) sec.append('p').text(t.noCandidate);
   });
   if (v.groupLine) root.append('p').attr('class', 'rl-dv-lookup-group').text(v.groupLine);
   root.append('p').attr('class', 'rl-dv-lookup-reason').text(t.why(v.reason));
-  if (v.refusals.length) {
-    const s = root.append('section').attr('class', 'rl-notes');
-    s.append(`h${level}`).text(t.refused);
-    s.append('ul')
-      .selectAll('li')
-      .data(v.refusals)
-      .join('li')
-      .text((d) => d);
-  }
-  if (v.notes.length) {
-    const s = root.append('section').attr('class', 'rl-notes');
-    s.append(`h${level}`).text(t.caveats);
-    s.append('ul')
-      .selectAll('li')
-      .data(v.notes)
-      .join('li')
-      .text((d) => d);
-  }
+  renderNotes(root, t.refused, level, v.refusals);
+  renderNotes(root, t.caveats, level, v.notes);
 }
