@@ -49,14 +49,14 @@ export interface Trace {
 
 /** Checks a parsed file; returns the trace, or every problem naming its field (`/events/12/sport`). */
 export function checkTrace(value: unknown): { trace: Trace; errors?: undefined } | { errors: string[]; trace?: undefined } {
-  if (validate(value)) {
-    const t = value as unknown as Trace;
+  if (validate<Trace>(value)) {
+    const t = value;
     if (t.events.length > MAX_TRACE_EVENTS) return { errors: [`/events: ${t.events.length} events; the viewer reads at most ${MAX_TRACE_EVENTS}`] };
     return { trace: t };
   }
   const errors = (validate.errors ?? []).slice(0, 20).map((e) => {
     const where = e.instancePath || '(the top level)';
-    const extra = e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty?: string }).additionalProperty)})` : '';
+    const extra = e.keyword === 'additionalProperties' ? ` (${String(e.params.additionalProperty)})` : '';
     return `${where}: ${e.message ?? 'invalid'}${extra}`;
   });
   return { errors };
