@@ -75,8 +75,7 @@ export interface Messages {
 function fieldText(v: unknown): string {
   if (v === null || v === undefined) return '';
   if (typeof v === 'object') {
-    const r = v as { major?: unknown; minor?: unknown };
-    if (typeof r.major === 'number' && typeof r.minor === 'number') return `${r.major}.${r.minor}`;
+    if ('major' in v && 'minor' in v && typeof v.major === 'number' && typeof v.minor === 'number') return `${v.major}.${v.minor}`;
     return JSON.stringify(v);
   }
   // A measured fraction (a percentile rank) reads to one decimal.
@@ -96,14 +95,15 @@ export function placeholders(template: string): string[] {
 export function fill(template: string, fields: object, given: Record<string, string> = {}): string {
   return template.replace(/\{([A-Za-z0-9_]+)\}/g, (whole, name: string) => {
     if (name in given) return given[name]!;
-    if (name in fields) return fieldText((fields as Record<string, unknown>)[name]);
-    return whole;
+    if (!(name in fields)) return whole;
+    const value: unknown = Reflect.get(fields, name);
+    return fieldText(value);
   });
 }
 
 /** The table key of a value of message type `group`: `group.kind` for a tagged value, `group` otherwise. */
 export function keyOf(group: string, value: object): string {
-  const kind = (value as { kind?: unknown }).kind;
+  const kind = 'kind' in value ? value.kind : undefined;
   return typeof kind === 'string' ? `${group}.${kind}` : group;
 }
 

@@ -152,15 +152,15 @@ const RULES: Record<string, (v: string) => boolean> = {
 /** Reads the settings from a URL; each bad value is dropped and named. */
 export function readUrlState(href: string): { state: UrlState; errors: { param: string; value: string }[] } {
   const q = new URL(href).searchParams;
-  const state: Record<string, unknown> = {};
+  const state: UrlState = {};
   const errors: { param: string; value: string }[] = [];
   for (const [k, rule] of Object.entries(RULES)) {
     const v = q.get(k);
     if (v === null) continue;
     if (!rule(v)) errors.push({ param: k, value: v.length > 40 ? `${v.slice(0, 40)}…` : v });
-    else state[k] = k === 'flip' ? v === '1' : v;
+    else Object.assign(state, { [k]: k === 'flip' ? v === '1' : v });
   }
-  return { state: state as UrlState, errors };
+  return { state, errors };
 }
 
 /** The URL with these settings, or undefined when the text is too large for a URL. */
