@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 
 pub mod bench;
 pub mod calibrate;
+pub mod curated;
 pub mod error;
 pub mod exit;
 #[cfg(target_os = "linux")]
@@ -187,4 +188,8 @@ pub enum Command {
     /// Exit status: 0 when written (or checked and equal), 1 when --check
     /// found a difference, 2 when the traces cannot be read.
     Calibrate(calibrate::CalibrateArgs),
+    /// List the curated recordings behind public/traces (the traces, then the benchmarks), one JSON object a line: `kind`, `file`, `shows`, `args` (the agent's arguments that make it). scripts/record-traces.sh records what this lists.
+    ///
+    /// Exit status: 0.
+    Curated,
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use reuseport_agent::exit::finish;
 use reuseport_agent::{
-    bench, calibrate, kernels, predict, record, recover, scenario, verify, Cli, Command,
+    bench, calibrate, curated, kernels, predict, record, recover, scenario, verify, Cli, Command,
 };
 
 fn main() -> ExitCode {
@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         Command::Scenario(args) if args.list => finish(scenario::list(io::stdout().lock())),
         Command::Scenario(args) => finish(scenario::run(&args, io::stdout().lock())),
         Command::Calibrate(args) => finish(calibrate::command(&args, io::stderr())),
+        Command::Curated => finish(curated::run(io::stdout().lock())),
         Command::Recover(args) => {
             let (_signals, stop) = recover::stop_on_signals();
             let out = io::stdout().lock();

@@ -10,13 +10,14 @@
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
 
-use clap::{Args, Parser, ValueEnum};
+use clap::{Args, ValueEnum};
 use reuseport_model::batch::Isa;
 use reuseport_model::recover::Plan;
 use reuseport_model::{Keys, Profile, ReuseportGroup};
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::predict::ProtoArg;
 use crate::record::{self, RecordArgs, RecordError};
 use crate::recover::parallel_search;
 
@@ -62,32 +63,40 @@ impl LayoutName {
         }
     }
 
-    /// `record` arguments for this layout.
-    pub fn record_args(self, count: u64, seed: u64) -> Vec<String> {
-        let base: &[&str] = match self {
-            LayoutName::TcpSpecific => {
-                &["--proto", "tcp", "--listeners", "8", "--bind", "127.0.0.1"]
-            }
-            LayoutName::TcpWildcard => &["--proto", "tcp", "--listeners", "8", "--bind", "0.0.0.0"],
-            LayoutName::Udp => &["--proto", "udp", "--listeners", "8", "--bind", "127.0.0.1"],
-            LayoutName::UdpWildcard => &["--proto", "udp", "--listeners", "8", "--bind", "0.0.0.0"],
-            LayoutName::Closed => &["--proto", "tcp", "--listeners", "8", "--closed", "1,5"],
-            LayoutName::Large => &["--proto", "tcp", "--listeners", "130"],
+    /// The group this layout records, every other option at its default.
+    pub fn group(self) -> RecordArgs {
+        use std::net::Ipv4Addr;
+        let on = |proto, bind: Ipv4Addr| RecordArgs {
+            bind: bind.into(),
+            ..RecordArgs::new(proto, 8)
         };
-        let mut v: Vec<String> = ["record"]
-            .iter()
-            .chain(base)
-            .map(|s| s.to_string())
-            .collect();
-        v.extend([
-            "--clients".into(),
-            "64".into(),
-            "--count".into(),
-            count.to_string(),
-            "--seed".into(),
-            seed.to_string(),
-        ]);
-        v
+        match self {
+            LayoutName::TcpSpecific => on(ProtoArg::Tcp, Ipv4Addr::LOCALHOST),
+            LayoutName::TcpWildcard => on(ProtoArg::Tcp, Ipv4Addr::UNSPECIFIED),
+            LayoutName::Udp => on(ProtoArg::Udp, Ipv4Addr::LOCALHOST),
+            LayoutName::UdpWildcard => on(ProtoArg::Udp, Ipv4Addr::UNSPECIFIED),
+            LayoutName::Closed => RecordArgs {
+                closed: vec![1, 5],
+                ..RecordArgs::new(ProtoArg::Tcp, 8)
+            },
+            LayoutName::Large => RecordArgs::new(ProtoArg::Tcp, 130),
+        }
+    }
+
+    /// `verify`'s recording of this layout: [`Self::group`] driven by 64
+    /// clients, `count` events, pairs drawn from `seed`.
+    pub fn recorded(self, count: u64, seed: u64) -> RecordArgs {
+        RecordArgs {
+            clients: Some(64),
+            count,
+            seed,
+            ..self.group()
+        }
+    }
+
+    /// The same recording as a `record` command line (for a guest kernel).
+    pub fn record_args(self, count: u64, seed: u64) -> Vec<String> {
+        self.recorded(count, seed).argv()
     }
 }
 
@@ -262,19 +271,12 @@ pub struct Report {
     pub exact: bool,
 }
 
-#[derive(Parser)]
-struct RecordOnly {
-    #[command(flatten)]
-    args: RecordArgs,
-}
-
-/// How `verify` records `name`: its record arguments, and for a wildcard
-/// group, which would listen on every address of the host, a private
-/// network namespace (record --netns, only lo) when `root` can make one.
+/// How `verify` records `name`: [`LayoutName::recorded`], and for a
+/// wildcard group, which would listen on every address of the host, a
+/// private network namespace (record --netns, only lo) when `root` can make
+/// one.
 pub fn recording(name: LayoutName, count: u64, seed: u64, root: bool) -> RecordArgs {
-    let mut rec = RecordOnly::try_parse_from(name.record_args(count, seed))
-        .expect("verify's own record arguments parse")
-        .args;
+    let mut rec = name.recorded(count, seed);
     rec.netns = root && rec.bind.is_unspecified();
     rec
 }
@@ -570,4 +572,45 @@ pub fn run(
         )?;
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use clap::Parser;
+
+    /// The layouts the help text names, built in code, are the recordings
+    /// these command lines ask for (the table `verify` had as argv).
+    #[test]
+    fn each_layout_records_the_group_its_help_describes() {
+        #[derive(Parser)]
+        struct Only {
+            #[command(flatten)]
+            args: RecordArgs,
+        }
+        for (name, group) in [
+            (
+                LayoutName::TcpSpecific,
+                "--proto tcp --listeners 8 --bind 127.0.0.1",
+            ),
+            (
+                LayoutName::TcpWildcard,
+                "--proto tcp --listeners 8 --bind 0.0.0.0",
+            ),
+            (
+                LayoutName::Udp,
+                "--proto udp --listeners 8 --bind 127.0.0.1",
+            ),
+            (
+                LayoutName::UdpWildcard,
+                "--proto udp --listeners 8 --bind 0.0.0.0",
+            ),
+            (LayoutName::Closed, "--proto tcp --listeners 8 --closed 1,5"),
+            (LayoutName::Large, "--proto tcp --listeners 130"),
+        ] {
+            let line = format!("record {group} --clients 64 --count 300 --seed 11");
+            let typed = Only::try_parse_from(line.split(' ')).unwrap().args;
+            assert_eq!(name.recorded(300, 11), typed, "{}", name.name());
+        }
+    }
 }
