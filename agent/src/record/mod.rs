@@ -326,30 +326,13 @@ fn model_slots(
     }
 }
 
-/// The date and time of `t` in UTC, RFC 3339 with seconds (`…Z`).
+/// The date and time of `t` in UTC, RFC 3339 with whole seconds (`…Z`);
+/// a time before 1970 (a clock set wrong) reads as 1970-01-01T00:00:00Z.
 pub fn rfc3339(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Days to civil date (H. Hinnant, "chrono-Compatible Low-Level Date
-    // Algorithms").
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    jiff::Timestamp::from_second(i64::try_from(secs).unwrap_or(i64::MAX))
+        .unwrap_or(jiff::Timestamp::MAX)
+        .to_string()
 }
 
 /// What a finished run reports besides the trace.
