@@ -10,28 +10,37 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { chromium } from '@playwright/test';
-import { CHROMIUM_ARGS, freePort, waitFor } from './bench-util.mjs';
+import { CHROMIUM_ARGS, freePort, numberOption, waitFor } from './bench-util.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const argv = process.argv.slice(2);
-const arg = (name) => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
-const opt = (name, dflt) => (arg(name) === undefined ? dflt : Number(arg(name)));
-const seconds = opt('seconds', 5);
-const listeners = opt('listeners', 64);
-const inflight = opt('inflight', 2000);
-const only = arg('only');
-const dist = resolve(root, arg('dist') ?? 'dist');
+const { values: opts } = parseArgs({
+  options: {
+    'no-build': { type: 'boolean' },
+    dist: { type: 'string', default: 'dist' },
+    seconds: { type: 'string', default: '5' },
+    listeners: { type: 'string', default: '64' },
+    inflight: { type: 'string', default: '2000' },
+    only: { type: 'string' },
+  },
+});
+const seconds = numberOption(opts, 'seconds', 600);
+const listeners = numberOption(opts, 'listeners', 100_000);
+const inflight = numberOption(opts, 'inflight', 1_000_000);
+const only = opts.only;
+if (only !== undefined && only !== 'inflight' && only !== 'max') {
+  console.error(`--only: \`${only}\` is not inflight or max`);
+  process.exit(2);
+}
+const dist = resolve(root, opts.dist);
 const SYN_TRAVEL = 1.6; // simulated seconds, src/scene/dispatch/sim.ts TRAVEL.SYN
 const rate = Math.round(inflight / SYN_TRAVEL);
 
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 const fmt = (x) => x.toFixed(2).padStart(7);
 
-if (!argv.includes('--no-build')) execFileSync('npx', ['astro', 'build', '--silent', '--outDir', dist], { cwd: root, stdio: 'inherit' });
+if (!opts['no-build']) execFileSync('npx', ['astro', 'build', '--silent', '--outDir', dist], { cwd: root, stdio: 'inherit' });
 const port = await freePort();
 const server = spawn('npx', ['astro', 'preview', '--host', '127.0.0.1', '--port', String(port), '--outDir', dist], {
   cwd: root,

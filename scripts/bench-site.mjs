@@ -9,18 +9,17 @@ import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { chromium } from '@playwright/test';
-import { CHROMIUM_ARGS, servePreview } from './bench-util.mjs';
+import { CHROMIUM_ARGS, numberOption, servePreview } from './bench-util.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const argv = process.argv.slice(2);
-const arg = (name, d) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? Number(argv[i + 1]) : d;
-};
-const events = arg('--events', 300_000);
-if (!argv.includes('--no-build')) execFileSync('npx', ['astro', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
+const { values: opts } = parseArgs({
+  options: { 'no-build': { type: 'boolean' }, events: { type: 'string', default: '300000' } },
+});
+const events = numberOption(opts, 'events', 10_000_000);
+if (!opts['no-build']) execFileSync('npx', ['astro', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
 
 function walk(dir) {
   let files = [];

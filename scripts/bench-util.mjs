@@ -55,3 +55,16 @@ export const CHROMIUM_ARGS = [
   '--disable-sync',
   '--no-first-run',
 ];
+
+/**
+ * The number given to `--NAME` (a `parseArgs` string value), refused with a
+ * message naming the option unless it is a number above 0 and at most `max`.
+ */
+export function numberOption(values, name, max) {
+  const v = Number(values[name]);
+  if (!Number.isFinite(v) || v <= 0 || v > max) {
+    console.error(`--${name}: \`${values[name]}\` is not a number above 0 and at most ${max}`);
+    process.exit(2);
+  }
+  return v;
+}

@@ -5,11 +5,17 @@
 // naming each broken link and the page it is on.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
 import { LinkChecker } from 'linkinator';
 
 // Usage: node scripts/check-links.mjs [ROOT] [BASE]: the site built with base BASE (default "/") lies in ROOT/BASE.
-const dist = process.argv[2] ?? 'dist';
-const base = (process.argv[3] ?? '/').replace(/\/?$/, '/');
+const { positionals } = parseArgs({ allowPositionals: true });
+if (positionals.length > 2) {
+  console.error('usage: node scripts/check-links.mjs [ROOT] [BASE]');
+  process.exit(2);
+}
+const dist = positionals[0] ?? 'dist';
+const base = (positionals[1] ?? '/').replace(/\/?$/, '/');
 const problems = [];
 
 const checker = new LinkChecker();

@@ -6,9 +6,11 @@
 // Usage: node scripts/test-summary.mjs DIR
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 
-const dir = process.argv[2];
-if (!dir) {
+const { positionals } = parseArgs({ allowPositionals: true });
+const dir = positionals[0];
+if (!dir || positionals.length > 1) {
   console.error('usage: node scripts/test-summary.mjs DIR');
   process.exit(2);
 }

@@ -22,17 +22,16 @@ if (!values.list) {
 }
 const path = values.manifest;
 const dir = dirname(path);
-const listed = readFileSync(values.list, 'utf8')
-  .split('\n')
-  .filter((l) => l.trim())
-  .map((l, i) => {
-    try {
-      return JSON.parse(l);
-    } catch (e) {
-      console.error(`trace-manifest: ${values.list} line ${i + 1} is not JSON: ${e.message}`);
-      process.exit(2);
-    }
-  });
+const listed = [];
+for (const [i, l] of readFileSync(values.list, 'utf8').split('\n').entries()) {
+  if (!l.trim()) continue;
+  try {
+    listed.push(JSON.parse(l));
+  } catch (e) {
+    console.error(`trace-manifest: ${values.list} line ${i + 1} is not JSON: ${e.message}`);
+    process.exit(2);
+  }
+}
 const old = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : { traces: [] };
 
 /** The manifest entry of one listed recording, read from its file. */
