@@ -1,3 +1,4 @@
+// Over 800 lines on purpose: one suite per subcommand, in sections by independent source.
 //! `reuseport-agent predict` end to end, checked against facts found
 //! independently of this code: the reference vectors of kernel-history.md
 //! §1.5, the IPv4 hash vectors in tests/fixtures/vectors/ipv4-hash.jsonl,

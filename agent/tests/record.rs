@@ -1,3 +1,4 @@
+// Over 800 lines on purpose: one suite per subcommand, sharing one lock, the ports and the root checks.
 //! `reuseport-agent record` on the running kernel, over loopback: every
 //! trace must validate against the schema, and the listeners it names must
 //! follow the kernel's documented structure (kernel-history.md §3, §6.2,

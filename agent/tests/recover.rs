@@ -1,3 +1,4 @@
+// Over 800 lines on purpose: one suite per subcommand, sharing the oracle (`predict`) and the key windows.
 //! `reuseport-agent recover` end to end. The observations are made by
 //! `reuseport-agent predict` (the oracle: which listener a kernel with a
 //! given key picks), written as lines or as trace files, and `recover` must
