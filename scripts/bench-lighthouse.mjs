@@ -1,21 +1,26 @@
 #!/usr/bin/env node
 // Lighthouse performance and accessibility scores of the main pages, measured
-// with the system Chromium against the built site served by `astro preview`
-// (which does not compress: the "text compression" audit is the host's job).
+// with the system Chromium against the built site served with gzip, as a
+// production host serves it (`--no-compress`: uncompressed, as `astro preview`).
 // Prints numbers; never fails on them. Lighthouse 12 (the last for Node 20)
 // is fetched by npx on first use, not installed with the project (185 MB).
-// Usage: node scripts/bench-lighthouse.mjs [--no-build] [--dist DIR] [--runs N] [paths…]
+// Usage: node scripts/bench-lighthouse.mjs [--no-build] [--no-compress] [--dist DIR] [--runs N] [paths…]
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { servePreview } from './bench-util.mjs';
+import { serveCompressed, servePreview } from './bench-util.mjs';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { 'no-build': { type: 'boolean', default: false }, dist: { type: 'string', default: 'dist' }, runs: { type: 'string', default: '1' } },
+  options: {
+    'no-build': { type: 'boolean', default: false },
+    'no-compress': { type: 'boolean', default: false },
+    dist: { type: 'string', default: 'dist' },
+    runs: { type: 'string', default: '1' },
+  },
 });
 const root = fileURLToPath(new URL('..', import.meta.url));
 const paths = positionals.length
@@ -24,7 +29,7 @@ const paths = positionals.length
 const runs = Math.max(1, Math.min(5, Number(values.runs) || 1));
 if (!values['no-build']) execFileSync('npx', ['astro', 'build', '--silent', '--outDir', values.dist], { cwd: root, stdio: 'inherit' });
 
-const { base, stop } = await servePreview(root, '/', values.dist);
+const { base, stop } = values['no-compress'] ? await servePreview(root, '/', values.dist) : await serveCompressed(resolve(root, values.dist));
 const dir = mkdtempSync(join(tmpdir(), 'rl-lh-'));
 try {
   for (const path of paths) {

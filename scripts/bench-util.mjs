@@ -68,3 +68,27 @@ export function numberOption(values, name, max) {
   }
   return v;
 }
+
+/**
+ * Serves a built site with gzip, as a production host would (`astro preview`
+ * sends everything uncompressed, which Lighthouse then charges to the page):
+ * `scripts/serve-gzip.mjs` in its own process, so a benchmark that blocks on a
+ * child (execFileSync) does not block the server. Returns `{ base, stop }`.
+ */
+export async function serveCompressed(dir) {
+  const port = await freePort();
+  const server = spawn(process.execPath, [new URL('./serve-gzip.mjs', import.meta.url).pathname, dir, String(port)], { stdio: 'ignore', detached: true });
+  const base = `http://127.0.0.1:${port}`;
+  const stop = () => {
+    try {
+      process.kill(-server.pid);
+    } catch {}
+  };
+  try {
+    await waitFor(`${base}/`, 30_000);
+  } catch (e) {
+    stop();
+    throw e;
+  }
+  return { base, stop };
+}

@@ -13,6 +13,7 @@ import { select } from 'd3';
 import { FrameClock } from '../clock';
 import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
 import { loadModel, NO_LISTENER, profiles, type Program, type Proto } from '../model/index';
+import { yieldToMain } from './dom';
 import { pageLang } from './site';
 import { renderExplain } from '../render/explain-card';
 import type { Marker } from '../render/dispatch/overlay';
@@ -74,10 +75,14 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   };
   let speed = options.speed ?? 1;
   const sim = new DispatchSim(opts, options.logMax ?? 20000);
+  // The first build is split into tasks (the group here; the elements; the scene; the panels), so none blocks input for long.
+  await yieldToMain();
 
   const root = select(el)
     .append('div')
-    .attr('class', options.compact ? 'rl-dv rl-dv-compact' : 'rl-dv');
+    .attr('class', options.compact ? 'rl-dv rl-dv-compact' : 'rl-dv')
+    // Hidden while it builds over several tasks: a paint between them would show the scene growing, a layout shift.
+    .style('visibility', 'hidden');
   const cleanups: (() => void)[] = [];
   const on: On = (node, type, fn) => {
     node.addEventListener(type, fn as EventListener);
@@ -645,6 +650,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     }
   });
 
+  await yieldToMain();
   const io =
     typeof IntersectionObserver === 'function'
       ? new IntersectionObserver((entries) => {
@@ -671,11 +677,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   refreshStructure();
   overlay.marker(markerFor(), s.box);
   tour.placeSpot();
-  drawTable(true);
-  drawSide();
-  describe();
-  clock.start();
+  // Playing or paused sets the sentence above the scene (and fills the event list), before the scene shows.
   setPlaying(!reduced && (options.autoplay ?? true));
+  await yieldToMain();
+  drawSide();
+  root.style('visibility', null);
+  clock.start();
   // "Embed this" writes the group as it is set now (the program and a client list have no attribute).
   provideSettings(el, () => {
     const o = sim.opts;

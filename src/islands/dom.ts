@@ -69,3 +69,15 @@ export function runStatus(root: HTMLElement): { status: HTMLParagraphElement; ba
   error.hidden = true;
   return { status, bar, error };
 }
+
+/**
+ * Lets the browser handle input and paint before the caller goes on: a widget's
+ * first build yields between its steps, so no single task holds the main thread
+ * long (Lighthouse counts every task over 50 ms as blocking). Uses
+ * `scheduler.yield()` where the browser has it, a zero-delay timer elsewhere.
+ */
+export function yieldToMain(): Promise<void> {
+  const s = (globalThis as { scheduler?: { yield?: () => Promise<void> } }).scheduler;
+  if (typeof s?.yield === 'function') return s.yield();
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}

@@ -106,7 +106,9 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
   fileWrap.append('span').text(`${t.orDrop}: `);
   const fileInput = fileWrap.append('input').attr('type', 'file').attr('accept', '.json,application/json');
   const status = root.append('p').attr('class', 'rl-tv-status').attr('role', 'status').attr('aria-live', 'polite');
-  const progress = root.append('div').attr('class', 'rl-tv-progress').attr('hidden', '');
+  // Idle, the progress row is invisible but keeps its height: shown and hidden around each prediction,
+  // it moved the whole report down and up (a layout shift).
+  const progress = root.append('div').attr('class', 'rl-tv-progress rl-tv-idle');
   const bar = progress.append('progress').attr('max', 1).attr('value', 0);
   const cancelBtn = progress.append('button').attr('type', 'button').text(t.cancel);
   const errors = root.append('div').attr('class', 'rl-errors').attr('role', 'alert');
@@ -249,7 +251,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     current = { trace: tr, key, keyFrom, name };
     from = 0;
     draw();
-    progress.attr('hidden', null);
+    progress.classed('rl-tv-idle', false);
     try {
       const pred = await predictTrace(tr, {
         key,
@@ -268,7 +270,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
       if (err instanceof DOMException && err.name === 'AbortError') status.text(t.cancelled);
       else errors.text(err instanceof Error ? err.message : String(err));
     } finally {
-      if (abort === ctl) progress.attr('hidden', '');
+      if (abort === ctl) progress.classed('rl-tv-idle', true);
     }
   }
 
@@ -354,7 +356,9 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
   const wanted = options.trace ?? new URLSearchParams(location.search).get('trace') ?? traces[0]?.file;
   if (wanted) {
     sel.property('value', wanted);
-    void openCurated(wanted);
+    // Mounted once the first trace is shown: the "Embed this" panel, added under the widget when it has mounted,
+    // then comes below the report instead of being pushed down the screen by it (a layout shift).
+    await openCurated(wanted);
   }
 
   return () => {

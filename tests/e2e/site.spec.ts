@@ -199,3 +199,39 @@ test('a benchmark file opens in the viewer with each worker’s accepts from the
   await expect(page.locator('reuseport-traces')).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
   for (const m of bench.modes) await expect(page.locator('reuseport-traces tbody tr', { hasText: m.mode })).toContainText(m.per_worker.join(', '));
 });
+
+// Layout shift while a page with a widget near the top loads (the measure Lighthouse calls CLS): the widget
+// holds its place before it mounts, builds hidden, and sets its sentence before its scene shows.
+for (const viewport of [
+  { width: 1440, height: 900 },
+  { width: 390, height: 844 },
+]) {
+  test(`pages whose widget is on the first screen do not shift while it loads (${viewport.width}×${viewport.height})`, async ({ browser }) => {
+    const page = await browser.newPage({ viewport });
+    await page.addInitScript(() => {
+      const w = window as unknown as { __shift: number };
+      w.__shift = 0;
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries() as unknown as { value: number; hadRecentInput: boolean }[]) if (!e.hadRecentInput) w.__shift += e.value;
+      }).observe({ type: 'layout-shift', buffered: true });
+    });
+    const shifts: string[] = [];
+    for (const [path, tag] of [
+      ['', 'reuseport-dispatch'],
+      ['dispatch/', 'reuseport-dispatch'],
+      ['traces/', 'reuseport-traces'],
+      ['zh-cn/traces/', 'reuseport-traces'],
+      ['embed/dispatch/', 'reuseport-dispatch'],
+    ] as const) {
+      await page.goto(`./${path}`);
+      await expect(page.locator(tag).first(), `${path}: ${tag} mounted`).toHaveAttribute('data-mounted', '', { timeout: 20_000 });
+      if (tag === 'reuseport-traces') await expect(page.locator(tag).first()).toHaveAttribute('data-state', 'ready', { timeout: 20_000 });
+      // What follows the mount (the first frames, the trace list filling in) has had its frames.
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 300)))));
+      const cls = await page.evaluate(() => (window as unknown as { __shift: number }).__shift);
+      if (cls > 0.02) shifts.push(`${path || '/'}: ${cls.toFixed(3)}`);
+    }
+    expect(shifts, 'cumulative layout shift above 0.02').toEqual([]);
+    await page.close();
+  });
+}
