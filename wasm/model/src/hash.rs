@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::jhash::{final_c, jhash2, jhash_3words, mix, JhashForm};
 use crate::message::{JhashRole, KernelSource, LaddrReason};
-use crate::profile::{Profile, Release, V4Form, V6Form};
+use crate::profile::{Profile, V4Form, V6Form};
 use crate::tuple::{port_raw, v4_word, v6_words, Proto};
 
 /// The per-boot values the kernel keys the hash with, as opaque 32-bit
@@ -235,18 +235,18 @@ fn call(function: &str, role: JhashRole, words: &[u32], initval: u32, result: u3
 /// The kernel function and file that compute the hash for this protocol and
 /// family in this profile.
 fn function_and_source(p: &Profile, proto: Proto, v6: bool) -> (&'static str, &'static str) {
-    let before_313 = p.release < Release::new(3, 13);
+    let shared_inline = !p.per_proto_ehashfn;
     match (proto, v6) {
-        (Proto::Tcp, false) if before_313 => ("inet_ehashfn", "include/net/inet_sock.h"),
+        (Proto::Tcp, false) if shared_inline => ("inet_ehashfn", "include/net/inet_sock.h"),
         (Proto::Tcp, false) => ("inet_ehashfn", "net/ipv4/inet_hashtables.c"),
-        (Proto::Udp, false) if before_313 => (
+        (Proto::Udp, false) if shared_inline => (
             "inet_ehashfn (called from net/ipv4/udp.c with htons(sport))",
             "include/net/inet_sock.h",
         ),
         (Proto::Udp, false) => ("udp_ehashfn", "net/ipv4/udp.c"),
-        (Proto::Tcp, true) if before_313 => ("inet6_ehashfn", "include/net/inet6_hashtables.h"),
+        (Proto::Tcp, true) if shared_inline => ("inet6_ehashfn", "include/net/inet6_hashtables.h"),
         (Proto::Tcp, true) => ("inet6_ehashfn", "net/ipv6/inet6_hashtables.c"),
-        (Proto::Udp, true) if before_313 => (
+        (Proto::Udp, true) if shared_inline => (
             "inet6_ehashfn (called from net/ipv6/udp.c)",
             "include/net/inet6_hashtables.h",
         ),

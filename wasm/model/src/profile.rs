@@ -1,9 +1,14 @@
 //! Kernel eras as data.
 //!
-//! A [`Profile`] says, for one kernel series, which hash form each protocol and
-//! family uses, how a reuseport group picks a member, and which group features
-//! exist. Every field names the kernel file and the release that fixes it; the
-//! era table is `shared/reference/kernel-history.md` §9 and §11.
+//! A [`Profile`] says, for one kernel series, everything the model lets an
+//! era decide: which hash form each protocol and family uses, how a reuseport
+//! group picks a member, which group and program features exist, the lookup
+//! and bind rules ([`LookupRules`]), and the notes a reader should see. Every
+//! field names the kernel file and the release that fixes it; the era table is
+//! `shared/reference/kernel-history.md` §9 and §11, and [`PROFILES`] writes
+//! it as rows, each the row before it with what changed. No code outside the
+//! table compares release numbers. `tests/eras.rs` prints the table as
+//! Markdown and pins it to `tests/eras.md`.
 //!
 //! A profile describes the newest stable release of its series as read in the
 //! reference trees (for example 6.1 is Debian's 6.1.192), so it includes the
@@ -13,7 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ProfileError;
 use crate::jhash::JhashForm;
+use crate::lookup::rules::{LookupRules, ScanRule, ScoreRule, TcpTables, UdpTables};
 use crate::message::Note;
+use crate::tuple::Proto;
 
 /// A kernel release, major and minor (`6.18`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -137,7 +144,12 @@ pub enum WildcardLaddr {
     Zero,
 }
 
-/// The rules of one kernel series, as data.
+/// The rules of one kernel series, as data: everything an era decides.
+///
+/// The table below ([`PROFILES`]) writes each row as a difference from the
+/// row before it, so a stable backport is one changed field. No code outside
+/// the table compares release numbers: what a profile does follows from its
+/// fields alone (`tests/eras.rs` checks this with made-up rows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
@@ -148,42 +160,73 @@ pub struct Profile {
     pub basis: &'static str,
     /// `jhash_3words` body (`include/linux/jhash.h`): old up to 4.0, new from 4.1.
     pub jhash: JhashForm,
-    /// IPv4 TCP hash (`net/ipv4/inet_hashtables.c` `inet_ehashfn`).
+    /// Each protocol hashes with its own function and secret in its own
+    /// file (`inet_ehashfn` in `net/ipv4/inet_hashtables.c`, `udp_ehashfn`
+    /// in `net/ipv4/udp.c`, and the IPv6 pair; 3.13, 65cd8033ff37). Before,
+    /// TCP and UDP both called the inline `inet_ehashfn` of
+    /// `include/net/inet_sock.h` and `inet6_ehashfn` of
+    /// `include/net/inet6_hashtables.h` (3.9 – 3.12).
+    pub per_proto_ehashfn: bool,
+    /// IPv4 TCP hash (`net/ipv4/inet_hashtables.c` `inet_ehashfn`; lport
+    /// outside the hash from 6.15).
     pub tcp4: V4Form,
     /// IPv4 UDP hash (`net/ipv4/udp.c` `udp_ehashfn`; `inet_ehashfn` before 3.13).
     pub udp4: V4Form,
-    /// IPv6 TCP hash (`net/ipv6/inet6_hashtables.c` `inet6_ehashfn`).
+    /// IPv6 TCP hash (`net/ipv6/inet6_hashtables.c` `inet6_ehashfn`; jhash2
+    /// of the foreign address from 6.5, lport outside from 6.15).
     pub tcp6: V6Form,
-    /// IPv6 UDP hash (`net/ipv6/udp.c` `udp6_ehashfn`).
+    /// IPv6 UDP hash (`net/ipv6/udp.c` `udp6_ehashfn`; jhash2 from 6.5).
     pub udp6: V6Form,
     /// Before 6.5 `udp6_ehashfn` keyed its outer jhash with the inner secret
-    /// plus `net_hash_mix` ("udp6: fix udp6_ehashfn() typo", 2023), so the two
-    /// IPv6 UDP values are not independent.
+    /// plus `net_hash_mix` ("udp6: fix udp6_ehashfn() typo", 2023,
+    /// `net/ipv6/udp.c`), so the two IPv6 UDP values are not independent.
     pub udp6_outer_is_inner_plus_mix: bool,
-    /// How a TCP group picks (reservoir up to 4.5, group from 4.6).
+    /// How a TCP group picks: reservoir up to 4.5, group from 4.6
+    /// (`net/ipv4/inet_hashtables.c`, `net/core/sock_reuseport.c`).
     pub tcp_selection: Selection,
-    /// How a UDP group picks (reservoir up to 4.4, group from 4.5).
+    /// How a UDP group picks: reservoir up to 4.4, group from 4.5
+    /// (`net/ipv4/udp.c`, `net/core/sock_reuseport.c`).
     pub udp_selection: Selection,
-    /// The group's select-by-hash rule (`net/core/sock_reuseport.c`).
+    /// The group's select-by-hash rule (`net/core/sock_reuseport.c`: plain
+    /// 4.5, skip connected 5.4, CPU ring 6.2).
     pub group_scan: GroupScan,
-    /// Local address hashed for a TCP wildcard group.
+    /// Local address hashed for a TCP wildcard group (the destination until
+    /// 4.20, zero from 5.0; `net/ipv4/inet_hashtables.c`).
     pub tcp_wildcard_laddr: WildcardLaddr,
-    /// Local address hashed for a UDP wildcard group.
+    /// Local address hashed for a UDP wildcard group (`net/ipv4/udp.c`
+    /// `__udp4_lib_lookup`: zero on the hash2 path until 4.6, the
+    /// destination until 4.20, zero from 5.0).
     pub udp_wildcard_laddr: WildcardLaddr,
-    /// `setsockopt(SO_INCOMING_CPU)` exists (commit 70da268b569d, 4.4).
+    /// `setsockopt(SO_INCOMING_CPU)` exists (commit 70da268b569d, 4.4,
+    /// `net/core/sock.c`).
     pub incoming_cpu_writable: bool,
-    /// `compute_score` adds 1 when `sk_incoming_cpu` equals the receiving CPU
-    /// (4.4 on; only changes the pick in the reservoir era).
-    pub incoming_cpu_score: bool,
     /// Shut-down listeners may stay in the group's closed tail for request
-    /// migration (`net.ipv4.tcp_migrate_req`, 5.14, commit f9ac779f881c).
+    /// migration (`net.ipv4.tcp_migrate_req`, 5.14, commit f9ac779f881c,
+    /// `net/core/sock_reuseport.c`).
     pub closed_tail: bool,
     /// What an out-of-range index from a socket-filter program does
-    /// (SO_ATTACH_REUSEPORT_CBPF/EBPF; `net/core/sock_reuseport.c`).
+    /// (SO_ATTACH_REUSEPORT_CBPF/EBPF; `net/core/sock_reuseport.c`; the
+    /// hash fallback from 4.16).
     pub bpf_invalid_index: BpfFallback,
     /// `BPF_PROG_TYPE_SK_REUSEPORT` programs exist (4.19, Martin KaFai Lau's
     /// series; `net/core/filter.c` `bpf_run_sk_reuseport`).
     pub sk_reuseport_prog: bool,
+    /// `SO_DETACH_REUSEPORT_BPF` exists ("bpf: net: Add
+    /// SO_DETACH_REUSEPORT_BPF", 5.3; `include/uapi/asm-generic/socket.h`,
+    /// `net/core/sock.c`).
+    pub bpf_detach: bool,
+    /// `epoll_ctl` accepts `EPOLLEXCLUSIVE` ("epoll: add EPOLLEXCLUSIVE
+    /// flag", 4.5, `fs/eventpoll.c`): not a reuseport rule, but what the
+    /// accept-model simulator needs of a kernel.
+    pub epoll_exclusive: bool,
+    /// The lookup and bind rules (`net/ipv4/inet_hashtables.c`,
+    /// `net/ipv4/udp.c`, `net/ipv4/inet_connection_sock.c`); each field
+    /// names its release.
+    pub lookup: LookupRules,
+    /// What a reader should know beside a result of this profile: the
+    /// stable backports it carries and how sure its row is. Read through
+    /// [`Profile::notes`].
+    pub notes: &'static [EraNote],
 }
 
 /// What the kernel does when a group's socket-filter program returns an
@@ -199,6 +242,40 @@ pub enum BpfFallback {
     Hash,
 }
 
+/// A caveat carried by a row of the table; [`Profile::notes`] turns it into
+/// a [`Note`] naming the profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum EraNote {
+    /// See [`Note::LateStableIpv6Hash`].
+    LateStableIpv6Hash,
+    /// See [`Note::StableIncomingCpuRing`].
+    StableIncomingCpuRing,
+    /// See [`Note::MainlineIpv6Hash`].
+    MainlineIpv6Hash,
+    /// See [`Note::OlderLookupNewPrograms`].
+    OlderLookupNewPrograms,
+    /// See [`Note::InferredFromNeighbours`].
+    InferredFromNeighbours,
+    /// See [`Note::SinglePassFirstSeen`].
+    SinglePassFirstSeen,
+}
+
+impl EraNote {
+    /// The note, naming the profile it is read for.
+    pub fn note(self, release: Release) -> Note {
+        match self {
+            EraNote::LateStableIpv6Hash => Note::LateStableIpv6Hash { release },
+            EraNote::StableIncomingCpuRing => Note::StableIncomingCpuRing { release },
+            EraNote::MainlineIpv6Hash => Note::MainlineIpv6Hash { release },
+            EraNote::OlderLookupNewPrograms => Note::OlderLookupNewPrograms { release },
+            EraNote::InferredFromNeighbours => Note::InferredFromNeighbours { release },
+            EraNote::SinglePassFirstSeen => Note::SinglePassFirstSeen { release },
+        }
+    }
+}
+
 /// The listener table size in the reservoir era and the group's first
 /// `socks[]` size (`INIT_SOCKS`, `net/core/sock_reuseport.c`).
 pub const INIT_SOCKS: u32 = 128;
@@ -209,97 +286,326 @@ pub const MAX_SOCKS: u32 = 32768;
 /// sockets (`net/ipv4/udp.c` 3.9 – 4.20).
 pub const UDP_HASH2_THRESHOLD: u32 = 10;
 
-const fn r(major: u16, minor: u16) -> Release {
+/// Shorthand for a release in the table.
+pub const fn r(major: u16, minor: u16) -> Release {
     Release::new(major, minor)
 }
 
-/// Shorthands so the table below reads as a table.
+// The era table. Each row is the row before it with what changed; the
+// thresholds are the mainline releases of kernel-history.md §9 and §11, and a
+// row read from a late stable tree also carries that tree's backports (its
+// `notes` say which). Shorthands keep the rows short.
 use GroupScan::{Plain, SkipConnected, SkipConnectedPreferCpu};
 use JhashForm::{New, Old};
+use ScanRule::{GroupThenFirst, GroupThenReservoir};
+use ScoreRule::{Exact, ExactPreferDevice};
 use Selection::{Group as Grp, Reservoir as Res};
 use V4Form::{Classic, ClassicNumericFport, LportPlus};
 use V6Form::{ClassicJhash2, ClassicXorFold, LportPlusJhash2, SinglePass};
 use WildcardLaddr::{Daddr, Zero, ZeroAboveTen};
 
-macro_rules! profile {
-    ($rel:expr, $basis:expr, $jh:expr, $t4:expr, $u4:expr, $t6:expr, $u6:expr, $u6typo:expr,
-     $tsel:expr, $usel:expr, $scan:expr, $twl:expr, $uwl:expr, $cpuw:expr, $cpus:expr, $closed:expr) => {
-        Profile {
-            release: $rel,
-            basis: $basis,
-            jhash: $jh,
-            tcp4: $t4,
-            udp4: $u4,
-            tcp6: $t6,
-            udp6: $u6,
-            udp6_outer_is_inner_plus_mix: $u6typo,
-            tcp_selection: $tsel,
-            udp_selection: $usel,
-            group_scan: $scan,
-            tcp_wildcard_laddr: $twl,
-            udp_wildcard_laddr: $uwl,
-            incoming_cpu_writable: $cpuw,
-            incoming_cpu_score: $cpus,
-            closed_tail: $closed,
-            // The two BPF rules are thresholds on the release: 4.16 and 4.19.
-            bpf_invalid_index: if $rel.major > 4 || ($rel.major == 4 && $rel.minor >= 16) {
-                BpfFallback::Hash
-            } else {
-                BpfFallback::Reservoir
-            },
-            sk_reuseport_prog: $rel.major > 4 || ($rel.major == 4 && $rel.minor >= 19),
-        }
-    };
-}
+/// 3.9: SO_REUSEPORT for TCP and UDP (da5e36308d9f and related), reservoir
+/// selection, one shared hash secret, the IPv4 UDP `htons` port swap.
+pub const P3_9: Profile = Profile {
+    release: r(3, 9),
+    basis: "3.9.6",
+    jhash: Old,
+    per_proto_ehashfn: false,
+    tcp4: Classic,
+    udp4: ClassicNumericFport,
+    tcp6: ClassicXorFold,
+    udp6: ClassicXorFold,
+    udp6_outer_is_inner_plus_mix: false,
+    tcp_selection: Res,
+    udp_selection: Res,
+    group_scan: Plain,
+    tcp_wildcard_laddr: Daddr,
+    udp_wildcard_laddr: ZeroAboveTen,
+    incoming_cpu_writable: false,
+    closed_tail: false,
+    bpf_invalid_index: BpfFallback::Reservoir,
+    sk_reuseport_prog: false,
+    bpf_detach: false,
+    epoll_exclusive: false,
+    lookup: LookupRules {
+        tcp_tables: TcpTables::PortList,
+        udp_tables: UdpTables::PortSlotOrHash2,
+        tcp_scan: ScanRule::Reservoir,
+        udp_scan: ScanRule::Reservoir,
+        score: ScoreRule::Classic,
+        v6_reuseport_tail: false,
+        cpu_bonus: false,
+        udp_has_conns: false,
+        udp_rescore: false,
+        sk_lookup: false,
+        bind_needs_no_group: false,
+        tcp_fast_strict: false,
+        tcp_fast_sk_wildcard: true,
+        udp_first_overlap_decides: false,
+    },
+    notes: &[],
+};
 
-/// Every profile, oldest first. Columns: release, basis, jhash, tcp4, udp4,
-/// tcp6, udp6, udp6 typo, tcp selection, udp selection, group scan, tcp
-/// wildcard laddr, udp wildcard laddr, SO_INCOMING_CPU writable, CPU score,
-/// closed tail.
-#[rustfmt::skip]
+/// 3.13: per-protocol hash functions and secrets; `udp_ehashfn`; the
+/// `htons` swap gone (read in 3.14.1).
+pub const P3_13: Profile = Profile {
+    release: r(3, 13),
+    basis: "3.14.1",
+    per_proto_ehashfn: true,
+    udp4: Classic,
+    udp6_outer_is_inner_plus_mix: true,
+    ..P3_9
+};
+
+/// 4.1: the new `jhash_3words` body.
+pub const P4_1: Profile = Profile {
+    release: r(4, 1),
+    basis: "4.1.3",
+    jhash: New,
+    ..P3_13
+};
+
+/// 4.4: SO_INCOMING_CPU writable, +1 in `compute_score`.
+pub const P4_4: Profile = Profile {
+    release: r(4, 4),
+    basis: "Ubuntu 4.4.0-210 (4.4.262)",
+    incoming_cpu_writable: true,
+    lookup: LookupRules {
+        cpu_bonus: true,
+        ..P4_1.lookup
+    },
+    ..P4_1
+};
+
+/// 4.5: UDP groups and socket-filter programs; `EPOLLEXCLUSIVE`.
+pub const P4_5: Profile = Profile {
+    release: r(4, 5),
+    basis: "inferred from 4.4 and 4.6 and the 4.5 commits",
+    udp_selection: Grp,
+    epoll_exclusive: true,
+    lookup: LookupRules {
+        udp_scan: GroupThenReservoir,
+        udp_first_overlap_decides: true,
+        ..P4_4.lookup
+    },
+    notes: &[EraNote::InferredFromNeighbours],
+    ..P4_4
+};
+
+/// 4.6: TCP groups; IPv6 reuseport sockets at the tail.
+pub const P4_6: Profile = Profile {
+    release: r(4, 6),
+    basis: "4.6.2",
+    tcp_selection: Grp,
+    lookup: LookupRules {
+        tcp_scan: GroupThenReservoir,
+        v6_reuseport_tail: true,
+        bind_needs_no_group: true,
+        ..P4_5.lookup
+    },
+    notes: &[],
+    ..P4_5
+};
+
+/// 4.17 (rules of 4.16): lhash2 and the count > 10 switch, no reservoir
+/// after a group, an invalid program index falls back to the hash; the
+/// TCP bind fast path of 4.14; UDP wildcard groups hash the destination.
+pub const P4_17: Profile = Profile {
+    release: r(4, 17),
+    basis: "4.17.0 (lhash2 present from 4.16)",
+    udp_wildcard_laddr: Daddr,
+    bpf_invalid_index: BpfFallback::Hash,
+    lookup: LookupRules {
+        tcp_tables: TcpTables::PortListOrLhash2,
+        tcp_scan: GroupThenFirst,
+        udp_scan: GroupThenFirst,
+        tcp_fast_strict: true,
+        ..P4_6.lookup
+    },
+    ..P4_6
+};
+
+/// 4.19: SK_REUSEPORT programs on the 4.16 – 4.18 lookup.
+pub const P4_19: Profile = Profile {
+    release: r(4, 19),
+    basis: "4.18.20 rules plus the 4.19 SK_REUSEPORT programs (no 4.19 tree read)",
+    sk_reuseport_prog: true,
+    notes: &[EraNote::OlderLookupNewPrograms],
+    ..P4_17
+};
+
+/// 5.0: lhash2 and hash2 only, exact address in two passes, wildcard
+/// groups hash zero; the Ubuntu 5.0.21 tree also skips connected UDP
+/// members (the 5.4 `has_conns`).
+pub const P5_0: Profile = Profile {
+    release: r(5, 0),
+    basis: "Ubuntu 5.0.0-65 (5.0.21)",
+    group_scan: SkipConnected,
+    tcp_wildcard_laddr: Zero,
+    udp_wildcard_laddr: Zero,
+    lookup: LookupRules {
+        tcp_tables: TcpTables::Lhash2,
+        udp_tables: UdpTables::Hash2,
+        score: Exact,
+        udp_has_conns: true,
+        ..P4_19.lookup
+    },
+    notes: &[],
+    ..P4_19
+};
+
+/// 5.4 as in 5.4.291: SO_DETACH_REUSEPORT_BPF (5.3), the 5.7 bind
+/// fast-path fix, and as backports the 6.5 IPv6 hash forms and the 5.15
+/// device preference.
+pub const P5_4: Profile = Profile {
+    release: r(5, 4),
+    basis: "Ubuntu 5.4.0-216 (5.4.291)",
+    tcp6: ClassicJhash2,
+    udp6: ClassicJhash2,
+    udp6_outer_is_inner_plus_mix: false,
+    bpf_detach: true,
+    lookup: LookupRules {
+        score: ExactPreferDevice,
+        tcp_fast_sk_wildcard: false,
+        ..P5_0.lookup
+    },
+    notes: &[EraNote::LateStableIpv6Hash],
+    ..P5_0
+};
+
+/// 5.10 as in 5.10.262: BPF `sk_lookup` (5.9) and the 6.5 UDP re-score
+/// as a backport.
+pub const P5_10: Profile = Profile {
+    release: r(5, 10),
+    basis: "Debian 5.10.262",
+    lookup: LookupRules {
+        udp_rescore: true,
+        sk_lookup: true,
+        ..P5_4.lookup
+    },
+    ..P5_4
+};
+
+/// 5.14 mainline: the closed tail and request migration; without the
+/// backports 5.10.262 carries.
+pub const P5_14: Profile = Profile {
+    release: r(5, 14),
+    basis: "mainline 5.14 (migration series)",
+    tcp6: ClassicXorFold,
+    udp6: ClassicXorFold,
+    udp6_outer_is_inner_plus_mix: true,
+    closed_tail: true,
+    lookup: LookupRules {
+        score: Exact,
+        udp_rescore: false,
+        ..P5_10.lookup
+    },
+    notes: &[],
+    ..P5_10
+};
+
+/// 5.15 mainline: the bound-device preference restored.
+pub const P5_15: Profile = Profile {
+    release: r(5, 15),
+    basis: "mainline 5.15 (no 5.15 tree read)",
+    lookup: LookupRules {
+        score: ExactPreferDevice,
+        ..P5_14.lookup
+    },
+    notes: &[EraNote::MainlineIpv6Hash],
+    ..P5_14
+};
+
+/// 6.1 as in 6.1.192: the 6.2 CPU ring scan and the 6.5 IPv6 hash forms
+/// and UDP re-score as backports.
+pub const P6_1: Profile = Profile {
+    release: r(6, 1),
+    basis: "Debian 6.1.192",
+    tcp6: ClassicJhash2,
+    udp6: ClassicJhash2,
+    udp6_outer_is_inner_plus_mix: false,
+    group_scan: SkipConnectedPreferCpu,
+    lookup: LookupRules {
+        udp_rescore: true,
+        ..P5_15.lookup
+    },
+    notes: &[EraNote::StableIncomingCpuRing],
+    ..P5_15
+};
+
+/// 6.2 mainline: the CPU ring scan, without 6.1.192's other backports.
+pub const P6_2: Profile = Profile {
+    release: r(6, 2),
+    basis: "mainline 6.2",
+    tcp6: ClassicXorFold,
+    udp6: ClassicXorFold,
+    udp6_outer_is_inner_plus_mix: true,
+    lookup: LookupRules {
+        udp_rescore: false,
+        ..P6_1.lookup
+    },
+    notes: &[],
+    ..P6_1
+};
+
+/// 6.5: jhash2 of the IPv6 foreign address, the udp6 secret fix, the UDP
+/// re-score.
+pub const P6_5: Profile = Profile {
+    release: r(6, 5),
+    basis: "mainline 6.5",
+    tcp6: ClassicJhash2,
+    udp6: ClassicJhash2,
+    udp6_outer_is_inner_plus_mix: false,
+    lookup: LookupRules {
+        udp_rescore: true,
+        ..P6_2.lookup
+    },
+    ..P6_2
+};
+
+/// 6.6: the 6.5 rules.
+pub const P6_6: Profile = Profile {
+    release: r(6, 6),
+    basis: "mainline 6.6",
+    ..P6_5
+};
+
+/// 6.12 as in 6.12.117: the 6.5 rules.
+pub const P6_12: Profile = Profile {
+    release: r(6, 12),
+    basis: "Debian 6.12.117",
+    ..P6_6
+};
+
+/// 6.15: TCP adds lport outside the hash (commit 9544d60a2605).
+pub const P6_15: Profile = Profile {
+    release: r(6, 15),
+    basis: "mainline 6.15 (commit 9544d60a2605)",
+    tcp4: LportPlus,
+    tcp6: LportPlusJhash2,
+    ..P6_12
+};
+
+/// 6.18: the 6.15 rules, measured on this project's machine.
+pub const P6_18: Profile = Profile {
+    release: r(6, 18),
+    basis: "6.18.44, measured on this project's machine",
+    ..P6_15
+};
+
+/// 7.2 as in 7.2.13: the single-pass IPv6 TCP hash.
+pub const P7_2: Profile = Profile {
+    release: r(7, 2),
+    basis: "Debian 7.2.13",
+    tcp6: SinglePass,
+    notes: &[EraNote::SinglePassFirstSeen],
+    ..P6_18
+};
+
+/// Every profile, oldest first.
 pub static PROFILES: &[Profile] = &[
-    profile!(r(3, 9), "3.9.6", Old, Classic, ClassicNumericFport, ClassicXorFold, ClassicXorFold, false,
-        Res, Res, Plain, Daddr, ZeroAboveTen, false, false, false),
-    profile!(r(3, 13), "3.14.1", Old, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
-        Res, Res, Plain, Daddr, ZeroAboveTen, false, false, false),
-    profile!(r(4, 1), "4.1.3", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
-        Res, Res, Plain, Daddr, ZeroAboveTen, false, false, false),
-    profile!(r(4, 4), "Ubuntu 4.4.0-210 (4.4.262)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
-        Res, Res, Plain, Daddr, ZeroAboveTen, true, true, false),
-    profile!(r(4, 5), "inferred from 4.4 and 4.6 and the 4.5 commits", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
-        Res, Grp, Plain, Daddr, ZeroAboveTen, true, true, false),
-    profile!(r(4, 6), "4.6.2", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
-        Grp, Grp, Plain, Daddr, ZeroAboveTen, true, true, false),
-    profile!(r(4, 17), "4.17.0 (lhash2 present from 4.16)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
-        Grp, Grp, Plain, Daddr, Daddr, true, true, false),
-    profile!(r(4, 19), "4.18.20 rules plus the 4.19 SK_REUSEPORT programs (no 4.19 tree read)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
-        Grp, Grp, Plain, Daddr, Daddr, true, true, false),
-    profile!(r(5, 0), "Ubuntu 5.0.0-65 (5.0.21)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
-        Grp, Grp, SkipConnected, Zero, Zero, true, true, false),
-    profile!(r(5, 4), "Ubuntu 5.4.0-216 (5.4.291)", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
-        Grp, Grp, SkipConnected, Zero, Zero, true, true, false),
-    profile!(r(5, 10), "Debian 5.10.262", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
-        Grp, Grp, SkipConnected, Zero, Zero, true, true, false),
-    profile!(r(5, 14), "mainline 5.14 (migration series)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
-        Grp, Grp, SkipConnected, Zero, Zero, true, true, true),
-    profile!(r(5, 15), "mainline 5.15 (no 5.15 tree read)", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
-        Grp, Grp, SkipConnected, Zero, Zero, true, true, true),
-    profile!(r(6, 1), "Debian 6.1.192", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
-        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
-    profile!(r(6, 2), "mainline 6.2", New, Classic, Classic, ClassicXorFold, ClassicXorFold, true,
-        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
-    profile!(r(6, 5), "mainline 6.5", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
-        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
-    profile!(r(6, 6), "mainline 6.6", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
-        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
-    profile!(r(6, 12), "Debian 6.12.117", New, Classic, Classic, ClassicJhash2, ClassicJhash2, false,
-        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
-    profile!(r(6, 15), "mainline 6.15 (commit 9544d60a2605)", New, LportPlus, Classic, LportPlusJhash2, ClassicJhash2, false,
-        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
-    profile!(r(6, 18), "6.18.44, measured on this project's machine", New, LportPlus, Classic, LportPlusJhash2, ClassicJhash2, false,
-        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
-    profile!(r(7, 2), "Debian 7.2.13", New, LportPlus, Classic, SinglePass, ClassicJhash2, false,
-        Grp, Grp, SkipConnectedPreferCpu, Zero, Zero, true, true, true),
+    P3_9, P3_13, P4_1, P4_4, P4_5, P4_6, P4_17, P4_19, P5_0, P5_4, P5_10, P5_14, P5_15, P6_1, P6_2,
+    P6_5, P6_6, P6_12, P6_15, P6_18, P7_2,
 ];
 
 impl Profile {
@@ -380,29 +686,24 @@ impl Profile {
     }
 
     /// What this profile includes that its mainline x.y.0 did not, and other
-    /// caveats a reader should see beside a result.
+    /// caveats a reader should see beside a result (the row's `notes`).
     pub fn notes(&self) -> Vec<Note> {
-        let mut notes = Vec::new();
-        let release = self.release;
-        if (release == r(5, 4) || release == r(5, 10)) && self.tcp6 == ClassicJhash2 {
-            notes.push(Note::LateStableIpv6Hash { release });
+        self.notes.iter().map(|n| n.note(self.release)).collect()
+    }
+
+    /// The release of the oldest profile in the table for which `has`
+    /// holds: when a feature of the table first appears ("TCP groups since
+    /// 4.6"), read from the rows rather than written twice.
+    pub fn first_with(has: impl Fn(&Profile) -> bool) -> Option<Release> {
+        PROFILES.iter().find(|p| has(p)).map(|p| p.release)
+    }
+
+    /// How a group of this protocol picks in this profile.
+    pub fn selection(&self, proto: Proto) -> Selection {
+        match proto {
+            Proto::Tcp => self.tcp_selection,
+            Proto::Udp => self.udp_selection,
         }
-        if release == r(6, 1) {
-            notes.push(Note::StableIncomingCpuRing { release });
-        }
-        if release == r(5, 15) {
-            notes.push(Note::MainlineIpv6Hash { release });
-        }
-        if release == r(4, 19) {
-            notes.push(Note::OlderLookupNewPrograms { release });
-        }
-        if release == r(4, 5) {
-            notes.push(Note::InferredFromNeighbours { release });
-        }
-        if release == r(7, 2) {
-            notes.push(Note::SinglePassFirstSeen { release });
-        }
-        notes
     }
 }
 

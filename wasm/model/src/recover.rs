@@ -465,7 +465,7 @@ impl Plan {
     /// Adds another group of the same kernel and protocol (same key, for
     /// example another port); returns its index for [`Plan::add`].
     pub fn add_group(&mut self, group: &ReuseportGroup) -> Result<usize, RecoverError> {
-        if group.profile().release != self.profile.release || group.proto() != self.proto {
+        if group.profile() != self.profile || group.proto() != self.proto {
             return Err(RecoverError::Mixed {
                 first: format!("{} {}", proto_name(self.proto), self.profile.release),
                 other: format!("{} {}", proto_name(group.proto()), group.profile().release),

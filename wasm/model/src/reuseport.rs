@@ -869,10 +869,9 @@ impl ReuseportGroup {
             ));
         }
         if self.selection() == Selection::Reservoir {
-            let since = match self.proto {
-                Proto::Tcp => Release::new(4, 6),
-                Proto::Udp => Release::new(4, 5),
-            };
+            // The first profile whose groups exist for this protocol.
+            let since = Profile::first_with(|p| p.selection(self.proto) == Selection::Group)
+                .expect("the era table has group eras");
             return Some((
                 RefusalRule::NoGroups { since },
                 KernelSource::new("sock_setsockopt", "net/core/sock.c", release),
@@ -895,7 +894,7 @@ impl ReuseportGroup {
     ) -> Result<Change, GroupError> {
         let program = program.into();
         match &program {
-            None if self.program.is_some() && self.profile.release < crate::profile::Release::new(5, 3) => {
+            None if self.program.is_some() && !self.profile.bpf_detach => {
                 return Err(GroupError::Unsupported {
                     what: "SO_DETACH_REUSEPORT_BPF".into(),
                     why: format!("it arrived in 5.3; profile {} cannot detach a program", self.profile.release),
@@ -1077,7 +1076,7 @@ impl ReuseportGroup {
             // net/ipv6/udp.c: 0, +1 for a bound address.
             (Proto::Udp, true) => specific as i32,
         };
-        let cpu_bonus = self.profile.incoming_cpu_score
+        let cpu_bonus = self.profile.lookup.cpu_bonus
             && member.incoming_cpu >= 0
             && member.incoming_cpu as u32 == cpu;
         base + cpu_bonus as i32

@@ -1,9 +1,10 @@
 //! The lookup and bind rules of each profile, as data (kernel-history.md
-//! §4, §5, §7 and the era table §11).
+//! §4, §5, §7 and the era table §11). The values of each era are written in
+//! the era table, [`crate::profile::PROFILES`], as a field of each profile.
 
 use serde::{Deserialize, Serialize};
 
-use crate::profile::{Profile, Release};
+use crate::profile::Profile;
 
 /// Which listener tables a TCP lookup walks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,30 +70,43 @@ pub enum ScoreRule {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct LookupRules {
-    /// TCP tables.
+    /// TCP tables (`net/ipv4/inet_hashtables.c`: port list to 4.15, lhash2
+    /// beside it 4.16 – 4.20, lhash2 only from 5.0).
     pub tcp_tables: TcpTables,
-    /// UDP tables.
+    /// UDP tables (`net/ipv4/udp.c`: port slot or hash2 to 4.20, hash2
+    /// only from 5.0).
     pub udp_tables: UdpTables,
-    /// TCP scan.
+    /// TCP scan (`net/ipv4/inet_hashtables.c`: reservoir to 4.5, group
+    /// then reservoir 4.6 – 4.15, group then first from 4.16).
     pub tcp_scan: ScanRule,
-    /// UDP scan.
+    /// UDP scan (`net/ipv4/udp.c`: reservoir to 4.4, group then reservoir
+    /// 4.5 – 4.15, group then first from 4.16).
     pub udp_scan: ScanRule,
-    /// `compute_score`.
+    /// `compute_score` (`net/ipv4/inet_hashtables.c`, `net/ipv4/udp.c`:
+    /// classic to 4.20, exact from 5.0, device preference from 5.15).
     pub score: ScoreRule,
     /// IPv6 reuseport sockets go to the tail of their lists (4.6,
-    /// d894ba18d4e4); everything else to the head.
+    /// d894ba18d4e4, `net/ipv4/inet_hashtables.c`); everything else to the
+    /// head.
     pub v6_reuseport_tail: bool,
-    /// +1 for `sk_incoming_cpu == this CPU` (4.4).
+    /// `compute_score` adds 1 for `sk_incoming_cpu == this CPU` (4.4,
+    /// commit 70da268b569d, `net/ipv4/inet_hashtables.c`, `net/ipv4/udp.c`);
+    /// it only changes a pick in the reservoir era.
     pub cpu_bonus: bool,
-    /// UDP groups with connected members keep scanning (`has_conns`, 5.4).
+    /// UDP groups with connected members keep scanning (`has_conns`, 5.4,
+    /// acdcecc61285, `net/ipv4/udp.c`).
     pub udp_has_conns: bool,
-    /// The member a UDP group returned is re-scored (f0ea27e7bfe1, 6.5;
-    /// backported to 5.10.y).
+    /// The member a UDP group returned is re-scored (f0ea27e7bfe1, 6.5,
+    /// `net/ipv4/udp.c`; the 5.10 and 6.1 profiles, read from late stable
+    /// trees, carry it).
     pub udp_rescore: bool,
-    /// BPF `sk_lookup` runs before the tables (5.9, 1559b4aa1db4).
+    /// BPF `sk_lookup` runs before the tables (5.9, 1559b4aa1db4,
+    /// `net/ipv4/inet_hashtables.c`, `net/ipv4/udp.c`).
     pub sk_lookup: bool,
     /// A socket already in a group cannot use the SO_REUSEPORT bind
-    /// exemption (4.6 `inet_csk_bind_conflict`, `udp_lib_lport_inuse`).
+    /// exemption (4.6; `inet_csk_bind_conflict` in
+    /// `net/ipv4/inet_connection_sock.c`, `udp_lib_lport_inuse` in
+    /// `net/ipv4/udp.c`).
     pub bind_needs_no_group: bool,
     /// TCP bind bucket: a SO_REUSEPORT socket that joins a bucket whose
     /// fast path does not cover it records its own address there
@@ -119,61 +133,10 @@ pub struct LookupRules {
     pub udp_first_overlap_decides: bool,
 }
 
-const fn at_least(r: Release, major: u16, minor: u16) -> bool {
-    r.major > major || (r.major == major && r.minor >= minor)
-}
-
 impl LookupRules {
-    /// The rules of a profile. Thresholds are the mainline releases of
-    /// kernel-history.md §11; the 5.4 and 5.10 profiles follow their late
-    /// stable trees, which carry the 5.15 device preference and (5.10) the
-    /// 6.5 UDP re-score as backports.
+    /// The lookup and bind rules of a profile: its `lookup` field, where the
+    /// era table (`crate::profile::PROFILES`) writes them.
     pub fn of(p: &Profile) -> LookupRules {
-        let r = p.release;
-        let stable_54_510 = r == Release::new(5, 4) || r == Release::new(5, 10);
-        LookupRules {
-            tcp_tables: if at_least(r, 5, 0) {
-                TcpTables::Lhash2
-            } else if at_least(r, 4, 16) {
-                TcpTables::PortListOrLhash2
-            } else {
-                TcpTables::PortList
-            },
-            udp_tables: if at_least(r, 5, 0) {
-                UdpTables::Hash2
-            } else {
-                UdpTables::PortSlotOrHash2
-            },
-            tcp_scan: if at_least(r, 4, 16) {
-                ScanRule::GroupThenFirst
-            } else if at_least(r, 4, 6) {
-                ScanRule::GroupThenReservoir
-            } else {
-                ScanRule::Reservoir
-            },
-            udp_scan: if at_least(r, 4, 16) {
-                ScanRule::GroupThenFirst
-            } else if at_least(r, 4, 5) {
-                ScanRule::GroupThenReservoir
-            } else {
-                ScanRule::Reservoir
-            },
-            score: if at_least(r, 5, 15) || stable_54_510 {
-                ScoreRule::ExactPreferDevice
-            } else if at_least(r, 5, 0) {
-                ScoreRule::Exact
-            } else {
-                ScoreRule::Classic
-            },
-            v6_reuseport_tail: at_least(r, 4, 6),
-            cpu_bonus: at_least(r, 4, 4),
-            udp_has_conns: at_least(r, 5, 4) || r == Release::new(5, 0),
-            udp_rescore: at_least(r, 6, 5) || r == Release::new(5, 10) || r == Release::new(6, 1),
-            sk_lookup: at_least(r, 5, 9),
-            bind_needs_no_group: at_least(r, 4, 6),
-            tcp_fast_strict: at_least(r, 4, 14),
-            tcp_fast_sk_wildcard: !(at_least(r, 5, 7) || stable_54_510),
-            udp_first_overlap_decides: at_least(r, 4, 5),
-        }
+        p.lookup
     }
 }

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::SimError;
-use crate::profile::{Profile, Release};
+use crate::profile::{Profile, Release, Selection};
 
 /// Workers (processes or threads serving the port).
 pub const MAX_WORKERS: u32 = 256;
@@ -153,19 +153,29 @@ impl AcceptModel {
         )
     }
 
-    /// The first release with what the model needs: `EPOLLEXCLUSIVE` (4.5,
-    /// fs/eventpoll.c), a classic BPF program on a TCP group (4.6,
+    /// Whether a kernel of this profile has what the model needs:
+    /// `EPOLLEXCLUSIVE` (4.5, fs/eventpoll.c), `SO_INCOMING_CPU` writable
+    /// (4.4, net/core/sock.c), a classic BPF program on a TCP group (4.6,
     /// net/core/sock_reuseport.c), `SK_REUSEPORT` programs (4.19,
-    /// net/core/filter.c), or SO_REUSEPORT itself (3.9).
-    pub fn since(self) -> Option<Release> {
+    /// net/core/filter.c), or SO_REUSEPORT itself, which every profile has
+    /// (3.9). Read from the profile's fields, never from its number.
+    pub fn runs_on(self, p: &Profile) -> bool {
         match self {
-            AcceptModel::Blocking | AcceptModel::Epoll | AcceptModel::AcceptMutex => None,
-            AcceptModel::EpollExclusive => Some(Release::new(4, 5)),
-            AcceptModel::Reuseport => Some(Release::new(3, 9)),
-            AcceptModel::ReuseportIncomingCpu => Some(Release::new(4, 4)),
-            AcceptModel::ReuseportBpfCpu => Some(Release::new(4, 6)),
-            AcceptModel::ReuseportLeastLoaded => Some(Release::new(4, 19)),
+            AcceptModel::Blocking
+            | AcceptModel::Epoll
+            | AcceptModel::AcceptMutex
+            | AcceptModel::Reuseport => true,
+            AcceptModel::EpollExclusive => p.epoll_exclusive,
+            AcceptModel::ReuseportIncomingCpu => p.incoming_cpu_writable,
+            AcceptModel::ReuseportBpfCpu => p.tcp_selection == Selection::Group,
+            AcceptModel::ReuseportLeastLoaded => p.sk_reuseport_prog,
         }
+    }
+
+    /// The oldest profile that runs the model ([`Self::runs_on`]), from the
+    /// era table; `None` if no profile does.
+    pub fn since(self) -> Option<Release> {
+        Profile::first_with(|p| self.runs_on(p))
     }
 }
 
@@ -460,14 +470,15 @@ impl Scenario {
     pub fn check(self) -> Result<Checked, SimError> {
         let s = &self;
         let profile = Profile::named(&s.kernel).map_err(SimError::Kernel)?;
-        if let Some(since) = s.accept.since() {
-            if profile.release < since {
-                return Err(SimError::Unsupported {
-                    model: s.accept,
-                    release: profile.release,
-                    since,
-                });
-            }
+        if !s.accept.runs_on(profile) {
+            return Err(SimError::Unsupported {
+                model: s.accept,
+                release: profile.release,
+                since: s
+                    .accept
+                    .since()
+                    .expect("a newer profile runs every accept model"),
+            });
         }
         if s.tcp_migrate_req && !profile.closed_tail {
             return Err(SimError::Range {
