@@ -1,5 +1,6 @@
 // Shared by the browser benchmarks: a free loopback port and the built site served by `astro preview`.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 export function freePort() {
@@ -76,6 +77,7 @@ export function numberOption(values, name, max) {
  * child (execFileSync) does not block the server. Returns `{ base, stop }`.
  */
 export async function serveCompressed(dir) {
+  if (!existsSync(`${dir}/index.html`)) throw new Error(`${dir} holds no built site (no index.html): build it first, or leave out --no-build`);
   const port = await freePort();
   const server = spawn(process.execPath, [new URL('./serve-gzip.mjs', import.meta.url).pathname, dir, String(port)], { stdio: 'ignore', detached: true });
   const base = `http://127.0.0.1:${port}`;
