@@ -61,6 +61,7 @@ pub enum TraceError {
 
 /// The kernel that recorded the trace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct KernelInfo {
     /// `uname -r`.
     pub release: String,
@@ -71,6 +72,7 @@ pub struct KernelInfo {
 
 /// The recording machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct MachineInfo {
     /// Online CPUs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -82,6 +84,7 @@ pub struct MachineInfo {
 
 /// A classic BPF program attached to the group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct BpfInfo {
     /// `cpu` or `payload-mod`.
     pub kind: String,
@@ -93,8 +96,10 @@ pub struct BpfInfo {
 /// The group as it was set up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct TraceGroup {
     /// TCP or UDP.
+    #[cfg_attr(test, schemars(with = "String"))]
     pub proto: Proto,
     /// Bound address.
     pub bind: IpAddr,
@@ -105,11 +110,11 @@ pub struct TraceGroup {
     /// IPV6_V6ONLY.
     #[serde(default)]
     pub v6only: bool,
-    /// Closed before traffic, in order.
-    #[serde(default)]
+    /// Closed before traffic, in order (required, as the schema says).
     pub closed: Vec<u32>,
     /// SO_INCOMING_CPU settings.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(test, schemars(with = "Vec<schema_check::CpuPinShape>"))]
     pub incoming_cpu: Vec<CpuPin>,
     /// Attached program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,6 +153,7 @@ impl TraceGroup {
 /// Counts over the whole recording.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Counts {
     /// Connections or datagrams driven.
     pub events: u64,
@@ -163,6 +169,7 @@ pub struct Counts {
 
 /// Sampling of events into the file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Sampling {
     /// Every n-th event is kept.
     pub every: u64,
@@ -171,6 +178,7 @@ pub struct Sampling {
 /// One connection or datagram and the listener that got it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Event {
     /// The event's number in the run, from 0, lost events counted (so it
     /// has gaps when events were lost or sampled out). A UDP datagram
@@ -215,6 +223,7 @@ impl Event {
 
 /// A whole trace file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Trace {
     /// Always [`FORMAT`].
     pub format: String,
@@ -723,5 +732,89 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 2"), "{e}");
+    }
+}
+
+/// The checked-in schema against the serde types: generated from the types
+/// (schemars), both must describe the same objects with the same fields and
+/// the same required ones, so a field added to a type and not to
+/// `trace-v1.schema.json` (or the other way round) fails here.
+#[cfg(test)]
+mod schema_check {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use serde_json::Value;
+
+    /// `CpuPin`'s fields (the type is the model's, without a schema).
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    pub struct CpuPinShape {
+        listener: u32,
+        cpu: u32,
+    }
+
+    type Shape = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
+
+    fn names(v: Option<&Value>) -> BTreeSet<String> {
+        match v {
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect(),
+            Some(Value::Object(o)) => o.keys().cloned().collect(),
+            _ => BTreeSet::new(),
+        }
+    }
+
+    /// Every object the schema describes, by path: its properties and the
+    /// required ones (`$ref`s followed, `oneOf`/`anyOf` branches merged).
+    fn shape(v: &Value, root: &Value, path: &str, out: &mut Shape) {
+        let Value::Object(o) = v else { return };
+        if let Some(Value::String(r)) = o.get("$ref") {
+            let target = r.strip_prefix('#').and_then(|p| root.pointer(p));
+            shape(target.expect("a local $ref"), root, path, out);
+        }
+        if o.contains_key("properties") {
+            let e = out.entry(path.to_string()).or_default();
+            e.0.extend(names(o.get("properties")));
+            e.1.extend(names(o.get("required")));
+            for (k, p) in o["properties"].as_object().unwrap() {
+                shape(p, root, &format!("{path}.{k}"), out);
+            }
+        }
+        if let Some(items) = o.get("items") {
+            shape(items, root, &format!("{path}[]"), out);
+        }
+        for key in ["oneOf", "anyOf", "allOf"] {
+            for b in o.get(key).and_then(Value::as_array).into_iter().flatten() {
+                shape(b, root, path, out);
+            }
+        }
+    }
+
+    fn of(schema: &Value) -> Shape {
+        let mut out = Shape::new();
+        shape(schema, schema, "", &mut out);
+        out
+    }
+
+    #[test]
+    fn the_checked_in_trace_schema_has_the_fields_of_the_types() {
+        let generated = serde_json::to_value(schemars::schema_for!(super::Trace)).unwrap();
+        let checked_in: Value = serde_json::from_str(super::SCHEMA).unwrap();
+        let (g, c) = (of(&generated), of(&checked_in));
+        assert_eq!(
+            g.keys().collect::<Vec<_>>(),
+            c.keys().collect::<Vec<_>>(),
+            "the objects differ"
+        );
+        for (path, (props, required)) in &g {
+            let (cprops, crequired) = &c[path];
+            assert_eq!(props, cprops, "properties of {path:?} (types, then schema)");
+            assert_eq!(
+                required, crequired,
+                "required fields of {path:?} (types, then schema)"
+            );
+        }
     }
 }
