@@ -1,0 +1,164 @@
+//! The programs a group can carry (`SO_ATTACH_REUSEPORT_CBPF`/`_EBPF`, 4.5
+//! UDP and 4.6 TCP; `BPF_PROG_TYPE_SK_REUSEPORT`, 4.19) and what each
+//! returns for a packet (`net/core/sock_reuseport.c`, `net/core/filter.c`).
+
+use super::*;
+
+/// A program attached to the group: `SO_ATTACH_REUSEPORT_CBPF`/`_EBPF`
+/// socket filters that return an index into `socks[]` (4.5 UDP, 4.6 TCP), or
+/// `BPF_PROG_TYPE_SK_REUSEPORT` programs (4.19+). The model runs the
+/// programs the kernel selftests use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum Program {
+    /// Returns the receiving CPU (`ld [SKF_AD_OFF + SKF_AD_CPU]`), as
+    /// tools/testing/selftests/net/reuseport_bpf_cpu.c.
+    Cpu,
+    /// Returns the first payload word modulo `modulus`, as reuseport_bpf.c.
+    PayloadMod {
+        /// The divisor.
+        modulus: u32,
+    },
+    /// Returns a fixed index (shows what an out-of-range index does).
+    Index {
+        /// The index returned.
+        index: u32,
+    },
+    /// SK_REUSEPORT: `bpf_sk_select_reuseport(sockarray, key = payload word)`,
+    /// as prog_tests/select_reuseport.c; on a missing entry, SK_PASS without
+    /// a selection when `passOnFailure`, else SK_DROP.
+    SockArray {
+        /// The REUSEPORT_SOCKARRAY map: listener number per key.
+        sockarray: Vec<u32>,
+        /// Pass (to select-by-hash) rather than drop when the lookup fails.
+        pass_on_failure: bool,
+    },
+    /// SK_REUSEPORT returning SK_PASS without selecting.
+    Pass,
+    /// SK_REUSEPORT returning SK_DROP.
+    Drop,
+}
+
+/// What a program decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ProgramResult {
+    Index(u32),
+    Selected(u32),
+    PassWithoutSelection(Miss),
+    Drop(Miss),
+}
+
+/// Why an SK_REUSEPORT program selected nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Miss {
+    NoPayload,
+    NotListening { key: u32, listener: u32 },
+    NoEntry { key: u32 },
+    SelectedNothing,
+    ReturnedDrop,
+}
+
+impl Miss {
+    /// What the kernel made of it: select-by-hash decides, or the packet
+    /// is dropped.
+    pub(super) fn outcome(self, pass: bool) -> ProgramOutcome {
+        use ProgramOutcome as O;
+        match (self, pass) {
+            (Miss::NoPayload, true) => O::PassNoPayload,
+            (Miss::NoPayload, false) => O::DropNoPayload,
+            (Miss::NotListening { key, listener }, true) => O::PassNotListening { key, listener },
+            (Miss::NotListening { key, listener }, false) => O::DropNotListening { key, listener },
+            (Miss::NoEntry { key }, true) => O::PassNoEntry { key },
+            (Miss::NoEntry { key }, false) => O::DropNoEntry { key },
+            (Miss::SelectedNothing, _) => O::PassSelectedNothing,
+            (Miss::ReturnedDrop, _) => O::DropReturned,
+        }
+    }
+}
+
+impl Program {
+    pub(super) fn is_sk_reuseport(&self) -> bool {
+        matches!(
+            self,
+            Program::SockArray { .. } | Program::Pass | Program::Drop
+        )
+    }
+
+    /// Where the kernel runs the program: `bpf_run_sk_reuseport` (4.19+,
+    /// called from `reuseport_select_sock`) or `run_bpf_filter` (4.5 UDP,
+    /// 4.6 TCP).
+    pub(super) fn source(&self, release: Release) -> KernelSource {
+        if self.is_sk_reuseport() {
+            KernelSource::new("bpf_run_sk_reuseport", "net/core/filter.c", release)
+        } else {
+            KernelSource::new("run_bpf_filter", "net/core/sock_reuseport.c", release)
+        }
+    }
+
+    pub(super) fn describe(&self) -> ProgramSummary {
+        match self {
+            Program::Cpu => ProgramSummary::Cpu,
+            Program::PayloadMod { modulus } => ProgramSummary::PayloadMod { modulus: *modulus },
+            Program::Index { index } => ProgramSummary::Index { index: *index },
+            Program::SockArray {
+                sockarray,
+                pass_on_failure,
+            } => {
+                let entries = sockarray.len() as u32;
+                if *pass_on_failure {
+                    ProgramSummary::SockArrayPass { entries }
+                } else {
+                    ProgramSummary::SockArrayDrop { entries }
+                }
+            }
+            Program::Pass => ProgramSummary::Pass,
+            Program::Drop => ProgramSummary::Drop,
+        }
+    }
+
+    /// Runs the program. A classic BPF load past the end of the packet ends
+    /// the program with 0, so a payload program on an empty packet returns 0.
+    pub(super) fn run(
+        &self,
+        ctx: &PacketCtx,
+        listening: &[u32],
+        is_listening: impl Fn(u32) -> bool,
+    ) -> ProgramResult {
+        match self {
+            Program::Cpu => ProgramResult::Index(ctx.cpu),
+            Program::PayloadMod { modulus } => {
+                ProgramResult::Index(ctx.payload.map_or(0, |w| w % modulus))
+            }
+            Program::Index { index } => ProgramResult::Index(*index),
+            Program::SockArray {
+                sockarray,
+                pass_on_failure,
+            } => {
+                let failed = |why: Miss| {
+                    if *pass_on_failure {
+                        ProgramResult::PassWithoutSelection(why)
+                    } else {
+                        ProgramResult::Drop(why)
+                    }
+                };
+                let Some(key) = ctx.payload else {
+                    return failed(Miss::NoPayload);
+                };
+                match sockarray.get(key as usize) {
+                    Some(&l) if listening.contains(&l) && is_listening(l) => {
+                        ProgramResult::Selected(l)
+                    }
+                    Some(&l) => failed(Miss::NotListening { key, listener: l }),
+                    None => failed(Miss::NoEntry { key }),
+                }
+            }
+            Program::Pass => ProgramResult::PassWithoutSelection(Miss::SelectedNothing),
+            Program::Drop => ProgramResult::Drop(Miss::ReturnedDrop),
+        }
+    }
+}
