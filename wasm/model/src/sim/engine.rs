@@ -1,3 +1,4 @@
+// Over 800 lines on purpose: one state machine, one `impl Simulation` whose event handlers call each other and share its private queues.
 //! The discrete-event engine: connections arrive, are queued on a listening
 //! socket, workers are woken by the accept model's rule, and every worker's
 //! accepts and requests take turns on its CPU.
