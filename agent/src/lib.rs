@@ -20,13 +20,13 @@ pub mod calibrate;
 pub mod curated;
 pub mod error;
 pub mod exit;
-#[cfg(target_os = "linux")]
-pub mod fork;
 pub mod kernel;
 pub mod kernels;
 pub mod layouts;
 pub mod messages;
 pub mod predict;
+#[cfg(target_os = "linux")]
+pub mod process;
 pub mod record;
 pub mod recover;
 pub mod scenario;

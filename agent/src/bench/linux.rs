@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use libc::{c_int, c_void, pid_t};
 
-use crate::fork::{
+use crate::process::{
     self, errno, local_port, os_error, set_int, sockaddr, Children, Shared, SysError, SOCKADDR_LEN,
 };
 use crate::signals::{self, Guard, Second};
@@ -46,7 +46,7 @@ fn spawn(
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd), BenchError> {
-    fork::pipe().map_err(setup)
+    process::pipe().map_err(setup)
 }
 
 /// A record a child writes to a pipe (atomic: smaller than PIPE_BUF).

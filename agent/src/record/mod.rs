@@ -51,9 +51,10 @@ mod net;
 #[cfg(target_os = "linux")]
 mod sys;
 
+#[cfg(target_os = "linux")]
+pub use crate::process::is_root;
 pub use args::{Bpf, PortRange, RecordArgs};
 pub use error::RecordError;
-pub use sys::is_root;
 
 use clients::Pairs;
 use drive::Recording;
@@ -462,7 +463,8 @@ pub fn record(_args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
 /// that `--netns` and `--pin-cpu` change that thread only.
 #[cfg(target_os = "linux")]
 pub fn record(args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
-    let cpus = sys::allowed_cpus()?;
+    let cpus =
+        crate::process::allowed_cpus().map_err(|e| RecordError::sys("sched_getaffinity", e, ""))?;
     let plan = plan(args, &cpus)?;
     sys::raise_fd_limit(args.listeners)?;
     let release = crate::kernel::running_release()?;
@@ -495,7 +497,7 @@ pub fn record(args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
         plan: &plan,
         release,
         profile,
-        cpus: sys::online_cpus(),
+        cpus: crate::process::online_cpus(),
     };
     Ok((assemble(&cx, measured), outcome))
 }

@@ -341,10 +341,16 @@ impl Group {
     fn pin(&mut self, cpu: Option<u32>) -> Result<Option<u32>, RecordError> {
         let Some(c) = cpu else { return Ok(None) };
         if self.pinned != Some(c) {
-            sys::pin_to(c)?;
+            crate::process::pin_to(c).map_err(|e| {
+                RecordError::sys(
+                    format!("--pin-cpu: sched_setaffinity to CPU {c}"),
+                    e,
+                    "the CPU is offline or outside this process's cpuset; run without --pin-cpu or allow the CPU (taskset)",
+                )
+            })?;
             self.pinned = Some(c);
         }
-        Ok(sys::current_cpu())
+        Ok(crate::process::current_cpu())
     }
 
     /// A client socket bound to `client` with SO_REUSEADDR, or why the pair

@@ -4,7 +4,6 @@
 //! SIGKILL, by the next run, from a state file).
 
 use std::io::{self, Write};
-use std::mem;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -50,65 +49,6 @@ pub fn raise_fd_limit(listeners: u32) -> Result<(), RecordError> {
         }
     }
     Ok(())
-}
-
-/// Whether this process runs as root (can make a network namespace, set a
-/// sysctl, change its UID).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Online CPUs (`_SC_NPROCESSORS_ONLN`).
-pub fn online_cpus() -> u32 {
-    // SAFETY: sysconf has no memory effects.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    n.max(1) as u32
-}
-
-/// The CPUs this thread may run on, ascending.
-pub fn allowed_cpus() -> Result<Vec<u32>, RecordError> {
-    // SAFETY: a zeroed cpu_set_t is the empty set; sched_getaffinity fills it.
-    let mut set: libc::cpu_set_t = unsafe { mem::zeroed() };
-    if unsafe { libc::sched_getaffinity(0, mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
-        return Err(RecordError::sys(
-            "sched_getaffinity",
-            io::Error::last_os_error(),
-            "",
-        ));
-    }
-    let max = 8 * mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: CPU_ISSET reads the set within its size.
-    Ok((0..max)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .map(|c| c as u32)
-        .collect())
-}
-
-/// Pins the calling thread to one CPU (it has moved there when this
-/// returns).
-pub fn pin_to(cpu: u32) -> Result<(), RecordError> {
-    // SAFETY: the set is built in place and passed with its size.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = mem::zeroed();
-        libc::CPU_SET(cpu as usize, &mut set);
-        libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc != 0 {
-        return Err(RecordError::sys(
-            format!("--pin-cpu: sched_setaffinity to CPU {cpu}"),
-            io::Error::last_os_error(),
-            "the CPU is offline or outside this process's cpuset; run without --pin-cpu or allow the CPU (taskset)",
-        ));
-    }
-    Ok(())
-}
-
-/// The CPU the calling thread runs on now.
-pub fn current_cpu() -> Option<u32> {
-    // SAFETY: sched_getcpu has no memory effects.
-    let c = unsafe { libc::sched_getcpu() };
-    (c >= 0).then_some(c as u32)
 }
 
 /// Moves the calling thread into a new network namespace, brings `lo` up

@@ -535,7 +535,7 @@ fn run_variants(
 ) -> Result<(), ScenarioError> {
     let _signals =
         crate::signals::Guard::install(crate::signals::Second::Waits).map_err(|source| {
-            linux::setup(crate::fork::SysError {
+            linux::setup(crate::process::SysError {
                 call: "sigaction",
                 source,
             })

@@ -1,6 +1,7 @@
 //! The Linux driver of `scenario`: the workers, the clients and the
 //! agent's loop that releases the clients and plays the events. Forking,
-//! shared memory and signals are [`crate::fork`]'s, as in `bench`.
+//! shared memory and pinning are [`crate::process`]'s and the stop on a
+//! signal [`crate::signals`]'s, as in `bench`.
 //!
 //! The agent is single-threaded when it forks, so the children may use the
 //! heap; they never return into the agent's code (they end in `_exit`).
@@ -23,7 +24,7 @@ use reuseport_model::sim::rng::Rng;
 use reuseport_model::sim::{AcceptModel, Arrivals, Event, Scenario, ServiceDist};
 
 use super::{ConnOutcome, ConnRecord, Measured, ScenarioError};
-use crate::fork::{
+use crate::process::{
     errno, local_port, now_ns, os_error, set_int, sockaddr, Children, Shared, SysError,
     SOCKADDR_LEN,
 };
@@ -334,7 +335,7 @@ pub(super) fn run_one(
     // Workers one at a time, so listener w is the w-th to join the group.
     let start_worker =
         |children: &mut Children, w: u32, first: bool| -> Result<libc::pid_t, ScenarioError> {
-            let (r, wr) = crate::fork::pipe().map_err(setup)?;
+            let (r, wr) = crate::process::pipe().map_err(setup)?;
             let p = plan(w, wr.as_raw_fd(), first);
             let sh = &sh;
             let pid = children
@@ -387,7 +388,7 @@ pub(super) fn run_one(
         model,
         AcceptModel::ReuseportIncomingCpu | AcceptModel::ReuseportBpfCpu
     );
-    let (gate_r, gate_w) = crate::fork::pipe().map_err(setup)?;
+    let (gate_r, gate_w) = crate::process::pipe().map_err(setup)?;
     for k in 0..procs as usize {
         let cp = ClientPlan {
             index: k,

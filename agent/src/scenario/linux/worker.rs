@@ -23,14 +23,10 @@ pub(super) struct WorkerPlan {
     pub(super) report: RawFd,
 }
 
+/// Pins the worker (or client) to `cpu`; a refusal leaves it unpinned (the
+/// run is then measured as the scheduler places it).
 pub(super) fn pin_to(cpu: u32) {
-    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays in bounds for
-    // cpu < CPU_SETSIZE.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu as usize, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let _ = crate::process::pin_to(cpu);
 }
 
 /// A reuseport listener on 127.0.0.1:port; Err: the call that failed.
@@ -133,7 +129,7 @@ impl Worker<'_> {
             .store(self.requests, Ordering::Relaxed);
         self.word(W_WASTED).store(self.wasted, Ordering::Relaxed);
         self.word(W_CPU)
-            .store(crate::fork::cpu_ns(), Ordering::Relaxed);
+            .store(crate::process::cpu_ns(), Ordering::Relaxed);
     }
 
     fn service_ns(&mut self) -> u64 {
@@ -222,8 +218,8 @@ impl Worker<'_> {
             }
             let answer = st.buf;
             let t = self.service_ns();
-            let until = crate::fork::cpu_ns() + t;
-            while crate::fork::cpu_ns() < until {}
+            let until = crate::process::cpu_ns() + t;
+            while crate::process::cpu_ns() < until {}
             // SAFETY: writing 8 bytes from a local.
             unsafe { libc::write(c, answer.as_ptr().cast(), 8) };
             self.requests += 1;

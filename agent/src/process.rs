@@ -1,8 +1,9 @@
-//! The Linux machinery that `bench` and `scenario` share to run forked
-//! servers and clients on loopback (the stop flag is [`crate::signals`]'s):
-//! counters in shared memory, the children of one
-//! run in a process group of their own (killed and reaped on every way
-//! out), pipes, and plain socket helpers. Everything through `libc`.
+//! The agent's process helpers, everything through `libc` (the stop flag is
+//! [`crate::signals`]'s): the children of one run of `bench` or `scenario`
+//! in a process group of their own (killed and reaped on every way out),
+//! counters in memory shared with them, pipes, clocks, the CPUs a thread
+//! may use and pinning to one, whether the agent is root, and plain socket
+//! helpers.
 //!
 //! The helpers the children call are async-signal-safe, so a child may
 //! use them between `fork()` and `_exit()` even if the agent had threads.
@@ -277,4 +278,56 @@ fn clock(id: libc::clockid_t) -> u64 {
     // SAFETY: one timespec to fill.
     unsafe { libc::clock_gettime(id, &mut t) };
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Whether this process runs as root (can make a network namespace, set a
+/// sysctl, change its UID).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Online CPUs (`_SC_NPROCESSORS_ONLN`).
+pub fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    n.max(1) as u32
+}
+
+/// The CPUs this thread may run on, ascending.
+pub fn allowed_cpus() -> io::Result<Vec<u32>> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: CPU_ISSET reads the set within its size.
+    Ok((0..8 * size)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .map(|c| c as u32)
+        .collect())
+}
+
+/// Pins the calling thread (or, in a child, process) to one CPU: it has
+/// moved there when this returns. Async-signal-safe.
+pub fn pin_to(cpu: u32) -> io::Result<()> {
+    // SAFETY: the set is built in place and passed with its size; CPU_SET
+    // stays in bounds for cpu < CPU_SETSIZE.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The CPU the calling thread runs on now.
+pub fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu has no memory effects.
+    let c = unsafe { libc::sched_getcpu() };
+    (c >= 0).then_some(c as u32)
 }
