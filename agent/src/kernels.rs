@@ -1,3 +1,4 @@
+// Over 800 lines for now: guest runs of `verify --layouts` are being added; split by stage (fetch, boot, check) after.
 //! `verify --kernels`: the proof of [`crate::verify`], run on kernels this
 //! machine does not run. For each Debian kernel asked for it
 //!

@@ -1,3 +1,4 @@
+// Over 800 lines for now: being rewritten for layouts as call logs; split along its seams after that lands.
 //! `predict`: which member of an SO_REUSEPORT group a given kernel picks for
 //! each 4-tuple, as JSON Lines.
 //!
