@@ -45,6 +45,7 @@ async function answer(req, res) {
   let status = 200;
   try {
     if ((await stat(file)).isDirectory()) file = join(file, 'index.html');
+    await stat(file);
   } catch {
     file = join(dir, '404.html');
     status = 404;
@@ -59,8 +60,10 @@ async function answer(req, res) {
   const ext = extname(file);
   const headers = { 'content-type': TYPES[ext] ?? 'application/octet-stream' };
   if (COMPRESSIBLE.has(ext) && /\bgzip\b/.test(req.headers['accept-encoding'] ?? '')) {
-    if (!gz.has(file)) gz.set(file, gzipSync(body, { level: 6 }));
-    body = gz.get(file);
+    // Keyed by modification time too: a rebuild under a running server is served fresh.
+    const key = `${file}@${(await stat(file)).mtimeMs}`;
+    if (!gz.has(key)) gz.set(key, gzipSync(body, { level: 6 }));
+    body = gz.get(key);
     headers['content-encoding'] = 'gzip';
   }
   headers['content-length'] = body.length;

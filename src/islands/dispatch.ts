@@ -190,7 +190,12 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   };
 
   // ---- The lists beside and under the scene, and the Listener lookup panel -----------------------
-  const { drawTable, drawSide, showRemap } = dispatchPanels(c);
+  const panels = dispatchPanels(c);
+  // A compact widget hides the event list and the side panel (display: none), so they are not drawn: on the front
+  // page that work was most of each second's longest frame.
+  const drawTable: typeof panels.drawTable = options.compact ? () => {} : panels.drawTable;
+  const drawSide: typeof panels.drawSide = options.compact ? () => {} : panels.drawSide;
+  const { showRemap } = panels;
   const lookup = lookupPanel(c);
 
   /** The stage width and pixel ratio, which set the scene's size; a ResizeObserver report at the size last drawn redraws nothing. */
