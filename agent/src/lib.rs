@@ -30,6 +30,8 @@ pub mod process;
 pub mod record;
 pub mod recover;
 pub mod scenario;
+#[cfg(test)]
+mod schema_check;
 #[cfg(unix)]
 pub mod signals;
 pub mod trace;

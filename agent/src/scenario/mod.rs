@@ -168,6 +168,7 @@ impl ScenarioError {
 
 /// A variant that was not run, and why.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Skipped {
     /// The variant's id.
     pub variant: String,
@@ -178,10 +179,12 @@ pub struct Skipped {
 /// One variant, run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Run {
     /// The variant's id.
     pub variant: String,
     /// The scenario exactly as run (the simulator takes it as is).
+    #[cfg_attr(test, schemars(with = "serde_json::Value"))]
     pub scenario: Scenario,
     /// How the scenario was changed to fit this machine and `--scale`.
     pub adapted: Vec<String>,
@@ -191,6 +194,8 @@ pub struct Run {
     /// or a signal.
     pub complete: bool,
     /// `timeout` or `interrupted` when the run was cut short.
+    // Always written (null when the run completed), so the schema requires it.
+    #[cfg_attr(test, schemars(required))]
     pub stopped: Option<String>,
     /// What the kernel did, in the simulator's report shape.
     pub measured: serde_json::Value,
@@ -205,6 +210,7 @@ pub struct Run {
 /// The trace file of one scenario (schema `scenario-v1`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct ScenarioTrace {
     /// `reuseport-lab-scenario`.
     pub format: String,
@@ -232,6 +238,7 @@ pub struct ScenarioTrace {
 
 /// The running kernel.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct KernelInfo {
     /// `uname -r`.
     pub release: String,
@@ -616,6 +623,18 @@ fn run_variants(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `scenario-v1.schema.json` against the trace types
+    /// ([`crate::schema_check`]); the scenario as run and what was measured
+    /// are the simulator's shapes, kept as JSON values here and described
+    /// by the schema alone.
+    #[test]
+    fn the_checked_in_scenario_schema_has_the_fields_of_the_types() {
+        let generated = serde_json::to_value(schemars::schema_for!(ScenarioTrace)).unwrap();
+        let checked_in: serde_json::Value = serde_json::from_str(SCHEMA).unwrap();
+        let opaque = [".runs[].scenario", ".runs[].measured"];
+        crate::schema_check::assert_same(&generated, &checked_in, &opaque);
+    }
 
     /// A scenario for more CPUs than the machine has keeps its load per CPU:
     /// the rate falls in proportion, and `--scale` moves the events with
