@@ -200,6 +200,11 @@ fn model_errno(e: &Errno) -> i32 {
         Errno::Eaddrinuse => libc::EADDRINUSE,
         Errno::Einval => libc::EINVAL,
         Errno::Enomem => libc::ENOMEM,
+        Errno::Ebadf => libc::EBADF,
+        Errno::Eopnotsupp => libc::EOPNOTSUPP,
+        Errno::Enoprotoopt => libc::ENOPROTOOPT,
+        Errno::Eisconn => libc::EISCONN,
+        Errno::Enotconn => libc::ENOTCONN,
     }
 }
 

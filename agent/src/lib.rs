@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 
 pub mod bench;
 pub mod calibrate;
+pub mod calllog;
 pub mod curated;
 pub mod error;
 pub mod exit;

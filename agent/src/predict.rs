@@ -715,16 +715,18 @@ struct Routed<'a> {
     reason: String,
 }
 
-/// The first line with `--layout`: every socket's `bind()`/`listen()` answer.
+/// The first line with `--layout`: each call's answer (`null` for ok), in
+/// call order, and where each socket ended up.
 #[derive(Serialize)]
-struct Calls {
-    calls: Vec<Call>,
+struct Header {
+    answers: Vec<Option<Refused>>,
+    sockets: Vec<SocketResult>,
 }
 
-/// One socket's calls: a [`reuseport_model::lookup::CallResult`] with each
-/// refusal's rule put into words.
+/// One socket's last answers: a [`reuseport_model::lookup::CallResult`]
+/// with each refusal's rule put into words.
 #[derive(Serialize)]
-struct Call {
+struct SocketResult {
     socket: usize,
     bind: Option<Refused>,
     listen: Option<Refused>,
@@ -744,16 +746,20 @@ struct Refused {
     with: Option<usize>,
 }
 
-impl From<reuseport_model::lookup::CallResult> for Call {
-    fn from(c: reuseport_model::lookup::CallResult) -> Call {
-        let said = |r: Option<reuseport_model::message::Refusal>| {
-            r.map(|r| Refused {
-                errno: r.errno,
-                rule: crate::messages::refusal(&r),
-                with: r.with,
-            })
-        };
-        Call {
+impl From<&reuseport_model::message::Refusal> for Refused {
+    fn from(r: &reuseport_model::message::Refusal) -> Refused {
+        Refused {
+            errno: r.errno,
+            rule: crate::messages::refusal(r),
+            with: r.with,
+        }
+    }
+}
+
+impl From<reuseport_model::lookup::CallResult> for SocketResult {
+    fn from(c: reuseport_model::lookup::CallResult) -> SocketResult {
+        let said = |r: Option<reuseport_model::message::Refusal>| r.as_ref().map(Refused::from);
+        SocketResult {
             socket: c.socket,
             bind: said(c.bind),
             listen: said(c.listen),
@@ -775,11 +781,12 @@ fn run_layout(
     mut out: impl Write,
     reading: Reading<'_>,
 ) -> Result<Outcome, Error> {
-    use reuseport_model::lookup::{Host, Layout, Packet};
+    use reuseport_model::lookup::{Call, CallLog, Host, Packet};
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Layout(format!("cannot read {shown}: {e}")))?;
-    let mut layout: Layout =
+    // A call log, or the earlier {sockets, listenOrder, closed} form, converted.
+    let mut layout: CallLog =
         serde_json::from_str(&text).map_err(|e| Error::Layout(format!("{shown}: {e}")))?;
     if let Some(secret) = args.secret {
         layout.keys.v4 = secret;
@@ -791,12 +798,14 @@ fn run_layout(
     let proto = match args.proto {
         Some(p) => p.into(),
         None => {
-            let first = layout
-                .sockets
-                .first()
-                .map(|s| s.proto)
+            let mut protos = layout.calls.iter().filter_map(|c| match c {
+                Call::Socket { proto, .. } => Some(*proto),
+                _ => None,
+            });
+            let first = protos
+                .next()
                 .ok_or_else(|| Error::Layout(format!("{shown}: the layout has no sockets")))?;
-            if layout.sockets.iter().any(|s| s.proto != first) {
+            if protos.any(|p| p != first) {
                 return Err(Error::Layout(format!(
                     "{shown} mixes TCP and UDP sockets: say which the packets are with --proto"
                 )));
@@ -804,11 +813,16 @@ fn run_layout(
             first
         }
     };
-    let host = Host::build(profile, &layout).map_err(|e| Error::Layout(format!("{shown}: {e}")))?;
+    let host = Host::run(profile, &layout).map_err(|e| Error::Layout(format!("{shown}: {e}")))?;
     emit(
         &mut out,
-        &Calls {
-            calls: host.results().into_iter().map(Call::from).collect(),
+        &Header {
+            answers: host
+                .answers()
+                .iter()
+                .map(|a| a.as_ref().map(Refused::from))
+                .collect(),
+            sockets: host.results().into_iter().map(SocketResult::from).collect(),
         },
     )?;
     answer_lines(input, &mut out, reading, |out, line, t| {

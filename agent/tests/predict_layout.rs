@@ -49,7 +49,7 @@ fn the_specific_socket_wins_from_5_0_and_the_plain_one_cannot_bind() {
         &input,
     );
     assert_eq!(code, 0, "{err}");
-    let calls = lines[0]["calls"].as_array().unwrap();
+    let calls = lines[0]["sockets"].as_array().unwrap();
     assert_eq!(
         calls[9]["bind"]["errno"], "EADDRINUSE",
         "the socket without SO_REUSEPORT cannot share the port"

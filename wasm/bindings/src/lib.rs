@@ -27,7 +27,7 @@ mod sim;
 
 use reuseport_model::batch::V4Batch;
 #[cfg(feature = "lookup")]
-use reuseport_model::lookup::{Host, Layout, Packet};
+use reuseport_model::lookup::{CallLog, Host, Packet};
 use reuseport_model::tuple::{parse_bind, parse_tuple_line, Tuple};
 use reuseport_model::{GroupSpec, Profile, ReuseportGroup};
 use serde::{Deserialize, Serialize};
@@ -406,16 +406,17 @@ impl WasmV4Batch {
     }
 }
 
-/// The input of [`WasmHost::new`]: a kernel and a layout of sockets.
+/// The input of [`WasmHost::new`]: a kernel and a layout, a call log (the
+/// earlier `{sockets, listenOrder, closed}` form is read too, converted).
 #[cfg(feature = "lookup")]
 #[derive(Deserialize)]
 struct HostConfig {
     kernel: String,
-    layout: Layout,
+    layout: CallLog,
 }
 
-/// Several sockets on one host after their `bind()`/`listen()` calls: the
-/// full listener lookup (feature `lookup`).
+/// Several sockets on one host after their calls: the full listener
+/// lookup (feature `lookup`).
 #[cfg(feature = "lookup")]
 #[wasm_bindgen(js_name = Host)]
 pub struct WasmHost {
@@ -425,17 +426,23 @@ pub struct WasmHost {
 #[cfg(feature = "lookup")]
 #[wasm_bindgen(js_class = Host)]
 impl WasmHost {
-    /// Replays `{ kernel, layout: Layout }`; throws naming the socket at fault.
+    /// Replays `{ kernel, layout: CallLog }`; throws naming the call and
+    /// field at fault.
     #[wasm_bindgen(constructor)]
     pub fn new(config: JsValue) -> JsResult<WasmHost> {
         let cfg: HostConfig = from_js(config, "host configuration")?;
         let profile = Profile::resolve(&cfg.kernel, None).js()?;
         Ok(WasmHost {
-            inner: Host::build(profile, &cfg.layout).js()?,
+            inner: Host::run(profile, &cfg.layout).js()?,
         })
     }
 
-    /// Each socket's `bind()`/`listen()` answer (`CallResult[]`).
+    /// Each call's answer, in call order (`(Refusal | null)[]`).
+    pub fn answers(&self) -> JsResult<JsValue> {
+        to_js(&self.inner.answers())
+    }
+
+    /// Each socket's last answers and where it ended up (`CallResult[]`).
     pub fn results(&self) -> JsResult<JsValue> {
         to_js(&self.inner.results())
     }

@@ -178,12 +178,12 @@ pub struct WasmPaste {
     host: Option<(reuseport_model::lookup::Host, Proto)>,
 }
 
-/// A layout request: several sockets instead of one group.
+/// A layout request: several sockets, as a call log, instead of one group.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct LayoutRequest {
     kernel: String,
-    layout: reuseport_model::lookup::Layout,
+    layout: reuseport_model::lookup::CallLog,
     keys: Option<Keys>,
     proto: Proto,
     #[serde(default)]
@@ -506,9 +506,9 @@ impl WasmPaste {
     }
 
     /// Answers every row with the full listener lookup over a layout of
-    /// sockets (`{ kernel, layout, keys, proto, cpu }`): each socket's
-    /// bind and listen answers, and the receiving socket per row (its index
-    /// in the layout) under the keys when given.
+    /// sockets (`{ kernel, layout: CallLog, keys, proto, cpu }`): each
+    /// socket's bind and listen answers, and the receiving socket per row
+    /// (its fd) under the keys when given.
     #[wasm_bindgen(js_name = answerLayout, unchecked_return_type = "LayoutAnswered")]
     pub fn answer_layout(
         &mut self,
@@ -521,8 +521,8 @@ impl WasmPaste {
             req.layout.keys = k;
         }
         let profile = Profile::resolve(&req.kernel, None).js()?;
-        let host = Host::build(profile, &req.layout).js()?;
-        let n = req.layout.sockets.len();
+        let host = Host::run(profile, &req.layout).js()?;
+        let n = host.results().len();
         let mut counts = vec![0u32; n];
         let mut unrouted = 0;
         let ctx = PacketCtx {

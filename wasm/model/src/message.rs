@@ -29,6 +29,16 @@ pub enum Errno {
     Einval,
     /// `ENOMEM`: the kernel could not allocate (a full reuseport group).
     Enomem,
+    /// `EBADF`: the fd was closed.
+    Ebadf,
+    /// `EOPNOTSUPP`: the socket type has no such call (`listen()` on UDP).
+    Eopnotsupp,
+    /// `ENOPROTOOPT`: the option is not of this socket's family.
+    Enoprotoopt,
+    /// `EISCONN`: the socket is already connected or listening.
+    Eisconn,
+    /// `ENOTCONN`: `shutdown()` of a socket that is not connected.
+    Enotconn,
 }
 
 /// Where in the kernel sources a rule is applied: the function, its file,
@@ -132,6 +142,24 @@ pub enum RefusalRule {
     },
     /// A classic BPF program dividing by the constant 0.
     PayloadModZero,
+    /// A call on an fd already closed.
+    FdClosed,
+    /// `bind()` of a socket that already has a port.
+    AlreadyBound,
+    /// `listen()` on a UDP socket.
+    UdpCannotListen,
+    /// `listen()` on a connected TCP socket.
+    ListenConnected,
+    /// `connect()` on a TCP listener.
+    ConnectListener,
+    /// `connect()` on a TCP socket already connected.
+    AlreadyConnected,
+    /// `shutdown()` of a socket neither listening nor connected.
+    NotConnected,
+    /// IPV6_V6ONLY after `bind()`.
+    V6onlyAfterBind,
+    /// IPV6_V6ONLY on an AF_INET socket.
+    V6onlyOnInet,
 }
 
 /// What happened to one socket during a lookup's table scan.

@@ -6,7 +6,9 @@
 
 use reuseport_model::explain::Explain;
 use reuseport_model::group::AddEffect;
-use reuseport_model::lookup::{rules::LookupRules, CallResult, Layout, LookupExplain, Packet};
+use reuseport_model::lookup::{
+    rules::LookupRules, CallLog, CallResult, Layout, LookupExplain, Packet,
+};
 use reuseport_model::profile::Profile;
 use reuseport_model::reuseport::{Change, Choice, GroupSpec, Member};
 use ts_rs::{Config, TS};
@@ -27,6 +29,7 @@ fn export_typescript_declarations() {
     Member::export_all(&cfg).unwrap();
     AddEffect::export_all(&cfg).unwrap();
     Layout::export_all(&cfg).unwrap();
+    CallLog::export_all(&cfg).unwrap();
     Packet::export_all(&cfg).unwrap();
     LookupExplain::export_all(&cfg).unwrap();
     CallResult::export_all(&cfg).unwrap();

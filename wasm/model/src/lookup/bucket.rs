@@ -9,7 +9,8 @@
 //! rules read of the other socket. Every socket of one class gets the same
 //! verdict, so one check per class decides, and the first socket of the
 //! first class that conflicts (in bind order) is the one the kernel's walk
-//! would have reported first.
+//! would have reported first. Sockets are kept by their bind sequence
+//! number (the order their `bind()` calls succeeded), with their index.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -61,11 +62,11 @@ const WILDCARD: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
 /// The sockets bound to one (protocol, port).
 #[derive(Debug, Default, Clone)]
 pub(super) struct Bucket {
-    by_addr: BTreeMap<IpAddr, BTreeMap<Class, BTreeSet<usize>>>,
+    by_addr: BTreeMap<IpAddr, BTreeMap<Class, BTreeSet<(u64, usize)>>>,
 }
 
 impl Bucket {
-    pub(super) fn insert(&mut self, i: usize, class: Class) {
+    pub(super) fn insert(&mut self, i: (u64, usize), class: Class) {
         let a = bucket_addr(class.addr);
         self.by_addr
             .entry(a)
@@ -75,7 +76,7 @@ impl Bucket {
             .insert(i);
     }
 
-    pub(super) fn remove(&mut self, i: usize, class: &Class) {
+    pub(super) fn remove(&mut self, i: (u64, usize), class: &Class) {
         let a = bucket_addr(class.addr);
         if let Some(classes) = self.by_addr.get_mut(&a) {
             if let Some(set) = classes.get_mut(class) {
@@ -106,23 +107,23 @@ impl Bucket {
         for classes in self.lists(addr) {
             for (class, set) in classes {
                 if v6_reuseport_tail && class.inet6 && class.reuseport {
-                    tail.extend(set.iter().copied().find(|&j| j != except));
+                    tail.extend(set.iter().copied().find(|&(_, j)| j != except));
                 } else {
-                    head.extend(set.iter().rev().copied().find(|&j| j != except));
+                    head.extend(set.iter().rev().copied().find(|&(_, j)| j != except));
                 }
             }
         }
         head.sort_unstable_by(|a, b| b.cmp(a));
         tail.sort_unstable();
         head.extend(tail);
-        head
+        head.into_iter().map(|(_, j)| j).collect()
     }
 
-    fn lists(&self, addr: IpAddr) -> Vec<&BTreeMap<Class, BTreeSet<usize>>> {
+    fn lists(&self, addr: IpAddr) -> Vec<&BTreeMap<Class, BTreeSet<(u64, usize)>>> {
         // `::`, `0.0.0.0` and the v4-mapped `::ffff:0.0.0.0` (IPv4's
         // wildcard through an AF_INET6 socket) overlap every address.
         let wildcard = bucket_addr(addr) == WILDCARD;
-        let mut lists: Vec<&BTreeMap<Class, BTreeSet<usize>>> = Vec::new();
+        let mut lists: Vec<&BTreeMap<Class, BTreeSet<(u64, usize)>>> = Vec::new();
         if wildcard {
             lists.extend(self.by_addr.values());
         } else {
@@ -138,13 +139,13 @@ impl Bucket {
     /// The first socket (in bind order) of each class whose address can
     /// overlap `addr`'s, leaving out `except`: one representative per class.
     pub(super) fn candidates(&self, addr: IpAddr, except: usize) -> Vec<usize> {
-        let mut out: Vec<usize> = self
+        let mut out: Vec<(u64, usize)> = self
             .lists(addr)
             .into_iter()
             .flat_map(|classes| classes.values())
-            .filter_map(|set| set.iter().copied().find(|&j| j != except))
+            .filter_map(|set| set.iter().copied().find(|&(_, j)| j != except))
             .collect();
         out.sort_unstable();
-        out
+        out.into_iter().map(|(_, j)| j).collect()
     }
 }

@@ -14,6 +14,7 @@
 //! kernel-history.md §12.9); one network namespace; devices are names.
 
 mod bucket;
+pub mod calls;
 pub mod rules;
 
 use std::collections::BTreeMap;
@@ -34,6 +35,7 @@ use crate::profile::{Profile, Release};
 use crate::reuseport::{GroupAnswer, GroupSpec, PacketCtx, Program, ReuseportGroup};
 use crate::tuple::{unspecified_like, Proto, Tuple};
 use bucket::{bucket_addr, Bucket, Class};
+pub use calls::{Call, CallLog, SockOpt, MAX_CALLS, MAX_SOCKETS};
 use rules::{LookupRules, ScanRule, ScoreRule, TcpTables, UdpTables};
 
 /// Address family of a socket.
@@ -203,6 +205,19 @@ pub enum LayoutError {
     /// The sk_lookup program names no socket, or the profile lacks it.
     #[error("skLookup: {0}")]
     SkLookup(String),
+    /// A call the model cannot replay, named by its index and field.
+    #[error("calls[{index}].{field}: {problem}")]
+    Call {
+        /// The call's index in `calls`.
+        index: usize,
+        /// The field at fault.
+        field: &'static str,
+        /// What is wrong and how to fix it.
+        problem: String,
+    },
+    /// Too many calls or sockets.
+    #[error("calls: {0}")]
+    Calls(String),
 }
 
 /// How one socket's calls went.
@@ -310,8 +325,14 @@ pub struct GroupPick {
 }
 
 struct Sock {
+    /// The socket as it is now: family, protocol and owner from `socket`,
+    /// options from `setsockopt`, address from `bind`.
     spec: SocketSpec,
     bound: bool,
+    /// When its `bind()` succeeded, among all binds: the bucket's order.
+    bind_seq: u64,
+    /// TCP: `connect()`ed (not listening; TIME_WAIT once closed).
+    established: bool,
     listening: bool,
     group: Option<usize>,
     member: Option<u32>,
@@ -319,6 +340,50 @@ struct Sock {
     listen_refusal: Option<Refusal>,
     attach_refusal: Option<Refusal>,
     closed: bool,
+}
+
+impl Sock {
+    fn new(family: Family, proto: Proto, uid: u32) -> Sock {
+        Sock {
+            spec: SocketSpec {
+                family,
+                proto,
+                addr: unspecified_of(family),
+                port: 0,
+                v6only: false,
+                reuseaddr: false,
+                reuseport: false,
+                uid,
+                device: None,
+                state: match proto {
+                    Proto::Tcp => SockState::Bound,
+                    Proto::Udp => SockState::Listen,
+                },
+                peer: None,
+                incoming_cpu: None,
+                program: None,
+                program_before_bind: false,
+            },
+            bound: false,
+            bind_seq: 0,
+            established: false,
+            listening: false,
+            group: None,
+            member: None,
+            bind_refusal: None,
+            listen_refusal: None,
+            attach_refusal: None,
+            closed: false,
+        }
+    }
+}
+
+/// The wildcard of a family: `0.0.0.0` or `::`.
+fn unspecified_of(family: Family) -> IpAddr {
+    match family {
+        Family::Inet => Ipv4Addr::UNSPECIFIED.into(),
+        Family::Inet6 => Ipv6Addr::UNSPECIFIED.into(),
+    }
 }
 
 struct GroupEntry {
@@ -348,6 +413,12 @@ pub struct Host {
     tcp_tb: BTreeMap<u16, TbFast>,
     sk_lookup: Option<SkLookup>,
     keys: Keys,
+    ephemeral: Option<Ephemeral>,
+    tcp_migrate_req: bool,
+    /// Each call's answer, in call order.
+    answers: Vec<Option<Refusal>>,
+    /// The next bind's sequence number.
+    next_seq: u64,
 }
 
 /// The IPv4 address an AF_INET6 socket presents to IPv4 lookups
@@ -523,37 +594,27 @@ fn conflict_rule(s: &SocketSpec, e: &SocketSpec) -> RefusalRule {
 }
 
 impl Host {
-    /// Replays the layout's `bind()` and `listen()` calls in this profile.
+    /// Replays the layout's calls in this profile: the earlier
+    /// `{sockets, listenOrder, closed}` form, converted by
+    /// [`CallLog::from_layout`].
     pub fn build(profile: &'static Profile, layout: &Layout) -> Result<Host, LayoutError> {
+        Host::run(profile, &CallLog::from_layout(layout)?)
+    }
+
+    /// Replays a call log in this profile, in order, answering each call.
+    /// Input the model cannot replay (an fd no `socket` call made, an
+    /// address of the wrong family, too many calls) is an error naming the
+    /// call's index and field; a call the kernel refuses is an answer
+    /// ([`Host::answers`]).
+    pub fn run(profile: &'static Profile, log: &CallLog) -> Result<Host, LayoutError> {
         let rules = LookupRules::of(profile);
-        for (i, s) in layout.sockets.iter().enumerate() {
-            let bad = |problem: String| Err(LayoutError::Socket { socket: i, problem });
-            match (s.family, s.addr) {
-                (Family::Inet, IpAddr::V6(_)) => {
-                    return bad(format!(
-                        "an AF_INET socket cannot bind the IPv6 address {}; use family inet6",
-                        s.addr
-                    ))
-                }
-                (Family::Inet6, IpAddr::V4(_)) => {
-                    return bad(format!(
-                        "an AF_INET6 socket binds IPv4 addresses as ::ffff:{}",
-                        s.addr
-                    ))
-                }
-                _ => {}
-            }
-            if s.state == SockState::Connected && (s.proto != Proto::Udp || s.peer.is_none()) {
-                return bad("state connected is for UDP sockets and needs a peer address".into());
-            }
-            if s.state == SockState::Connected && s.addr.is_unspecified() {
-                return bad("a connected UDP socket takes its source address as its bound address: give that address instead of the wildcard".into());
-            }
-            if s.state == SockState::TimeWait && s.proto != Proto::Tcp {
-                return bad("TIME_WAIT is a TCP state".into());
-            }
+        if log.calls.len() > MAX_CALLS {
+            return Err(LayoutError::Calls(format!(
+                "{} calls; at most {MAX_CALLS}",
+                log.calls.len()
+            )));
         }
-        if let Some(e) = layout.ephemeral {
+        if let Some(e) = log.ephemeral {
             if e.low == 0 {
                 return Err(LayoutError::Ephemeral(
                     "low is 0; the range starts at port 1 or above (net.ipv4.ip_local_port_range)"
@@ -567,35 +628,17 @@ impl Host {
                 )));
             }
         }
-        let mut seen = std::collections::BTreeSet::new();
-        for &i in &layout.closed {
-            if !seen.insert(i) {
-                return Err(LayoutError::Closed(format!(
-                    "lists socket {i} twice; a socket closes once"
-                )));
-            }
-        }
-        let tcp_listeners: Vec<usize> = layout
-            .sockets
+        let sockets = log
+            .calls
             .iter()
-            .enumerate()
-            .filter(|(_, s)| s.proto == Proto::Tcp && s.state == SockState::Listen)
-            .map(|(i, _)| i)
-            .collect();
-        let listen_order = match &layout.listen_order {
-            None => tcp_listeners.clone(),
-            Some(o) => {
-                let mut sorted = o.clone();
-                sorted.sort_unstable();
-                if sorted != tcp_listeners {
-                    return Err(LayoutError::ListenOrder(format!(
-                        "must list each TCP socket in state listen exactly once ({tcp_listeners:?}); got {o:?}"
-                    )));
-                }
-                o.clone()
-            }
-        };
-        if let Some(sk) = &layout.sk_lookup {
+            .filter(|c| matches!(c, Call::Socket { .. }))
+            .count();
+        if sockets > MAX_SOCKETS {
+            return Err(LayoutError::Calls(format!(
+                "{sockets} socket calls; at most {MAX_SOCKETS}"
+            )));
+        }
+        if let Some(sk) = &log.sk_lookup {
             if !rules.sk_lookup {
                 return Err(LayoutError::SkLookup(format!(
                     "BPF sk_lookup arrived in 5.9; profile {} does not have it",
@@ -603,10 +646,9 @@ impl Host {
                 )));
             }
             if let SkLookup::Assign { socket, .. } = sk {
-                if *socket >= layout.sockets.len() {
+                if *socket >= sockets {
                     return Err(LayoutError::SkLookup(format!(
-                        "assigns socket {socket}, but the layout has {}",
-                        layout.sockets.len()
+                        "assigns socket {socket}, but the layout has {sockets}"
                     )));
                 }
             }
@@ -614,122 +656,389 @@ impl Host {
         let mut host = Host {
             profile,
             rules,
-            socks: layout
-                .sockets
-                .iter()
-                .map(|s| Sock {
-                    spec: SocketSpec {
-                        v6only: s.v6only || binds_v6only(s),
-                        ..s.clone()
-                    },
-                    bound: false,
-                    listening: false,
-                    group: None,
-                    member: None,
-                    bind_refusal: None,
-                    listen_refusal: None,
-                    attach_refusal: None,
-                    closed: false,
-                })
-                .collect(),
+            socks: Vec::with_capacity(sockets),
             groups: Vec::new(),
             port_list: BTreeMap::new(),
             addr_list: BTreeMap::new(),
             bucket: BTreeMap::new(),
             groups_on: BTreeMap::new(),
             tcp_tb: BTreeMap::new(),
-            sk_lookup: layout.sk_lookup.clone(),
-            keys: layout.keys,
+            sk_lookup: log.sk_lookup.clone(),
+            keys: log.keys,
+            ephemeral: log.ephemeral,
+            tcp_migrate_req: log.tcp_migrate_req,
+            answers: Vec::with_capacity(log.calls.len()),
+            next_seq: 0,
         };
-        for (i, s) in layout.sockets.iter().enumerate() {
-            if s.program.is_some() && !s.reuseport {
-                // reuseport_bpf.c test_filter_no_reuseport.
-                host.socks[i].attach_refusal = Some(Refusal {
-                    errno: Errno::Einval,
-                    rule: RefusalRule::ProgramNeedsReuseport,
-                    source: KernelSource::new(
-                        "sk_reuseport_attach_filter",
-                        "net/core/sock.c",
-                        profile.release,
-                    ),
-                    with: None,
-                });
-                host.socks[i].spec.program = None;
-            }
-        }
-        let bind_then_listen = |host: &mut Host, i: usize, listen_now: bool| {
-            let refused = if host.socks[i].spec.port == 0 {
-                host.autobind(i, layout.ephemeral)
-            } else {
-                host.bind_conflict(i)
-            };
-            match refused {
-                Some(r) => host.socks[i].bind_refusal = Some(r),
-                None => {
-                    host.tcp_fast_update(i, false);
-                    host.socks[i].bound = true;
-                    let s = &host.socks[i].spec;
-                    host.bucket
-                        .entry((s.proto, s.port))
-                        .or_default()
-                        .insert(i, Class::of(s, false));
-                    let s = &host.socks[i].spec;
-                    let udp_receives = s.proto == Proto::Udp
-                        && matches!(s.state, SockState::Listen | SockState::Connected);
-                    let tcp_listens = s.proto == Proto::Tcp && s.state == SockState::Listen;
-                    if udp_receives || (tcp_listens && listen_now) {
-                        host.listen_or_receive(i, layout.keys);
-                    }
-                }
-            }
-        };
-        match &layout.listen_order {
-            // Each socket binds, then listens at once.
-            None => {
-                for i in 0..host.socks.len() {
-                    bind_then_listen(&mut host, i, true);
-                }
-            }
-            // Every socket binds, then the listens run in the given order.
-            Some(_) => {
-                for i in 0..host.socks.len() {
-                    bind_then_listen(&mut host, i, false);
-                }
-                for &i in &listen_order {
-                    if host.socks[i].bound {
-                        host.listen_or_receive(i, layout.keys);
-                    }
-                }
-            }
-        }
-        for &i in &layout.closed {
-            if i >= host.socks.len() {
-                return Err(LayoutError::Socket {
-                    socket: i,
-                    problem: format!(
-                        "closed names socket {i}, but the layout has {}",
-                        host.socks.len()
-                    ),
-                });
-            }
-            host.close_socket(i);
+        for (index, call) in log.calls.iter().enumerate() {
+            let answer = host.call(index, call)?;
+            host.answers.push(answer);
         }
         Ok(host)
     }
 
-    /// `close()` of a socket after the calls: out of its lists, and out of
-    /// its group with the last member moved into its slot.
-    fn close_socket(&mut self, i: usize) {
+    /// One call: its answer, or an error naming the call when the model
+    /// cannot replay it.
+    fn call(&mut self, index: usize, call: &Call) -> Result<Option<Refusal>, LayoutError> {
+        let bad = |field: &'static str, problem: String| {
+            Err(LayoutError::Call {
+                index,
+                field,
+                problem,
+            })
+        };
+        if let Call::Socket { family, proto, uid } = *call {
+            self.socks.push(Sock::new(family, proto, uid));
+            return Ok(None);
+        }
+        let Some(i) = call.fd() else {
+            return Ok(None);
+        };
+        if i >= self.socks.len() {
+            return bad(
+                "fd",
+                format!(
+                    "socket {i} does not exist yet: {} socket calls come before this call, making fds 0 to {}",
+                    self.socks.len(),
+                    self.socks.len() as i64 - 1
+                ),
+            );
+        }
         if self.socks[i].closed {
-            return;
+            // The fd was closed (close(2) then any call: EBADF).
+            return Ok(Some(self.refusal(
+                Errno::Ebadf,
+                RefusalRule::FdClosed,
+                "fdget",
+                "include/linux/file.h",
+            )));
         }
-        self.socks[i].closed = true;
-        let was_receiving = self.socks[i].listening;
-        self.unbind(i);
-        self.socks[i].listening = false;
-        if !was_receiving {
-            return;
+        let (family, proto) = (self.socks[i].spec.family, self.socks[i].spec.proto);
+        match call {
+            Call::Socket { .. } => Ok(None),
+            Call::Setsockopt { opt, .. } => Ok(self.setsockopt(i, opt)),
+            Call::Bind { addr, port, .. } => {
+                match (family, addr) {
+                    (Family::Inet, IpAddr::V6(_)) => {
+                        return bad(
+                            "addr",
+                            format!(
+                            "socket {i} is AF_INET and cannot bind the IPv6 address {addr}; make it with family inet6"
+                        ),
+                        )
+                    }
+                    (Family::Inet6, IpAddr::V4(_)) => {
+                        return bad(
+                            "addr",
+                            format!("socket {i} is AF_INET6: it binds IPv4 addresses as ::ffff:{addr}"),
+                        )
+                    }
+                    _ => {}
+                }
+                Ok(self.bind(i, *addr, *port))
+            }
+            Call::Listen { .. } => {
+                if proto == Proto::Udp {
+                    // inet_dgram_ops .listen = sock_no_listen.
+                    return Ok(Some(self.refusal(
+                        Errno::Eopnotsupp,
+                        RefusalRule::UdpCannotListen,
+                        "sock_no_listen",
+                        "net/core/sock.c",
+                    )));
+                }
+                if self.socks[i].established || self.socks[i].spec.state == SockState::Connected {
+                    return Ok(Some(self.refusal(
+                        Errno::Einval,
+                        RefusalRule::ListenConnected,
+                        "inet_listen",
+                        "net/ipv4/af_inet.c",
+                    )));
+                }
+                if self.socks[i].listening {
+                    // Listening already: listen() only changes the backlog.
+                    return Ok(None);
+                }
+                if !self.socks[i].bound {
+                    // inet_csk_listen_start -> get_port(sk, 0): an ephemeral
+                    // port (the model needs the layout's range for it).
+                    let any = unspecified_of(family);
+                    let bind_answer = self.socks[i].bind_refusal.clone();
+                    let r = self.bind(i, any, 0);
+                    self.socks[i].bind_refusal = bind_answer;
+                    if let Some(r) = r {
+                        self.socks[i].listen_refusal = Some(r.clone());
+                        return Ok(Some(r));
+                    }
+                }
+                let r = self.listen_or_receive(i);
+                self.socks[i].listen_refusal = r.clone();
+                Ok(r)
+            }
+            Call::Connect { addr, port, .. } => {
+                if addr.is_ipv6() != (family == Family::Inet6) {
+                    return bad(
+                        "addr",
+                        format!("socket {i} is {family:?} and cannot connect to {addr}; give a peer of its family (::ffff:a.b.c.d for IPv4 through AF_INET6)"),
+                    );
+                }
+                Ok(self.connect(index, i, SocketAddr::new(*addr, *port))?)
+            }
+            Call::Shutdown { .. } => Ok(self.shutdown(i)),
+            Call::Close { .. } => {
+                self.close_socket(i);
+                Ok(None)
+            }
         }
+    }
+
+    fn refusal(&self, errno: Errno, rule: RefusalRule, func: &str, file: &str) -> Refusal {
+        Refusal {
+            errno,
+            rule,
+            source: KernelSource::new(func, file, self.profile.release),
+            with: None,
+        }
+    }
+
+    /// `bind(i, addr, port)`.
+    fn bind(&mut self, i: usize, addr: IpAddr, port: u16) -> Option<Refusal> {
+        if self.socks[i].bound || self.socks[i].established {
+            // inet_bind / __inet6_bind: `inet_num` already set.
+            let r = self.refusal(
+                Errno::Einval,
+                RefusalRule::AlreadyBound,
+                "__inet_bind",
+                "net/ipv4/af_inet.c",
+            );
+            self.socks[i].bind_refusal = Some(r.clone());
+            return Some(r);
+        }
+        let saved = self.socks[i].spec.clone();
+        let s = &mut self.socks[i].spec;
+        s.addr = addr;
+        s.port = port;
+        s.v6only = s.v6only || binds_v6only(s);
+        let refused = if port == 0 {
+            self.autobind(i, self.ephemeral)
+        } else {
+            self.bind_conflict(i)
+        };
+        if let Some(r) = refused {
+            // On failure the address and IPV6_V6ONLY go back (inet_reset_saddr).
+            self.socks[i].spec = saved;
+            self.socks[i].bind_refusal = Some(r.clone());
+            return Some(r);
+        }
+        self.socks[i].bind_refusal = None;
+        self.tcp_fast_update(i, false);
+        self.socks[i].bound = true;
+        self.socks[i].bind_seq = self.next_seq;
+        self.next_seq += 1;
+        let s = &self.socks[i].spec;
+        let seq = self.socks[i].bind_seq;
+        self.bucket
+            .entry((s.proto, s.port))
+            .or_default()
+            .insert((seq, i), Class::of(s, false));
+        if self.socks[i].spec.proto == Proto::Udp {
+            // udp_lib_get_port hashes the socket at bind: it receives.
+            if let Some(r) = self.receive(i) {
+                self.socks[i].bind_refusal = Some(r.clone());
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    /// `connect(i, peer)`: UDP receives only from the peer from now on
+    /// (TCP_ESTABLISHED, which a group counts from 5.4); TCP is taken to
+    /// reach an established connection, not listening, still on its port.
+    fn connect(
+        &mut self,
+        index: usize,
+        i: usize,
+        peer: SocketAddr,
+    ) -> Result<Option<Refusal>, LayoutError> {
+        let sock = &self.socks[i];
+        if sock.listening && sock.spec.proto == Proto::Tcp {
+            // __inet_stream_connect: a listener is not TCP_CLOSE.
+            return Ok(Some(self.refusal(
+                Errno::Eisconn,
+                RefusalRule::ConnectListener,
+                "__inet_stream_connect",
+                "net/ipv4/af_inet.c",
+            )));
+        }
+        if sock.established {
+            return Ok(Some(self.refusal(
+                Errno::Eisconn,
+                RefusalRule::AlreadyConnected,
+                "__inet_stream_connect",
+                "net/ipv4/af_inet.c",
+            )));
+        }
+        if !sock.bound || sock.spec.addr.is_unspecified() || sock.spec.port == 0 {
+            if sock.bind_refusal.is_some() && !sock.bound {
+                // Its bind failed: connect() would bind an ephemeral port.
+                let any = unspecified_of(sock.spec.family);
+                if self.ephemeral.is_none() {
+                    return Ok(self.bind(i, any, 0));
+                }
+            }
+            return Err(LayoutError::Call {
+                index,
+                field: "fd",
+                problem: format!(
+                    "connect on socket {i}, which is not bound to a specific address and port: the model does not choose a source address; bind one first"
+                ),
+            });
+        }
+        match self.socks[i].spec.proto {
+            Proto::Udp => {
+                self.socks[i].spec.state = SockState::Connected;
+                self.socks[i].spec.peer = Some(peer);
+                if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
+                    let _ = self.groups[g].group.connect(m);
+                }
+            }
+            Proto::Tcp => self.socks[i].established = true,
+        }
+        Ok(None)
+    }
+
+    /// `shutdown(i, SHUT_RDWR)`: a TCP listener stops listening
+    /// (`inet_shutdown` -> `tcp_disconnect` -> `inet_csk_listen_stop`) and
+    /// keeps its port, bound by address (SOCK_BINDPORT_LOCK); unconnected
+    /// sockets answer ENOTCONN (net/ipv4/af_inet.c).
+    fn shutdown(&mut self, i: usize) -> Option<Refusal> {
+        let s = &self.socks[i];
+        let connected = s.established || s.spec.state == SockState::Connected;
+        if s.spec.proto == Proto::Tcp && s.listening {
+            self.leave_lists(i);
+            self.set_listening(i, false);
+            if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
+                let _ = self.groups[g].group.shutdown(m);
+            }
+            return None;
+        }
+        if connected {
+            return None;
+        }
+        Some(self.refusal(
+            Errno::Enotconn,
+            RefusalRule::NotConnected,
+            "inet_shutdown",
+            "net/ipv4/af_inet.c",
+        ))
+    }
+
+    /// `setsockopt(i, opt)`. Options change what later calls read of the
+    /// socket; a bind already done stays as it was.
+    fn setsockopt(&mut self, i: usize, opt: &SockOpt) -> Option<Refusal> {
+        let family = self.socks[i].spec.family;
+        match opt {
+            SockOpt::Reuseaddr(on) => self.reclass(i, |s| s.reuseaddr = *on),
+            SockOpt::Reuseport(on) => self.reclass(i, |s| s.reuseport = *on),
+            SockOpt::V6only(on) => {
+                if family == Family::Inet {
+                    // ip_setsockopt: level IPPROTO_IPV6 is not AF_INET's.
+                    return Some(self.refusal(
+                        Errno::Enoprotoopt,
+                        RefusalRule::V6onlyOnInet,
+                        "ip_setsockopt",
+                        "net/ipv4/ip_sockglue.c",
+                    ));
+                }
+                if self.socks[i].bound {
+                    // do_ipv6_setsockopt: `inet_num` set, EINVAL.
+                    return Some(self.refusal(
+                        Errno::Einval,
+                        RefusalRule::V6onlyAfterBind,
+                        "do_ipv6_setsockopt",
+                        "net/ipv6/ipv6_sockglue.c",
+                    ));
+                }
+                self.socks[i].spec.v6only = *on;
+            }
+            SockOpt::Bindtodevice(d) => self.reclass(i, |s| s.device = d.clone()),
+            SockOpt::IncomingCpu(cpu) => {
+                self.socks[i].spec.incoming_cpu = Some(*cpu);
+                if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
+                    let _ = self.groups[g].group.set_incoming_cpu(m, Some(*cpu));
+                }
+            }
+            SockOpt::AttachReuseport(p) => {
+                let r = self.attach(i, p);
+                self.socks[i].attach_refusal = r.clone();
+                return r;
+            }
+        }
+        None
+    }
+
+    /// SO_ATTACH_REUSEPORT_CBPF/EBPF (`reuseport_attach_prog`,
+    /// net/core/sock_reuseport.c, 4.5+): to the socket's group; a socket
+    /// not yet hashed (before bind for UDP, before listen for TCP) with
+    /// SO_REUSEPORT gets a group of its own, which it keeps until it joins
+    /// another; without SO_REUSEPORT and no group, EINVAL.
+    fn attach(&mut self, i: usize, p: &Program) -> Option<Refusal> {
+        let s = &self.socks[i];
+        let einval = |rule: RefusalRule, source: KernelSource| Refusal {
+            errno: Errno::Einval,
+            rule,
+            source,
+            with: None,
+        };
+        if let (Some(g), Some(_), true) = (s.group, s.member, s.listening) {
+            let group = &mut self.groups[g].group;
+            if let Some((rule, source)) = group.attach_refusal(p) {
+                return Some(einval(rule, source));
+            }
+            let _ = group.attach_program(p.clone());
+            return None;
+        }
+        if !s.spec.reuseport || s.listening {
+            // reuseport_bpf.c test_filter_no_reuseport.
+            return Some(einval(
+                RefusalRule::ProgramNeedsReuseport,
+                KernelSource::new(
+                    "sk_reuseport_attach_filter",
+                    "net/core/sock.c",
+                    self.profile.release,
+                ),
+            ));
+        }
+        let spec = GroupSpec::new(s.spec.proto, 0, s.spec.addr, s.spec.port, self.keys);
+        let own = ReuseportGroup::build_empty(self.profile, &spec);
+        if let Some((rule, source)) = own.attach_refusal(p) {
+            return Some(einval(rule, source));
+        }
+        self.socks[i].spec.program = Some(p.clone());
+        self.socks[i].spec.program_before_bind = true;
+        None
+    }
+
+    /// Changes socket `i`'s options, moving it to its new class in the
+    /// bind bucket when it is bound.
+    fn reclass(&mut self, i: usize, change: impl FnOnce(&mut SocketSpec)) {
+        let s = &self.socks[i];
+        let key = (s.spec.proto, s.spec.port);
+        let at = (s.bind_seq, i);
+        let old = Class::of(&s.spec, s.listening);
+        change(&mut self.socks[i].spec);
+        let s = &self.socks[i];
+        if s.bound {
+            let new = Class::of(&s.spec, s.listening);
+            if let Some(b) = self.bucket.get_mut(&key) {
+                b.remove(at, &old);
+                b.insert(at, new);
+            }
+        }
+    }
+
+    /// Socket `i` leaves the listening lists.
+    fn leave_lists(&mut self, i: usize) {
         for list in self
             .port_list
             .values_mut()
@@ -737,6 +1046,28 @@ impl Host {
         {
             list.retain(|&x| x != i);
         }
+    }
+
+    /// `close()`: a TCP socket with an established connection leaves a
+    /// TIME_WAIT socket on its port (the active close); any other leaves
+    /// its lists, and its group with the last member moved into its slot.
+    fn close_socket(&mut self, i: usize) {
+        if self.socks[i].closed {
+            return;
+        }
+        self.socks[i].closed = true;
+        if self.socks[i].established && self.socks[i].bound {
+            self.reclass(i, |s| s.state = SockState::TimeWait);
+            return;
+        }
+        let was_receiving = self.socks[i].listening;
+        let in_group = self.socks[i].group;
+        self.unbind(i);
+        self.socks[i].listening = false;
+        if !was_receiving && in_group.is_none() {
+            return;
+        }
+        self.leave_lists(i);
         if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
             let _ = self.groups[g].group.close(m);
         }
@@ -750,10 +1081,7 @@ impl Host {
         let s = &self.socks[i].spec;
         // A socket that already owns a group (a program attached before
         // bind) cannot use the SO_REUSEPORT exemption from 4.6.
-        let in_group = self.rules.bind_needs_no_group
-            && s.reuseport
-            && s.program.is_some()
-            && s.program_before_bind;
+        let in_group = self.owns_group(i);
         if s.family == Family::Inet6 && s.v6only && as_v6(s.addr).to_ipv4_mapped().is_some() {
             return Some(Refusal {
                 errno: Errno::Einval,
@@ -782,7 +1110,7 @@ impl Host {
         for j in walk {
             let o = &self.socks[j];
             let e = &o.spec;
-            if j >= i || !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
+            if !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
                 continue;
             }
             if first_decides {
@@ -842,9 +1170,10 @@ impl Host {
             let key = (s.spec.proto, s.spec.port);
             let old = Class::of(&s.spec, s.listening);
             let new = Class::of(&s.spec, on);
+            let at = (s.bind_seq, i);
             if let Some(b) = self.bucket.get_mut(&key) {
-                b.remove(i, &old);
-                b.insert(i, new);
+                b.remove(at, &old);
+                b.insert(at, new);
             }
         }
         self.socks[i].listening = on;
@@ -866,8 +1195,9 @@ impl Host {
         if s.bound {
             let key = (s.spec.proto, s.spec.port);
             let class = Class::of(&s.spec, s.listening);
+            let at = (s.bind_seq, i);
             if let Some(b) = self.bucket.get_mut(&key) {
-                b.remove(i, &class);
+                b.remove(at, &class);
             }
         }
         self.socks[i].bound = false;
@@ -877,8 +1207,7 @@ impl Host {
     /// bucket's recorded SO_REUSEPORT owner covers socket `i`.
     fn tcp_reuseport_match(&self, tb: &TbFast, i: usize) -> bool {
         let s = &self.socks[i].spec;
-        let in_group =
-            self.rules.bind_needs_no_group && s.program.is_some() && s.program_before_bind;
+        let in_group = self.owns_group(i);
         if tb.fastreuseport == 0 || !s.reuseport || in_group || tb.fastuid != s.uid {
             return false;
         }
@@ -957,17 +1286,18 @@ impl Host {
         self.tcp_tb.insert(port, new);
     }
 
-    fn listen_or_receive(&mut self, i: usize, keys: Keys) {
+    /// `listen()` of a bound TCP socket: the port is checked again, then
+    /// the socket receives.
+    fn listen_or_receive(&mut self, i: usize) -> Option<Refusal> {
         if self.socks[i].spec.proto == Proto::Tcp {
             if !self.tcp_fast_path(i, true) {
                 if let Some(r) = self.listen_conflict(i) {
-                    self.socks[i].listen_refusal = Some(r);
-                    return;
+                    return Some(r);
                 }
             }
             self.tcp_fast_update(i, true);
         }
-        self.receive(i, keys);
+        self.receive(i)
     }
 
     /// `bind(addr, 0)` over TCP: `inet_csk_find_open_port` tries each port of
@@ -1003,7 +1333,7 @@ impl Host {
                     .any(|j| {
                         let o = &self.socks[j];
                         let e = &o.spec;
-                        if j >= i || !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
+                        if !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
                             return false;
                         }
                         if !relax {
@@ -1045,6 +1375,9 @@ impl Host {
     /// listener (net/ipv4/inet_connection_sock.c `inet_csk_listen_start`).
     fn listen_conflict(&self, i: usize) -> Option<Refusal> {
         let s = &self.socks[i].spec;
+        // A socket that owns a group (a program attached before listen)
+        // has `sk_reuseport_cb` set: no SO_REUSEPORT exemption, from 4.6.
+        let in_group = self.owns_group(i);
         for j in self.bound_on(Proto::Tcp, s.port, s.addr, i) {
             let o = &self.socks[j];
             let e = &o.spec;
@@ -1054,17 +1387,35 @@ impl Host {
             let allowed = (s.reuseaddr && e.reuseaddr && !o.listening)
                 || (s.reuseport
                     && e.reuseport
+                    && !in_group
                     && (e.state == SockState::TimeWait || e.uid == s.uid));
             if !allowed {
                 return Some(Refusal {
                     errno: Errno::Eaddrinuse,
-                    rule: conflict_rule(s, e),
+                    rule: if in_group {
+                        RefusalRule::OwnsGroupBeforeBind
+                    } else {
+                        conflict_rule(s, e)
+                    },
                     source: self.conflict_source(Proto::Tcp),
                     with: Some(j),
                 });
             }
         }
         None
+    }
+
+    /// Socket `i` owns a reuseport group of its own before joining one (a
+    /// program attached while it was not hashed), so `sk_reuseport_cb` is
+    /// set and, from 4.6, the SO_REUSEPORT exemption of `bind()` and
+    /// `listen()` is denied it (`inet_bind_conflict`, `sk_reuseport_match`,
+    /// net/ipv4/inet_connection_sock.c; `udp_lib_lport_inuse`).
+    fn owns_group(&self, i: usize) -> bool {
+        let s = &self.socks[i].spec;
+        self.rules.bind_needs_no_group
+            && s.reuseport
+            && s.program.is_some()
+            && s.program_before_bind
     }
 
     /// Where the bind-conflict rules live: `inet_bind_conflict` (TCP, also
@@ -1077,20 +1428,51 @@ impl Host {
         KernelSource::new(func, file, self.profile.release)
     }
 
-    /// The socket starts receiving: joins or makes its group and enters the lists.
-    fn receive(&mut self, i: usize, keys: Keys) {
+    /// The socket starts receiving: joins or makes its group and enters
+    /// the lists. A TCP listener shut down and listening again goes back
+    /// into its group (`reuseport_resurrect` from its closed tail, or a
+    /// new join). The refusal is that of a full group.
+    fn receive(&mut self, i: usize) -> Option<Refusal> {
+        let keys = self.keys;
         let spec = self.socks[i].spec.clone();
-        if spec.reuseport && self.group_era(spec.proto) {
+        let rejoin = match (self.socks[i].group, self.socks[i].member) {
+            (Some(g), Some(m)) => self.groups[g].group.relisten(m).is_ok(),
+            _ => false,
+        };
+        if spec.reuseport && self.group_era(spec.proto) && !rejoin {
             let on_port = self.groups_on.get(&(spec.proto, spec.port, spec.addr));
+            // inet_reuseport_add_sock / udp_reuseport_add_sock: a socket
+            // on the list with the same attributes; its group.
             let found = on_port.into_iter().flatten().copied().find(|&g| {
-                let first = self.groups[g].members[0];
-                same_group(&self.socks[first].spec, &spec)
+                self.groups[g]
+                    .members
+                    .iter()
+                    .any(|&m| self.socks[m].listening && same_group(&self.socks[m].spec, &spec))
             });
+            // A receiving socket with the same attributes that set
+            // SO_REUSEPORT only after it was hashed has no group yet: the
+            // joiner makes one for it first (`reuseport_add_sock` ->
+            // `reuseport_alloc(sk2)`, net/core/sock_reuseport.c).
+            let partner = match found {
+                Some(_) => None,
+                None => self
+                    .addr_list
+                    .get(&(spec.proto, bucket_addr(spec.addr), spec.port))
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .find(|&j| {
+                        j != i
+                            && self.socks[j].group.is_none()
+                            && same_group(&self.socks[j].spec, &spec)
+                    }),
+            };
             let g = match found {
                 Some(g) => g,
                 None => {
                     let gs = GroupSpec {
                         v6only: spec.v6only,
+                        tcp_migrate_req: self.tcp_migrate_req && spec.proto == Proto::Tcp,
                         ..GroupSpec::new(spec.proto, 0, spec.addr, spec.port, keys)
                     };
                     self.groups.push(GroupEntry {
@@ -1105,6 +1487,21 @@ impl Host {
                     g
                 }
             };
+            if let Some(j) = partner {
+                let entry = &mut self.groups[g];
+                if entry.group.join().is_ok() {
+                    entry.members.push(j);
+                    let sj = self.socks[j].spec.clone();
+                    if let Some(cpu) = sj.incoming_cpu {
+                        let _ = entry.group.set_incoming_cpu(0, Some(cpu));
+                    }
+                    if sj.state == SockState::Connected {
+                        let _ = entry.group.connect(0);
+                    }
+                    self.socks[j].group = Some(g);
+                    self.socks[j].member = Some(0);
+                }
+            }
             let entry = &mut self.groups[g];
             match entry.group.join() {
                 Ok(_) => {
@@ -1147,13 +1544,10 @@ impl Host {
                         ),
                         with: None,
                     };
-                    if spec.proto == Proto::Tcp {
-                        self.socks[i].listen_refusal = Some(r);
-                    } else {
-                        self.socks[i].bind_refusal = Some(r);
+                    if spec.proto == Proto::Udp {
                         self.unbind(i);
                     }
-                    return;
+                    return Some(r);
                 }
             }
         }
@@ -1171,6 +1565,7 @@ impl Host {
                 list.insert(0, i);
             }
         }
+        None
     }
 
     fn group_era(&self, proto: Proto) -> bool {
@@ -1181,7 +1576,13 @@ impl Host {
         scan != ScanRule::Reservoir
     }
 
-    /// Each socket's `bind()`/`listen()` answer.
+    /// Each call's answer, in call order: `None` for ok, else the errno
+    /// and the rule.
+    pub fn answers(&self) -> &[Option<Refusal>] {
+        &self.answers
+    }
+
+    /// Each socket's last `bind()`/`listen()`/attach answer and where it is now.
     pub fn results(&self) -> Vec<CallResult> {
         self.socks
             .iter()
