@@ -206,7 +206,7 @@ pub struct PredictArgs {
     #[arg(long, value_name = "0xHEX", value_parser = secret_arg, required_unless_present = "layout")]
     pub secret: Option<u32>,
 
-    /// A JSON file describing several sockets (family, protocol, address, port, SO_REUSEADDR/SO_REUSEPORT, UID, device, state, options, in bind order, with an optional listenOrder), in place of --listeners: the full listener lookup and the bind rules. The first output line gives each socket's bind()/listen() answer (`calls`); then one object per tuple with the receiving `socket`.
+    /// A JSON layout of several sockets in place of --listeners: a call log (`{"calls": [{"call": "socket", "family": "inet", "proto": "tcp"}, {"call": "bind", "fd": 0, ...}, ...]}`: socket, setsockopt, bind, listen, connect, shutdown, close, in order), or the earlier {sockets, listenOrder, closed} form, converted. The full listener lookup and the bind rules: the first output line gives each call's answer (`answers`) and where each socket ended up (`sockets`); then one object per tuple with the receiving `socket`.
     #[arg(long, value_name = "FILE")]
     pub layout: Option<std::path::PathBuf>,
 

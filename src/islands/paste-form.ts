@@ -6,7 +6,7 @@
  * results' simulation section, drawn from the worker's answer alone.
  */
 import { profiles } from '../model/index';
-import type { Layout } from '../model/lookup';
+import type { CallLog, Layout } from '../model/lookup';
 import { el, field } from './dom';
 import type { PasteText } from './paste-text';
 import type { PasteOptions } from './paste';
@@ -30,12 +30,14 @@ const LAYOUT_EXAMPLE = JSON.stringify(
 const MAX_LAYOUT_CHARS = 512 * 1024;
 
 /** The layout text as an object, or the problem with it. */
-export function readLayout(text: string): { layout?: Layout; error?: string } {
+export function readLayout(text: string): { layout?: CallLog | Layout; error?: string } {
   if (text.length > MAX_LAYOUT_CHARS) return { error: `${text.length} characters; at most ${MAX_LAYOUT_CHARS}` };
   try {
-    const v = JSON.parse(text) as Layout;
-    if (!v || typeof v !== 'object' || !Array.isArray(v.sockets)) return { error: '"sockets" must be a list of sockets' };
-    return { layout: v };
+    // A call log, or the earlier {sockets, ...} form; the model reads both and names any wrong field.
+    const v = JSON.parse(text) as Partial<CallLog & Layout>;
+    if (!v || typeof v !== 'object' || !(Array.isArray(v.calls) || Array.isArray(v.sockets)))
+      return { error: '"calls" must be a list of calls ({"call": "socket", ...})' };
+    return { layout: v as CallLog | Layout };
   } catch (e) {
     return { error: (e as Error).message };
   }

@@ -24,7 +24,7 @@ import { hex32, parseHex32 } from '../hex';
 import { defineIsland, emit as emitEvent, hostOf, islandElement, type WidgetEventKind } from './element';
 import { pasteText, type PasteText } from './paste-text';
 import type { Columns, Role, SpreadAnswer } from '../model/paste';
-import type { Layout } from '../model/lookup';
+import type { CallLog, Layout } from '../model/lookup';
 import type { LayoutAnswered } from '../model/paste-protocol';
 import { lookupView } from '../scene/dispatch/lookup';
 import { renderLookup } from '../render/dispatch/lookup';
@@ -75,7 +75,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   let summary: ReadSummary | undefined;
   let answered: Answered | undefined;
   /** The layout in force for the last read (null: one group), and its answers. */
-  let layout: Layout | null = null;
+  let layout: CallLog | Layout | null = null;
   let layoutAnswered: LayoutAnswered | undefined;
   let spread: SpreadAnswer | undefined;
   let recovered: Recovered | undefined;
@@ -372,10 +372,10 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
         const plan = {
           scene: 'group' as const,
           layout,
-          listenerOf: layout.sockets.map(() => null),
+          listenerOf: layoutAnswered.results.map(() => null),
           daddr: r.explain.packet.tuple.daddr,
           dport: r.explain.packet.tuple.dport,
-          describe: t.layoutDescribe(layout.sockets.length),
+          describe: t.layoutDescribe(layoutAnswered.sockets),
         };
         renderLookup(card, plan.describe, lookupView(plan, layoutAnswered.results, r.explain, lang), 4);
         h.focus();
@@ -527,15 +527,14 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     for (const h of t.socketsHead) hr.append(el('th', { scope: 'col' }, h));
     const body = tb.createTBody();
     for (const r of a.results.slice(0, 4096)) {
-      const spec = layout!.sockets[r.socket]!;
-      const where = spec.family === 'inet6' ? `[${spec.addr}]:${spec.port}` : `${spec.addr}:${spec.port}`;
+      const where = r.family === 'inet6' ? `[${r.addr}]:${r.port}` : `${r.addr}:${r.port}`;
       const call = (x: typeof r.bind) => (x ? `${x.errno}: ${sayRefusal(lang, x)}` : t.callOk);
       const tr = body.insertRow();
       for (const c of [
         String(r.socket),
         where,
         call(r.bind),
-        spec.proto === 'tcp' ? call(r.listen) : '–',
+        r.proto === 'tcp' ? call(r.listen) : '–',
         r.group === null ? '–' : t.groupMember(r.group, r.member ?? 0),
         a.counts ? (a.counts[r.socket] ?? 0).toLocaleString() : '–',
       ])

@@ -5,6 +5,7 @@
  * the one Rust crate.
  */
 import init, { Host as WasmHost, initSync } from './pkg-lookup/reuseport.js';
+import type { CallLog } from './calls';
 import { wasmLoader } from './load';
 import type { CallResult } from './generated/CallResult';
 import type { Layout } from './generated/Layout';
@@ -12,7 +13,11 @@ import type { LookupExplain } from './generated/LookupExplain';
 import type { LookupRules } from './generated/LookupRules';
 import type { Packet } from './generated/Packet';
 import type { SocketSpec } from './generated/SocketSpec';
+import type { Refusal } from './generated/message/Refusal';
 
+export type { CallLog, Call, SockOpt, SocketSetup } from './calls';
+export { callLog, setupCalls } from './calls';
+/** `Layout` and `SocketSpec` are the earlier layout form, which the model still reads and converts to calls. */
 export type { CallResult, Layout, LookupExplain, LookupRules, Packet, SocketSpec };
 
 const big = wasmLoader({ init, initSync });
@@ -23,16 +28,21 @@ export const loadLookup: () => Promise<void> = big.load;
 /** Loads the lookup package from bytes (Node, tests). */
 export const loadLookupSync: (bytes: BufferSource) => void = big.loadSync;
 
-/** Several sockets on one host after their bind()/listen() calls. */
+/** Several sockets on one host after their calls. */
 export class Host {
   #inner: WasmHost;
 
-  /** Replays the layout's calls; throws naming the socket at fault. */
-  constructor(kernel: string, layout: Layout) {
+  /** Replays the call log (or the earlier form, converted); throws naming the call and field at fault. */
+  constructor(kernel: string, layout: CallLog | Layout) {
     this.#inner = new WasmHost({ kernel, layout });
   }
 
-  /** Each socket's bind()/listen() answer. */
+  /** Each call's answer, in call order: null for ok. */
+  answers(): (Refusal | null)[] {
+    return this.#inner.answers();
+  }
+
+  /** Each socket's last bind()/listen()/attach answer and where it ended up. */
   results(): CallResult[] {
     return this.#inner.results() as CallResult[];
   }

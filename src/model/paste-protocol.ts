@@ -6,6 +6,7 @@
 import type { GroupSpec } from './generated/GroupSpec';
 import type { Keys } from './generated/Keys';
 import type { Tuple } from './generated/Tuple';
+import type { CallLog } from './generated/CallLog';
 import type { Layout } from './generated/Layout';
 import type { CallResult } from './generated/CallResult';
 import type { Columns } from './generated/Columns';
@@ -91,10 +92,10 @@ export interface AnswerRequest {
   cpu: number;
 }
 
-/** Several sockets instead of one group: the layout `reuseport-agent predict --layout` reads. */
+/** Several sockets instead of one group: the layout `reuseport-agent predict --layout` reads (a call log, or the earlier form). */
 export interface LayoutRequest {
   kernel: string;
-  layout: Layout;
+  layout: CallLog | Layout;
   keys: Keys | null;
   proto: 'tcp' | 'udp';
   cpu: number;

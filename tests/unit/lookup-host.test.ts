@@ -1,36 +1,28 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Host, loadLookupSync, type SocketSpec } from '../../src/model/lookup';
+import { callLog, Host, loadLookupSync, setupCalls, type SocketSetup } from '../../src/model/lookup';
 import { say, sayRefusal } from '../../src/model/messages';
 
 const wasm = fileURLToPath(new URL('../../src/model/pkg-lookup/reuseport_bg.wasm', import.meta.url));
 
-function sock(family: 'inet' | 'inet6', addr: string): SocketSpec {
-  return {
-    family,
-    proto: 'tcp',
-    addr,
-    port: 8888,
-    v6only: false,
-    reuseaddr: false,
-    reuseport: true,
-    uid: 0,
-    device: null,
-    state: 'listen',
-    peer: null,
-    incomingCpu: null,
-    program: null,
-    programBeforeBind: false,
-  };
+function sock(family: 'inet' | 'inet6', addr: string): SocketSetup {
+  return { family, proto: 'tcp', addr, port: 8888, reuseport: true };
 }
+
+/** Each socket set up in turn: socket i is fd i. */
+const logOf = (sockets: SocketSetup[], v4 = 0) =>
+  callLog(
+    sockets.flatMap((s, fd) => setupCalls(fd, s)),
+    { v4, v6Outer: 0, v6Inner: 0 },
+  );
 
 describe('full listener lookup over wasm', () => {
   beforeAll(() => loadLookupSync(readFileSync(wasm)));
 
   it('reuseport_addr_any: the specific socket wins on 6.18, not on 4.17', () => {
     const sockets = [sock('inet', '0.0.0.0'), sock('inet', '0.0.0.0'), sock('inet6', '::'), sock('inet', '127.0.0.1'), sock('inet', '0.0.0.0')];
-    const layout = { sockets, listenOrder: null, skLookup: null, keys: { v4: 7, v6Outer: 0, v6Inner: 0 }, ephemeral: null, closed: [] };
+    const layout = logOf(sockets, 7);
     const packet = {
       proto: 'tcp' as const,
       tuple: { saddr: '127.0.0.1', sport: 40000, daddr: '127.0.0.1', dport: 8888 },
@@ -48,7 +40,7 @@ describe('full listener lookup over wasm', () => {
 
   it('names the socket whose bind fails and the rule', () => {
     const a = { ...sock('inet', '127.0.0.1'), reuseport: false };
-    const layout = { sockets: [a, a], listenOrder: null, skLookup: null, keys: { v4: 0, v6Outer: 0, v6Inner: 0 }, ephemeral: null, closed: [] };
+    const layout = logOf([a, a]);
     const r = new Host('6.18', layout).results();
     expect(r[1]!.bind?.errno).toBe('EADDRINUSE');
     expect(r[1]!.bind?.with).toBe(0);
@@ -56,5 +48,16 @@ describe('full listener lookup over wasm', () => {
     expect(r[1]!.bind?.source.func).toBe('inet_bind_conflict');
     expect(sayRefusal('en', r[1]!.bind!)).toMatch(/do not both set SO_REUSEPORT.*inet_bind_conflict, net\/ipv4\/inet_connection_sock\.c, kernel 6\.18/);
     expect(sayRefusal('zh-CN', r[1]!.bind!)).toMatch(/地址重叠.*inet_bind_conflict/);
+  });
+
+  it('answers each call in order, and reads the earlier sockets form too', () => {
+    // socket, bind, listen for fd 0; socket, bind (refused: fd 0 listens on the port) for fd 1.
+    const a = { ...sock('inet', '127.0.0.1'), reuseport: false };
+    const host = new Host('6.18', logOf([a, { ...a, listen: false }]));
+    expect(host.answers().map((x) => x?.errno ?? 'ok')).toEqual(['ok', 'ok', 'ok', 'ok', 'EADDRINUSE']);
+    const old = { family: 'inet' as const, proto: 'tcp' as const, addr: '127.0.0.1', port: 8888 };
+    const earlier = new Host('6.18', { sockets: [old, old] } as never).results();
+    expect(earlier[1]!.bind?.errno).toBe('EADDRINUSE');
+    expect(earlier[0]!.addr).toBe('127.0.0.1');
   });
 });

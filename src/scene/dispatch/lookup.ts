@@ -3,11 +3,11 @@
  * (`Host` of `pkg-lookup`) reports it: the tables (buckets) walked, every
  * candidate socket with its `compute_score` and outcome, the reuseport
  * group's pick and the receiving socket. No DOM and no kernel arithmetic:
- * this file builds a `Layout` equivalent to the visualized group (or a
- * preset with several groups) and turns the model's answer into rows.
+ * this file writes the calls that make the visualized group (or a preset
+ * with several groups) and turns the model's answer into rows.
  */
 import type { Member, Program, Proto, Tuple } from '../../model/index';
-import type { CallResult, Layout, LookupExplain, Packet, SocketSpec } from '../../model/lookup';
+import { callLog, setupCalls, type Call, type CallLog, type CallResult, type LookupExplain, type Packet, type SocketSetup } from '../../model/lookup';
 import { say, sayRefusal, type Lang } from '../../model/messages';
 
 /** Which layout the lookup panel asks about. */
@@ -16,7 +16,7 @@ export type LookupScene = 'group' | 'addr_any';
 /** A layout for the model's Host, with what each socket is in the scene. */
 export interface HostPlan {
   scene: LookupScene;
-  layout: Layout;
+  layout: CallLog;
   /** The visualized group's listener number of each socket index (null: not one of its listeners). */
   listenerOf: (number | null)[];
   /** Where packets go in this layout (the visualized group's address, or the preset's). */
@@ -41,37 +41,27 @@ export interface GroupSource {
   closedOrder?: number[];
 }
 
-/** A receiving socket: `listen` is also UDP's receiving state in the model. */
-function sock(proto: Proto, family: 'inet' | 'inet6', addr: string, port: number, reuseport = true): SocketSpec {
-  return {
-    family,
-    proto,
-    addr,
-    port,
-    v6only: false,
-    reuseaddr: false,
-    reuseport,
-    uid: 0,
-    device: null,
-    state: 'listen',
-    peer: null,
-    incomingCpu: null,
-    program: null,
-    programBeforeBind: false,
-  };
+/** A receiving socket: TCP listens after bind; UDP receives from bind on. */
+function sock(proto: Proto, family: 'inet' | 'inet6', addr: string, port: number, reuseport = true): SocketSetup {
+  return { family, proto, addr, port, reuseport };
+}
+
+/** The calls that set up each socket in turn (socket i is fd i). */
+function setupAll(sockets: SocketSetup[]): Call[] {
+  return sockets.flatMap((s, fd) => setupCalls(fd, s));
 }
 
 const keys = (secret: number, v6Outer = 0) => ({ v4: secret >>> 0, v6Outer: v6Outer >>> 0, v6Inner: 0 });
 
 /**
- * The visualized group as a Host layout: one socket per listening member, in
+ * The visualized group as a call log: one socket per listening member, in
  * listener-number order (so they join the Host's group in the same order),
  * with its SO_INCOMING_CPU; closed members are omitted. The group's program
  * is attached on the first socket after all have joined (the selftests' order).
  */
 export function groupPlan(g: GroupSource): HostPlan {
   const listenerOf: number[] = [];
-  const sockets: SocketSpec[] = [];
+  const sockets: SocketSetup[] = [];
   const replay = g.closedOrder !== undefined;
   g.members.forEach((m, l) => {
     // With the close order known, every member binds and listens, then the
@@ -80,11 +70,13 @@ export function groupPlan(g: GroupSource): HostPlan {
     listenerOf.push(l);
     sockets.push({ ...sock(g.proto, 'inet', g.bind, g.port), incomingCpu: m.incomingCpu >= 0 ? m.incomingCpu : null });
   });
-  if (g.program && sockets.length) sockets[0] = { ...sockets[0]!, program: g.program };
+  const calls = setupAll(sockets);
+  if (g.program && sockets.length) calls.push({ call: 'setsockopt', fd: 0, opt: { attachReuseport: g.program } });
+  if (replay) for (const fd of g.closedOrder!) calls.push({ call: 'close', fd });
   const omitted = g.members.length - sockets.length;
   return {
     scene: 'group',
-    layout: { sockets, listenOrder: null, skLookup: null, keys: keys(g.secret), ephemeral: null, closed: replay ? [...g.closedOrder!] : [] },
+    layout: callLog(calls, keys(g.secret)),
     listenerOf,
     daddr: g.bind === '0.0.0.0' ? '10.0.0.1' : g.bind,
     dport: g.port,
@@ -108,10 +100,9 @@ export function addrAnyPlan(proto: Proto, secret: number): HostPlan {
   const v6 = () => sock(proto, 'inet6', '::', p);
   const lo = () => sock(proto, 'inet', '127.0.0.1', p);
   const sockets = [v4(), v4(), v6(), v6(), lo(), v4(), v4(), v6(), v6(), sock(proto, 'inet', '127.0.0.1', p, false)];
-  const layout: Layout = { sockets, listenOrder: null, skLookup: null, keys: keys(secret, secret), ephemeral: null, closed: [] };
   return {
     scene: 'addr_any',
-    layout,
+    layout: callLog(setupAll(sockets), keys(secret, secret)),
     listenerOf: sockets.map(() => null),
     daddr: '127.0.0.1',
     dport: p,
@@ -160,10 +151,9 @@ export interface LookupView {
 }
 
 function sockLabel(plan: HostPlan, results: CallResult[], s: number): string {
-  const spec = plan.layout.sockets[s];
-  const where = spec ? (spec.family === 'inet6' ? `[${spec.addr}]:${spec.port}` : `${spec.addr}:${spec.port}`) : '?';
-  const l = plan.listenerOf[s];
   const r = results[s];
+  const where = r ? (r.family === 'inet6' ? `[${r.addr}]:${r.port}` : `${r.addr}:${r.port}`) : '?';
+  const l = plan.listenerOf[s];
   const gm = r && r.group !== null ? `, group ${r.group} member ${r.member}` : '';
   return `socket ${s} (${where}${l !== null && l !== undefined ? `, L${l}` : ''}${gm})`;
 }

@@ -406,8 +406,23 @@ impl WasmV4Batch {
     }
 }
 
-/// The input of [`WasmHost::new`]: a kernel and a layout, a call log (the
-/// earlier `{sockets, listenOrder, closed}` form is read too, converted).
+#[cfg(feature = "lookup")]
+#[wasm_bindgen(typescript_custom_section)]
+const TS_HOST: &str = r#"
+import type { CallLog } from "../generated/CallLog";
+import type { CallResult } from "../generated/CallResult";
+import type { Layout } from "../generated/Layout";
+import type { LookupExplain } from "../generated/LookupExplain";
+import type { LookupRules } from "../generated/LookupRules";
+import type { Packet } from "../generated/Packet";
+import type { Refusal } from "../generated/message/Refusal";
+/** A kernel and a layout: a call log, or the earlier {sockets, listenOrder, closed} form (`Layout`), which the model converts. */
+export type HostConfig = { kernel: string; layout: CallLog | Layout };
+"#;
+
+/// The input of [`WasmHost::new`] (TypeScript: `HostConfig`): a kernel and
+/// a layout, a call log (the earlier `{sockets, listenOrder, closed}` form
+/// is read too, converted).
 #[cfg(feature = "lookup")]
 #[derive(Deserialize)]
 struct HostConfig {
@@ -429,7 +444,9 @@ impl WasmHost {
     /// Replays `{ kernel, layout: CallLog }`; throws naming the call and
     /// field at fault.
     #[wasm_bindgen(constructor)]
-    pub fn new(config: JsValue) -> JsResult<WasmHost> {
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "HostConfig")] config: JsValue,
+    ) -> JsResult<WasmHost> {
         let cfg: HostConfig = from_js(config, "host configuration")?;
         let profile = Profile::resolve(&cfg.kernel, None).js()?;
         Ok(WasmHost {
@@ -437,23 +454,30 @@ impl WasmHost {
         })
     }
 
-    /// Each call's answer, in call order (`(Refusal | null)[]`).
+    /// Each call's answer, in call order (`null` for ok).
+    #[wasm_bindgen(unchecked_return_type = "(Refusal | null)[]")]
     pub fn answers(&self) -> JsResult<JsValue> {
         to_js(&self.inner.answers())
     }
 
-    /// Each socket's last answers and where it ended up (`CallResult[]`).
+    /// Each socket's last answers and where it ended up.
+    #[wasm_bindgen(unchecked_return_type = "CallResult[]")]
     pub fn results(&self) -> JsResult<JsValue> {
         to_js(&self.inner.results())
     }
 
-    /// The lookup rules in force (`LookupRules`).
+    /// The lookup rules in force.
+    #[wasm_bindgen(unchecked_return_type = "LookupRules")]
     pub fn rules(&self) -> JsResult<JsValue> {
         to_js(&self.inner.rules())
     }
 
-    /// Looks up one packet (`Packet` in, `LookupExplain` out).
-    pub fn lookup(&self, packet: JsValue) -> JsResult<JsValue> {
+    /// Looks up one packet.
+    #[wasm_bindgen(unchecked_return_type = "LookupExplain")]
+    pub fn lookup(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Packet")] packet: JsValue,
+    ) -> JsResult<JsValue> {
         let p: Packet = from_js(packet, "packet")?;
         to_js(&self.inner.lookup(&p))
     }

@@ -225,8 +225,18 @@ pub enum LayoutError {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct CallResult {
-    /// The socket's index.
+    /// The socket's index (its fd).
     pub socket: usize,
+    /// Its family and protocol (`socket()`).
+    pub family: Family,
+    /// TCP or UDP.
+    pub proto: Proto,
+    /// Its address and port: the last bind's that succeeded (or the
+    /// ephemeral port drawn), else the family's wildcard and 0.
+    #[cfg_attr(feature = "ts", ts(as = "String"))]
+    pub addr: IpAddr,
+    /// Its port.
+    pub port: u16,
     /// `bind()`: `None` on success, else the errno and the rule.
     pub bind: Option<Refusal>,
     /// `listen()` for TCP sockets that listen.
@@ -235,7 +245,7 @@ pub struct CallResult {
     pub attach: Option<Refusal>,
     /// Whether it ended up receiving (listening TCP, bound UDP).
     pub receiving: bool,
-    /// Closed after the calls (`Layout::closed`).
+    /// Closed (`close()`).
     pub closed: bool,
     /// Its reuseport group (index into the host's groups).
     pub group: Option<usize>,
@@ -1589,6 +1599,10 @@ impl Host {
             .enumerate()
             .map(|(socket, s)| CallResult {
                 socket,
+                family: s.spec.family,
+                proto: s.spec.proto,
+                addr: s.spec.addr,
+                port: s.spec.port,
                 bind: s.bind_refusal.clone(),
                 listen: s.listen_refusal.clone(),
                 attach: s.attach_refusal.clone(),
