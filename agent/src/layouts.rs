@@ -26,7 +26,6 @@ use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use reuseport_model::lookup::{Family, Host, Layout, Packet, SockState, SocketSpec};
-use reuseport_model::message::Errno;
 use reuseport_model::reuseport::PacketCtx;
 use reuseport_model::{Keys, Profile, Proto, Tuple};
 use serde::Serialize;
@@ -181,32 +180,8 @@ pub fn shrink(layout: &Layout, mut still: impl FnMut(&Layout) -> bool) -> Layout
     }
 }
 
-/// A call's answer: `None` on success, else the errno number.
-pub type Answer = Option<i32>;
-
-fn errno_name(e: Answer) -> String {
-    match e {
-        None => "ok".into(),
-        Some(libc::EADDRINUSE) => "EADDRINUSE".into(),
-        Some(libc::EINVAL) => "EINVAL".into(),
-        Some(libc::ENOMEM) => "ENOMEM".into(),
-        Some(libc::EADDRNOTAVAIL) => "EADDRNOTAVAIL".into(),
-        Some(n) => format!("errno {n}"),
-    }
-}
-
-fn model_errno(e: &Errno) -> i32 {
-    match e {
-        Errno::Eaddrinuse => libc::EADDRINUSE,
-        Errno::Einval => libc::EINVAL,
-        Errno::Enomem => libc::ENOMEM,
-        Errno::Ebadf => libc::EBADF,
-        Errno::Eopnotsupp => libc::EOPNOTSUPP,
-        Errno::Enoprotoopt => libc::ENOPROTOOPT,
-        Errno::Eisconn => libc::EISCONN,
-        Errno::Enotconn => libc::ENOTCONN,
-    }
-}
+pub use crate::calllog::Answer;
+use crate::calllog::{errno_name, errno_number as model_errno, source};
 
 /// Every answer of one side (kernel or model) for one layout.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -226,22 +201,6 @@ fn destinations() -> [IpAddr; 3] {
         Ipv4Addr::new(127, 0, 0, 2).into(),
         Ipv6Addr::LOCALHOST.into(),
     ]
-}
-
-/// The sources of the probes: several in 127.0.0.0/8, and ::1.
-fn source(daddr: IpAddr, k: usize) -> IpAddr {
-    const V4: [[u8; 4]; 6] = [
-        [127, 0, 0, 1],
-        [127, 0, 0, 3],
-        [127, 0, 0, 7],
-        [127, 0, 1, 9],
-        [127, 2, 3, 4],
-        [127, 9, 8, 7],
-    ];
-    match daddr {
-        IpAddr::V4(_) => Ipv4Addr::from(V4[k % V4.len()]).into(),
-        IpAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
-    }
 }
 
 /// The model's answers, and how many probes each destination gets.
@@ -552,35 +511,7 @@ mod kernel {
         e.raw_os_error().unwrap_or(libc::EIO)
     }
 
-    /// Moves this thread into a new network namespace with lo up.
-    fn private_netns() -> bool {
-        // SAFETY: unshare only changes this thread's namespace.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            return false;
-        }
-        let Ok(s) = Socket::new(Domain::IPV4, Type::DGRAM, None) else {
-            return false;
-        };
-        // SAFETY: ifreq is plain data; the ioctls read and write it.
-        unsafe {
-            let mut ifr: libc::ifreq = std::mem::zeroed();
-            for (d, c) in ifr.ifr_name.iter_mut().zip(b"lo\0") {
-                *d = *c as libc::c_char;
-            }
-            use std::os::fd::AsRawFd;
-            if libc::ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS as _, &mut ifr) != 0 {
-                return false;
-            }
-            ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            if libc::ioctl(s.as_raw_fd(), libc::SIOCSIFFLAGS as _, &ifr) != 0 {
-                return false;
-            }
-        }
-        // ::1 appears on lo once it is up.
-        Socket::new(Domain::IPV6, Type::DGRAM, None)
-            .and_then(|s| s.bind(&SocketAddr::new(Ipv6Addr::LOCALHOST.into(), 0).into()))
-            .is_ok()
-    }
+    use crate::calllog::private_netns;
 
     /// Whether nothing holds `port` (checked outside a private namespace).
     fn port_free(port: u16) -> bool {

@@ -1,5 +1,5 @@
 /** The exercise widget's interface words, once per language (chosen from the page's `lang`). */
-import { langOf } from '../model/messages';
+import { langOf, type Errno } from '../model/messages';
 import type { ExplainCardText } from '../render/explain-card';
 import type { AcceptModel } from '../model/sim';
 
@@ -38,7 +38,7 @@ export interface ExerciseText {
   /** A socket's state after its calls, by the model's `SockState`. */
   state: { listen: string; bound: string; time_wait: string; connected: string };
   /** The answer choices of a bind question. */
-  outcome: { success: string; EADDRINUSE: string; EINVAL: string; ENOMEM: string };
+  outcome: Record<'success' | Errno, string>;
   synRight: (listener: number) => string;
   synWrong: (chose: number, listener: number) => string;
   bindRight: (outcome: string) => string;
@@ -106,6 +106,11 @@ const en: ExerciseText = {
     EADDRINUSE: 'EADDRINUSE (address already in use)',
     EINVAL: 'EINVAL (invalid argument)',
     ENOMEM: 'ENOMEM (out of memory)',
+    EBADF: 'EBADF (bad file descriptor)',
+    EOPNOTSUPP: 'EOPNOTSUPP (operation not supported)',
+    ENOPROTOOPT: 'ENOPROTOOPT (protocol not available)',
+    EISCONN: 'EISCONN (already connected)',
+    ENOTCONN: 'ENOTCONN (not connected)',
   },
   synRight: (l) => `Right: the SYN reaches listener ${l}.`,
   synWrong: (c, l) => `Not quite: you chose listener ${c}; the SYN reaches listener ${l}.`,
@@ -181,7 +186,17 @@ const zh: ExerciseText = {
   off: '未设置',
   uid: 'UID',
   state: { listen: '监听中', bound: '已绑定', time_wait: 'TIME_WAIT 状态', connected: '已连接' },
-  outcome: { success: 'bind() 成功', EADDRINUSE: 'EADDRINUSE（地址已被占用）', EINVAL: 'EINVAL（参数无效）', ENOMEM: 'ENOMEM（内存不足）' },
+  outcome: {
+    success: 'bind() 成功',
+    EADDRINUSE: 'EADDRINUSE（地址已被占用）',
+    EINVAL: 'EINVAL（参数无效）',
+    ENOMEM: 'ENOMEM（内存不足）',
+    EBADF: 'EBADF（文件描述符无效）',
+    EOPNOTSUPP: 'EOPNOTSUPP（不支持该操作）',
+    ENOPROTOOPT: 'ENOPROTOOPT（协议不支持该选项）',
+    EISCONN: 'EISCONN（已经连接）',
+    ENOTCONN: 'ENOTCONN（尚未连接）',
+  },
   synRight: (l) => `答对了：这个 SYN 到达监听套接字 ${l}。`,
   synWrong: (c, l) => `答错了：你选了监听套接字 ${c}，而这个 SYN 到达的是监听套接字 ${l}。`,
   bindRight: (o) => `答对了：${o}。`,

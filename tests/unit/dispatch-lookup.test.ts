@@ -2,10 +2,13 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Group } from '../../src/model/index';
-import { Host, loadLookupSync } from '../../src/model/lookup';
+import { Host, loadLookupSync, type Call } from '../../src/model/lookup';
 import { say } from '../../src/model/messages';
 import { SERVER } from '../../src/scene/dispatch/clients';
-import { addrAnyPlan, groupPlan, hostPacket, lookupView } from '../../src/scene/dispatch/lookup';
+import { addrAnyPlan, groupPlan, hostPacket, lookupView, type HostPlan } from '../../src/scene/dispatch/lookup';
+
+/** The plan's calls (its layout is a call log). */
+const callsOf = (plan: HostPlan): Call[] => ('calls' in plan.layout ? plan.layout.calls : []);
 import { DispatchSim, type SimOptions } from '../../src/scene/dispatch/sim';
 import { loadModelForTests } from './setup-model';
 
@@ -91,7 +94,9 @@ describe('dispatch: listener lookup panel', () => {
     sim.setIncomingCpu(3, 2);
     const plan = planOf(sim);
     expect(plan.listenerOf).toEqual([0, 2, 3, 4]);
-    expect(plan.layout.sockets.map((s) => s.incomingCpu)).toEqual([null, null, 2, null]);
+    // Listener 3 is socket 2, and only it sets SO_INCOMING_CPU (to 2).
+    const cpus = callsOf(plan).flatMap((c) => (c.call === 'setsockopt' && 'incomingCpu' in c.opt ? [[c.fd, c.opt.incomingCpu]] : []));
+    expect(cpus).toEqual([[2, 2]]);
     const host = new Host('6.18', plan.layout);
     for (const e of dispatched(sim, 10)) {
       const v = lookupView(plan, host.results(), host.lookup(hostPacket(plan, 'tcp', e.tuple, e.cpu, null)));
@@ -118,7 +123,7 @@ describe('dispatch: listener lookup panel', () => {
       closedOrder: h.order,
     });
     expect(plan.listenerOf).toEqual([0, 1, 2, 3, 4, 5]);
-    expect(plan.layout.closed).toEqual([1, 3]);
+    expect(callsOf(plan).flatMap((c) => (c.call === 'close' ? [c.fd] : []))).toEqual([1, 3]);
     const host = new Host('6.18', plan.layout);
     for (const e of dispatched(sim, 30)) {
       const x = host.lookup(hostPacket(plan, 'tcp', e.tuple, e.cpu, null));
@@ -189,5 +194,5 @@ function v0(
   plan: ReturnType<typeof groupPlan>,
   e: { tuple: { saddr: string; sport: number; daddr: string; dport: number }; cpu: number; payload: number | null },
 ): string {
-  return say('en', 'table_name', host.lookup(hostPacket(plan, plan.layout.sockets[0]!.proto, e.tuple, e.cpu, e.payload)).tables[0]!.table);
+  return say('en', 'table_name', host.lookup(hostPacket(plan, host.results()[0]!.proto, e.tuple, e.cpu, e.payload)).tables[0]!.table);
 }

@@ -59,7 +59,7 @@ function agentCalls(q: BindQuestion, n: number): AgentCall[] {
   const file = join(dir, `layout-${n}.json`);
   writeFileSync(file, JSON.stringify({ sockets: q.sockets }));
   const out = execFileSync(AGENT, ['predict', '--kernel', q.kernel, '--layout', file], { input: '', encoding: 'utf8' });
-  return (JSON.parse(out.trim().split('\n')[0]!) as { calls: AgentCall[] }).calls;
+  return (JSON.parse(out.trim().split('\n')[0]!) as { sockets: AgentCall[] }).sockets;
 }
 
 describe('exercise questions', () => {

@@ -7,7 +7,17 @@
  * with several groups) and turns the model's answer into rows.
  */
 import type { Member, Program, Proto, Tuple } from '../../model/index';
-import { callLog, setupCalls, type Call, type CallLog, type CallResult, type LookupExplain, type Packet, type SocketSetup } from '../../model/lookup';
+import {
+  callLog,
+  setupCalls,
+  type Call,
+  type CallLog,
+  type CallResult,
+  type Layout,
+  type LookupExplain,
+  type Packet,
+  type SocketSetup,
+} from '../../model/lookup';
 import { say, sayRefusal, type Lang } from '../../model/messages';
 
 /** Which layout the lookup panel asks about. */
@@ -16,7 +26,8 @@ export type LookupScene = 'group' | 'addr_any';
 /** A layout for the model's Host, with what each socket is in the scene. */
 export interface HostPlan {
   scene: LookupScene;
-  layout: CallLog;
+  /** What the Host replays: a call log (a pasted layout may be in the earlier form, which the model converts). */
+  layout: CallLog | Layout;
   /** The visualized group's listener number of each socket index (null: not one of its listeners). */
   listenerOf: (number | null)[];
   /** Where packets go in this layout (the visualized group's address, or the preset's). */
