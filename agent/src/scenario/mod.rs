@@ -1,7 +1,7 @@
 //! `scenario NAME`: runs one of the gallery's curated scenarios
 //! ([`reuseport_model::sim::CURATED`], the one list) on the running
 //! kernel, over loopback, and writes what it measured in the shape of the
-//! simulator's own report ([`SimReport`]), so the two can be laid side by
+//! simulator's own report ([`SimReport`](reuseport_model::sim::SimReport)), so the two can be laid side by
 //! side.
 //!
 //! For each variant: worker processes accept with the variant's model (a
