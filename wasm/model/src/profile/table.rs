@@ -1,0 +1,330 @@
+//! The era table: one row per kernel series, oldest first, each the row
+//! before it with what changed (see [`super`] and `tests/eras.md`).
+
+use super::{
+    BpfFallback, EraNote, GroupScan, Profile, Release, Selection, V4Form, V6Form, WildcardLaddr,
+};
+use crate::jhash::JhashForm;
+use crate::lookup::rules::{LookupRules, ScanRule, ScoreRule, TcpTables, UdpTables};
+
+/// Shorthand for a release in the table.
+pub const fn r(major: u16, minor: u16) -> Release {
+    Release::new(major, minor)
+}
+
+// The era table. Each row is the row before it with what changed; the
+// thresholds are the mainline releases of kernel-history.md §9 and §11, and a
+// row read from a late stable tree also carries that tree's backports (its
+// `notes` say which). Shorthands keep the rows short.
+use GroupScan::{Plain, SkipConnected, SkipConnectedPreferCpu};
+use JhashForm::{New, Old};
+use ScanRule::{GroupThenFirst, GroupThenReservoir};
+use ScoreRule::{Exact, ExactPreferDevice};
+use Selection::{Group as Grp, Reservoir as Res};
+use V4Form::{Classic, ClassicNumericFport, LportPlus};
+use V6Form::{ClassicJhash2, ClassicXorFold, LportPlusJhash2, SinglePass};
+use WildcardLaddr::{Daddr, Zero, ZeroAboveTen};
+
+/// 3.9: SO_REUSEPORT for TCP and UDP (da5e36308d9f and related), reservoir
+/// selection, one shared hash secret, the IPv4 UDP `htons` port swap.
+pub const P3_9: Profile = Profile {
+    release: r(3, 9),
+    basis: "3.9.6",
+    jhash: Old,
+    per_proto_ehashfn: false,
+    tcp4: Classic,
+    udp4: ClassicNumericFport,
+    tcp6: ClassicXorFold,
+    udp6: ClassicXorFold,
+    udp6_outer_is_inner_plus_mix: false,
+    tcp_selection: Res,
+    udp_selection: Res,
+    group_scan: Plain,
+    tcp_wildcard_laddr: Daddr,
+    udp_wildcard_laddr: ZeroAboveTen,
+    incoming_cpu_writable: false,
+    closed_tail: false,
+    bpf_invalid_index: BpfFallback::Reservoir,
+    sk_reuseport_prog: false,
+    bpf_detach: false,
+    epoll_exclusive: false,
+    lookup: LookupRules {
+        tcp_tables: TcpTables::PortList,
+        udp_tables: UdpTables::PortSlotOrHash2,
+        tcp_scan: ScanRule::Reservoir,
+        udp_scan: ScanRule::Reservoir,
+        score: ScoreRule::Classic,
+        v6_reuseport_tail: false,
+        cpu_bonus: false,
+        udp_has_conns: false,
+        udp_rescore: false,
+        sk_lookup: false,
+        bind_needs_no_group: false,
+        tcp_fast_strict: false,
+        tcp_fast_sk_wildcard: true,
+        udp_first_overlap_decides: false,
+    },
+    notes: &[],
+};
+
+/// 3.13: per-protocol hash functions and secrets; `udp_ehashfn`; the
+/// `htons` swap gone (read in 3.14.1).
+pub const P3_13: Profile = Profile {
+    release: r(3, 13),
+    basis: "3.14.1",
+    per_proto_ehashfn: true,
+    udp4: Classic,
+    udp6_outer_is_inner_plus_mix: true,
+    ..P3_9
+};
+
+/// 4.1: the new `jhash_3words` body.
+pub const P4_1: Profile = Profile {
+    release: r(4, 1),
+    basis: "4.1.3",
+    jhash: New,
+    ..P3_13
+};
+
+/// 4.4: SO_INCOMING_CPU writable, +1 in `compute_score`.
+pub const P4_4: Profile = Profile {
+    release: r(4, 4),
+    basis: "Ubuntu 4.4.0-210 (4.4.262)",
+    incoming_cpu_writable: true,
+    lookup: LookupRules {
+        cpu_bonus: true,
+        ..P4_1.lookup
+    },
+    ..P4_1
+};
+
+/// 4.5: UDP groups and socket-filter programs; `EPOLLEXCLUSIVE`.
+pub const P4_5: Profile = Profile {
+    release: r(4, 5),
+    basis: "inferred from 4.4 and 4.6 and the 4.5 commits",
+    udp_selection: Grp,
+    epoll_exclusive: true,
+    lookup: LookupRules {
+        udp_scan: GroupThenReservoir,
+        udp_first_overlap_decides: true,
+        ..P4_4.lookup
+    },
+    notes: &[EraNote::InferredFromNeighbours],
+    ..P4_4
+};
+
+/// 4.6: TCP groups; IPv6 reuseport sockets at the tail.
+pub const P4_6: Profile = Profile {
+    release: r(4, 6),
+    basis: "4.6.2",
+    tcp_selection: Grp,
+    lookup: LookupRules {
+        tcp_scan: GroupThenReservoir,
+        v6_reuseport_tail: true,
+        bind_needs_no_group: true,
+        ..P4_5.lookup
+    },
+    notes: &[],
+    ..P4_5
+};
+
+/// 4.17 (rules of 4.16): lhash2 and the count > 10 switch, no reservoir
+/// after a group, an invalid program index falls back to the hash; the
+/// TCP bind fast path of 4.14; UDP wildcard groups hash the destination.
+pub const P4_17: Profile = Profile {
+    release: r(4, 17),
+    basis: "4.17.0 (lhash2 present from 4.16)",
+    udp_wildcard_laddr: Daddr,
+    bpf_invalid_index: BpfFallback::Hash,
+    lookup: LookupRules {
+        tcp_tables: TcpTables::PortListOrLhash2,
+        tcp_scan: GroupThenFirst,
+        udp_scan: GroupThenFirst,
+        tcp_fast_strict: true,
+        ..P4_6.lookup
+    },
+    ..P4_6
+};
+
+/// 4.19: SK_REUSEPORT programs on the 4.16 – 4.18 lookup.
+pub const P4_19: Profile = Profile {
+    release: r(4, 19),
+    basis: "4.18.20 rules plus the 4.19 SK_REUSEPORT programs (no 4.19 tree read)",
+    sk_reuseport_prog: true,
+    notes: &[EraNote::OlderLookupNewPrograms],
+    ..P4_17
+};
+
+/// 5.0: lhash2 and hash2 only, exact address in two passes, wildcard
+/// groups hash zero; the Ubuntu 5.0.21 tree also skips connected UDP
+/// members (the 5.4 `has_conns`).
+pub const P5_0: Profile = Profile {
+    release: r(5, 0),
+    basis: "Ubuntu 5.0.0-65 (5.0.21)",
+    group_scan: SkipConnected,
+    tcp_wildcard_laddr: Zero,
+    udp_wildcard_laddr: Zero,
+    lookup: LookupRules {
+        tcp_tables: TcpTables::Lhash2,
+        udp_tables: UdpTables::Hash2,
+        score: Exact,
+        udp_has_conns: true,
+        ..P4_19.lookup
+    },
+    notes: &[],
+    ..P4_19
+};
+
+/// 5.4 as in 5.4.291: SO_DETACH_REUSEPORT_BPF (5.3), the 5.7 bind
+/// fast-path fix, and as backports the 6.5 IPv6 hash forms and the 5.15
+/// device preference.
+pub const P5_4: Profile = Profile {
+    release: r(5, 4),
+    basis: "Ubuntu 5.4.0-216 (5.4.291)",
+    tcp6: ClassicJhash2,
+    udp6: ClassicJhash2,
+    udp6_outer_is_inner_plus_mix: false,
+    bpf_detach: true,
+    lookup: LookupRules {
+        score: ExactPreferDevice,
+        tcp_fast_sk_wildcard: false,
+        ..P5_0.lookup
+    },
+    notes: &[EraNote::LateStableIpv6Hash],
+    ..P5_0
+};
+
+/// 5.10 as in 5.10.262: BPF `sk_lookup` (5.9) and the 6.5 UDP re-score
+/// as a backport.
+pub const P5_10: Profile = Profile {
+    release: r(5, 10),
+    basis: "Debian 5.10.262",
+    lookup: LookupRules {
+        udp_rescore: true,
+        sk_lookup: true,
+        ..P5_4.lookup
+    },
+    ..P5_4
+};
+
+/// 5.14 mainline: the closed tail and request migration; without the
+/// backports 5.10.262 carries.
+pub const P5_14: Profile = Profile {
+    release: r(5, 14),
+    basis: "mainline 5.14 (migration series)",
+    tcp6: ClassicXorFold,
+    udp6: ClassicXorFold,
+    udp6_outer_is_inner_plus_mix: true,
+    closed_tail: true,
+    lookup: LookupRules {
+        score: Exact,
+        udp_rescore: false,
+        ..P5_10.lookup
+    },
+    notes: &[],
+    ..P5_10
+};
+
+/// 5.15 mainline: the bound-device preference restored.
+pub const P5_15: Profile = Profile {
+    release: r(5, 15),
+    basis: "mainline 5.15 (no 5.15 tree read)",
+    lookup: LookupRules {
+        score: ExactPreferDevice,
+        ..P5_14.lookup
+    },
+    notes: &[EraNote::MainlineIpv6Hash],
+    ..P5_14
+};
+
+/// 6.1 as in 6.1.192: the 6.2 CPU ring scan and the 6.5 IPv6 hash forms
+/// and UDP re-score as backports.
+pub const P6_1: Profile = Profile {
+    release: r(6, 1),
+    basis: "Debian 6.1.192",
+    tcp6: ClassicJhash2,
+    udp6: ClassicJhash2,
+    udp6_outer_is_inner_plus_mix: false,
+    group_scan: SkipConnectedPreferCpu,
+    lookup: LookupRules {
+        udp_rescore: true,
+        ..P5_15.lookup
+    },
+    notes: &[EraNote::StableIncomingCpuRing],
+    ..P5_15
+};
+
+/// 6.2 mainline: the CPU ring scan, without 6.1.192's other backports.
+pub const P6_2: Profile = Profile {
+    release: r(6, 2),
+    basis: "mainline 6.2",
+    tcp6: ClassicXorFold,
+    udp6: ClassicXorFold,
+    udp6_outer_is_inner_plus_mix: true,
+    lookup: LookupRules {
+        udp_rescore: false,
+        ..P6_1.lookup
+    },
+    notes: &[],
+    ..P6_1
+};
+
+/// 6.5: jhash2 of the IPv6 foreign address, the udp6 secret fix, the UDP
+/// re-score.
+pub const P6_5: Profile = Profile {
+    release: r(6, 5),
+    basis: "mainline 6.5",
+    tcp6: ClassicJhash2,
+    udp6: ClassicJhash2,
+    udp6_outer_is_inner_plus_mix: false,
+    lookup: LookupRules {
+        udp_rescore: true,
+        ..P6_2.lookup
+    },
+    ..P6_2
+};
+
+/// 6.6: the 6.5 rules.
+pub const P6_6: Profile = Profile {
+    release: r(6, 6),
+    basis: "mainline 6.6",
+    ..P6_5
+};
+
+/// 6.12 as in 6.12.117: the 6.5 rules.
+pub const P6_12: Profile = Profile {
+    release: r(6, 12),
+    basis: "Debian 6.12.117",
+    ..P6_6
+};
+
+/// 6.15: TCP adds lport outside the hash (commit 9544d60a2605).
+pub const P6_15: Profile = Profile {
+    release: r(6, 15),
+    basis: "mainline 6.15 (commit 9544d60a2605)",
+    tcp4: LportPlus,
+    tcp6: LportPlusJhash2,
+    ..P6_12
+};
+
+/// 6.18: the 6.15 rules, measured on this project's machine.
+pub const P6_18: Profile = Profile {
+    release: r(6, 18),
+    basis: "6.18.44, measured on this project's machine",
+    ..P6_15
+};
+
+/// 7.2 as in 7.2.13: the single-pass IPv6 TCP hash.
+pub const P7_2: Profile = Profile {
+    release: r(7, 2),
+    basis: "Debian 7.2.13",
+    tcp6: SinglePass,
+    notes: &[EraNote::SinglePassFirstSeen],
+    ..P6_18
+};
+
+/// Every profile, oldest first.
+pub static PROFILES: &[Profile] = &[
+    P3_9, P3_13, P4_1, P4_4, P4_5, P4_6, P4_17, P4_19, P5_0, P5_4, P5_10, P5_14, P5_15, P6_1, P6_2,
+    P6_5, P6_6, P6_12, P6_15, P6_18, P7_2,
+];
