@@ -44,17 +44,17 @@ export class Host {
 
   /** Each socket's last bind()/listen()/attach answer and where it ended up. */
   results(): CallResult[] {
-    return this.#inner.results() as CallResult[];
+    return this.#inner.results();
   }
 
   /** The lookup rules of the profile. */
   rules(): LookupRules {
-    return this.#inner.rules() as LookupRules;
+    return this.#inner.rules();
   }
 
   /** Tables walked, candidates and scores, the group's pick, the receiving socket. */
   lookup(packet: Packet): LookupExplain {
-    return this.#inner.lookup(packet) as LookupExplain;
+    return this.#inner.lookup(packet);
   }
 
   dispose(): void {

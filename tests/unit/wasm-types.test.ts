@@ -12,6 +12,7 @@ import type { ReadSummary, AnswerRequest } from '../../src/model/paste-protocol'
 import type { CuratedView } from '../../src/model/generated/CuratedView';
 import type { Scenario } from '../../src/model/generated/Scenario';
 import type { SimReport } from '../../src/model/generated/SimReport';
+import type { CallResult, LookupExplain, LookupRules, Packet } from '../../src/model/lookup';
 
 describe('wasm declarations carry the model types', () => {
   it('core package: free functions and the Group handle', () => {
@@ -30,5 +31,12 @@ describe('wasm declarations carry the model types', () => {
     expectTypeOf<ReturnType<big.Recovery['add']>>().toEqualTypeOf<'new' | 'duplicate' | 'uninformative'>();
     expectTypeOf<ReturnType<big.Paste['finish']>>().toEqualTypeOf<ReadSummary>();
     expectTypeOf<Parameters<big.Paste['answer']>[0]>().toEqualTypeOf<AnswerRequest>();
+  });
+
+  it('lookup package: the Host of a call log', () => {
+    expectTypeOf<Parameters<big.Host['lookup']>[0]>().toEqualTypeOf<Packet>();
+    expectTypeOf<ReturnType<big.Host['lookup']>>().toEqualTypeOf<LookupExplain>();
+    expectTypeOf<ReturnType<big.Host['results']>>().toEqualTypeOf<CallResult[]>();
+    expectTypeOf<ReturnType<big.Host['rules']>>().toEqualTypeOf<LookupRules>();
   });
 });
