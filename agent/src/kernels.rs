@@ -1,4 +1,4 @@
-// Over 800 lines for now: guest runs of `verify --layouts` are being added; split by stage (fetch, boot, check) after.
+// Over 800 lines for now: fetching, booting and checking a kernel are one pipeline here; to be split by those stages with the guest runs of verify --layouts.
 //! `verify --kernels`: the proof of [`crate::verify`], run on kernels this
 //! machine does not run. For each Debian kernel asked for it
 //!

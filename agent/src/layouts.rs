@@ -1,4 +1,4 @@
-// Over 800 lines for now: being rewritten for layouts as call logs; split along its seams after that lands.
+// Over 800 lines for now: it still draws the earlier layout form; when it draws call logs natively, split it into drawing, running, comparing and shrinking.
 //! `verify --layouts N`: the differential test of the lookup and bind rules.
 //!
 //! Draws `N` random layouts of 2 – 7 sockets on one port (seeded), builds

@@ -1,4 +1,4 @@
-// Over 800 lines for now: being rewritten for layouts as call logs; split along its seams after that lands.
+// Over 800 lines for now: the one-group form still builds a GroupSpec; once it is a call log too, split it into the group form and the layout form.
 //! `predict`: which member of an SO_REUSEPORT group a given kernel picks for
 //! each 4-tuple, as JSON Lines.
 //!

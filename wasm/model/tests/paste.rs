@@ -1,3 +1,4 @@
+// Over 800 lines on purpose: one suite of the paste parsers against captured output, a test per format beside its fixture's expected tuples.
 //! The paste parsers against real command output captured on a Linux
 //! machine (tests/fixtures/paste/, whose README lists the connections that
 //! were open), with the expected tuples written from that list — never

@@ -1,3 +1,4 @@
+// Over 800 lines for now: one Host whose replay of calls, bind rules and lookup walk share its private socket and table state; to be split by those three seams.
 //! The whole listener lookup: several sockets on a host, the `bind()` and
 //! `listen()` rules that decide which of them may share a port, the
 //! reuseport groups they form, the tables a packet's lookup walks, every
