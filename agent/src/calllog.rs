@@ -330,7 +330,8 @@ mod kernel {
         r.err()
     }
 
-    fn client(src: IpAddr, ty: Type) -> Option<Socket> {
+    /// A probing client bound to `src` (port 0), closed with a reset (linger 0) so no TIME_WAIT is left behind.
+    pub fn client(src: IpAddr, ty: Type) -> Option<Socket> {
         let domain = if src.is_ipv4() {
             Domain::IPV4
         } else {
@@ -342,7 +343,8 @@ mod kernel {
         Some(c)
     }
 
-    fn wait_readable(socks: &[Option<Socket>], which: &[usize], ms: i32) -> bool {
+    /// Waits up to `ms` milliseconds until one of the sockets `which` names is readable.
+    pub fn wait_readable(socks: &[Option<Socket>], which: &[usize], ms: i32) -> bool {
         let mut fds: Vec<libc::pollfd> = which
             .iter()
             .filter_map(|&i| socks[i].as_ref())

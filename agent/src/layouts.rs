@@ -511,7 +511,7 @@ mod kernel {
         e.raw_os_error().unwrap_or(libc::EIO)
     }
 
-    use crate::calllog::private_netns;
+    use crate::calllog::{client, private_netns, wait_readable};
 
     /// Whether nothing holds `port` (checked outside a private namespace).
     fn port_free(port: u16) -> bool {
@@ -660,33 +660,6 @@ mod kernel {
             listen,
             lookups,
         }
-    }
-
-    fn client(src: IpAddr, ty: Type) -> Option<Socket> {
-        let domain = if src.is_ipv4() {
-            Domain::IPV4
-        } else {
-            Domain::IPV6
-        };
-        let c = Socket::new(domain, ty, None).ok()?;
-        c.set_linger(Some(Duration::ZERO)).ok()?;
-        c.bind(&SocketAddr::new(src, 0).into()).ok()?;
-        Some(c)
-    }
-
-    fn wait_readable(socks: &[Option<Socket>], which: &[usize], ms: i32) -> bool {
-        use std::os::fd::AsRawFd;
-        let mut fds: Vec<libc::pollfd> = which
-            .iter()
-            .filter_map(|&i| socks[i].as_ref())
-            .map(|s| libc::pollfd {
-                fd: s.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: fds is a valid array of pollfd for the call's duration.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) > 0 }
     }
 
     /// One connection: which listener's accept queue it lands in.
