@@ -25,7 +25,7 @@ const { values, positionals } = parseArgs({
 const root = fileURLToPath(new URL('..', import.meta.url));
 const paths = positionals.length
   ? positionals
-  : ['/', '/dispatch/', '/lookup/', '/hash/', '/scenarios/', '/scenarios/slow-worker/', '/paste/', '/traces/', '/embedding/', '/zh-cn/', '/embed/dispatch/'];
+  : ['/', '/dispatch/', '/lookup/', '/hash/', '/scenarios/', '/scenarios/slow-worker/', '/traces/', '/embedding/', '/zh-cn/', '/embed/dispatch/'];
 const runs = Math.max(1, Math.min(5, Number(values.runs) || 1));
 if (!values['no-build']) execFileSync('npx', ['astro', 'build', '--silent', '--outDir', values.dist], { cwd: root, stdio: 'inherit' });
 
