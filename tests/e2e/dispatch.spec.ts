@@ -222,8 +222,9 @@ const sayTag = (group: string, o: Tagged) => EN[`${group}.${o.kind}`]!.replace(/
 function predictLayout(lines: string[], kernel: string): LookupPredicted[] {
   const args = ['predict', '--kernel', kernel, '--layout', 'tests/fixtures/layouts/addr-any.json', '--secret', SECRET, '--explain'];
   const out = execFileSync('target/debug/reuseport-agent', args, { input: lines.join('\n'), encoding: 'utf8' });
-  const [calls, ...rest] = out.trim().split('\n');
-  expect(JSON.parse(calls!)).toHaveProperty('calls');
+  // The first line is every call's answer and every socket's outcome; the lookups follow.
+  const [first, ...rest] = out.trim().split('\n');
+  expect(JSON.parse(first!)).toHaveProperty('sockets');
   return rest.map((l) => JSON.parse(l) as LookupPredicted);
 }
 

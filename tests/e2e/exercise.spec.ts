@@ -93,7 +93,9 @@ async function agentBind(w: Locator): Promise<{ outcome: string; rule: string | 
   const file = join(dir, `layout-${layouts++}.json`);
   writeFileSync(file, JSON.stringify({ sockets }));
   const out = execFileSync(AGENT, ['predict', '--kernel', kernel!, '--layout', file], { input: '', encoding: 'utf8' });
-  const calls = (JSON.parse(out.split('\n')[0]!) as { calls: { bind: { errno: string; rule: string; with: number | null } | null; listen: unknown }[] }).calls;
+  // The first line's `sockets`: each socket's bind() and listen() outcome.
+  type Outcome = { bind: { errno: string; rule: string; with: number | null } | null; listen: unknown };
+  const calls = (JSON.parse(out.split('\n')[0]!) as { sockets: Outcome[] }).sockets;
   // The sockets already there got there: only the new bind() is in question.
   for (const c of calls.slice(0, -1)) expect([c.bind, c.listen]).toEqual([null, null]);
   const last = calls[calls.length - 1]!.bind;

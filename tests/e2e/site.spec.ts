@@ -181,7 +181,8 @@ test('the bind checker gives the answers of reuseport-agent predict --layout', a
     input: '',
     encoding: 'utf8',
   });
-  const calls = (JSON.parse(out.split('\n')[0]!) as { calls: { bind: { errno: string } | null; listen: { errno: string } | null }[] }).calls;
+  // The first line's `sockets`: each socket's bind() and listen() outcome.
+  const calls = (JSON.parse(out.split('\n')[0]!) as { sockets: { bind: { errno: string } | null; listen: { errno: string } | null }[] }).sockets;
   const cells = w.locator('.rl-bind-result');
   await expect(cells).toHaveCount(calls.length);
   for (const [i, c] of calls.entries()) {
