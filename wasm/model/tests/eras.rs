@@ -17,7 +17,7 @@ use reuseport_model::lookup::rules::LookupRules;
 use reuseport_model::lookup::{Family, Host, Layout, Packet, SockState, SocketSpec};
 use reuseport_model::message::{Errno, LaddrReason};
 use reuseport_model::profile::{
-    r, GroupScan, Profile, V4Form, V6Form, P3_9, P5_15, P6_12, P6_18, P7_2, PROFILES,
+    r, GroupScan, Profile, V4Form, V6Form, P3_9, P5_0, P5_15, P5_4, P6_12, P6_18, P7_2, PROFILES,
 };
 use reuseport_model::reuseport::{CpuPin, PacketCtx, Program};
 use reuseport_model::sim::AcceptModel;
@@ -401,6 +401,111 @@ fn undoing_the_5_7_bind_cache_fix_on_6_18_is_one_lookup_field() {
     };
     assert_eq!(binds(&P6_18), [None, None, Some(Errno::Eaddrinuse)]);
     assert_eq!(binds(&P6_18_OLD_CACHE), [None, None, None]);
+}
+
+// ---------------------------------------------------------------------------
+// Rows checked against kernel source for backports (issues 12 and 13).
+
+/// `reciprocal_scale(hash, n)` as `include/linux/kernel.h` writes it.
+fn scale(hash: u32, n: u32) -> u32 {
+    ((u64::from(hash) * u64::from(n)) >> 32) as u32
+}
+
+#[test]
+fn acdcecc61285_connected_udp_members_are_skipped_from_5_4_not_in_5_0() {
+    // "udp: correct reuseport selection with connected sockets" is mainline
+    // 5.4 (stable 5.3.1, 5.2.17, 4.19.75); kernel.org's 5.0.y ended at
+    // 5.0.21 three months before it was written. So 5.0 picks
+    // `socks[reciprocal_scale(hash, n)]` even when that member is connected
+    // (net/core/sock_reuseport.c 5.0.21), and 5.4 steps past it to the next.
+    let connected = 2;
+    let picks_with_one_connected = |p: &'static Profile| {
+        let mut spec = GroupSpec::new(Proto::Udp, 4, "127.0.0.1".parse().unwrap(), 8080, KEYS);
+        spec.connected = vec![connected];
+        let g = ReuseportGroup::build(p, &spec).unwrap();
+        (0..64)
+            .map(|i| {
+                let c = g.select(&flow(i, "127.0.0.1".parse().unwrap()), 0).unwrap();
+                (scale(c.hash, 4), c.listener)
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut hit = 0;
+    for (i, l) in picks_with_one_connected(&P5_0) {
+        assert_eq!(l, Some(i), "5.0.21 takes the hashed index as it is");
+    }
+    for (i, l) in picks_with_one_connected(&P5_4) {
+        let want = if i == connected {
+            hit += 1;
+            connected + 1
+        } else {
+            i
+        };
+        assert_eq!(l, Some(want), "5.4 steps past the connected member");
+    }
+    assert!(hit > 0, "some flow hashed onto the connected member");
+}
+
+#[test]
+fn acdcecc61285_a_connected_udp_socket_enters_its_group_in_5_0_and_not_from_5_4() {
+    // udp4_lib_lookup2: 5.0.21 sends any SO_REUSEPORT socket that beats
+    // the score to its group (`if (sk->sk_reuseport)`), so even the
+    // connected member's own peer is hashed across the group; from 5.4
+    // a connected socket is a result of its own (`sk_state !=
+    // TCP_ESTABLISHED`) and the group does not end the scan (`has_conns`).
+    let peer: std::net::SocketAddr = "127.0.0.9:40000".parse().unwrap();
+    let mut sockets: Vec<SocketSpec> = (0..4)
+        .map(|_| sock(Family::Inet, Proto::Udp, "127.0.0.1"))
+        .collect();
+    sockets[3].state = SockState::Connected;
+    sockets[3].peer = Some(peer);
+    let l = layout(sockets);
+    let daddr: IpAddr = "127.0.0.1".parse().unwrap();
+    let mut tuples = vec![Tuple {
+        saddr: peer.ip(),
+        sport: peer.port(),
+        daddr,
+        dport: 8080,
+    }];
+    tuples.extend((0..32).map(|i| flow(i, daddr)));
+    let reached = |p: &'static Profile, t: &Tuple| {
+        let h = Host::build(p, &l).unwrap();
+        h.lookup(&Packet {
+            proto: Proto::Udp,
+            tuple: *t,
+            device: None,
+            ctx: PacketCtx::default(),
+        })
+        .socket
+    };
+    let index = |p: &'static Profile, t: &Tuple| {
+        let bind = LaddrReason::Specific {
+            bind: "127.0.0.1".into(),
+        };
+        let h = trace(p, Proto::Udp, daddr, bind, 8080, t.saddr, t.sport, &KEYS).hash;
+        // UDP members join at bind(), so socks[i] is socket i.
+        scale(h, 4) as usize
+    };
+    let mut from_others_to_the_connected = 0;
+    for (k, t) in tuples.iter().enumerate() {
+        let i = index(&P5_0, t);
+        assert_eq!(reached(&P5_0, t), Some(i), "5.0.21, tuple {k}");
+        if k > 0 && i == 3 {
+            from_others_to_the_connected += 1;
+        }
+        let want = if k == 0 {
+            3
+        } else if index(&P5_4, t) == 3 {
+            0
+        } else {
+            index(&P5_4, t)
+        };
+        assert_eq!(reached(&P5_4, t), Some(want), "5.4, tuple {k}");
+    }
+    assert!(
+        from_others_to_the_connected > 0,
+        "5.0.21 hashed some other source onto the connected socket"
+    );
 }
 
 // ---------------------------------------------------------------------------

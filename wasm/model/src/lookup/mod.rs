@@ -1973,8 +1973,10 @@ impl Host {
             }
             if s > hi {
                 hi = s;
-                // UDP: a connected socket is a result of its own, never a group entry.
-                let connected = sock.spec.state == SockState::Connected;
+                // UDP from 5.4 (acdcecc61285): a connected socket is a result
+                // of its own, never a group entry; before, `sk_reuseport`
+                // alone sent it to its group (net/ipv4/udp.c udp4_lib_lookup2).
+                let connected = self.rules.udp_has_conns && sock.spec.state == SockState::Connected;
                 if rule != ScanRule::Reservoir && sock.spec.reuseport && !connected {
                     if let Some(g) = sock.group {
                         let why = LaddrReason::LookupPass {

@@ -93,8 +93,13 @@ pub struct LookupRules {
     /// commit 70da268b569d, `net/ipv4/inet_hashtables.c`, `net/ipv4/udp.c`);
     /// it only changes a pick in the reservoir era.
     pub cpu_bonus: bool,
-    /// UDP groups with connected members keep scanning (`has_conns`, 5.4,
-    /// acdcecc61285, `net/ipv4/udp.c`).
+    /// Connected UDP sockets in groups (acdcecc61285, mainline 5.4,
+    /// `net/ipv4/udp.c` `udp4_lib_lookup2`): a connected member is scored as
+    /// itself and never enters its group, and a group with connected members
+    /// (`has_conns`) does not end the scan; the group's pick is kept as the
+    /// result meanwhile (efc6b6f6c311, mainline 5.8; stable 5.4.55,
+    /// 4.19.136). Off, a connected SO_REUSEPORT socket enters its group like
+    /// any other (kernel.org 5.0.21, 4.19.0).
     pub udp_has_conns: bool,
     /// The member a UDP group returned is re-scored (f0ea27e7bfe1, 6.5,
     /// `net/ipv4/udp.c`; the 5.10 and 6.1 profiles, read from late stable

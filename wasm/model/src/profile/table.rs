@@ -147,6 +147,16 @@ pub const P4_17: Profile = Profile {
 };
 
 /// 4.19: SK_REUSEPORT programs on the 4.16 – 4.18 lookup.
+///
+/// 4.19.0's rules: the 4.19.y connected-UDP fixes are not carried. Stable
+/// took acdcecc61285 ("udp: correct reuseport selection with connected
+/// sockets") into 4.19.75 ("[PATCH 4.19 10/79]", 2019-09-20) and
+/// efc6b6f6c311 ("udp: Improve load balancing for SO_REUSEPORT.") with
+/// f2b2c55e5128 ("udp: Copy has_conns in reuseport_grow().") into 4.19.136
+/// ("[PATCH 4.19 14/17]", "[PATCH 4.19 15/17]", 2020-07-30). Those changed
+/// `udp4_lib_lookup2` (the hash2 path, past ten sockets on the port slot)
+/// but not the port-slot scan of `__udp4_lib_lookup` that a 4.19 group of
+/// ten or fewer takes, and `udp_has_conns` is one switch for both paths.
 pub const P4_19: Profile = Profile {
     release: r(4, 19),
     basis: "4.18.20 rules plus the 4.19 SK_REUSEPORT programs (no 4.19 tree read)",
@@ -156,28 +166,37 @@ pub const P4_19: Profile = Profile {
 };
 
 /// 5.0: lhash2 and hash2 only, exact address in two passes, wildcard
-/// groups hash zero; the Ubuntu 5.0.21 tree also skips connected UDP
-/// members (the 5.4 `has_conns`).
+/// groups hash zero.
+///
+/// As kernel.org's last 5.0 stable, 5.0.21 (2019-06-04), left it: a group
+/// picks `socks[reciprocal_scale(hash, n)]` even when that member is a
+/// connected UDP socket, and a connected member is a group entry like any
+/// other (`net/core/sock_reuseport.c`, `net/ipv4/udp.c` `udp4_lib_lookup2`).
+/// The connected-UDP rules came with acdcecc61285 (mainline 5.4, authored
+/// 2019-09-12, after the 5.0.y series ended). The Ubuntu 5.0.0-65 tree the
+/// other rules were read from carries that commit as Ubuntu's own backport,
+/// but not efc6b6f6c311 (2020), which the model's `has_conns` scan follows.
 pub const P5_0: Profile = Profile {
     release: r(5, 0),
-    basis: "Ubuntu 5.0.0-65 (5.0.21)",
-    group_scan: SkipConnected,
+    basis: "Ubuntu 5.0.0-65 (5.0.21), without Ubuntu's backport of acdcecc61285",
     tcp_wildcard_laddr: Zero,
     udp_wildcard_laddr: Zero,
     lookup: LookupRules {
         tcp_tables: TcpTables::Lhash2,
         udp_tables: UdpTables::Hash2,
         score: Exact,
-        udp_has_conns: true,
         ..P4_19.lookup
     },
     notes: &[],
     ..P4_19
 };
 
-/// 5.4 as in 5.4.291: SO_DETACH_REUSEPORT_BPF (5.3), the 5.7 bind
-/// fast-path fix, and as backports the 6.5 IPv6 hash forms and the 5.15
-/// device preference.
+/// 5.4 as in 5.4.291: SO_DETACH_REUSEPORT_BPF (5.3); connected UDP
+/// members skipped by the group and scored on their own (acdcecc61285,
+/// mainline 5.4), with the group's pick kept while the scan goes on
+/// (efc6b6f6c311, mainline 5.8, stable 5.4.55); the 5.7 bind fast-path fix
+/// (88d7fcfa3b1f, stable 5.4.44); and as backports the 6.5 IPv6 hash forms
+/// and the 5.15 device preference.
 pub const P5_4: Profile = Profile {
     release: r(5, 4),
     basis: "Ubuntu 5.4.0-216 (5.4.291)",
@@ -185,8 +204,10 @@ pub const P5_4: Profile = Profile {
     udp6: ClassicJhash2,
     udp6_outer_is_inner_plus_mix: false,
     bpf_detach: true,
+    group_scan: SkipConnected,
     lookup: LookupRules {
         score: ExactPreferDevice,
+        udp_has_conns: true,
         tcp_fast_sk_wildcard: false,
         ..P5_0.lookup
     },
