@@ -2,7 +2,38 @@
 import { langOf } from '../model/messages';
 import type { Spread, TraceSummary } from '../scene/trace-view';
 
+/** What a manifest entry says of itself: its file (the key) and the agent's English sentence for it. */
+export interface Described {
+  file: string;
+  shows: string;
+}
+
+/** A recorded group, as the viewer's "Group" line says it (the trace file's `group`). */
+export interface GroupFacts {
+  proto: string;
+  bind: string;
+  port: number;
+  listeners: number;
+  closed?: number[];
+  v6only?: boolean;
+  tcpMigrateReq?: boolean;
+}
+
+/** How a recorded group chose: a program (its kind and modulus), SO_INCOMING_CPU pins, or the hash. */
+export interface SelectionFacts {
+  bpf?: { kind: string; modulus?: number } | null;
+  incomingCpu?: { listener: number; cpu: number }[];
+}
+
 export interface TraceText {
+  /** What a curated recording shows, in this language (the manifest's sentence is the agent's English). */
+  shows: (e: Described) => string;
+  /** The kernel line: release and the model's profile for it. */
+  kernelLine: (release: string, profile: string) => string;
+  groupLine: (g: GroupFacts) => string;
+  selection: (s: SelectionFacts) => string;
+  /** The comparison with the seed article under a benchmark, for a machine of `nproc` CPUs. */
+  benchNote: (nproc: number) => string;
   choose: string;
   orDrop: string;
   dropHere: string;
@@ -63,7 +94,25 @@ export interface TraceText {
 
 const pct = (a: number, b: number) => (b ? `${((100 * a) / b).toFixed(a === b ? 0 : 2)}%` : '–');
 
+/** `[::1]` for an IPv6 address, the address itself otherwise. */
+const hostOf = (bind: string): string => (bind.includes(':') ? `[${bind}]` : bind);
+
 const en: TraceText = {
+  shows: (e) => e.shows,
+  kernelLine: (r, p) => `${r} (profile ${p})`,
+  groupLine: (g) =>
+    `${g.proto.toUpperCase()} ${hostOf(g.bind)}:${g.port}, ${g.listeners} listener${g.listeners === 1 ? '' : 's'}` +
+    `${g.closed?.length ? `, closed ${g.closed.join(', ')}` : ''}${g.v6only ? ', v6only' : ''}${g.tcpMigrateReq ? ', tcp_migrate_req' : ''}`,
+  selection: (s) =>
+    s.bpf
+      ? `classic BPF program: ${s.bpf.kind === 'cpu' ? 'returns the CPU' : `returns the payload mod ${s.bpf.modulus}`}`
+      : s.incomingCpu?.length
+        ? `SO_INCOMING_CPU (listener→CPU ${s.incomingCpu.map((p) => `${p.listener}→${p.cpu}`).join(' ')})`
+        : 'the hash',
+  benchNote: (n) =>
+    'The article measured 48 server and 48 client processes on two 48-core machines over a 40G link, 1,000,000 connections per client: ' +
+    `fork 4m45s, SO_REUSEPORT 1m36s (ratio 2.95). This machine has ${n} CPU${n === 1 ? '' : 's'}, shared by the servers, the clients and the loopback, ` +
+    "so its numbers are not comparable to the article's, only the direction and the spread are.",
   choose: 'Trace',
   orDrop: 'or open a file from reuseport-agent record',
   dropHere: 'Drop a trace file here',
@@ -132,7 +181,39 @@ const en: TraceText = {
   benchWorkerAxis: 'worker (dashed: even split)',
 };
 
+/** The Chinese sentence for each curated recording, keyed by its file in public/traces/ (the manifest's `file`). */
+const ZH_SHOWS: Readonly<Record<string, string>> = {
+  'tcp-v4-specific-8.json': '8 个 TCP 监听套接字绑定 127.0.0.1：64 个客户端的 1000 个连接由哈希分散到各套接字',
+  'tcp-v4-wildcard-8.json': '8 个 TCP 监听套接字绑定 0.0.0.0：从 5.0 起，哈希看到的本地地址是 0',
+  'udp-v4-specific-8.json': '8 个 UDP 套接字绑定 127.0.0.1：UDP 的哈希仍包含本地端口',
+  'tcp-v4-closed-1-5.json': '8 个 TCP 监听套接字，收流量前先关闭 1 号、再关闭 5 号：最后一个成员依次移入空出的位置',
+  'tcp-v4-130.json': '130 个 TCP 监听套接字：成员超过 128 个后，socks[] 扩大一倍到 256',
+  'tcp-v4-incoming-cpu.json': '4 个 TCP 监听套接字都设置 SO_INCOMING_CPU，客户端轮流绑定到各 CPU：从 6.2 起，每个连接都落到其 CPU 对应的监听套接字上',
+  'udp-v4-bpf-cpu.json': '64 个 UDP 套接字挂上返回 CPU 编号的经典 BPF 程序：由程序而不是哈希来选择',
+  'udp-v4-bpf-payload-mod-4.json': '8 个 UDP 套接字挂上返回“负载 mod 4”的程序：第 k 个数据报落到 k mod 4 号套接字',
+  'tcp-v6-wildcard-netns.json': '8 个 TCP 监听套接字绑定 [::]，在独立的网络命名空间中，客户端地址来自 fd00::/112',
+  'bench-fork-vs-reuseport.json':
+    '种子文章的基准测试在本机上的结果：fork() 后多个工作进程共享一个监听套接字，对比每个工作进程一个 SO_REUSEPORT 监听套接字；耗时与各工作进程接收的连接数',
+  'bench-fork-vs-reuseport-epoll.json':
+    '同一基准测试，工作进程改用 epoll：fork 模式下所有工作进程都在 epoll 中等待同一个共享监听套接字；各工作进程的接收数显示出偏斜',
+};
+
 const zh: TraceText = {
+  shows: (e) => ZH_SHOWS[e.file] ?? e.shows,
+  kernelLine: (r, p) => `${r}（模型配置 ${p}）`,
+  groupLine: (g) =>
+    `${g.proto.toUpperCase()} ${hostOf(g.bind)}:${g.port}，${g.listeners} 个监听套接字` +
+    `${g.closed?.length ? `，已关闭 ${g.closed.join('、')} 号` : ''}${g.v6only ? '，v6only' : ''}${g.tcpMigrateReq ? '，tcp_migrate_req' : ''}`,
+  selection: (s) =>
+    s.bpf
+      ? `经典 BPF 程序：${s.bpf.kind === 'cpu' ? '返回 CPU 编号' : `返回负载 mod ${s.bpf.modulus}`}`
+      : s.incomingCpu?.length
+        ? `SO_INCOMING_CPU（监听套接字→CPU：${s.incomingCpu.map((p) => `${p.listener}→${p.cpu}`).join(' ')}）`
+        : '哈希',
+  benchNote: (n) =>
+    '文章的测量用了两台 48 核机器、48 个服务端进程和 48 个客户端进程，经 40G 链路，每个客户端 1,000,000 个连接：' +
+    `fork 4 分 45 秒，SO_REUSEPORT 1 分 36 秒（比值 2.95）。本机只有 ${n} 个 CPU，由服务端、客户端和回环接口共用，` +
+    '所以这里的数字不能与文章的直接比较，能比较的只有方向和分布。',
   choose: '轨迹',
   orDrop: '或打开 reuseport-agent record 生成的文件',
   dropHere: '把轨迹文件拖到这里',

@@ -86,13 +86,6 @@ async function fetchTrace(file: string, t: TraceText): Promise<Trace> {
   return checked.trace;
 }
 
-function describeSelection(tr: Trace): string {
-  const g = tr.group;
-  if (g.bpf) return `BPF ${g.bpf.kind}${g.bpf.modulus ? ` ${g.bpf.modulus}` : ''}`;
-  if (g.incomingCpu?.length) return `SO_INCOMING_CPU ${g.incomingCpu.map((p) => `${p.listener}→${p.cpu}`).join(' ')}`;
-  return 'hash';
-}
-
 /** The full viewer. */
 export async function mountTraces(el: HTMLElement, options: { trace?: string } = {}): Promise<() => void> {
   await loadModel();
@@ -128,7 +121,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     .data(traces)
     .join('option')
     .attr('value', (e) => e.file)
-    .text((e) => `${e.file}: ${e.shows}`);
+    .text((e) => `${e.file}: ${t.shows(e)}`);
 
   function draw(): void {
     body.html('');
@@ -143,13 +136,9 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
       dl.append('dd').text(v);
     };
     const g = tr.group;
-    item(t.kernel, `${tr.kernel.release} (profile ${tr.kernel.profile})`);
-    item(
-      t.group,
-      `${g.proto.toUpperCase()} ${g.bind.includes(':') ? `[${g.bind}]` : g.bind}:${g.port}, ${g.listeners} ` +
-        `listeners${g.closed?.length ? `, closed ${g.closed.join(', ')}` : ''}${g.v6only ? ', v6only' : ''}${g.tcpMigrateReq ? ', tcp_migrate_req' : ''}`,
-    );
-    item(t.program, describeSelection(tr));
+    item(t.kernel, t.kernelLine(tr.kernel.release, tr.kernel.profile));
+    item(t.group, t.groupLine(g));
+    item(t.program, t.selection(g));
     if (tr.recorded) item(t.recorded, tr.recorded);
     if (tr.command) item(t.command, tr.command);
     item(t.key, current.key === undefined ? t.keyNone : t.keyFromManifest(hex32(current.key), current.keyFrom));
@@ -377,7 +366,6 @@ interface BenchFile {
   clients: number;
   connections_per_client: number;
   accept: string;
-  note?: string;
   fork_over_reuseport?: number;
   modes: { mode: string; seconds: number; connections_per_second: number; per_worker: number[]; max_min_ratio: number; jain: number }[];
 }
@@ -411,7 +399,8 @@ function renderBench(body: ReturnType<typeof select<HTMLDivElement, unknown>>, b
     const chart = sec.append('div').attr('class', 'rl-tv-chart').node()!;
     renderBars(chart, s, { ...t, listenerAxis: t.benchWorkerAxis }, chartWidth(chart));
   }
-  if (b.note) sec.append('p').attr('class', 'rl-hint').text(b.note);
+  // The file's `note` is the agent's English; the same comparison is written here from the file's CPU count.
+  sec.append('p').attr('class', 'rl-hint').text(t.benchNote(b.nproc));
 }
 
 /** The compact card for a chapter: counts, agreement, a link to the viewer. */
@@ -426,7 +415,7 @@ export async function mountTraceCard(el: HTMLElement, options: { src: string }):
     root
       .append('p')
       .attr('class', 'rl-headline')
-      .text(`${options.src}${entry ? `: ${entry.shows}` : ''}`);
+      .text(`${options.src}${entry ? `: ${t.shows(entry)}` : ''}`);
     const key = entry?.key ? parseHex32(entry.key) : undefined;
     const pred = await predictTrace(tr, { key, signal: ctl.signal });
     const s = summarize(tr, pred);

@@ -5,8 +5,11 @@ import { join } from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
 
-/** Every built page, as a path under the site root (dist/ is the production build). */
-function builtPages(dir = 'dist', prefix = ''): string[] {
+/** The production build the server serves: PW_DIST, as playwright.config.ts hands it to `astro preview` (default dist/). */
+const DIST = process.env.PW_DIST ?? 'dist';
+
+/** Every built page, as a path under the site root. */
+function builtPages(dir = DIST, prefix = ''): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
     const p = join(dir, name);
@@ -98,6 +101,54 @@ test('the language switch keeps the reader at the same section', async ({ page }
   await page.waitForURL(/\/zh-cn\/hash\/$/);
   const zh = page.locator('.sl-markdown-content h2').nth(3);
   await expect.poll(async () => (await zh.boundingBox())?.y ?? 9999, { message: 'the fourth section is at the top of the Chinese page' }).toBeLessThan(200);
+});
+
+test('the pages are listed from the build the server serves (PW_DIST)', async ({ request }) => {
+  // Listing dist/ while the server serves PW_DIST checked the pages of another build, or failed where dist/ is absent.
+  const served = await (await request.get('./')).text();
+  expect(served, `the front page served is ${DIST}/index.html`).toBe(readFileSync(join(DIST, 'index.html'), 'utf8'));
+  expect(builtPages()).toContain('zh-cn/traces/');
+});
+
+/** The CPU count the benchmark file was recorded on. */
+function readBenchCpus(): number {
+  return (JSON.parse(readFileSync('public/traces/bench-fork-vs-reuseport.json', 'utf8')) as { nproc: number }).nproc;
+}
+
+test('the Chinese trace viewer says what each recording shows, its group, its selection and the benchmark note in Chinese', async ({ page }) => {
+  // The manifest's sentences are the agent's English; the Chinese page showed them, and "8 listeners", "profile", "hash".
+  const english = /\b(group|listeners?|the|with|profile|hash|program|returning|clients|connections|article|machine)\b/i;
+  const han = /[\u4e00-\u9fff]/;
+  await page.goto('./zh-cn/traces/?trace=udp-v4-bpf-cpu.json');
+  const viewer = page.locator('reuseport-traces');
+  await expect(viewer).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+  const manifest = JSON.parse(readFileSync('public/traces/manifest.json', 'utf8')) as { traces: { kind: string }[] };
+  const listed = manifest.traces.filter((t) => t.kind === 'trace' || t.kind === 'bench');
+  const options = await viewer.locator('select option').allTextContents();
+  expect(options).toHaveLength(listed.length);
+  for (const o of options) {
+    const said = o.slice(o.indexOf(': ') + 2);
+    expect(said, o).toMatch(han);
+    expect(said, o).not.toMatch(english);
+  }
+  const terms = viewer.locator('dl dt');
+  const values = viewer.locator('dl dd');
+  for (let i = 0; i < (await terms.count()); i++) {
+    if ((await terms.nth(i).textContent()) === '命令') continue; // the command line is the agent's, as typed
+    await expect(values.nth(i)).not.toHaveText(english);
+  }
+  await expect(values.filter({ hasText: '64 个监听套接字' })).toHaveCount(1);
+  await expect(values.filter({ hasText: '经典 BPF 程序' })).toHaveCount(1);
+  await viewer.locator('select').selectOption('bench-fork-vs-reuseport.json');
+  await expect(viewer.locator('.rl-hint').last()).toContainText(`本机只有 ${readBenchCpus()} 个 CPU`);
+  await expect(viewer.locator('.rl-hint').last()).not.toHaveText(english);
+  await page.goto('./zh-cn/group/');
+  const card = page.locator('reuseport-trace').first();
+  await card.scrollIntoViewIfNeeded();
+  await expect(card).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+  const headline = (await card.locator('.rl-headline').textContent()) ?? '';
+  expect(headline).toMatch(han);
+  expect(headline).not.toMatch(english);
 });
 
 test.describe('trace viewer', () => {
