@@ -375,7 +375,15 @@ function renderBench(body: ReturnType<typeof select<HTMLDivElement, unknown>>, b
   const sec = body.append('section').attr('class', 'rl-section');
   sec.append('h2').text(t.benchTitle);
   sec.append('p').text(t.benchSetup(b.workers, b.clients, b.connections_per_client, b.accept, b.nproc));
-  const table = sec.append('div').attr('class', 'rl-tv-tablewrap').append('table').attr('class', 'rl-table');
+  // On a phone the table scrolls sideways: its box takes the focus, so a keyboard can scroll it too.
+  const table = sec
+    .append('div')
+    .attr('class', 'rl-tv-tablewrap')
+    .attr('tabindex', 0)
+    .attr('role', 'region')
+    .attr('aria-label', t.benchTitle)
+    .append('table')
+    .attr('class', 'rl-table');
   const hr = table.append('thead').append('tr');
   for (const h of t.benchCols) hr.append('th').attr('scope', 'col').text(h);
   table
