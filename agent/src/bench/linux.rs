@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use libc::{c_int, c_void, pid_t};
 
 use crate::process::{
-    self, errno, local_port, os_error, set_int, sockaddr, Children, Shared, SysError, SOCKADDR_LEN,
+    self, close_with_reset, errno, local_port, os_error, set_int, sockaddr, Children, Shared,
+    SysError, SOCKADDR_LEN,
 };
 use crate::signals::{self, Guard, Second};
 
@@ -282,10 +283,6 @@ unsafe fn client_main(c: Client) -> ! {
     let server = sockaddr(SERVER_ADDR, c.port);
     let src = (u32::from_be_bytes(FIRST_CLIENT_ADDR) + c.index).to_be_bytes();
     let local = sockaddr(src, 0);
-    let reset = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
     let connected = &*c.connected;
     let mut n = 0u64;
     let mut failure = (0u32, 0 as c_int);
@@ -331,15 +328,7 @@ unsafe fn client_main(c: Client) -> ! {
         }
         n += 1;
         connected.store(n, Ordering::Relaxed);
-        // Reset rather than close: no TIME_WAIT on either side.
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&reset as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        );
-        libc::close(fd);
+        close_with_reset(fd);
     }
     send(
         c.report,

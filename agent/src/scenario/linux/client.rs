@@ -77,21 +77,8 @@ pub(super) fn client_main(p: ClientPlan, sh: &Shared, lay: Layout) -> ! {
         |i: usize, outcome: u64, fd_of: &mut [RawFd], phase: &mut [Phase], finished: &mut usize| {
             let fd = fd_of[i];
             if fd >= 0 {
-                let reset = libc::linger {
-                    l_onoff: 1,
-                    l_linger: 0,
-                };
-                // SAFETY: our descriptor; reset rather than close (no TIME_WAIT).
-                unsafe {
-                    libc::setsockopt(
-                        fd,
-                        libc::SOL_SOCKET,
-                        libc::SO_LINGER,
-                        (&reset as *const libc::linger).cast(),
-                        std::mem::size_of::<libc::linger>() as libc::socklen_t,
-                    );
-                    libc::close(fd);
-                }
+                // SAFETY: our descriptor, not used again (fd_of forgets it).
+                unsafe { close_with_reset(fd) };
                 fd_of[i] = -1;
             }
             word(i, K_OUTCOME).store(outcome, Ordering::SeqCst);

@@ -25,8 +25,8 @@ use reuseport_model::sim::{AcceptModel, Arrivals, Event, Scenario, ServiceDist};
 
 use super::{ConnOutcome, ConnRecord, Measured, ScenarioError};
 use crate::process::{
-    errno, local_port, now_ns, os_error, set_int, sockaddr, Children, Shared, SysError,
-    SOCKADDR_LEN,
+    close_with_reset, errno, local_port, now_ns, os_error, set_int, sockaddr, Children, Shared,
+    SysError, SOCKADDR_LEN,
 };
 
 mod client;
