@@ -10,7 +10,6 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use reuseport_model::lookup::{Call, CallLog, Family, SockOpt};
 use reuseport_model::message::Errno;
-use reuseport_model::reuseport::Program;
 use reuseport_model::Proto;
 
 /// A call's answer: `None` on success, else the errno number.
@@ -115,78 +114,13 @@ mod kernel {
             .is_ok()
     }
 
-    fn insn(code: u32, k: u32) -> libc::sock_filter {
-        libc::sock_filter {
-            code: code as u16,
-            jt: 0,
-            jf: 0,
-            k,
-        }
-    }
-
-    /// The classic BPF form of a program, as the kernel selftests write it
-    /// (reuseport_bpf.c, reuseport_bpf_cpu.c); `None` for the SK_REUSEPORT
-    /// programs, which need an eBPF loader.
-    fn cbpf(p: &Program) -> Option<Vec<libc::sock_filter>> {
-        let ld_abs = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
-        let ret_a = libc::BPF_RET | libc::BPF_A;
-        let ret_k = libc::BPF_RET | libc::BPF_K;
-        Some(match p {
-            Program::Cpu => vec![
-                insn(ld_abs, (libc::SKF_AD_OFF + libc::SKF_AD_CPU) as u32),
-                insn(ret_a, 0),
-            ],
-            Program::PayloadMod { modulus } => vec![
-                insn(ld_abs, 0),
-                insn(libc::BPF_ALU | libc::BPF_MOD | libc::BPF_K, *modulus),
-                insn(ret_a, 0),
-            ],
-            Program::Index { index } => vec![insn(ret_k, *index)],
-            _ => return None,
-        })
-    }
-
-    fn attach(s: &Socket, p: &Program) -> Result<(), i32> {
-        let Some(mut filter) = cbpf(p) else {
-            return Err(libc::EOPNOTSUPP);
-        };
-        let prog = libc::sock_fprog {
-            len: filter.len() as u16,
-            filter: filter.as_mut_ptr(),
-        };
-        // SAFETY: `prog` points at `filter`, alive for the call; the kernel
-        // copies the program.
-        let rc = unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_ATTACH_REUSEPORT_CBPF,
-                (&prog as *const libc::sock_fprog).cast(),
-                std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(errno_of(&std::io::Error::last_os_error()))
-        }
-    }
-
+    /// `setsockopt` of one int: its errno when refused.
     fn set_int(s: &Socket, level: i32, opt: i32, v: i32) -> Result<(), i32> {
-        // SAFETY: an int option, passed by pointer for the call.
-        let rc = unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                level,
-                opt,
-                (&v as *const i32).cast(),
-                std::mem::size_of::<i32>() as libc::socklen_t,
-            )
-        };
-        if rc == 0 {
+        // SAFETY: `s` is a live socket for the call.
+        if unsafe { crate::process::set_int(s.as_raw_fd(), level, opt, v) } {
             Ok(())
         } else {
-            Err(errno_of(&std::io::Error::last_os_error()))
+            Err(crate::process::errno())
         }
     }
 
@@ -272,7 +206,9 @@ mod kernel {
                 SockOpt::IncomingCpu(cpu) => {
                     set_int(s, libc::SOL_SOCKET, libc::SO_INCOMING_CPU, *cpu as i32)
                 }
-                SockOpt::AttachReuseport(p) => attach(s, p),
+                SockOpt::AttachReuseport(p) => {
+                    crate::cbpf::attach(s.as_raw_fd(), p).map_err(|e| errno_of(&e))
+                }
             },
             Call::Bind { addr, port, .. } => {
                 let r = s

@@ -18,6 +18,8 @@ use clap::{Parser, Subcommand};
 pub mod bench;
 pub mod calibrate;
 pub mod calllog;
+#[cfg(target_os = "linux")]
+pub mod cbpf;
 pub mod curated;
 pub mod error;
 pub mod exit;

@@ -23,6 +23,16 @@ pub enum Bpf {
 }
 
 impl Bpf {
+    /// The model's program this option attaches ([`crate::cbpf`] writes
+    /// its classic instructions).
+    pub fn program(self) -> reuseport_model::reuseport::Program {
+        use reuseport_model::reuseport::Program;
+        match self {
+            Bpf::Cpu => Program::Cpu,
+            Bpf::PayloadMod(modulus) => Program::PayloadMod { modulus },
+        }
+    }
+
     pub(super) fn info(self) -> BpfInfo {
         match self {
             Bpf::Cpu => BpfInfo {
@@ -306,6 +316,18 @@ mod tests {
         Only::try_parse_from(argv)
             .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
             .args
+    }
+
+    /// `--bpf` attaches the selftests' programs (their instructions are
+    /// pinned in [`crate::cbpf`]'s tests).
+    #[test]
+    fn the_bpf_options_are_the_selftests_programs() {
+        use reuseport_model::reuseport::Program;
+        assert_eq!(Bpf::Cpu.program(), Program::Cpu);
+        assert_eq!(
+            Bpf::PayloadMod(4).program(),
+            Program::PayloadMod { modulus: 4 }
+        );
     }
 
     /// `new` must be what the command line gives when only the group is

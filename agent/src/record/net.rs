@@ -4,7 +4,6 @@
 //! sees which member's descriptor becomes readable.
 
 use std::io;
-use std::mem;
 use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,7 +14,7 @@ use socket2::{Domain, SockRef, Socket, Type};
 
 use super::drive::{Delivery, Driver};
 use super::sys;
-use super::{Bpf, GroupSetup, RecordError};
+use super::{GroupSetup, RecordError};
 
 /// The kernel's cap on a group (`socks[]` cannot double past U16_MAX).
 const GROUP_CAP: u32 = 32768;
@@ -95,61 +94,6 @@ fn bind_hint(e: &io::Error, i: u32, s: &GroupSetup, port: u16) -> String {
 
 fn setopt_err(what: String, e: io::Error) -> RecordError {
     RecordError::sys(what, e, "")
-}
-
-/// Classic BPF instruction.
-fn insn(code: u32, k: u32) -> libc::sock_filter {
-    libc::sock_filter {
-        code: code as u16,
-        jt: 0,
-        jf: 0,
-        k,
-    }
-}
-
-/// The classic BPF program of `--bpf`, as the kernel selftests write it
-/// (tools/testing/selftests/net/reuseport_bpf.c and reuseport_bpf_cpu.c).
-fn program(bpf: Bpf) -> Vec<libc::sock_filter> {
-    let ld_abs = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
-    let ret_a = libc::BPF_RET | libc::BPF_A;
-    match bpf {
-        // A = raw_smp_processor_id(); return A.
-        Bpf::Cpu => vec![
-            insn(ld_abs, (libc::SKF_AD_OFF + libc::SKF_AD_CPU) as u32),
-            insn(ret_a, 0),
-        ],
-        // The reuseport program runs with data at the UDP payload: A = the
-        // first four payload bytes, big-endian; return A % M.
-        Bpf::PayloadMod(m) => vec![
-            insn(ld_abs, 0),
-            insn(libc::BPF_ALU | libc::BPF_MOD | libc::BPF_K, m),
-            insn(ret_a, 0),
-        ],
-    }
-}
-
-fn attach_cbpf(fd: RawFd, bpf: Bpf) -> io::Result<()> {
-    let mut filter = program(bpf);
-    let prog = libc::sock_fprog {
-        len: filter.len() as u16,
-        filter: filter.as_mut_ptr(),
-    };
-    // SAFETY: `prog` points at `filter`, alive for the call; the kernel
-    // copies the program.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_REUSEPORT_CBPF,
-            (&prog as *const libc::sock_fprog).cast(),
-            mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 fn epoll_new() -> io::Result<OwnedFd> {
@@ -285,7 +229,7 @@ impl Group {
         }
         if let Some(bpf) = s.bpf {
             let fd = members[0].fd().expect("member 0 is open before the closes");
-            attach_cbpf(fd, bpf).map_err(|e| {
+            crate::cbpf::attach(fd, &bpf.program()).map_err(|e| {
                 let hint = match errno(&e) {
                     libc::EINVAL => "the kernel refused the program (SO_ATTACH_REUSEPORT_CBPF needs 4.5 for UDP, 4.6 for TCP)",
                     libc::EPERM => "attaching a program was not permitted; run as root",
@@ -529,17 +473,6 @@ impl Driver for Group {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_programs_are_the_selftests_instructions() {
-        let cpu = program(Bpf::Cpu);
-        assert_eq!(cpu.len(), 2);
-        assert_eq!(cpu[0].code, 0x20, "BPF_LD | BPF_W | BPF_ABS");
-        assert_eq!(cpu[0].k as i32, -0x1000 + 36, "SKF_AD_OFF + SKF_AD_CPU");
-        assert_eq!(cpu[1].code, 0x16, "BPF_RET | BPF_A");
-        let m = program(Bpf::PayloadMod(4));
-        assert_eq!((m[1].code, m[1].k), (0x94, 4), "BPF_ALU | BPF_MOD | BPF_K");
-    }
 
     #[test]
     fn mapped_and_plain_ipv4_endpoints_are_the_same() {
