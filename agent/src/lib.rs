@@ -27,6 +27,8 @@ pub mod kernel;
 pub mod kernels;
 pub mod layouts;
 pub mod messages;
+#[cfg(target_os = "linux")]
+pub mod migrate_req;
 pub mod predict;
 #[cfg(target_os = "linux")]
 pub mod process;

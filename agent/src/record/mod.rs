@@ -516,7 +516,7 @@ fn measure(
         sys::enter_private_netns(&plan.netns_addrs)?;
     }
     let migrate = if plan.setup.tcp_migrate_req {
-        Some(sys::MigrateReq::enable(!netns)?)
+        Some(sys::enable_migrate_req(!netns)?)
     } else {
         None
     };

@@ -1,7 +1,8 @@
 //! The process-level parts of a Linux recording (the stop flag is
 //! [`crate::signals`]'s): the descriptor limit, CPUs and pinning, the private network namespace, and
-//! the `tcp_migrate_req` sysctl restored on every way out (and after a
-//! SIGKILL, by the next run, from a state file).
+//! the `tcp_migrate_req` sysctl set for the run ([`crate::migrate_req`]
+//! writes it back on every way out; after a SIGKILL the next run does,
+//! from the state file kept here).
 
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -9,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::RecordError;
+use crate::migrate_req::{self, MigrateReq, MIGRATE_REQ};
 
 /// Descriptors beyond the listeners: stdio, epoll, one client and one
 /// accepted socket at a time, the output file, `ip`'s pipes.
@@ -143,9 +145,6 @@ fn wait_for_local_routes(addrs: &[IpAddr]) -> Result<(), RecordError> {
     Ok(())
 }
 
-/// Where `net.ipv4.tcp_migrate_req` lives (per network namespace).
-pub const MIGRATE_REQ: &str = "/proc/sys/net/ipv4/tcp_migrate_req";
-
 /// The state file of a host-namespace run with `--tcp-migrate-req`: the
 /// value to restore and the run's process id, written before the sysctl
 /// is set and removed once it is restored. A run ended by SIGKILL leaves
@@ -193,115 +192,80 @@ fn write_atomically(path: &std::path::Path, text: &str) -> io::Result<()> {
     })
 }
 
-/// `net.ipv4.tcp_migrate_req` set to 1 while this lives; the previous value
-/// is written back on drop, which runs on success, on errors, on every
-/// terminating signal (the handler only sets a flag) and on panics.
-#[derive(Debug)]
-pub struct MigrateReq {
-    previous: String,
-    /// The state file, in the host namespace (a private one dies with the
-    /// run, and its sysctl with it).
-    state: Option<std::path::PathBuf>,
-}
-
-impl MigrateReq {
-    /// Reads the value to restore and sets 1. In the host namespace
-    /// (`host`), a state file left by a run that was killed gives the value
-    /// to restore; a live run holding it refuses this one; a value already
-    /// 1 with no state file is warned about, with how to restore it.
-    pub fn enable(host: bool) -> Result<MigrateReq, RecordError> {
-        let current = std::fs::read_to_string(MIGRATE_REQ).map_err(|e| {
-            let hint = if e.kind() == io::ErrorKind::NotFound {
-                "this kernel has no net.ipv4.tcp_migrate_req (it arrived in 5.14); drop --tcp-migrate-req"
-            } else {
-                ""
-            };
-            RecordError::sys(format!("--tcp-migrate-req: reading {MIGRATE_REQ}"), e, hint)
-        })?;
-        let current = current.trim().to_string();
-        let mut previous = current.clone();
-        let state = host.then(state_path);
-        if let Some(path) = &state {
-            match std::fs::read_to_string(path).ok().as_deref().map(read_state) {
-                Some(Some((_, pid))) if agent_alive(pid) => {
-                    return Err(RecordError::MigrateReqHeld {
-                        pid,
-                        state: path.display().to_string(),
-                    })
-                }
-                Some(Some((before, pid))) => {
+/// `net.ipv4.tcp_migrate_req` set to 1 for a recording
+/// ([`MigrateReq`] writes it back). In the host namespace (`host`), a
+/// state file left by a run that was killed gives the value to restore; a
+/// live run holding it refuses this one; a value already 1 with no state
+/// file is warned about, with how to restore it. (A private namespace
+/// dies with the run, and its sysctl with it: no state file.)
+pub fn enable_migrate_req(host: bool) -> Result<MigrateReq, RecordError> {
+    let current = migrate_req::current().map_err(|e| {
+        let hint = if e.kind() == io::ErrorKind::NotFound {
+            "this kernel has no net.ipv4.tcp_migrate_req (it arrived in 5.14); drop --tcp-migrate-req"
+        } else {
+            ""
+        };
+        RecordError::sys(format!("--tcp-migrate-req: reading {MIGRATE_REQ}"), e, hint)
+    })?;
+    let mut previous = current.clone();
+    let state = host.then(state_path);
+    if let Some(path) = &state {
+        match std::fs::read_to_string(path).ok().as_deref().map(read_state) {
+            Some(Some((_, pid))) if agent_alive(pid) => {
+                return Err(RecordError::MigrateReqHeld {
+                    pid,
+                    state: path.display().to_string(),
+                })
+            }
+            Some(Some((before, pid))) => {
+                crate::note!(
+                    "record: a run with --tcp-migrate-req (pid {pid}) ended without restoring net.ipv4.tcp_migrate_req (it was killed); it is {current} now, and {before}, its value before that run, is what this run restores"
+                );
+                previous = before;
+            }
+            Some(None) => crate::note!(
+                "record: {} is not a state file this agent wrote; ignored (the value to restore is the current {current})",
+                path.display()
+            ),
+            None => {
+                if current == "1" {
                     crate::note!(
-                        "record: a run with --tcp-migrate-req (pid {pid}) ended without restoring net.ipv4.tcp_migrate_req (it was killed); it is {current} now, and {before}, its value before that run, is what this run restores"
+                        "record: net.ipv4.tcp_migrate_req is already 1, the value this run sets, and no run of this agent left it so; it stays 1 afterwards. If it should be 0, restore it with `sysctl -w net.ipv4.tcp_migrate_req=0`"
                     );
-                    previous = before;
                 }
-                Some(None) => crate::note!(
-                    "record: {} is not a state file this agent wrote; ignored (the value to restore is the current {current})",
+            }
+        }
+        write_atomically(
+            path,
+            &format!("previous={previous}\npid={}\n", std::process::id()),
+        )
+        .map_err(|e| {
+            RecordError::sys(
+                format!(
+                    "--tcp-migrate-req: writing the state file {}",
                     path.display()
                 ),
-                None => {
-                    if current == "1" {
-                        crate::note!(
-                            "record: net.ipv4.tcp_migrate_req is already 1, the value this run sets, and no run of this agent left it so; it stays 1 afterwards. If it should be 0, restore it with `sysctl -w net.ipv4.tcp_migrate_req=0`"
-                        );
-                    }
-                }
-            }
-            write_atomically(
-                path,
-                &format!("previous={previous}\npid={}\n", std::process::id()),
-            )
-            .map_err(|e| {
-                RecordError::sys(
-                    format!(
-                        "--tcp-migrate-req: writing the state file {}",
-                        path.display()
-                    ),
-                    e,
-                    "it records the value to restore should the run be killed; run as root, or drop --tcp-migrate-req",
-                )
-            })?;
-        }
-        let guard = MigrateReq { previous, state };
-        std::fs::write(MIGRATE_REQ, "1\n").map_err(|e| {
-            let hint = if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
-                || matches!(
-                    e.kind(),
-                    io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
-                ) {
-                "setting a sysctl needs root: run as root, or drop --tcp-migrate-req"
-            } else {
-                ""
-            };
-            RecordError::sys(
-                format!("--tcp-migrate-req: writing 1 to {MIGRATE_REQ}"),
                 e,
-                hint,
+                "it records the value to restore should the run be killed; run as root, or drop --tcp-migrate-req",
             )
         })?;
-        Ok(guard)
     }
-
-    /// The value before the recording.
-    pub fn previous(&self) -> &str {
-        &self.previous
-    }
-}
-
-impl Drop for MigrateReq {
-    fn drop(&mut self) {
-        match std::fs::write(MIGRATE_REQ, format!("{}\n", self.previous)) {
-            Ok(()) => {
-                if let Some(path) = &self.state {
-                    let _ = std::fs::remove_file(path);
-                }
-            }
-            Err(e) => crate::note!(
-                "record: could not restore {MIGRATE_REQ} to {}: {e}; restore it with `sysctl -w net.ipv4.tcp_migrate_req={}`",
-                self.previous, self.previous
-            ),
-        }
-    }
+    MigrateReq::hold(&current, previous, true, state, "record").map_err(|e| {
+        let hint = if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+            || matches!(
+                e.kind(),
+                io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+            ) {
+            "setting a sysctl needs root: run as root, or drop --tcp-migrate-req"
+        } else {
+            ""
+        };
+        RecordError::sys(
+            format!("--tcp-migrate-req: writing 1 to {MIGRATE_REQ}"),
+            e,
+            hint,
+        )
+    })
 }
 
 #[cfg(test)]

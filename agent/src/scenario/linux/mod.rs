@@ -24,6 +24,7 @@ use reuseport_model::sim::rng::Rng;
 use reuseport_model::sim::{AcceptModel, Arrivals, Event, Scenario, ServiceDist};
 
 use super::{ConnOutcome, ConnRecord, Measured, ScenarioError};
+use crate::migrate_req::{self, MigrateReq, MIGRATE_REQ};
 use crate::process::{
     close_with_reset, errno, local_port, now_ns, os_error, set_int, sockaddr, Children, Shared,
     SysError, SOCKADDR_LEN,
@@ -114,59 +115,29 @@ pub(super) struct RunResult {
     pub notes: Vec<String>,
 }
 
-/// `net.ipv4.tcp_migrate_req` set as a variant asks while this lives; the
-/// previous value is written back on drop (success, errors, a stop signal,
-/// a panic).
-struct MigrateReq {
-    previous: Option<String>,
-}
-
-const MIGRATE_REQ: &str = "/proc/sys/net/ipv4/tcp_migrate_req";
-
-impl MigrateReq {
-    fn set(on: bool) -> Result<MigrateReq, ScenarioError> {
-        let want = if on { "1" } else { "0" };
-        let previous = match std::fs::read_to_string(MIGRATE_REQ) {
-            Ok(p) => p.trim().to_string(),
-            Err(e) if !on => {
-                // No sysctl (before 5.14): nothing migrates anyway.
-                let _ = e;
-                return Ok(MigrateReq { previous: None });
-            }
-            Err(source) => {
-                return Err(ScenarioError::Setup {
-                    call: format!("reading {MIGRATE_REQ}"),
-                    source,
-                    hint: "; the variant needs net.ipv4.tcp_migrate_req (Linux 5.14+)",
-                })
-            }
-        };
-        if previous == want {
-            return Ok(MigrateReq { previous: None });
-        }
-        std::fs::write(MIGRATE_REQ, format!("{want}\n")).map_err(|source| {
-            ScenarioError::Setup {
-                call: format!("writing {want} to {MIGRATE_REQ}"),
+/// `net.ipv4.tcp_migrate_req` set as a variant asks while the guard lives
+/// (written back on drop: success, errors, a stop signal, a panic); `None`
+/// when the variant asks for 0 and the kernel has no such sysctl (before
+/// 5.14 nothing migrates anyway).
+fn migrate_req(on: bool) -> Result<Option<MigrateReq>, ScenarioError> {
+    let current = match migrate_req::current() {
+        Ok(c) => c,
+        Err(_) if !on => return Ok(None),
+        Err(source) => {
+            return Err(ScenarioError::Setup {
+                call: format!("reading {MIGRATE_REQ}"),
                 source,
-                hint: "; setting a sysctl needs root",
-            }
-        })?;
-        Ok(MigrateReq {
-            previous: Some(previous),
-        })
-    }
-}
-
-impl Drop for MigrateReq {
-    fn drop(&mut self) {
-        if let Some(p) = &self.previous {
-            if let Err(e) = std::fs::write(MIGRATE_REQ, format!("{p}\n")) {
-                crate::note!(
-                    "scenario: could not restore {MIGRATE_REQ} to {p}: {e}; restore it with `sysctl -w net.ipv4.tcp_migrate_req={p}`"
-                );
-            }
+                hint: "; the variant needs net.ipv4.tcp_migrate_req (Linux 5.14+)",
+            })
         }
-    }
+    };
+    MigrateReq::hold(&current, current.clone(), on, None, "scenario")
+        .map(Some)
+        .map_err(|source| ScenarioError::Setup {
+            call: format!("writing {} to {MIGRATE_REQ}", u8::from(on)),
+            source,
+            hint: "; setting a sysctl needs root",
+        })
 }
 
 /// `TcpExt` counters of /proc/net/netstat.
@@ -233,7 +204,7 @@ pub(super) fn run_one(
     timeout: Duration,
 ) -> Result<RunResult, ScenarioError> {
     let mut notes = Vec::new();
-    let _migrate = MigrateReq::set(s.tcp_migrate_req)?;
+    let _migrate = migrate_req(s.tcp_migrate_req)?;
     let model = s.accept;
     let nproc = crate::bench::nproc() as u32;
     let added = s
