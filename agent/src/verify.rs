@@ -271,6 +271,15 @@ pub struct Report {
     pub exact: bool,
 }
 
+impl Report {
+    /// The report of `layouts`: exact when every one predicted something
+    /// and agreed on all of it.
+    pub fn new(layouts: Vec<LayoutResult>) -> Report {
+        let exact = layouts.iter().all(|r| r.tested > 0 && r.agreed == r.tested);
+        Report { layouts, exact }
+    }
+}
+
 /// How `verify` records `name`: [`LayoutName::recorded`], and for a
 /// wildcard group, which would listen on every address of the host, a
 /// private network namespace (record --netns, only lo) when `root` can make
@@ -309,12 +318,24 @@ fn check_layout(
     check_trace(layout.to_string(), &trace, args, err)
 }
 
-/// Recovers the key from the first `args.train` events of `trace` and
-/// predicts the rest with the model.
+/// Recovers the key from the first `args.train` events of `trace` (a
+/// search over all 2^32 keys) and predicts the rest with the model.
 fn check_trace(
     layout: String,
     trace: &crate::trace::Trace,
     args: &VerifyArgs,
+    err: &mut dyn Write,
+) -> Result<LayoutResult, VerifyError> {
+    check_trace_among(layout, trace, args, 0..1u64 << 32, err)
+}
+
+/// [`check_trace`] with the search over `keys` only (the tests search a
+/// small part of the key space).
+fn check_trace_among(
+    layout: String,
+    trace: &crate::trace::Trace,
+    args: &VerifyArgs,
+    keys: std::ops::Range<u64>,
     err: &mut dyn Write,
 ) -> Result<LayoutResult, VerifyError> {
     let bad = |problem: String| VerifyError::Recover {
@@ -345,7 +366,7 @@ fn check_trace(
     let searched = parallel_search(
         &plan,
         Isa::Best,
-        0..1u64 << 32,
+        keys,
         threads,
         &stop,
         &format!(" {layout}"),
@@ -448,6 +469,87 @@ fn random_layouts(
     )))
 }
 
+/// The human report: one row per layout, a paragraph per ambiguous key
+/// (how many training events would pin it down), and the verdict: exact,
+/// DISAGREEMENT, or NOT VERIFIED when no key was pinned down.
+fn write_table(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<13} {:<4} {:<10} {:>5} {:>7} {:>6} {:>12} {:>8} {:>9} {:>8}",
+        "layout",
+        "prot",
+        "bind",
+        "socks",
+        "kernel",
+        "train",
+        "secret",
+        "search s",
+        "predicted",
+        "agree"
+    )?;
+    for r in &report.layouts {
+        writeln!(
+            out,
+            "{:<13} {:<4} {:<10} {:>5} {:>7} {:>6} {:>12} {:>8.2} {:>9} {:>7.2}%",
+            r.layout,
+            r.proto,
+            r.bind,
+            r.listeners,
+            r.profile,
+            r.train,
+            r.secret.as_deref().unwrap_or(if r.candidates == 0 {
+                "none"
+            } else {
+                "ambiguous"
+            }),
+            r.recover_seconds,
+            r.tested,
+            r.percent
+        )?;
+        for m in &r.mismatches {
+            writeln!(out, "    mismatch: {m}")?;
+        }
+    }
+    let ambiguous: Vec<&LayoutResult> =
+        report.layouts.iter().filter(|r| r.candidates > 1).collect();
+    for r in &ambiguous {
+        let members = r.listeners.saturating_sub(r.closed.len() as u32);
+        let need = events_needed(members);
+        if need == 0 {
+            writeln!(
+                out,
+                "verify: {}: the key is ambiguous: with {members} open member every key fits, so a trace of this group cannot pin it down",
+                r.layout
+            )?;
+            continue;
+        }
+        writeln!(
+            out,
+            "verify: {}: the key is ambiguous: {} keys fit the {} training events, so nothing was predicted; about {need} training events pin it down (--train {need} with --count at least {})",
+            r.layout,
+            r.candidates,
+            r.train,
+            2 * need
+        )?;
+    }
+    let disagrees = report
+        .layouts
+        .iter()
+        .any(|r| r.candidates == 0 || (r.candidates == 1 && r.agreed != r.tested));
+    writeln!(
+        out,
+        "{}",
+        if report.exact {
+            "verify: the model predicted every connection exactly"
+        } else if disagrees {
+            "verify: DISAGREEMENT: the model is not exact here"
+        } else {
+            "verify: NOT VERIFIED: too few training events to recover the key (see above); the model was neither confirmed nor refuted"
+        }
+    )?;
+    Ok(())
+}
+
 /// Runs `verify`: writes the report to `out`, progress to `err`.
 pub fn run(
     args: &VerifyArgs,
@@ -487,89 +589,12 @@ pub fn run(
         )?;
         results.push(check_layout(l, args, count, err)?);
     }
-    let exact = results.iter().all(|r| r.tested > 0 && r.agreed == r.tested);
-    let report = Report {
-        layouts: results,
-        exact,
-    };
+    let report = Report::new(results);
     if args.json {
         serde_json::to_writer(&mut out, &report).map_err(std::io::Error::from)?;
         writeln!(out)?;
     } else {
-        writeln!(
-            out,
-            "{:<13} {:<4} {:<10} {:>5} {:>7} {:>6} {:>12} {:>8} {:>9} {:>8}",
-            "layout",
-            "prot",
-            "bind",
-            "socks",
-            "kernel",
-            "train",
-            "secret",
-            "search s",
-            "predicted",
-            "agree"
-        )?;
-        for r in &report.layouts {
-            writeln!(
-                out,
-                "{:<13} {:<4} {:<10} {:>5} {:>7} {:>6} {:>12} {:>8.2} {:>9} {:>7.2}%",
-                r.layout,
-                r.proto,
-                r.bind,
-                r.listeners,
-                r.profile,
-                r.train,
-                r.secret.as_deref().unwrap_or(if r.candidates == 0 {
-                    "none"
-                } else {
-                    "ambiguous"
-                }),
-                r.recover_seconds,
-                r.tested,
-                r.percent
-            )?;
-            for m in &r.mismatches {
-                writeln!(out, "    mismatch: {m}")?;
-            }
-        }
-        let ambiguous: Vec<&LayoutResult> =
-            report.layouts.iter().filter(|r| r.candidates > 1).collect();
-        for r in &ambiguous {
-            let members = r.listeners.saturating_sub(r.closed.len() as u32);
-            let need = events_needed(members);
-            if need == 0 {
-                writeln!(
-                    out,
-                    "verify: {}: the key is ambiguous: with {members} open member every key fits, so a trace of this group cannot pin it down",
-                    r.layout
-                )?;
-                continue;
-            }
-            writeln!(
-                out,
-                "verify: {}: the key is ambiguous: {} keys fit the {} training events, so nothing was predicted; about {need} training events pin it down (--train {need} with --count at least {})",
-                r.layout,
-                r.candidates,
-                r.train,
-                2 * need
-            )?;
-        }
-        let disagrees = report
-            .layouts
-            .iter()
-            .any(|r| r.candidates == 0 || (r.candidates == 1 && r.agreed != r.tested));
-        writeln!(
-            out,
-            "{}",
-            if report.exact {
-                "verify: the model predicted every connection exactly"
-            } else if disagrees {
-                "verify: DISAGREEMENT: the model is not exact here"
-            } else {
-                "verify: NOT VERIFIED: too few training events to recover the key (see above); the model was neither confirmed nor refuted"
-            }
-        )?;
+        write_table(&report, &mut out)?;
     }
     Ok(report)
 }
@@ -612,5 +637,57 @@ mod layout_tests {
             let typed = Only::try_parse_from(line.split(' ')).unwrap().args;
             assert_eq!(name.recorded(300, 11), typed, "{}", name.name());
         }
+    }
+}
+
+#[cfg(test)]
+mod ambiguity_tests {
+    use super::*;
+    use crate::exit::{Ending, Status};
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Only {
+        #[command(flatten)]
+        args: VerifyArgs,
+    }
+
+    /// Why: a trace too short to pin the key down must end as NOT VERIFIED
+    /// with the number of events that would, never as a disagreement. Ten
+    /// events of the checked-in 8-socket UDP trace train on five (at most
+    /// half train), which about one key in 8^5 fits; the search runs over
+    /// 2^20 keys rather than all 2^32 (minutes in a debug build), which
+    /// leaves about 32 that fit, enough to show the refusal.
+    #[test]
+    fn too_few_events_say_the_key_is_ambiguous_and_how_many_are_needed() {
+        let mut trace = crate::trace::Trace::parse(
+            include_str!("../../public/traces/udp-v4-specific-8.json"),
+            "udp-v4-specific-8.json",
+        )
+        .unwrap();
+        trace.events.truncate(10);
+        let args = Only::try_parse_from(["verify", "--threads", "2"])
+            .unwrap()
+            .args;
+        let mut progress = Vec::new();
+        let r = check_trace_among("udp".into(), &trace, &args, 0..1 << 20, &mut progress).unwrap();
+        assert_eq!(r.train, 5, "ten events, at most half of them train");
+        assert!(r.candidates > 1, "{} keys fit", r.candidates);
+        assert_eq!(r.secret, None);
+        assert_eq!((r.tested, r.agreed), (5, 0), "nothing was predicted");
+        let report = Report::new(vec![r]);
+        assert_eq!(report.status(), Status::Partial, "exit status 1");
+        let mut out = Vec::new();
+        write_table(&report, &mut out).unwrap();
+        let stdout = String::from_utf8(out).unwrap();
+        // 8 members: 8^13 > 100 * 2^32 > 8^12, so 13 events, of 26.
+        assert!(
+            stdout.contains("udp: the key is ambiguous")
+                && stdout.contains("5 training events")
+                && stdout.contains("--train 13 with --count at least 26"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("NOT VERIFIED"), "{stdout}");
+        assert!(!stdout.contains("DISAGREEMENT"), "{stdout}");
     }
 }
