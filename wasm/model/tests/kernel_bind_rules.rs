@@ -240,3 +240,84 @@ fn tcp_wildcard_reuseport_bind_no_longer_matches_a_recorded_specific_address_fro
     let h = Host::build(profile(4, 6), &l).unwrap();
     assert_eq!(binds(&h), [None, None, Some(Errno::Eaddrinuse)]);
 }
+
+// ---------------------------------------------------------------------------
+// UDP bind() past ten sockets on the port slot: the hash2 path of
+// `udp_lib_get_port` (net/ipv4/udp.c). Measured on 6.18.44 on 2026-11-24
+// in a private network namespace (loopback only): Python's socket module
+// making the same binds in the same order.
+
+/// `pad` sockets on 127.0.0.2, 127.0.0.3, … (SO_REUSEADDR, so they pass
+/// the wildcard socket of the first test), port 9000.
+fn padding(pad: usize) -> Vec<SocketSpec> {
+    (0..pad)
+        .map(|k| ra(sock(V4, Proto::Udp, &format!("127.0.0.{}", k + 2))))
+        .collect()
+}
+
+#[test]
+fn udp_bind_past_ten_sockets_walks_the_address_slot_then_the_wildcard_slot() {
+    // 0.0.0.0 (SO_REUSEADDR), 127.0.0.1 (SO_REUSEADDR, SO_REUSEPORT), the
+    // padding, then 127.0.0.1 with SO_REUSEPORT only. With ten sockets or
+    // fewer on the port, udp_lib_lport_inuse walks the port slot newest
+    // first: the SO_REUSEPORT socket on 127.0.0.1 grants the exemption and
+    // ends the walk. Past ten, udp_lib_lport_inuse2 walks the hash2 slot of
+    // 127.0.0.1 (the same exemption ends that slot), then the wildcard's
+    // slot, where 0.0.0.0 has no SO_REUSEPORT: EADDRINUSE. 6.18.44 answered
+    // ok, ok, EADDRINUSE, EADDRINUSE for 2, 10, 11 and 12 sockets before it.
+    for (pad, want) in [
+        (0, None),
+        (8, None),
+        (9, Some(Errno::Eaddrinuse)),
+        (10, Some(Errno::Eaddrinuse)),
+    ] {
+        let mut v = vec![
+            ra(sock(V4, Proto::Udp, "0.0.0.0")),
+            ra(rp(sock(V4, Proto::Udp, "127.0.0.1"))),
+        ];
+        v.extend(padding(pad));
+        v.push(rp(sock(V4, Proto::Udp, "127.0.0.1")));
+        let n = v.len();
+        // Every era with the 4.5 first-overlap rule walks this way.
+        for p in PROFILES
+            .iter()
+            .filter(|p| p.lookup.udp_first_overlap_decides)
+        {
+            let got = binds(&Host::build(p, &layout(v.clone(), None)).unwrap());
+            assert_eq!(got[..n - 1], vec![None; n - 1], "{} pad {pad}", p.release);
+            assert_eq!(got[n - 1], want, "{} with {} before", p.release, n - 1);
+        }
+    }
+}
+
+#[test]
+fn udp_wildcard_bind_past_ten_sees_specific_sockets_only_after_the_2026_fix() {
+    // 127.0.0.1 (no options), the padding, then 0.0.0.0 (no options).
+    // Before "udp: Fix wildcard bind conflict check when using hash2", a
+    // wildcard bind past ten walks only the wildcard's hash2 slot, which is
+    // empty here, and succeeds (Debian 5.10.262 udp_lib_get_port:
+    // `if (hslot->count > 10)`). From the fix (inet_use_hash2_on_bind;
+    // Debian 6.1.192 from 6.1.168, 6.12.117 from 6.12.80) it walks the port
+    // slot and meets 127.0.0.1. 6.18.44 answered EADDRINUSE for 6, 11 and
+    // 12 sockets before it.
+    for (pad, before_fix) in [(5, Some(Errno::Eaddrinuse)), (10, None), (11, None)] {
+        let mut v = vec![sock(V4, Proto::Udp, "127.0.0.1")];
+        v.extend(padding(pad));
+        v.push(sock(V4, Proto::Udp, "0.0.0.0"));
+        let last = |p: &'static Profile| {
+            *binds(&Host::build(p, &layout(v.clone(), None)).unwrap())
+                .last()
+                .unwrap()
+        };
+        for (major, minor) in [(6, 1), (6, 12), (6, 18), (7, 2)] {
+            assert_eq!(last(profile(major, minor)), Some(Errno::Eaddrinuse));
+        }
+        for (major, minor) in [(3, 9), (4, 6), (5, 4), (5, 10), (6, 6), (6, 15)] {
+            assert_eq!(
+                last(profile(major, minor)),
+                before_fix,
+                "{major}.{minor} pad {pad}"
+            );
+        }
+    }
+}

@@ -57,30 +57,36 @@ pub(super) fn bucket_addr(a: IpAddr) -> IpAddr {
     }
 }
 
-const WILDCARD: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+pub(super) const WILDCARD: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
 
 /// The sockets bound to one (protocol, port).
 #[derive(Debug, Default, Clone)]
 pub(super) struct Bucket {
     by_addr: BTreeMap<IpAddr, BTreeMap<Class, BTreeSet<(u64, usize)>>>,
+    /// How many sockets are in it.
+    len: usize,
 }
 
 impl Bucket {
     pub(super) fn insert(&mut self, i: (u64, usize), class: Class) {
         let a = bucket_addr(class.addr);
-        self.by_addr
+        let new = self
+            .by_addr
             .entry(a)
             .or_default()
             .entry(class)
             .or_default()
             .insert(i);
+        self.len += usize::from(new);
     }
 
     pub(super) fn remove(&mut self, i: (u64, usize), class: &Class) {
         let a = bucket_addr(class.addr);
         if let Some(classes) = self.by_addr.get_mut(&a) {
             if let Some(set) = classes.get_mut(class) {
-                set.remove(&i);
+                if set.remove(&i) {
+                    self.len -= 1;
+                }
                 if set.is_empty() {
                     classes.remove(class);
                 }
@@ -103,8 +109,37 @@ impl Bucket {
         except: usize,
         v6_reuseport_tail: bool,
     ) -> Vec<usize> {
+        Self::order(self.lists(addr), except, v6_reuseport_tail)
+    }
+
+    /// As [`Bucket::slot_order`], but only the sockets whose bucket address
+    /// is `addr`'s: UDP's `hash2` slot of (`addr`, port), filled by the same
+    /// head-or-tail rule (`udp_lib_get_port`, net/ipv4/udp.c). Addresses
+    /// that collide in the hash table are left out.
+    pub(super) fn hash2_order(
+        &self,
+        addr: IpAddr,
+        except: usize,
+        v6_reuseport_tail: bool,
+    ) -> Vec<usize> {
+        let list = self.by_addr.get(&bucket_addr(addr));
+        Self::order(list.into_iter().collect(), except, v6_reuseport_tail)
+    }
+
+    /// How many sockets are bound to the port: the `count` of UDP's port
+    /// slot when a socket binds (it is not in the bucket yet; other ports
+    /// that share the slot are left out).
+    pub(super) fn count(&self) -> usize {
+        self.len
+    }
+
+    fn order(
+        lists: Vec<&BTreeMap<Class, BTreeSet<(u64, usize)>>>,
+        except: usize,
+        v6_reuseport_tail: bool,
+    ) -> Vec<usize> {
         let (mut head, mut tail) = (Vec::new(), Vec::new());
-        for classes in self.lists(addr) {
+        for classes in lists {
             for (class, set) in classes {
                 if v6_reuseport_tail && class.inet6 && class.reuseport {
                     tail.extend(set.iter().copied().find(|&(_, j)| j != except));

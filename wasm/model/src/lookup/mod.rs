@@ -32,10 +32,10 @@ use crate::message::{
     CandidateOutcome, Errno, Fallback, KernelSource, LaddrReason, LookupReason, Note, RefusalRule,
     SkLookupOutcome, TableName,
 };
-use crate::profile::{Profile, Release};
+use crate::profile::{Profile, Release, UDP_HASH2_THRESHOLD};
 use crate::reuseport::{GroupAnswer, GroupSpec, PacketCtx, Program, ReuseportGroup};
 use crate::tuple::{unspecified_like, Proto, Tuple};
-use bucket::{bucket_addr, Bucket, Class};
+use bucket::{bucket_addr, Bucket, Class, WILDCARD};
 pub use calls::{Call, CallLog, SockOpt, MAX_CALLS, MAX_SOCKETS};
 use rules::{LookupRules, ScanRule, ScoreRule, TcpTables, UdpTables};
 
@@ -1109,58 +1109,75 @@ impl Host {
             return None;
         }
         let first_decides = s.proto == Proto::Udp && self.rules.udp_first_overlap_decides;
-        let walk = if first_decides {
-            self.bucket
-                .get(&(s.proto, s.port))
-                .map_or_else(Vec::new, |b| {
-                    b.slot_order(s.addr, i, self.rules.v6_reuseport_tail)
-                })
-        } else {
-            self.bound_on(s.proto, s.port, s.addr, i)
-        };
-        for j in walk {
-            let o = &self.socks[j];
-            let e = &o.spec;
-            if !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
-                continue;
+        let tail = self.rules.v6_reuseport_tail;
+        let bucket = self.bucket.get(&(s.proto, s.port));
+        // udp_lib_get_port: past ten sockets on the port slot, the hash2
+        // slots of the address and of the wildcard, each walked on its own
+        // (udp_lib_lport_inuse2); a wildcard bind only from the 2026 fix on
+        // walks the port slot instead (inet_use_hash2_on_bind).
+        let wildcard = bucket_addr(s.addr) == WILDCARD;
+        let hash2 = s.proto == Proto::Udp
+            && bucket.is_some_and(|b| b.count() > UDP_HASH2_THRESHOLD as usize)
+            && (!wildcard || self.rules.udp_bind_wildcard_hash2);
+        let walks: Vec<Vec<usize>> = match bucket {
+            None => Vec::new(),
+            Some(b) if hash2 => {
+                let mut w = vec![b.hash2_order(s.addr, i, tail)];
+                if !wildcard {
+                    w.push(b.hash2_order(WILDCARD, i, tail));
+                }
+                w
             }
-            if first_decides {
-                // udp_lib_lport_inuse (4.5+): the first socket without the
-                // SO_REUSEADDR exemption decides, and the walk ends there.
-                if s.reuseaddr && e.reuseaddr {
+            Some(b) if first_decides => vec![b.slot_order(s.addr, i, tail)],
+            Some(_) => vec![self.bound_on(s.proto, s.port, s.addr, i)],
+        };
+        'slots: for walk in walks {
+            for j in walk {
+                let o = &self.socks[j];
+                let e = &o.spec;
+                if !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
                     continue;
                 }
-                if s.reuseport && e.reuseport && !in_group && e.uid == s.uid {
-                    return None;
+                if first_decides {
+                    // udp_lib_lport_inuse (4.5+): the first socket without the
+                    // SO_REUSEADDR exemption decides, and the walk of this slot
+                    // ends there (udp_lib_lport_inuse2: the next hash2 slot is
+                    // still walked).
+                    if s.reuseaddr && e.reuseaddr {
+                        continue;
+                    }
+                    if s.reuseport && e.reuseport && !in_group && e.uid == s.uid {
+                        continue 'slots;
+                    }
                 }
-            }
-            let allowed = match s.proto {
-                Proto::Tcp => {
-                    let e_listening = self.socks[j].listening;
-                    (s.reuseaddr && e.reuseaddr && !e_listening)
-                        || (s.reuseport
-                            && e.reuseport
-                            && !in_group
-                            && (e.state == SockState::TimeWait || e.uid == s.uid))
-                }
-                Proto::Udp => {
-                    (s.reuseaddr && e.reuseaddr)
-                        || (s.reuseport && e.reuseport && !in_group && e.uid == s.uid)
-                }
-            };
-            if !allowed {
-                // reuseport_bpf.c test_extra_filter for the group owner.
-                let rule = if in_group {
-                    RefusalRule::OwnsGroupBeforeBind
-                } else {
-                    conflict_rule(s, e)
+                let allowed = match s.proto {
+                    Proto::Tcp => {
+                        let e_listening = self.socks[j].listening;
+                        (s.reuseaddr && e.reuseaddr && !e_listening)
+                            || (s.reuseport
+                                && e.reuseport
+                                && !in_group
+                                && (e.state == SockState::TimeWait || e.uid == s.uid))
+                    }
+                    Proto::Udp => {
+                        (s.reuseaddr && e.reuseaddr)
+                            || (s.reuseport && e.reuseport && !in_group && e.uid == s.uid)
+                    }
                 };
-                return Some(Refusal {
-                    errno: Errno::Eaddrinuse,
-                    rule,
-                    source: self.conflict_source(s.proto),
-                    with: Some(j),
-                });
+                if !allowed {
+                    // reuseport_bpf.c test_extra_filter for the group owner.
+                    let rule = if in_group {
+                        RefusalRule::OwnsGroupBeforeBind
+                    } else {
+                        conflict_rule(s, e)
+                    };
+                    return Some(Refusal {
+                        errno: Errno::Eaddrinuse,
+                        rule,
+                        source: self.conflict_source(s.proto),
+                        with: Some(j),
+                    });
+                }
             }
         }
         None

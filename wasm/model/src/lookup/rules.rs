@@ -136,6 +136,16 @@ pub struct LookupRules {
     /// net/ipv4/udp.c, from e32ea7e74727, 4.5). Before, any conflicting
     /// socket refuses.
     pub udp_first_overlap_decides: bool,
+    /// UDP `bind()` to a port whose slot holds more than ten sockets checks
+    /// `hash2` instead of the port slot (`udp_lib_get_port`, net/ipv4/udp.c,
+    /// every release): the slot of the socket's own address, then, unless it
+    /// is the wildcard, the wildcard's slot, each walked on its own. This
+    /// field: a wildcard bind takes that path too, so only the wildcard's
+    /// slot is looked at and sockets on specific addresses are missed.
+    /// Fixed by "udp: Fix wildcard bind conflict check when using hash2"
+    /// (`inet_use_hash2_on_bind`; 2026, stable 6.1.168 and 6.12.80; on
+    /// 6.18.44 as measured), after which a wildcard bind walks the port slot.
+    pub udp_bind_wildcard_hash2: bool,
 }
 
 impl LookupRules {

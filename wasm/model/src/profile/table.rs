@@ -63,6 +63,7 @@ pub const P3_9: Profile = Profile {
         tcp_fast_strict: false,
         tcp_fast_sk_wildcard: true,
         udp_first_overlap_decides: false,
+        udp_bind_wildcard_hash2: true,
     },
     notes: &[],
 };
@@ -258,8 +259,9 @@ pub const P5_15: Profile = Profile {
     ..P5_14
 };
 
-/// 6.1 as in 6.1.192: the 6.2 CPU ring scan and the 6.5 IPv6 hash forms
-/// and UDP re-score as backports.
+/// 6.1 as in 6.1.192: the 6.2 CPU ring scan, the 6.5 IPv6 hash forms and
+/// UDP re-score, and the UDP wildcard bind fix ("udp: Fix wildcard bind
+/// conflict check when using hash2", 6.1.168) as backports.
 pub const P6_1: Profile = Profile {
     release: r(6, 1),
     basis: "Debian 6.1.192",
@@ -269,6 +271,7 @@ pub const P6_1: Profile = Profile {
     group_scan: SkipConnectedPreferCpu,
     lookup: LookupRules {
         udp_rescore: true,
+        udp_bind_wildcard_hash2: false,
         ..P5_15.lookup
     },
     notes: &[EraNote::StableIncomingCpuRing],
@@ -284,6 +287,7 @@ pub const P6_2: Profile = Profile {
     udp6_outer_is_inner_plus_mix: true,
     lookup: LookupRules {
         udp_rescore: false,
+        udp_bind_wildcard_hash2: true,
         ..P6_1.lookup
     },
     notes: &[],
@@ -312,10 +316,15 @@ pub const P6_6: Profile = Profile {
     ..P6_5
 };
 
-/// 6.12 as in 6.12.117: the 6.5 rules.
+/// 6.12 as in 6.12.117: the 6.5 rules, and the UDP wildcard bind fix
+/// ("udp: Fix wildcard bind conflict check when using hash2", 6.12.80).
 pub const P6_12: Profile = Profile {
     release: r(6, 12),
     basis: "Debian 6.12.117",
+    lookup: LookupRules {
+        udp_bind_wildcard_hash2: false,
+        ..P6_6.lookup
+    },
     ..P6_6
 };
 
@@ -325,13 +334,22 @@ pub const P6_15: Profile = Profile {
     basis: "mainline 6.15 (commit 9544d60a2605)",
     tcp4: LportPlus,
     tcp6: LportPlusJhash2,
+    lookup: LookupRules {
+        udp_bind_wildcard_hash2: true,
+        ..P6_12.lookup
+    },
     ..P6_12
 };
 
-/// 6.18: the 6.15 rules, measured on this project's machine.
+/// 6.18: the 6.15 rules, measured on this project's machine, and the UDP
+/// wildcard bind fix, which 6.18.44 carries (measured).
 pub const P6_18: Profile = Profile {
     release: r(6, 18),
     basis: "6.18.44, measured on this project's machine",
+    lookup: LookupRules {
+        udp_bind_wildcard_hash2: false,
+        ..P6_15.lookup
+    },
     ..P6_15
 };
 
