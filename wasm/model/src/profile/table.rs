@@ -154,10 +154,12 @@ pub const P4_17: Profile = Profile {
 /// sockets") into 4.19.75 ("[PATCH 4.19 10/79]", 2019-09-20) and
 /// efc6b6f6c311 ("udp: Improve load balancing for SO_REUSEPORT.") with
 /// f2b2c55e5128 ("udp: Copy has_conns in reuseport_grow().") into 4.19.136
-/// ("[PATCH 4.19 14/17]", "[PATCH 4.19 15/17]", 2020-07-30). Those changed
+/// ("[PATCH 4.19 14/17]", "[PATCH 4.19 15/17]", 2020-07-30). Besides the
+/// select-by-hash step (`net/core/sock_reuseport.c`), those changed
 /// `udp4_lib_lookup2` (the hash2 path, past ten sockets on the port slot)
 /// but not the port-slot scan of `__udp4_lib_lookup` that a 4.19 group of
-/// ten or fewer takes, and `udp_has_conns` is one switch for both paths.
+/// ten or fewer takes, and `udp_has_conns` is one switch for both paths,
+/// so the row keeps the commit out whole rather than half.
 pub const P4_19: Profile = Profile {
     release: r(4, 19),
     basis: "4.18.20 rules plus the 4.19 SK_REUSEPORT programs (no 4.19 tree read)",
