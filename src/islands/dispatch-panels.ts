@@ -44,7 +44,7 @@ export function dispatchPanels({ el, t, sim, dom, s }: DispatchCtx) {
     e.listener === null ? t.none : `L${e.listener}`,
     e.slot === null ? '—' : String(e.slot),
     e.hashHex ? `0x${e.hashHex}` : '—',
-    e.note,
+    t.what(e.what),
   ];
 
   // The event list reuses its row elements (row i shows the i-th event of the window), and holds
@@ -117,14 +117,14 @@ export function dispatchPanels({ el, t, sim, dom, s }: DispatchCtx) {
   const drawSide = () => {
     const bars = s.struct.rows.map((r) => ({ label: r.label, count: sim.counts[r.listener] ?? 0, colour: r.colour, hollow: r.fill === 'hollow' }));
     const fr = fairness(bars.map((b) => b.count));
-    chart.draw(bars, fr, t.chartLabel);
+    chart.draw(bars, fr, t.chartLabel, t.notApplicable);
     let longest: { label: string; queue: number } | null = null;
     for (const r of s.struct.rows) {
       const q = Math.floor(sim.queue[r.listener] ?? 0);
       if (q > 0 && (!longest || q > longest.queue)) longest = { label: r.label, queue: q };
     }
     drawWorkers();
-    const items = t.figures(fr, sim.dropped, sim.closedCounts, sim.particles.inFlight(sim.time), fmtRatio(fr.maxMinRatio), longest);
+    const items = t.figures(fr, sim.dropped, sim.closedCounts, sim.particles.inFlight(sim.time), fmtRatio(fr.maxMinRatio, t.notApplicable), longest);
     figures
       .selectAll('div')
       .data(items)

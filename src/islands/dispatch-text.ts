@@ -1,6 +1,6 @@
 /** The dispatch visualizer's interface words, once per language (chosen from the page's `lang`). */
-import { langOf } from '../model/messages';
-import type { DispatchEvent } from '../scene/dispatch/events';
+import { langOf, say } from '../model/messages';
+import type { DispatchEvent, EventWhat, NoTaker } from '../scene/dispatch/events';
 import { remapPhrase, type DispatchSim, type Remap } from '../scene/dispatch/sim';
 import type { StructureText } from '../scene/dispatch/structure';
 import { LOOKUP_TEXT_EN, type LookupText } from '../render/dispatch/lookup';
@@ -198,6 +198,8 @@ export interface DispatchText {
   belongsTo: (e: DispatchEvent) => string;
   notDelivered: string;
   step: (e: DispatchEvent) => string;
+  /** What happened to a packet (the event list's last column, and the sentences above). */
+  what: (w: EventWhat) => string;
   wholeNumber: (name: string, lo: number, hi: number) => string;
   /** A setting from the page's URL or the element's attribute that was refused; its default is used instead. */
   badSetting: (given: string, allowed: string) => string;
@@ -216,6 +218,8 @@ export interface DispatchText {
   /** The aria-live summary of the scene. */
   summary: (sim: DispatchSim) => string;
   chartLabel: (f: Fairness, ratio: string) => string;
+  /** A figure that has no value yet (max/min and Jain's index before any connection). */
+  notApplicable: string;
   structure: StructureText;
   lookup: LookupText;
   card: ExplainCardText;
@@ -304,6 +308,29 @@ function enTour(step: TourStep, f: TourFacts): [string, string] {
           `nothing. The hash keeps sending it its share, so its queue grows for as long as it is stalled (${f.stalledQueue} waiting; the striped bar, ` +
           `and its label reads ×0). In the kernel a full queue drops the SYN and counts it in ListenOverflows; this widget draws no limit.`,
       ];
+  }
+}
+
+/** Why nothing took a packet, in English: the model's fallback, its error, or "no socket". */
+const enWhy = (why: NoTaker): string => (why === null ? 'no socket' : 'fallback' in why ? say('en', 'fallback', why.fallback) : why.error);
+const enAt = (l: number, slot: number | null): string => `listener ${l}${slot === null ? '' : ` (socks[${slot}])`}`;
+
+function enEvent(w: EventWhat): string {
+  switch (w.kind) {
+    case 'syn':
+      return `SYN to ${enAt(w.listener, w.slot)}`;
+    case 'syn-ack':
+      return `SYN-ACK from listener ${w.listener}`;
+    case 'ack':
+      return `ACK to listener ${w.listener}'s request socket (found in ehash, no reuseport selection)`;
+    case 'syn-dropped':
+      return `SYN: ${enWhy(w.why)}`;
+    case 'rst':
+      return 'RST back to the client: no listener took the SYN';
+    case 'datagram':
+      return `datagram ${w.n} (payload ${w.n}) to ${enAt(w.listener, w.slot)}`;
+    case 'datagram-dropped':
+      return `datagram ${w.n} dropped: ${enWhy(w.why)}`;
   }
 }
 
@@ -442,10 +469,11 @@ const en: DispatchText = {
     ['In flight', String(inFlight)],
     ['Longest queue', longest ? `${longest.label}: ${longest.queue}` : '0'],
   ],
-  headline: (e, m) => `Event ${e.seq}: ${e.kind} at ${e.t.toFixed(3)} s, ${e.note}. Listener mark: ${m}.`,
+  headline: (e, m) => `Event ${e.seq}: ${e.kind} at ${e.t.toFixed(3)} s, ${enEvent(e.what)}. Listener mark: ${m}.`,
   belongsTo: (e) => `This ${e.kind} belongs to connection ${e.conn}; the record below is its SYN's dispatch.`,
   notDelivered: 'The model did not deliver this packet to the group.',
-  step: (e) => `Event ${e.seq}: ${e.kind} from ${e.tuple.saddr}:${e.tuple.sport}, ${e.note}.`,
+  step: (e) => `Event ${e.seq}: ${e.kind} from ${e.tuple.saddr}:${e.tuple.sport}, ${enEvent(e.what)}.`,
+  what: enEvent,
   wholeNumber: (n, lo, hi) => `${n}: give a whole number from ${lo} to ${hi}.`,
   badSetting: (given, allowed) => `${given} was not used (${allowed}); the default stands.`,
   secretBad: 'Hash secret: give a 32-bit hex value such as 0x1a2b3c4d.',
@@ -459,6 +487,7 @@ const en: DispatchText = {
   fixedIndexName: 'Fixed index',
   payloadModulusName: 'Payload modulus',
   summary: (sim) => sim.describe(),
+  notApplicable: 'n/a',
   chartLabel: (f, ratio) =>
     `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${ratio}; Jain ` +
     `${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`,
@@ -591,6 +620,29 @@ function zhTour(step: TourStep, f: TourFacts): [string, string] {
   }
 }
 
+/** Why nothing took a packet, in Chinese (the model's error message stays as it came). */
+const zhWhy = (why: NoTaker): string => (why === null ? '没有套接字' : 'fallback' in why ? say('zh-CN', 'fallback', why.fallback) : why.error);
+const zhAt = (l: number, slot: number | null): string => `监听套接字 ${l}${slot === null ? '' : `（socks[${slot}]）`}`;
+
+function zhEvent(w: EventWhat): string {
+  switch (w.kind) {
+    case 'syn':
+      return `SYN 交给${zhAt(w.listener, w.slot)}`;
+    case 'syn-ack':
+      return `监听套接字 ${w.listener} 回复 SYN-ACK`;
+    case 'ack':
+      return `ACK 交给监听套接字 ${w.listener} 的请求套接字（在 ehash 中找到，不经过 reuseport 选择）`;
+    case 'syn-dropped':
+      return `SYN：${zhWhy(w.why)}`;
+    case 'rst':
+      return '向客户端回 RST：没有监听套接字接收该 SYN';
+    case 'datagram':
+      return `第 ${w.n} 个数据报（载荷 ${w.n}）交给${zhAt(w.listener, w.slot)}`;
+    case 'datagram-dropped':
+      return `第 ${w.n} 个数据报被丢弃：${zhWhy(w.why)}`;
+  }
+}
+
 const zh: DispatchText = {
   tour: '开始导览',
   tourTitle: '场景导览',
@@ -719,10 +771,11 @@ const zh: DispatchText = {
     ['在途', String(inFlight)],
     ['最长队列', longest ? `${longest.label}：${longest.queue}` : '0'],
   ],
-  headline: (e, m) => `第 ${e.seq} 个事件：${e.kind}，时间 ${e.t.toFixed(3)} 秒，${e.note}。监听套接字标记：${m}。`,
+  headline: (e, m) => `第 ${e.seq} 个事件：${e.kind}，时间 ${e.t.toFixed(3)} 秒，${zhEvent(e.what)}。监听套接字标记：${m}。`,
   belongsTo: (e) => `此 ${e.kind} 属于第 ${e.conn} 个连接；下面的记录是其 SYN 的分发过程。`,
   notDelivered: '模型没有把这个数据包交给该组。',
-  step: (e) => `第 ${e.seq} 个事件：来自 ${e.tuple.saddr}:${e.tuple.sport} 的 ${e.kind}，${e.note}。`,
+  step: (e) => `第 ${e.seq} 个事件：来自 ${e.tuple.saddr}:${e.tuple.sport} 的 ${e.kind}，${zhEvent(e.what)}。`,
+  what: zhEvent,
   wholeNumber: (n, lo, hi) => `${n}：请输入 ${lo} 到 ${hi} 之间的整数。`,
   badSetting: (given, allowed) => `${given} 未被采用（${allowed}），已改用默认值。`,
   secretBad: '哈希密钥：请输入 32 位十六进制数，例如 0x1a2b3c4d。',
@@ -736,6 +789,7 @@ const zh: DispatchText = {
   fixedIndexName: '固定索引',
   payloadModulusName: '载荷模数',
   summary: zhSummary,
+  notApplicable: '不适用',
   chartLabel: (f, ratio) =>
     `各监听套接字的连接数：共 ${f.total} 个，若哈希均匀，每个期望 ${f.expected.toFixed(1)} 个；最大/最小 ${ratio}；Jain 指数 ${f.jain === null ? '不适用' : f.jain.toFixed(3)}`,
   structure: {

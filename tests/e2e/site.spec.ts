@@ -110,6 +110,35 @@ test('the pages are listed from the build the server serves (PW_DIST)', async ({
   expect(builtPages()).toContain('zh-cn/traces/');
 });
 
+test('the Chinese visualizer says each packet in Chinese: the sentence above the scene, the line under it, the event list', async ({ page }) => {
+  // The scene wrote each event's line in English ("ACK to listener 6's request socket ..."), shown on the Chinese page,
+  // and the line under the scene said "slot" and "reservoir scan over 8 listeners".
+  const english = /\b(to|from|listener|listeners|request|socket|found|selection|back|the|dropped|datagram|payload|no|slot|scan|over)\b/i;
+  for (const [proto, kernel] of [
+    ['tcp', '6.18'],
+    ['udp', '6.18'],
+    ['tcp', '4.1'],
+  ]) {
+    await page.goto(`./zh-cn/dispatch/?autoplay=false&seed=7&proto=${proto}&kernel=${kernel}`);
+    const d = page.locator('reuseport-dispatch');
+    await expect(d.locator('.rl-dv-summary')).toContainText('监听');
+    // Before the first connection max/min has no value: the Chinese page said "n/a".
+    await expect(d.locator('.rl-dv-figures')).toContainText('不适用');
+    await expect(d.locator('.rl-dv-figures')).not.toContainText('n/a');
+    await expect(d.locator('svg.rl-dv-chart')).not.toHaveAttribute('aria-label', /n\/a/);
+    const now = d.locator('.rl-dv-now');
+    for (let i = 0; i < 4; i++) {
+      await page.getByRole('button', { name: '单步前进' }).click();
+      await expect(now).toContainText(`第 ${i} 个事件`);
+      await expect(now, `${proto} ${kernel} event ${i}`).not.toHaveText(english);
+      await expect(d.locator('.rl-dv-stage-line'), `${proto} ${kernel} event ${i}`).not.toHaveText(english);
+    }
+    const what = d.locator('.rl-dv-events tbody tr:not([hidden]) td:last-child');
+    expect(await what.count()).toBeGreaterThanOrEqual(4);
+    for (const text of await what.allTextContents()) expect(text, `${proto} ${kernel}`).not.toMatch(english);
+  }
+});
+
 /** The CPU count the benchmark file was recorded on. */
 function readBenchCpus(): number {
   return (JSON.parse(readFileSync('public/traces/bench-fork-vs-reuseport.json', 'utf8')) as { nproc: number }).nproc;

@@ -47,6 +47,7 @@ const SAMPLE: Record<string, unknown[]> = {
   formatName: ['ss', true],
   bandLine: [{ mean: 12.5, p5: 9, p95: 16 }],
   columnsTitle: [true],
+  what: [{ kind: 'ack', listener: 6 }],
 };
 
 describe.each([

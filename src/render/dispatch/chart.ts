@@ -38,7 +38,8 @@ export class Chart {
   #labels = '';
 
   /** Updates in place (bars joined by label); axes are redrawn only when the listeners or the scale change. */
-  draw(bars: Bar[], f: Fairness, label: (f: Fairness, ratio: string) => string = chartLabel): void {
+  /** `none` is the page's word for a ratio that has no value yet (no listener has a connection). */
+  draw(bars: Bar[], f: Fairness, label: (f: Fairness, ratio: string) => string = chartLabel, none = 'n/a'): void {
     const m = { l: 40, r: 14, t: 8, b: 24 };
     const svg = this.svg;
     if (!this.#bars) {
@@ -50,7 +51,7 @@ export class Chart {
         .attr('transform', `translate(0,${this.height - m.b})`);
       this.#y = svg.append('g').attr('transform', `translate(${m.l},0)`);
     }
-    svg.attr('aria-label', label(f, fmtRatio(f.maxMinRatio)));
+    svg.attr('aria-label', label(f, fmtRatio(f.maxMinRatio, none)));
     const x = scaleBand<string>()
       .domain(bars.map((b) => b.label))
       .range([m.l, this.width - m.r])
@@ -113,6 +114,7 @@ function chartLabel(f: Fairness, ratio: string): string {
   );
 }
 
-export function fmtRatio(r: number | null): string {
-  return r === null ? 'n/a' : r === Infinity ? '∞' : r.toFixed(2);
+/** Max/min as shown: two places, ∞, or `none` (the page's word) while there is no ratio. */
+export function fmtRatio(r: number | null, none = 'n/a'): string {
+  return r === null ? none : r === Infinity ? '∞' : r.toFixed(2);
 }

@@ -5,7 +5,24 @@
  * a step back followed by a step forward shows the very same event.
  */
 import type { Explain, Tuple } from '../../model/index';
+import type { Messages } from '../../model/messages';
 import type { PacketKind } from './palette';
+
+/** Why nothing took a packet: the model's fallback (a tagged outcome), its error message, or neither. */
+export type NoTaker = { fallback: Messages['fallback'] } | { error: string } | null;
+
+/**
+ * What happened to one packet, as data; each language says it
+ * (`DispatchText.what` in src/islands/dispatch-text.ts).
+ */
+export type EventWhat =
+  | { kind: 'syn'; listener: number; slot: number | null }
+  | { kind: 'syn-ack'; listener: number }
+  | { kind: 'ack'; listener: number }
+  | { kind: 'syn-dropped'; why: NoTaker }
+  | { kind: 'rst' }
+  | { kind: 'datagram'; n: number; listener: number; slot: number | null }
+  | { kind: 'datagram-dropped'; n: number; why: NoTaker };
 
 export interface DispatchEvent {
   /** Position in the run, from 0 (kept when old events are dropped). */
@@ -31,8 +48,8 @@ export interface DispatchEvent {
   hashHex: string | null;
   /** The model's whole record for the dispatch this packet belongs to. */
   explain: Explain | null;
-  /** One line about the packet. */
-  note: string;
+  /** What happened to it (said in the page's language where shown). */
+  what: EventWhat;
 }
 
 export class EventLog {

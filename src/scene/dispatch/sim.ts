@@ -6,9 +6,8 @@
  * flow map); this file only moves dots along the path the model reported.
  */
 import { Group, NO_LISTENER, V4Batch, type Change, type CpuPin, type Explain, type GroupSummary, type Program, type Proto } from '../../model/index';
-import { say } from '../../model/messages';
 import { makeClients, SERVER, type Client } from './clients';
-import { EventLog, type DispatchEvent } from './events';
+import { EventLog, type DispatchEvent, type EventWhat, type NoTaker } from './events';
 import { COL, clientY, hashToY, along } from './layout';
 import type { PacketKind } from './palette';
 import { bootSecret, hex32, mix32, Rng } from './rng';
@@ -486,17 +485,16 @@ export class DispatchSim {
       explain: ex,
     };
     const seq0 = this.log.nextSeq;
-    const ev = (k: number, kind: PacketKind, dt: number, note: string): DispatchEvent => ({ ...base, seq: seq0 + k, kind, t: t + dt, note });
-    const where = listener === null ? 'no socket' : `listener ${listener}${ex?.slot != null ? ` (socks[${ex.slot}])` : ''}`;
-    // The event list is written in English, as the rest of the visualizer's words.
-    const fallback = ex?.fallback ? say('en', 'fallback', ex.fallback) : err || 'no socket';
-    if (this.opts.proto === 'udp')
-      return [ev(0, 'UDP', 0, listener === null ? `datagram ${n} dropped: ${fallback}` : `datagram ${n} (payload ${n}) to ${where}`)];
-    if (listener === null) return [ev(0, 'SYN', 0, `SYN: ${fallback}`), ev(1, 'RST', TRAVEL.SYN * 0.4, 'RST back to the client: no listener took the SYN')];
+    const ev = (k: number, kind: PacketKind, dt: number, what: EventWhat): DispatchEvent => ({ ...base, seq: seq0 + k, kind, t: t + dt, what });
+    // Data, not words: the page says each event in its language.
+    const why: NoTaker = ex?.fallback ? { fallback: ex.fallback } : err ? { error: err } : null;
+    const slot = ex?.slot ?? null;
+    if (this.opts.proto === 'udp') return [ev(0, 'UDP', 0, listener === null ? { kind: 'datagram-dropped', n, why } : { kind: 'datagram', n, listener, slot })];
+    if (listener === null) return [ev(0, 'SYN', 0, { kind: 'syn-dropped', why }), ev(1, 'RST', TRAVEL.SYN * 0.4, { kind: 'rst' })];
     return [
-      ev(0, 'SYN', 0, `SYN to ${where}`),
-      ev(1, 'SYN-ACK', TRAVEL.SYN, `SYN-ACK from listener ${listener}`),
-      ev(2, 'ACK', TRAVEL.SYN + TRAVEL['SYN-ACK'], `ACK to listener ${listener}'s request socket (found in ehash, no reuseport selection)`),
+      ev(0, 'SYN', 0, { kind: 'syn', listener, slot }),
+      ev(1, 'SYN-ACK', TRAVEL.SYN, { kind: 'syn-ack', listener }),
+      ev(2, 'ACK', TRAVEL.SYN + TRAVEL['SYN-ACK'], { kind: 'ack', listener }),
     ];
   }
 

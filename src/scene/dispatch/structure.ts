@@ -98,14 +98,21 @@ export function structure(sim: DispatchSim, t: StructureText = EN): Structure {
   };
 }
 
+/** The few words of the marker's formula, per language (the numbers and kernel names stay as they are). */
+const PICK_WORDS: Record<Lang, { slot: string; thenWord: string; reservoir: (n: number) => string; none: string }> = {
+  en: { slot: 'slot', thenWord: 'then', reservoir: (n) => `reservoir scan over ${n} listeners`, none: 'no socket' },
+  'zh-CN': { slot: '槽位', thenWord: '然后', reservoir: (n) => `蓄水池扫描 ${n} 个监听套接字`, none: '没有套接字' },
+};
+
 function pickText(p: SelectionPath, lang: Lang): string {
-  if (p.kind === 'by_hash') return `× ${p.numSocks} = 0x${p.productHex}, >> 32 = slot ${p.scaled}`;
+  const w = PICK_WORDS[lang];
+  if (p.kind === 'by_hash') return `× ${p.numSocks} = 0x${p.productHex}, >> 32 = ${w.slot} ${p.scaled}`;
   if (p.kind === 'program')
-    return `${say(lang, 'program_summary', p.program)}: ${say(lang, 'program_return', p.returned)}${p.then ? `; then ${pickText(p.then, lang)}` : ''}`;
-  return `reservoir scan over ${p.steps.length + p.omitted} listeners`;
+    return `${say(lang, 'program_summary', p.program)}: ${say(lang, 'program_return', p.returned)}${p.then ? `; ${w.thenWord} ${pickText(p.then, lang)}` : ''}`;
+  return w.reservoir(p.steps.length + p.omitted);
 }
 
 /** The hash marker's label: the model's hash, product and slot for one packet. */
 export function markerText(e: Explain, lang: Lang = 'en'): string {
-  return `hash 0x${e.hash.hashHex} ${pickText(e.pick, lang)} → ${e.listener === null ? 'no socket' : `L${e.listener}`}`;
+  return `hash 0x${e.hash.hashHex} ${pickText(e.pick, lang)} → ${e.listener === null ? PICK_WORDS[lang].none : `L${e.listener}`}`;
 }
