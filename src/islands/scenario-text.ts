@@ -214,7 +214,7 @@ const zh: ScenarioText = {
     'per-worker-queues-latency': '每个 worker 一个队列与延迟',
     'slow-worker': '慢的 worker',
     'stalled-worker': '卡住的 worker',
-    reload: 'reload',
+    reload: '一次重载',
     'few-clients': '客户端很少',
     'long-lived-favourite': '长连接与“宠儿”',
     'incoming-cpu': 'SO_INCOMING_CPU 与按 CPU 引导',

@@ -139,6 +139,18 @@ test('the Chinese visualizer says each packet in Chinese: the sentence above the
   }
 });
 
+test('every Chinese page is titled in Chinese', async ({ request }) => {
+  // The reload scenario's Chinese page and its sidebar entry were titled "reload".
+  const untitled: string[] = [];
+  // The front page is titled with the site's name alone.
+  for (const p of builtPages().filter((p) => p.startsWith('zh-cn/') && p !== 'zh-cn/')) {
+    const html = await (await request.get(`./${p}`)).text();
+    const title = /<title>([^<]*)<\/title>/.exec(html)?.[1] ?? '';
+    if (!/[\u4e00-\u9fff]/.test(title)) untitled.push(`${p}: ${title}`);
+  }
+  expect(untitled).toEqual([]);
+});
+
 /** The CPU count the benchmark file was recorded on. */
 function readBenchCpus(): number {
   return (JSON.parse(readFileSync('public/traces/bench-fork-vs-reuseport.json', 'utf8')) as { nproc: number }).nproc;
