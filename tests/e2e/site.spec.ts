@@ -151,6 +151,17 @@ test('every Chinese page is titled in Chinese', async ({ request }) => {
   expect(untitled).toEqual([]);
 });
 
+test('the Chinese reloads chapter names the moved-flows list as the widget on it labels it', async ({ page }) => {
+  // The chapter quoted the English label "Flows that land elsewhere after the last change".
+  await page.goto('./zh-cn/reloads/');
+  const w = page.locator('reuseport-dispatch').first();
+  await w.scrollIntoViewIfNeeded();
+  await expect(w.locator('.rl-dv-summary')).toContainText('监听');
+  const label = (await w.locator('details.rl-dv-moved > summary').textContent()) ?? '';
+  expect(label).toMatch(/[\u4e00-\u9fff]/);
+  await expect(page.locator('.sl-markdown-content')).toContainText(`“${label}”`);
+});
+
 /** The CPU count the benchmark file was recorded on. */
 function readBenchCpus(): number {
   return (JSON.parse(readFileSync('public/traces/bench-fork-vs-reuseport.json', 'utf8')) as { nproc: number }).nproc;
