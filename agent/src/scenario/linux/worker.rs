@@ -60,34 +60,11 @@ fn reuseport_listener(p: &WorkerPlan) -> Result<RawFd, &'static str> {
             return Err("listen");
         }
         if p.attach_bpf {
-            // ld [SKF_AD_OFF + SKF_AD_CPU]; ret a
-            // (tools/testing/selftests/net/reuseport_bpf_cpu.c).
-            let mut code = [
-                libc::sock_filter {
-                    code: 0x20,
-                    jt: 0,
-                    jf: 0,
-                    k: 0xffff_f000 + 36,
-                },
-                libc::sock_filter {
-                    code: 0x16,
-                    jt: 0,
-                    jf: 0,
-                    k: 0,
-                },
-            ];
-            let prog = libc::sock_fprog {
-                len: 2,
-                filter: code.as_mut_ptr(),
-            };
-            if libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_ATTACH_REUSEPORT_CBPF,
-                (&prog as *const libc::sock_fprog).cast(),
-                std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
-            ) != 0
-            {
+            // The selftests' CPU program (reuseport_bpf_cpu.c); the child
+            // may allocate (the agent forks single-threaded).
+            if let Err(e) = crate::cbpf::attach(fd, &reuseport_model::reuseport::Program::Cpu) {
+                // `fail` reports errno: the one the setsockopt set.
+                *libc::__errno_location() = e.raw_os_error().unwrap_or(libc::EIO);
                 return Err("setsockopt(SO_ATTACH_REUSEPORT_CBPF)");
             }
         }
