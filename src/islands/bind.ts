@@ -1,14 +1,32 @@
 /**
- * The bind checker `<reuseport-bind kernel="6.18" layout='{"sockets":[…]}'>`:
- * sockets in bind order (the agent's `predict --layout` format), each
- * editable; for each, the model's answer to its bind(), listen() and program
- * attach calls: success, or the errno, the kernel rule and the socket it
- * conflicts with. Every answer is the model's `Host`.
+ * The bind checker `<reuseport-bind kernel="6.18" layout='{"calls":[…]}'>`:
+ * a call log (the agent's `predict --layout` format: the calls a program
+ * makes on its sockets, in order), each call editable, movable and
+ * removable; beside each call, the model's answer to it (`Host.answers()`):
+ * ok, or the errno, the kernel rule and the socket it conflicts with. A
+ * layout in the earlier `{sockets, …}` form is shown as the calls the model
+ * converts it to (`Host.calls()`). Every answer is the model's.
  */
-import { select } from 'd3';
+import { select, type Selection } from 'd3';
 import { loadModel, profiles } from '../model/index';
-import { Host, loadLookup, type CallResult, type Layout, type SocketSpec } from '../model/lookup';
-import { sayRefusal } from '../model/messages';
+import {
+  Host,
+  callLog,
+  fdOfCalls,
+  lastCall,
+  loadLookup,
+  setupAll,
+  setupCalls,
+  socketCount,
+  withoutSocket,
+  type Call,
+  type CallLog,
+  type CallResult,
+  type Layout,
+  type SockOpt,
+  type SocketSetup,
+} from '../model/lookup';
+import { sayRefusal, type Refusal } from '../model/messages';
 import { pageLang } from './site';
 import { defineIsland, emit, hostOf, islandElement } from './element';
 
@@ -16,81 +34,116 @@ import { defineIsland, emit, hostOf, islandElement } from './element';
 export interface BindOptions {
   /** Kernel profile or release. @default "6.18" */
   kernel?: string;
-  /** The sockets, in bind order. @default two wildcard TCP listeners on 8080 with SO_REUSEPORT */
-  layout?: Layout;
+  /** The calls (or a layout of the earlier form, which the model converts). @default two wildcard TCP listeners on 8080 with SO_REUSEPORT */
+  layout?: CallLog | Layout;
 }
 
 /** At most this many sockets, so every edit answers at once. */
 export const MAX_SOCKETS = 32;
+/** At most this many calls. */
+export const MAX_CALLS = 256;
 
-const DEFAULT: Layout = {
-  sockets: [
-    { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 8080, reuseport: true },
-    { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 8080, reuseport: true },
-  ],
-} as unknown as Layout;
+/** A socket the "Add a socket" button sets up. */
+const NEW_SOCKET: SocketSetup = { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 8080, reuseport: true };
+
+const DEFAULT: CallLog = callLog(setupAll([NEW_SOCKET, NEW_SOCKET]));
+
+/** The calls the "Add a call" menu offers. */
+const ADDABLE = ['bind', 'listen', 'reuseport', 'reuseaddr', 'shutdown', 'close'] as const;
+type Addable = (typeof ADDABLE)[number];
 
 function words(lang: string) {
   return lang === 'zh-CN'
     ? {
         kernel: '内核',
         socket: '套接字',
+        uid: 'UID',
+        ok: '成功',
+        refused: '失败',
+        conflicts: (n: number) => `与套接字 ${n} 冲突`,
+        ends: (r: CallResult) =>
+          `最终${r.closed ? '已关闭' : r.receiving ? '接收连接或数据报' : '不接收'}` +
+          (r.group !== null ? `，位于 reuseport 组 ${r.group}（成员 ${r.member}）` : ''),
+        up: '上移',
+        down: '下移',
+        removeCall: '删除调用',
+        removeSocket: '删除套接字',
+        addSocket: '添加套接字',
+        addCall: '添加调用',
+        onSocket: '作用于',
+        caption: '程序按顺序执行的系统调用，以及模型对每个调用给出的结果',
+        bad: '调用序列无效',
+        value: '取值',
         addr: '地址',
         port: '端口',
-        uid: 'UID',
-        state: '之后',
-        result: '结果',
-        ok: '成功',
-        add: '添加套接字',
-        remove: '删除',
-        conflicts: (n: number) => `与套接字 ${n} 冲突`,
-        refused: '被拒绝',
-        listenWord: 'listen()',
-        bindWord: 'bind()',
-        attachWord: '挂载程序',
-        caption: '每个套接字按顺序执行 bind()（TCP 还有 listen()）时，模型给出的结果',
-        bad: '布局无效',
+        proto: '协议',
+        family: '地址族',
       }
     : {
         kernel: 'Kernel',
         socket: 'Socket',
-        addr: 'Address',
-        port: 'Port',
         uid: 'UID',
-        state: 'Then',
-        result: 'Result',
         ok: 'ok',
-        add: 'Add a socket',
-        remove: 'Remove',
+        refused: 'fails',
         conflicts: (n: number) => `conflicts with socket ${n}`,
-        refused: 'refused',
-        listenWord: 'listen()',
-        bindWord: 'bind()',
-        attachWord: 'attach',
-        caption: "The model's answer to each socket's bind() (and listen() for TCP), in order",
-        bad: 'The layout is not valid',
+        ends: (r: CallResult) =>
+          `ends ${r.closed ? 'closed' : r.receiving ? 'receiving' : 'not receiving'}` +
+          (r.group !== null ? `, in reuseport group ${r.group} (member ${r.member})` : ''),
+        up: 'Move up',
+        down: 'Move down',
+        removeCall: 'Remove call',
+        removeSocket: 'Remove socket',
+        addSocket: 'Add a socket',
+        addCall: 'Add a call',
+        onSocket: 'on socket',
+        caption: "The program's calls in order, each with the model's answer",
+        bad: 'The calls are not valid',
+        value: 'value',
+        addr: 'address',
+        port: 'port',
+        proto: 'protocol',
+        family: 'family',
       };
 }
 
-function familyOf(addr: string): 'inet' | 'inet6' {
-  return addr.includes(':') ? 'inet6' : 'inet';
+/** The kernel's name of a socket option. */
+function optName(o: SockOpt): string {
+  if ('reuseaddr' in o) return 'SO_REUSEADDR';
+  if ('reuseport' in o) return 'SO_REUSEPORT';
+  if ('v6only' in o) return 'IPV6_V6ONLY';
+  if ('bindtodevice' in o) return 'SO_BINDTODEVICE';
+  if ('incomingCpu' in o) return 'SO_INCOMING_CPU';
+  return 'SO_ATTACH_REUSEPORT_CBPF';
 }
+
+/** The calls of `given` as the model reads them (an earlier-form layout converted), or the error it gives. */
+function readLog(kernel: string, given: CallLog | Layout): { log: CallLog; error?: string } {
+  try {
+    const host = new Host(kernel, given);
+    const log = host.calls();
+    host.dispose();
+    return { log };
+  } catch (e) {
+    return { log: structuredClone(DEFAULT), error: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+type Row = Selection<HTMLDivElement, unknown, null, undefined>;
 
 /** Mounts the checker into `el`; returns `dispose`. */
 export async function mountBind(el: HTMLElement, options: BindOptions = {}): Promise<() => void> {
   await Promise.all([loadModel(), loadLookup()]);
   const lang = pageLang(el);
   const w = words(lang);
-  const given = structuredClone(options.layout ?? DEFAULT);
-  const sockets: SocketSpec[] = given.sockets.slice(0, MAX_SOCKETS);
-  // The rest of the layout (listenOrder, closed, …) applies while the sockets are only edited, not removed.
-  let rest: Omit<Layout, 'sockets'> | undefined = given;
   let kernel = options.kernel ?? '6.18';
+  const read = readLog(kernel, options.layout ?? DEFAULT);
+  const log = read.log;
+  let readError = read.error;
   const root = select(el).append('div').attr('class', 'rl-bind');
   const top = root.append('div').attr('class', 'rl-bind-top');
-  const kid = `rl-bind-k-${Math.random().toString(36).slice(2, 8)}`;
-  top.append('label').attr('for', kid).text(`${w.kernel} `);
-  const ksel = top.append('select').attr('id', kid);
+  const id = `rl-bind-${Math.random().toString(36).slice(2, 8)}`;
+  top.append('label').attr('for', `${id}-k`).text(`${w.kernel} `);
+  const ksel = top.append('select').attr('id', `${id}-k`);
   ksel
     .selectAll('option')
     .data(profiles())
@@ -101,123 +154,206 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
     kernel = String(ksel.property('value'));
     draw();
   });
-  root.append('p').attr('class', 'rl-bind-caption').text(w.caption);
-  const list = root.append('ol').attr('class', 'rl-bind-list');
+  root.append('p').attr('class', 'rl-bind-caption').attr('id', `${id}-cap`).text(w.caption);
+  const list = root.append('ol').attr('class', 'rl-bind-list').attr('start', 0).attr('aria-labelledby', `${id}-cap`);
   const err = root.append('p').attr('class', 'rl-errors').attr('role', 'alert');
-  const add = root.append('button').attr('type', 'button').text(w.add);
-  add.on('click', () => {
-    if (sockets.length >= MAX_SOCKETS) return;
-    const last = sockets[sockets.length - 1];
-    sockets.push(structuredClone(last ?? DEFAULT.sockets[0]!));
-    rest = undefined;
-    draw();
+  const tools = root.append('div').attr('class', 'rl-bind-tools');
+  const addSock = tools.append('button').attr('type', 'button').text(w.addSocket);
+  addSock.on('click', () => {
+    const n = socketCount(log.calls);
+    if (n >= MAX_SOCKETS || log.calls.length >= MAX_CALLS) return;
+    log.calls.push(...setupCalls(n, NEW_SOCKET));
+    edited();
+  });
+  const adder = tools.append('span').attr('class', 'rl-bind-adder');
+  const kindSel = adder.append('select').attr('aria-label', w.addCall);
+  kindSel
+    .selectAll('option')
+    .data(ADDABLE)
+    .join('option')
+    .attr('value', (d) => d)
+    .text((d) => (d === 'reuseport' || d === 'reuseaddr' ? `setsockopt(SO_${d.toUpperCase()})` : `${d}()`));
+  adder.append('span').text(` ${w.onSocket} `);
+  const fdSel = adder.append('select').attr('aria-label', `${w.addCall}: ${w.onSocket}`);
+  const addCall = adder.append('button').attr('type', 'button').text(w.addCall);
+  addCall.on('click', () => {
+    const fd = Number(fdSel.property('value'));
+    if (!Number.isInteger(fd) || fd < 0 || log.calls.length >= MAX_CALLS) return;
+    log.calls.push(newCall(kindSel.property('value') as Addable, fd));
+    edited();
   });
 
-  function outcome(r: CallResult | undefined): { text: string; ok: boolean } {
-    if (!r) return { text: '', ok: false };
-    const parts: string[] = [];
-    const ref = (what: string, x: NonNullable<CallResult['bind']>) =>
-      `${what} ${w.refused}: ${x.errno}${x.with !== null ? ` (${w.conflicts(x.with)})` : ''}. ${sayRefusal(lang, x)}`;
-    if (r.bind) parts.push(ref(w.bindWord, r.bind));
-    if (r.listen) parts.push(ref(w.listenWord, r.listen));
-    if (r.attach) parts.push(ref(w.attachWord, r.attach));
-    if (parts.length === 0) return { text: `${w.ok}${r.group !== null ? ` (group ${r.group}, member ${r.member})` : ''}`, ok: true };
-    return { text: parts.join(' '), ok: false };
+  /** A call of `kind` on `fd`; a bind takes the address and port of the socket's last bind, else its family's wildcard on 8080. */
+  function newCall(kind: Addable, fd: number): Call {
+    if (kind === 'reuseport') return { call: 'setsockopt', fd, opt: { reuseport: true } };
+    if (kind === 'reuseaddr') return { call: 'setsockopt', fd, opt: { reuseaddr: true } };
+    if (kind !== 'bind') return { call: kind, fd };
+    const last = log.calls[lastCall(log.calls, fd, 'bind')];
+    if (last?.call === 'bind') return { ...last };
+    const made = log.calls[lastCall(log.calls, fd, 'socket')];
+    return { call: 'bind', fd, addr: made?.call === 'socket' && made.family === 'inet6' ? '::' : '0.0.0.0', port: 8080 };
+  }
+
+  /** After an edit: the given layout's error no longer applies. */
+  function edited(): void {
+    readError = undefined;
+    draw();
+  }
+
+  function outcome(a: Refusal | null | undefined): { text: string; ok: boolean } {
+    if (a === undefined) return { text: '', ok: false };
+    if (a === null) return { text: w.ok, ok: true };
+    return { text: `${w.refused}: ${a.errno}${a.with !== null ? ` (${w.conflicts(a.with)})` : ''}. ${sayRefusal(lang, a)}`, ok: false };
+  }
+
+  /** A select of `values` in `row`, labelled, calling `set` on change. */
+  function choice(row: Row, label: string, values: readonly string[], value: string, set: (v: string) => void): void {
+    const s = row.append('select').attr('aria-label', label);
+    s.selectAll('option')
+      .data(values)
+      .join('option')
+      .attr('value', (d) => d)
+      .text((d) => d);
+    s.property('value', value).on('change', () => {
+      set(String(s.property('value')));
+      edited();
+    });
+  }
+
+  /** A number or text input in `row`, labelled; `set` returns false for a value it refuses (the input goes back). */
+  function field(row: Row, label: string, value: string, size: number, set: (v: string) => boolean): void {
+    const i = row.append('input').attr('aria-label', label).attr('size', size).property('value', value);
+    i.on('change', () => {
+      if (set(String(i.property('value')).trim())) edited();
+      else i.property('value', value);
+    });
+  }
+
+  const text = (row: Row, s: string) => row.append('span').attr('class', 'rl-mono').text(s);
+
+  /** The call as C, its fields editable. */
+  function callLine(row: Row, c: Call, fd: number): void {
+    if (c.call === 'socket') {
+      row.append('span').attr('class', 'rl-bind-name').text(`${w.socket} ${fd}`);
+      text(row, `= socket(`);
+      choice(row, `${w.socket} ${fd}: ${w.family}`, ['AF_INET', 'AF_INET6'], c.family === 'inet6' ? 'AF_INET6' : 'AF_INET', (v) => {
+        c.family = v === 'AF_INET6' ? 'inet6' : 'inet';
+      });
+      choice(row, `${w.socket} ${fd}: ${w.proto}`, ['SOCK_STREAM', 'SOCK_DGRAM'], c.proto === 'udp' ? 'SOCK_DGRAM' : 'SOCK_STREAM', (v) => {
+        c.proto = v === 'SOCK_DGRAM' ? 'udp' : 'tcp';
+      });
+      text(row, ')');
+      const l = row.append('label').attr('class', 'rl-bind-field');
+      l.append('span').text(w.uid);
+      const uid = l.append('input').attr('type', 'number').attr('min', 0).style('width', '5rem').property('value', c.uid);
+      uid.on('change', () => {
+        const v = Number(uid.property('value'));
+        if (Number.isInteger(v) && v >= 0 && v < 2 ** 32) c.uid = v;
+        edited();
+      });
+      return;
+    }
+    if (c.call === 'setsockopt') {
+      const o = c.opt;
+      text(row, `setsockopt(${c.fd}, ${optName(o)}, `);
+      if ('reuseaddr' in o || 'reuseport' in o || 'v6only' in o) {
+        const key = 'reuseaddr' in o ? 'reuseaddr' : 'reuseport' in o ? 'reuseport' : 'v6only';
+        const on = (o as Record<typeof key, boolean>)[key];
+        const l = row.append('label').attr('class', 'rl-bind-check');
+        l.append('input')
+          .attr('type', 'checkbox')
+          .attr('aria-label', `${optName(o)} ${w.value}`)
+          .property('checked', on)
+          .on('change', function () {
+            c.opt = { [key]: (this as HTMLInputElement).checked } as SockOpt;
+            edited();
+          });
+        l.append('span')
+          .attr('class', 'rl-mono')
+          .text(on ? '1' : '0');
+      } else text(row, 'bindtodevice' in o ? JSON.stringify(o.bindtodevice) : 'incomingCpu' in o ? String(o.incomingCpu) : o.attachReuseport.kind);
+      text(row, ')');
+      return;
+    }
+    if (c.call === 'bind' || c.call === 'connect') {
+      text(row, `${c.call}(${c.fd}, `);
+      field(row, `${c.call}() ${w.addr}`, c.addr, 16, (v) => {
+        if (!v || v.length > 64) return false;
+        c.addr = v;
+        return true;
+      });
+      text(row, ':');
+      field(row, `${c.call}() ${w.port}`, String(c.port), 5, (v) => {
+        const p = Number(v);
+        if (!Number.isInteger(p) || p < 0 || p > 65535) return false;
+        c.port = p;
+        return true;
+      });
+      text(row, ')');
+      return;
+    }
+    text(row, `${c.call}(${c.fd})`);
+  }
+
+  function move(i: number, by: -1 | 1): void {
+    const j = i + by;
+    if (j < 0 || j >= log.calls.length) return;
+    [log.calls[i], log.calls[j]] = [log.calls[j]!, log.calls[i]!];
+    edited();
   }
 
   function draw(): void {
+    let answers: (Refusal | null)[] = [];
     let results: CallResult[] = [];
-    err.text('');
+    err.text(readError ? `${w.bad}: ${readError}` : '');
     try {
-      const host = new Host(kernel, { ...(rest ?? {}), sockets } as unknown as Layout);
+      const host = new Host(kernel, log);
+      answers = host.answers();
       results = host.results();
       host.dispose();
     } catch (e) {
       err.text(`${w.bad}: ${e instanceof Error ? e.message : String(e)}`);
     }
-    add.property('disabled', sockets.length >= MAX_SOCKETS);
-    emit(el, 'answered', { kernel, results: results.map((r) => outcome(r).ok) });
+    const sockets = socketCount(log.calls);
+    addSock.property('disabled', sockets >= MAX_SOCKETS || log.calls.length >= MAX_CALLS);
+    addCall.property('disabled', sockets === 0 || log.calls.length >= MAX_CALLS);
+    const keep = fdSel.property('value');
+    fdSel
+      .selectAll('option')
+      .data(Array.from({ length: sockets }, (_, i) => i))
+      .join('option')
+      .attr('value', (d) => d)
+      .text((d) => String(d));
+    if (keep !== '' && Number(keep) < sockets) fdSel.property('value', keep);
+    emit(el, 'answered', { kernel, answers: answers.map((a) => a?.errno ?? 'ok') });
     list.selectAll('li').remove();
-    sockets.forEach((s, i) => {
-      const li = list.append('li').attr('class', 'rl-bind-sock');
-      const o = outcome(results[i]);
-      const row = li.append('div').attr('class', 'rl-bind-row');
-      row.append('span').attr('class', 'rl-bind-name').text(`${w.socket} ${i}`);
-      const labelled = (text: string) => {
-        const l = row.append('label').attr('class', 'rl-bind-field');
-        l.append('span').text(text);
-        return l;
-      };
-      const proto = labelled('proto').append('select');
-      proto
-        .selectAll('option')
-        .data(['tcp', 'udp'])
-        .join('option')
-        .attr('value', (d) => d)
-        .text((d) => d);
-      proto.property('value', s.proto).on('change', () => {
-        s.proto = proto.property('value');
-        draw();
-      });
-      const addr = labelled(w.addr).append('input').attr('size', 14).property('value', s.addr);
-      addr.on('change', () => {
-        s.addr = String(addr.property('value')).trim();
-        s.family = familyOf(s.addr);
-        draw();
-      });
-      const port = labelled(w.port).append('input').attr('type', 'number').attr('min', 0).attr('max', 65535).style('width', '6rem').property('value', s.port);
-      port.on('change', () => {
-        const v = Number(port.property('value'));
-        if (Number.isInteger(v) && v >= 0 && v <= 65535) s.port = v;
-        draw();
-      });
-      for (const opt of ['reuseaddr', 'reuseport'] as const) {
-        const l = row.append('label').attr('class', 'rl-bind-check');
-        l.append('input')
-          .attr('type', 'checkbox')
-          .property('checked', !!s[opt])
-          .on('change', function () {
-            s[opt] = (this as HTMLInputElement).checked;
-            draw();
-          });
-        l.append('span').text(opt === 'reuseaddr' ? 'SO_REUSEADDR' : 'SO_REUSEPORT');
-      }
-      const uid = labelled('UID')
-        .append('input')
-        .attr('type', 'number')
-        .attr('min', 0)
-        .style('width', '5rem')
-        .property('value', s.uid ?? 0);
-      uid.on('change', () => {
-        const v = Number(uid.property('value'));
-        if (Number.isInteger(v) && v >= 0 && v < 2 ** 32) s.uid = v;
-        draw();
-      });
-      const st = labelled(w.state).append('select');
-      st.selectAll('option')
-        .data(['listen', 'bound', 'time_wait'])
-        .join('option')
-        .attr('value', (d) => d)
-        .text((d) => d);
-      st.property('value', s.state ?? 'listen').on('change', () => {
-        s.state = st.property('value');
-        draw();
-      });
-      row
-        .append('button')
-        .attr('type', 'button')
-        .attr('class', 'rl-bind-remove')
-        .attr('aria-label', `${w.remove} ${w.socket} ${i}`)
-        .text('×')
-        .property('disabled', sockets.length <= 1)
-        .on('click', () => {
-          sockets.splice(i, 1);
-          rest = undefined;
-          draw();
+    const fds = fdOfCalls(log.calls);
+    log.calls.forEach((c, i) => {
+      const fd = fds[i]!;
+      const li = list.append('li').attr('class', `rl-bind-call rl-bind-${c.call}`).attr('data-call', i).attr('data-fd', fd);
+      const row = li.append('div').attr('class', 'rl-bind-row') as unknown as Row;
+      row.append('span').attr('class', 'rl-bind-index').text(`${i}.`);
+      callLine(row, c, fd);
+      const btns = row.append('span').attr('class', 'rl-bind-buttons');
+      const btn = (label: string, glyph: string, disabled: boolean, act: () => void) =>
+        btns.append('button').attr('type', 'button').attr('aria-label', label).attr('title', label).text(glyph).property('disabled', disabled).on('click', act);
+      if (c.call !== 'socket') {
+        btn(`${w.up}: ${i}`, '↑', i === 0, () => move(i, -1));
+        btn(`${w.down}: ${i}`, '↓', i === log.calls.length - 1, () => move(i, 1));
+        btn(`${w.removeCall} ${i}`, '×', false, () => {
+          log.calls.splice(i, 1);
+          edited();
         });
+      } else
+        btn(`${w.removeSocket} ${fd}`, '×', sockets <= 1, () => {
+          log.calls = withoutSocket(log.calls, fd);
+          edited();
+        });
+      const o = outcome(answers[i]);
+      const r = c.call === 'socket' ? results[fd] : undefined;
       li.append('p')
         .attr('class', `rl-bind-result ${o.ok ? 'rl-bind-ok' : 'rl-bind-refused'}`)
-        .text(o.text);
+        .text(r && o.ok ? `${o.text}; ${w.ends(r)}` : o.text);
     });
     hostOf(el).dataset.state = 'ready';
   }
@@ -227,10 +363,10 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
 
 function readBind(el: HTMLElement): BindOptions {
   const raw = el.getAttribute('layout');
-  let layout: Layout | undefined;
+  let layout: CallLog | undefined;
   if (raw) {
     try {
-      layout = JSON.parse(raw) as Layout;
+      layout = JSON.parse(raw) as CallLog;
     } catch (e) {
       throw new Error(`<reuseport-bind>: the layout attribute is not JSON: ${e instanceof Error ? e.message : String(e)}`);
     }

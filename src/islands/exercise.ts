@@ -26,7 +26,7 @@
  *   is a variant id such as `"epoll-exclusive"`.
  */
 import { Group, NO_LISTENER, loadModel, resolveProfile, type Explain, type Tuple } from '../model/index';
-import { Host, loadLookup, type CallResult, type Layout, type SocketSpec } from '../model/lookup';
+import { Host, callLog, lastCall, loadLookup, setupAll, type CallLog, type SocketSetup } from '../model/lookup';
 import { sayRefusal, type Errno, type Refusal } from '../model/messages';
 import { renderExplain } from '../render/explain-card';
 import { explainView } from '../scene/explain-view';
@@ -94,9 +94,13 @@ export type BindOutcome = 'success' | Errno;
 export interface BindQuestion {
   kind: 'bind';
   kernel: string;
-  /** Sockets in bind() order; the last is the new one, which only binds. */
-  sockets: SocketSpec[];
-  /** The model's answer to the new socket's bind(). */
+  /** The sockets as the program sets them up, in order (socket i is fd i); the last is the new one, which only binds. */
+  sockets: SocketSetup[];
+  /** The calls that set them up: the log the model replays. */
+  log: CallLog;
+  /** The index in `log.calls` of the new socket's bind(): the call asked about. */
+  bindCall: number;
+  /** The model's answer to that call. */
   expected: BindOutcome;
   /** The model's refusal (rule, source, conflicting socket), null on success. */
   refusal: Refusal | null;
@@ -163,28 +167,8 @@ export function synQuestion(seed: number, index: number, kernel = '6.18'): SynQu
   }
 }
 
-function socket(o: Partial<SocketSpec>): SocketSpec {
-  return {
-    family: 'inet',
-    proto: 'tcp',
-    addr: '0.0.0.0',
-    port: 8080,
-    v6only: false,
-    reuseaddr: false,
-    reuseport: false,
-    uid: 0,
-    device: null,
-    state: 'listen',
-    peer: null,
-    incomingCpu: null,
-    program: null,
-    programBeforeBind: false,
-    ...o,
-  };
-}
-
 /** One socket with random options; `fresh` for the new socket, which only binds and may try a v4-mapped address. */
-function drawSocket(rng: Rng, proto: 'tcp' | 'udp', fresh: boolean): SocketSpec {
+function drawSocket(rng: Rng, proto: 'tcp' | 'udp', fresh: boolean): SocketSetup {
   const port = rng.below(10) === 0 ? 8081 : 8080;
   const roll = rng.below(100);
   let family: 'inet' | 'inet6' = 'inet';
@@ -199,24 +183,20 @@ function drawSocket(rng: Rng, proto: 'tcp' | 'udp', fresh: boolean): SocketSpec 
     addr = pickOf(rng, ['::', '::', '::1']);
     v6only = rng.below(2) === 0;
   }
-  const state = fresh || proto === 'udp' ? 'bound' : pickOf(rng, ['listen', 'listen', 'listen', 'bound', 'time_wait'] as const);
-  return socket({ family, proto, addr, port, v6only, reuseaddr: rng.below(2) === 0, reuseport: rng.below(2) === 0, uid: rng.below(7) === 0 ? 1000 : 0, state });
+  const afterBind = fresh || proto === 'udp' ? 'bound' : pickOf(rng, ['listen', 'listen', 'listen', 'bound', 'time_wait'] as const);
+  return { family, proto, addr, port, v6only, reuseaddr: rng.below(2) === 0, reuseport: rng.below(2) === 0, uid: rng.below(7) === 0 ? 1000 : 0, afterBind };
 }
 
-function layoutOf(sockets: SocketSpec[]): Layout {
-  return { sockets, listenOrder: null, skLookup: null, keys: { v4: 0, v6Outer: 0, v6Inner: 0 }, ephemeral: null, closed: [] };
-}
-
-/** The model's answers to every socket's calls, or undefined when it refuses the layout itself. */
-function callsOf(kernel: string, sockets: SocketSpec[]): CallResult[] | undefined {
+/** The model's answer to each call of `log` (null for ok), or undefined when it refuses the log itself. */
+function answersOf(kernel: string, log: CallLog): ReturnType<Host['answers']> | undefined {
   let host: Host;
   try {
-    host = new Host(kernel, layoutOf(sockets));
+    host = new Host(kernel, log);
   } catch {
     return undefined;
   }
   try {
-    return host.results();
+    return host.answers();
   } finally {
     host.dispose();
   }
@@ -233,30 +213,34 @@ export function bindQuestion(seed: number, index: number, kernel = '6.18'): Bind
   resolveProfile(kernel);
   const rng = questionRng(seed, index, 0xb1d);
   const wanted = pickOf(rng, ['success', 'success', 'success', 'EADDRINUSE', 'EADDRINUSE', 'EADDRINUSE', 'EINVAL'] as const);
-  let best: { sockets: SocketSpec[]; call: CallResult } | undefined;
+  let best: { sockets: SocketSetup[]; log: CallLog; bindCall: number; answer: Refusal | null } | undefined;
   for (let attempt = 0; attempt < 400; attempt++) {
     const proto = rng.below(5) === 0 ? 'udp' : 'tcp';
     const earlier = Array.from({ length: 1 + rng.below(3) }, () => drawSocket(rng, proto, false));
     const sockets = [...earlier, drawSocket(rng, proto, true)];
-    const calls = callsOf(kernel, sockets);
-    if (!calls) continue;
-    // Every socket already on the host got there: only the new bind() is in question.
-    if (calls.slice(0, -1).some((c) => c.bind || c.listen || c.attach)) continue;
-    const call = calls[calls.length - 1]!;
-    best ??= { sockets, call };
-    if ((call.bind?.errno ?? 'success') === wanted) {
-      best = { sockets, call };
+    const log = callLog(setupAll(sockets));
+    const answers = answersOf(kernel, log);
+    if (!answers) continue;
+    const bindCall = lastCall(log.calls, sockets.length - 1, 'bind');
+    // Every call before the new bind() succeeded: only that bind() is in question.
+    if (answers.slice(0, bindCall).some((a) => a !== null)) continue;
+    const answer = answers[bindCall] ?? null;
+    best ??= { sockets, log, bindCall, answer };
+    if ((answer?.errno ?? 'success') === wanted) {
+      best = { sockets, log, bindCall, answer };
       break;
     }
   }
   if (!best) throw new Error(`no bind question could be drawn for kernel ${kernel}`);
-  const expected: BindOutcome = best.call.bind?.errno ?? 'success';
+  const expected: BindOutcome = best.answer?.errno ?? 'success';
   return {
     kind: 'bind',
     kernel,
     sockets: best.sockets,
+    log: best.log,
+    bindCall: best.bindCall,
     expected,
-    refusal: best.call.bind,
+    refusal: best.answer,
     choices: BIND_CHOICES.includes(expected) ? BIND_CHOICES : [...BIND_CHOICES, expected],
   };
 }
@@ -391,7 +375,7 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     }
   }
 
-  function sockLine(s: SocketSpec, name: string): HTMLElement {
+  function sockLine(s: SocketSetup, name: string): HTMLElement {
     const li = h('li', 'rl-ex-sock');
     li.append(h('span', 'rl-ex-sock-name', name));
     const chips = li.appendChild(h('span', 'rl-ex-chips'));
@@ -400,7 +384,7 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     if (s.family === 'inet6') chip(`IPv6${s.v6only ? ', IPV6_V6ONLY' : ''}`);
     chip(`SO_REUSEADDR ${s.reuseaddr ? t.on : t.off}`, s.reuseaddr ? 'rl-ex-on' : 'rl-ex-off');
     chip(`SO_REUSEPORT ${s.reuseport ? t.on : t.off}`, s.reuseport ? 'rl-ex-on' : 'rl-ex-off');
-    chip(`${t.uid} ${s.uid}`);
+    chip(`${t.uid} ${s.uid ?? 0}`);
     return li;
   }
 
@@ -412,7 +396,7 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
       const li = ol.appendChild(sockLine(s, fresh ? t.newSocket : t.socket(i)));
       li.dataset.socket = String(i);
       const chips = li.querySelector('.rl-ex-chips')!;
-      chips.append(h('span', 'rl-ex-chip rl-ex-state', fresh ? t.newCalls : t.state[s.state]));
+      chips.append(h('span', 'rl-ex-chip rl-ex-state', fresh ? t.newCalls : t.state[s.afterBind ?? 'listen']));
       if (fresh) li.classList.add('rl-ex-new');
     });
   }

@@ -2,7 +2,8 @@
  * Call logs, the one shape of a layout: the calls a program makes on its
  * sockets, in order (`socket`, `setsockopt`, `bind`, `listen`, `connect`,
  * `shutdown`, `close`), which the model replays and answers call by call.
- * These helpers only write calls down; every answer is the model's.
+ * These helpers only write calls down and find a call in a log; every
+ * answer is the model's (`Host.answers()`, one per call).
  */
 import type { Call } from './generated/Call';
 import type { CallLog } from './generated/CallLog';
@@ -13,7 +14,22 @@ import type { SockOpt } from './generated/SockOpt';
 
 export type { Call, CallLog, SockOpt };
 
-/** One socket as a program sets it up: made, options set, bound, and (TCP) listening. */
+/** The name of a call (`"socket"`, `"bind"`, …). */
+export type CallName = Call['call'];
+
+/**
+ * What a socket does after `bind()`: `listen` (TCP calls listen(); a UDP
+ * socket receives from its bind on and makes no further call), `bound`
+ * (no further call), or `time_wait` (TCP: connect() to a loopback peer,
+ * then close(), which leaves a TIME_WAIT socket on the port).
+ */
+export type AfterBind = 'listen' | 'bound' | 'time_wait';
+
+/**
+ * One socket as a program sets it up: made, options set, bound, and then
+ * what {@link AfterBind} says. The defaults below are the one place a
+ * socket's unset options are written down; {@link setupCalls} applies them.
+ */
 export interface SocketSetup {
   family: Family;
   proto: Proto;
@@ -31,9 +47,12 @@ export interface SocketSetup {
   uid?: number;
   /** SO_INCOMING_CPU, set before bind. @default none */
   incomingCpu?: number | null;
-  /** TCP: call listen() after bind(). @default true */
-  listen?: boolean;
+  /** What it does after bind(). @default "listen" */
+  afterBind?: AfterBind;
 }
+
+/** The peer a `time_wait` socket connects to before it closes: the discard port on loopback. */
+const TIME_WAIT_PEER = { inet: '127.0.0.1', inet6: '::1', port: 9 } as const;
 
 /** The calls that set up socket `fd` (the `fd`th socket call of its log). */
 export function setupCalls(fd: number, s: SocketSetup): Call[] {
@@ -45,11 +64,48 @@ export function setupCalls(fd: number, s: SocketSetup): Call[] {
   if (s.device) opt({ bindtodevice: s.device });
   if (s.incomingCpu !== null && s.incomingCpu !== undefined) opt({ incomingCpu: s.incomingCpu });
   calls.push({ call: 'bind', fd, addr: s.addr, port: s.port });
-  if (s.proto === 'tcp' && s.listen !== false) calls.push({ call: 'listen', fd });
+  const then = s.afterBind ?? 'listen';
+  if (s.proto === 'tcp' && then === 'listen') calls.push({ call: 'listen', fd });
+  if (s.proto === 'tcp' && then === 'time_wait') {
+    calls.push({ call: 'connect', fd, addr: TIME_WAIT_PEER[s.family], port: TIME_WAIT_PEER.port }, { call: 'close', fd });
+  }
   return calls;
+}
+
+/** The calls that set up each socket in turn, socket i being fd i. */
+export function setupAll(sockets: readonly SocketSetup[]): Call[] {
+  return sockets.flatMap((s, fd) => setupCalls(fd, s));
 }
 
 /** A call log of these calls under `keys`, with no sk_lookup program, no ephemeral range and tcp_migrate_req off. */
 export function callLog(calls: Call[], keys: Keys = { v4: 0, v6Outer: 0, v6Inner: 0 }): CallLog {
   return { calls, skLookup: null, keys, ephemeral: null, tcpMigrateReq: false };
+}
+
+/** The socket each call acts on, by index: for a `socket` call, the fd it makes (how many `socket` calls came before it). */
+export function fdOfCalls(calls: readonly Call[]): number[] {
+  let made = 0;
+  return calls.map((c) => (c.call === 'socket' ? made++ : c.fd));
+}
+
+/** How many sockets the log makes. */
+export function socketCount(calls: readonly Call[]): number {
+  return calls.filter((c) => c.call === 'socket').length;
+}
+
+/** The index in `calls` of the last `name` call on socket `fd` (its `socket` call for `"socket"`), or -1. */
+export function lastCall(calls: readonly Call[], fd: number, name: CallName): number {
+  const fds = fdOfCalls(calls);
+  for (let i = calls.length - 1; i >= 0; i--) if (calls[i]!.call === name && fds[i] === fd) return i;
+  return -1;
+}
+
+/** The calls without socket `fd`'s, the sockets after it numbered one lower (so the log stays a program). */
+export function withoutSocket(calls: readonly Call[], fd: number): Call[] {
+  const fds = fdOfCalls(calls);
+  return calls.flatMap((c, i) => {
+    if (fds[i] === fd) return [];
+    if (c.call === 'socket' || c.fd < fd) return [c];
+    return [{ ...c, fd: c.fd - 1 }];
+  });
 }

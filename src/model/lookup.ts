@@ -12,13 +12,12 @@ import type { Layout } from './generated/Layout';
 import type { LookupExplain } from './generated/LookupExplain';
 import type { LookupRules } from './generated/LookupRules';
 import type { Packet } from './generated/Packet';
-import type { SocketSpec } from './generated/SocketSpec';
 import type { Refusal } from './generated/message/Refusal';
 
-export type { CallLog, Call, SockOpt, SocketSetup } from './calls';
-export { callLog, setupCalls } from './calls';
-/** `Layout` and `SocketSpec` are the earlier layout form, which the model still reads and converts to calls. */
-export type { CallResult, Layout, LookupExplain, LookupRules, Packet, SocketSpec };
+export type { AfterBind, CallLog, Call, CallName, SockOpt, SocketSetup } from './calls';
+export { callLog, fdOfCalls, lastCall, setupAll, setupCalls, socketCount, withoutSocket } from './calls';
+/** `Layout` is the earlier layout form, which the model still reads and converts to calls. */
+export type { CallResult, Layout, LookupExplain, LookupRules, Packet };
 
 const big = wasmLoader({ init, initSync });
 
@@ -35,6 +34,11 @@ export class Host {
   /** Replays the call log (or the earlier form, converted); throws naming the call and field at fault. */
   constructor(kernel: string, layout: CallLog | Layout) {
     this.#inner = new WasmHost({ kernel, layout });
+  }
+
+  /** The call log replayed: the one given, or the calls an earlier-form layout stood for, as the model converted it. */
+  calls(): CallLog {
+    return this.#inner.calls();
   }
 
   /** Each call's answer, in call order: null for ok. */

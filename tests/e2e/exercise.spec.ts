@@ -68,37 +68,37 @@ async function agentSyn(w: Locator): Promise<number> {
 
 const STATES: Record<string, string> = { listening: 'listen', bound: 'bound', TIME_WAIT: 'time_wait' };
 
-/** The agent's answer to the new bind() of the question the page shows, read from the socket list. */
+/** The agent's answer to the new bind() of the question the page shows: the socket list written as the calls a program makes. */
 async function agentBind(w: Locator): Promise<{ outcome: string; rule: string | null; with: number | null }> {
   const items = await w.locator('.rl-ex-sock').evaluateAll((lis) => lis.map((li) => [...li.querySelectorAll('.rl-ex-chip')].map((c) => c.textContent ?? '')));
-  const sockets = items.map((chips, i) => {
+  const calls: Record<string, unknown>[] = [];
+  items.forEach((chips, i) => {
     const m = /^(TCP|UDP) \[?([^\]]+?)\]?:(\d+)$/.exec(chips[0]!);
     expect(m, `socket ${i}: ${chips.join(' | ')}`).not.toBeNull();
     const fresh = i === items.length - 1;
     const state = fresh ? 'bound' : STATES[chips.find((c) => c in STATES) ?? ''];
     expect(state, `socket ${i} state: ${chips.join(' | ')}`).toBeDefined();
-    return {
-      family: chips.some((c) => c.startsWith('IPv6')) ? 'inet6' : 'inet',
-      proto: m![1]!.toLowerCase(),
-      addr: m![2],
-      port: Number(m![3]),
-      v6only: chips.some((c) => c.includes('IPV6_V6ONLY')),
-      reuseaddr: chips.includes('SO_REUSEADDR on'),
-      reuseport: chips.includes('SO_REUSEPORT on'),
-      uid: Number(/^UID (\d+)$/.exec(chips.find((c) => c.startsWith('UID ')) ?? '')?.[1]),
-      state,
-    };
+    const family = chips.some((c) => c.startsWith('IPv6')) ? 'inet6' : 'inet';
+    const proto = m![1]!.toLowerCase();
+    calls.push({ call: 'socket', family, proto, uid: Number(/^UID (\d+)$/.exec(chips.find((c) => c.startsWith('UID ')) ?? '')?.[1]) });
+    if (chips.includes('SO_REUSEADDR on')) calls.push({ call: 'setsockopt', fd: i, opt: { reuseaddr: true } });
+    if (chips.includes('SO_REUSEPORT on')) calls.push({ call: 'setsockopt', fd: i, opt: { reuseport: true } });
+    if (chips.some((c) => c.includes('IPV6_V6ONLY'))) calls.push({ call: 'setsockopt', fd: i, opt: { v6only: true } });
+    calls.push({ call: 'bind', fd: i, addr: m![2], port: Number(m![3]) });
+    if (proto === 'tcp' && state === 'listen') calls.push({ call: 'listen', fd: i });
+    // TIME_WAIT: an established connection (to any peer; here loopback's discard port), then close().
+    if (state === 'time_wait') calls.push({ call: 'connect', fd: i, addr: family === 'inet6' ? '::1' : '127.0.0.1', port: 9 }, { call: 'close', fd: i });
   });
   const kernel = /kernel ([\d.]+)\)/.exec((await w.locator('.rl-ex-lead').textContent()) ?? '')?.[1];
   const file = join(dir, `layout-${layouts++}.json`);
-  writeFileSync(file, JSON.stringify({ sockets }));
+  writeFileSync(file, JSON.stringify({ calls }));
   const out = execFileSync(AGENT, ['predict', '--kernel', kernel!, '--layout', file], { input: '', encoding: 'utf8' });
-  // The first line's `sockets`: each socket's bind() and listen() outcome.
-  type Outcome = { bind: { errno: string; rule: string; with: number | null } | null; listen: unknown };
-  const calls = (JSON.parse(out.split('\n')[0]!) as { sockets: Outcome[] }).sockets;
-  // The sockets already there got there: only the new bind() is in question.
-  for (const c of calls.slice(0, -1)) expect([c.bind, c.listen]).toEqual([null, null]);
-  const last = calls[calls.length - 1]!.bind;
+  // The first line's `answers`: each call's answer, null for ok; the new bind() is the last call.
+  type Answer = { errno: string; rule: string; with: number | null } | null;
+  const answers = (JSON.parse(out.split('\n')[0]!) as { answers: Answer[] }).answers;
+  // The calls before it all succeeded: only the new bind() is in question.
+  expect(answers.slice(0, -1)).toEqual(answers.slice(0, -1).map(() => null));
+  const last = answers[answers.length - 1] ?? null;
   return { outcome: last?.errno ?? 'success', rule: last?.rule ?? null, with: last?.with ?? null };
 }
 

@@ -53,11 +53,32 @@ describe('full listener lookup over wasm', () => {
   it('answers each call in order, and reads the earlier sockets form too', () => {
     // socket, bind, listen for fd 0; socket, bind (refused: fd 0 listens on the port) for fd 1.
     const a = { ...sock('inet', '127.0.0.1'), reuseport: false };
-    const host = new Host('6.18', logOf([a, { ...a, listen: false }]));
+    const host = new Host('6.18', logOf([a, { ...a, afterBind: 'bound' as const }]));
     expect(host.answers().map((x) => x?.errno ?? 'ok')).toEqual(['ok', 'ok', 'ok', 'ok', 'EADDRINUSE']);
     const old = { family: 'inet' as const, proto: 'tcp' as const, addr: '127.0.0.1', port: 8888 };
-    const earlier = new Host('6.18', { sockets: [old, old] } as never).results();
+    const earlierHost = new Host('6.18', { sockets: [old, old] } as never);
+    const earlier = earlierHost.results();
     expect(earlier[1]!.bind?.errno).toBe('EADDRINUSE');
     expect(earlier[0]!.addr).toBe('127.0.0.1');
+  });
+
+  it('gives back the earlier sockets form as the calls the model converted it to', () => {
+    // README: each earlier-form socket becomes socket, its options, bind and at once listen (TCP);
+    // with listenOrder the listens come after every bind, in that order.
+    const old = { family: 'inet' as const, proto: 'tcp' as const, addr: '127.0.0.1', port: 8888, reuseaddr: true };
+    const host = new Host('6.18', { sockets: [old, { ...old, addr: '0.0.0.0' }], listenOrder: [1, 0] } as never);
+    expect(host.calls().calls).toEqual([
+      { call: 'socket', family: 'inet', proto: 'tcp', uid: 0 },
+      { call: 'setsockopt', fd: 0, opt: { reuseaddr: true } },
+      { call: 'bind', fd: 0, addr: '127.0.0.1', port: 8888 },
+      { call: 'socket', family: 'inet', proto: 'tcp', uid: 0 },
+      { call: 'setsockopt', fd: 1, opt: { reuseaddr: true } },
+      { call: 'bind', fd: 1, addr: '0.0.0.0', port: 8888 },
+      { call: 'listen', fd: 1 },
+      { call: 'listen', fd: 0 },
+    ]);
+    // A call log given as one comes back as it was.
+    const log = logOf([sock('inet', '127.0.0.1')]);
+    expect(new Host('6.18', log).calls().calls).toEqual(log.calls);
   });
 });

@@ -12,7 +12,7 @@ import type { ReadSummary, AnswerRequest } from '../../src/model/paste-protocol'
 import type { CuratedView } from '../../src/model/generated/CuratedView';
 import type { Scenario } from '../../src/model/generated/Scenario';
 import type { SimReport } from '../../src/model/generated/SimReport';
-import type { CallResult, LookupExplain, LookupRules, Packet } from '../../src/model/lookup';
+import type { CallLog, CallResult, LookupExplain, LookupRules, Packet } from '../../src/model/lookup';
 
 describe('wasm declarations carry the model types', () => {
   it('core package: free functions and the Group handle', () => {
@@ -37,6 +37,7 @@ describe('wasm declarations carry the model types', () => {
     expectTypeOf<Parameters<big.Host['lookup']>[0]>().toEqualTypeOf<Packet>();
     expectTypeOf<ReturnType<big.Host['lookup']>>().toEqualTypeOf<LookupExplain>();
     expectTypeOf<ReturnType<big.Host['results']>>().toEqualTypeOf<CallResult[]>();
+    expectTypeOf<ReturnType<big.Host['calls']>>().toEqualTypeOf<CallLog>();
     expectTypeOf<ReturnType<big.Host['rules']>>().toEqualTypeOf<LookupRules>();
   });
 });

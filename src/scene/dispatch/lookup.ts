@@ -7,17 +7,7 @@
  * with several groups) and turns the model's answer into rows.
  */
 import type { Member, Program, Proto, Tuple } from '../../model/index';
-import {
-  callLog,
-  setupCalls,
-  type Call,
-  type CallLog,
-  type CallResult,
-  type Layout,
-  type LookupExplain,
-  type Packet,
-  type SocketSetup,
-} from '../../model/lookup';
+import { callLog, setupAll, type CallLog, type CallResult, type Layout, type LookupExplain, type Packet, type SocketSetup } from '../../model/lookup';
 import { say, sayRefusal, type Lang } from '../../model/messages';
 
 /** Which layout the lookup panel asks about. */
@@ -55,11 +45,6 @@ export interface GroupSource {
 /** A receiving socket: TCP listens after bind; UDP receives from bind on. */
 function sock(proto: Proto, family: 'inet' | 'inet6', addr: string, port: number, reuseport = true): SocketSetup {
   return { family, proto, addr, port, reuseport };
-}
-
-/** The calls that set up each socket in turn (socket i is fd i). */
-function setupAll(sockets: SocketSetup[]): Call[] {
-  return sockets.flatMap((s, fd) => setupCalls(fd, s));
 }
 
 const keys = (secret: number, v6Outer = 0) => ({ v4: secret >>> 0, v6Outer: v6Outer >>> 0, v6Inner: 0 });

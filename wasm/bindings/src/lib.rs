@@ -436,6 +436,8 @@ struct HostConfig {
 #[wasm_bindgen(js_name = Host)]
 pub struct WasmHost {
     inner: Host,
+    /// The calls replayed (an earlier-form layout as the model converted it).
+    log: CallLog,
 }
 
 #[cfg(feature = "lookup")]
@@ -451,7 +453,16 @@ impl WasmHost {
         let profile = Profile::resolve(&cfg.kernel, None).js()?;
         Ok(WasmHost {
             inner: Host::run(profile, &cfg.layout).js()?,
+            log: cfg.layout,
         })
+    }
+
+    /// The call log replayed: the one given, or the calls an earlier-form
+    /// layout stood for, as the model converted it (`CallLog`), so a page
+    /// shows and edits calls only.
+    #[wasm_bindgen(unchecked_return_type = "CallLog")]
+    pub fn calls(&self) -> JsResult<JsValue> {
+        to_js(&self.log)
     }
 
     /// Each call's answer, in call order (`null` for ok).

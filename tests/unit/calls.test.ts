@@ -1,0 +1,53 @@
+/**
+ * The call-log helpers of src/model/calls.ts: they write calls down and find
+ * calls in a log, and never answer one (the model does). Expected logs are
+ * written out here by hand from the README's description of a call log.
+ */
+import { describe, expect, it } from 'vitest';
+import { fdOfCalls, lastCall, setupCalls, socketCount, withoutSocket, type Call } from '../../src/model/calls';
+
+const log: Call[] = [
+  { call: 'socket', family: 'inet', proto: 'tcp', uid: 0 },
+  { call: 'socket', family: 'inet', proto: 'tcp', uid: 0 },
+  { call: 'bind', fd: 1, addr: '0.0.0.0', port: 80 },
+  { call: 'bind', fd: 0, addr: '127.0.0.1', port: 80 },
+  { call: 'socket', family: 'inet6', proto: 'udp', uid: 1000 },
+  { call: 'listen', fd: 1 },
+  { call: 'bind', fd: 2, addr: '::', port: 80 },
+  { call: 'listen', fd: 0 },
+  { call: 'bind', fd: 0, addr: '127.0.0.1', port: 81 },
+];
+
+describe('call logs', () => {
+  it('numbers sockets by their socket() calls, and finds the last call of a kind on a socket', () => {
+    expect(fdOfCalls(log)).toEqual([0, 1, 1, 0, 2, 1, 2, 0, 0]);
+    expect(socketCount(log)).toBe(3);
+    expect(lastCall(log, 0, 'bind')).toBe(8);
+    expect(lastCall(log, 1, 'listen')).toBe(5);
+    expect(lastCall(log, 2, 'socket')).toBe(4);
+    expect(lastCall(log, 2, 'listen')).toBe(-1);
+  });
+
+  it('removing a socket drops its calls and numbers the later sockets one lower', () => {
+    expect(withoutSocket(log, 1)).toEqual([
+      { call: 'socket', family: 'inet', proto: 'tcp', uid: 0 },
+      { call: 'bind', fd: 0, addr: '127.0.0.1', port: 80 },
+      { call: 'socket', family: 'inet6', proto: 'udp', uid: 1000 },
+      { call: 'bind', fd: 1, addr: '::', port: 80 },
+      { call: 'listen', fd: 0 },
+      { call: 'bind', fd: 0, addr: '127.0.0.1', port: 81 },
+    ]);
+  });
+
+  it('a TCP socket left in TIME_WAIT connects to a loopback peer and closes; a UDP socket never listens', () => {
+    expect(setupCalls(3, { family: 'inet6', proto: 'tcp', addr: '::1', port: 80, reuseaddr: true, afterBind: 'time_wait' })).toEqual([
+      { call: 'socket', family: 'inet6', proto: 'tcp', uid: 0 },
+      { call: 'setsockopt', fd: 3, opt: { reuseaddr: true } },
+      { call: 'bind', fd: 3, addr: '::1', port: 80 },
+      { call: 'connect', fd: 3, addr: '::1', port: 9 },
+      { call: 'close', fd: 3 },
+    ]);
+    expect(setupCalls(0, { family: 'inet', proto: 'udp', addr: '0.0.0.0', port: 53 }).map((c) => c.call)).toEqual(['socket', 'bind']);
+    expect(setupCalls(0, { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 53, afterBind: 'bound' }).map((c) => c.call)).toEqual(['socket', 'bind']);
+  });
+});
