@@ -59,10 +59,9 @@ function words(lang: string) {
         socket: '套接字',
         uid: 'UID',
         ok: '成功',
-        refused: '失败',
-        conflicts: (n: number) => `与套接字 ${n} 冲突`,
+        refusal: (a: Refusal, rule: string) => `失败：${a.errno}${a.with !== null ? `（与套接字 ${a.with} 冲突）` : ''}。${rule}`,
         ends: (r: CallResult) =>
-          `最终${r.closed ? '已关闭' : r.receiving ? '接收连接或数据报' : '不接收'}` +
+          `；最终${r.closed ? '已关闭' : r.receiving ? '接收连接或数据报' : '不接收'}` +
           (r.group !== null ? `，位于 reuseport 组 ${r.group}（成员 ${r.member}）` : ''),
         up: '上移',
         down: '下移',
@@ -84,10 +83,9 @@ function words(lang: string) {
         socket: 'Socket',
         uid: 'UID',
         ok: 'ok',
-        refused: 'fails',
-        conflicts: (n: number) => `conflicts with socket ${n}`,
+        refusal: (a: Refusal, rule: string) => `fails: ${a.errno}${a.with !== null ? ` (conflicts with socket ${a.with})` : ''}. ${rule}`,
         ends: (r: CallResult) =>
-          `ends ${r.closed ? 'closed' : r.receiving ? 'receiving' : 'not receiving'}` +
+          `; ends ${r.closed ? 'closed' : r.receiving ? 'receiving' : 'not receiving'}` +
           (r.group !== null ? `, in reuseport group ${r.group} (member ${r.member})` : ''),
         up: 'Move up',
         down: 'Move down',
@@ -203,7 +201,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
   function outcome(a: Refusal | null | undefined): { text: string; ok: boolean } {
     if (a === undefined) return { text: '', ok: false };
     if (a === null) return { text: w.ok, ok: true };
-    return { text: `${w.refused}: ${a.errno}${a.with !== null ? ` (${w.conflicts(a.with)})` : ''}. ${sayRefusal(lang, a)}`, ok: false };
+    return { text: w.refusal(a, sayRefusal(lang, a)), ok: false };
   }
 
   /** A select of `values` in `row`, labelled, calling `set` on change. */
@@ -353,7 +351,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
       const r = c.call === 'socket' ? results[fd] : undefined;
       li.append('p')
         .attr('class', `rl-bind-result ${o.ok ? 'rl-bind-ok' : 'rl-bind-refused'}`)
-        .text(r && o.ok ? `${o.text}; ${w.ends(r)}` : o.text);
+        .text(r && o.ok ? `${o.text}${w.ends(r)}` : o.text);
     });
     hostOf(el).dataset.state = 'ready';
   }

@@ -297,7 +297,10 @@ test('the bind checker gives each call the answer of reuseport-agent predict --l
   });
   // The first line's `answers`: each call's answer in call order, null for ok.
   const answers = (JSON.parse(out.split('\n')[0]!) as { answers: ({ errno: string; with: number | null } | null)[] }).answers;
-  expect(answers.some((a) => a !== null), 'the page shows a refused call').toBe(true);
+  expect(
+    answers.some((a) => a !== null),
+    'the page shows a refused call',
+  ).toBe(true);
   const cells = w.locator('.rl-bind-result');
   await expect(cells).toHaveCount(answers.length);
   for (const [i, a] of answers.entries()) {
@@ -305,6 +308,47 @@ test('the bind checker gives each call the answer of reuseport-agent predict --l
     if (a) expect(text, `call ${i}`).toContain(a.errno);
     else expect(text, `call ${i}`).toMatch(/^ok/);
   }
+});
+
+/** The agent's answer to each call of `calls` under `kernel`, as the checker words them: the errno, or ok. */
+function agentAnswers(kernel: string, calls: object[]): string[] {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-bind-'));
+  writeFileSync(`${dir}/layout.json`, JSON.stringify({ calls }));
+  const out = execFileSync('target/release/reuseport-agent', ['predict', '--kernel', kernel, '--layout', `${dir}/layout.json`], {
+    input: '',
+    encoding: 'utf8',
+  });
+  return (JSON.parse(out.split('\n')[0]!) as { answers: ({ errno: string } | null)[] }).answers.map((a) => a?.errno ?? 'ok');
+}
+
+test('the bind checker answers the calls as edited: a listen moved before the other bind, a socket and its listen added', async ({ page }) => {
+  await page.goto('./bind-rules/');
+  // The second checker: both sockets bind, then both listen.
+  const w = page.locator('reuseport-bind').nth(1);
+  await w.scrollIntoViewIfNeeded();
+  await expect(w).toHaveAttribute('data-state', 'ready', { timeout: 20_000 });
+  const answers = async () =>
+    (await w.locator('.rl-bind-result').allTextContents()).map((t) => /^(ok|fails: (\w+))/.exec(t)?.[2] ?? (t.startsWith('ok') ? 'ok' : t));
+  const tcp = (uid = 0) => ({ call: 'socket', family: 'inet', proto: 'tcp', uid });
+  const reuseaddr = (fd: number) => ({ call: 'setsockopt', fd, opt: { reuseaddr: true } });
+  const bind = (fd: number, addr: string) => ({ call: 'bind', fd, addr, port: 8080 });
+  const listen = (fd: number) => ({ call: 'listen', fd });
+  expect(await answers()).toEqual(
+    agentAnswers('6.18', [tcp(), reuseaddr(0), bind(0, '0.0.0.0'), tcp(), reuseaddr(1), bind(1, '127.0.0.1'), listen(0), listen(1)]),
+  );
+  // listen(0) is call 6: three moves up put it before socket 1 is made.
+  for (const at of [6, 5, 4]) await w.getByRole('button', { name: `Move up: ${at}`, exact: true }).click();
+  const moved = [tcp(), reuseaddr(0), bind(0, '0.0.0.0'), listen(0), tcp(), reuseaddr(1), bind(1, '127.0.0.1'), listen(1)];
+  const want = agentAnswers('6.18', moved);
+  expect(want, 'the agent refuses the second bind once socket 0 listens').toContain('EADDRINUSE');
+  expect(await answers()).toEqual(want);
+  // A third socket (0.0.0.0:8080 with SO_REUSEPORT, listening), then one more listen() on socket 1.
+  await w.getByRole('button', { name: 'Add a socket', exact: true }).click();
+  await w.getByRole('combobox', { name: 'Add a call', exact: true }).selectOption('listen');
+  await w.getByRole('combobox', { name: 'Add a call: on socket', exact: true }).selectOption('1');
+  await w.getByRole('button', { name: 'Add a call', exact: true }).click();
+  const added = [...moved, tcp(), { call: 'setsockopt', fd: 2, opt: { reuseport: true } }, bind(2, '0.0.0.0'), listen(2), listen(1)];
+  expect(await answers()).toEqual(agentAnswers('6.18', added));
 });
 
 test('a benchmark file opens in the viewer with each worker’s accepts from the file', async ({ page }) => {
