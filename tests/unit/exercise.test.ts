@@ -104,7 +104,7 @@ describe.skipIf(!haveAgent)('exercise answers agree with reuseport-agent predict
     }
   });
 
-  it('bind questions: every earlier socket binds, and the new bind() gets the agent’s errno and conflicting socket', () => {
+  it('bind questions: every call before the new bind() succeeds, and that bind() gets the agent’s errno and conflicting socket', () => {
     let n = 0;
     for (const kernel of ['6.18', '4.4']) {
       for (let seed = 1; seed <= 8; seed++) {
