@@ -56,8 +56,7 @@ test.describe('every page', () => {
   test.describe.configure({ timeout: 600_000 });
   test('in both languages: its widgets mount and show their first frame, and axe finds no violations', async ({ page }) => {
     // The iframe pages (embed/<widget>/) take their settings from the query: tests/e2e/embed.spec.ts loads them with it.
-    // The build under test: PW_DIST, as playwright.config.ts serves it.
-    const pages = builtPages(process.env.PW_DIST ?? 'dist').filter((p) => !p.startsWith('embed/'));
+    const pages = builtPages().filter((p) => !p.startsWith('embed/'));
     const foreign: string[] = [];
     page.on('request', (r) => {
       if (!/^(http:\/\/127\.0\.0\.1[:/]|data:|blob:)/.test(r.url())) foreign.push(r.url());
