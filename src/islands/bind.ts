@@ -120,8 +120,13 @@ function readLog(kernel: string, given: CallLog | Layout): { log: CallLog; error
     const host = new Host(kernel, given);
     const log = host.calls();
     host.dispose();
+    if (log.calls.length > MAX_CALLS) throw new Error(`the layout has ${log.calls.length} calls; the checker takes at most ${MAX_CALLS}`);
+    if (socketCount(log.calls) > MAX_SOCKETS) throw new Error(`the layout makes ${socketCount(log.calls)} sockets; the checker takes at most ${MAX_SOCKETS}`);
     return { log };
   } catch (e) {
+    // A call log the model refuses is still shown as given (each redraw says why it is refused); anything else gives way to the default.
+    const calls = (given as Partial<CallLog>).calls;
+    if (Array.isArray(calls) && calls.length <= MAX_CALLS) return { log: structuredClone(given as CallLog) };
     return { log: structuredClone(DEFAULT), error: e instanceof Error ? e.message : String(e) };
   }
 }
