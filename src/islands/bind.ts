@@ -59,7 +59,7 @@ function words(lang: string) {
         socket: '套接字',
         uid: 'UID',
         ok: '成功',
-        refusal: (a: Refusal, rule: string) => `失败：${a.errno}${a.with !== null ? `（与套接字 ${a.with} 冲突）` : ''}。${rule}`,
+        refusal: (a: Refusal, rule: string) => `失败：${a.errno}${a.with !== null ? `（与套接字 ${a.with} 冲突）` : ''}。${rule}。`,
         ends: (r: CallResult) =>
           `；最终${r.closed ? '已关闭' : r.receiving ? '接收连接或数据报' : '不接收'}` +
           (r.group !== null ? `，位于 reuseport 组 ${r.group}（成员 ${r.member}）` : ''),
@@ -83,7 +83,8 @@ function words(lang: string) {
         socket: 'Socket',
         uid: 'UID',
         ok: 'ok',
-        refusal: (a: Refusal, rule: string) => `fails: ${a.errno}${a.with !== null ? ` (conflicts with socket ${a.with})` : ''}. ${rule}`,
+        refusal: (a: Refusal, rule: string) =>
+          `fails: ${a.errno}${a.with !== null ? ` (conflicts with socket ${a.with})` : ''}. ${rule.charAt(0).toUpperCase()}${rule.slice(1)}.`,
         ends: (r: CallResult) =>
           `; ends ${r.closed ? 'closed' : r.receiving ? 'receiving' : 'not receiving'}` +
           (r.group !== null ? `, in reuseport group ${r.group} (member ${r.member})` : ''),
