@@ -27,6 +27,9 @@ interface ManifestEntry {
 
 const PAGE = 50;
 
+/** An agent command inside a sentence, such as `reuseport-agent verify --trace` (captured, for `split`). */
+const AGENT_COMMAND = /(reuseport-agent [a-z]+(?: --[a-z-]+)*)/;
+
 type WorkerAnswer = { trace?: Trace; errors?: string[]; notJson?: string };
 type WorkerMessage = { head?: Trace; events?: Trace['events']; done?: true; errors?: string[]; notJson?: string };
 
@@ -133,14 +136,26 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     const dl = meta.append('dl');
     const item = (k: string, v: string) => {
       dl.append('dt').text(k);
-      dl.append('dd').text(v);
+      const dd = dl.append('dd');
+      // A command named in the sentence ("reuseport-agent verify --trace") stays on one line.
+      for (const [i, part] of v.split(AGENT_COMMAND).entries())
+        if (i % 2) dd.append('span').attr('class', 'rl-tv-nowrap').text(part);
+        else if (part) dd.append('span').text(part);
     };
     const g = tr.group;
     item(t.kernel, t.kernelLine(tr.kernel.release, tr.kernel.profile));
     item(t.group, t.groupLine(g));
     item(t.program, t.selection(g));
     if (tr.recorded) item(t.recorded, tr.recorded);
-    if (tr.command) item(t.command, tr.command);
+    if (tr.command) {
+      dl.append('dt').text(t.command);
+      // One box per argument, so a narrow column breaks the line between arguments, never inside "--listeners".
+      const cmd = dl.append('dd').attr('class', 'rl-tv-command');
+      for (const [i, word] of tr.command.split(' ').entries()) {
+        if (i) cmd.append('span').text(' ');
+        cmd.append('span').attr('class', 'rl-tv-arg').text(word);
+      }
+    }
     item(t.key, current.key === undefined ? t.keyNone : t.keyFromManifest(hex32(current.key), current.keyFrom));
 
     const fig = body.append('section').attr('class', 'rl-section');

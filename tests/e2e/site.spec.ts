@@ -162,6 +162,32 @@ test('the Chinese reloads chapter names the moved-flows list as the widget on it
   await expect(page.locator('.sl-markdown-content')).toContainText(`“${label}”`);
 });
 
+test('on a phone the trace viewer breaks the recording command between arguments, never inside "--listeners"', async ({ browser }) => {
+  // At 390 px the command wrapped after a hyphen: "-" at a line's end and "-listeners" on the next (and "verify --trace" in the key's line).
+  const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+  await page.goto('./zh-cn/traces/?trace=tcp-v4-closed-1-5.json');
+  const viewer = page.locator('reuseport-traces');
+  await expect(viewer).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+  const command = viewer.locator('dl dt', { hasText: '命令' }).locator('xpath=following-sibling::dd[1]');
+  await expect(command).toContainText('--listeners');
+  // Each "--x" of the command and of the sentences beside it is laid out on one line: a range over it has one box.
+  const split = await viewer.locator('dl').evaluate((dd) => {
+    const out: string[] = [];
+    const walker = document.createTreeWalker(dd, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      for (const m of (n.textContent ?? '').matchAll(/--\w+/g)) {
+        const r = document.createRange();
+        r.setStart(n, m.index);
+        r.setEnd(n, m.index + m[0].length);
+        if (r.getClientRects().length !== 1) out.push(m[0]);
+      }
+    }
+    return out;
+  });
+  expect(split).toEqual([]);
+  await page.close();
+});
+
 /** The CPU count the benchmark file was recorded on. */
 function readBenchCpus(): number {
   return (JSON.parse(readFileSync('public/traces/bench-fork-vs-reuseport.json', 'utf8')) as { nproc: number }).nproc;
