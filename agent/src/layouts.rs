@@ -8,11 +8,13 @@
 //! asks the model ([`reuseport_model::lookup::Host`]) the same questions.
 //!
 //! The per-boot hash secret is unknown here, so a lookup is compared by the
-//! set of sockets that can receive it: the members of the group the model
-//! picks (or its one socket), against the sockets the kernel handed
-//! `24 × members` connections or datagrams to. A member the kernel never
-//! chose in that many tries is missing from the kernel's group (the chance of
-//! a miss by luck is below `7 × (6/7)^168`, 1e-10).
+//! set of sockets that can receive it: the sockets the model picks for 168
+//! packets from varied sources and ports, against the sockets the kernel
+//! handed `24 × that many` connections or datagrams to (at least 8). A
+//! socket one side never chose in that many tries cannot receive there (the
+//! chance of a miss by luck is below `7 × (6/7)^168`, 1e-10). Every probe
+//! is sent from CPU [`PROBE_CPU`], which then receives it, so SO_INCOMING_CPU
+//! compares too.
 //!
 //! Every disagreement is shrunk (sockets dropped while it still disagrees)
 //! and printed as a layout `predict --layout` reads, with both answers.
@@ -28,7 +30,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use reuseport_model::lookup::{Family, Host, Layout, Packet, SockState, SocketSpec};
 use reuseport_model::reuseport::PacketCtx;
 use reuseport_model::{Keys, Profile, Proto, Tuple};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// At most this many layouts per run.
 pub const MAX_LAYOUTS: u32 = 100_000;
@@ -82,11 +84,23 @@ fn v6_addrs() -> [Ipv6Addr; 5] {
     ]
 }
 
+/// The peers connected UDP sockets are drawn with: local addresses no probe
+/// comes from (the probes' source ports are ephemeral, these are not).
+const V4_PEER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 5)), 4_001);
+const V6_PEER: SocketAddr = SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), 4_001);
+
+/// The receiving CPU of every probe: the prober pins itself there, and a
+/// loopback packet is received on the sending CPU (`netif_rx` queues it to
+/// this CPU's backlog), so the kernel's `raw_smp_processor_id()` is known.
+pub const PROBE_CPU: u32 = 0;
+
 /// Draws one layout on `port`: 2 – 7 sockets of one protocol; each AF_INET
 /// or AF_INET6 with a specific, wildcard or v4-mapped address, SO_REUSEADDR,
-/// SO_REUSEPORT, IPV6_V6ONLY, SO_BINDTODEVICE lo and owner UID 0 or
-/// [`OTHER_UID`] at random; TCP sockets listen or stay bound; the listens run
-/// in a drawn order; some sockets close at the end, in a drawn order.
+/// SO_REUSEPORT, IPV6_V6ONLY, SO_BINDTODEVICE lo, SO_INCOMING_CPU 0 or 1
+/// and owner UID 0 or [`OTHER_UID`] at random; TCP sockets listen, stay
+/// bound or (on a specific address) leave a TIME_WAIT socket behind; UDP
+/// sockets on a specific address may `connect()`; the listens run in a drawn
+/// order; some sockets close at the end, in a drawn order.
 pub fn draw(rng: &mut Rng, port: u16) -> Layout {
     let proto = if rng.chance(55) {
         Proto::Tcp
@@ -103,10 +117,24 @@ pub fn draw(rng: &mut Rng, port: u16) -> Layout {
             V4_ADDRS[rng.below(3)].into()
         };
         let v6only = inet6 && rng.chance(30);
-        let state = if proto == Proto::Tcp && rng.chance(20) {
-            SockState::Bound
-        } else {
-            SockState::Listen
+        // Wildcard binds take their address from connect(); the model
+        // wants the address the socket ends with, so only specific ones.
+        let specific = match addr {
+            IpAddr::V4(a) => !a.is_unspecified(),
+            IpAddr::V6(a) => a
+                .to_ipv4_mapped()
+                .map_or(!a.is_unspecified(), |m| !m.is_unspecified()),
+        };
+        let mut peer = None;
+        let state = match (proto, rng.below(100)) {
+            (Proto::Tcp, 0..=19) => SockState::Bound,
+            (Proto::Tcp, 20..=29) if specific => SockState::TimeWait,
+            (Proto::Udp, 0..=14) if specific => {
+                let native_v6 = matches!(addr, IpAddr::V6(a) if a.to_ipv4_mapped().is_none());
+                peer = Some(if native_v6 { V6_PEER } else { V4_PEER });
+                SockState::Connected
+            }
+            _ => SockState::Listen,
         };
         sockets.push(SocketSpec {
             family: if inet6 { Family::Inet6 } else { Family::Inet },
@@ -119,8 +147,8 @@ pub fn draw(rng: &mut Rng, port: u16) -> Layout {
             uid: if rng.chance(12) { OTHER_UID } else { 0 },
             device: rng.chance(15).then(|| "lo".to_string()),
             state,
-            peer: None,
-            incoming_cpu: None,
+            peer,
+            incoming_cpu: rng.chance(15).then(|| rng.below(2) as u32),
             program: None,
             program_before_bind: false,
         });
@@ -131,8 +159,11 @@ pub fn draw(rng: &mut Rng, port: u16) -> Layout {
     for k in (1..order.len()).rev() {
         order.swap(k, rng.below(k + 1));
     }
-    // Some sockets close after every call, in a drawn order.
-    let mut closed: Vec<usize> = (0..n).filter(|_| rng.chance(12)).collect();
+    // Some sockets close after every call, in a drawn order (a TIME_WAIT
+    // socket has no file to close: it outlives its socket).
+    let mut closed: Vec<usize> = (0..n)
+        .filter(|&i| rng.chance(12) && sockets[i].state != SockState::TimeWait)
+        .collect();
     for k in (1..closed.len()).rev() {
         closed.swap(k, rng.below(k + 1));
     }
@@ -221,31 +252,32 @@ pub fn model_answers(profile: &'static Profile, layout: &Layout) -> Result<Answe
         .collect();
     let proto = layout.sockets.first().map_or(Proto::Tcp, |s| s.proto);
     let port = layout.sockets.first().map_or(0, |s| s.port);
+    // The sockets the model picks for packets from many sources and ports:
+    // as many as the kernel is sent for the largest group, so a socket the
+    // model can pick is missed by chance no more often than the kernel's.
+    let samples = TRIES_PER_MEMBER * MAX_SOCKETS;
     let lookups = destinations()
         .into_iter()
         .map(|daddr| {
-            let packet = Packet {
-                proto,
-                tuple: Tuple {
-                    saddr: source(daddr, 0),
-                    sport: 40000,
-                    daddr,
-                    dport: port,
-                },
-                device: None,
-                ctx: PacketCtx::default(),
-            };
-            let x = host.lookup(&packet);
-            let set: BTreeSet<usize> = match (&x.group, x.socket) {
-                (Some(g), Some(s)) if g.members.contains(&s) => g
-                    .members
-                    .iter()
-                    .copied()
-                    .filter(|&m| !results[m].closed)
-                    .collect(),
-                (_, Some(s)) => [s].into(),
-                (_, None) => BTreeSet::new(),
-            };
+            let set: BTreeSet<usize> = (0..samples)
+                .filter_map(|k| {
+                    let packet = Packet {
+                        proto,
+                        tuple: Tuple {
+                            saddr: source(daddr, k),
+                            sport: 40_000 + k as u16,
+                            daddr,
+                            dport: port,
+                        },
+                        device: None,
+                        ctx: PacketCtx {
+                            cpu: PROBE_CPU,
+                            payload: None,
+                        },
+                    };
+                    host.lookup(&packet).socket
+                })
+                .collect();
             (daddr.to_string(), set)
         })
         .collect();
@@ -312,7 +344,9 @@ pub fn compact(layout: &Layout) -> String {
         if let Some(Value::Array(socks)) = m.get_mut("sockets") {
             for s in socks {
                 if let Some(o) = s.as_object_mut() {
-                    o.retain(|k, x| !default(x) || k == "port");
+                    o.retain(|k, x| {
+                        !default(x) || k == "port" || (k == "incomingCpu" && !x.is_null())
+                    });
                     if o.get("state") == Some(&Value::from("listen")) {
                         o.remove("state");
                     }
@@ -330,6 +364,171 @@ fn set_text(s: &BTreeSet<usize>) -> String {
         let v: Vec<String> = s.iter().map(|i| format!("socket {i}")).collect();
         format!("{{{}}}", v.join(", "))
     }
+}
+
+/// One drawn layout and this kernel's answers: a line of the file
+/// `verify --layouts N --kernel-answers --output FILE` writes inside a
+/// `verify --kernels` guest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KernelLine {
+    /// Which drawn layout (0-based).
+    pub drawn: u32,
+    /// The layout, on the port it was built on.
+    pub layout: Layout,
+    /// `bind()` per socket: 0 or the errno.
+    pub bind: Vec<i32>,
+    /// `listen()` per socket: -1 when not called, else 0 or the errno.
+    pub listen: Vec<i32>,
+    /// Per probed destination: the sockets that received.
+    pub lookups: Vec<(String, BTreeSet<usize>)>,
+}
+
+impl KernelLine {
+    fn new(drawn: u32, layout: Layout, a: &Answers) -> KernelLine {
+        KernelLine {
+            drawn,
+            layout,
+            bind: a.bind.iter().map(|b| b.unwrap_or(0)).collect(),
+            listen: a
+                .listen
+                .iter()
+                .map(|l| l.map_or(-1, |e| e.unwrap_or(0)))
+                .collect(),
+            lookups: a.lookups.clone(),
+        }
+    }
+
+    /// The answers as [`Answers`].
+    pub fn answers(&self) -> Answers {
+        let errno = |e: i32| (e != 0).then_some(e);
+        Answers {
+            bind: self.bind.iter().map(|&e| errno(e)).collect(),
+            listen: self
+                .listen
+                .iter()
+                .map(|&e| (e >= 0).then(|| errno(e)))
+                .collect(),
+            lookups: self.lookups.clone(),
+        }
+    }
+}
+
+/// A guest kernel's answers compared with the model on the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LayoutsAgreement {
+    /// The seed the layouts were drawn from.
+    pub seed: u64,
+    /// Layouts built in the guest and compared.
+    pub layouts: u32,
+    /// Layouts where kernel and model agree on everything.
+    pub agreed: u32,
+    /// bind() and listen() answers compared.
+    pub calls: u64,
+    /// Of which equal.
+    pub calls_agreed: u64,
+    /// Destinations compared.
+    pub lookups: u64,
+    /// Of which equal.
+    pub lookups_agreed: u64,
+    /// The first disagreements (at most 10): the layout as `predict
+    /// --layout` reads it, then what differs (not shrunk: shrinking needs
+    /// the guest again).
+    pub disagreements: Vec<String>,
+}
+
+/// Counts one layout's answers into `calls` and `lookups` (compared, equal).
+fn tally(kernel: &Answers, model: &Answers, calls: &mut (u64, u64), lookups: &mut (u64, u64)) {
+    let listens = kernel
+        .listen
+        .iter()
+        .zip(&model.listen)
+        .filter_map(|(k, m)| k.zip(*m));
+    let binds = kernel.bind.iter().copied().zip(model.bind.iter().copied());
+    for (k, m) in binds.chain(listens) {
+        calls.0 += 1;
+        calls.1 += u64::from(k == m);
+    }
+    for ((_, k), (_, m)) in kernel.lookups.iter().zip(&model.lookups) {
+        lookups.0 += 1;
+        lookups.1 += u64::from(k == m);
+    }
+}
+
+/// Compares the answers a guest kernel wrote (one [`KernelLine`] a line)
+/// with the model's for `profile`; all `expected` layouts must be there.
+pub fn check_kernel_answers(
+    profile: &'static Profile,
+    text: &str,
+    seed: u64,
+    expected: u32,
+) -> Result<LayoutsAgreement, String> {
+    let mut a = LayoutsAgreement {
+        seed,
+        layouts: 0,
+        agreed: 0,
+        calls: 0,
+        calls_agreed: 0,
+        lookups: 0,
+        lookups_agreed: 0,
+        disagreements: Vec::new(),
+    };
+    let (mut calls, mut lookups) = ((0, 0), (0, 0));
+    for (n, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+        let k: KernelLine = serde_json::from_str(line)
+            .map_err(|e| format!("line {} of the guest's answers: {e}", n + 1))?;
+        let kernel = k.answers();
+        let model = model_answers(profile, &k.layout)
+            .map_err(|e| format!("drawn layout {}: {e}", k.drawn))?;
+        a.layouts += 1;
+        tally(&kernel, &model, &mut calls, &mut lookups);
+        let diffs = differences(&k.layout, &kernel, &model);
+        if diffs.is_empty() {
+            a.agreed += 1;
+        } else if a.disagreements.len() < 10 {
+            a.disagreements.push(format!(
+                "drawn layout {}: {} -- {}",
+                k.drawn,
+                compact(&k.layout),
+                diffs.join("; ")
+            ));
+        }
+    }
+    (a.calls, a.calls_agreed) = calls;
+    (a.lookups, a.lookups_agreed) = lookups;
+    if a.layouts != expected {
+        return Err(format!(
+            "the guest wrote the answers of {} of {expected} layouts",
+            a.layouts
+        ));
+    }
+    Ok(a)
+}
+
+/// `verify --layouts N --kernel-answers --output FILE`: builds and probes
+/// the drawn layouts on this kernel only and writes a [`KernelLine`] per
+/// layout to `path` (what a `verify --kernels` guest runs).
+#[cfg(target_os = "linux")]
+pub fn run_kernel_side(opts: &Options, path: &std::path::Path) -> Result<(), LayoutsError> {
+    if opts.count == 0 || opts.count > MAX_LAYOUTS {
+        return Err(LayoutsError::Options(format!(
+            "the number of layouts must be 1 to {MAX_LAYOUTS}; got {}",
+            opts.count
+        )));
+    }
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let opts = opts.clone();
+    // Its own thread, which may move into a private network namespace.
+    let lines = std::thread::spawn(move || kernel::answers_only(&opts))
+        .join()
+        .map_err(|_| LayoutsError::Kernel("the layout thread panicked".into()))?;
+    for l in lines {
+        serde_json::to_writer(&mut file, &l).map_err(std::io::Error::from)?;
+        writeln!(file)?;
+    }
+    file.flush()?;
+    Ok(())
 }
 
 /// Options of one run.
@@ -551,9 +750,15 @@ mod kernel {
         l
     }
 
-    /// Builds the layout on this kernel and probes it; the model's answer
-    /// sets how many probes each destination gets.
-    fn kernel_answers(layout: &Layout, model: &Answers, probes: &mut u64) -> Answers {
+    /// Builds the layout on this kernel and probes it. Each destination gets
+    /// probes until `24 ×` the sockets seen so far (at least 8); two misses
+    /// before any socket is seen end it (none receives). It needs no model,
+    /// so a guest kernel runs it alone (`verify --kernels --layouts`).
+    pub(super) fn kernel_answers(
+        layout: &Layout,
+        probes: &mut u64,
+        helpers: &mut Helpers,
+    ) -> Answers {
         let n = layout.sockets.len();
         let mut socks: Vec<Option<Socket>> = Vec::with_capacity(n);
         let mut bind = Vec::with_capacity(n);
@@ -586,6 +791,9 @@ mod kernel {
                 if let Some(d) = &s.device {
                     k.bind_device(Some(d.as_bytes()))?;
                 }
+                if let Some(cpu) = s.incoming_cpu {
+                    k.set_cpu_affinity(cpu as usize)?;
+                }
                 k.set_nonblocking(true)?;
                 Ok(k)
             });
@@ -593,7 +801,27 @@ mod kernel {
                 Ok(k) => {
                     let r = k.bind(&SockAddr::from(SocketAddr::new(s.addr, s.port)));
                     bind.push(r.as_ref().err().map(errno_of));
-                    socks.push(Some(k));
+                    let bound = r.is_ok();
+                    socks.push(match s.state {
+                        SockState::TimeWait if bound => {
+                            time_wait(k, s, helpers);
+                            None
+                        }
+                        SockState::Connected if bound => {
+                            // The model's peers are IPv4 for v4-mapped sockets.
+                            let peer = s.peer.map(|p| match (s.family, p.ip()) {
+                                (Family::Inet6, IpAddr::V4(a)) => {
+                                    SocketAddr::new(a.to_ipv6_mapped().into(), p.port())
+                                }
+                                _ => p,
+                            });
+                            if let Some(p) = peer {
+                                let _ = k.connect(&p.into());
+                            }
+                            Some(k)
+                        }
+                        _ => Some(k),
+                    });
                 }
                 Err(e) => {
                     bind.push(Some(errno_of(&e)));
@@ -625,26 +853,21 @@ mod kernel {
         let proto = layout.sockets.first().map_or(Proto::Tcp, |s| s.proto);
         let port = layout.sockets.first().map_or(0, |s| s.port);
         let mut lookups = Vec::new();
-        for (k, daddr) in destinations().into_iter().enumerate() {
-            let expected = model.lookups.get(k).map_or(0, |(_, s)| s.len());
-            let tries = if expected == 0 {
-                2
-            } else {
-                (TRIES_PER_MEMBER * expected).max(8)
-            };
+        for daddr in destinations() {
             let mut got = BTreeSet::new();
             let mut missed = 0;
-            for t in 0..tries {
-                // Nothing received twice while the model expects a socket:
-                // the answer already differs; stop waiting out timeouts.
+            let mut t = 0;
+            while t < (TRIES_PER_MEMBER * got.len()).max(8) {
+                // Nothing received twice: no socket receives here.
                 if missed >= 2 && got.is_empty() {
                     break;
                 }
                 *probes += 1;
                 let src = source(daddr, t);
+                t += 1;
                 let r = match proto {
                     Proto::Tcp => probe_tcp(&socks, &receiving, src, daddr, port),
-                    Proto::Udp => probe_udp(&socks, &receiving, src, daddr, port, expected > 0),
+                    Proto::Udp => probe_udp(&socks, &receiving, src, daddr, port, !got.is_empty()),
                 };
                 match r {
                     Some(i) => {
@@ -659,6 +882,91 @@ mod kernel {
             bind,
             listen,
             lookups,
+        }
+    }
+
+    /// Listeners on ephemeral ports of 127.0.0.1 and ::1 that TIME_WAIT
+    /// sockets connect to (made when first needed, kept for the run).
+    #[derive(Default)]
+    pub(super) struct Helpers {
+        v4: Option<(Socket, SocketAddr)>,
+        v6: Option<(Socket, SocketAddr)>,
+    }
+
+    impl Helpers {
+        fn listener(&mut self, v6: bool) -> Option<&(Socket, SocketAddr)> {
+            let slot = if v6 { &mut self.v6 } else { &mut self.v4 };
+            if slot.is_none() {
+                let ip: IpAddr = if v6 {
+                    Ipv6Addr::LOCALHOST.into()
+                } else {
+                    Ipv4Addr::LOCALHOST.into()
+                };
+                let l = Socket::new(
+                    Domain::for_address(SocketAddr::new(ip, 0)),
+                    Type::STREAM,
+                    None,
+                )
+                .and_then(|l| {
+                    l.bind(&SocketAddr::new(ip, 0).into())?;
+                    l.listen(64)?;
+                    let a = l
+                        .local_addr()?
+                        .as_socket()
+                        .ok_or(std::io::ErrorKind::Other)?;
+                    Ok((l, a))
+                });
+                *slot = made_or_note(l);
+            }
+            slot.as_ref()
+        }
+    }
+
+    fn made_or_note<T>(r: std::io::Result<T>) -> Option<T> {
+        r.map_err(|e| crate::note!("verify --layouts: a TIME_WAIT helper listener: {e}"))
+            .ok()
+    }
+
+    /// Leaves a TIME_WAIT socket on the bound socket's address and port: it
+    /// connects to a helper listener and closes first (the active closer
+    /// keeps TIME_WAIT). It waits for the listener's FIN: once `recv` reads
+    /// the end, the connection is in TIME_WAIT (`tcp_fin` in FIN_WAIT2
+    /// calls `tcp_time_wait`), and closing the file leaves the TIME_WAIT
+    /// socket holding the port for 60 s.
+    fn time_wait(k: Socket, s: &SocketSpec, helpers: &mut Helpers) {
+        let native_v6 = matches!(s.addr, IpAddr::V6(a) if a.to_ipv4_mapped().is_none());
+        let Some((l, at)) = helpers.listener(native_v6) else {
+            return;
+        };
+        let to = match (s.family, at) {
+            (Family::Inet6, SocketAddr::V4(a)) => {
+                SocketAddr::new(a.ip().to_ipv6_mapped().into(), a.port())
+            }
+            _ => *at,
+        };
+        let step = || -> std::io::Result<()> {
+            k.set_nonblocking(false)?;
+            k.set_read_timeout(Some(Duration::from_secs(2)))?;
+            k.connect(&to.into())?;
+            l.set_nonblocking(false)?;
+            let (a, _) = l.accept()?;
+            a.set_read_timeout(Some(Duration::from_secs(2)))?;
+            k.shutdown(std::net::Shutdown::Write)?;
+            let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+            if a.recv(&mut buf)? != 0 {
+                return Err(std::io::ErrorKind::InvalidData.into());
+            }
+            drop(a);
+            if k.recv(&mut buf)? != 0 {
+                return Err(std::io::ErrorKind::InvalidData.into());
+            }
+            Ok(())
+        };
+        if let Err(e) = step() {
+            crate::note!(
+                "verify --layouts: leaving a TIME_WAIT socket on {}: {e}",
+                s.addr
+            );
         }
     }
 
@@ -704,7 +1012,8 @@ mod kernel {
         let c = client(src, Type::DGRAM)?;
         c.send_to(&tag.to_be_bytes(), &SocketAddr::new(daddr, port).into())
             .ok()?;
-        let wait = Duration::from_millis(if expect_one { 250 } else { 30 });
+        // Loopback delivers before send_to returns; the wait is a margin.
+        let wait = Duration::from_millis(if expect_one { 250 } else { 60 });
         let deadline = Instant::now() + wait;
         loop {
             for &i in receiving {
@@ -734,15 +1043,81 @@ mod kernel {
         profile: &'static Profile,
         ports: Ports,
         probes: u64,
+        helpers: Helpers,
     }
 
     impl Runner {
         fn both(&mut self, layout: &Layout) -> Result<(Layout, Answers, Answers), String> {
             let l = with_port(layout, self.ports.take());
             let model = model_answers(self.profile, &l)?;
-            let kernel = kernel_answers(&l, &model, &mut self.probes);
+            let kernel = kernel_answers(&l, &mut self.probes, &mut self.helpers);
             Ok((l, kernel, model))
         }
+    }
+
+    /// What a run sets up on this thread before drawing.
+    struct Setup {
+        rng: Rng,
+        ports: Ports,
+        two_uids: bool,
+        pinned: bool,
+    }
+
+    impl Setup {
+        /// A private network namespace when allowed, the thread pinned to
+        /// [`PROBE_CPU`], the seeded generator.
+        fn enter(seed: u64) -> Setup {
+            let private = private_netns();
+            if !private {
+                crate::note!("verify --layouts: no private network namespace (not root?); using this one, on ports checked free");
+            }
+            // SO_INCOMING_CPU is compared on the probes' CPU, so the prober
+            // stays there; without it, no socket is drawn with one.
+            let pinned = crate::process::pin_to(PROBE_CPU).is_ok();
+            if !pinned {
+                crate::note!(
+                    "verify --layouts: cannot pin to CPU {PROBE_CPU}; no SO_INCOMING_CPU draws"
+                );
+            }
+            Setup {
+                rng: Rng::new(seed),
+                ports: Ports {
+                    next: PORT_LOW + (seed % u64::from(PORT_HIGH - PORT_LOW)) as u16,
+                    private,
+                },
+                // A second owner UID needs root (setfsuid); without it every
+                // socket is drawn with UID 0, the model's stand-in for "the same".
+                two_uids: crate::record::is_root(),
+                pinned,
+            }
+        }
+
+        /// The next layout, without what this run cannot build.
+        fn draw(&mut self) -> Layout {
+            let mut layout = draw(&mut self.rng, 0);
+            for s in &mut layout.sockets {
+                if !self.two_uids {
+                    s.uid = 0;
+                }
+                if !self.pinned {
+                    s.incoming_cpu = None;
+                }
+            }
+            layout
+        }
+    }
+
+    /// The kernel's side of every drawn layout, each on a fresh port.
+    pub(super) fn answers_only(opts: &Options) -> Vec<KernelLine> {
+        let mut s = Setup::enter(opts.seed);
+        let (mut probes, mut helpers) = (0, Helpers::default());
+        (0..opts.count)
+            .map(|drawn| {
+                let layout = with_port(&s.draw(), s.ports.take());
+                let answers = kernel_answers(&layout, &mut probes, &mut helpers);
+                KernelLine::new(drawn, layout, &answers)
+            })
+            .collect()
     }
 
     pub(super) fn run_all(
@@ -751,21 +1126,16 @@ mod kernel {
         release: String,
     ) -> Result<LayoutsReport, LayoutsError> {
         let t0 = Instant::now();
-        let private = private_netns();
-        if !private {
-            crate::note!("verify --layouts: no private network namespace (not root?); using this one, on ports checked free");
-        }
-        let mut rng = Rng::new(opts.seed);
-        // A second owner UID needs root (setfsuid); without it every
-        // socket is drawn with UID 0, the model's stand-in for "the same".
-        let two_uids = crate::record::is_root();
+        let mut s = Setup::enter(opts.seed);
+        let private = s.ports.private;
         let mut run = Runner {
             profile,
             ports: Ports {
-                next: PORT_LOW + (opts.seed % u64::from(PORT_HIGH - PORT_LOW)) as u16,
+                next: s.ports.next,
                 private,
             },
             probes: 0,
+            helpers: Helpers::default(),
         };
         let mut r = LayoutsReport {
             seed: opts.seed,
@@ -784,28 +1154,14 @@ mod kernel {
         };
         let mut seen: BTreeMap<String, ()> = BTreeMap::new();
         for drawn in 0..opts.count {
-            let mut layout = draw(&mut rng, 0);
-            if !two_uids {
-                for s in &mut layout.sockets {
-                    s.uid = 0;
-                }
-            }
+            let layout = s.draw();
             let (_, kernel, model) = run.both(&layout).map_err(LayoutsError::Kernel)?;
             r.layouts += 1;
-            for (k, m) in kernel.bind.iter().zip(&model.bind) {
-                r.calls += 1;
-                r.calls_agreed += u64::from(k == m);
-            }
-            for (k, m) in kernel.listen.iter().zip(&model.listen) {
-                if let (Some(k), Some(m)) = (k, m) {
-                    r.calls += 1;
-                    r.calls_agreed += u64::from(k == m);
-                }
-            }
-            for ((_, k), (_, m)) in kernel.lookups.iter().zip(&model.lookups) {
-                r.lookups += 1;
-                r.lookups_agreed += u64::from(k == m);
-            }
+            let (mut calls, mut lookups) =
+                ((r.calls, r.calls_agreed), (r.lookups, r.lookups_agreed));
+            tally(&kernel, &model, &mut calls, &mut lookups);
+            (r.calls, r.calls_agreed, r.lookups, r.lookups_agreed) =
+                (calls.0, calls.1, lookups.0, lookups.1);
             let diffs = differences(&layout, &kernel, &model);
             if diffs.is_empty() {
                 r.agreed += 1;

@@ -167,6 +167,14 @@ pub struct VerifyArgs {
     /// IPv6 traces, are refused (their key cannot be searched).
     #[arg(long = "trace", value_name = "FILE", conflicts_with_all = ["layouts", "quick"])]
     pub traces: Vec<std::path::PathBuf>,
+    /// With --layouts N, inside a `verify --kernels` guest: only build and
+    /// probe the layouts on this kernel, writing its answers as JSON lines to
+    /// --output; the host compares them with the model.
+    #[arg(long, hide = true, requires = "output")]
+    pub kernel_answers: bool,
+    /// The file --kernel-answers writes.
+    #[arg(long, value_name = "FILE", hide = true, requires = "kernel_answers")]
+    pub output: Option<std::path::PathBuf>,
     /// `--kernels`: the same proof in Debian's kernels booted under QEMU (agent/src/kernels.rs).
     #[command(flatten)]
     pub kernels: crate::kernels::KernelsArgs,
@@ -450,6 +458,15 @@ fn random_layouts(
         seed: args.seed,
         json: args.json,
     };
+    if let (true, Some(path)) = (args.kernel_answers, &args.output) {
+        // Only the kernel's side: nothing is compared here, so nothing is
+        // reported exact or not; the exit status says the file was written.
+        crate::layouts::run_kernel_side(&opts, path)?;
+        return Ok(Report {
+            layouts: Vec::new(),
+            exact: true,
+        });
+    }
     let r = crate::layouts::run(&opts, out, err)?;
     Ok(Report {
         layouts: Vec::new(),

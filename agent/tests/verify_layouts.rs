@@ -45,6 +45,48 @@ fn the_same_seed_draws_the_same_layouts_and_another_seed_others() {
     }
 }
 
+/// The draws reach TIME_WAIT, connected UDP and SO_INCOMING_CPU, each only
+/// where the model can replay it (TIME_WAIT and connect() on a specific
+/// address, a TIME_WAIT socket never in `closed`), and the printed layout
+/// keeps SO_INCOMING_CPU 0, which is not a default.
+#[test]
+fn draws_reach_time_wait_connected_udp_and_incoming_cpu_where_the_model_replays_them() {
+    use reuseport_model::lookup::{Host, SockState};
+    let profile = reuseport_model::Profile::for_release("6.18").unwrap();
+    let mut rng = Rng::new(9);
+    let drawn: Vec<_> = (0..400).map(|_| layouts::draw(&mut rng, 9000)).collect();
+    let socks = || drawn.iter().flat_map(|l| l.sockets.iter());
+    let time_wait = socks().filter(|s| s.state == SockState::TimeWait).count();
+    let connected = socks().filter(|s| s.state == SockState::Connected).count();
+    let cpu0 = socks().filter(|s| s.incoming_cpu == Some(0)).count();
+    let cpu1 = socks().filter(|s| s.incoming_cpu == Some(1)).count();
+    assert!(time_wait > 20 && connected > 20, "{time_wait} {connected}");
+    assert!(cpu0 > 20 && cpu1 > 20, "{cpu0} {cpu1}");
+    for l in &drawn {
+        assert!(Host::build(profile, l).is_ok(), "{}", layouts::compact(l));
+        for (i, s) in l.sockets.iter().enumerate() {
+            if matches!(s.state, SockState::TimeWait | SockState::Connected) {
+                assert!(!s.addr.is_unspecified() && s.addr.to_string() != "::ffff:0.0.0.0");
+            }
+            if s.state == SockState::TimeWait {
+                assert!(!l.closed.contains(&i));
+            }
+            assert_eq!(s.state == SockState::Connected, s.peer.is_some());
+        }
+    }
+    let with_cpu0 = drawn
+        .iter()
+        .find(|l| {
+            l.sockets.iter().any(|s| s.incoming_cpu == Some(0))
+                && l.listen_order.as_ref().is_none_or(|o| !o.is_empty())
+        })
+        .unwrap();
+    let mut back: reuseport_model::lookup::Layout =
+        serde_json::from_str(&layouts::compact(with_cpu0)).unwrap();
+    back.keys = with_cpu0.keys;
+    assert_eq!(&back, with_cpu0);
+}
+
 #[test]
 fn shrink_keeps_only_the_sockets_the_disagreement_needs_and_renumbers_listens() {
     let mut rng = Rng::new(3);

@@ -5,10 +5,11 @@
 //! machine (recorded 2026-11-23 with `verify --layouts` and by hand); the
 //! eras before are read from source, and say so.
 
-use reuseport_model::lookup::{Family, Host, Layout, SockState, SocketSpec};
+use reuseport_model::lookup::{Family, Host, Layout, Packet, SockState, SocketSpec};
 use reuseport_model::message::Errno;
 use reuseport_model::profile::PROFILES;
-use reuseport_model::{Keys, Profile, Proto, Release};
+use reuseport_model::reuseport::PacketCtx;
+use reuseport_model::{Keys, Profile, Proto, Release, Tuple};
 
 fn sock(family: Family, proto: Proto, addr: &str) -> SocketSpec {
     SocketSpec {
@@ -320,4 +321,66 @@ fn udp_wildcard_bind_past_ten_sees_specific_sockets_only_after_the_2026_fix() {
             );
         }
     }
+}
+
+// Connected UDP (found by verify --layouts' TIME_WAIT / connected UDP /
+// SO_INCOMING_CPU draws, seeds 2, 4, 5, 6): from 6.13 `connect()` puts a UDP
+// socket with a specific address in the 4-tuple hash and takes it out of its
+// reuseport group (`udp_lib_hash4` calls `reuseport_detach_sock`,
+// net/ipv4/udp.c, "udp: Add 4-tuple hash for connected sockets"); the old
+// group keeps `has_conns`. A later bind joins the group of the most recently
+// bound socket it matches (`udp_reuseport_add_sock` walks the port slot from
+// its head): the connected one, outside any group, so `reuseport_add_sock`
+// makes a new group of the two, whose `has_conns` is clear.
+
+/// The sockets that receive datagrams to `daddr` from 64 sources and ports.
+fn receivers(h: &Host, daddr: &str) -> std::collections::BTreeSet<usize> {
+    (0..64u16)
+        .filter_map(|k| {
+            let p = Packet {
+                proto: Proto::Udp,
+                tuple: Tuple {
+                    saddr: format!("127.0.{}.{}", k / 8, 1 + k % 8).parse().unwrap(),
+                    sport: 40_000 + k,
+                    daddr: daddr.parse().unwrap(),
+                    dport: 9000,
+                },
+                device: None,
+                ctx: PacketCtx::default(),
+            };
+            h.lookup(&p).socket
+        })
+        .collect()
+}
+
+#[test]
+fn udp_connect_leaves_the_group_from_6_13_so_the_next_bind_groups_with_the_connected_socket() {
+    // 6.18: [127.0.0.2 SO_REUSEPORT], [the same, connect()ed to
+    // 127.0.0.5:4001], [the same]: every datagram to 127.0.0.2 from other
+    // peers reaches socket 2, never socket 0.
+    let connected = with(rp(sock(V4, Proto::Udp, "127.0.0.2")), |s| {
+        s.state = SockState::Connected;
+        s.peer = Some("127.0.0.5:4001".parse().unwrap());
+    });
+    let l = layout(
+        vec![
+            rp(sock(V4, Proto::Udp, "127.0.0.2")),
+            connected,
+            rp(sock(V4, Proto::Udp, "127.0.0.2")),
+        ],
+        None,
+    );
+    let h = Host::build(profile(6, 18), &l).unwrap();
+    assert_eq!(receivers(&h, "127.0.0.2"), [2].into());
+    let r = h.results();
+    assert_eq!(
+        r[1].group, r[2].group,
+        "the bind after groups with the connected socket"
+    );
+    assert_ne!(r[0].group, r[2].group);
+    // 6.12 (read from source: no 4-tuple hash): the connected socket stays
+    // in the one group, which skips it, and has_conns keeps the scan going;
+    // sockets 0 and 2 share the datagrams.
+    let h = Host::build(profile(6, 12), &l).unwrap();
+    assert_eq!(receivers(&h, "127.0.0.2"), [0, 2].into());
 }

@@ -1471,12 +1471,16 @@ impl Host {
             let on_port = self.groups_on.get(&(spec.proto, spec.port, spec.addr));
             // inet_reuseport_add_sock / udp_reuseport_add_sock: a socket
             // on the list with the same attributes; its group.
-            let found = on_port.into_iter().flatten().copied().find(|&g| {
-                self.groups[g]
-                    .members
-                    .iter()
-                    .any(|&m| self.socks[m].listening && same_group(&self.socks[m].spec, &spec))
-            });
+            let found = if spec.proto == Proto::Udp && self.rules.udp_connect_leaves_group {
+                self.udp_group_to_join(i, keys)
+            } else {
+                on_port.into_iter().flatten().copied().find(|&g| {
+                    self.groups[g]
+                        .members
+                        .iter()
+                        .any(|&m| self.socks[m].listening && same_group(&self.socks[m].spec, &spec))
+                })
+            };
             // A receiving socket with the same attributes that set
             // SO_REUSEPORT only after it was hashed has no group yet: the
             // joiner makes one for it first (`reuseport_add_sock` ->
@@ -1538,8 +1542,14 @@ impl Host {
                     if let Some(cpu) = spec.incoming_cpu {
                         let _ = entry.group.set_incoming_cpu(member, Some(cpu));
                     }
+                    let mut left = false;
                     if spec.state == SockState::Connected {
                         let _ = entry.group.connect(member);
+                        if self.rules.udp_connect_leaves_group {
+                            // udp_lib_hash4: reuseport_detach_sock.
+                            let _ = entry.group.close(member);
+                            left = true;
+                        }
                     }
                     if let Some(p) = &spec.program {
                         if let Some((rule, source)) = entry.group.attach_refusal(p) {
@@ -1553,8 +1563,10 @@ impl Host {
                             let _ = entry.group.attach_program(p.clone());
                         }
                     }
-                    self.socks[i].group = Some(g);
-                    self.socks[i].member = Some(member);
+                    if !left {
+                        self.socks[i].group = Some(g);
+                        self.socks[i].member = Some(member);
+                    }
                 }
                 Err(_) => {
                     // reuseport_grow cannot double socks[] past U16_MAX.
@@ -1594,6 +1606,57 @@ impl Host {
             }
         }
         None
+    }
+
+    /// A new, empty group for `spec`'s address.
+    fn new_group(&mut self, spec: &SocketSpec, keys: Keys) -> usize {
+        let gs = GroupSpec {
+            v6only: spec.v6only,
+            ..GroupSpec::new(spec.proto, 0, spec.addr, spec.port, keys)
+        };
+        self.groups.push(GroupEntry {
+            group: ReuseportGroup::build_empty(self.profile, &gs),
+            members: Vec::new(),
+        });
+        let g = self.groups.len() - 1;
+        self.groups_on
+            .entry((spec.proto, spec.port, spec.addr))
+            .or_default()
+            .push(g);
+        g
+    }
+
+    /// The group UDP socket `i` joins when connected sockets leave theirs
+    /// (6.13+): that of the most recently bound socket it matches
+    /// (`udp_reuseport_add_sock` walks the port slot from its head,
+    /// net/ipv4/udp.c); a match outside any group gets a new one with itself
+    /// as the first member (`reuseport_add_sock`, net/core/sock_reuseport.c).
+    fn udp_group_to_join(&mut self, i: usize, keys: Keys) -> Option<usize> {
+        let spec = self.socks[i].spec.clone();
+        let j = (0..self.socks.len()).rev().find(|&j| {
+            let o = &self.socks[j];
+            j != i && o.bound && !o.closed && o.listening && same_group(&o.spec, &spec)
+        })?;
+        if let Some(g) = self.socks[j].group {
+            return Some(g);
+        }
+        let g = self.new_group(&self.socks[j].spec.clone(), keys);
+        let entry = &mut self.groups[g];
+        let joined = if self.socks[j].spec.state == SockState::Connected {
+            entry.group.join_connected()
+        } else {
+            entry.group.join()
+        };
+        if joined.is_err() {
+            return None;
+        }
+        if let Some(cpu) = self.socks[j].spec.incoming_cpu {
+            let _ = entry.group.set_incoming_cpu(0, Some(cpu));
+        }
+        entry.members.push(j);
+        self.socks[j].group = Some(g);
+        self.socks[j].member = Some(0);
+        Some(g)
     }
 
     fn group_era(&self, proto: Proto) -> bool {
@@ -1799,6 +1862,7 @@ impl Host {
                 }
             }
             Proto::Udp => match self.rules.udp_tables {
+                UdpTables::Hash2 if self.hash4(p, &mut x) => {}
                 UdpTables::Hash2 => {
                     let found = self.walk_addr(p, t.daddr, t.daddr, &mut x);
                     let connected = x
@@ -1841,6 +1905,31 @@ impl Host {
             });
         }
         x
+    }
+
+    /// The 4-tuple hash of connected UDP sockets (6.13+), looked up before
+    /// hash2: a socket connected to the packet's source, bound to its
+    /// destination, receives it (`udp4_lib_lookup4`, net/ipv4/udp.c;
+    /// `udp6_lib_lookup4`, net/ipv6/udp.c). Returns true when one matched.
+    fn hash4(&self, p: &Packet, x: &mut LookupExplain) -> bool {
+        if !self.rules.udp_connect_leaves_group {
+            return false;
+        }
+        let t = p.tuple;
+        let found = self.port_list.get(&(Proto::Udp, t.dport)).and_then(|l| {
+            l.iter().copied().find(|&i| {
+                let s = &self.socks[i].spec;
+                s.state == SockState::Connected
+                    && s.peer == Some(SocketAddr::new(t.saddr, t.sport))
+                    && as_v6(s.addr) == as_v6(t.daddr)
+                    && self.score(i, p, t.daddr) >= 0
+            })
+        });
+        if let Some(i) = found {
+            x.socket = Some(i);
+            x.reason = Some(LookupReason::BestScore { socket: i });
+        }
+        found.is_some()
     }
 
     /// BPF sk_lookup (5.9+). Returns true when it decided.

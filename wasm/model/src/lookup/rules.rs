@@ -105,6 +105,13 @@ pub struct LookupRules {
     /// `net/ipv4/udp.c`; the 5.10 and 6.1 profiles, read from late stable
     /// trees, carry it).
     pub udp_rescore: bool,
+    /// `connect()` on a UDP socket with a specific address puts it in the
+    /// 4-tuple hash and takes it out of its reuseport group, which keeps
+    /// `has_conns`; a later socket that matches it makes a new group with it
+    /// (`udp_lib_hash4`, net/ipv4/udp.c, 6.13: "udp: Add 4-tuple hash for
+    /// connected sockets"; `udp_reuseport_add_sock` joins the first match
+    /// in the port slot, the most recently bound).
+    pub udp_connect_leaves_group: bool,
     /// BPF `sk_lookup` runs before the tables (5.9, 1559b4aa1db4,
     /// `net/ipv4/inet_hashtables.c`, `net/ipv4/udp.c`).
     pub sk_lookup: bool,

@@ -58,6 +58,7 @@ pub const P3_9: Profile = Profile {
         cpu_bonus: false,
         udp_has_conns: false,
         udp_rescore: false,
+        udp_connect_leaves_group: false,
         sk_lookup: false,
         bind_needs_no_group: false,
         tcp_fast_strict: false,
@@ -330,7 +331,10 @@ pub const P6_12: Profile = Profile {
     ..P6_6
 };
 
-/// 6.15: TCP adds lport outside the hash (commit 9544d60a2605).
+/// 6.15: TCP adds lport outside the hash (commit 9544d60a2605). It also
+/// carries 6.13's 4-tuple hash of connected UDP sockets, which takes them
+/// out of their reuseport groups (`udp_lib_hash4`, net/ipv4/udp.c; no
+/// profile sits between 6.12 and 6.15).
 pub const P6_15: Profile = Profile {
     release: r(6, 15),
     basis: "mainline 6.15 (commit 9544d60a2605)",
@@ -338,6 +342,7 @@ pub const P6_15: Profile = Profile {
     tcp6: LportPlusJhash2,
     lookup: LookupRules {
         udp_bind_wildcard_hash2: true,
+        udp_connect_leaves_group: true,
         ..P6_12.lookup
     },
     ..P6_12

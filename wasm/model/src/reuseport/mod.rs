@@ -760,6 +760,26 @@ impl ReuseportGroup {
         Ok(Change::Unchanged)
     }
 
+    /// A member that is connected when it joins: a UDP socket that left its
+    /// group on `connect()` (6.13+) and is then the socket a later bind
+    /// matches, which makes a new group around it (`reuseport_add_sock`
+    /// calls `reuseport_alloc(sk2)`, net/core/sock_reuseport.c). Select by
+    /// hash skips it, and the new group's `has_conns` stays clear: only
+    /// `connect()` sets it.
+    pub fn join_connected(&mut self) -> Result<Change, GroupError> {
+        if self.proto != Proto::Udp {
+            return Err(GroupError::Unsupported {
+                what: "a connected member".into(),
+                why: "only UDP members connect; a TCP listener cannot".into(),
+            });
+        }
+        let change = self.join()?;
+        if let Some(m) = self.members.last_mut() {
+            m.connected = true;
+        }
+        Ok(change)
+    }
+
     /// The group's `incoming_cpu` counter: members in the group with
     /// SO_INCOMING_CPU set (`net/core/sock_reuseport.c`, 6.2).
     pub fn incoming_cpu_count(&self) -> u32 {
