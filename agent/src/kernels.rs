@@ -339,6 +339,12 @@ pub struct KernelRow {
     pub layouts_expected: usize,
     /// Per layout recorded in the guest and checked on the host.
     pub layouts: Vec<LayoutCheck>,
+    /// Random layouts (`--layouts N`) to build in the guest; 0: none.
+    #[serde(default)]
+    pub random_layouts_expected: u32,
+    /// The guest's answers for them, compared with the model on the host.
+    #[serde(default)]
+    pub random_layouts: Option<crate::layouts::LayoutsAgreement>,
     /// Connections and datagrams recorded in the guest.
     pub events: usize,
     /// Predicted on the host (the events not used to recover the key).
@@ -367,6 +373,8 @@ impl KernelRow {
             booted: false,
             layouts_expected,
             layouts: Vec::new(),
+            random_layouts_expected: 0,
+            random_layouts: None,
             events: 0,
             tested: 0,
             agreed: 0,
@@ -416,6 +424,20 @@ impl KernelRow {
                     )
                 };
                 self.fail(Step::Check, what);
+            } else if self.random_layouts_expected > 0 {
+                let want = self.random_layouts_expected;
+                match &self.random_layouts {
+                    None => self.fail(Step::Check, "the random layouts were not compared"),
+                    Some(r) if r.layouts != want || r.agreed != r.layouts => {
+                        let first = r.disagreements.first().map_or("", String::as_str);
+                        let what = format!(
+                            "random layouts: the model agreed on {} of {} ({want} asked for); {first}",
+                            r.agreed, r.layouts
+                        );
+                        self.fail(Step::Check, what);
+                    }
+                    Some(_) => {}
+                }
             }
         }
         self.verified = self.failure.is_none()
@@ -424,7 +446,11 @@ impl KernelRow {
             && self.layouts_expected > 0
             && self.layouts.len() == self.layouts_expected
             && self.tested > 0
-            && self.agreed == self.tested;
+            && self.agreed == self.tested
+            && (self.random_layouts_expected == 0
+                || self.random_layouts.as_ref().is_some_and(|r| {
+                    r.layouts == self.random_layouts_expected && r.agreed == r.layouts
+                }));
     }
 }
 
@@ -1583,6 +1609,34 @@ pub fn write_table(rows: &[KernelRow], out: &mut dyn Write) -> std::io::Result<(
     Ok(())
 }
 
+/// The name of the random layouts' section in the guest's output.
+pub const RANDOM_LAYOUTS: &str = "random-layouts";
+
+/// Compares the random layouts' answers the guest wrote with the model for
+/// the guest's release, and settles the row again.
+fn check_random(row: &mut KernelRow, guest: &GuestRun, seed: u64) {
+    let out = parse_guest_output(&guest.output);
+    let release = row.release.clone().unwrap_or_default();
+    let result = match out.traces.iter().find(|(n, _)| n == RANDOM_LAYOUTS) {
+        None => Err((
+            Step::Record,
+            "random layouts: the guest did not run them".to_string(),
+        )),
+        Some((_, Err(e))) => Err((Step::Record, format!("random layouts: {e}"))),
+        Some((_, Ok(text))) => reuseport_model::Profile::for_release(&release)
+            .map_err(|e| e.to_string())
+            .and_then(|p| {
+                crate::layouts::check_kernel_answers(p, text, seed, row.random_layouts_expected)
+            })
+            .map_err(|e| (Step::Check, format!("random layouts: {e}"))),
+    };
+    match result {
+        Ok(a) => row.random_layouts = Some(a),
+        Err((step, e)) => row.fail(step, e),
+    }
+    row.settle();
+}
+
 /// Runs `verify --kernels`: a row per kernel, the table (or the record as
 /// JSON with `--json`) on `out`, progress on `err`. The record says
 /// `verified` only for kernels that booted and agreed.
@@ -1605,7 +1659,28 @@ pub fn run(
         .iter()
         .map(|l| (l.name().to_string(), l.record_args(count, verify.seed)))
         .collect();
-    let names: Vec<&str> = layouts.iter().map(|(n, _)| n.as_str()).collect();
+    let names: Vec<String> = layouts.iter().map(|(n, _)| n.clone()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    // `--layouts N`: N random layouts too, built in the guest, compared here.
+    let random = match &verify.layouts {
+        Some(crate::verify::LayoutsArg::Random(n)) => *n,
+        _ => 0,
+    };
+    let mut layouts = layouts;
+    if random > 0 {
+        let args = [
+            "verify",
+            "--layouts",
+            &random.to_string(),
+            "--seed",
+            &verify.seed.to_string(),
+            "--kernel-answers",
+        ];
+        layouts.push((
+            RANDOM_LAYOUTS.to_string(),
+            args.iter().map(|a| a.to_string()).collect(),
+        ));
+    }
     let io = |what: &str| {
         let what = what.to_string();
         move |source| KernelsError::Io { what, source }
@@ -1618,7 +1693,8 @@ pub fn run(
     // Built once for all kernels; a failure fails every row at that step.
     let mut shared: Option<Result<PathBuf, String>> = None;
     for req in &reqs {
-        let mut row = KernelRow::new(req, layouts.len());
+        let mut row = KernelRow::new(req, names.len());
+        row.random_layouts_expected = random;
         let dir = runs.join(&req.suite);
         let _ = fs::remove_dir_all(&dir);
         let _ = fs::create_dir_all(&dir);
@@ -1678,6 +1754,9 @@ pub fn run(
             check_on_host(&path, verify, err)
         };
         assess(&mut row, &guest, &names, &mut check);
+        if random > 0 && row.booted {
+            check_random(&mut row, &guest, verify.seed);
+        }
         row.seconds.check = t2.elapsed().as_secs_f64();
         if row.verified {
             // The traces stay for inspection; the raw port output only repeats them.

@@ -10,9 +10,10 @@
 //! The per-boot hash secret is unknown here, so a lookup is compared by the
 //! set of sockets that can receive it: the sockets the model picks for 168
 //! packets from varied sources and ports, against the sockets the kernel
-//! handed `24 × that many` connections or datagrams to (at least 8). A
-//! socket one side never chose in that many tries cannot receive there (the
-//! chance of a miss by luck is below `7 × (6/7)^168`, 1e-10). Every probe
+//! handed connections or datagrams to, sent until `24 ×` the sockets seen so
+//! far (at least 8). A socket one side never chose in that many tries cannot
+//! receive there (the chance of a miss by luck is below `7 × (6/7)^168`,
+//! 1e-10). Every probe
 //! is sent from CPU [`PROBE_CPU`], which then receives it, so SO_INCOMING_CPU
 //! compares too.
 //!

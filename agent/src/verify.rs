@@ -140,7 +140,9 @@ pub struct VerifyArgs {
     /// Either curated group layouts to check, comma-separated (tcp-specific,
     /// tcp-wildcard, udp, udp-wildcard, closed, large; all by default), or a
     /// number N: the differential test of the lookup and bind rules on N
-    /// random layouts drawn from --seed (agent/src/layouts.rs).
+    /// random layouts drawn from --seed (agent/src/layouts.rs). With
+    /// --kernels, N random layouts are built in each guest besides the
+    /// curated ones, and their answers compared with the model here.
     #[arg(long, value_name = "N|NAMES", value_parser = layouts_arg)]
     pub layouts: Option<LayoutsArg>,
     /// Connections or datagrams recorded per layout.
