@@ -911,6 +911,12 @@ impl Host {
                 self.socks[i].spec.peer = Some(peer);
                 if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
                     let _ = self.groups[g].group.connect(m);
+                    if self.rules.udp_connect_leaves_group {
+                        // udp_lib_hash4 (6.13+): reuseport_detach_sock.
+                        let _ = self.groups[g].group.close(m);
+                        self.socks[i].group = None;
+                        self.socks[i].member = None;
+                    }
                 }
             }
             Proto::Tcp => self.socks[i].established = true,
