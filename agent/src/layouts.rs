@@ -87,7 +87,8 @@ fn v6_addrs() -> [Ipv6Addr; 5] {
 
 /// The peers connected UDP sockets are drawn with: local addresses no probe
 /// comes from (the probes' source ports are ephemeral, these are not).
-const V4_PEER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 5)), 4_001);
+const V4_PEER_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 5);
+const V4_PEER: SocketAddr = SocketAddr::new(IpAddr::V4(V4_PEER_IP), 4_001);
 const V6_PEER: SocketAddr = SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), 4_001);
 
 /// The receiving CPU of every probe: the prober pins itself there, and a
@@ -131,8 +132,15 @@ pub fn draw(rng: &mut Rng, port: u16) -> Layout {
             (Proto::Tcp, 0..=19) => SockState::Bound,
             (Proto::Tcp, 20..=29) if specific => SockState::TimeWait,
             (Proto::Udp, 0..=14) if specific => {
-                let native_v6 = matches!(addr, IpAddr::V6(a) if a.to_ipv4_mapped().is_none());
-                peer = Some(if native_v6 { V6_PEER } else { V4_PEER });
+                // A peer of the socket's family: an AF_INET6 socket on a
+                // v4-mapped address connects to the v4-mapped peer.
+                peer = Some(match addr {
+                    IpAddr::V6(a) if a.to_ipv4_mapped().is_none() => V6_PEER,
+                    _ if inet6 => {
+                        SocketAddr::new(IpAddr::V6(V4_PEER_IP.to_ipv6_mapped()), V4_PEER.port())
+                    }
+                    _ => V4_PEER,
+                });
                 SockState::Connected
             }
             _ => SockState::Listen,
@@ -809,14 +817,7 @@ mod kernel {
                             None
                         }
                         SockState::Connected if bound => {
-                            // The model's peers are IPv4 for v4-mapped sockets.
-                            let peer = s.peer.map(|p| match (s.family, p.ip()) {
-                                (Family::Inet6, IpAddr::V4(a)) => {
-                                    SocketAddr::new(a.to_ipv6_mapped().into(), p.port())
-                                }
-                                _ => p,
-                            });
-                            if let Some(p) = peer {
+                            if let Some(p) = s.peer {
                                 let _ = k.connect(&p.into());
                             }
                             Some(k)

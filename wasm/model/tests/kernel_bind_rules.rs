@@ -333,14 +333,21 @@ fn udp_wildcard_bind_past_ten_sees_specific_sockets_only_after_the_2026_fix() {
 // its head): the connected one, outside any group, so `reuseport_add_sock`
 // makes a new group of the two, whose `has_conns` is clear.
 
-/// The sockets that receive datagrams to `daddr` from 64 sources and ports.
+/// The sockets that receive datagrams to `daddr` from 64 sources and ports
+/// (IPv4 sources for an IPv4 or v4-mapped destination, else ::1).
 fn receivers(h: &Host, daddr: &str) -> std::collections::BTreeSet<usize> {
+    let native_v6 = matches!(daddr.parse::<std::net::IpAddr>().unwrap(),
+        std::net::IpAddr::V6(a) if a.to_ipv4_mapped().is_none());
     (0..64u16)
         .filter_map(|k| {
             let p = Packet {
                 proto: Proto::Udp,
                 tuple: Tuple {
-                    saddr: format!("127.0.{}.{}", k / 8, 1 + k % 8).parse().unwrap(),
+                    saddr: if native_v6 {
+                        "::1".parse().unwrap()
+                    } else {
+                        format!("127.0.{}.{}", k / 8, 1 + k % 8).parse().unwrap()
+                    },
                     sport: 40_000 + k,
                     daddr: daddr.parse().unwrap(),
                     dport: 9000,
@@ -383,4 +390,68 @@ fn udp_connect_leaves_the_group_from_6_13_so_the_next_bind_groups_with_the_conne
     // sockets 0 and 2 share the datagrams.
     let h = Host::build(profile(6, 12), &l).unwrap();
     assert_eq!(receivers(&h, "127.0.0.2"), [0, 2].into());
+}
+
+/// `n` UDP SO_REUSEPORT sockets on `addr`, socket `c` `connect()`ed to
+/// `peer` right after its bind.
+fn udp_with_connected(family: Family, addr: &str, n: usize, c: usize, peer: &str) -> Layout {
+    let socks = (0..n)
+        .map(|i| {
+            with(rp(sock(family, Proto::Udp, addr)), |s| {
+                if i == c {
+                    s.state = SockState::Connected;
+                    s.peer = Some(peer.parse().unwrap());
+                }
+            })
+        })
+        .collect();
+    layout(socks, None)
+}
+
+#[test]
+fn udp_inet6_bind_after_a_connect_joins_the_earlier_unconnected_group_as_the_slot_keeps_v6_at_its_tail(
+) {
+    // Recorded on 6.18.44 (2026-11-24, 300 datagrams from ephemeral ports
+    // of ::1 or 127.0.0.2 each): AF_INET6 on ::1 and on ::ffff:127.0.0.2,
+    // [SO_REUSEPORT] x n with socket `c` connect()ed. The sockets bound
+    // after the connected one share the datagrams with socket 0 (about
+    // evenly: one group without the connected socket), where AF_INET joins
+    // the connected socket's new group and socket 0 receives none.
+    let v6 = Family::Inet6;
+    for (addr, peer) in [
+        ("::1", "[::1]:4001"),
+        ("::ffff:127.0.0.2", "[::ffff:127.0.0.5]:4001"),
+    ] {
+        let h = Host::build(profile(6, 18), &udp_with_connected(v6, addr, 3, 1, peer)).unwrap();
+        assert_eq!(
+            receivers(&h, addr),
+            [0, 2].into(),
+            "{addr}: [0, 1 connected, 2]"
+        );
+        let h = Host::build(profile(6, 18), &udp_with_connected(v6, addr, 4, 1, peer)).unwrap();
+        assert_eq!(
+            receivers(&h, addr),
+            [0, 2, 3].into(),
+            "{addr}: [0, 1 connected, 2, 3]"
+        );
+        let h = Host::build(profile(6, 18), &udp_with_connected(v6, addr, 4, 2, peer)).unwrap();
+        assert_eq!(
+            receivers(&h, addr),
+            [0, 1, 3].into(),
+            "{addr}: [0, 1, 2 connected, 3]"
+        );
+    }
+    let v4 = |n, c| udp_with_connected(V4, "127.0.0.2", n, c, "127.0.0.5:4001");
+    let h = Host::build(profile(6, 18), &v4(4, 1)).unwrap();
+    assert_eq!(
+        receivers(&h, "127.0.0.2"),
+        [2, 3].into(),
+        "AF_INET [0, 1 connected, 2, 3]"
+    );
+    let h = Host::build(profile(6, 18), &v4(4, 2)).unwrap();
+    assert_eq!(
+        receivers(&h, "127.0.0.2"),
+        [3].into(),
+        "AF_INET [0, 1, 2 connected, 3]"
+    );
 }

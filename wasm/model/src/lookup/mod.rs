@@ -894,7 +894,12 @@ impl Host {
                 // Its bind failed: connect() would bind an ephemeral port.
                 let any = unspecified_of(sock.spec.family);
                 if self.ephemeral.is_none() {
-                    return Ok(self.bind(i, any, 0));
+                    // The socket's bind answer stays its own bind() call's;
+                    // the autobind's refusal is connect()'s answer.
+                    let bind_answer = sock.bind_refusal.clone();
+                    let r = self.bind(i, any, 0);
+                    self.socks[i].bind_refusal = bind_answer;
+                    return Ok(r);
                 }
             }
             return Err(LayoutError::Call {
@@ -1633,16 +1638,32 @@ impl Host {
     }
 
     /// The group UDP socket `i` joins when connected sockets leave theirs
-    /// (6.13+): that of the most recently bound socket it matches
-    /// (`udp_reuseport_add_sock` walks the port slot from its head,
-    /// net/ipv4/udp.c); a match outside any group gets a new one with itself
-    /// as the first member (`reuseport_add_sock`, net/core/sock_reuseport.c).
+    /// (6.13+): that of the first socket it matches as
+    /// `udp_reuseport_add_sock` walks the port slot from its head
+    /// (net/ipv4/udp.c). `udp_lib_get_port` puts AF_INET6 SO_REUSEPORT
+    /// sockets at the slot's tail (4.6, d894ba18d4e4: `v6_reuseport_tail`)
+    /// and others at its head, so the walk meets AF_INET matches newest bind
+    /// first and AF_INET6 ones (v4-mapped too) oldest first: an AF_INET6
+    /// socket bound after a `connect()`ed one joins the earlier unconnected
+    /// sockets' group, an AF_INET one the connected socket (recorded on
+    /// 6.18.44; kernel_bind_rules.rs). A match outside any group gets a new
+    /// one with itself as the first member (`reuseport_add_sock`,
+    /// net/core/sock_reuseport.c).
     fn udp_group_to_join(&mut self, i: usize, keys: Keys) -> Option<usize> {
         let spec = self.socks[i].spec.clone();
-        let j = (0..self.socks.len()).rev().find(|&j| {
-            let o = &self.socks[j];
-            j != i && o.bound && !o.closed && o.listening && same_group(&o.spec, &spec)
-        })?;
+        let mut matches: Vec<usize> = (0..self.socks.len())
+            .filter(|&j| {
+                let o = &self.socks[j];
+                j != i && o.bound && !o.closed && o.listening && same_group(&o.spec, &spec)
+            })
+            .collect();
+        matches.sort_by_key(|&j| self.socks[j].bind_seq);
+        let at_tail = self.rules.v6_reuseport_tail && spec.family == Family::Inet6;
+        let j = if at_tail {
+            matches.first().copied()
+        } else {
+            matches.last().copied()
+        }?;
         if let Some(g) = self.socks[j].group {
             return Some(g);
         }
