@@ -439,7 +439,8 @@ mod tests {
             Profile::for_release("5.15.0-91-generic").unwrap().release,
             r(5, 15)
         );
-        assert_eq!(Profile::for_release("6.14.2").unwrap().release, r(6, 12));
+        assert_eq!(Profile::for_release("6.14.2").unwrap().release, r(6, 13));
+        assert_eq!(Profile::for_release("6.12.80").unwrap().release, r(6, 12));
         assert_eq!(Profile::for_release("4.19.0").unwrap().release, r(4, 19));
         assert_eq!(Profile::for_release("4.18.5").unwrap().release, r(4, 17));
         assert_eq!(Profile::for_release("8.0.1").unwrap().release, r(7, 2));

@@ -331,21 +331,28 @@ pub const P6_12: Profile = Profile {
     ..P6_6
 };
 
-/// 6.15: TCP adds lport outside the hash (commit 9544d60a2605). It also
-/// carries 6.13's 4-tuple hash of connected UDP sockets, which takes them
-/// out of their reuseport groups (`udp_lib_hash4`, net/ipv4/udp.c; no
-/// profile sits between 6.12 and 6.15).
+/// 6.13: connected UDP sockets get a 4-tuple hash, and `connect()` takes a
+/// socket with a specific address out of its reuseport group
+/// (`udp_lib_hash4` -> `reuseport_detach_sock`, net/ipv4/udp.c; commit
+/// 78c91ae2c6de, "ipv4/udp: Add 4-tuple hash for connected socket", and its
+/// IPv6 half in the same series). Mainline, so without the 6.12.80 bind fix.
+pub const P6_13: Profile = Profile {
+    release: r(6, 13),
+    basis: "mainline 6.13 (commit 78c91ae2c6de)",
+    lookup: LookupRules {
+        udp_connect_leaves_group: true,
+        ..P6_6.lookup
+    },
+    ..P6_6
+};
+
+/// 6.15: TCP adds lport outside the hash (commit 9544d60a2605).
 pub const P6_15: Profile = Profile {
     release: r(6, 15),
     basis: "mainline 6.15 (commit 9544d60a2605)",
     tcp4: LportPlus,
     tcp6: LportPlusJhash2,
-    lookup: LookupRules {
-        udp_bind_wildcard_hash2: true,
-        udp_connect_leaves_group: true,
-        ..P6_12.lookup
-    },
-    ..P6_12
+    ..P6_13
 };
 
 /// 6.18: the 6.15 rules, measured on this project's machine, and the UDP
@@ -372,5 +379,5 @@ pub const P7_2: Profile = Profile {
 /// Every profile, oldest first.
 pub static PROFILES: &[Profile] = &[
     P3_9, P3_13, P4_1, P4_4, P4_5, P4_6, P4_17, P4_19, P5_0, P5_4, P5_10, P5_14, P5_15, P6_1, P6_2,
-    P6_5, P6_6, P6_12, P6_15, P6_18, P7_2,
+    P6_5, P6_6, P6_12, P6_13, P6_15, P6_18, P7_2,
 ];
