@@ -41,7 +41,8 @@ mod tests {
     fn releases_map_to_profiles() {
         assert_eq!(resolve("6.18").unwrap().release.to_string(), "6.18");
         assert_eq!(resolve("6.18.44-fc").unwrap().release.to_string(), "6.18");
-        assert_eq!(resolve("6.14").unwrap().release.to_string(), "6.12");
+        assert_eq!(resolve("6.14").unwrap().release.to_string(), "6.13");
+        assert_eq!(resolve("6.12.80").unwrap().release.to_string(), "6.12");
         assert_eq!(resolve("5.19.3").unwrap().release.to_string(), "5.15");
     }
 
