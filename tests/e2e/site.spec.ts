@@ -188,6 +188,15 @@ test('on a phone the trace viewer breaks the recording command between arguments
   await page.close();
 });
 
+test('the Chinese search says its results in Chinese', async ({ page }) => {
+  // Pagefind's result line read "2 results for 哈希" on the Chinese pages.
+  await page.goto('./zh-cn/hash/');
+  await page.locator('site-search button[data-open-modal]').first().click();
+  await page.locator('#starlight__search input').fill('密钥');
+  const message = page.locator('#starlight__search .pagefind-ui__message');
+  await expect(message).toHaveText(/^找到 \d+ 个 密钥 的相关结果$/, { timeout: 15_000 });
+});
+
 /** The CPU count the benchmark file was recorded on. */
 function readBenchCpus(): number {
   return (JSON.parse(readFileSync('public/traces/bench-fork-vs-reuseport.json', 'utf8')) as { nproc: number }).nproc;
