@@ -294,6 +294,80 @@ mod kernel {
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) > 0 }
     }
 
+    /// One TCP connection from `src` to `daddr:port`: which of the
+    /// listeners `receiving` names (indexes into `socks`) has it in its
+    /// accept queue within `wait`. The connection is accepted and both ends
+    /// are closed with a reset, so no TIME_WAIT is left.
+    pub fn probe_tcp(
+        socks: &[Option<Socket>],
+        receiving: &[usize],
+        src: IpAddr,
+        daddr: IpAddr,
+        port: u16,
+        wait: Duration,
+    ) -> Option<usize> {
+        let c = client(src, Type::STREAM)?;
+        c.set_read_timeout(Some(wait)).ok()?;
+        if c.connect(&SocketAddr::new(daddr, port).into()).is_err() {
+            return None;
+        }
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline {
+            for &i in receiving {
+                if let Some(s) = &socks[i] {
+                    if let Ok((a, _)) = s.accept() {
+                        let _ = a.set_linger(Some(Duration::ZERO));
+                        return Some(i);
+                    }
+                }
+            }
+            wait_readable(socks, receiving, 50);
+        }
+        None
+    }
+
+    /// One UDP datagram from `src` to `daddr:port`, carrying a tag no
+    /// other probe of this process carries: which of the sockets
+    /// `receiving` names (indexes into `socks`) reads it within `wait`.
+    /// Datagrams of earlier probes still queued are read and passed over.
+    pub fn probe_udp(
+        socks: &[Option<Socket>],
+        receiving: &[usize],
+        src: IpAddr,
+        daddr: IpAddr,
+        port: u16,
+        wait: Duration,
+    ) -> Option<usize> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        let tag = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let c = client(src, Type::DGRAM)?;
+        c.send_to(&tag.to_be_bytes(), &SocketAddr::new(daddr, port).into())
+            .ok()?;
+        let deadline = Instant::now() + wait;
+        loop {
+            for &i in receiving {
+                if let Some(s) = &socks[i] {
+                    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 8];
+                    while let Ok(n) = s.recv(&mut buf) {
+                        // SAFETY: recv initialised the first n bytes.
+                        let b: Vec<u8> = buf[..n]
+                            .iter()
+                            .map(|x| unsafe { x.assume_init() })
+                            .collect();
+                        if b == tag.to_be_bytes() {
+                            return Some(i);
+                        }
+                    }
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            wait_readable(socks, receiving, left.as_millis().max(1) as i32);
+        }
+    }
+
     impl KernelRun {
         fn receivers(&self, proto: Proto) -> Vec<usize> {
             (0..self.socks.len())
@@ -313,74 +387,8 @@ mod kernel {
         ) -> Option<usize> {
             let receiving = self.receivers(proto);
             match proto {
-                Proto::Tcp => self.probe_tcp(&receiving, src, daddr, port, wait),
-                Proto::Udp => self.probe_udp(&receiving, src, daddr, port, wait),
-            }
-        }
-
-        fn probe_tcp(
-            &self,
-            receiving: &[usize],
-            src: IpAddr,
-            daddr: IpAddr,
-            port: u16,
-            wait: Duration,
-        ) -> Option<usize> {
-            let c = client(src, Type::STREAM)?;
-            c.set_read_timeout(Some(wait)).ok()?;
-            if c.connect(&SocketAddr::new(daddr, port).into()).is_err() {
-                return None;
-            }
-            let deadline = Instant::now() + wait;
-            while Instant::now() < deadline {
-                for &i in receiving {
-                    if let Some(s) = &self.socks[i] {
-                        if let Ok((a, _)) = s.accept() {
-                            let _ = a.set_linger(Some(Duration::ZERO));
-                            return Some(i);
-                        }
-                    }
-                }
-                wait_readable(&self.socks, receiving, 50);
-            }
-            None
-        }
-
-        fn probe_udp(
-            &self,
-            receiving: &[usize],
-            src: IpAddr,
-            daddr: IpAddr,
-            port: u16,
-            wait: Duration,
-        ) -> Option<usize> {
-            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
-            let tag = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let c = client(src, Type::DGRAM)?;
-            c.send_to(&tag.to_be_bytes(), &SocketAddr::new(daddr, port).into())
-                .ok()?;
-            let deadline = Instant::now() + wait;
-            loop {
-                for &i in receiving {
-                    if let Some(s) = &self.socks[i] {
-                        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 8];
-                        while let Ok(n) = s.recv(&mut buf) {
-                            // SAFETY: recv initialised the first n bytes.
-                            let b: Vec<u8> = buf[..n]
-                                .iter()
-                                .map(|x| unsafe { x.assume_init() })
-                                .collect();
-                            if b == tag.to_be_bytes() {
-                                return Some(i);
-                            }
-                        }
-                    }
-                }
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return None;
-                }
-                wait_readable(&self.socks, receiving, left.as_millis().max(1) as i32);
+                Proto::Tcp => probe_tcp(&self.socks, &receiving, src, daddr, port, wait),
+                Proto::Udp => probe_udp(&self.socks, &receiving, src, daddr, port, wait),
             }
         }
 

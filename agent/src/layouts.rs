@@ -719,7 +719,7 @@ mod kernel {
         e.raw_os_error().unwrap_or(libc::EIO)
     }
 
-    use crate::calllog::{client, private_netns, wait_readable};
+    use crate::calllog::{private_netns, probe_tcp, probe_udp};
 
     /// Whether nothing holds `port` (checked outside a private namespace).
     fn port_free(port: u16) -> bool {
@@ -868,8 +868,15 @@ mod kernel {
                 let src = source(daddr, t);
                 t += 1;
                 let r = match proto {
-                    Proto::Tcp => probe_tcp(&socks, &receiving, src, daddr, port),
-                    Proto::Udp => probe_udp(&socks, &receiving, src, daddr, port, !got.is_empty()),
+                    Proto::Tcp => {
+                        probe_tcp(&socks, &receiving, src, daddr, port, Duration::from_secs(1))
+                    }
+                    Proto::Udp => {
+                        // Once a socket here has received, a datagram is due:
+                        // wait for it; before that, briefly.
+                        let wait = Duration::from_millis(if !got.is_empty() { 250 } else { 30 });
+                        probe_udp(&socks, &receiving, src, daddr, port, wait)
+                    }
                 };
                 match r {
                     Some(i) => {
@@ -969,75 +976,6 @@ mod kernel {
                 "verify --layouts: leaving a TIME_WAIT socket on {}: {e}",
                 s.addr
             );
-        }
-    }
-
-    /// One connection: which listener's accept queue it lands in.
-    fn probe_tcp(
-        socks: &[Option<Socket>],
-        receiving: &[usize],
-        src: IpAddr,
-        daddr: IpAddr,
-        port: u16,
-    ) -> Option<usize> {
-        let c = client(src, Type::STREAM)?;
-        c.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
-        if c.connect(&SocketAddr::new(daddr, port).into()).is_err() {
-            return None;
-        }
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while Instant::now() < deadline {
-            for &i in receiving {
-                if let Some(s) = &socks[i] {
-                    if let Ok((a, _)) = s.accept() {
-                        let _ = a.set_linger(Some(Duration::ZERO));
-                        return Some(i);
-                    }
-                }
-            }
-            wait_readable(socks, receiving, 50);
-        }
-        None
-    }
-
-    /// One datagram: which socket reads it.
-    fn probe_udp(
-        socks: &[Option<Socket>],
-        receiving: &[usize],
-        src: IpAddr,
-        daddr: IpAddr,
-        port: u16,
-        expect_one: bool,
-    ) -> Option<usize> {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
-        let tag = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let c = client(src, Type::DGRAM)?;
-        c.send_to(&tag.to_be_bytes(), &SocketAddr::new(daddr, port).into())
-            .ok()?;
-        // Loopback delivers before send_to returns; the wait is a margin.
-        let wait = Duration::from_millis(if expect_one { 250 } else { 60 });
-        let deadline = Instant::now() + wait;
-        loop {
-            for &i in receiving {
-                if let Some(s) = &socks[i] {
-                    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 8];
-                    while let Ok(n) = s.recv(&mut buf) {
-                        // SAFETY: recv initialised the first n bytes.
-                        let b: Vec<u8> = buf[..n]
-                            .iter()
-                            .map(|x| unsafe { x.assume_init() })
-                            .collect();
-                        if b == tag.to_be_bytes() {
-                            return Some(i);
-                        }
-                    }
-                }
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            wait_readable(socks, receiving, left.as_millis().max(1) as i32);
         }
     }
 
