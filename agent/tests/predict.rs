@@ -52,7 +52,7 @@ fn ipv4_reference_vectors_per_era() {
     assert_eq!(initval, "0xacf13568");
     // (kernel, secret, profile shown, hash, listener of 8)
     let cases = [
-        ("6.14", initval.as_str(), "6.12", "0x8c07df78", 4),
+        ("6.14", initval.as_str(), "6.13", "0x8c07df78", 4),
         ("6.12", initval.as_str(), "6.12", "0x8c07df78", 4),
         ("6.15", initval.as_str(), "6.15", "0xc3b545b8", 6),
         ("6.18", initval.as_str(), "6.18", "0xc3b545b8", 6),
