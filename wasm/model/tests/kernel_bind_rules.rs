@@ -455,3 +455,42 @@ fn udp_inet6_bind_after_a_connect_joins_the_earlier_unconnected_group_as_the_slo
         "AF_INET [0, 1, 2 connected, 3]"
     );
 }
+
+#[test]
+fn tcp_mapped_bind_misses_a_mapped_wildcard_socket_in_debian_6_1_only() {
+    // [AF_INET6 ::ffff:0.0.0.0, bound], [AF_INET6 ::ffff:127.0.0.1
+    // SO_REUSEPORT]: Debian 6.1.176 booted under QEMU let the second bind
+    // succeed (verify --kernels 6.1 --layouts 200, seed 11, drawn layout
+    // 188); its bhash2 wildcard check matches an AF_INET6 bucket only at `::`
+    // (inet_bind2_bucket_match_addr_any, net/ipv4/inet_hashtables.c in
+    // 6.1.192). 6.18.44 refuses it (measured by hand, 2026-11-24).
+    let l = layout(
+        vec![
+            with(sock(Family::Inet6, Proto::Tcp, "::ffff:0.0.0.0"), |s| {
+                s.state = SockState::Bound
+            }),
+            rp(sock(Family::Inet6, Proto::Tcp, "::ffff:127.0.0.1")),
+        ],
+        None,
+    );
+    let h = Host::build(profile(6, 1), &l).unwrap();
+    assert_eq!(binds(&h), [None, None]);
+    // listen() runs the same check (inet_csk_get_port): 6.1.176 let socket
+    // 1 listen and receive the connections to 127.0.0.1.
+    assert_eq!(listens(&h), [None, None]);
+    let h = Host::build(profile(6, 18), &l).unwrap();
+    assert_eq!(binds(&h), [None, Some(Errno::Eaddrinuse)]);
+    // An AF_INET socket on 127.0.0.1 is still refused in 6.1: a bucket of
+    // the other family matches at ::ffff:0.0.0.0.
+    let l4 = layout(
+        vec![
+            with(sock(Family::Inet6, Proto::Tcp, "::ffff:0.0.0.0"), |s| {
+                s.state = SockState::Bound
+            }),
+            rp(sock(V4, Proto::Tcp, "127.0.0.1")),
+        ],
+        None,
+    );
+    let h = Host::build(profile(6, 1), &l4).unwrap();
+    assert_eq!(binds(&h), [None, Some(Errno::Eaddrinuse)]);
+}

@@ -1149,6 +1149,9 @@ impl Host {
                 if !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
                     continue;
                 }
+                if s.proto == Proto::Tcp && self.mapped_any_unseen(s, e) {
+                    continue;
+                }
                 if first_decides {
                     // udp_lib_lport_inuse (4.5+): the first socket without the
                     // SO_REUSEADDR exemption decides, and the walk of this slot
@@ -1423,6 +1426,9 @@ impl Host {
             if j == i || !o.bound || !devices_compatible(s, e) || !overlaps(s, e) {
                 continue;
             }
+            if self.mapped_any_unseen(s, e) {
+                continue;
+            }
             let allowed = (s.reuseaddr && e.reuseaddr && !o.listening)
                 || (s.reuseport
                     && e.reuseport
@@ -1442,6 +1448,17 @@ impl Host {
             }
         }
         None
+    }
+
+    /// A TCP `bind()` or `listen()` of `s` that does not see `e`, an
+    /// AF_INET6 socket on `::ffff:0.0.0.0` (`inet_csk_get_port` runs the
+    /// same bhash2 check at both; see
+    /// [`LookupRules::tcp_bind_mapped_any_unseen`]).
+    fn mapped_any_unseen(&self, s: &SocketSpec, e: &SocketSpec) -> bool {
+        self.rules.tcp_bind_mapped_any_unseen
+            && mapped_specific(s)
+            && e.family == Family::Inet6
+            && as_v6(e.addr) == Ipv4Addr::UNSPECIFIED.to_ipv6_mapped()
     }
 
     /// Socket `i` owns a reuseport group of its own before joining one (a
@@ -2286,4 +2303,12 @@ impl Host {
             },
         ))
     }
+}
+
+/// An AF_INET6 socket on a v4-mapped address other than `::ffff:0.0.0.0`.
+fn mapped_specific(s: &SocketSpec) -> bool {
+    s.family == Family::Inet6
+        && as_v6(s.addr)
+            .to_ipv4_mapped()
+            .is_some_and(|a| !a.is_unspecified())
 }

@@ -153,6 +153,16 @@ pub struct LookupRules {
     /// (`inet_use_hash2_on_bind`; 2026, stable 6.1.168 and 6.12.80; on
     /// 6.18.44 as measured), after which a wildcard bind walks the port slot.
     pub udp_bind_wildcard_hash2: bool,
+    /// TCP bind of an AF_INET6 socket to a specific v4-mapped address does
+    /// not see AF_INET6 sockets bound to `::ffff:0.0.0.0`: the bind takes
+    /// the bhash2 path (`inet_use_hash2_on_bind`), and the wildcard check
+    /// (`inet_bhash2_addr_any_conflict` -> `inet_bind2_bucket_match_addr_any`,
+    /// net/ipv4/inet_hashtables.c) matches an AF_INET6 bucket only when its
+    /// address is `::`. Debian 6.1.192's source; measured in Debian 6.1.176
+    /// booted under QEMU (verify --kernels --layouts). Mainline fixed it when
+    /// the bucket learnt its address type (6.5, `tb->addr_type`), and 6.12
+    /// matches `IPV6_ADDR_MAPPED` buckets with address 0.
+    pub tcp_bind_mapped_any_unseen: bool,
 }
 
 impl LookupRules {

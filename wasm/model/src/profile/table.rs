@@ -65,6 +65,7 @@ pub const P3_9: Profile = Profile {
         tcp_fast_sk_wildcard: true,
         udp_first_overlap_decides: false,
         udp_bind_wildcard_hash2: true,
+        tcp_bind_mapped_any_unseen: false,
     },
     notes: &[],
 };
@@ -275,6 +276,7 @@ pub const P6_1: Profile = Profile {
     lookup: LookupRules {
         udp_rescore: true,
         udp_bind_wildcard_hash2: false,
+        tcp_bind_mapped_any_unseen: true,
         ..P5_15.lookup
     },
     notes: &[EraNote::StableIncomingCpuRing],
@@ -291,6 +293,9 @@ pub const P6_2: Profile = Profile {
     lookup: LookupRules {
         udp_rescore: false,
         udp_bind_wildcard_hash2: true,
+        // Mainline 6.2 to 6.4 had wider bhash2 bind regressions (fixed in
+        // 6.3 and 6.5); they are not modelled.
+        tcp_bind_mapped_any_unseen: false,
         ..P6_1.lookup
     },
     notes: &[],
