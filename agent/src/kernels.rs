@@ -1820,8 +1820,13 @@ pub fn run(
             accel: args.accel.name().into(),
         },
         method: format!(
-            "Each Debian kernel image was booted under QEMU with a busybox initramfs; inside it, reuseport-agent record (static, musl) recorded {count} connections or datagrams per layout over loopback. On the host, the hash key was recovered from the first {} events of each trace by trying all 2^32 values, and the model predicted the rest.",
-            verify.train
+            "Each Debian kernel image was booted under QEMU with a busybox initramfs; inside it, reuseport-agent record (static, musl) recorded {count} connections or datagrams per layout over loopback. On the host, the hash key was recovered from the first {} events of each trace by trying all 2^32 values, and the model predicted the rest.{}",
+            verify.train,
+            if random > 0 {
+                format!(" In each guest {random} random layouts (seed {}, agent/src/layouts.rs) were also built in a private network namespace; their bind() and listen() answers and the sockets that received connections and datagrams from several loopback sources were compared on the host with the model for the guest's release.", verify.seed)
+            } else {
+                String::new()
+            }
         ),
         profiles: profile_evidence(&rows, Some(&host_release)),
         kernels: rows,
