@@ -1,3 +1,4 @@
+// Over 800 lines on purpose: the visualizer's words as two tables, English and Chinese, side by side; data per language, no logic to split.
 /** The dispatch visualizer's interface words, once per language (chosen from the page's `lang`). */
 import { langOf, say } from '../model/messages';
 import type { DispatchEvent, EventWhat, NoTaker } from '../scene/dispatch/events';
