@@ -563,6 +563,18 @@ impl Simulation {
         wk.state == WState::Idle && wk.accepting && wk.queue == Some(q)
     }
 
+    /// Wakes the one worker waiting on `q` that comes first in `order`
+    /// (none when no one waits).
+    fn wake_first_by(&mut self, q: u32, order: fn(&Worker) -> u64) {
+        let n = self.workers.len() as u32;
+        if let Some(w) = (0..n)
+            .filter(|&w| self.waits_on(w, q))
+            .min_by_key(|&w| order(&self.workers[w as usize]))
+        {
+            self.wake_to_accept(w);
+        }
+    }
+
     /// A connection was queued on `q`: wake whom the accept model wakes.
     fn notify(&mut self, q: u32) {
         let n = self.workers.len() as u32;
@@ -570,12 +582,7 @@ impl Simulation {
             // inet_csk_wait_for_connect: exclusive waiters, the longest
             // asleep first (net/ipv4/inet_connection_sock.c).
             AcceptModel::Blocking => {
-                if let Some(w) = (0..n)
-                    .filter(|&w| self.waits_on(w, q))
-                    .min_by_key(|&w| self.workers[w as usize].idle_seq)
-                {
-                    self.wake_to_accept(w);
-                }
+                self.wake_first_by(q, |wk| wk.idle_seq);
             }
             // Non-exclusive epoll entries: every one is woken (fs/eventpoll.c).
             AcceptModel::Epoll => {
@@ -588,12 +595,7 @@ impl Simulation {
             // EPOLLEXCLUSIVE: entries in registration order, stop at the
             // first with a sleeper (fs/eventpoll.c, 4.5).
             AcceptModel::EpollExclusive => {
-                if let Some(w) = (0..n)
-                    .filter(|&w| self.waits_on(w, q))
-                    .min_by_key(|&w| self.workers[w as usize].reg_seq)
-                {
-                    self.wake_to_accept(w);
-                }
+                self.wake_first_by(q, |wk| wk.reg_seq);
             }
             AcceptModel::AcceptMutex => {
                 if let Some(h) = self.holder {
