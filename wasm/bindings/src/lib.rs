@@ -166,6 +166,16 @@ struct GroupConfig {
     group: GroupSpec,
 }
 
+impl GroupConfig {
+    /// The group that `{ kernel, group: GroupSpec }` describes, as both
+    /// [`WasmGroup`] and the key search's plan start from it.
+    fn build(config: JsValue) -> JsResult<ReuseportGroup> {
+        let cfg: GroupConfig = from_js(config, "group configuration")?;
+        let profile = Profile::resolve(&cfg.kernel, None).js()?;
+        ReuseportGroup::build(profile, &cfg.group).js()
+    }
+}
+
 /// One line's answer in [`WasmGroup::explain_text`] (TypeScript: `LineAnswer`).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -190,10 +200,9 @@ impl WasmGroup {
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "GroupConfig")] config: JsValue,
     ) -> JsResult<WasmGroup> {
-        let cfg: GroupConfig = from_js(config, "group configuration")?;
-        let profile = Profile::resolve(&cfg.kernel, None).js()?;
-        let inner = ReuseportGroup::build(profile, &cfg.group).js()?;
-        Ok(WasmGroup { inner })
+        Ok(WasmGroup {
+            inner: GroupConfig::build(config)?,
+        })
     }
 
     /// The full path of one packet (`Tuple` in, `Explain` out).
@@ -532,9 +541,7 @@ impl WasmRecovery {
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "GroupConfig")] config: JsValue,
     ) -> JsResult<WasmRecovery> {
-        let cfg: GroupConfig = from_js(config, "group configuration")?;
-        let profile = Profile::resolve(&cfg.kernel, None).js()?;
-        let group = ReuseportGroup::build(profile, &cfg.group).js()?;
+        let group = GroupConfig::build(config)?;
         Ok(WasmRecovery {
             plan: reuseport_model::recover::Plan::new(&group).js()?,
         })
