@@ -33,6 +33,14 @@ export async function servePreview(root, path = '/', outDir = 'dist') {
     stdio: 'ignore',
     detached: true,
   });
+  return answering(server, port, path);
+}
+
+/**
+ * Waits (up to 30 s) until the server just spawned, in its own process group, answers `path` on `port`;
+ * returns its base URL and a stop function that ends the whole group (the server is stopped if it never answers).
+ */
+async function answering(server, port, path) {
   const base = `http://127.0.0.1:${port}`;
   const stop = () => {
     try {
@@ -80,17 +88,5 @@ export async function serveCompressed(dir) {
   if (!existsSync(`${dir}/index.html`)) throw new Error(`${dir} holds no built site (no index.html): build it first, or leave out --no-build`);
   const port = await freePort();
   const server = spawn(process.execPath, [new URL('./serve-gzip.mjs', import.meta.url).pathname, dir, String(port)], { stdio: 'ignore', detached: true });
-  const base = `http://127.0.0.1:${port}`;
-  const stop = () => {
-    try {
-      process.kill(-server.pid);
-    } catch {}
-  };
-  try {
-    await waitFor(`${base}/`, 30_000);
-  } catch (e) {
-    stop();
-    throw e;
-  }
-  return { base, stop };
+  return answering(server, port, '/');
 }

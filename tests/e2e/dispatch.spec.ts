@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
+import { framesInASecond } from './frames';
 
 const SECRET = '0x5eed1234';
 const CLIENTS = Array.from({ length: 60 }, (_, i) => `198.51.100.${((i * 7) % 250) + 2} ${33000 + i * 131}`);
@@ -746,21 +747,7 @@ test('bad values in the page URL are named, their defaults stand, and the page k
   await expect(w.locator('.rl-dv-summary')).toContainText('8 listening members');
   await expect(w.locator('.rl-dv-summary')).toContainText('200 clients');
   // Responsive: the frame clock keeps ticking and a click is answered at once.
-  const frames = () =>
-    page.evaluate(
-      () =>
-        new Promise<number>((r) => {
-          let n = 0;
-          const t0 = performance.now();
-          const f = () => {
-            if (performance.now() - t0 >= 1000) return r(n);
-            n++;
-            requestAnimationFrame(f);
-          };
-          requestAnimationFrame(f);
-        }),
-    );
-  expect(await frames()).toBeGreaterThan(20);
+  expect(await framesInASecond(page)).toBeGreaterThan(20);
 });
 
 test('an attribute changed after mount restarts the visualizer with it', async ({ page }) => {

@@ -5,6 +5,7 @@
  * 'longtask'), and frames still being drawn.
  */
 import { expect, test, type Page } from '@playwright/test';
+import { framesInASecond } from './frames';
 
 const LONG_TASK_MS = 200;
 
@@ -35,22 +36,6 @@ const now = async (page: Page) => {
   await page.waitForTimeout(1000);
   return page.evaluate(() => performance.now());
 };
-
-/** Frames drawn in one second: a frozen page draws none (a busy shared machine draws few, so the bound is low). */
-const framesInASecond = (page: Page) =>
-  page.evaluate(
-    () =>
-      new Promise<number>((done) => {
-        let n = 0;
-        const t0 = performance.now();
-        const f = () => {
-          if (performance.now() - t0 >= 1000) return done(n);
-          n++;
-          requestAnimationFrame(f);
-        };
-        requestAnimationFrame(f);
-      }),
-  );
 
 test.beforeEach(async ({ page }) => {
   await watchLongTasks(page);
