@@ -189,21 +189,29 @@ test('the custom element mounts, runs old kernels and few clients, and disposes'
   expect(errors).toEqual([]);
 });
 
+/**
+ * A packet of the paused scene (canvas pixels) right of `left`, at least `beforeListener` px short of the listener
+ * column (the stall toggles sit over the last stretch of the path into each listener) and more than `apart` px from
+ * every other packet, so a click there can only mean it; null when none is.
+ */
+function isolatedPacket(page: Page, o: { left: number; beforeListener: number; apart: number }) {
+  return page.evaluate((o) => {
+    type P = { x: number; y: number; seq: number };
+    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[]; columns: () => Record<string, number> } })
+      .__dispatch;
+    const ps = d.packets();
+    const clear = (p: P) => p.x > o.left && p.x < d.columns().listener! - o.beforeListener;
+    return ps.find((p) => clear(p) && ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > o.apart)) ?? null;
+  }, o);
+}
+
 test('clicking a packet in flight opens its record', async ({ page }) => {
   await page.goto('./dispatch/?seed=7&rate=20');
   await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
   await expect(page.locator('.rl-dv-events tbody tr:not([hidden])')).not.toHaveCount(0);
   await page.waitForTimeout(1200);
   await page.getByRole('button', { name: 'Pause' }).click();
-  const target = await page.evaluate(() => {
-    type P = { x: number; y: number; seq: number };
-    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[]; columns: () => Record<string, number> } })
-      .__dispatch;
-    const ps = d.packets();
-    // Not under a stall toggle (they sit over the last stretch of the path into each listener).
-    const clear = (p: P) => p.x < d.columns().listener! - 48;
-    return ps.find((p) => clear(p) && ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > 12)) ?? null;
-  });
+  const target = await isolatedPacket(page, { left: -Infinity, beforeListener: 48, apart: 12 });
   expect(target).not.toBeNull();
   await page.locator('.rl-dv-canvas').click({ position: { x: target!.x, y: target!.y } });
   await expect(page.locator('.rl-dv-inspector .rl-headline').first()).toContainText(`Event ${target!.seq}:`);
@@ -643,14 +651,7 @@ test('a click within 12 px of a packet picks it', async ({ page }) => {
   await page.locator('.rl-dv-stage').scrollIntoViewIfNeeded();
   await page.waitForTimeout(1500);
   await page.getByRole('button', { name: 'Pause' }).click();
-  const target = await page.evaluate(() => {
-    type P = { x: number; y: number; seq: number };
-    const d = (document.querySelector('reuseport-dispatch') as unknown as { __dispatch: { packets: () => P[]; columns: () => Record<string, number> } })
-      .__dispatch;
-    const ps = d.packets();
-    // Not under a stall toggle (they sit over the last stretch of the path into each listener).
-    return ps.find((p) => p.x > 40 && p.x < d.columns().listener! - 60 && ps.every((q) => q === p || Math.hypot(q.x - p.x, q.y - p.y) > 30)) ?? null;
-  });
+  const target = await isolatedPacket(page, { left: 40, beforeListener: 60, apart: 30 });
   expect(target).not.toBeNull();
   await page.locator('.rl-dv-canvas').click({ position: { x: target!.x + 11, y: target!.y } });
   await expect(page.locator('.rl-dv-inspector .rl-headline').first()).toContainText(`Event ${target!.seq}:`);
