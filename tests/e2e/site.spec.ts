@@ -188,22 +188,24 @@ test('on a phone the trace viewer breaks the recording command between arguments
   await page.close();
 });
 
-test('the Chinese search says its results in Chinese', async ({ page }) => {
-  // Pagefind's result line read "2 results for 哈希" on the Chinese pages.
+/** Searches `term` from a Chinese page; returns Pagefind's result line. */
+async function searchChinese(page: Page, term: string) {
   await page.goto('./zh-cn/hash/');
   await page.locator('site-search button[data-open-modal]').first().click();
-  await page.locator('#starlight__search input').fill('密钥');
-  const message = page.locator('#starlight__search .pagefind-ui__message');
+  await page.locator('#starlight__search input').fill(term);
+  return page.locator('#starlight__search .pagefind-ui__message');
+}
+
+test('the Chinese search says its results in Chinese', async ({ page }) => {
+  // Pagefind's result line read "2 results for 哈希" on the Chinese pages.
+  const message = await searchChinese(page, '密钥');
   await expect(message).toHaveText(/^找到 \d+ 个 密钥 的相关结果$/, { timeout: 15_000 });
 });
 
 test('the Chinese search finds most of the pages that say 哈希, not two', async ({ page }) => {
-  // Pagefind 1.5 segmented Chinese queries differently from its index (Pagefind issue #1237): 31 Chinese pages say
-  // 哈希 and 1.5.2 found 2 of them; 1.4.0 and 1.6.0 find 26 (the rest say it only outside the indexed body).
-  await page.goto('./zh-cn/hash/');
-  await page.locator('site-search button[data-open-modal]').first().click();
-  await page.locator('#starlight__search input').fill('哈希');
-  const message = page.locator('#starlight__search .pagefind-ui__message');
+  // Pagefind 1.5 segments a Chinese query unlike its index (Pagefind issue #1237): 31 Chinese pages say 哈希,
+  // 1.5.2 found 2 of them, 1.4.0 (and 1.6.0) find 26.
+  const message = await searchChinese(page, '哈希');
   await expect(message).toHaveText(/^找到 \d+ 个 哈希 的相关结果$/, { timeout: 15_000 });
   const found = Number((await message.textContent())?.match(/\d+/)?.[0]);
   expect(found, 'results for 哈希 on the Chinese pages').toBeGreaterThanOrEqual(10);
