@@ -1634,7 +1634,7 @@ pub const RANDOM_LAYOUTS: &str = "random-layouts";
 
 /// Compares the random layouts' answers the guest wrote with the model for
 /// the guest's release, and settles the row again.
-fn check_random(row: &mut KernelRow, guest: &GuestRun, seed: u64) {
+fn check_random(row: &mut KernelRow, guest: &GuestRun, seed: u64, call_logs: bool) {
     let out = parse_guest_output(&guest.output);
     let release = row.release.clone().unwrap_or_default();
     let result = match out.traces.iter().find(|(n, _)| n == RANDOM_LAYOUTS) {
@@ -1646,7 +1646,12 @@ fn check_random(row: &mut KernelRow, guest: &GuestRun, seed: u64) {
         Some((_, Ok(text))) => reuseport_model::Profile::for_release(&release)
             .map_err(|e| e.to_string())
             .and_then(|p| {
-                crate::layouts::check_kernel_answers(p, text, seed, row.random_layouts_expected)
+                let want = row.random_layouts_expected;
+                if call_logs {
+                    crate::calldraw::check_kernel_answers(p, text, seed, want)
+                } else {
+                    crate::layouts::check_kernel_answers(p, text, seed, want)
+                }
             })
             .map_err(|e| (Step::Check, format!("random layouts: {e}"))),
     };
@@ -1688,18 +1693,19 @@ pub fn run(
     };
     let mut layouts = layouts;
     if random > 0 {
-        let args = [
-            "verify",
-            "--layouts",
-            &random.to_string(),
-            "--seed",
-            &verify.seed.to_string(),
-            "--kernel-answers",
+        let mut args = vec![
+            "verify".to_string(),
+            "--layouts".to_string(),
+            random.to_string(),
+            "--seed".to_string(),
+            verify.seed.to_string(),
+            "--kernel-answers".to_string(),
         ];
-        layouts.push((
-            RANDOM_LAYOUTS.to_string(),
-            args.iter().map(|a| a.to_string()).collect(),
-        ));
+        if verify.call_logs {
+            // The guest writes each call's answer; the host draws the logs again.
+            args.push("--call-logs".to_string());
+        }
+        layouts.push((RANDOM_LAYOUTS.to_string(), args));
     }
     let io = |what: &str| {
         let what = what.to_string();
@@ -1775,7 +1781,7 @@ pub fn run(
         };
         assess(&mut row, &guest, &names, &mut check);
         if random > 0 && row.booted {
-            check_random(&mut row, &guest, verify.seed);
+            check_random(&mut row, &guest, verify.seed, verify.call_logs);
         }
         row.seconds.check = t2.elapsed().as_secs_f64();
         if row.verified {

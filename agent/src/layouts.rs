@@ -1,4 +1,4 @@
-// Over 800 lines for now: it still draws the earlier layout form; when it draws call logs natively, split it into drawing, running, comparing and shrinking.
+// Over 800 lines for now: the earlier layout form; the call-log draw is agent/src/calldraw.rs, and when it replaces this draw, this file shrinks to what both share.
 //! `verify --layouts N`: the differential test of the lookup and bind rules.
 //!
 //! Draws `N` random layouts of 2 – 7 sockets on one port (seeded), builds
@@ -39,10 +39,10 @@ pub const MAX_LAYOUTS: u32 = 100_000;
 const MIN_SOCKETS: usize = 2;
 const MAX_SOCKETS: usize = 7;
 /// Tries per member of the model's answer.
-const TRIES_PER_MEMBER: usize = 24;
+pub(crate) const TRIES_PER_MEMBER: usize = 24;
 /// Ports the layouts use, one fresh port per build.
-const PORT_LOW: u16 = 10_000;
-const PORT_HIGH: u16 = 30_000;
+pub(crate) const PORT_LOW: u16 = 10_000;
+pub(crate) const PORT_HIGH: u16 = 30_000;
 
 /// A small, fast, seeded generator (SplitMix64).
 #[derive(Debug, Clone)]
@@ -60,21 +60,21 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
-    fn chance(&mut self, percent: u64) -> bool {
+    pub(crate) fn chance(&mut self, percent: u64) -> bool {
         self.next() % 100 < percent
     }
 }
 
-const V4_ADDRS: [Ipv4Addr; 3] = [
+pub(crate) const V4_ADDRS: [Ipv4Addr; 3] = [
     Ipv4Addr::UNSPECIFIED,
     Ipv4Addr::new(127, 0, 0, 1),
     Ipv4Addr::new(127, 0, 0, 2),
 ];
 
-fn v6_addrs() -> [Ipv6Addr; 5] {
+pub(crate) fn v6_addrs() -> [Ipv6Addr; 5] {
     [
         Ipv6Addr::UNSPECIFIED,
         Ipv6Addr::LOCALHOST,
@@ -87,7 +87,7 @@ fn v6_addrs() -> [Ipv6Addr; 5] {
 
 /// The peers connected UDP sockets are drawn with: local addresses no probe
 /// comes from (the probes' source ports are ephemeral, these are not).
-const V4_PEER_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 5);
+pub(crate) const V4_PEER_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 5);
 const V4_PEER: SocketAddr = SocketAddr::new(IpAddr::V4(V4_PEER_IP), 4_001);
 const V6_PEER: SocketAddr = SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), 4_001);
 
@@ -235,7 +235,7 @@ pub struct Answers {
 }
 
 /// The destinations probed for a layout: 127.0.0.1, 127.0.0.2 and ::1.
-fn destinations() -> [IpAddr; 3] {
+pub(crate) fn destinations() -> [IpAddr; 3] {
     [
         Ipv4Addr::new(127, 0, 0, 1).into(),
         Ipv4Addr::new(127, 0, 0, 2).into(),
@@ -709,7 +709,7 @@ fn print_text(r: &LayoutsReport, out: &mut impl Write) -> std::io::Result<()> {
 }
 
 #[cfg(target_os = "linux")]
-mod kernel {
+pub(crate) mod kernel {
     use super::*;
     use socket2::{Domain, SockAddr, Socket, Type};
     use std::collections::BTreeMap;
@@ -734,13 +734,13 @@ mod kernel {
         })
     }
 
-    struct Ports {
-        next: u16,
-        private: bool,
+    pub(crate) struct Ports {
+        pub(crate) next: u16,
+        pub(crate) private: bool,
     }
 
     impl Ports {
-        fn take(&mut self) -> u16 {
+        pub(crate) fn take(&mut self) -> u16 {
             loop {
                 let p = self.next;
                 self.next = if p >= PORT_HIGH { PORT_LOW } else { p + 1 };
@@ -996,17 +996,17 @@ mod kernel {
     }
 
     /// What a run sets up on this thread before drawing.
-    struct Setup {
-        rng: Rng,
-        ports: Ports,
-        two_uids: bool,
-        pinned: bool,
+    pub(crate) struct Setup {
+        pub(crate) rng: Rng,
+        pub(crate) ports: Ports,
+        pub(crate) two_uids: bool,
+        pub(crate) pinned: bool,
     }
 
     impl Setup {
         /// A private network namespace when allowed, the thread pinned to
         /// [`PROBE_CPU`], the seeded generator.
-        fn enter(seed: u64) -> Setup {
+        pub(crate) fn enter(seed: u64) -> Setup {
             let private = private_netns();
             if !private {
                 crate::note!("verify --layouts: no private network namespace (not root?); using this one, on ports checked free");

@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 
 pub mod bench;
 pub mod calibrate;
+pub mod calldraw;
 pub mod calllog;
 #[cfg(target_os = "linux")]
 pub mod cbpf;

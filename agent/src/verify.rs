@@ -169,6 +169,13 @@ pub struct VerifyArgs {
     /// IPv6 traces, are refused (their key cannot be searched).
     #[arg(long = "trace", value_name = "FILE", conflicts_with_all = ["layouts", "quick"])]
     pub traces: Vec<std::path::PathBuf>,
+    /// With --layouts N: draw call logs as programs make them (an option
+    /// set after bind, binds in another order than the sockets were made,
+    /// shutdown and listen again, closes between binds) and compare every
+    /// call's answer (agent/src/calldraw.rs), instead of the earlier
+    /// layout form.
+    #[arg(long)]
+    pub call_logs: bool,
     /// With --layouts N, inside a `verify --kernels` guest: only build and
     /// probe the layouts on this kernel, writing its answers as JSON lines to
     /// --output; the host compares them with the model.
@@ -463,16 +470,26 @@ fn random_layouts(
     if let (true, Some(path)) = (args.kernel_answers, &args.output) {
         // Only the kernel's side: nothing is compared here, so nothing is
         // reported exact or not; the exit status says the file was written.
-        crate::layouts::run_kernel_side(&opts, path)?;
+        if args.call_logs {
+            crate::calldraw::run_kernel_side(&opts, path)?;
+        } else {
+            crate::layouts::run_kernel_side(&opts, path)?;
+        }
         return Ok(Report {
             layouts: Vec::new(),
             exact: true,
         });
     }
-    let r = crate::layouts::run(&opts, out, err)?;
+    let exact = if args.call_logs {
+        let r = crate::calldraw::run(&opts, out, err)?;
+        r.disagreements.is_empty() && r.agreed == r.layouts
+    } else {
+        let r = crate::layouts::run(&opts, out, err)?;
+        r.disagreements.is_empty() && r.agreed == r.layouts
+    };
     Ok(Report {
         layouts: Vec::new(),
-        exact: r.disagreements.is_empty() && r.agreed == r.layouts,
+        exact,
     })
 }
 

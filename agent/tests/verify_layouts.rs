@@ -195,3 +195,196 @@ fn wildcard_layouts_are_recorded_in_a_private_network_namespace_when_root() {
         assert!(!recording(name, 300, 1, true).netns, "{}", name.name());
     }
 }
+
+/// `--call-logs` draws what only a call log can say (an option set after
+/// bind, binds in another order than the sockets were made, a listener shut
+/// down and listening again, a close between other sockets' binds) besides
+/// TIME_WAIT and connected UDP; the same seed draws the same logs, and the
+/// model replays every one of them.
+#[test]
+fn call_log_draws_reach_what_only_calls_say_and_the_model_replays_them() {
+    use reuseport_agent::calldraw;
+    use reuseport_model::lookup::{Call, Host, SockOpt};
+    let profile = reuseport_model::Profile::for_release("6.18").unwrap();
+    let draw = |seed| -> Vec<_> {
+        let mut rng = Rng::new(seed);
+        (0..400)
+            .map(|_| calldraw::draw(&mut rng, 9000, true, true))
+            .collect()
+    };
+    let drawn = draw(5);
+    assert_eq!(drawn, draw(5));
+    assert_ne!(drawn, draw(6));
+    let (mut late_opt, mut reordered, mut relisten, mut close_between) = (0, 0, 0, 0);
+    let (mut time_wait, mut connected_udp) = (0, 0);
+    for log in &drawn {
+        assert!(
+            Host::run(profile, log).is_ok(),
+            "{}",
+            calldraw::compact(log)
+        );
+        let c = &log.calls;
+        let bind_at = |fd: usize| {
+            c.iter()
+                .position(|x| matches!(x, Call::Bind { fd: f, .. } if *f == fd))
+        };
+        let binds: Vec<usize> = c
+            .iter()
+            .filter_map(|x| match x {
+                Call::Bind { fd, .. } => Some(*fd),
+                _ => None,
+            })
+            .collect();
+        assert!(binds
+            .iter()
+            .all(|&fd| calldraw::port_of(log) == 9000 && bind_at(fd).is_some()));
+        reordered += usize::from(binds.windows(2).any(|w| w[0] > w[1]));
+        for (i, x) in c.iter().enumerate() {
+            match x {
+                Call::Setsockopt {
+                    fd,
+                    opt: SockOpt::Reuseport(_) | SockOpt::Reuseaddr(_),
+                } if bind_at(*fd).is_some_and(|b| b < i) => late_opt += 1,
+                Call::Shutdown { fd }
+                    if c[i + 1..]
+                        .iter()
+                        .any(|y| matches!(y, Call::Listen { fd: f } if f == fd)) =>
+                {
+                    relisten += 1
+                }
+                Call::Close { fd } => {
+                    let connected = i > 0 && matches!(c[i - 1], Call::Connect { .. });
+                    if connected && c[i - 1].fd() == Some(*fd) {
+                        time_wait += 1;
+                    } else if c[i + 1..].iter().any(|y| matches!(y, Call::Bind { .. })) {
+                        close_between += 1;
+                    }
+                }
+                Call::Connect { .. } if !matches!(c.get(i + 1), Some(Call::Close { .. })) => {
+                    connected_udp += 1
+                }
+                _ => {}
+            }
+        }
+    }
+    for (what, n) in [
+        ("options after bind", late_opt),
+        ("binds out of socket order", reordered),
+        ("shutdown then listen", relisten),
+        ("closes between binds", close_between),
+        ("TIME_WAIT", time_wait),
+        ("connected UDP", connected_udp),
+    ] {
+        assert!(n >= 10, "{what}: {n} in 400 logs");
+    }
+}
+
+#[test]
+fn call_log_shrink_drops_sockets_and_calls_and_renumbers_fds() {
+    use reuseport_agent::calldraw;
+    use reuseport_model::lookup::{Call, CallLog, Family, SockOpt};
+    use reuseport_model::Proto;
+    let sock = || Call::Socket {
+        family: Family::Inet,
+        proto: Proto::Tcp,
+        uid: 0,
+    };
+    let bind = |fd| Call::Bind {
+        fd,
+        addr: "127.0.0.1".parse().unwrap(),
+        port: 8080,
+    };
+    let log = CallLog {
+        calls: vec![
+            sock(),
+            sock(),
+            sock(),
+            Call::Setsockopt {
+                fd: 2,
+                opt: SockOpt::Reuseport(true),
+            },
+            bind(0),
+            bind(2),
+            bind(1),
+            Call::Listen { fd: 2 },
+            Call::Listen { fd: 0 },
+        ],
+        ..CallLog::default()
+    };
+    // The "disagreement" needs a listen on a socket with SO_REUSEPORT.
+    let small = calldraw::shrink(&log, |l| {
+        l.calls.iter().any(|c| {
+            match c {
+            Call::Listen { fd } => l.calls.iter().any(|o| {
+                matches!(o, Call::Setsockopt { fd: f, opt: SockOpt::Reuseport(true) } if f == fd)
+            }),
+            _ => false,
+        }
+        })
+    });
+    assert_eq!(
+        small.calls,
+        vec![
+            sock(),
+            Call::Setsockopt {
+                fd: 0,
+                opt: SockOpt::Reuseport(true)
+            },
+            Call::Listen { fd: 0 },
+        ]
+    );
+    // What is printed reads back as the same call log.
+    let back: CallLog = serde_json::from_str(&calldraw::compact(&small)).unwrap();
+    assert_eq!(back, small);
+}
+
+/// Inside a `verify --kernels` guest the call logs' answers are written
+/// without the logs; the host draws them again from the seed and compares
+/// every call (as root: the logs run in a private network namespace).
+#[cfg(target_os = "linux")]
+#[test]
+fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_seed() {
+    use reuseport_agent::calldraw;
+    let dir = std::env::temp_dir().join(format!("calldraw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("answers.jsonl");
+    let out = Command::new(BIN)
+        .args(["verify", "--layouts", "6", "--seed", "4", "--call-logs"])
+        .args(["--kernel-answers", "--output"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let profile = reuseport_model::Profile::for_release("6.18").unwrap();
+    let a = calldraw::check_kernel_answers(profile, &text, 4, 6).unwrap();
+    assert_eq!(a.layouts, 6);
+    let lines: Vec<calldraw::CallsLine> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut rng = Rng::new(4);
+    let calls: usize = lines
+        .iter()
+        .map(|l| {
+            calldraw::draw(&mut rng, l.port, l.pinned, l.two_uids)
+                .calls
+                .len()
+        })
+        .sum();
+    assert_eq!(
+        a.calls, calls as u64,
+        "every call of the redrawn logs is compared"
+    );
+    assert_eq!(a.lookups, 18, "three destinations each");
+    // A seed other than the guest's draws other logs: the check says so.
+    assert!(calldraw::check_kernel_answers(profile, &text, 5, 6)
+        .map_or(true, |b| b.calls != a.calls
+            || b.agreed != a.agreed
+            || b.disagreements != a.disagreements));
+    let _ = std::fs::remove_dir_all(&dir);
+}
