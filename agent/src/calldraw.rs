@@ -14,15 +14,12 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
-use reuseport_model::lookup::{Call, CallLog, Family, Host, Packet, SockOpt};
-use reuseport_model::reuseport::PacketCtx;
-use reuseport_model::{Profile, Proto, Tuple};
+use reuseport_model::lookup::{Call, CallLog, Family, Host, SockOpt};
+use reuseport_model::{Profile, Proto};
 use serde::{Deserialize, Serialize};
 
-use crate::calllog::{errno_name, source, Answer};
-use crate::layouts::{
-    destinations, v6_addrs, Rng, OTHER_UID, PROBE_CPU, TRIES_PER_MEMBER, V4_ADDRS, V4_PEER_IP,
-};
+use crate::calllog::{errno_name, Answer};
+use crate::layouts::{v6_addrs, Rng, OTHER_UID, V4_ADDRS, V4_PEER_IP};
 
 /// Sockets per drawn call log.
 const MIN_SOCKETS: usize = 2;
@@ -313,32 +310,7 @@ pub fn model_answers(profile: &'static Profile, log: &CallLog) -> Result<CallAns
     let host = Host::run(profile, log).map_err(|e| e.to_string())?;
     let calls = crate::calllog::model_answers(&host);
     let (proto, port) = (proto_of(log), port_of(log));
-    let samples = TRIES_PER_MEMBER * MAX_SOCKETS;
-    let lookups = destinations()
-        .into_iter()
-        .map(|daddr| {
-            let set: BTreeSet<usize> = (0..samples)
-                .filter_map(|k| {
-                    let packet = Packet {
-                        proto,
-                        tuple: Tuple {
-                            saddr: source(daddr, k),
-                            sport: 40_000 + k as u16,
-                            daddr,
-                            dport: port,
-                        },
-                        device: None,
-                        ctx: PacketCtx {
-                            cpu: PROBE_CPU,
-                            payload: None,
-                        },
-                    };
-                    host.lookup(&packet).socket
-                })
-                .collect();
-            (daddr.to_string(), set)
-        })
-        .collect();
+    let lookups = crate::layouts::model_lookups(&host, proto, port);
     Ok(CallAnswers { calls, lookups })
 }
 
@@ -609,8 +581,8 @@ pub use kernel::{kernel_answers, run, run_kernel_side};
 #[cfg(target_os = "linux")]
 mod kernel {
     use super::*;
-    use crate::calllog::{probe_tcp, probe_udp, replay};
-    use crate::layouts::kernel::Setup;
+    use crate::calllog::replay;
+    use crate::layouts::kernel::{probe_destinations, Setup};
     use crate::layouts::{LayoutsError, Options, MAX_LAYOUTS};
     use socket2::{Domain, Socket, Type};
     use std::time::{Duration, Instant};
@@ -658,9 +630,8 @@ mod kernel {
         }
     }
 
-    /// Replays the log on this kernel and probes its port. Each
-    /// destination gets probes until `24 ×` the sockets seen so far (at
-    /// least 8); two misses before any socket is seen end it.
+    /// Replays the log on this kernel and probes its port
+    /// ([`probe_destinations`]).
     pub fn kernel_answers(log: &CallLog, probes: &mut u64, peers: &Peers) -> CallAnswers {
         let run = replay(log);
         peers.drain();
@@ -668,40 +639,7 @@ mod kernel {
         let receiving: Vec<usize> = (0..run.socks.len())
             .filter(|&i| run.receiving[i] && run.protos[i] == proto)
             .collect();
-        let mut lookups = Vec::new();
-        for daddr in destinations() {
-            let mut got = BTreeSet::new();
-            let (mut missed, mut t) = (0, 0);
-            while t < (TRIES_PER_MEMBER * got.len()).max(8) {
-                if missed >= 2 && got.is_empty() {
-                    break;
-                }
-                *probes += 1;
-                let src = source(daddr, t);
-                t += 1;
-                let r = match proto {
-                    Proto::Tcp => probe_tcp(
-                        &run.socks,
-                        &receiving,
-                        src,
-                        daddr,
-                        port,
-                        Duration::from_secs(1),
-                    ),
-                    Proto::Udp => {
-                        let wait = Duration::from_millis(if got.is_empty() { 30 } else { 250 });
-                        probe_udp(&run.socks, &receiving, src, daddr, port, wait)
-                    }
-                };
-                match r {
-                    Some(i) => {
-                        got.insert(i);
-                    }
-                    None => missed += 1,
-                }
-            }
-            lookups.push((daddr.to_string(), got));
-        }
+        let lookups = probe_destinations(&run.socks, &receiving, proto, port, probes);
         CallAnswers {
             calls: run.answers,
             lookups,

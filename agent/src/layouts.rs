@@ -39,10 +39,10 @@ pub const MAX_LAYOUTS: u32 = 100_000;
 const MIN_SOCKETS: usize = 2;
 const MAX_SOCKETS: usize = 7;
 /// Tries per member of the model's answer.
-pub(crate) const TRIES_PER_MEMBER: usize = 24;
+const TRIES_PER_MEMBER: usize = 24;
 /// Ports the layouts use, one fresh port per build.
-pub(crate) const PORT_LOW: u16 = 10_000;
-pub(crate) const PORT_HIGH: u16 = 30_000;
+const PORT_LOW: u16 = 10_000;
+const PORT_HIGH: u16 = 30_000;
 
 /// A small, fast, seeded generator (SplitMix64).
 #[derive(Debug, Clone)]
@@ -235,7 +235,7 @@ pub struct Answers {
 }
 
 /// The destinations probed for a layout: 127.0.0.1, 127.0.0.2 and ::1.
-pub(crate) fn destinations() -> [IpAddr; 3] {
+fn destinations() -> [IpAddr; 3] {
     [
         Ipv4Addr::new(127, 0, 0, 1).into(),
         Ipv4Addr::new(127, 0, 0, 2).into(),
@@ -261,11 +261,25 @@ pub fn model_answers(profile: &'static Profile, layout: &Layout) -> Result<Answe
         .collect();
     let proto = layout.sockets.first().map_or(Proto::Tcp, |s| s.proto);
     let port = layout.sockets.first().map_or(0, |s| s.port);
-    // The sockets the model picks for packets from many sources and ports:
-    // as many as the kernel is sent for the largest group, so a socket the
-    // model can pick is missed by chance no more often than the kernel's.
+    let lookups = model_lookups(&host, proto, port);
+    Ok(Answers {
+        bind,
+        listen,
+        lookups,
+    })
+}
+
+/// Per destination of [`destinations`], the sockets the model picks for
+/// packets from many sources and ports to `port`: as many as the kernel is
+/// sent for the largest group, so a socket the model can pick is missed by
+/// chance no more often than the kernel's.
+pub(crate) fn model_lookups(
+    host: &Host,
+    proto: Proto,
+    port: u16,
+) -> Vec<(String, BTreeSet<usize>)> {
     let samples = TRIES_PER_MEMBER * MAX_SOCKETS;
-    let lookups = destinations()
+    destinations()
         .into_iter()
         .map(|daddr| {
             let set: BTreeSet<usize> = (0..samples)
@@ -289,12 +303,7 @@ pub fn model_answers(profile: &'static Profile, layout: &Layout) -> Result<Answe
                 .collect();
             (daddr.to_string(), set)
         })
-        .collect();
-    Ok(Answers {
-        bind,
-        listen,
-        lookups,
-    })
+        .collect()
 }
 
 /// The differences between the kernel's answers and the model's, in words.
@@ -854,6 +863,25 @@ pub(crate) mod kernel {
             .collect();
         let proto = layout.sockets.first().map_or(Proto::Tcp, |s| s.proto);
         let port = layout.sockets.first().map_or(0, |s| s.port);
+        let lookups = probe_destinations(&socks, &receiving, proto, port, probes);
+        Answers {
+            bind,
+            listen,
+            lookups,
+        }
+    }
+
+    /// Per destination of [`destinations`], the sockets `receiving` names
+    /// (indexes into `socks`) that receive probes to `port`: each
+    /// destination gets probes until `24 ×` the sockets seen so far (at
+    /// least 8); two misses before any socket is seen end it.
+    pub(crate) fn probe_destinations(
+        socks: &[Option<Socket>],
+        receiving: &[usize],
+        proto: Proto,
+        port: u16,
+        probes: &mut u64,
+    ) -> Vec<(String, BTreeSet<usize>)> {
         let mut lookups = Vec::new();
         for daddr in destinations() {
             let mut got = BTreeSet::new();
@@ -869,13 +897,13 @@ pub(crate) mod kernel {
                 t += 1;
                 let r = match proto {
                     Proto::Tcp => {
-                        probe_tcp(&socks, &receiving, src, daddr, port, Duration::from_secs(1))
+                        probe_tcp(socks, receiving, src, daddr, port, Duration::from_secs(1))
                     }
                     Proto::Udp => {
                         // Once a socket here has received, a datagram is due:
                         // wait for it; before that, briefly.
                         let wait = Duration::from_millis(if !got.is_empty() { 250 } else { 30 });
-                        probe_udp(&socks, &receiving, src, daddr, port, wait)
+                        probe_udp(socks, receiving, src, daddr, port, wait)
                     }
                 };
                 match r {
@@ -887,11 +915,7 @@ pub(crate) mod kernel {
             }
             lookups.push((daddr.to_string(), got));
         }
-        Answers {
-            bind,
-            listen,
-            lookups,
-        }
+        lookups
     }
 
     /// Listeners on ephemeral ports of 127.0.0.1 and ::1 that TIME_WAIT
