@@ -728,6 +728,9 @@ struct Header {
 #[derive(Serialize)]
 struct SocketResult {
     socket: usize,
+    /// Set when the kernel drew the port at random from this range (no
+    /// `ephemeral` range in the layout): the port is not known.
+    random_port: Option<reuseport_model::lookup::Ephemeral>,
     bind: Option<Refused>,
     listen: Option<Refused>,
     attach: Option<Refused>,
@@ -761,6 +764,7 @@ impl From<reuseport_model::lookup::CallResult> for SocketResult {
         let said = |r: Option<reuseport_model::message::Refusal>| r.as_ref().map(Refused::from);
         SocketResult {
             socket: c.socket,
+            random_port: c.random_port,
             bind: said(c.bind),
             listen: said(c.listen),
             attach: said(c.attach),

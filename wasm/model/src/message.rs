@@ -112,8 +112,6 @@ pub enum RefusalRule {
     NoSharedOption,
     /// The addresses overlap.
     Overlap,
-    /// Port 0 and no ephemeral range in the layout to draw from.
-    NoEphemeralRange,
     /// Every port of the ephemeral range is taken for this socket.
     EphemeralExhausted {
         /// Lowest port of `ip_local_port_range`.

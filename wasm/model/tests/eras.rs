@@ -631,7 +631,15 @@ fn columns(p: &Profile) -> Vec<(String, String)> {
             V::Leaf(s) => s.clone(),
             V::List(l) if l.is_empty() => "–".into(),
             V::List(l) => l.iter().map(text).collect::<Vec<_>>().join(", "),
-            V::Map(m) => m.iter().map(|(_, v)| text(v)).collect::<Vec<_>>().join("."),
+            // A release reads `6.18`; any other record `name value, …`.
+            V::Map(m) if m.iter().any(|(k, _)| k == "major") => {
+                m.iter().map(|(_, v)| text(v)).collect::<Vec<_>>().join(".")
+            }
+            V::Map(m) => m
+                .iter()
+                .map(|(k, v)| format!("{k} {}", text(v)))
+                .collect::<Vec<_>>()
+                .join(", "),
         }
     }
     let V::Map(fields) = serde_json::from_str::<V>(&serde_json::to_string(p).unwrap()).unwrap()

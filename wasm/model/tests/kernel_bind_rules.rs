@@ -494,3 +494,120 @@ fn tcp_mapped_bind_misses_a_mapped_wildcard_socket_in_debian_6_1_only() {
     let h = Host::build(profile(6, 1), &l4).unwrap();
     assert_eq!(binds(&h), [None, Some(Errno::Eaddrinuse)]);
 }
+
+/// A call log in JSON, replayed on 6.18.
+fn replay_6_18(log: &str) -> Host {
+    let log: reuseport_model::lookup::CallLog = serde_json::from_str(log).unwrap();
+    Host::run(profile(6, 18), &log).unwrap()
+}
+
+#[test]
+fn listen_and_connect_after_a_failed_bind_autobind_a_random_port_of_the_default_range() {
+    // The bind checker answered "listen() refused: EINVAL" here, for want of
+    // an `ephemeral` range in the call log. Linux 6.18.44 answers ok
+    // (measured 2026-11-24 on loopback, twice; /proc/sys/net/ipv4/
+    // ip_local_port_range read 32768 60999, ip_autobind_reuse 0): next to
+    // two SO_REUSEPORT listeners of UID 0 on 127.0.0.1:P, a UID 1000
+    // SO_REUSEPORT socket's bind to it fails (EADDRINUSE) and its listen()
+    // succeeds on 0.0.0.0 and a random port (43911, 46931:
+    // inet_csk_listen_start -> inet_csk_find_open_port); a plain socket's
+    // bind fails and its connect() to P succeeds from a random port (56946,
+    // 46938); a UDP socket whose bind failed connects from one (36954,
+    // 44736: inet_autobind). Connections to P reach the two listeners only.
+    // The port is random, so the model gives the range, not a port, and
+    // keeps the socket out of the listeners' group.
+    let h = replay_6_18(
+        r#"{"calls": [
+        {"call": "socket", "family": "inet", "proto": "tcp"},
+        {"call": "setsockopt", "fd": 0, "opt": {"reuseport": true}},
+        {"call": "bind", "fd": 0, "addr": "127.0.0.1", "port": 9000},
+        {"call": "listen", "fd": 0},
+        {"call": "socket", "family": "inet", "proto": "tcp"},
+        {"call": "setsockopt", "fd": 1, "opt": {"reuseport": true}},
+        {"call": "bind", "fd": 1, "addr": "127.0.0.1", "port": 9000},
+        {"call": "listen", "fd": 1},
+        {"call": "socket", "family": "inet", "proto": "udp"},
+        {"call": "bind", "fd": 2, "addr": "127.0.0.1", "port": 9001},
+        {"call": "socket", "family": "inet", "proto": "tcp", "uid": 1000},
+        {"call": "setsockopt", "fd": 3, "opt": {"reuseport": true}},
+        {"call": "bind", "fd": 3, "addr": "127.0.0.1", "port": 9000},
+        {"call": "listen", "fd": 3},
+        {"call": "socket", "family": "inet", "proto": "tcp", "uid": 1000},
+        {"call": "bind", "fd": 4, "addr": "127.0.0.1", "port": 9000},
+        {"call": "connect", "fd": 4, "addr": "127.0.0.1", "port": 9000},
+        {"call": "socket", "family": "inet", "proto": "udp", "uid": 1000},
+        {"call": "bind", "fd": 5, "addr": "127.0.0.1", "port": 9001},
+        {"call": "connect", "fd": 5, "addr": "127.0.0.1", "port": 9001}
+    ]}"#,
+    );
+    let answers: Vec<Option<Errno>> = h
+        .answers()
+        .iter()
+        .map(|a| a.as_ref().map(|r| r.errno))
+        .collect();
+    let ok = None;
+    let inuse = Some(Errno::Eaddrinuse);
+    assert_eq!(
+        answers,
+        [
+            ok, ok, ok, ok, // 0: listener on 9000
+            ok, ok, ok, ok, // 1: its partner
+            ok, ok, // 2: UDP on 9001
+            ok, ok, inuse, ok, // 3: UID 1000, bind refused, listen autobinds
+            ok, inuse, ok, // 4: bind refused, connect autobinds
+            ok, inuse, ok, // 5: UDP bind refused, connect autobinds
+        ],
+        "each call's answer as 6.18.44 gave it"
+    );
+    let r = h.results();
+    let range = r[3].random_port.expect("listen() drew a port");
+    assert_eq!(
+        (range.low, range.high, range.autobind_reuse),
+        (32768, 60999, false)
+    );
+    assert!(r[3].receiving, "the autobound socket listens");
+    assert_eq!(r[3].group, None, "not in the listeners' group on 9000");
+    assert!(r[0].group.is_some() && r[0].group == r[1].group);
+    assert!(r[4].random_port.is_some() && r[5].random_port.is_some());
+    assert_eq!(r[1].random_port, None, "a bind to 9000 draws nothing");
+    let mut reached = std::collections::BTreeSet::new();
+    for k in 0..64u16 {
+        let p = Packet {
+            proto: Proto::Tcp,
+            tuple: Tuple {
+                saddr: "127.0.0.1".parse().unwrap(),
+                sport: 40_000 + k,
+                daddr: "127.0.0.1".parse().unwrap(),
+                dport: 9000,
+            },
+            device: None,
+            ctx: PacketCtx::default(),
+        };
+        reached.extend(h.lookup(&p).socket);
+    }
+    assert_eq!(
+        reached,
+        [0, 1].into(),
+        "connections to 9000 reach the two listeners"
+    );
+}
+
+#[test]
+fn the_default_ephemeral_range_ends_at_61000_before_4_6() {
+    // 07f4c90062f8 (4.6) moved the high end from 61000 to 60999; read from
+    // source (inet_init_net, net/ipv4/af_inet.c), not measured.
+    let log: reuseport_model::lookup::CallLog = serde_json::from_str(
+        r#"{"calls": [
+        {"call": "socket", "family": "inet", "proto": "tcp"},
+        {"call": "listen", "fd": 0}
+    ]}"#,
+    )
+    .unwrap();
+    let high = |p: &'static Profile| {
+        Host::run(p, &log).unwrap().results()[0]
+            .random_port
+            .map(|e| e.high)
+    };
+    assert_eq!(high(profile(4, 5)), Some(61000));
+    assert_eq!(high(profile(4, 6)), Some(60999));
+}

@@ -236,8 +236,18 @@ pub struct CallResult {
     /// ephemeral port drawn), else the family's wildcard and 0.
     #[cfg_attr(feature = "ts", ts(as = "String"))]
     pub addr: IpAddr,
-    /// Its port.
+    /// Its port; 0 when `random_port` is set.
     pub port: u16,
+    /// Set when the kernel drew the socket's port at random from this
+    /// range: a `bind()` of port 0, or the autobind of `listen()` or
+    /// `connect()` after a failed or missing bind, with no `ephemeral`
+    /// range in the call log, so the kernel's default range
+    /// ([`LookupRules::default_port_range`]). `inet_csk_find_open_port`
+    /// (net/ipv4/inet_connection_sock.c) and `udp_lib_get_port`
+    /// (net/ipv4/udp.c) start at a random offset, so the port is unknown:
+    /// the socket joins no group and no lookup of the layout's ports finds
+    /// it.
+    pub random_port: Option<Ephemeral>,
     /// `bind()`: `None` on success, else the errno and the rule.
     pub bind: Option<Refusal>,
     /// `listen()` for TCP sockets that listen.
@@ -351,6 +361,10 @@ struct Sock {
     listen_refusal: Option<Refusal>,
     attach_refusal: Option<Refusal>,
     closed: bool,
+    /// Bound to a port the kernel drew at random from this range (the
+    /// call log gave none), which the model does not know: the socket is
+    /// in no bucket, list or group the model keeps.
+    random_port: Option<Ephemeral>,
 }
 
 impl Sock {
@@ -385,6 +399,7 @@ impl Sock {
             listen_refusal: None,
             attach_refusal: None,
             closed: false,
+            random_port: None,
         }
     }
 }
@@ -426,6 +441,9 @@ pub struct Host {
     keys: Keys,
     ephemeral: Option<Ephemeral>,
     tcp_migrate_req: bool,
+    /// A port drawn from the default range when every port of it may be
+    /// held: the call log needs a range of its own.
+    undecided_draw: bool,
     /// Each call's answer, in call order.
     answers: Vec<Option<Refusal>>,
     /// The next bind's sequence number.
@@ -678,11 +696,23 @@ impl Host {
             keys: log.keys,
             ephemeral: log.ephemeral,
             tcp_migrate_req: log.tcp_migrate_req,
+            undecided_draw: false,
             answers: Vec::with_capacity(log.calls.len()),
             next_seq: 0,
         };
         for (index, call) in log.calls.iter().enumerate() {
             let answer = host.call(index, call)?;
+            if host.undecided_draw {
+                let range = host.rules.default_port_range;
+                return Err(LayoutError::Call {
+                    index,
+                    field: "fd",
+                    problem: format!(
+                        "the kernel draws this socket's port from {}-{} (the default ip_local_port_range), and every port of it may be held by the sockets before it: the model cannot tell whether one is free; give an `ephemeral` range",
+                        range.low, range.high
+                    ),
+                });
+            }
             host.answers.push(answer);
         }
         Ok(host)
@@ -772,7 +802,7 @@ impl Host {
                 }
                 if !self.socks[i].bound {
                     // inet_csk_listen_start -> get_port(sk, 0): an ephemeral
-                    // port (the model needs the layout's range for it).
+                    // port, from the call log's range or the kernel's own.
                     let any = unspecified_of(family);
                     let bind_answer = self.socks[i].bind_refusal.clone();
                     let r = self.bind(i, any, 0);
@@ -830,10 +860,13 @@ impl Host {
         s.addr = addr;
         s.port = port;
         s.v6only = s.v6only || binds_v6only(s);
-        let refused = if port == 0 {
-            self.autobind(i, self.ephemeral)
-        } else {
-            self.bind_conflict(i)
+        let refused = match (port, self.ephemeral) {
+            (0, Some(eph)) => self.autobind(i, eph),
+            (0, None) => {
+                self.draw_random_port(i);
+                None
+            }
+            _ => self.bind_conflict(i),
         };
         if let Some(r) = refused {
             // On failure the address and IPV6_V6ONLY go back (inet_reset_saddr).
@@ -842,10 +875,19 @@ impl Host {
             return Some(r);
         }
         self.socks[i].bind_refusal = None;
-        self.tcp_fast_update(i, false);
+        let drawn = self.socks[i].random_port.is_some();
+        if !drawn {
+            self.tcp_fast_update(i, false);
+        }
         self.socks[i].bound = true;
         self.socks[i].bind_seq = self.next_seq;
         self.next_seq += 1;
+        if drawn {
+            // Alone on a port the model does not know: UDP receives there
+            // (udp_lib_get_port hashes it), in no list the model walks.
+            self.socks[i].listening = self.socks[i].spec.proto == Proto::Udp;
+            return None;
+        }
         let s = &self.socks[i].spec;
         let seq = self.socks[i].bind_seq;
         self.bucket
@@ -889,26 +931,31 @@ impl Host {
                 "net/ipv4/af_inet.c",
             )));
         }
-        if !sock.bound || sock.spec.addr.is_unspecified() || sock.spec.port == 0 {
-            if sock.bind_refusal.is_some() && !sock.bound {
-                // Its bind failed: connect() would bind an ephemeral port.
+        let unplaced = !sock.bound || sock.spec.addr.is_unspecified() || sock.spec.port == 0;
+        if unplaced && sock.random_port.is_none() {
+            if !sock.bound && self.ephemeral.is_none() {
+                // Unbound (its bind failed, or it made none): connect()
+                // binds an ephemeral port first (inet_autobind for UDP,
+                // net/ipv4/af_inet.c; inet_hash_connect for TCP,
+                // net/ipv4/inet_hashtables.c), at random in the kernel's
+                // range. The socket's bind answer stays its own bind()
+                // call's.
                 let any = unspecified_of(sock.spec.family);
-                if self.ephemeral.is_none() {
-                    // The socket's bind answer stays its own bind() call's;
-                    // the autobind's refusal is connect()'s answer.
-                    let bind_answer = sock.bind_refusal.clone();
-                    let r = self.bind(i, any, 0);
-                    self.socks[i].bind_refusal = bind_answer;
+                let bind_answer = sock.bind_refusal.clone();
+                let r = self.bind(i, any, 0);
+                self.socks[i].bind_refusal = bind_answer;
+                if r.is_some() {
                     return Ok(r);
                 }
-            }
-            return Err(LayoutError::Call {
+            } else {
+                return Err(LayoutError::Call {
                 index,
                 field: "fd",
                 problem: format!(
                     "connect on socket {i}, which is not bound to a specific address and port: the model does not choose a source address; bind one first"
                 ),
             });
+            }
         }
         match self.socks[i].spec.proto {
             Proto::Udp => {
@@ -1331,6 +1378,12 @@ impl Host {
     /// `listen()` of a bound TCP socket: the port is checked again, then
     /// the socket receives.
     fn listen_or_receive(&mut self, i: usize) -> Option<Refusal> {
+        if self.socks[i].random_port.is_some() {
+            // On its randomly drawn port, which no bound socket overlapped
+            // when it was drawn: it listens there, alone.
+            self.socks[i].listening = true;
+            return None;
+        }
         if self.socks[i].spec.proto == Proto::Tcp {
             if !self.tcp_fast_path(i, true) {
                 if let Some(r) = self.listen_conflict(i) {
@@ -1342,24 +1395,45 @@ impl Host {
         self.receive(i)
     }
 
+    /// `bind(addr, 0)` or an autobind with no range in the call log: the
+    /// kernel draws from its default range
+    /// ([`LookupRules::default_port_range`]), from a random offset
+    /// (`inet_csk_find_open_port`, net/ipv4/inet_connection_sock.c;
+    /// `udp_lib_get_port`, net/ipv4/udp.c), a port no bound socket
+    /// overlaps. The model marks the socket as on that unknown port. Each
+    /// other socket holds at most one port of the range, so while fewer
+    /// sockets hold one than the range has ports a free port exists; past
+    /// that the model cannot tell, and says so ([`Host::run`] fails naming
+    /// the call). A later bind that happens to pick the same port is not
+    /// modelled (the chance is one in the range's size).
+    fn draw_random_port(&mut self, i: usize) {
+        let range = self.rules.default_port_range;
+        let proto = self.socks[i].spec.proto;
+        let ports = usize::from(range.high - range.low) + 1;
+        let held = self
+            .socks
+            .iter()
+            .enumerate()
+            .filter(|&(j, o)| {
+                j != i
+                    && o.bound
+                    && o.spec.proto == proto
+                    && (o.random_port.is_some() || (range.low..=range.high).contains(&o.spec.port))
+            })
+            .count();
+        if held >= ports {
+            self.undecided_draw = true;
+        }
+        self.socks[i].spec.port = 0;
+        self.socks[i].random_port = Some(range);
+    }
+
     /// `bind(addr, 0)` over TCP: `inet_csk_find_open_port` tries each port of
     /// the range with the strict rule (no exemption at all), then, with
     /// `ip_autobind_reuse`, again letting two SO_REUSEADDR sockets share a
     /// port unless both also set SO_REUSEPORT with the same owner
     /// (net/ipv4/inet_connection_sock.c; reuseaddr_ports_exhausted.c).
-    fn autobind(&mut self, i: usize, eph: Option<Ephemeral>) -> Option<Refusal> {
-        let Some(eph) = eph else {
-            return Some(Refusal {
-                errno: Errno::Einval,
-                rule: RefusalRule::NoEphemeralRange,
-                source: KernelSource::new(
-                    "inet_csk_find_open_port",
-                    "net/ipv4/inet_connection_sock.c",
-                    self.profile.release,
-                ),
-                with: None,
-            });
-        };
+    fn autobind(&mut self, i: usize, eph: Ephemeral) -> Option<Refusal> {
         let passes: &[bool] = if eph.autobind_reuse {
             &[false, true]
         } else {
@@ -1529,23 +1603,7 @@ impl Host {
             };
             let g = match found {
                 Some(g) => g,
-                None => {
-                    let gs = GroupSpec {
-                        v6only: spec.v6only,
-                        tcp_migrate_req: self.tcp_migrate_req && spec.proto == Proto::Tcp,
-                        ..GroupSpec::new(spec.proto, 0, spec.addr, spec.port, keys)
-                    };
-                    self.groups.push(GroupEntry {
-                        group: ReuseportGroup::build_empty(self.profile, &gs),
-                        members: Vec::new(),
-                    });
-                    let g = self.groups.len() - 1;
-                    self.groups_on
-                        .entry((spec.proto, spec.port, spec.addr))
-                        .or_default()
-                        .push(g);
-                    g
-                }
+                None => self.new_group(&spec, keys),
             };
             if let Some(j) = partner {
                 let entry = &mut self.groups[g];
@@ -1636,10 +1694,12 @@ impl Host {
         None
     }
 
-    /// A new, empty group for `spec`'s address.
+    /// A new, empty group for `spec`'s address; a TCP group migrates
+    /// requests when the call log sets `tcp_migrate_req`.
     fn new_group(&mut self, spec: &SocketSpec, keys: Keys) -> usize {
         let gs = GroupSpec {
             v6only: spec.v6only,
+            tcp_migrate_req: self.tcp_migrate_req && spec.proto == Proto::Tcp,
             ..GroupSpec::new(spec.proto, 0, spec.addr, spec.port, keys)
         };
         self.groups.push(GroupEntry {
@@ -1728,6 +1788,7 @@ impl Host {
                 proto: s.spec.proto,
                 addr: s.spec.addr,
                 port: s.spec.port,
+                random_port: s.random_port,
                 bind: s.bind_refusal.clone(),
                 listen: s.listen_refusal.clone(),
                 attach: s.attach_refusal.clone(),

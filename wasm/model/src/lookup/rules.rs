@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Ephemeral;
 use crate::profile::Profile;
 
 /// Which listener tables a TCP lookup walks.
@@ -163,6 +164,13 @@ pub struct LookupRules {
     /// the bucket learnt its address type (6.5, `tb->addr_type`), and 6.12
     /// matches `IPV6_ADDR_MAPPED` buckets with address 0.
     pub tcp_bind_mapped_any_unseen: bool,
+    /// The `ip_local_port_range` and `ip_autobind_reuse` a new network
+    /// namespace starts with, which `bind(addr, 0)` and the autobind of
+    /// `listen()`, `connect()` and `sendmsg()` draw from when the call log
+    /// gives no range: 32768–60999 and 0 (`inet_init_net`,
+    /// net/ipv4/af_inet.c, 6.18; `ip_autobind_reuse` from 5.9 defaults to
+    /// 0), 32768–61000 before 4.6 (07f4c90062f8 made the count even).
+    pub default_port_range: Ephemeral,
 }
 
 impl LookupRules {

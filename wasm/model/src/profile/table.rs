@@ -6,6 +6,7 @@ use super::{
 };
 use crate::jhash::JhashForm;
 use crate::lookup::rules::{LookupRules, ScanRule, ScoreRule, TcpTables, UdpTables};
+use crate::lookup::Ephemeral;
 
 /// Shorthand for a release in the table.
 pub const fn r(major: u16, minor: u16) -> Release {
@@ -66,6 +67,11 @@ pub const P3_9: Profile = Profile {
         udp_first_overlap_decides: false,
         udp_bind_wildcard_hash2: true,
         tcp_bind_mapped_any_unseen: false,
+        default_port_range: Ephemeral {
+            low: 32768,
+            high: 61000,
+            autobind_reuse: false,
+        },
     },
     notes: &[],
 };
@@ -116,7 +122,8 @@ pub const P4_5: Profile = Profile {
     ..P4_4
 };
 
-/// 4.6: TCP groups; IPv6 reuseport sockets at the tail.
+/// 4.6: TCP groups; IPv6 reuseport sockets at the tail; the default
+/// ephemeral range ends at 60999 (07f4c90062f8).
 pub const P4_6: Profile = Profile {
     release: r(4, 6),
     basis: "4.6.2",
@@ -125,6 +132,10 @@ pub const P4_6: Profile = Profile {
         tcp_scan: GroupThenReservoir,
         v6_reuseport_tail: true,
         bind_needs_no_group: true,
+        default_port_range: Ephemeral {
+            high: 60999,
+            ..P4_5.lookup.default_port_range
+        },
         ..P4_5.lookup
     },
     notes: &[],
