@@ -62,6 +62,7 @@ function words(lang: string) {
         refusal: (a: Refusal, rule: string) => `失败：${a.errno}${a.with !== null ? `（与套接字 ${a.with} 冲突）` : ''}。${rule}。`,
         ends: (r: CallResult) =>
           `；最终${r.closed ? '已关闭' : r.receiving ? '接收连接或数据报' : '不接收'}` +
+          (r.randomPort !== null ? `，端口由内核从 ${r.randomPort.low}–${r.randomPort.high}（ip_local_port_range）中随机选取` : '') +
           (r.group !== null ? `，位于 reuseport 组 ${r.group}（成员 ${r.member}）` : ''),
         up: '上移',
         down: '下移',
@@ -87,6 +88,7 @@ function words(lang: string) {
           `fails: ${a.errno}${a.with !== null ? ` (conflicts with socket ${a.with})` : ''}. ${rule.charAt(0).toUpperCase()}${rule.slice(1)}.`,
         ends: (r: CallResult) =>
           `; ends ${r.closed ? 'closed' : r.receiving ? 'receiving' : 'not receiving'}` +
+          (r.randomPort !== null ? ` on a port the kernel drew at random from ${r.randomPort.low}–${r.randomPort.high} (ip_local_port_range)` : '') +
           (r.group !== null ? `, in reuseport group ${r.group} (member ${r.member})` : ''),
         up: 'Move up',
         down: 'Move down',

@@ -391,6 +391,9 @@ test('the bind checker answers the calls as edited: a listen moved before the ot
   const want = agentAnswers('6.18', moved);
   expect(want, 'the agent refuses the second bind once socket 0 listens').toContain('EADDRINUSE');
   expect(await answers()).toEqual(want);
+  // Its listen() then binds a port itself, at random in the kernel's default range (as Linux 6.18.44 does); socket 1's row says so.
+  expect(want.at(-1), 'listen() after the refused bind').toBe('ok');
+  await expect(w.locator('.rl-bind-result').nth(4)).toContainText('drew at random from 32768–60999 (ip_local_port_range)');
   // A third socket (0.0.0.0:8080 with SO_REUSEPORT, listening), then one more listen() on socket 1.
   await w.getByRole('button', { name: 'Add a socket', exact: true }).click();
   await w.getByRole('combobox', { name: 'Add a call', exact: true }).selectOption('listen');
