@@ -730,7 +730,7 @@ struct SocketResult {
     socket: usize,
     /// Set when the kernel drew the port at random from this range (no
     /// `ephemeral` range in the layout): the port is not known.
-    random_port: Option<reuseport_model::lookup::Ephemeral>,
+    random_port: Option<RandomPort>,
     bind: Option<Refused>,
     listen: Option<Refused>,
     attach: Option<Refused>,
@@ -738,6 +738,15 @@ struct SocketResult {
     closed: bool,
     group: Option<usize>,
     member: Option<u32>,
+}
+
+/// The range the kernel drew a socket's port from, in this output's
+/// snake_case.
+#[derive(Serialize)]
+struct RandomPort {
+    low: u16,
+    high: u16,
+    autobind_reuse: bool,
 }
 
 /// A refused call: the errno, the rule and its kernel source in one
@@ -764,7 +773,11 @@ impl From<reuseport_model::lookup::CallResult> for SocketResult {
         let said = |r: Option<reuseport_model::message::Refusal>| r.as_ref().map(Refused::from);
         SocketResult {
             socket: c.socket,
-            random_port: c.random_port,
+            random_port: c.random_port.map(|e| RandomPort {
+                low: e.low,
+                high: e.high,
+                autobind_reuse: e.autobind_reuse,
+            }),
             bind: said(c.bind),
             listen: said(c.listen),
             attach: said(c.attach),
