@@ -26,6 +26,7 @@ pub fn errno_number(e: &Errno) -> i32 {
         Errno::Enoprotoopt => libc::ENOPROTOOPT,
         Errno::Eisconn => libc::EISCONN,
         Errno::Enotconn => libc::ENOTCONN,
+        Errno::Enetunreach => libc::ENETUNREACH,
     }
 }
 
@@ -42,6 +43,7 @@ pub fn errno_name(e: Answer) -> String {
         (libc::EISCONN, "EISCONN"),
         (libc::ENOTCONN, "ENOTCONN"),
         (libc::ECONNREFUSED, "ECONNREFUSED"),
+        (libc::ENETUNREACH, "ENETUNREACH"),
     ];
     match e {
         None => "ok".into(),

@@ -39,6 +39,8 @@ pub enum Errno {
     Eisconn,
     /// `ENOTCONN`: `shutdown()` of a socket that is not connected.
     Enotconn,
+    /// `ENETUNREACH`: an IPV6_V6ONLY socket cannot reach an IPv4 peer.
+    Enetunreach,
 }
 
 /// Where in the kernel sources a rule is applied: the function, its file,
@@ -150,6 +152,8 @@ pub enum RefusalRule {
     ListenConnected,
     /// `connect()` on a TCP listener.
     ConnectListener,
+    /// `connect()` of an IPV6_V6ONLY socket to a v4-mapped peer.
+    V6onlyMappedPeer,
     /// `connect()` on a TCP socket already connected.
     AlreadyConnected,
     /// `shutdown()` of a socket neither listening nor connected.

@@ -611,3 +611,33 @@ fn the_default_ephemeral_range_ends_at_61000_before_4_6() {
     assert_eq!(high(profile(4, 5)), Some(61000));
     assert_eq!(high(profile(4, 6)), Some(60999));
 }
+
+#[test]
+fn a_v6only_socket_connecting_to_a_v4_mapped_peer_is_refused_enetunreach_before_any_autobind() {
+    // verify --layouts 100 --call-logs (seed 11) on 6.18.44, 2026-11-24:
+    // an AF_INET6 IPV6_V6ONLY socket whose bind to ::ffff:127.0.0.1 failed
+    // (EINVAL) then connect()s to ::ffff:127.0.0.5; the kernel answered
+    // errno 101, ENETUNREACH, over TCP and UDP (tcp_v6_connect,
+    // __ip6_datagram_connect), where the model had autobound and said ok.
+    for proto in ["tcp", "udp"] {
+        let h = replay_6_18(&format!(
+            r#"{{"calls": [
+            {{"call": "socket", "family": "inet6", "proto": "{proto}"}},
+            {{"call": "setsockopt", "fd": 0, "opt": {{"v6only": true}}}},
+            {{"call": "bind", "fd": 0, "addr": "::ffff:127.0.0.1", "port": 8080}},
+            {{"call": "connect", "fd": 0, "addr": "::ffff:127.0.0.5", "port": 4001}}
+        ]}}"#
+        ));
+        let answers: Vec<Option<Errno>> = h
+            .answers()
+            .iter()
+            .map(|a| a.as_ref().map(|r| r.errno))
+            .collect();
+        assert_eq!(
+            answers,
+            [None, None, Some(Errno::Einval), Some(Errno::Enetunreach)],
+            "{proto}"
+        );
+        assert_eq!(h.results()[0].random_port, None, "{proto}: nothing drawn");
+    }
+}

@@ -240,7 +240,7 @@ pub struct CallResult {
     pub port: u16,
     /// Set when the kernel drew the socket's port at random from this
     /// range: a `bind()` of port 0, or the autobind of `listen()` or
-    /// `connect()` after a failed or missing bind, with no `ephemeral`
+    /// `connect()` after a failed bind, with no `ephemeral`
     /// range in the call log, so the kernel's default range
     /// ([`LookupRules::default_port_range`]). `inet_csk_find_open_port`
     /// (net/ipv4/inet_connection_sock.c) and `udp_lib_get_port`
@@ -931,15 +931,36 @@ impl Host {
                 "net/ipv4/af_inet.c",
             )));
         }
+        if sock.spec.family == Family::Inet6
+            && sock.spec.v6only
+            && as_v6(peer.ip()).to_ipv4_mapped().is_some()
+        {
+            // An IPV6_V6ONLY socket and a v4-mapped peer: ENETUNREACH before
+            // any autobind (__ip6_datagram_connect, net/ipv6/datagram.c;
+            // tcp_v6_connect, net/ipv6/tcp_ipv6.c). Measured on 6.18.44 by
+            // verify --layouts --call-logs (2026-11-24).
+            let (func, file) = match sock.spec.proto {
+                Proto::Udp => ("__ip6_datagram_connect", "net/ipv6/datagram.c"),
+                Proto::Tcp => ("tcp_v6_connect", "net/ipv6/tcp_ipv6.c"),
+            };
+            return Ok(Some(self.refusal(
+                Errno::Enetunreach,
+                RefusalRule::V6onlyMappedPeer,
+                func,
+                file,
+            )));
+        }
         let unplaced = !sock.bound || sock.spec.addr.is_unspecified() || sock.spec.port == 0;
         if unplaced && sock.random_port.is_none() {
-            if !sock.bound && self.ephemeral.is_none() {
-                // Unbound (its bind failed, or it made none): connect()
-                // binds an ephemeral port first (inet_autobind for UDP,
-                // net/ipv4/af_inet.c; inet_hash_connect for TCP,
-                // net/ipv4/inet_hashtables.c), at random in the kernel's
-                // range. The socket's bind answer stays its own bind()
-                // call's.
+            if !sock.bound && sock.bind_refusal.is_some() && self.ephemeral.is_none() {
+                // Its bind failed: connect() binds an ephemeral port first
+                // (inet_autobind for UDP, net/ipv4/af_inet.c;
+                // inet_hash_connect for TCP, net/ipv4/inet_hashtables.c), at
+                // random in the kernel's range. The socket's bind answer
+                // stays its own bind() call's. (A socket that made no bind
+                // stays unreplayable: an AF_INET6 V6ONLY one connecting to a
+                // v4-mapped peer gets ENETUNREACH first, which the model
+                // does not have.)
                 let any = unspecified_of(sock.spec.family);
                 let bind_answer = sock.bind_refusal.clone();
                 let r = self.bind(i, any, 0);
