@@ -476,64 +476,16 @@ pub fn check_kernel_answers(
 }
 
 /// The report of `verify --layouts N --call-logs`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallsReport {
-    /// The seed.
-    pub seed: u64,
-    /// The kernel release.
-    pub kernel: String,
-    /// The profile it maps to.
-    pub profile: String,
-    /// Whether the logs ran in a private network namespace.
-    pub private_netns: bool,
-    /// Call logs drawn and replayed.
-    pub layouts: u32,
-    /// Logs where kernel and model agree on everything.
-    pub agreed: u32,
-    /// Call answers compared.
-    pub calls: u64,
-    /// Of which equal.
-    pub calls_agreed: u64,
-    /// Destinations compared.
-    pub lookups: u64,
-    /// Of which equal.
-    pub lookups_agreed: u64,
-    /// Connections or datagrams sent.
-    pub probes: u64,
-    /// Seconds.
-    pub seconds: f64,
-    /// Each disagreement, shrunk (distinct ones, at most 50).
-    pub disagreements: Vec<CallDisagreement>,
-}
+pub type CallsReport = crate::layouts::Report<CallDisagreement>;
 
 /// Prints the report as text.
 pub fn print_text(r: &CallsReport, out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "verify --layouts --call-logs: seed {}, kernel {} (profile {}), {}",
-        r.seed,
-        r.kernel,
-        r.profile,
-        if r.private_netns {
-            "in a private network namespace"
-        } else {
-            "in this network namespace (no private one allowed)"
-        }
-    )?;
-    writeln!(
-        out,
-        "  call logs {}: {} agree ({:.2}%); call answers {}/{}; lookups {}/{}; {} probes in {:.1} s",
-        r.layouts,
-        r.agreed,
-        100.0 * r.agreed as f64 / r.layouts.max(1) as f64,
-        r.calls_agreed,
-        r.calls,
-        r.lookups_agreed,
-        r.lookups,
-        r.probes,
-        r.seconds
-    )?;
+    let words = crate::layouts::Words {
+        command: "verify --layouts --call-logs",
+        things: "call logs",
+        answers: "call answers",
+    };
+    r.write_counts(&words, out)?;
     for d in &r.disagreements {
         writeln!(
             out,
@@ -559,20 +511,7 @@ pub fn print_text(r: &CallsReport, out: &mut impl Write) -> std::io::Result<()> 
             writeln!(out, "  {x}")?;
         }
     }
-    if r.disagreements.is_empty() {
-        writeln!(
-            out,
-            "verify --layouts --call-logs: the model agreed with the kernel on every call log"
-        )?;
-    } else {
-        writeln!(
-            out,
-            "verify --layouts --call-logs: DISAGREEMENT on {} of {} call logs",
-            r.layouts - r.agreed,
-            r.layouts
-        )?;
-    }
-    Ok(())
+    r.write_verdict(&words, out)
 }
 
 #[cfg(target_os = "linux")]
@@ -631,7 +570,7 @@ mod kernel {
     }
 
     /// Replays the log on this kernel and probes its port
-    /// ([`probe_destinations`]).
+    /// (`layouts::kernel::probe_destinations`).
     pub fn kernel_answers(log: &CallLog, probes: &mut u64, peers: &Peers) -> CallAnswers {
         let run = replay(log);
         peers.drain();

@@ -578,10 +578,12 @@ pub struct Disagreement {
     pub model: Answers,
 }
 
-/// The report of `verify --layouts`.
+/// The report of `verify --layouts` ([`LayoutsReport`]) and of
+/// `verify --layouts --call-logs` (`calldraw::CallsReport`): the same
+/// counts, and each shrunk disagreement of the draw's kind `D`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LayoutsReport {
+pub struct Report<D> {
     /// The seed.
     pub seed: u64,
     /// The kernel release.
@@ -590,11 +592,11 @@ pub struct LayoutsReport {
     pub profile: String,
     /// Whether the layouts ran in a private network namespace.
     pub private_netns: bool,
-    /// Layouts drawn and built.
+    /// Layouts (or call logs) drawn and run.
     pub layouts: u32,
     /// Layouts where kernel and model agree on everything.
     pub agreed: u32,
-    /// bind() and listen() answers compared.
+    /// Answers compared: bind() and listen(), or every call of a call log.
     pub calls: u64,
     /// Of which equal.
     pub calls_agreed: u64,
@@ -607,7 +609,75 @@ pub struct LayoutsReport {
     /// Seconds.
     pub seconds: f64,
     /// Each disagreement, shrunk.
-    pub disagreements: Vec<Disagreement>,
+    pub disagreements: Vec<D>,
+}
+
+/// The report of `verify --layouts`.
+pub type LayoutsReport = Report<Disagreement>;
+
+/// How a report names its draw in text.
+pub(crate) struct Words {
+    /// The command, as the lines start.
+    pub command: &'static str,
+    /// What was drawn, plural ("layouts").
+    pub things: &'static str,
+    /// The answers compared ("bind/listen answers").
+    pub answers: &'static str,
+}
+
+impl<D> Report<D> {
+    /// The header and the counts line.
+    pub(crate) fn write_counts(&self, w: &Words, out: &mut impl Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{}: seed {}, kernel {} (profile {}), {}",
+            w.command,
+            self.seed,
+            self.kernel,
+            self.profile,
+            if self.private_netns {
+                "in a private network namespace"
+            } else {
+                "in this network namespace (no private one allowed)"
+            }
+        )?;
+        writeln!(
+            out,
+            "  {} {}: {} agree ({:.2}%); {} {}/{}; lookups {}/{}; {} probes in {:.1} s",
+            w.things,
+            self.layouts,
+            self.agreed,
+            100.0 * self.agreed as f64 / self.layouts.max(1) as f64,
+            w.answers,
+            self.calls_agreed,
+            self.calls,
+            self.lookups_agreed,
+            self.lookups,
+            self.probes,
+            self.seconds
+        )
+    }
+
+    /// The last line: every one agreed, or how many did not.
+    pub(crate) fn write_verdict(&self, w: &Words, out: &mut impl Write) -> std::io::Result<()> {
+        if self.disagreements.is_empty() {
+            let one = w.things.trim_end_matches('s');
+            writeln!(
+                out,
+                "{}: the model agreed with the kernel on every {one}",
+                w.command
+            )
+        } else {
+            writeln!(
+                out,
+                "{}: DISAGREEMENT on {} of {} {}",
+                w.command,
+                self.layouts - self.agreed,
+                self.layouts,
+                w.things
+            )
+        }
+    }
 }
 
 /// Why the run could not be made.
@@ -663,31 +733,12 @@ pub fn run(
 }
 
 fn print_text(r: &LayoutsReport, out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "verify --layouts: seed {}, kernel {} (profile {}), {}",
-        r.seed,
-        r.kernel,
-        r.profile,
-        if r.private_netns {
-            "in a private network namespace"
-        } else {
-            "in this network namespace (no private one allowed)"
-        }
-    )?;
-    writeln!(
-        out,
-        "  layouts {}: {} agree ({:.2}%); bind/listen answers {}/{}; lookups {}/{}; {} probes in {:.1} s",
-        r.layouts,
-        r.agreed,
-        100.0 * r.agreed as f64 / r.layouts.max(1) as f64,
-        r.calls_agreed,
-        r.calls,
-        r.lookups_agreed,
-        r.lookups,
-        r.probes,
-        r.seconds
-    )?;
+    let words = Words {
+        command: "verify --layouts",
+        things: "layouts",
+        answers: "bind/listen answers",
+    };
+    r.write_counts(&words, out)?;
     for d in &r.disagreements {
         writeln!(
             out,
@@ -701,20 +752,7 @@ fn print_text(r: &LayoutsReport, out: &mut impl Write) -> std::io::Result<()> {
             writeln!(out, "  {x}")?;
         }
     }
-    if r.disagreements.is_empty() {
-        writeln!(
-            out,
-            "verify --layouts: the model agreed with the kernel on every layout"
-        )?;
-    } else {
-        writeln!(
-            out,
-            "verify --layouts: DISAGREEMENT on {} of {} layouts",
-            r.layouts - r.agreed,
-            r.layouts
-        )?;
-    }
-    Ok(())
+    r.write_verdict(&words, out)
 }
 
 #[cfg(target_os = "linux")]
