@@ -3,30 +3,30 @@
 //! and by the model ([`reuseport_model::lookup::Host::run`]), every call's
 //! answer and the receiving sockets compared.
 //!
-//! Besides what the earlier draw ([`crate::layouts::draw`]) covers, a call
+//! Besides what the layout draw ([`crate::layouts::draw`]) covers, a call
 //! log says what only calls can: an option set after `bind()`, binds in
 //! another order than the sockets were made, a listener shut down and
 //! listening again, a `close()` between other sockets' binds. A
 //! disagreement is shrunk (sockets, then single calls, dropped while it
 //! still disagrees) and printed as the call log `predict --layout` reads.
 
-use std::collections::BTreeSet;
 use std::io::Write;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr};
 
 use reuseport_model::lookup::{Call, CallLog, Family, Host, SockOpt};
 use reuseport_model::{Profile, Proto};
 use serde::{Deserialize, Serialize};
 
 use crate::calllog::{errno_name, Answer};
-use crate::layouts::{v6_addrs, Rng, OTHER_UID, V4_ADDRS, V4_PEER_IP};
+pub use crate::differential::PEER_PORT;
+use crate::differential::{
+    model_lookups, specific, v6_addrs, Draw, Drawing, Found, Lookups, Rng, Words, OTHER_UID,
+    V4_ADDRS, V4_PEER_IP,
+};
 
 /// Sockets per drawn call log.
 const MIN_SOCKETS: usize = 2;
 const MAX_SOCKETS: usize = 6;
-/// The peer port TCP and UDP sockets connect to (a helper listener on
-/// 127.0.0.5 and ::1 accepts the TCP connections).
-pub const PEER_PORT: u16 = 4_001;
 
 /// How a drawn socket ends its first life.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -36,12 +36,6 @@ enum Kind {
     TimeWait,
     ConnectedUdp,
     Udp,
-}
-
-fn shuffle<T>(rng: &mut Rng, v: &mut [T]) {
-    for k in (1..v.len()).rev() {
-        v.swap(k, rng.below(k + 1));
-    }
 }
 
 /// Draws one call log on `port`: 2 – 6 sockets of one protocol, made in fd
@@ -74,12 +68,7 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
         } else {
             V4_ADDRS[rng.below(3)].into()
         };
-        let specific = match addr {
-            IpAddr::V4(a) => !a.is_unspecified(),
-            IpAddr::V6(a) => a
-                .to_ipv4_mapped()
-                .map_or(!a.is_unspecified(), |m| !m.is_unspecified()),
-        };
+        let specific = specific(addr);
         let kind = match (proto, rng.below(100)) {
             (Proto::Tcp, 0..=19) => Kind::BoundOnly,
             (Proto::Tcp, 20..=29) if specific && !time_wait_drawn => {
@@ -140,7 +129,7 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
     };
     let mut closed = vec![false; n];
     let mut order: Vec<usize> = (0..n).collect();
-    shuffle(rng, &mut order);
+    rng.shuffle(&mut order);
     let mut later = Vec::new();
     let mut bound = Vec::new();
     for &fd in &order {
@@ -179,7 +168,7 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
             }
         }
     }
-    shuffle(rng, &mut later);
+    rng.shuffle(&mut later);
     for &fd in &later {
         if !closed[fd] {
             calls.push(Call::Listen { fd });
@@ -197,7 +186,7 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
         }
     }
     let mut last: Vec<usize> = (0..n).filter(|&f| !closed[f] && rng.chance(12)).collect();
-    shuffle(rng, &mut last);
+    rng.shuffle(&mut last);
     calls.extend(last.into_iter().map(|fd| Call::Close { fd }));
     CallLog {
         calls,
@@ -270,29 +259,8 @@ fn sockets_in(log: &CallLog) -> usize {
 
 /// Drops sockets, then single calls other than `socket`, while `still`
 /// holds: a log where every socket and call matters.
-pub fn shrink(log: &CallLog, mut still: impl FnMut(&CallLog) -> bool) -> CallLog {
-    let mut cur = log.clone();
-    'again: loop {
-        for i in 0..sockets_in(&cur) {
-            let smaller = without_socket(&cur, i);
-            if sockets_in(&smaller) > 0 && still(&smaller) {
-                cur = smaller;
-                continue 'again;
-            }
-        }
-        for i in 0..cur.calls.len() {
-            if matches!(cur.calls[i], Call::Socket { .. }) {
-                continue;
-            }
-            let mut smaller = cur.clone();
-            smaller.calls.remove(i);
-            if still(&smaller) {
-                cur = smaller;
-                continue 'again;
-            }
-        }
-        return cur;
-    }
+pub fn shrink(log: &CallLog, still: impl FnMut(&CallLog) -> bool) -> CallLog {
+    crate::differential::shrink::<CallLogs>(log, still)
 }
 
 /// Every answer of one side (kernel or model) for one call log.
@@ -302,7 +270,7 @@ pub struct CallAnswers {
     /// Per call: `None` (ok) or the errno.
     pub calls: Vec<Answer>,
     /// Per probed destination: the fds that receive (empty: none).
-    pub lookups: Vec<(String, BTreeSet<usize>)>,
+    pub lookups: Lookups,
 }
 
 /// The model's answers; input it cannot replay is an error.
@@ -310,63 +278,13 @@ pub fn model_answers(profile: &'static Profile, log: &CallLog) -> Result<CallAns
     let host = Host::run(profile, log).map_err(|e| e.to_string())?;
     let calls = crate::calllog::model_answers(&host);
     let (proto, port) = (proto_of(log), port_of(log));
-    let lookups = crate::layouts::model_lookups(&host, proto, port);
+    let lookups = model_lookups(&host, proto, port);
     Ok(CallAnswers { calls, lookups })
 }
 
 /// The differences between the kernel's answers and the model's, in words.
 pub fn differences(log: &CallLog, kernel: &CallAnswers, model: &CallAnswers) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, (k, m)) in kernel.calls.iter().zip(&model.calls).enumerate() {
-        if k != m {
-            let what = log
-                .calls
-                .get(i)
-                .and_then(|c| serde_json::to_string(c).ok())
-                .unwrap_or_default();
-            out.push(format!(
-                "call {i} {what}: kernel {}, model {}",
-                errno_name(*k),
-                errno_name(*m)
-            ));
-        }
-    }
-    if kernel.calls.len() != model.calls.len() {
-        out.push(format!(
-            "the kernel answered {} calls, the model {}",
-            kernel.calls.len(),
-            model.calls.len()
-        ));
-    }
-    let proto = match proto_of(log) {
-        Proto::Tcp => "tcp",
-        Proto::Udp => "udp",
-    };
-    for ((d, k), (_, m)) in kernel.lookups.iter().zip(&model.lookups) {
-        if k != m {
-            out.push(format!(
-                "{proto} to {d}: kernel delivered to fds {k:?}, model picks among fds {m:?}"
-            ));
-        }
-    }
-    out
-}
-
-/// Counts one log's answers into `calls` and `lookups` (compared, equal).
-pub fn tally(
-    kernel: &CallAnswers,
-    model: &CallAnswers,
-    calls: &mut (u64, u64),
-    lookups: &mut (u64, u64),
-) {
-    for (k, m) in kernel.calls.iter().zip(&model.calls) {
-        calls.0 += 1;
-        calls.1 += u64::from(k == m);
-    }
-    for ((_, k), (_, m)) in kernel.lookups.iter().zip(&model.lookups) {
-        lookups.0 += 1;
-        lookups.1 += u64::from(k == m);
-    }
+    crate::differential::differences::<CallLogs>(log, kernel, model)
 }
 
 /// The call log as JSON `predict --layout` reads, without the settings
@@ -417,76 +335,160 @@ pub struct CallsLine {
     pub answers: CallAnswers,
 }
 
-/// Compares a guest kernel's [`CallsLine`]s with the model's answers to
-/// the same logs, drawn again from `seed`; all `expected` must be there.
-pub fn check_kernel_answers(
-    profile: &'static Profile,
-    text: &str,
-    seed: u64,
-    expected: u32,
-) -> Result<crate::layouts::LayoutsAgreement, String> {
-    let mut a = crate::layouts::LayoutsAgreement {
-        seed,
-        layouts: 0,
-        agreed: 0,
-        calls: 0,
-        calls_agreed: 0,
-        lookups: 0,
-        lookups_agreed: 0,
-        disagreements: Vec::new(),
+/// The report of `verify --layouts N --call-logs`.
+pub type CallsReport = crate::differential::Report<CallDisagreement>;
+
+/// The call-log draw.
+pub struct CallLogs;
+
+impl Draw for CallLogs {
+    type Case = CallLog;
+    type Answers = CallAnswers;
+    type Line = CallsLine;
+    type Disagreement = CallDisagreement;
+    #[cfg(target_os = "linux")]
+    type Helpers = kernel::Peers;
+
+    const WORDS: Words = Words {
+        command: "verify --layouts --call-logs",
+        thing: "call log",
+        things: "call logs",
+        answers: "call answers",
+        member: "fd",
+        parts: "calls",
     };
-    let (mut calls, mut lookups) = ((0, 0), (0, 0));
-    let mut rng = Rng::new(seed);
-    for (n, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
-        let k: CallsLine = serde_json::from_str(line)
-            .map_err(|e| format!("line {} of the guest's answers: {e}", n + 1))?;
-        if k.drawn as usize != n {
+
+    fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
+        draw(rng, port, pinned, two_uids)
+    }
+
+    fn with_port(log: &CallLog, port: u16) -> CallLog {
+        with_port(log, port)
+    }
+
+    fn proto_port(log: &CallLog) -> (Proto, u16) {
+        (proto_of(log), port_of(log))
+    }
+
+    fn size(log: &CallLog) -> usize {
+        log.calls.len()
+    }
+
+    /// Each socket dropped, then each call other than `socket`.
+    fn smaller(log: &CallLog) -> Vec<CallLog> {
+        let sockets = (0..sockets_in(log))
+            .map(|i| without_socket(log, i))
+            .filter(|l| sockets_in(l) > 0);
+        let calls = (0..log.calls.len())
+            .filter(|&i| !matches!(log.calls[i], Call::Socket { .. }))
+            .map(|i| {
+                let mut l = log.clone();
+                l.calls.remove(i);
+                l
+            });
+        sockets.chain(calls).collect()
+    }
+
+    fn compact(log: &CallLog) -> String {
+        compact(log)
+    }
+
+    fn model_answers(profile: &'static Profile, log: &CallLog) -> Result<CallAnswers, String> {
+        model_answers(profile, log)
+    }
+
+    /// Every call's answer.
+    fn compare(
+        log: &CallLog,
+        k: &CallAnswers,
+        m: &CallAnswers,
+    ) -> Vec<(Answer, Answer, Option<String>)> {
+        let say = |i: usize, k: Answer, m: Answer| {
+            let what = log
+                .calls
+                .get(i)
+                .and_then(|c| serde_json::to_string(c).ok())
+                .unwrap_or_default();
+            format!(
+                "call {i} {what}: kernel {}, model {}",
+                errno_name(k),
+                errno_name(m)
+            )
+        };
+        (k.calls.iter().zip(&m.calls).enumerate())
+            .map(|(i, (&k, &m))| (k, m, (k != m).then(|| say(i, k, m))))
+            .collect()
+    }
+
+    fn mismatch(k: &CallAnswers, m: &CallAnswers) -> Option<String> {
+        (k.calls.len() != m.calls.len()).then(|| {
+            format!(
+                "the kernel answered {} calls, the model {}",
+                k.calls.len(),
+                m.calls.len()
+            )
+        })
+    }
+
+    fn lookups(a: &CallAnswers) -> &Lookups {
+        &a.lookups
+    }
+
+    #[cfg(target_os = "linux")]
+    fn helpers() -> kernel::Peers {
+        kernel::Peers::new()
+    }
+
+    #[cfg(target_os = "linux")]
+    fn kernel_answers(log: &CallLog, probes: &mut u64, peers: &mut kernel::Peers) -> CallAnswers {
+        kernel::kernel_answers(log, probes, peers)
+    }
+
+    fn line(drawn: u32, _: &CallLog, d: &Drawing, answers: CallAnswers) -> CallsLine {
+        CallsLine {
+            drawn,
+            port: d.port,
+            pinned: d.pinned,
+            two_uids: d.two_uids,
+            answers,
+        }
+    }
+
+    /// The log is drawn again, as the guest drew it; the `n`th line must be
+    /// drawn log `n`, or the draws would part.
+    fn read_line(
+        line: CallsLine,
+        n: usize,
+        rng: &mut Rng,
+    ) -> Result<(u32, CallLog, CallAnswers), String> {
+        if line.drawn as usize != n {
             return Err(format!(
                 "line {} of the guest's answers is drawn log {}; expected {n}",
                 n + 1,
-                k.drawn
+                line.drawn
             ));
         }
-        let log = draw(&mut rng, k.port, k.pinned, k.two_uids);
-        let model =
-            model_answers(profile, &log).map_err(|e| format!("drawn call log {}: {e}", k.drawn))?;
-        a.layouts += 1;
-        tally(&k.answers, &model, &mut calls, &mut lookups);
-        let diffs = differences(&log, &k.answers, &model);
-        if diffs.is_empty() {
-            a.agreed += 1;
-        } else if a.disagreements.len() < 10 {
-            a.disagreements.push(format!(
-                "drawn call log {}: {} -- {}",
-                k.drawn,
-                compact(&log),
-                diffs.join("; ")
-            ));
+        let log = draw(rng, line.port, line.pinned, line.two_uids);
+        Ok((line.drawn, log, line.answers))
+    }
+
+    fn disagreement(
+        drawn: u32,
+        drawn_case: &CallLog,
+        shown: CallLog,
+        f: Found<CallAnswers>,
+    ) -> CallDisagreement {
+        CallDisagreement {
+            drawn,
+            calls_drawn: drawn_case.calls.len(),
+            log: shown,
+            differences: f.differences,
+            kernel: f.kernel,
+            model: f.model,
         }
     }
-    (a.calls, a.calls_agreed) = calls;
-    (a.lookups, a.lookups_agreed) = lookups;
-    if a.layouts != expected {
-        return Err(format!(
-            "the guest wrote the answers of {} of {expected} call logs",
-            a.layouts
-        ));
-    }
-    Ok(a)
-}
 
-/// The report of `verify --layouts N --call-logs`.
-pub type CallsReport = crate::layouts::Report<CallDisagreement>;
-
-/// Prints the report as text.
-pub fn print_text(r: &CallsReport, out: &mut impl Write) -> std::io::Result<()> {
-    let words = crate::layouts::Words {
-        command: "verify --layouts --call-logs",
-        things: "call logs",
-        answers: "call answers",
-    };
-    r.write_counts(&words, out)?;
-    for d in &r.disagreements {
+    fn write_disagreement(d: &CallDisagreement, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(
             out,
             "DISAGREEMENT in drawn call log {} ({} calls, shrunk to {}):",
@@ -510,21 +512,21 @@ pub fn print_text(r: &CallsReport, out: &mut impl Write) -> std::io::Result<()> 
         for x in &d.differences {
             writeln!(out, "  {x}")?;
         }
+        Ok(())
     }
-    r.write_verdict(&words, out)
 }
 
 #[cfg(target_os = "linux")]
-pub use kernel::{kernel_answers, run, run_kernel_side};
+pub use kernel::{kernel_answers, Peers};
 
 #[cfg(target_os = "linux")]
 mod kernel {
     use super::*;
     use crate::calllog::replay;
-    use crate::layouts::kernel::{probe_destinations, Setup};
-    use crate::layouts::{LayoutsError, Options, MAX_LAYOUTS};
+    use crate::differential::probe_destinations;
     use socket2::{Domain, Socket, Type};
-    use std::time::{Duration, Instant};
+    use std::net::SocketAddr;
+    use std::time::Duration;
 
     /// TCP listeners on 127.0.0.5 and ::1 port [`PEER_PORT`] that the drawn
     /// TIME_WAIT sockets connect to; their queues are emptied after each log.
@@ -570,7 +572,7 @@ mod kernel {
     }
 
     /// Replays the log on this kernel and probes its port
-    /// (`layouts::kernel::probe_destinations`).
+    /// ([`probe_destinations`]).
     pub fn kernel_answers(log: &CallLog, probes: &mut u64, peers: &Peers) -> CallAnswers {
         let run = replay(log);
         peers.drain();
@@ -583,151 +585,5 @@ mod kernel {
             calls: run.answers,
             lookups,
         }
-    }
-
-    fn check(opts: &Options) -> Result<(), LayoutsError> {
-        if opts.count == 0 || opts.count > MAX_LAYOUTS {
-            return Err(LayoutsError::Options(format!(
-                "the number of call logs must be 1 to {MAX_LAYOUTS}; got {}",
-                opts.count
-            )));
-        }
-        Ok(())
-    }
-
-    /// `--call-logs --kernel-answers --output FILE`: replays and probes the
-    /// drawn logs on this kernel only, writing a [`CallsLine`] per log.
-    pub fn run_kernel_side(opts: &Options, path: &std::path::Path) -> Result<(), LayoutsError> {
-        check(opts)?;
-        let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-        let opts = opts.clone();
-        let lines = std::thread::spawn(move || {
-            let mut s = Setup::enter(opts.seed);
-            let peers = Peers::new();
-            let mut probes = 0;
-            (0..opts.count)
-                .map(|drawn| {
-                    let port = s.ports.take();
-                    let log = draw(&mut s.rng, port, s.pinned, s.two_uids);
-                    CallsLine {
-                        drawn,
-                        port,
-                        pinned: s.pinned,
-                        two_uids: s.two_uids,
-                        answers: kernel_answers(&log, &mut probes, &peers),
-                    }
-                })
-                .collect::<Vec<_>>()
-        })
-        .join()
-        .map_err(|_| LayoutsError::Kernel("the call-log thread panicked".into()))?;
-        for l in lines {
-            serde_json::to_writer(&mut file, &l).map_err(std::io::Error::from)?;
-            writeln!(file)?;
-        }
-        file.flush()?;
-        Ok(())
-    }
-
-    fn run_all(
-        opts: &Options,
-        profile: &'static Profile,
-        release: String,
-    ) -> Result<CallsReport, LayoutsError> {
-        let t0 = Instant::now();
-        let mut s = Setup::enter(opts.seed);
-        let peers = Peers::new();
-        let mut r = CallsReport {
-            seed: opts.seed,
-            kernel: release,
-            profile: profile.release.to_string(),
-            private_netns: s.ports.private,
-            layouts: 0,
-            agreed: 0,
-            calls: 0,
-            calls_agreed: 0,
-            lookups: 0,
-            lookups_agreed: 0,
-            probes: 0,
-            seconds: 0.0,
-            disagreements: Vec::new(),
-        };
-        let mut probes = 0;
-        let mut seen = BTreeSet::new();
-        let (mut calls, mut lookups) = ((0, 0), (0, 0));
-        for drawn in 0..opts.count {
-            let port = s.ports.take();
-            let log = draw(&mut s.rng, port, s.pinned, s.two_uids);
-            let model = model_answers(profile, &log).map_err(LayoutsError::Kernel)?;
-            let kernel = kernel_answers(&log, &mut probes, &peers);
-            r.layouts += 1;
-            tally(&kernel, &model, &mut calls, &mut lookups);
-            if differences(&log, &kernel, &model).is_empty() {
-                r.agreed += 1;
-                continue;
-            }
-            let mut both = |l: &CallLog| -> Option<(CallLog, CallAnswers, CallAnswers)> {
-                let l = with_port(l, s.ports.take());
-                let m = model_answers(profile, &l).ok()?;
-                let k = kernel_answers(&l, &mut probes, &peers);
-                Some((l, k, m))
-            };
-            let small = shrink(&log, |l| {
-                both(l).is_some_and(|(l, k, m)| !differences(&l, &k, &m).is_empty())
-            });
-            let Some((l, k, m)) = both(&small) else {
-                continue;
-            };
-            let shown = with_port(&small, 8080);
-            crate::note!(
-                "verify --layouts: drawn call log {drawn} disagrees; shrunk to {} calls",
-                small.calls.len()
-            );
-            if seen.insert(compact(&shown)) && r.disagreements.len() < 50 {
-                r.disagreements.push(CallDisagreement {
-                    drawn,
-                    calls_drawn: log.calls.len(),
-                    differences: differences(&l, &k, &m),
-                    log: shown,
-                    kernel: k,
-                    model: m,
-                });
-            }
-        }
-        (r.calls, r.calls_agreed) = calls;
-        (r.lookups, r.lookups_agreed) = lookups;
-        r.probes = probes;
-        r.seconds = t0.elapsed().as_secs_f64();
-        Ok(r)
-    }
-
-    /// Runs `verify --layouts N --call-logs`: the report to `out`, progress
-    /// to `err`.
-    pub fn run(
-        opts: &Options,
-        mut out: impl Write,
-        err: &mut dyn Write,
-    ) -> Result<CallsReport, LayoutsError> {
-        check(opts)?;
-        let release =
-            crate::kernel::running_release().map_err(|e| LayoutsError::Kernel(e.to_string()))?;
-        let profile =
-            Profile::for_release(&release).map_err(|e| LayoutsError::Kernel(e.to_string()))?;
-        writeln!(
-            err,
-            "verify --layouts --call-logs: {} random call logs, seed {} (repeat with --seed {}), kernel {release} (profile {})",
-            opts.count, opts.seed, opts.seed, profile.release
-        )?;
-        let o = opts.clone();
-        let report = std::thread::spawn(move || run_all(&o, profile, release))
-            .join()
-            .map_err(|_| LayoutsError::Kernel("the call-log thread panicked".into()))??;
-        if opts.json {
-            serde_json::to_writer(&mut out, &report).map_err(std::io::Error::from)?;
-            writeln!(out)?;
-        } else {
-            print_text(&report, &mut out)?;
-        }
-        Ok(report)
     }
 }

@@ -344,7 +344,7 @@ pub struct KernelRow {
     pub random_layouts_expected: u32,
     /// The guest's answers for them, compared with the model on the host.
     #[serde(default)]
-    pub random_layouts: Option<crate::layouts::LayoutsAgreement>,
+    pub random_layouts: Option<crate::differential::LayoutsAgreement>,
     /// Connections and datagrams recorded in the guest.
     pub events: usize,
     /// Predicted on the host (the events not used to recover the key).
@@ -1647,10 +1647,11 @@ fn check_random(row: &mut KernelRow, guest: &GuestRun, seed: u64, call_logs: boo
             .map_err(|e| e.to_string())
             .and_then(|p| {
                 let want = row.random_layouts_expected;
+                use crate::differential::check_kernel_answers as check;
                 if call_logs {
-                    crate::calldraw::check_kernel_answers(p, text, seed, want)
+                    check::<crate::calldraw::CallLogs>(p, text, seed, want)
                 } else {
-                    crate::layouts::check_kernel_answers(p, text, seed, want)
+                    check::<crate::layouts::Layouts>(p, text, seed, want)
                 }
             })
             .map_err(|e| (Step::Check, format!("random layouts: {e}"))),

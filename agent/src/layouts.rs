@@ -1,100 +1,33 @@
-// Over 800 lines for now: the earlier layout form; the call-log draw is agent/src/calldraw.rs, and when it replaces this draw, this file shrinks to what both share.
-//! `verify --layouts N`: the differential test of the lookup and bind rules.
+//! `verify --layouts N`: the layout draw of the differential test
+//! ([`crate::differential`]).
 //!
-//! Draws `N` random layouts of 2 – 7 sockets on one port (seeded), builds
-//! each on the running kernel the way a program would (every `bind()` first,
-//! then every `listen()` in a drawn order, each answer recorded with its
-//! errno), sends traffic over loopback to learn which socket receives, and
-//! asks the model ([`reuseport_model::lookup::Host`]) the same questions.
-//!
-//! The per-boot hash secret is unknown here, so a lookup is compared by the
-//! set of sockets that can receive it: the sockets the model picks for 168
-//! packets from varied sources and ports, against the sockets the kernel
-//! handed connections or datagrams to, sent until `24 ×` the sockets seen so
-//! far (at least 8). A socket one side never chose in that many tries cannot
-//! receive there (the chance of a miss by luck is below `7 × (6/7)^168`,
-//! 1e-10). Every probe
-//! is sent from CPU [`PROBE_CPU`], which then receives it, so SO_INCOMING_CPU
-//! compares too.
-//!
-//! Every disagreement is shrunk (sockets dropped while it still disagrees)
-//! and printed as a layout `predict --layout` reads, with both answers.
-//!
-//! The layouts are built in a private network namespace when the process may
-//! make one (root), so no other program's sockets share the ports; otherwise
-//! in the current one, on ports checked free first.
+//! A layout is the earlier `{sockets, listenOrder, closed}` form: 2 – 7
+//! sockets on one port, built on the running kernel the way a program would
+//! (every `bind()` first, then every `listen()` in a drawn order, each
+//! answer recorded with its errno). The model replays it through
+//! [`reuseport_model::lookup::Host::build`]. A disagreement shrinks by
+//! whole sockets. The call-log draw ([`crate::calldraw`]) says more.
 
-use std::collections::BTreeSet;
 use std::io::Write;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
-use reuseport_model::lookup::{Family, Host, Layout, Packet, SockState, SocketSpec};
-use reuseport_model::reuseport::PacketCtx;
-use reuseport_model::{Keys, Profile, Proto, Tuple};
+use reuseport_model::lookup::{Family, Host, Layout, SockState, SocketSpec};
+use reuseport_model::{Keys, Profile, Proto};
 use serde::{Deserialize, Serialize};
 
-/// At most this many layouts per run.
-pub const MAX_LAYOUTS: u32 = 100_000;
+use crate::calllog::{errno_name, errno_number as model_errno};
+use crate::differential::{
+    model_lookups, specific, v6_addrs, Draw, Drawing, Found, Lookups, Words, MAX_DRAWN_SOCKETS,
+    PEER_PORT, V4_ADDRS, V4_PEER_IP,
+};
+pub use crate::differential::{Answer, Rng, OTHER_UID};
+
 /// Sockets per drawn layout.
 const MIN_SOCKETS: usize = 2;
-const MAX_SOCKETS: usize = 7;
-/// Tries per member of the model's answer.
-const TRIES_PER_MEMBER: usize = 24;
-/// Ports the layouts use, one fresh port per build.
-const PORT_LOW: u16 = 10_000;
-const PORT_HIGH: u16 = 30_000;
+const MAX_SOCKETS: usize = MAX_DRAWN_SOCKETS;
 
-/// A small, fast, seeded generator (SplitMix64).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub(crate) fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    pub(crate) fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
-
-pub(crate) const V4_ADDRS: [Ipv4Addr; 3] = [
-    Ipv4Addr::UNSPECIFIED,
-    Ipv4Addr::new(127, 0, 0, 1),
-    Ipv4Addr::new(127, 0, 0, 2),
-];
-
-pub(crate) fn v6_addrs() -> [Ipv6Addr; 5] {
-    [
-        Ipv6Addr::UNSPECIFIED,
-        Ipv6Addr::LOCALHOST,
-        Ipv4Addr::new(127, 0, 0, 1).to_ipv6_mapped(),
-        Ipv4Addr::new(127, 0, 0, 2).to_ipv6_mapped(),
-        // The v4-mapped wildcard: IPv4's 0.0.0.0 through an AF_INET6 socket.
-        Ipv4Addr::UNSPECIFIED.to_ipv6_mapped(),
-    ]
-}
-
-/// The peers connected UDP sockets are drawn with: local addresses no probe
-/// comes from (the probes' source ports are ephemeral, these are not).
-pub(crate) const V4_PEER_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 5);
-const V4_PEER: SocketAddr = SocketAddr::new(IpAddr::V4(V4_PEER_IP), 4_001);
-const V6_PEER: SocketAddr = SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), 4_001);
-
-/// The receiving CPU of every probe: the prober pins itself there, and a
-/// loopback packet is received on the sending CPU (`netif_rx` queues it to
-/// this CPU's backlog), so the kernel's `raw_smp_processor_id()` is known.
-pub const PROBE_CPU: u32 = 0;
+const V4_PEER: SocketAddr = SocketAddr::new(IpAddr::V4(V4_PEER_IP), PEER_PORT);
+const V6_PEER: SocketAddr = SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), PEER_PORT);
 
 /// Draws one layout on `port`: 2 – 7 sockets of one protocol; each AF_INET
 /// or AF_INET6 with a specific, wildcard or v4-mapped address, SO_REUSEADDR,
@@ -121,12 +54,7 @@ pub fn draw(rng: &mut Rng, port: u16) -> Layout {
         let v6only = inet6 && rng.chance(30);
         // Wildcard binds take their address from connect(); the model
         // wants the address the socket ends with, so only specific ones.
-        let specific = match addr {
-            IpAddr::V4(a) => !a.is_unspecified(),
-            IpAddr::V6(a) => a
-                .to_ipv4_mapped()
-                .map_or(!a.is_unspecified(), |m| !m.is_unspecified()),
-        };
+        let specific = specific(addr);
         let mut peer = None;
         let state = match (proto, rng.below(100)) {
             (Proto::Tcp, 0..=19) => SockState::Bound,
@@ -186,9 +114,6 @@ pub fn draw(rng: &mut Rng, port: u16) -> Layout {
     }
 }
 
-/// The second owner UID of the drawn sockets (the first is 0).
-pub const OTHER_UID: u32 = 1000;
-
 /// The layout without socket `drop`: indexes above it move down by one.
 pub fn without(layout: &Layout, drop: usize) -> Layout {
     let mut l = layout.clone();
@@ -206,22 +131,9 @@ pub fn without(layout: &Layout, drop: usize) -> Layout {
 
 /// Drops sockets one at a time while `still` holds, until no single drop
 /// keeps it: a layout where every socket matters.
-pub fn shrink(layout: &Layout, mut still: impl FnMut(&Layout) -> bool) -> Layout {
-    let mut cur = layout.clone();
-    'again: loop {
-        for i in 0..cur.sockets.len() {
-            let smaller = without(&cur, i);
-            if !smaller.sockets.is_empty() && still(&smaller) {
-                cur = smaller;
-                continue 'again;
-            }
-        }
-        return cur;
-    }
+pub fn shrink(layout: &Layout, still: impl FnMut(&Layout) -> bool) -> Layout {
+    crate::differential::shrink::<Layouts>(layout, still)
 }
-
-pub use crate::calllog::Answer;
-use crate::calllog::{errno_name, errno_number as model_errno, source};
 
 /// Every answer of one side (kernel or model) for one layout.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -231,19 +143,10 @@ pub struct Answers {
     /// `listen()` per socket, for TCP sockets that listen and bound.
     pub listen: Vec<Option<Answer>>,
     /// Per probed destination: the sockets that receive (empty: none).
-    pub lookups: Vec<(String, BTreeSet<usize>)>,
+    pub lookups: Lookups,
 }
 
-/// The destinations probed for a layout: 127.0.0.1, 127.0.0.2 and ::1.
-fn destinations() -> [IpAddr; 3] {
-    [
-        Ipv4Addr::new(127, 0, 0, 1).into(),
-        Ipv4Addr::new(127, 0, 0, 2).into(),
-        Ipv6Addr::LOCALHOST.into(),
-    ]
-}
-
-/// The model's answers, and how many probes each destination gets.
+/// The model's answers.
 pub fn model_answers(profile: &'static Profile, layout: &Layout) -> Result<Answers, String> {
     let host = Host::build(profile, layout).map_err(|e| e.to_string())?;
     let results = host.results();
@@ -259,8 +162,7 @@ pub fn model_answers(profile: &'static Profile, layout: &Layout) -> Result<Answe
             (listens && r.bind.is_none()).then(|| r.listen.as_ref().map(|f| model_errno(&f.errno)))
         })
         .collect();
-    let proto = layout.sockets.first().map_or(Proto::Tcp, |s| s.proto);
-    let port = layout.sockets.first().map_or(0, |s| s.port);
+    let (proto, port) = proto_port(layout);
     let lookups = model_lookups(&host, proto, port);
     Ok(Answers {
         bind,
@@ -269,80 +171,16 @@ pub fn model_answers(profile: &'static Profile, layout: &Layout) -> Result<Answe
     })
 }
 
-/// Per destination of [`destinations`], the sockets the model picks for
-/// packets from many sources and ports to `port`: as many as the kernel is
-/// sent for the largest group, so a socket the model can pick is missed by
-/// chance no more often than the kernel's.
-pub(crate) fn model_lookups(
-    host: &Host,
-    proto: Proto,
-    port: u16,
-) -> Vec<(String, BTreeSet<usize>)> {
-    let samples = TRIES_PER_MEMBER * MAX_SOCKETS;
-    destinations()
-        .into_iter()
-        .map(|daddr| {
-            let set: BTreeSet<usize> = (0..samples)
-                .filter_map(|k| {
-                    let packet = Packet {
-                        proto,
-                        tuple: Tuple {
-                            saddr: source(daddr, k),
-                            sport: 40_000 + k as u16,
-                            daddr,
-                            dport: port,
-                        },
-                        device: None,
-                        ctx: PacketCtx {
-                            cpu: PROBE_CPU,
-                            payload: None,
-                        },
-                    };
-                    host.lookup(&packet).socket
-                })
-                .collect();
-            (daddr.to_string(), set)
-        })
-        .collect()
+fn proto_port(layout: &Layout) -> (Proto, u16) {
+    layout
+        .sockets
+        .first()
+        .map_or((Proto::Tcp, 0), |s| (s.proto, s.port))
 }
 
 /// The differences between the kernel's answers and the model's, in words.
 pub fn differences(layout: &Layout, kernel: &Answers, model: &Answers) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, (k, m)) in kernel.bind.iter().zip(&model.bind).enumerate() {
-        if k != m {
-            out.push(format!(
-                "socket {i} bind(): kernel {}, model {}",
-                errno_name(*k),
-                errno_name(*m)
-            ));
-        }
-    }
-    for (i, (k, m)) in kernel.listen.iter().zip(&model.listen).enumerate() {
-        if let (Some(k), Some(m)) = (k, m) {
-            if k != m {
-                out.push(format!(
-                    "socket {i} listen(): kernel {}, model {}",
-                    errno_name(*k),
-                    errno_name(*m)
-                ));
-            }
-        }
-    }
-    let proto = layout.sockets.first().map_or("tcp", |s| match s.proto {
-        Proto::Tcp => "tcp",
-        Proto::Udp => "udp",
-    });
-    for ((d, k), (_, m)) in kernel.lookups.iter().zip(&model.lookups) {
-        if k != m {
-            out.push(format!(
-                "{proto} to {d}: kernel delivered to {}, model picks among {}",
-                set_text(k),
-                set_text(m)
-            ));
-        }
-    }
-    out
+    crate::differential::differences::<Layouts>(layout, kernel, model)
 }
 
 /// The layout as JSON without the fields left at their defaults (what
@@ -375,15 +213,6 @@ pub fn compact(layout: &Layout) -> String {
     v.to_string()
 }
 
-fn set_text(s: &BTreeSet<usize>) -> String {
-    if s.is_empty() {
-        "no socket".into()
-    } else {
-        let v: Vec<String> = s.iter().map(|i| format!("socket {i}")).collect();
-        format!("{{{}}}", v.join(", "))
-    }
-}
-
 /// One drawn layout and this kernel's answers: a line of the file
 /// `verify --layouts N --kernel-answers --output FILE` writes inside a
 /// `verify --kernels` guest.
@@ -399,11 +228,11 @@ pub struct KernelLine {
     /// `listen()` per socket: -1 when not called, else 0 or the errno.
     pub listen: Vec<i32>,
     /// Per probed destination: the sockets that received.
-    pub lookups: Vec<(String, BTreeSet<usize>)>,
+    pub lookups: Lookups,
 }
 
 impl KernelLine {
-    fn new(drawn: u32, layout: Layout, a: &Answers) -> KernelLine {
+    fn new(drawn: u32, layout: Layout, a: Answers) -> KernelLine {
         KernelLine {
             drawn,
             layout,
@@ -413,7 +242,7 @@ impl KernelLine {
                 .iter()
                 .map(|l| l.map_or(-1, |e| e.unwrap_or(0)))
                 .collect(),
-            lookups: a.lookups.clone(),
+            lookups: a.lookups,
         }
     }
 
@@ -430,134 +259,6 @@ impl KernelLine {
             lookups: self.lookups.clone(),
         }
     }
-}
-
-/// A guest kernel's answers compared with the model on the host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LayoutsAgreement {
-    /// The seed the layouts were drawn from.
-    pub seed: u64,
-    /// Layouts built in the guest and compared.
-    pub layouts: u32,
-    /// Layouts where kernel and model agree on everything.
-    pub agreed: u32,
-    /// bind() and listen() answers compared.
-    pub calls: u64,
-    /// Of which equal.
-    pub calls_agreed: u64,
-    /// Destinations compared.
-    pub lookups: u64,
-    /// Of which equal.
-    pub lookups_agreed: u64,
-    /// The first disagreements (at most 10): the layout as `predict
-    /// --layout` reads it, then what differs (not shrunk: shrinking needs
-    /// the guest again).
-    pub disagreements: Vec<String>,
-}
-
-/// Counts one layout's answers into `calls` and `lookups` (compared, equal).
-fn tally(kernel: &Answers, model: &Answers, calls: &mut (u64, u64), lookups: &mut (u64, u64)) {
-    let listens = kernel
-        .listen
-        .iter()
-        .zip(&model.listen)
-        .filter_map(|(k, m)| k.zip(*m));
-    let binds = kernel.bind.iter().copied().zip(model.bind.iter().copied());
-    for (k, m) in binds.chain(listens) {
-        calls.0 += 1;
-        calls.1 += u64::from(k == m);
-    }
-    for ((_, k), (_, m)) in kernel.lookups.iter().zip(&model.lookups) {
-        lookups.0 += 1;
-        lookups.1 += u64::from(k == m);
-    }
-}
-
-/// Compares the answers a guest kernel wrote (one [`KernelLine`] a line)
-/// with the model's for `profile`; all `expected` layouts must be there.
-pub fn check_kernel_answers(
-    profile: &'static Profile,
-    text: &str,
-    seed: u64,
-    expected: u32,
-) -> Result<LayoutsAgreement, String> {
-    let mut a = LayoutsAgreement {
-        seed,
-        layouts: 0,
-        agreed: 0,
-        calls: 0,
-        calls_agreed: 0,
-        lookups: 0,
-        lookups_agreed: 0,
-        disagreements: Vec::new(),
-    };
-    let (mut calls, mut lookups) = ((0, 0), (0, 0));
-    for (n, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
-        let k: KernelLine = serde_json::from_str(line)
-            .map_err(|e| format!("line {} of the guest's answers: {e}", n + 1))?;
-        let kernel = k.answers();
-        let model = model_answers(profile, &k.layout)
-            .map_err(|e| format!("drawn layout {}: {e}", k.drawn))?;
-        a.layouts += 1;
-        tally(&kernel, &model, &mut calls, &mut lookups);
-        let diffs = differences(&k.layout, &kernel, &model);
-        if diffs.is_empty() {
-            a.agreed += 1;
-        } else if a.disagreements.len() < 10 {
-            a.disagreements.push(format!(
-                "drawn layout {}: {} -- {}",
-                k.drawn,
-                compact(&k.layout),
-                diffs.join("; ")
-            ));
-        }
-    }
-    (a.calls, a.calls_agreed) = calls;
-    (a.lookups, a.lookups_agreed) = lookups;
-    if a.layouts != expected {
-        return Err(format!(
-            "the guest wrote the answers of {} of {expected} layouts",
-            a.layouts
-        ));
-    }
-    Ok(a)
-}
-
-/// `verify --layouts N --kernel-answers --output FILE`: builds and probes
-/// the drawn layouts on this kernel only and writes a [`KernelLine`] per
-/// layout to `path` (what a `verify --kernels` guest runs).
-#[cfg(target_os = "linux")]
-pub fn run_kernel_side(opts: &Options, path: &std::path::Path) -> Result<(), LayoutsError> {
-    if opts.count == 0 || opts.count > MAX_LAYOUTS {
-        return Err(LayoutsError::Options(format!(
-            "the number of layouts must be 1 to {MAX_LAYOUTS}; got {}",
-            opts.count
-        )));
-    }
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let opts = opts.clone();
-    // Its own thread, which may move into a private network namespace.
-    let lines = std::thread::spawn(move || kernel::answers_only(&opts))
-        .join()
-        .map_err(|_| LayoutsError::Kernel("the layout thread panicked".into()))?;
-    for l in lines {
-        serde_json::to_writer(&mut file, &l).map_err(std::io::Error::from)?;
-        writeln!(file)?;
-    }
-    file.flush()?;
-    Ok(())
-}
-
-/// Options of one run.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Layouts to draw.
-    pub count: u32,
-    /// The seed.
-    pub seed: u64,
-    /// One JSON object instead of text.
-    pub json: bool,
 }
 
 /// One disagreement, shrunk.
@@ -578,168 +279,139 @@ pub struct Disagreement {
     pub model: Answers,
 }
 
-/// The report of `verify --layouts` ([`LayoutsReport`]) and of
-/// `verify --layouts --call-logs` (`calldraw::CallsReport`): the same
-/// counts, and each shrunk disagreement of the draw's kind `D`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Report<D> {
-    /// The seed.
-    pub seed: u64,
-    /// The kernel release.
-    pub kernel: String,
-    /// The profile it maps to.
-    pub profile: String,
-    /// Whether the layouts ran in a private network namespace.
-    pub private_netns: bool,
-    /// Layouts (or call logs) drawn and run.
-    pub layouts: u32,
-    /// Layouts where kernel and model agree on everything.
-    pub agreed: u32,
-    /// Answers compared: bind() and listen(), or every call of a call log.
-    pub calls: u64,
-    /// Of which equal.
-    pub calls_agreed: u64,
-    /// Destinations compared.
-    pub lookups: u64,
-    /// Of which equal.
-    pub lookups_agreed: u64,
-    /// Connections or datagrams sent.
-    pub probes: u64,
-    /// Seconds.
-    pub seconds: f64,
-    /// Each disagreement, shrunk.
-    pub disagreements: Vec<D>,
-}
-
 /// The report of `verify --layouts`.
-pub type LayoutsReport = Report<Disagreement>;
+pub type LayoutsReport = crate::differential::Report<Disagreement>;
 
-/// How a report names its draw in text.
-pub(crate) struct Words {
-    /// The command, as the lines start.
-    pub command: &'static str,
-    /// What was drawn, plural ("layouts").
-    pub things: &'static str,
-    /// The answers compared ("bind/listen answers").
-    pub answers: &'static str,
-}
+/// The layout draw.
+pub struct Layouts;
 
-impl<D> Report<D> {
-    /// The header and the counts line.
-    pub(crate) fn write_counts(&self, w: &Words, out: &mut impl Write) -> std::io::Result<()> {
-        writeln!(
-            out,
-            "{}: seed {}, kernel {} (profile {}), {}",
-            w.command,
-            self.seed,
-            self.kernel,
-            self.profile,
-            if self.private_netns {
-                "in a private network namespace"
-            } else {
-                "in this network namespace (no private one allowed)"
-            }
-        )?;
-        writeln!(
-            out,
-            "  {} {}: {} agree ({:.2}%); {} {}/{}; lookups {}/{}; {} probes in {:.1} s",
-            w.things,
-            self.layouts,
-            self.agreed,
-            100.0 * self.agreed as f64 / self.layouts.max(1) as f64,
-            w.answers,
-            self.calls_agreed,
-            self.calls,
-            self.lookups_agreed,
-            self.lookups,
-            self.probes,
-            self.seconds
-        )
-    }
+impl Draw for Layouts {
+    type Case = Layout;
+    type Answers = Answers;
+    type Line = KernelLine;
+    type Disagreement = Disagreement;
+    #[cfg(target_os = "linux")]
+    type Helpers = kernel::Helpers;
 
-    /// The last line: every one agreed, or how many did not.
-    pub(crate) fn write_verdict(&self, w: &Words, out: &mut impl Write) -> std::io::Result<()> {
-        if self.disagreements.is_empty() {
-            let one = w.things.trim_end_matches('s');
-            writeln!(
-                out,
-                "{}: the model agreed with the kernel on every {one}",
-                w.command
-            )
-        } else {
-            writeln!(
-                out,
-                "{}: DISAGREEMENT on {} of {} {}",
-                w.command,
-                self.layouts - self.agreed,
-                self.layouts,
-                w.things
-            )
-        }
-    }
-}
-
-/// Why the run could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum LayoutsError {
-    /// Bad options.
-    #[error("--layouts: {0}")]
-    Options(String),
-    /// The kernel could not be set up or asked.
-    #[error("--layouts: {0}")]
-    Kernel(String),
-    /// Writing the report.
-    #[error("writing the report: {0}")]
-    Io(#[from] std::io::Error),
-}
-
-/// Runs `verify --layouts`: prints the report to `out`, progress to `err`.
-#[cfg(target_os = "linux")]
-pub fn run(
-    opts: &Options,
-    mut out: impl Write,
-    err: &mut dyn Write,
-) -> Result<LayoutsReport, LayoutsError> {
-    if opts.count == 0 || opts.count > MAX_LAYOUTS {
-        return Err(LayoutsError::Options(format!(
-            "the number of layouts must be 1 to {MAX_LAYOUTS}; got {}",
-            opts.count
-        )));
-    }
-    let release =
-        crate::kernel::running_release().map_err(|e| LayoutsError::Kernel(e.to_string()))?;
-    let profile =
-        Profile::for_release(&release).map_err(|e| LayoutsError::Kernel(e.to_string()))?;
-    writeln!(
-        err,
-        "verify --layouts: {} random layouts, seed {} (repeat with --seed {}), kernel {release} (profile {})",
-        opts.count, opts.seed, opts.seed, profile.release
-    )?;
-    let opts2 = opts.clone();
-    let rel2 = release.clone();
-    // The kernel side runs in a thread of its own, which may move into a
-    // private network namespace without taking the rest of the process.
-    let report = std::thread::spawn(move || kernel::run_all(&opts2, profile, rel2))
-        .join()
-        .map_err(|_| LayoutsError::Kernel("the layout thread panicked".into()))??;
-    if opts.json {
-        serde_json::to_writer(&mut out, &report).map_err(std::io::Error::from)?;
-        writeln!(out)?;
-    } else {
-        print_text(&report, &mut out)?;
-    }
-    Ok(report)
-}
-
-fn print_text(r: &LayoutsReport, out: &mut impl Write) -> std::io::Result<()> {
-    let words = Words {
+    const WORDS: Words = Words {
         command: "verify --layouts",
+        thing: "layout",
         things: "layouts",
         answers: "bind/listen answers",
+        member: "socket",
+        parts: "sockets",
     };
-    r.write_counts(&words, out)?;
-    for d in &r.disagreements {
+
+    /// [`draw`], without SO_INCOMING_CPU or a second UID where the run
+    /// cannot build them.
+    fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> Layout {
+        let mut layout = draw(rng, port);
+        for s in &mut layout.sockets {
+            if !two_uids {
+                s.uid = 0;
+            }
+            if !pinned {
+                s.incoming_cpu = None;
+            }
+        }
+        layout
+    }
+
+    fn with_port(layout: &Layout, port: u16) -> Layout {
+        let mut l = layout.clone();
+        for s in &mut l.sockets {
+            s.port = port;
+        }
+        l
+    }
+
+    fn proto_port(layout: &Layout) -> (Proto, u16) {
+        proto_port(layout)
+    }
+
+    fn size(layout: &Layout) -> usize {
+        layout.sockets.len()
+    }
+
+    fn smaller(layout: &Layout) -> Vec<Layout> {
+        (0..layout.sockets.len())
+            .map(|i| without(layout, i))
+            .filter(|l| !l.sockets.is_empty())
+            .collect()
+    }
+
+    fn compact(layout: &Layout) -> String {
+        compact(layout)
+    }
+
+    fn model_answers(profile: &'static Profile, layout: &Layout) -> Result<Answers, String> {
+        model_answers(profile, layout)
+    }
+
+    /// `bind()` per socket, then `listen()` where both sides called it.
+    fn compare(_: &Layout, k: &Answers, m: &Answers) -> Vec<(Answer, Answer, Option<String>)> {
+        let say = |i: usize, call: &str, k: Answer, m: Answer| {
+            (k != m).then(|| {
+                format!(
+                    "socket {i} {call}(): kernel {}, model {}",
+                    errno_name(k),
+                    errno_name(m)
+                )
+            })
+        };
+        let binds = (k.bind.iter().zip(&m.bind).enumerate())
+            .map(|(i, (&k, &m))| (k, m, say(i, "bind", k, m)));
+        let listens = (k.listen.iter().zip(&m.listen).enumerate())
+            .filter_map(|(i, (k, m))| Some((i, (*k)?, (*m)?)))
+            .map(|(i, k, m)| (k, m, say(i, "listen", k, m)));
+        binds.chain(listens).collect()
+    }
+
+    fn lookups(a: &Answers) -> &Lookups {
+        &a.lookups
+    }
+
+    #[cfg(target_os = "linux")]
+    fn helpers() -> kernel::Helpers {
+        kernel::Helpers::default()
+    }
+
+    #[cfg(target_os = "linux")]
+    fn kernel_answers(layout: &Layout, probes: &mut u64, helpers: &mut kernel::Helpers) -> Answers {
+        kernel::kernel_answers(layout, probes, helpers)
+    }
+
+    fn line(drawn: u32, layout: &Layout, _: &Drawing, answers: Answers) -> KernelLine {
+        KernelLine::new(drawn, layout.clone(), answers)
+    }
+
+    /// The line carries its layout: nothing is drawn again.
+    fn read_line(
+        line: KernelLine,
+        _: usize,
+        _: &mut Rng,
+    ) -> Result<(u32, Layout, Answers), String> {
+        let answers = line.answers();
+        Ok((line.drawn, line.layout, answers))
+    }
+
+    fn disagreement(
+        drawn: u32,
+        drawn_case: &Layout,
+        shown: Layout,
+        f: Found<Answers>,
+    ) -> Disagreement {
+        Disagreement {
+            drawn,
+            sockets_drawn: drawn_case.sockets.len(),
+            layout: shown,
+            differences: f.differences,
+            kernel: f.kernel,
+            model: f.model,
+        }
+    }
+
+    fn write_disagreement(d: &Disagreement, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(
             out,
             "DISAGREEMENT in drawn layout {} ({} sockets, shrunk to {}):",
@@ -751,59 +423,20 @@ fn print_text(r: &LayoutsReport, out: &mut impl Write) -> std::io::Result<()> {
         for x in &d.differences {
             writeln!(out, "  {x}")?;
         }
+        Ok(())
     }
-    r.write_verdict(&words, out)
 }
 
 #[cfg(target_os = "linux")]
-pub(crate) mod kernel {
+mod kernel {
     use super::*;
+    use crate::differential::probe_destinations;
     use socket2::{Domain, SockAddr, Socket, Type};
-    use std::collections::BTreeMap;
-    use std::time::{Duration, Instant};
+    use std::net::Ipv4Addr;
+    use std::time::Duration;
 
     fn errno_of(e: &std::io::Error) -> i32 {
         e.raw_os_error().unwrap_or(libc::EIO)
-    }
-
-    use crate::calllog::{private_netns, probe_tcp, probe_udp};
-
-    /// Whether nothing holds `port` (checked outside a private namespace).
-    fn port_free(port: u16) -> bool {
-        [Type::STREAM, Type::DGRAM].iter().all(|&t| {
-            let s4 = Socket::new(Domain::IPV4, t, None)
-                .and_then(|s| s.bind(&SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port).into()));
-            let s6 = Socket::new(Domain::IPV6, t, None).and_then(|s| {
-                s.set_only_v6(true)?;
-                s.bind(&SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port).into())
-            });
-            s4.is_ok() && s6.is_ok()
-        })
-    }
-
-    pub(crate) struct Ports {
-        pub(crate) next: u16,
-        pub(crate) private: bool,
-    }
-
-    impl Ports {
-        pub(crate) fn take(&mut self) -> u16 {
-            loop {
-                let p = self.next;
-                self.next = if p >= PORT_HIGH { PORT_LOW } else { p + 1 };
-                if self.private || port_free(p) {
-                    return p;
-                }
-            }
-        }
-    }
-
-    fn with_port(layout: &Layout, port: u16) -> Layout {
-        let mut l = layout.clone();
-        for s in &mut l.sockets {
-            s.port = port;
-        }
-        l
     }
 
     /// Builds the layout on this kernel and probes it. Each destination gets
@@ -909,57 +542,10 @@ pub(crate) mod kernel {
         }
     }
 
-    /// Per destination of [`destinations`], the sockets `receiving` names
-    /// (indexes into `socks`) that receive probes to `port`: each
-    /// destination gets probes until `24 ×` the sockets seen so far (at
-    /// least 8); two misses before any socket is seen end it.
-    pub(crate) fn probe_destinations(
-        socks: &[Option<Socket>],
-        receiving: &[usize],
-        proto: Proto,
-        port: u16,
-        probes: &mut u64,
-    ) -> Vec<(String, BTreeSet<usize>)> {
-        let mut lookups = Vec::new();
-        for daddr in destinations() {
-            let mut got = BTreeSet::new();
-            let mut missed = 0;
-            let mut t = 0;
-            while t < (TRIES_PER_MEMBER * got.len()).max(8) {
-                // Nothing received twice: no socket receives here.
-                if missed >= 2 && got.is_empty() {
-                    break;
-                }
-                *probes += 1;
-                let src = source(daddr, t);
-                t += 1;
-                let r = match proto {
-                    Proto::Tcp => {
-                        probe_tcp(socks, receiving, src, daddr, port, Duration::from_secs(1))
-                    }
-                    Proto::Udp => {
-                        // Once a socket here has received, a datagram is due:
-                        // wait for it; before that, briefly.
-                        let wait = Duration::from_millis(if !got.is_empty() { 250 } else { 30 });
-                        probe_udp(socks, receiving, src, daddr, port, wait)
-                    }
-                };
-                match r {
-                    Some(i) => {
-                        got.insert(i);
-                    }
-                    None => missed += 1,
-                }
-            }
-            lookups.push((daddr.to_string(), got));
-        }
-        lookups
-    }
-
     /// Listeners on ephemeral ports of 127.0.0.1 and ::1 that TIME_WAIT
     /// sockets connect to (made when first needed, kept for the run).
     #[derive(Default)]
-    pub(super) struct Helpers {
+    pub struct Helpers {
         v4: Option<(Socket, SocketAddr)>,
         v6: Option<(Socket, SocketAddr)>,
     }
@@ -1039,165 +625,5 @@ pub(crate) mod kernel {
                 s.addr
             );
         }
-    }
-
-    struct Runner {
-        profile: &'static Profile,
-        ports: Ports,
-        probes: u64,
-        helpers: Helpers,
-    }
-
-    impl Runner {
-        fn both(&mut self, layout: &Layout) -> Result<(Layout, Answers, Answers), String> {
-            let l = with_port(layout, self.ports.take());
-            let model = model_answers(self.profile, &l)?;
-            let kernel = kernel_answers(&l, &mut self.probes, &mut self.helpers);
-            Ok((l, kernel, model))
-        }
-    }
-
-    /// What a run sets up on this thread before drawing.
-    pub(crate) struct Setup {
-        pub(crate) rng: Rng,
-        pub(crate) ports: Ports,
-        pub(crate) two_uids: bool,
-        pub(crate) pinned: bool,
-    }
-
-    impl Setup {
-        /// A private network namespace when allowed, the thread pinned to
-        /// [`PROBE_CPU`], the seeded generator.
-        pub(crate) fn enter(seed: u64) -> Setup {
-            let private = private_netns();
-            if !private {
-                crate::note!("verify --layouts: no private network namespace (not root?); using this one, on ports checked free");
-            }
-            // SO_INCOMING_CPU is compared on the probes' CPU, so the prober
-            // stays there; without it, no socket is drawn with one.
-            let pinned = crate::process::pin_to(PROBE_CPU).is_ok();
-            if !pinned {
-                crate::note!(
-                    "verify --layouts: cannot pin to CPU {PROBE_CPU}; no SO_INCOMING_CPU draws"
-                );
-            }
-            Setup {
-                rng: Rng::new(seed),
-                ports: Ports {
-                    next: PORT_LOW + (seed % u64::from(PORT_HIGH - PORT_LOW)) as u16,
-                    private,
-                },
-                // A second owner UID needs root (setfsuid); without it every
-                // socket is drawn with UID 0, the model's stand-in for "the same".
-                two_uids: crate::record::is_root(),
-                pinned,
-            }
-        }
-
-        /// The next layout, without what this run cannot build.
-        fn draw(&mut self) -> Layout {
-            let mut layout = draw(&mut self.rng, 0);
-            for s in &mut layout.sockets {
-                if !self.two_uids {
-                    s.uid = 0;
-                }
-                if !self.pinned {
-                    s.incoming_cpu = None;
-                }
-            }
-            layout
-        }
-    }
-
-    /// The kernel's side of every drawn layout, each on a fresh port.
-    pub(super) fn answers_only(opts: &Options) -> Vec<KernelLine> {
-        let mut s = Setup::enter(opts.seed);
-        let (mut probes, mut helpers) = (0, Helpers::default());
-        (0..opts.count)
-            .map(|drawn| {
-                let layout = with_port(&s.draw(), s.ports.take());
-                let answers = kernel_answers(&layout, &mut probes, &mut helpers);
-                KernelLine::new(drawn, layout, &answers)
-            })
-            .collect()
-    }
-
-    pub(super) fn run_all(
-        opts: &Options,
-        profile: &'static Profile,
-        release: String,
-    ) -> Result<LayoutsReport, LayoutsError> {
-        let t0 = Instant::now();
-        let mut s = Setup::enter(opts.seed);
-        let private = s.ports.private;
-        let mut run = Runner {
-            profile,
-            ports: Ports {
-                next: s.ports.next,
-                private,
-            },
-            probes: 0,
-            helpers: Helpers::default(),
-        };
-        let mut r = LayoutsReport {
-            seed: opts.seed,
-            kernel: release,
-            profile: profile.release.to_string(),
-            private_netns: private,
-            layouts: 0,
-            agreed: 0,
-            calls: 0,
-            calls_agreed: 0,
-            lookups: 0,
-            lookups_agreed: 0,
-            probes: 0,
-            seconds: 0.0,
-            disagreements: Vec::new(),
-        };
-        let mut seen: BTreeMap<String, ()> = BTreeMap::new();
-        for drawn in 0..opts.count {
-            let layout = s.draw();
-            let (_, kernel, model) = run.both(&layout).map_err(LayoutsError::Kernel)?;
-            r.layouts += 1;
-            let (mut calls, mut lookups) =
-                ((r.calls, r.calls_agreed), (r.lookups, r.lookups_agreed));
-            tally(&kernel, &model, &mut calls, &mut lookups);
-            (r.calls, r.calls_agreed, r.lookups, r.lookups_agreed) =
-                (calls.0, calls.1, lookups.0, lookups.1);
-            let diffs = differences(&layout, &kernel, &model);
-            if diffs.is_empty() {
-                r.agreed += 1;
-                continue;
-            }
-            let small = shrink(&layout, |l| {
-                run.both(l)
-                    .map(|(l, k, m)| !differences(&l, &k, &m).is_empty())
-                    .unwrap_or(false)
-            });
-            let (l, k, m) = run.both(&small).map_err(LayoutsError::Kernel)?;
-            let diffs = differences(&l, &k, &m);
-            let mut shown = small.clone();
-            for s in &mut shown.sockets {
-                s.port = 8080;
-            }
-            let key = serde_json::to_string(&shown).unwrap_or_default();
-            crate::note!(
-                "verify --layouts: drawn layout {drawn} disagrees; shrunk to {} sockets",
-                small.sockets.len()
-            );
-            if seen.insert(key, ()).is_none() && r.disagreements.len() < 50 {
-                r.disagreements.push(Disagreement {
-                    drawn,
-                    sockets_drawn: layout.sockets.len(),
-                    layout: shown,
-                    differences: diffs,
-                    kernel: k,
-                    model: m,
-                });
-            }
-        }
-        r.probes = run.probes;
-        r.seconds = t0.elapsed().as_secs_f64();
-        Ok(r)
     }
 }

@@ -22,6 +22,7 @@ pub mod calllog;
 #[cfg(target_os = "linux")]
 pub mod cbpf;
 pub mod curated;
+pub mod differential;
 pub mod error;
 pub mod exit;
 pub mod kernel;

@@ -113,10 +113,12 @@ pub enum LayoutsArg {
 pub fn layouts_arg(s: &str) -> Result<LayoutsArg, String> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
         return match s.parse::<u32>() {
-            Ok(n) if (1..=crate::layouts::MAX_LAYOUTS).contains(&n) => Ok(LayoutsArg::Random(n)),
+            Ok(n) if (1..=crate::differential::MAX_LAYOUTS).contains(&n) => {
+                Ok(LayoutsArg::Random(n))
+            }
             _ => Err(format!(
                 "the number of random layouts must be 1 to {}; got {s}",
-                crate::layouts::MAX_LAYOUTS
+                crate::differential::MAX_LAYOUTS
             )),
         };
     }
@@ -223,7 +225,7 @@ pub enum VerifyError {
     },
     /// `--layouts N` could not run.
     #[error("{0}")]
-    Layouts(#[from] crate::layouts::LayoutsError),
+    Layouts(#[from] crate::differential::LayoutsError),
     /// Writing the report failed.
     #[error("writing the report: {0}")]
     Io(#[from] std::io::Error),
@@ -462,7 +464,9 @@ fn random_layouts(
     out: impl Write,
     err: &mut dyn Write,
 ) -> Result<Report, VerifyError> {
-    let opts = crate::layouts::Options {
+    use crate::differential::{run, run_kernel_side};
+    use crate::{calldraw::CallLogs, layouts::Layouts};
+    let opts = crate::differential::Options {
         count,
         seed: args.seed,
         json: args.json,
@@ -471,9 +475,9 @@ fn random_layouts(
         // Only the kernel's side: nothing is compared here, so nothing is
         // reported exact or not; the exit status says the file was written.
         if args.call_logs {
-            crate::calldraw::run_kernel_side(&opts, path)?;
+            run_kernel_side::<CallLogs>(&opts, path)?;
         } else {
-            crate::layouts::run_kernel_side(&opts, path)?;
+            run_kernel_side::<Layouts>(&opts, path)?;
         }
         return Ok(Report {
             layouts: Vec::new(),
@@ -481,11 +485,9 @@ fn random_layouts(
         });
     }
     let exact = if args.call_logs {
-        let r = crate::calldraw::run(&opts, out, err)?;
-        r.disagreements.is_empty() && r.agreed == r.layouts
+        run::<CallLogs>(&opts, out, err)?.exact()
     } else {
-        let r = crate::layouts::run(&opts, out, err)?;
-        r.disagreements.is_empty() && r.agreed == r.layouts
+        run::<Layouts>(&opts, out, err)?.exact()
     };
     Ok(Report {
         layouts: Vec::new(),
@@ -500,9 +502,9 @@ fn random_layouts(
     _: impl Write,
     _: &mut dyn Write,
 ) -> Result<Report, VerifyError> {
-    Err(VerifyError::Layouts(crate::layouts::LayoutsError::Kernel(
-        "the layouts are built on a Linux kernel".into(),
-    )))
+    Err(VerifyError::Layouts(
+        crate::differential::LayoutsError::Kernel("the layouts are built on a Linux kernel".into()),
+    ))
 }
 
 /// The human report: one row per layout, a paragraph per ambiguous key

@@ -5,7 +5,8 @@
 use std::net::IpAddr;
 use std::process::Command;
 
-use reuseport_agent::layouts::{self, Rng};
+use reuseport_agent::differential::Rng;
+use reuseport_agent::layouts;
 use reuseport_agent::verify::{layouts_arg, recording, LayoutName, LayoutsArg};
 
 const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
@@ -345,6 +346,7 @@ fn call_log_shrink_drops_sockets_and_calls_and_renumbers_fds() {
 #[test]
 fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_seed() {
     use reuseport_agent::calldraw;
+    use reuseport_agent::differential::check_kernel_answers;
     let dir = std::env::temp_dir().join(format!("calldraw-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("answers.jsonl");
@@ -361,7 +363,7 @@ fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_see
     );
     let text = std::fs::read_to_string(&file).unwrap();
     let profile = reuseport_model::Profile::for_release("6.18").unwrap();
-    let a = calldraw::check_kernel_answers(profile, &text, 4, 6).unwrap();
+    let a = check_kernel_answers::<calldraw::CallLogs>(profile, &text, 4, 6).unwrap();
     assert_eq!(a.layouts, 6);
     let lines: Vec<calldraw::CallsLine> = text
         .lines()
@@ -382,9 +384,64 @@ fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_see
     );
     assert_eq!(a.lookups, 18, "three destinations each");
     // A seed other than the guest's draws other logs: the check says so.
-    assert!(calldraw::check_kernel_answers(profile, &text, 5, 6)
-        .map_or(true, |b| b.calls != a.calls
-            || b.agreed != a.agreed
-            || b.disagreements != a.disagreements));
+    assert!(
+        check_kernel_answers::<calldraw::CallLogs>(profile, &text, 5, 6)
+            .map_or(true, |b| b.calls != a.calls
+                || b.agreed != a.agreed
+                || b.disagreements != a.disagreements)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The layout draw's guest file carries each layout, so the host checks it
+/// without drawing again: a seed other than the guest's changes nothing,
+/// and a line whose answer was altered is a disagreement naming the call.
+#[cfg(target_os = "linux")]
+#[test]
+fn layout_kernel_answers_carry_their_layouts_and_are_checked_on_the_host() {
+    use reuseport_agent::differential::check_kernel_answers;
+    use reuseport_agent::layouts::{KernelLine, Layouts};
+    let dir = std::env::temp_dir().join(format!("layoutdraw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("answers.jsonl");
+    let out = Command::new(BIN)
+        .args(["verify", "--layouts", "6", "--seed", "4"])
+        .args(["--kernel-answers", "--output"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let profile = reuseport_model::Profile::for_release("6.18").unwrap();
+    let a = check_kernel_answers::<Layouts>(profile, &text, 4, 6).unwrap();
+    assert_eq!((a.layouts, a.agreed), (6, 6), "{:?}", a.disagreements);
+    assert_eq!(a.lookups, 18, "three destinations each");
+    let other = check_kernel_answers::<Layouts>(profile, &text, 99, 6).unwrap();
+    assert_eq!((other.agreed, other.calls), (6, a.calls));
+    // The first socket's bind() said EADDRINUSE instead.
+    let mut lines: Vec<KernelLine> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[0].bind[0] = 98;
+    let altered: String = lines
+        .iter()
+        .map(|l| serde_json::to_string(l).unwrap() + "\n")
+        .collect();
+    let b = check_kernel_answers::<Layouts>(profile, &altered, 4, 6).unwrap();
+    assert_eq!(b.agreed, 5);
+    assert_eq!(b.calls_agreed, a.calls_agreed - 1);
+    assert!(
+        b.disagreements[0].contains("socket 0 bind(): kernel EADDRINUSE, model ok"),
+        "{:?}",
+        b.disagreements
+    );
+    assert!(check_kernel_answers::<Layouts>(profile, &text, 4, 7)
+        .unwrap_err()
+        .contains("6 of 7 layouts"));
     let _ = std::fs::remove_dir_all(&dir);
 }
