@@ -347,21 +347,7 @@ fn call_log_shrink_drops_sockets_and_calls_and_renumbers_fds() {
 fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_seed() {
     use reuseport_agent::calldraw;
     use reuseport_agent::differential::check_kernel_answers;
-    let dir = std::env::temp_dir().join(format!("calldraw-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("answers.jsonl");
-    let out = Command::new(BIN)
-        .args(["verify", "--layouts", "6", "--seed", "4", "--call-logs"])
-        .args(["--kernel-answers", "--output"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&file).unwrap();
+    let text = guest_file(&["--call-logs"]);
     let profile = reuseport_model::Profile::for_release("6.18").unwrap();
     let a = check_kernel_answers::<calldraw::CallLogs>(profile, &text, 4, 6).unwrap();
     assert_eq!(a.layouts, 6);
@@ -390,7 +376,6 @@ fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_see
                 || b.agreed != a.agreed
                 || b.disagreements != a.disagreements)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The layout draw's guest file carries each layout, so the host checks it
@@ -401,21 +386,7 @@ fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_see
 fn layout_kernel_answers_carry_their_layouts_and_are_checked_on_the_host() {
     use reuseport_agent::differential::check_kernel_answers;
     use reuseport_agent::layouts::{KernelLine, Layouts};
-    let dir = std::env::temp_dir().join(format!("layoutdraw-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("answers.jsonl");
-    let out = Command::new(BIN)
-        .args(["verify", "--layouts", "6", "--seed", "4"])
-        .args(["--kernel-answers", "--output"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&file).unwrap();
+    let text = guest_file(&[]);
     let profile = reuseport_model::Profile::for_release("6.18").unwrap();
     let a = check_kernel_answers::<Layouts>(profile, &text, 4, 6).unwrap();
     assert_eq!((a.layouts, a.agreed), (6, 6), "{:?}", a.disagreements);
@@ -443,5 +414,29 @@ fn layout_kernel_answers_carry_their_layouts_and_are_checked_on_the_host() {
     assert!(check_kernel_answers::<Layouts>(profile, &text, 4, 7)
         .unwrap_err()
         .contains("6 of 7 layouts"));
+}
+
+/// What `verify --layouts 6 --seed 4 --kernel-answers --output FILE`
+/// (with `extra`) writes, as a `verify --kernels` guest would.
+#[cfg(target_os = "linux")]
+fn guest_file(extra: &[&str]) -> String {
+    let dir =
+        std::env::temp_dir().join(format!("guest-file-{}-{}", std::process::id(), extra.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("answers.jsonl");
+    let out = Command::new(BIN)
+        .args(["verify", "--layouts", "6", "--seed", "4"])
+        .args(extra)
+        .args(["--kernel-answers", "--output"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+    text
 }

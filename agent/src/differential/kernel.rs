@@ -184,31 +184,13 @@ fn run_all<D: Draw>(
     let t0 = Instant::now();
     let mut s = Setup::enter(opts.seed, D::WORDS.command);
     let mut helpers = D::helpers();
-    let mut r = Report {
-        seed: opts.seed,
-        kernel: release,
-        profile: profile.release.to_string(),
-        private_netns: s.ports.private,
-        layouts: 0,
-        agreed: 0,
-        calls: 0,
-        calls_agreed: 0,
-        lookups: 0,
-        lookups_agreed: 0,
-        probes: 0,
-        seconds: 0.0,
-        disagreements: Vec::new(),
-    };
     let (mut probes, mut t) = (0, Tally::default());
-    let mut seen = BTreeSet::new();
+    let (mut seen, mut disagreements) = (BTreeSet::new(), Vec::new());
     for drawn in 0..opts.count {
         let (case, _) = s.draw::<D>();
         let model = D::model_answers(profile, &case).map_err(LayoutsError::Kernel)?;
         let kernel = D::kernel_answers(&case, &mut probes, &mut helpers);
-        r.layouts += 1;
-        t.add::<D>(&case, &kernel, &model);
-        if differences::<D>(&case, &kernel, &model).is_empty() {
-            r.agreed += 1;
+        if t.add::<D>(&case, &kernel, &model).is_empty() {
             continue;
         }
         // Both sides again, on a fresh port each time.
@@ -237,21 +219,30 @@ fn run_all<D: Draw>(
             D::size(&small),
             D::WORDS.parts
         );
-        if seen.insert(D::compact(&shown)) && r.disagreements.len() < 50 {
+        if seen.insert(D::compact(&shown)) && disagreements.len() < 50 {
             let found = Found {
                 kernel,
                 model,
                 differences,
             };
-            r.disagreements
-                .push(D::disagreement(drawn, &case, shown, found));
+            disagreements.push(D::disagreement(drawn, &case, shown, found));
         }
     }
-    (r.calls, r.calls_agreed) = t.calls;
-    (r.lookups, r.lookups_agreed) = t.lookups;
-    r.probes = probes;
-    r.seconds = t0.elapsed().as_secs_f64();
-    Ok(r)
+    Ok(Report {
+        seed: opts.seed,
+        kernel: release,
+        profile: profile.release.to_string(),
+        private_netns: s.ports.private,
+        layouts: t.cases,
+        agreed: t.agreed,
+        calls: t.calls.0,
+        calls_agreed: t.calls.1,
+        lookups: t.lookups.0,
+        lookups_agreed: t.lookups.1,
+        probes,
+        seconds: t0.elapsed().as_secs_f64(),
+        disagreements,
+    })
 }
 
 /// Runs `verify --layouts N` with the draw `D`: the report to `out`

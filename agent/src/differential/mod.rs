@@ -343,16 +343,23 @@ pub fn shrink<D: Draw>(case: &D::Case, mut still: impl FnMut(&D::Case) -> bool) 
     }
 }
 
-/// Answers and lookups compared, and of which equal.
+/// Cases, answers and lookups compared, and of which equal.
 #[derive(Debug, Clone, Copy, Default)]
 struct Tally {
+    cases: u32,
+    agreed: u32,
     calls: (u64, u64),
     lookups: (u64, u64),
 }
 
 impl Tally {
-    /// Counts one case's answers.
-    fn add<D: Draw>(&mut self, case: &D::Case, kernel: &D::Answers, model: &D::Answers) {
+    /// Counts one case's answers; its differences, in words.
+    fn add<D: Draw>(
+        &mut self,
+        case: &D::Case,
+        kernel: &D::Answers,
+        model: &D::Answers,
+    ) -> Vec<String> {
         for (k, m, _) in D::compare(case, kernel, model) {
             self.calls.0 += 1;
             self.calls.1 += u64::from(k == m);
@@ -361,6 +368,10 @@ impl Tally {
             self.lookups.0 += 1;
             self.lookups.1 += u64::from(k == m);
         }
+        let diffs = differences::<D>(case, kernel, model);
+        self.cases += 1;
+        self.agreed += u32::from(diffs.is_empty());
+        diffs
     }
 }
 
@@ -396,17 +407,7 @@ pub fn check_kernel_answers<D: Draw>(
     seed: u64,
     expected: u32,
 ) -> Result<LayoutsAgreement, String> {
-    let mut a = LayoutsAgreement {
-        seed,
-        layouts: 0,
-        agreed: 0,
-        calls: 0,
-        calls_agreed: 0,
-        lookups: 0,
-        lookups_agreed: 0,
-        disagreements: Vec::new(),
-    };
-    let mut t = Tally::default();
+    let (mut t, mut disagreements) = (Tally::default(), Vec::new());
     let mut rng = Rng::new(seed);
     let thing = D::WORDS.thing;
     for (n, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
@@ -415,29 +416,32 @@ pub fn check_kernel_answers<D: Draw>(
         let (drawn, case, kernel) = D::read_line(line, n, &mut rng)?;
         let model =
             D::model_answers(profile, &case).map_err(|e| format!("drawn {thing} {drawn}: {e}"))?;
-        a.layouts += 1;
-        t.add::<D>(&case, &kernel, &model);
-        let diffs = differences::<D>(&case, &kernel, &model);
-        if diffs.is_empty() {
-            a.agreed += 1;
-        } else if a.disagreements.len() < 10 {
-            a.disagreements.push(format!(
+        let diffs = t.add::<D>(&case, &kernel, &model);
+        if !diffs.is_empty() && disagreements.len() < 10 {
+            disagreements.push(format!(
                 "drawn {thing} {drawn}: {} -- {}",
                 D::compact(&case),
                 diffs.join("; ")
             ));
         }
     }
-    (a.calls, a.calls_agreed) = t.calls;
-    (a.lookups, a.lookups_agreed) = t.lookups;
-    if a.layouts != expected {
+    if t.cases != expected {
         return Err(format!(
             "the guest wrote the answers of {} of {expected} {}",
-            a.layouts,
+            t.cases,
             D::WORDS.things
         ));
     }
-    Ok(a)
+    Ok(LayoutsAgreement {
+        seed,
+        layouts: t.cases,
+        agreed: t.agreed,
+        calls: t.calls.0,
+        calls_agreed: t.calls.1,
+        lookups: t.lookups.0,
+        lookups_agreed: t.lookups.1,
+        disagreements,
+    })
 }
 
 /// Options of one run.
