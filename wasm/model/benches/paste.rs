@@ -5,19 +5,15 @@
 //!
 //! `cargo bench -p reuseport-model --bench paste [-- --lines N]`.
 
+mod common;
+
 use std::hint::black_box;
 use std::time::Instant;
 
 use reuseport_model::paste::{detect, Line, Parser, Sides};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let n: usize = args
-        .iter()
-        .position(|a| a == "--lines")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.parse().expect("--lines N"))
-        .unwrap_or(1_000_000);
+    let n: usize = common::option("--lines").unwrap_or(1_000_000);
     let mut text = String::from(
         "State Recv-Q Send-Q      Local Address:Port        Peer Address:Port Process\n",
     );

@@ -6,6 +6,8 @@
 //! `cargo bench -p reuseport-model --bench recover [-- --log2 N]` searches
 //! 2^N candidates around the key per run (default 2^28).
 
+mod common;
+
 use std::hint::black_box;
 use std::net::Ipv4Addr;
 use std::time::Instant;
@@ -15,13 +17,7 @@ use reuseport_model::recover::{isa_used, Found, Plan, SPACE};
 use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let log2: u32 = args
-        .iter()
-        .position(|a| a == "--log2")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.parse().expect("--log2 N"))
-        .unwrap_or(28);
+    let log2: u32 = common::option("--log2").unwrap_or(28);
     let key = 0x1b87_3593u32;
     for n in [8u32, 64] {
         let spec = GroupSpec::new(

@@ -8,6 +8,8 @@
 //! u32 count) and `--json`, so native and wasm run the very same packets and
 //! their output checksums can be compared.
 
+mod common;
+
 use std::hint::black_box;
 use std::net::Ipv4Addr;
 use std::time::Instant;
@@ -22,15 +24,9 @@ struct Packets {
     dport: Vec<u16>,
 }
 
-/// xorshift32: deterministic packets, no dependency.
+/// `n` packets from the benchmarks' clients to 127.0.0.1:8080.
 fn generate(n: usize) -> Packets {
-    let mut x = 0x2545_f491u32;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        x
-    };
+    let mut rng = common::clients();
     let mut p = Packets {
         saddr: vec![],
         sport: vec![],
@@ -38,8 +34,9 @@ fn generate(n: usize) -> Packets {
         dport: vec![],
     };
     for _ in 0..n {
-        p.saddr.push(0x7f00_0000 | (next() & 0x00ff_ffff));
-        p.sport.push((next() % 28232 + 32768) as u16);
+        let (low, sport) = common::next_client(&mut rng);
+        p.saddr.push(0x7f00_0000 | (low & 0x00ff_ffff));
+        p.sport.push(sport);
         p.daddr.push(0x7f00_0001);
         p.dport.push(8080);
     }
@@ -92,12 +89,8 @@ fn best_of(rounds: usize, mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let json = args.iter().any(|a| a == "--json");
-    let file = args
-        .iter()
-        .position(|a| a == "--tuples")
-        .map(|i| args[i + 1].clone());
+    let json = common::flag("--json");
+    let file: Option<String> = common::option("--tuples");
     let p = match &file {
         Some(f) => read(f),
         None => generate(1_000_000),

@@ -4,6 +4,8 @@
 //!
 //! `cargo bench -p reuseport-model --bench spread`; `--json` prints JSON Lines.
 
+mod common;
+
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
@@ -11,19 +13,13 @@ use std::time::Instant;
 use reuseport_model::spread::SpreadRun;
 use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
 
-/// xorshift32: deterministic connections, no dependency.
+/// `n` connections from the benchmarks' clients to port 8080 of the
+/// loopback address of the family.
 fn generate(n: usize, v6: bool) -> Vec<Tuple> {
-    let mut x = 0x2545_f491u32;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        x
-    };
+    let mut rng = common::clients();
     (0..n)
         .map(|_| {
-            let a = next();
-            let sport = (next() % 28232 + 32768) as u16;
+            let (a, sport) = common::next_client(&mut rng);
             if v6 {
                 Tuple {
                     saddr: Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, (a >> 16) as u16, a as u16)
@@ -56,7 +52,7 @@ fn time_run(run: SpreadRun, boots: u32) -> (f64, SpreadRun) {
 }
 
 fn main() {
-    let json = std::env::args().any(|a| a == "--json");
+    let json = common::flag("--json");
     let cases: [(&str, bool, u32, u32, bool); 5] = [
         // kernel, IPv6, boots, listeners, one at a time
         ("6.18", false, 10_000, 64, false),

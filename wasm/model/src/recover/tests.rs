@@ -6,17 +6,11 @@ use super::*;
 use crate::reuseport::CpuPin;
 use crate::GroupSpec;
 
-/// xorshift32, for reproducible "random" keys and flows.
-struct Rng(u32);
-
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
-    }
-}
+/// xorshift32, for reproducible "random" keys and flows: the benchmarks'
+/// generator.
+#[path = "../../benches/common/xorshift.rs"]
+mod xorshift;
+use xorshift::Xorshift32;
 
 fn group(kernel: &str, proto: Proto, n: u32, bind: &str, key: u32) -> ReuseportGroup {
     let spec = GroupSpec::new(
@@ -32,7 +26,7 @@ fn group(kernel: &str, proto: Proto, n: u32, bind: &str, key: u32) -> ReuseportG
     ReuseportGroup::build(Profile::named(kernel).unwrap(), &spec).unwrap()
 }
 
-fn flows(rng: &mut Rng, count: usize, daddr: Ipv4Addr) -> Vec<Tuple> {
+fn flows(rng: &mut Xorshift32, count: usize, daddr: Ipv4Addr) -> Vec<Tuple> {
     (0..count)
         .map(|_| {
             let a = rng.next();
@@ -92,7 +86,7 @@ fn every_isa(plan: &Plan, r: Range<u64>) -> Found {
 
 #[test]
 fn bands_are_exactly_the_preimages_of_reciprocal_scale() {
-    let mut rng = Rng(7);
+    let mut rng = Xorshift32::new(7);
     for n in [1, 2, 3, 5, 7, 8, 64, 100, 129, 1000, 32768] {
         let mut total = 0u64;
         for slot in 0..n.min(200) {
@@ -126,7 +120,7 @@ fn bands_are_exactly_the_preimages_of_reciprocal_scale() {
 
 #[test]
 fn finds_the_key_lport_plus_form_and_nothing_else_in_the_window() {
-    let mut rng = Rng(0x1b87_3593);
+    let mut rng = Xorshift32::new(0x1b87_3593);
     for _ in 0..3 {
         let key = rng.next();
         let g = group("6.18", Proto::Tcp, 8, "127.0.0.1", key);
@@ -143,7 +137,7 @@ fn finds_the_key_lport_plus_form_and_nothing_else_in_the_window() {
 
 #[test]
 fn finds_the_key_classic_form_specific_and_wildcard_binds() {
-    let mut rng = Rng(0x9e37_79b9);
+    let mut rng = Xorshift32::new(0x9e37_79b9);
     for (kernel, proto, bind) in [
         ("6.12", Proto::Tcp, "127.0.0.1"),
         ("6.12", Proto::Tcp, "0.0.0.0"),
@@ -168,7 +162,7 @@ fn finds_the_key_classic_form_specific_and_wildcard_binds() {
 fn agrees_with_brute_force_select_over_a_window() {
     // Few observations, so the window holds many false candidates: the
     // search must return exactly the keys `select` cannot tell apart.
-    let mut rng = Rng(0x0bad_cafe);
+    let mut rng = Xorshift32::new(0x0bad_cafe);
     for (kernel, n, obs) in [
         ("6.18", 8, 4),
         ("6.12", 3, 6),
@@ -191,7 +185,7 @@ fn agrees_with_brute_force_select_over_a_window() {
 #[test]
 fn one_observation_of_two_members_leaves_half_the_keys() {
     let g = group("6.18", Proto::Tcp, 2, "127.0.0.1", 0x1234_5678);
-    let ts = flows(&mut Rng(3), 1, Ipv4Addr::LOCALHOST);
+    let ts = flows(&mut Xorshift32::new(3), 1, Ipv4Addr::LOCALHOST);
     let plan = plan_from(&g, &ts);
     assert_eq!(plan.expected_false_matches(), (1u64 << 31) as f64);
     // 2^22 keys: expect 2^21, standard deviation 2^10.
@@ -221,7 +215,7 @@ fn closed_listeners_use_the_slot_after_the_swap() {
         )
     };
     let g = ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec).unwrap();
-    let ts = flows(&mut Rng(11), 30, Ipv4Addr::LOCALHOST);
+    let ts = flows(&mut Xorshift32::new(11), 30, Ipv4Addr::LOCALHOST);
     let plan = plan_from(&g, &ts);
     assert!(plan.observations().iter().all(|o| o.members == 4));
     let moved = plan
@@ -255,7 +249,7 @@ fn several_groups_of_one_key_combine() {
     let b = ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec).unwrap();
     let mut plan = Plan::new(&a).unwrap();
     let gb = plan.add_group(&b).unwrap();
-    let mut rng = Rng(5);
+    let mut rng = Xorshift32::new(5);
     for t in flows(&mut rng, 10, Ipv4Addr::LOCALHOST) {
         plan.add(0, &t, a.select(&t, 0).unwrap().listener.unwrap())
             .unwrap();
@@ -277,7 +271,7 @@ fn several_groups_of_one_key_combine() {
 #[test]
 fn duplicates_add_nothing_and_contradictions_are_refused() {
     let g = group("6.18", Proto::Tcp, 8, "127.0.0.1", 42);
-    let t = flows(&mut Rng(9), 1, Ipv4Addr::LOCALHOST)[0];
+    let t = flows(&mut Xorshift32::new(9), 1, Ipv4Addr::LOCALHOST)[0];
     let l = g.select(&t, 0).unwrap().listener.unwrap();
     let mut plan = Plan::new(&g).unwrap();
     assert_eq!(plan.add(0, &t, l).unwrap(), Added::New);
@@ -318,14 +312,20 @@ fn the_range_end_is_exact() {
     // A key at the very end of 2^32, searched with a partial last block.
     let key = u32::MAX - 1;
     let g = group("6.18", Proto::Tcp, 8, "127.0.0.1", key);
-    let plan = plan_from(&g, &flows(&mut Rng(13), 32, Ipv4Addr::LOCALHOST));
+    let plan = plan_from(
+        &g,
+        &flows(&mut Xorshift32::new(13), 32, Ipv4Addr::LOCALHOST),
+    );
     for r in [SPACE - 5000..SPACE, SPACE - 2..SPACE - 1, SPACE - 1..SPACE] {
         let f = every_isa(&plan, r.clone());
         let want = u64::from(r.contains(&(key as u64)));
         assert_eq!(f.count, want, "{r:?}");
     }
     let g = group("6.18", Proto::Tcp, 8, "127.0.0.1", 0);
-    let plan = plan_from(&g, &flows(&mut Rng(17), 32, Ipv4Addr::LOCALHOST));
+    let plan = plan_from(
+        &g,
+        &flows(&mut Xorshift32::new(17), 32, Ipv4Addr::LOCALHOST),
+    );
     assert_eq!(every_isa(&plan, 0..1).values, vec![0]);
     assert_eq!(every_isa(&plan, 1..3000).count, 0);
 }
@@ -486,7 +486,7 @@ fn independent_vectors_are_satisfied_by_their_initval() {
 #[test]
 fn expected_false_matches_and_more_needed() {
     let g = group("6.18", Proto::Tcp, 8, "127.0.0.1", 1);
-    let ts = flows(&mut Rng(21), 10, Ipv4Addr::LOCALHOST);
+    let ts = flows(&mut Xorshift32::new(21), 10, Ipv4Addr::LOCALHOST);
     let plan = plan_from(&g, &ts);
     let e = plan.expected_false_matches();
     // Each band of 8 is 2^29 or 2^29 + 1 wide: 2^32 · 8^-10 = 2^2, a hair more.
