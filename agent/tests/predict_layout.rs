@@ -2,41 +2,23 @@
 //! through the command line, checked against reuseport_addr_any.c's
 //! expectation (kernel-history.md §8.5).
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
+mod common;
+
 const LAYOUT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../tests/fixtures/layouts/addr-any.json"
 );
 
+/// `reuseport-agent predict ARGS` with `input` on stdin: the exit status,
+/// the output's JSON lines and standard error.
 fn predict(args: &[&str], input: &str) -> (i32, Vec<serde_json::Value>, String) {
-    let mut child = Command::new(BIN)
-        .arg("predict")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let lines = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    (
-        out.status.code().unwrap(),
-        lines,
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let mut all = vec!["predict"];
+    all.extend_from_slice(args);
+    let r = common::agent(&all, input, Duration::from_secs(120));
+    let lines = r.lines().to_vec();
+    (r.code, lines, r.stderr)
 }
 
 #[test]
