@@ -1663,6 +1663,28 @@ fn check_random(row: &mut KernelRow, guest: &GuestRun, seed: u64, call_logs: boo
     row.settle();
 }
 
+/// The record's `method`: how the kernels were booted and checked, and
+/// with `--layouts N` (`random`) which random draw was compared, and how.
+fn method(count: u64, verify: &VerifyArgs, random: u32) -> String {
+    let random = if random == 0 {
+        String::new()
+    } else if verify.call_logs {
+        format!(
+            " In each guest {random} random call logs (seed {}, agent/src/calldraw.rs: the calls a program makes, options set after bind(), binds in another order than the sockets were made, shutdown and listen again, closes between binds) were also replayed in a private network namespace; every call's answer and the sockets that received connections and datagrams from several loopback sources were compared on the host with the model for the guest's release.",
+            verify.seed
+        )
+    } else {
+        format!(
+            " In each guest {random} random layouts (seed {}, agent/src/layouts.rs) were also built in a private network namespace; their bind() and listen() answers and the sockets that received connections and datagrams from several loopback sources were compared on the host with the model for the guest's release.",
+            verify.seed
+        )
+    };
+    format!(
+        "Each Debian kernel image was booted under QEMU with a busybox initramfs; inside it, reuseport-agent record (static, musl) recorded {count} connections or datagrams per layout over loopback. On the host, the hash key was recovered from the first {} events of each trace by trying all 2^32 values, and the model predicted the rest.{random}",
+        verify.train
+    )
+}
+
 /// Runs `verify --kernels`: a row per kernel, the table (or the record as
 /// JSON with `--json`) on `out`, progress on `err`. The record says
 /// `verified` only for kernels that booted and agreed.
@@ -1820,21 +1842,15 @@ pub fn run(
         format: RECORD_FORMAT.into(),
         version: 1,
         date: crate::record::rfc3339(SystemTime::now()),
-        agent: AgentInfo { version: env!("CARGO_PKG_VERSION").into() },
+        agent: AgentInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
         host: HostInfo {
             release: host_release.clone(),
             qemu,
             accel: args.accel.name().into(),
         },
-        method: format!(
-            "Each Debian kernel image was booted under QEMU with a busybox initramfs; inside it, reuseport-agent record (static, musl) recorded {count} connections or datagrams per layout over loopback. On the host, the hash key was recovered from the first {} events of each trace by trying all 2^32 values, and the model predicted the rest.{}",
-            verify.train,
-            if random > 0 {
-                format!(" In each guest {random} random layouts (seed {}, agent/src/layouts.rs) were also built in a private network namespace; their bind() and listen() answers and the sockets that received connections and datagrams from several loopback sources were compared on the host with the model for the guest's release.", verify.seed)
-            } else {
-                String::new()
-            }
-        ),
+        method: method(count, verify, random),
         profiles: profile_evidence(&rows, Some(&host_release)),
         kernels: rows,
     };
@@ -1870,4 +1886,41 @@ pub fn run(
         .map_err(stdout)?;
     }
     Ok(record)
+}
+
+#[cfg(test)]
+mod method_tests {
+    use super::*;
+
+    fn args(argv: &[&str]) -> VerifyArgs {
+        VerifyOnly::try_parse_from(argv).unwrap().args
+    }
+
+    /// Why: a record made with `--layouts N --call-logs` said its guests
+    /// built random layouts of agent/src/layouts.rs and compared only bind()
+    /// and listen(), when they replayed calldraw's call logs and compared
+    /// every call.
+    #[test]
+    fn the_record_method_names_the_random_draw_that_ran() {
+        let plain = method(300, &args(&["verify", "--layouts", "50"]), 50);
+        assert!(
+            plain.contains("50 random layouts (seed 11, agent/src/layouts.rs)"),
+            "{plain}"
+        );
+        assert!(plain.contains("bind() and listen() answers"), "{plain}");
+        let logs = method(
+            300,
+            &args(&["verify", "--layouts", "50", "--call-logs"]),
+            50,
+        );
+        assert!(
+            logs.contains("50 random call logs (seed 11, agent/src/calldraw.rs"),
+            "{logs}"
+        );
+        assert!(logs.contains("every call's answer"), "{logs}");
+        assert!(!logs.contains("layouts.rs"), "{logs}");
+        let none = method(300, &args(&["verify"]), 0);
+        assert!(!none.contains("random"), "{none}");
+        assert!(none.contains("recorded 300 connections"), "{none}");
+    }
 }
