@@ -310,7 +310,13 @@ mod kernel {
     ) -> Option<usize> {
         let c = client(src, Type::STREAM)?;
         c.set_read_timeout(Some(wait)).ok()?;
-        if c.connect(&SocketAddr::new(daddr, port).into()).is_err() {
+        // Bounded too, generously (a guest under TCG is slow): a SYN nobody
+        // answers (a full accept queue drops it) would otherwise block in
+        // connect() through the kernel's SYN retries, about two minutes.
+        let handshake = wait.max(Duration::from_secs(5));
+        if c.connect_timeout(&SocketAddr::new(daddr, port).into(), handshake)
+            .is_err()
+        {
             return None;
         }
         let deadline = Instant::now() + wait;
@@ -431,5 +437,49 @@ pub fn source(daddr: IpAddr, k: usize) -> IpAddr {
     match daddr {
         IpAddr::V4(_) => Ipv4Addr::from(V4[k % V4.len()]).into(),
         IpAddr::V6(_) => Ipv6Addr::LOCALHOST.into(),
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod probe_tests {
+    use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
+    use std::time::{Duration, Instant};
+
+    use socket2::Socket;
+
+    /// Why: a probe's connect() was unbounded. A listener whose accept
+    /// queue is full drops the SYN, and connect() then waits through the
+    /// SYN retries (about two minutes) before the probe's own deadline is
+    /// even looked at; a differential run with such a socket hung.
+    #[test]
+    fn a_probe_to_a_listener_that_drops_its_syn_gives_up_within_its_bound() {
+        let full: Socket = TcpListener::bind("127.0.0.1:0").unwrap().into();
+        full.listen(0).unwrap();
+        let addr = full.local_addr().unwrap().as_socket().unwrap();
+        // listen(0) queues one connection (backlog + 1): fill it, never accept.
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            if let Ok(s) = TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+                held.push(s);
+            }
+        }
+        let socks = [Some(full)];
+        let from = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
+        let t = Instant::now();
+        // The listener is not named as receiving: nothing accepts.
+        let got = super::probe_tcp(
+            &socks,
+            &[],
+            from,
+            addr.ip(),
+            addr.port(),
+            Duration::from_millis(250),
+        );
+        assert_eq!(got, None);
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "took {:?}",
+            t.elapsed()
+        );
     }
 }
