@@ -11,11 +11,9 @@ import { select, type Selection } from 'd3';
 import { loadModel, profiles } from '../model/index';
 import {
   Host,
-  callLog,
   fdOfCalls,
   lastCall,
   loadLookup,
-  setupAll,
   setupCalls,
   socketCount,
   withoutSocket,
@@ -24,9 +22,11 @@ import {
   type CallResult,
   type Layout,
   type SockOpt,
-  type SocketSetup,
 } from '../model/lookup';
 import { sayRefusal, type Refusal } from '../model/messages';
+import { DEFAULT, MAX_CALLS, MAX_SOCKETS, NEW_SOCKET, readLog } from './bind-log';
+
+export { MAX_CALLS, MAX_SOCKETS };
 import { pageLang } from './site';
 import { defineIsland, emit, hostOf, islandElement } from './element';
 
@@ -37,16 +37,6 @@ export interface BindOptions {
   /** The calls (or a layout of the earlier form, which the model converts). @default two wildcard TCP listeners on 8080 with SO_REUSEPORT */
   layout?: CallLog | Layout;
 }
-
-/** At most this many sockets, so every edit answers at once. */
-export const MAX_SOCKETS = 32;
-/** At most this many calls. */
-export const MAX_CALLS = 256;
-
-/** A socket the "Add a socket" button sets up. */
-const NEW_SOCKET: SocketSetup = { family: 'inet', proto: 'tcp', addr: '0.0.0.0', port: 8080, reuseport: true };
-
-const DEFAULT: CallLog = callLog(setupAll([NEW_SOCKET, NEW_SOCKET]));
 
 /** The calls the "Add a call" menu offers. */
 const ADDABLE = ['bind', 'listen', 'reuseport', 'reuseaddr', 'shutdown', 'close'] as const;
@@ -72,7 +62,10 @@ function words(lang: string) {
         addCall: '添加调用',
         onSocket: '作用于',
         caption: '程序按顺序执行的系统调用，以及模型对每个调用给出的结果',
-        bad: '调用序列无效',
+        bad: (why: string) => `调用序列无效：${why}`,
+        tooManyCalls: (n: number) => `布局有 ${n} 个调用，检查器最多接受 ${MAX_CALLS} 个`,
+        tooManySockets: (n: number) => `布局创建了 ${n} 个套接字，检查器最多接受 ${MAX_SOCKETS} 个`,
+        notCalls: '布局的 calls 中有不是系统调用的条目',
         value: '取值',
         addr: '地址',
         port: '端口',
@@ -98,7 +91,10 @@ function words(lang: string) {
         addCall: 'Add a call',
         onSocket: 'on socket',
         caption: "The program's calls in order, each with the model's answer",
-        bad: 'The calls are not valid',
+        bad: (why: string) => `The calls are not valid: ${why}`,
+        tooManyCalls: (n: number) => `the layout has ${n} calls; the checker takes at most ${MAX_CALLS}`,
+        tooManySockets: (n: number) => `the layout makes ${n} sockets; the checker takes at most ${MAX_SOCKETS}`,
+        notCalls: "an entry of the layout's calls is not a call",
         value: 'value',
         addr: 'address',
         port: 'port',
@@ -117,23 +113,6 @@ function optName(o: SockOpt): string {
   return 'SO_ATTACH_REUSEPORT_CBPF';
 }
 
-/** The calls of `given` as the model reads them (an earlier-form layout converted), or the error it gives. */
-function readLog(kernel: string, given: CallLog | Layout): { log: CallLog; error?: string } {
-  try {
-    const host = new Host(kernel, given);
-    const log = host.calls();
-    host.dispose();
-    if (log.calls.length > MAX_CALLS) throw new Error(`the layout has ${log.calls.length} calls; the checker takes at most ${MAX_CALLS}`);
-    if (socketCount(log.calls) > MAX_SOCKETS) throw new Error(`the layout makes ${socketCount(log.calls)} sockets; the checker takes at most ${MAX_SOCKETS}`);
-    return { log };
-  } catch (e) {
-    // A call log the model refuses is still shown as given (each redraw says why it is refused); anything else gives way to the default.
-    const calls = (given as Partial<CallLog>).calls;
-    if (Array.isArray(calls) && calls.length <= MAX_CALLS) return { log: structuredClone(given as CallLog) };
-    return { log: structuredClone(DEFAULT), error: e instanceof Error ? e.message : String(e) };
-  }
-}
-
 type Row = Selection<HTMLDivElement, unknown, null, undefined>;
 
 /** Mounts the checker into `el`; returns `dispose`. */
@@ -142,7 +121,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
   const lang = pageLang(el);
   const w = words(lang);
   let kernel = options.kernel ?? '6.18';
-  const read = readLog(kernel, options.layout ?? DEFAULT);
+  const read = readLog(kernel, options.layout ?? DEFAULT, w);
   const log = read.log;
   let readError = read.error;
   const root = select(el).append('div').attr('class', 'rl-bind');
@@ -311,14 +290,14 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
   function draw(): void {
     let answers: (Refusal | null)[] = [];
     let results: CallResult[] = [];
-    err.text(readError ? `${w.bad}: ${readError}` : '');
+    err.text(readError ? w.bad(readError) : '');
     try {
       const host = new Host(kernel, log);
       answers = host.answers();
       results = host.results();
       host.dispose();
     } catch (e) {
-      err.text(`${w.bad}: ${e instanceof Error ? e.message : String(e)}`);
+      err.text(w.bad(e instanceof Error ? e.message : String(e)));
     }
     const sockets = socketCount(log.calls);
     addSock.property('disabled', sockets >= MAX_SOCKETS || log.calls.length >= MAX_CALLS);

@@ -92,7 +92,15 @@ export function islandElement<O>(
       shadow.replaceChildren(target);
       this.#target = target;
       const gen = ++this.#gen;
-      mount(target, read(this)).then(
+      // Reading the attributes may throw (a layout that is not JSON): that failure goes the way of a
+      // failed mount, so the widget says why instead of staying blank with the error in the console.
+      let started: Promise<() => void>;
+      try {
+        started = mount(target, read(this));
+      } catch (err) {
+        started = Promise.reject(err);
+      }
+      started.then(
         (d) => {
           if (gen === this.#gen && this.isConnected) {
             this.#dispose = d;

@@ -175,3 +175,22 @@ test('iframe pages name a hostile parameter instead of starting the widget', asy
   expect(await longTasksSince(page, since)).toEqual([]);
   expect(frames).toBeGreaterThan(2);
 });
+
+test('bind checker iframe: a layout that is not JSON, or not calls, is named in the widget instead of a blank box', async ({ page }) => {
+  // A layout that was not JSON threw while the element read its attributes: the box stayed empty, the error only in the console.
+  await page.goto(`./embed/bind-check/?layout=${encodeURIComponent('{"calls":[')}`);
+  await expect(page.locator('reuseport-bind-check').getByRole('alert')).toContainText('the layout attribute is not JSON');
+  // Entries that are not calls were kept and crashed the drawing ("Cannot read properties of null").
+  const calls = [{ call: 'socket', family: 'inet', proto: 'tcp' }, null];
+  await page.goto(`./embed/bind-check/?layout=${encodeURIComponent(JSON.stringify({ calls }))}`);
+  const w = page.locator('reuseport-bind-check');
+  await expect(w.getByRole('alert')).toContainText("an entry of the layout's calls is not a call");
+  await expect(w.locator('.rl-bind-result').first()).toHaveText(/^ok/);
+  // 40 sockets after a call the model cannot replay passed the 32-socket bound.
+  const many = [calls[0], { call: 'connect', fd: 0, addr: '127.0.0.1', port: 9 }, ...Array.from({ length: 40 }, () => calls[0])];
+  await page.goto(`./embed/bind-check/?layout=${encodeURIComponent(JSON.stringify({ calls: many }))}`);
+  await expect(w.getByRole('alert')).toContainText('the layout makes 41 sockets; the checker takes at most 32');
+  await expect(w.locator('.rl-bind-socket')).toHaveCount(2);
+  const since = await now(page);
+  expect(await longTasksSince(page, since)).toEqual([]);
+});
