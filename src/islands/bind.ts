@@ -137,7 +137,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
     .text((p) => `${p.release.major}.${p.release.minor}`);
   ksel.property('value', kernel).on('change', () => {
     kernel = String(ksel.property('value'));
-    draw();
+    answer();
   });
   root.append('p').attr('class', 'rl-bind-caption').attr('id', `${id}-cap`).text(w.caption);
   const list = root.append('ol').attr('class', 'rl-bind-list').attr('start', 0).attr('aria-labelledby', `${id}-cap`);
@@ -179,10 +179,25 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
     return { call: 'bind', fd, addr: made?.call === 'socket' && made.family === 'inet6' ? '::' : '0.0.0.0', port: 8080 };
   }
 
-  /** After an edit: the given layout's error no longer applies. */
-  function edited(): void {
+  /** After an edit of a call's field: the rows stay (and the focus with them); the answers are asked again. */
+  function changed(): void {
+    readError = undefined;
+    answer();
+  }
+
+  /**
+   * After calls were added, moved or removed: the rows are written again and
+   * the answers asked again. `focus`: the row whose button takes the focus
+   * back (the first of `glyphs` not disabled), since the one pressed is gone.
+   */
+  function edited(focus?: { call: number; glyphs: readonly string[] }): void {
     readError = undefined;
     draw();
+    if (!focus || log.calls.length === 0) return;
+    const at = Math.min(focus.call, log.calls.length - 1);
+    const buttons = [...list.node()!.querySelectorAll<HTMLButtonElement>(`li[data-call="${at}"] .rl-bind-buttons button`)];
+    const glyph = focus.glyphs.find((g) => buttons.some((b) => b.textContent === g && !b.disabled));
+    buttons.find((b) => b.textContent === glyph)?.focus();
   }
 
   function outcome(a: Refusal | null | undefined): { text: string; ok: boolean } {
@@ -201,16 +216,20 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
       .text((d) => d);
     s.property('value', value).on('change', () => {
       set(String(s.property('value')));
-      edited();
+      changed();
     });
   }
 
   /** A number or text input in `row`, labelled; `set` returns false for a value it refuses (the input goes back). */
   function field(row: Row, label: string, value: string, size: number, set: (v: string) => boolean): void {
+    let kept = value;
     const i = row.append('input').attr('aria-label', label).attr('size', size).property('value', value);
     i.on('change', () => {
-      if (set(String(i.property('value')).trim())) edited();
-      else i.property('value', value);
+      const v = String(i.property('value')).trim();
+      if (set(v)) {
+        kept = v;
+        changed();
+      } else i.property('value', kept);
     });
   }
 
@@ -233,8 +252,10 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
       const uid = l.append('input').attr('type', 'number').attr('min', 0).style('width', '5rem').property('value', c.uid);
       uid.on('change', () => {
         const v = Number(uid.property('value'));
-        if (Number.isInteger(v) && v >= 0 && v < 2 ** 32) c.uid = v;
-        edited();
+        if (Number.isInteger(v) && v >= 0 && v < 2 ** 32) {
+          c.uid = v;
+          changed();
+        } else uid.property('value', c.uid);
       });
       return;
     }
@@ -245,17 +266,18 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
         const key = 'reuseaddr' in o ? 'reuseaddr' : 'reuseport' in o ? 'reuseport' : 'v6only';
         const on = (o as Record<typeof key, boolean>)[key];
         const l = row.append('label').attr('class', 'rl-bind-check');
-        l.append('input')
+        const shown = l.append('span').attr('class', 'rl-mono');
+        l.insert('input', 'span')
           .attr('type', 'checkbox')
           .attr('aria-label', `${optName(o)} ${w.value}`)
           .property('checked', on)
           .on('change', function () {
-            c.opt = { [key]: (this as HTMLInputElement).checked } as SockOpt;
-            edited();
+            const now = (this as HTMLInputElement).checked;
+            c.opt = { [key]: now } as SockOpt;
+            shown.text(now ? '1' : '0');
+            changed();
           });
-        l.append('span')
-          .attr('class', 'rl-mono')
-          .text(on ? '1' : '0');
+        shown.text(on ? '1' : '0');
       } else text(row, 'bindtodevice' in o ? JSON.stringify(o.bindtodevice) : 'incomingCpu' in o ? String(o.incomingCpu) : o.attachReuseport.kind);
       text(row, ')');
       return;
@@ -284,33 +306,19 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
     const j = i + by;
     if (j < 0 || j >= log.calls.length) return;
     [log.calls[i], log.calls[j]] = [log.calls[j]!, log.calls[i]!];
-    edited();
+    // The focus follows the call moved, on the same button while it can move further.
+    edited({ call: j, glyphs: by < 0 ? ['↑', '↓'] : ['↓', '↑'] });
   }
 
+  /** The rows and the answers. */
   function draw(): void {
-    let answers: (Refusal | null)[] = [];
-    let results: CallResult[] = [];
-    err.text(readError ? w.bad(readError) : '');
-    try {
-      const host = new Host(kernel, log);
-      answers = host.answers();
-      results = host.results();
-      host.dispose();
-    } catch (e) {
-      err.text(w.bad(e instanceof Error ? e.message : String(e)));
-    }
+    rows();
+    answer();
+  }
+
+  /** One row per call, its answer's paragraph empty until {@link answer}. */
+  function rows(): void {
     const sockets = socketCount(log.calls);
-    addSock.property('disabled', sockets >= MAX_SOCKETS || log.calls.length >= MAX_CALLS);
-    addCall.property('disabled', sockets === 0 || log.calls.length >= MAX_CALLS);
-    const keep = fdSel.property('value');
-    fdSel
-      .selectAll('option')
-      .data(Array.from({ length: sockets }, (_, i) => i))
-      .join('option')
-      .attr('value', (d) => d)
-      .text((d) => String(d));
-    if (keep !== '' && Number(keep) < sockets) fdSel.property('value', keep);
-    emit(el, 'answered', { kernel, answers: answers.map((a) => a?.errno ?? 'ok') });
     list.selectAll('li').remove();
     const fds = fdOfCalls(log.calls);
     log.calls.forEach((c, i) => {
@@ -327,16 +335,52 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
         btn(`${w.down}: ${i}`, '↓', i === log.calls.length - 1, () => move(i, 1));
         btn(`${w.removeCall} ${i}`, '×', false, () => {
           log.calls.splice(i, 1);
-          edited();
+          edited({ call: i, glyphs: ['×', '↑', '↓'] });
         });
       } else
         btn(`${w.removeSocket} ${fd}`, '×', sockets <= 1, () => {
           log.calls = withoutSocket(log.calls, fd);
-          edited();
+          edited({ call: i, glyphs: ['×', '↑', '↓'] });
         });
+      li.append('p').attr('class', 'rl-bind-result');
+    });
+  }
+
+  /** The model's answer to each call of the log as it is now, written under its row. */
+  function answer(): void {
+    let answers: (Refusal | null)[] = [];
+    let results: CallResult[] = [];
+    err.text(readError ? w.bad(readError) : '');
+    try {
+      const host = new Host(kernel, log);
+      try {
+        answers = host.answers();
+        results = host.results();
+      } finally {
+        host.dispose();
+      }
+    } catch (e) {
+      err.text(w.bad(e instanceof Error ? e.message : String(e)));
+    }
+    const sockets = socketCount(log.calls);
+    addSock.property('disabled', sockets >= MAX_SOCKETS || log.calls.length >= MAX_CALLS);
+    addCall.property('disabled', sockets === 0 || log.calls.length >= MAX_CALLS);
+    const keep = fdSel.property('value');
+    fdSel
+      .selectAll('option')
+      .data(Array.from({ length: sockets }, (_, i) => i))
+      .join('option')
+      .attr('value', (d) => d)
+      .text((d) => String(d));
+    if (keep !== '' && Number(keep) < sockets) fdSel.property('value', keep);
+    emit(el, 'answered', { kernel, answers: answers.map((a) => a?.errno ?? 'ok') });
+    const fds = fdOfCalls(log.calls);
+    list.selectAll<HTMLLIElement, unknown>('li').each(function (_, i) {
+      const c = log.calls[i]!;
       const o = outcome(answers[i]);
-      const r = c.call === 'socket' ? results[fd] : undefined;
-      li.append('p')
+      const r = c.call === 'socket' ? results[fds[i]!] : undefined;
+      select(this)
+        .select('p.rl-bind-result')
         .attr('class', `rl-bind-result ${o.ok ? 'rl-bind-ok' : 'rl-bind-refused'}`)
         .text(r && o.ok ? `${o.text}${w.ends(r)}` : o.text);
     });

@@ -403,6 +403,33 @@ test('the bind checker answers the calls as edited: a listen moved before the ot
   expect(await answers()).toEqual(agentAnswers('6.18', added));
 });
 
+test('the bind checker keeps the keyboard where it was: a call moved by repeated key presses, a port edited then Tab', async ({ page }) => {
+  // Every edit rebuilt every row: after ↑ pressed from the keyboard the focus fell to the page, so moving a call
+  // ten rows up (chapter 02 asks for it) took ten walks back through the widget.
+  await page.goto('./bind-rules/');
+  const w = page.locator('reuseport-bind').first();
+  await w.scrollIntoViewIfNeeded();
+  await expect(w).toHaveAttribute('data-state', 'ready', { timeout: 20_000 });
+  const focused = () => w.evaluate((el) => el.shadowRoot?.activeElement?.getAttribute('aria-label') ?? null);
+  // The first checker's log: call 9 is socket 2's setsockopt(SO_REUSEADDR), before its bind (10), listen (11) and socket 3 (12).
+  await w.getByRole('button', { name: 'Move down: 9', exact: true }).focus();
+  for (let i = 0; i < 3; i++) await page.keyboard.press('Enter');
+  expect(await focused(), 'the focus follows the call down').toBe('Move down: 12');
+  await expect(w.locator('li[data-call="12"]')).toContainText('setsockopt(2, SO_REUSEADDR');
+  // At the top of the log ↑ is disabled: the focus stays on the call, on ↓.
+  await w.getByRole('button', { name: 'Move up: 1', exact: true }).focus();
+  await page.keyboard.press('Enter');
+  expect(await focused()).toBe('Move down: 0');
+  await page.keyboard.press('Enter');
+  expect(await focused(), 'back below socket 0').toBe('Move down: 1');
+  // A field edited and left with Tab: the rows stay, so Tab reaches the next field.
+  const port = w.getByRole('textbox', { name: 'bind() port' }).first();
+  await port.fill('8081');
+  await page.keyboard.press('Tab');
+  expect(await focused(), 'Tab after editing a port').toBe('Move up: 2');
+  await expect(w.locator('li[data-call="2"] .rl-bind-result')).toHaveText(/^ok/);
+});
+
 test('a benchmark file opens in the viewer with each worker’s accepts from the file', async ({ page }) => {
   const file = 'bench-fork-vs-reuseport-epoll.json';
   const bench = JSON.parse(readFileSync(`public/traces/${file}`, 'utf8')) as { modes: { mode: string; per_worker: number[] }[] };
