@@ -8,7 +8,7 @@
  * converts it to (`Host.calls()`). Every answer is the model's.
  */
 import { select, type Selection } from 'd3';
-import { loadModel, profiles } from '../model/index';
+import { loadModel, profiles, resolveProfile } from '../model/index';
 import {
   Host,
   fdOfCalls,
@@ -120,7 +120,9 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
   await Promise.all([loadModel(), loadLookup()]);
   const lang = pageLang(el);
   const w = words(lang);
-  let kernel = options.kernel ?? '6.18';
+  // The menu lists profiles: a release given (6.14, 6.18.44) is shown as the profile it resolves to.
+  const given = resolveProfile(options.kernel ?? '6.18').release;
+  let kernel = `${given.major}.${given.minor}`;
   const read = readLog(kernel, options.layout ?? DEFAULT, w);
   const log = read.log;
   let readError = read.error;

@@ -430,6 +430,19 @@ test('the bind checker keeps the keyboard where it was: a call moved by repeated
   await expect(w.locator('li[data-call="2"] .rl-bind-result')).toHaveText(/^ok/);
 });
 
+test('the bind checker shows the profile a given release resolves to, the one answering', async ({ page }) => {
+  // kernel="6.14" set the menu to a value no option has: it showed no kernel while 6.13's rules answered.
+  const cases: [given: string, shown: string][] = [
+    ['6.14', '6.13'],
+    ['6.18.44', '6.18'],
+  ];
+  for (const [kernel, shown] of cases) {
+    await page.goto(`./embed/bind-check/?kernel=${kernel}`);
+    const menu = page.locator('reuseport-bind-check').getByRole('combobox', { name: 'Kernel' });
+    await expect(menu).toHaveValue(shown);
+  }
+});
+
 test('a benchmark file opens in the viewer with each worker’s accepts from the file', async ({ page }) => {
   const file = 'bench-fork-vs-reuseport-epoll.json';
   const bench = JSON.parse(readFileSync(`public/traces/${file}`, 'utf8')) as { modes: { mode: string; per_worker: number[] }[] };
