@@ -137,10 +137,18 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     const item = (k: string, v: string) => {
       dl.append('dt').text(k);
       const dd = dl.append('dd');
-      // A command named in the sentence ("reuseport-agent verify --trace") stays on one line.
-      for (const [i, part] of v.split(AGENT_COMMAND).entries())
-        if (i % 2) dd.append('span').attr('class', 'rl-tv-nowrap').text(part);
-        else if (part) dd.append('span').text(part);
+      // A command named in the sentence ("reuseport-agent verify --trace") breaks only between its words, never
+      // inside "--trace"; as a whole it was wider than a phone's column and pushed the report past the card.
+      for (const [i, part] of v.split(AGENT_COMMAND).entries()) {
+        if (i % 2 === 0) {
+          if (part) dd.append('span').text(part);
+          continue;
+        }
+        for (const [j, word] of part.split(' ').entries()) {
+          if (j) dd.append('span').text(' ');
+          dd.append('span').attr('class', 'rl-tv-nowrap').text(word);
+        }
+      }
     };
     const g = tr.group;
     item(t.kernel, t.kernelLine(tr.kernel.release, tr.kernel.profile));

@@ -185,6 +185,14 @@ test('on a phone the trace viewer breaks the recording command between arguments
     return out;
   });
   expect(split).toEqual([]);
+  // And nothing is pushed past the viewer's box: the key's sentence kept "reuseport-agent verify --trace" on one line,
+  // wider than the column, and every value ran 21 to 33 px past the card (the Chinese page scrolled sideways).
+  const past = await viewer.evaluate((v) => {
+    const box = v.shadowRoot!.querySelector('.rl-tv')!.getBoundingClientRect();
+    return [...v.shadowRoot!.querySelectorAll('dl dd')].map((d) => Math.round(d.getBoundingClientRect().right - box.right)).filter((x) => x > 0);
+  });
+  expect(past, 'values past the right edge of the viewer (px)').toEqual([]);
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
   await page.close();
 });
 
