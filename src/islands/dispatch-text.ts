@@ -473,7 +473,8 @@ const en: DispatchText = {
   headline: (e, m) => `Event ${e.seq}: ${e.kind} at ${e.t.toFixed(3)} s, ${enEvent(e.what)}. Listener mark: ${m}.`,
   belongsTo: (e) => `This ${e.kind} belongs to connection ${e.conn}; the record below is its SYN's dispatch.`,
   notDelivered: 'The model did not deliver this packet to the group.',
-  step: (e) => `Event ${e.seq}: ${e.kind} from ${e.tuple.saddr}:${e.tuple.sport}, ${enEvent(e.what)}.`,
+  // The tuple is the client's: a SYN-ACK goes to it, so the client is named as such, not as where the packet came from.
+  step: (e) => `Event ${e.seq} (client ${e.tuple.saddr}:${e.tuple.sport}): ${enEvent(e.what)}.`,
   what: enEvent,
   wholeNumber: (n, lo, hi) => `${n}: give a whole number from ${lo} to ${hi}.`,
   badSetting: (given, allowed) => `${given} was not used (${allowed}); the default stands.`,
@@ -775,7 +776,7 @@ const zh: DispatchText = {
   headline: (e, m) => `第 ${e.seq} 个事件：${e.kind}，时间 ${e.t.toFixed(3)} 秒，${zhEvent(e.what)}。监听套接字标记：${m}。`,
   belongsTo: (e) => `此 ${e.kind} 属于第 ${e.conn} 个连接；下面的记录是其 SYN 的分发过程。`,
   notDelivered: '模型没有把这个数据包交给该组。',
-  step: (e) => `第 ${e.seq} 个事件：来自 ${e.tuple.saddr}:${e.tuple.sport} 的 ${e.kind}，${zhEvent(e.what)}。`,
+  step: (e) => `第 ${e.seq} 个事件（客户端 ${e.tuple.saddr}:${e.tuple.sport}）：${zhEvent(e.what)}。`,
   what: zhEvent,
   wholeNumber: (n, lo, hi) => `${n}：请输入 ${lo} 到 ${hi} 之间的整数。`,
   badSetting: (given, allowed) => `${given} 未被采用（${allowed}），已改用默认值。`,

@@ -7,6 +7,7 @@ import { bandEdges, COL, hashToY } from '../../src/scene/dispatch/layout';
 import { listenerMark, OKABE_ITO } from '../../src/scene/dispatch/palette';
 import { bootSecret } from '../../src/scene/dispatch/rng';
 import { DispatchSim, newFrame, selectClients, type SimOptions } from '../../src/scene/dispatch/sim';
+import { dispatchText } from '../../src/islands/dispatch-text';
 import { fairness } from '../../src/scene/dispatch/stats';
 import { loadModelForTests } from './setup-model';
 
@@ -84,6 +85,19 @@ describe('dispatch scene', () => {
     expect(again.log.current()!.listener).toBe(fwd.listener);
     sim.dispose();
     again.dispose();
+  });
+
+  it('says a SYN-ACK goes to the client, once, in both languages', () => {
+    // The step sentence read "Event 1: SYN-ACK from 198.19.…:56483, SYN-ACK from listener 5": the tuple is the client's.
+    const sim = new DispatchSim(base);
+    const [syn, synAck] = [sim.log.stepForward(() => sim.nextConnection())!, sim.log.stepForward(() => sim.nextConnection())!];
+    expect(synAck.kind).toBe('SYN-ACK');
+    const client = `${synAck.tuple.saddr}:${synAck.tuple.sport}`;
+    const en = dispatchText('en').step(synAck);
+    expect(en).toBe(`Event 1 (client ${client}): SYN-ACK from listener ${synAck.listener}.`);
+    expect(dispatchText('zh-CN').step(synAck)).toBe(`第 1 个事件（客户端 ${client}）：监听套接字 ${synAck.listener} 回复 SYN-ACK。`);
+    expect(dispatchText('en').step(syn)).toMatch(new RegExp(`^Event 0 \\(client ${client}\\): SYN to listener ${syn.listener}`));
+    sim.dispose();
   });
 
   it('drops the oldest events beyond the cap and keeps the cursor valid', () => {
