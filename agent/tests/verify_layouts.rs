@@ -348,7 +348,8 @@ fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_see
     use reuseport_agent::calldraw;
     use reuseport_agent::differential::check_kernel_answers;
     let text = guest_file(&["--call-logs"]);
-    let profile = reuseport_model::Profile::for_release("6.18").unwrap();
+    // The guest here is this machine: its answers are this kernel's.
+    let profile = reuseport_agent::kernel::resolve("auto").unwrap();
     let a = check_kernel_answers::<calldraw::CallLogs>(profile, &text, 4, 6).unwrap();
     assert_eq!(a.layouts, 6);
     let lines: Vec<calldraw::CallsLine> = text
@@ -387,7 +388,7 @@ fn layout_kernel_answers_carry_their_layouts_and_are_checked_on_the_host() {
     use reuseport_agent::differential::check_kernel_answers;
     use reuseport_agent::layouts::{KernelLine, Layouts};
     let text = guest_file(&[]);
-    let profile = reuseport_model::Profile::for_release("6.18").unwrap();
+    let profile = reuseport_agent::kernel::resolve("auto").unwrap();
     let a = check_kernel_answers::<Layouts>(profile, &text, 4, 6).unwrap();
     assert_eq!((a.layouts, a.agreed), (6, 6), "{:?}", a.disagreements);
     assert_eq!(a.lookups, 18, "three destinations each");
