@@ -11,21 +11,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { chromium } from '@playwright/test';
-import { CHROMIUM_ARGS, servePreview } from './bench-util.mjs';
+import { CHROMIUM_ARGS, servePreview, xorshift32 } from './bench-util.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values: opts } = parseArgs({ options: { 'no-build': { type: 'boolean' }, lines: { type: 'string', default: '1000000' } } });
 const lines = Number(opts.lines);
 if (!opts['no-build']) execFileSync('npx', ['astro', 'build', '--silent'], { cwd: root, stdio: 'inherit' });
 
-// xorshift32: the same file every run.
-let x = 0x9e3779b9;
-const rnd = () => {
-  x ^= x << 13;
-  x ^= x >>> 17;
-  x ^= x << 5;
-  return x >>> 0;
-};
+// The same file every run.
+const rnd = xorshift32(0x9e3779b9);
 const dir = mkdtempSync(join(tmpdir(), 'rl-paste-'));
 const file = join(dir, 'ss-tn.txt');
 {

@@ -1,4 +1,4 @@
-// Shared by the browser benchmarks: a free loopback port and the built site served by `astro preview`.
+// Shared by the benchmarks: a free loopback port, the built site served by `astro preview`, option reading and a seeded generator.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -89,4 +89,20 @@ export async function serveCompressed(dir) {
   const port = await freePort();
   const server = spawn(process.execPath, [new URL('./serve-gzip.mjs', import.meta.url).pathname, dir, String(port)], { stdio: 'ignore', detached: true });
   return answering(server, port, '/');
+}
+
+/**
+ * xorshift32 (shifts 13, 17, 5) from `seed` (not 0): a function returning the
+ * next unsigned 32-bit number, so generated inputs are the same every run.
+ * benches/select.rs draws its packets with the same generator and seed as bench.mjs.
+ */
+export function xorshift32(seed) {
+  let x = seed >>> 0;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x;
+  };
 }

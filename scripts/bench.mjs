@@ -14,22 +14,16 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { xorshift32 } from './bench-util.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const N = Number(process.env.BENCH_PACKETS ?? 1_000_000);
 const ROUNDS = 15;
 
-// xorshift32, the same recipe as benches/select.rs's own generator.
+// The recipe of benches/select.rs's own generator: xorshift32 from 0x2545f491,
+// an address word then a port per packet.
 function packets(n) {
-  let x = 0x2545f491;
-  const next = () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
-  };
+  const next = xorshift32(0x2545f491);
   const saddr = new Uint32Array(n);
   const sport = new Uint16Array(n);
   const daddr = new Uint32Array(n);
