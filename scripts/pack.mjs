@@ -3,16 +3,23 @@
 // zips it, with a short README, into reuseport-lab-pack.zip: unpack it at the
 // root of any static web server and every page, widget, embed script and
 // iframe page works with the network off (the site loads nothing from any
-// other host). `--no-build` zips the existing dist/; `--out FILE` names the zip.
+// other host). `--no-build` zips the existing dist/ (or `--dist DIR`, a build
+// made elsewhere, as the e2e tests' PW_DIST); `--out FILE` names the zip.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { zipSync } from 'fflate';
 
-const { values } = parseArgs({ options: { 'no-build': { type: 'boolean', default: false }, out: { type: 'string', default: 'reuseport-lab-pack.zip' } } });
+const { values } = parseArgs({
+  options: { 'no-build': { type: 'boolean', default: false }, out: { type: 'string', default: 'reuseport-lab-pack.zip' }, dist: { type: 'string' } },
+});
 const root = new URL('..', import.meta.url).pathname;
-const dist = join(root, 'dist');
+const dist = values.dist ? resolve(values.dist) : join(root, 'dist');
+if (values.dist && !values['no-build']) {
+  console.error('pack: --dist names a build made elsewhere; give --no-build with it');
+  process.exit(1);
+}
 
 if (!values['no-build']) {
   const env = { ...process.env };

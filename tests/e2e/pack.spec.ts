@@ -29,7 +29,9 @@ let origin: string;
 test.beforeAll(() => {
   const dir = mkdtempSync(join(tmpdir(), 'rl-pack-'));
   const zip = join(dir, 'pack.zip');
-  execFileSync('node', ['scripts/pack.mjs', '--no-build', '--out', zip], { stdio: 'pipe' });
+  // The build the server serves (PW_DIST, as playwright.config.ts hands it to `astro preview`): zipping dist/ tested
+  // another build, or failed where there is none.
+  execFileSync('node', ['scripts/pack.mjs', '--no-build', '--dist', process.env.PW_DIST ?? 'dist', '--out', zip], { stdio: 'pipe' });
   const files = unzipSync(readFileSync(zip));
   for (const [name, data] of Object.entries(files)) {
     const p = join(dir, name);
