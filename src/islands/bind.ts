@@ -66,6 +66,7 @@ function words(lang: string) {
         tooManyCalls: (n: number) => `布局有 ${n} 个调用，检查器最多接受 ${MAX_CALLS} 个`,
         tooManySockets: (n: number) => `布局创建了 ${n} 个套接字，检查器最多接受 ${MAX_SOCKETS} 个`,
         notCalls: '布局的 calls 中有不是系统调用的条目',
+        notJson: (why: string) => `<reuseport-bind>：layout 属性不是 JSON：${why}`,
         value: '取值',
         addr: '地址',
         port: '端口',
@@ -95,6 +96,7 @@ function words(lang: string) {
         tooManyCalls: (n: number) => `the layout has ${n} calls; the checker takes at most ${MAX_CALLS}`,
         tooManySockets: (n: number) => `the layout makes ${n} sockets; the checker takes at most ${MAX_SOCKETS}`,
         notCalls: "an entry of the layout's calls is not a call",
+        notJson: (why: string) => `<reuseport-bind>: the layout attribute is not JSON: ${why}`,
         value: 'value',
         addr: 'address',
         port: 'port',
@@ -399,7 +401,8 @@ function readBind(el: HTMLElement): BindOptions {
     try {
       layout = JSON.parse(raw) as CallLog;
     } catch (e) {
-      throw new Error(`<reuseport-bind>: the layout attribute is not JSON: ${e instanceof Error ? e.message : String(e)}`);
+      const why = e instanceof Error ? e.message : String(e);
+      throw new Error(words(pageLang(el)).notJson(why));
     }
   }
   return { kernel: el.getAttribute('kernel') ?? undefined, layout };

@@ -115,7 +115,7 @@ export function islandElement<O>(
           const p = document.createElement('p');
           p.className = 'rl-error';
           p.setAttribute('role', 'alert');
-          p.textContent = `This widget failed to start: ${err instanceof Error ? err.message : String(err)}`;
+          p.textContent = `${failedToStart(this)}${err instanceof Error ? err.message : String(err)}`;
           target.replaceChildren(p);
           this.toggleAttribute('data-mounted', true);
           emit(target, 'error', { message: p.textContent });
@@ -130,6 +130,12 @@ export function islandElement<O>(
       this.#dispose = undefined;
     }
   };
+}
+
+/** The start of a failed widget's message, in the language around the widget (the page's, or an iframe's `?lang=`). */
+function failedToStart(host: HTMLElement): string {
+  const lang = host.closest('[lang]')?.getAttribute('lang') ?? document.documentElement.lang;
+  return lang.toLowerCase().startsWith('zh') ? '此组件未能启动：' : 'This widget failed to start: ';
 }
 
 /** Defines `name` once (a page may load several islands that register it). */

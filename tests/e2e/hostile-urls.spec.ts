@@ -194,3 +194,10 @@ test('bind checker iframe: a layout that is not JSON, or not calls, is named in 
   const since = await now(page);
   expect(await longTasksSince(page, since)).toEqual([]);
 });
+
+test('bind checker iframe in Chinese: a layout that is not JSON is named in Chinese', async ({ page }) => {
+  // The message read "This widget failed to start: <reuseport-bind>: the layout attribute is not JSON" on a Chinese page.
+  await page.goto(`./embed/bind-check/?lang=zh-CN&layout=${encodeURIComponent('{"calls":[')}`);
+  const alert = page.locator('reuseport-bind-check').getByRole('alert');
+  await expect(alert).toContainText('此组件未能启动：<reuseport-bind>：layout 属性不是 JSON：');
+});
