@@ -205,6 +205,9 @@ mod kernel {
                 SockOpt::Bindtodevice(d) => s
                     .bind_device(d.as_deref().map(str::as_bytes))
                     .map_err(|e| errno_of(&e)),
+                SockOpt::Linger(l) => s
+                    .set_linger(l.map(|t| Duration::from_secs(t.into())))
+                    .map_err(|e| errno_of(&e)),
                 SockOpt::IncomingCpu(cpu) => {
                     set_int(s, libc::SOL_SOCKET, libc::SO_INCOMING_CPU, *cpu as i32)
                 }

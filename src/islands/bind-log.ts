@@ -25,7 +25,7 @@ export interface LogWords {
 }
 
 /** The keys of a socket option (`SockOpt`), one of which a `setsockopt` call's `opt` holds. */
-const OPTION_KEYS = ['reuseaddr', 'reuseport', 'v6only', 'bindtodevice', 'incomingCpu', 'attachReuseport'] as const;
+const OPTION_KEYS = ['reuseaddr', 'reuseport', 'v6only', 'bindtodevice', 'incomingCpu', 'linger', 'attachReuseport'] as const;
 
 /** What the checker needs of a call to show it as a row (the model checks the rest). */
 function showable(c: unknown): c is Call {

@@ -112,7 +112,17 @@ function optName(o: SockOpt): string {
   if ('v6only' in o) return 'IPV6_V6ONLY';
   if ('bindtodevice' in o) return 'SO_BINDTODEVICE';
   if ('incomingCpu' in o) return 'SO_INCOMING_CPU';
+  if ('linger' in o) return 'SO_LINGER';
   return 'SO_ATTACH_REUSEPORT_CBPF';
+}
+
+/** An option's value as C writes it (`struct linger` as `{l_onoff, l_linger}`), for the options the checker does not edit. */
+function optValue(o: SockOpt): string {
+  if ('bindtodevice' in o) return JSON.stringify(o.bindtodevice);
+  if ('incomingCpu' in o) return String(o.incomingCpu);
+  if ('linger' in o) return o.linger === null ? '{0, 0}' : `{1, ${o.linger}}`;
+  if ('attachReuseport' in o) return o.attachReuseport.kind;
+  return '';
 }
 
 type Row = Selection<HTMLDivElement, unknown, null, undefined>;
@@ -282,7 +292,7 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
             changed();
           });
         shown.text(on ? '1' : '0');
-      } else text(row, 'bindtodevice' in o ? JSON.stringify(o.bindtodevice) : 'incomingCpu' in o ? String(o.incomingCpu) : o.attachReuseport.kind);
+      } else text(row, optValue(o));
       text(row, ')');
       return;
     }

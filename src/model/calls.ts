@@ -21,7 +21,10 @@ export type CallName = Call['call'];
  * What a socket does after `bind()`: `listen` (TCP calls listen(); a UDP
  * socket receives from its bind on and makes no further call), `bound`
  * (no further call), or `time_wait` (TCP: connect() to a loopback peer,
- * then close(), which leaves a TIME_WAIT socket on the port).
+ * SO_LINGER on, then close(), which waits for the peer's ACK of its FIN and
+ * leaves a TIME_WAIT socket on the port; without SO_LINGER the calls right
+ * after close() would meet the socket still in FIN_WAIT1, see the model's
+ * `Call::Close`).
  */
 export type AfterBind = 'listen' | 'bound' | 'time_wait';
 
@@ -67,7 +70,11 @@ export function setupCalls(fd: number, s: SocketSetup): Call[] {
   const then = s.afterBind ?? 'listen';
   if (s.proto === 'tcp' && then === 'listen') calls.push({ call: 'listen', fd });
   if (s.proto === 'tcp' && then === 'time_wait') {
-    calls.push({ call: 'connect', fd, addr: TIME_WAIT_PEER[s.family], port: TIME_WAIT_PEER.port }, { call: 'close', fd });
+    calls.push(
+      { call: 'connect', fd, addr: TIME_WAIT_PEER[s.family], port: TIME_WAIT_PEER.port },
+      { call: 'setsockopt', fd, opt: { linger: 1 } },
+      { call: 'close', fd },
+    );
   }
   return calls;
 }

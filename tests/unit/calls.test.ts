@@ -39,12 +39,13 @@ describe('call logs', () => {
     ]);
   });
 
-  it('a TCP socket left in TIME_WAIT connects to a loopback peer and closes; a UDP socket never listens', () => {
+  it('a TCP socket left in TIME_WAIT connects to a loopback peer, sets SO_LINGER (so close() waits for the ACK) and closes; a UDP socket never listens', () => {
     expect(setupCalls(3, { family: 'inet6', proto: 'tcp', addr: '::1', port: 80, reuseaddr: true, afterBind: 'time_wait' })).toEqual([
       { call: 'socket', family: 'inet6', proto: 'tcp', uid: 0 },
       { call: 'setsockopt', fd: 3, opt: { reuseaddr: true } },
       { call: 'bind', fd: 3, addr: '::1', port: 80 },
       { call: 'connect', fd: 3, addr: '::1', port: 9 },
+      { call: 'setsockopt', fd: 3, opt: { linger: 1 } },
       { call: 'close', fd: 3 },
     ]);
     expect(setupCalls(0, { family: 'inet', proto: 'udp', addr: '0.0.0.0', port: 53 }).map((c) => c.call)).toEqual(['socket', 'bind']);

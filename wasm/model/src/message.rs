@@ -106,6 +106,18 @@ pub enum RefusalRule {
         /// The other socket's UID.
         other_uid: u32,
     },
+    /// Both set SO_REUSEPORT and their owners differ, and the other is a
+    /// TCP socket closed while connected: for the calls right after its
+    /// `close()` it is still a full socket in FIN_WAIT1 (its FIN not yet
+    /// acknowledged), so its UID counts; the timewait socket it becomes
+    /// once the peer's ACK arrives (milliseconds later, at once with
+    /// SO_LINGER) would not refuse.
+    ClosingUidsDiffer {
+        /// This socket's UID.
+        uid: u32,
+        /// The closed socket's UID.
+        other_uid: u32,
+    },
     /// Both set SO_REUSEADDR, but the other is (or this one becomes) a TCP
     /// listener, which that exemption never covers.
     ReuseaddrListener,

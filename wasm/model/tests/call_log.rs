@@ -131,7 +131,8 @@ fn the_earlier_sockets_form_converts_to_the_calls_it_stood_for() {
 }
 
 /// listenOrder and closed become listens after every bind and closes at
-/// the end, in their orders; a TIME_WAIT socket connects and closes.
+/// the end, in their orders; a TIME_WAIT socket connects, sets SO_LINGER
+/// (so its close waits for the peer's ACK) and closes.
 #[test]
 fn listen_order_closed_and_time_wait_convert_in_order() {
     let old = r#"{"sockets": [
@@ -155,6 +156,7 @@ fn listen_order_closed_and_time_wait_convert_in_order() {
         r#"{"call":"socket","family":"inet","proto":"tcp","uid":0}"#,
         r#"{"call":"bind","fd":2,"addr":"127.0.0.1","port":80}"#,
         r#"{"call":"connect","fd":2,"addr":"127.0.0.1","port":9}"#,
+        r#"{"call":"setsockopt","fd":2,"opt":{"linger":1}}"#,
         r#"{"call":"close","fd":2}"#,
         r#"{"call":"listen","fd":1}"#,
         r#"{"call":"listen","fd":0}"#,

@@ -1,3 +1,4 @@
+// Over 800 lines: every bind rule the kernel was measured to disagree on lives here, one test each, with its measurement beside it.
 //! The three kinds of disagreement `verify --layouts` found between the
 //! model and the running kernel (issue 12), each pinned to the kernel code
 //! behind it. Every expected value is what Linux 6.18.44 answered when the
@@ -640,4 +641,365 @@ fn a_v6only_socket_connecting_to_a_v4_mapped_peer_is_refused_enetunreach_before_
         );
         assert_eq!(h.results()[0].random_port, None, "{proto}: nothing drawn");
     }
+}
+
+/// A call log in JSON, replayed in profile `p`: each call's errno.
+fn answers_in(p: &'static Profile, log: &str) -> (Host, Vec<Option<Errno>>) {
+    let log: reuseport_model::lookup::CallLog = serde_json::from_str(log).unwrap();
+    let h = Host::run(p, &log).unwrap();
+    let a = h
+        .answers()
+        .iter()
+        .map(|a| a.as_ref().map(|r| r.errno))
+        .collect();
+    (h, a)
+}
+
+/// Socket 0 (`first`, UID `uid0`) binds `addr0`, connects to the peer and
+/// closes, with SO_LINGER `linger` (JSON) set before the close when given;
+/// then socket 1 (`second`, UID `uid1`, SO_REUSEPORT) binds `addr1`.
+fn closed_then_bind(
+    first: (&str, u32, &str, &str),
+    second: (&str, u32, &str),
+    linger: Option<&str>,
+) -> String {
+    let (fam0, uid0, addr0, peer) = first;
+    let (fam1, uid1, addr1) = second;
+    let linger = linger.map_or(String::new(), |l| {
+        format!(r#"{{"call": "setsockopt", "fd": 0, "opt": {{"linger": {l}}}}},"#)
+    });
+    format!(
+        r#"{{"calls": [
+        {{"call": "socket", "family": "{fam0}", "proto": "tcp", "uid": {uid0}}},
+        {{"call": "setsockopt", "fd": 0, "opt": {{"reuseport": true}}}},
+        {{"call": "socket", "family": "{fam1}", "proto": "tcp", "uid": {uid1}}},
+        {{"call": "setsockopt", "fd": 1, "opt": {{"reuseport": true}}}},
+        {{"call": "bind", "fd": 0, "addr": "{addr0}", "port": 9000}},
+        {{"call": "connect", "fd": 0, "addr": "{peer}", "port": 4001}},
+        {linger}
+        {{"call": "close", "fd": 0}},
+        {{"call": "bind", "fd": 1, "addr": "{addr1}", "port": 9000}}
+    ]}}"#
+    )
+}
+
+#[test]
+fn a_tcp_socket_closed_while_connected_is_still_its_owners_in_fin_wait1_so_another_uid_cannot_bind()
+{
+    // verify --layouts 500 --call-logs on 6.18.44 (2026-11-24), seeds 5 and
+    // 7, seven drawn logs shrunk to these calls: the kernel answered the
+    // last bind EADDRINUSE where the model, taking the closed socket for
+    // TIME_WAIT, said ok. By hand (Python, a private netns, the peer a
+    // listener on 127.0.0.5:4001 whose queue is never drained): right after
+    // close() /proc/net/tcp shows the socket in FIN_WAIT1 (st 04), a full
+    // socket with its retransmit timer and UID 1000, and a UID 0 bind fails;
+    // the peer's delayed ACK of the FIN turns it, 1 – 25 ms later, into a
+    // timewait socket (st 05 FIN_WAIT2, timer 3, uid 0 shown), and from
+    // then on the bind succeeds. inet_bind_conflict
+    // (net/ipv4/inet_connection_sock.c) waives the UID only for sk_state
+    // TCP_TIME_WAIT; a timewait socket (inet_twsk_alloc, whatever its
+    // substate) reads so, an orphan in FIN_WAIT1 does not. A call log's
+    // calls follow at once, so the model answers as the kernel does then.
+    let v4 = ("inet", 1000, "127.0.0.1", "127.0.0.5");
+    let mapped = ("inet6", 1000, "::ffff:127.0.0.1", "::ffff:127.0.0.5");
+    let logs = [
+        closed_then_bind(v4, ("inet", 0, "127.0.0.1"), None), // seed 7, log 317
+        closed_then_bind(
+            ("inet", 0, "127.0.0.2", "127.0.0.5"),
+            ("inet", 1000, "0.0.0.0"),
+            None,
+        ), // seed 5, log 78
+        closed_then_bind(
+            ("inet", 0, "127.0.0.1", "127.0.0.5"),
+            ("inet6", 1000, "::ffff:0.0.0.0"),
+            None,
+        ), // seed 5, log 13
+        closed_then_bind(mapped, ("inet", 0, "0.0.0.0"), None), // seed 7, log 45
+        closed_then_bind(
+            ("inet6", 0, "::ffff:127.0.0.1", "::ffff:127.0.0.5"),
+            ("inet6", 1000, "::ffff:127.0.0.1"),
+            None,
+        ), // seed 7, log 452
+    ];
+    let ok = None;
+    for p in PROFILES.iter() {
+        for log in &logs {
+            let (h, a) = answers_in(p, log);
+            assert_eq!(
+                a,
+                [ok, ok, ok, ok, ok, ok, ok, Some(Errno::Eaddrinuse)],
+                "{}: {log}",
+                p.release
+            );
+            let r = h.answers()[7].as_ref().unwrap();
+            assert!(
+                matches!(
+                    r.rule,
+                    reuseport_model::message::RefusalRule::ClosingUidsDiffer { .. }
+                ),
+                "{}: {:?}",
+                p.release,
+                r.rule
+            );
+            assert_eq!(r.with, Some(0));
+        }
+        // The same UID shares the port, closed socket or not (6.18: ok).
+        let (_, a) = answers_in(p, &closed_then_bind(v4, ("inet", 1000, "127.0.0.1"), None));
+        assert_eq!(a[7], ok, "{}", p.release);
+    }
+}
+
+#[test]
+fn so_linger_makes_close_wait_for_the_ack_and_leave_a_timewait_socket_or_with_0_a_reset() {
+    // 6.18.44, by hand (2026-11-24): with SO_LINGER {1, 1} or {1, 5}
+    // close() returns after 0.5 – 6 ms, the socket already a timewait
+    // socket (FIN_WAIT2, uid 0 in /proc/net/tcp), and a SO_REUSEPORT bind
+    // of another UID succeeds, while one without SO_REUSEPORT (or with
+    // SO_REUSEADDR alone against a socket without it) still fails. With
+    // {1, 0} close() resets the connection, nothing is left, and every
+    // bind succeeds. __tcp_close (net/ipv4/tcp.c): sk_stream_wait_close
+    // waits while FIN_WAIT1, then tcp_time_wait(sk, TCP_FIN_WAIT2, ..);
+    // a zero linger time calls tcp_disconnect. Every release.
+    let v4 = ("inet", 1000, "127.0.0.1", "127.0.0.5");
+    let ok = None;
+    let inuse = Some(Errno::Eaddrinuse);
+    for p in PROFILES.iter() {
+        for linger in ["1", "5"] {
+            let (_, a) = answers_in(
+                p,
+                &closed_then_bind(v4, ("inet", 0, "127.0.0.1"), Some(linger)),
+            );
+            assert_eq!(a[8], ok, "{} linger {linger}", p.release);
+            let plain = closed_then_bind(v4, ("inet", 0, "127.0.0.1"), Some(linger)).replace(
+                r#"{"call": "setsockopt", "fd": 1, "opt": {"reuseport": true}}"#,
+                r#"{"call": "setsockopt", "fd": 1, "opt": {"reuseaddr": true}}"#,
+            );
+            let (_, a) = answers_in(p, &plain);
+            assert_eq!(a[8], inuse, "{} linger {linger}, SO_REUSEADDR", p.release);
+        }
+        let (_, a) = answers_in(
+            p,
+            &closed_then_bind(v4, ("inet", 0, "127.0.0.1"), Some("0")),
+        );
+        assert_eq!(a[8], ok, "{} linger 0", p.release);
+        let plain = closed_then_bind(v4, ("inet", 0, "127.0.0.1"), Some("0")).replace(
+            r#"{"call": "setsockopt", "fd": 1, "opt": {"reuseport": true}}"#,
+            r#"{"call": "setsockopt", "fd": 1, "opt": {"reuseaddr": true}}"#,
+        );
+        let (_, a) = answers_in(p, &plain);
+        assert_eq!(a[8], ok, "{} linger 0: the port is free", p.release);
+        // SO_LINGER off again: FIN_WAIT1, as without it.
+        let (_, a) = answers_in(
+            p,
+            &closed_then_bind(v4, ("inet", 0, "127.0.0.1"), Some("null")),
+        );
+        assert_eq!(a[8], inuse, "{} linger null", p.release);
+    }
+}
+
+#[test]
+fn the_earlier_forms_time_wait_socket_closes_with_so_linger_so_its_owner_does_not_count() {
+    // The layout form's TIME_WAIT socket (verify --layouts makes a real one:
+    // the peer closes too) keeps the UID waiver: its calls set SO_LINGER
+    // before close().
+    let l = layout(
+        vec![
+            with(rp(sock(V4, Proto::Tcp, "127.0.0.1")), |s| {
+                s.state = SockState::TimeWait;
+                s.uid = 1000
+            }),
+            rp(sock(V4, Proto::Tcp, "127.0.0.1")),
+        ],
+        None,
+    );
+    for p in PROFILES.iter() {
+        let h = Host::build(p, &l).unwrap();
+        assert_eq!(binds(&h), [None, None], "{}", p.release);
+    }
+}
+
+/// Replays `log` (sockets on port 9000) in 6.18: each call's errno.
+fn on_6_18(log: &str) -> (Host, Vec<Option<Errno>>) {
+    answers_in(profile(6, 18), log)
+}
+
+#[test]
+fn udp_slot_place_is_fixed_at_bind_while_the_bind_check_reads_so_reuseport_as_it_is_now() {
+    // verify --layouts 1000 --call-logs --seed 7, drawn log 979 (6.18.44,
+    // 2026-11-24), and by hand. udp_lib_get_port (net/ipv4/udp.c) puts an
+    // AF_INET6 socket at the port slot's tail only if it has SO_REUSEPORT
+    // when it binds (4.6, d894ba18d4e4); udp_lib_lport_inuse reads the
+    // other socket's sk_reuseport as it is at the later bind. Here socket
+    // 1 (::, SO_REUSEADDR) binds without SO_REUSEPORT, so at the head,
+    // and sets it afterwards: socket 0's bind meets it first and succeeds
+    // (the model had put it at the tail, behind socket 2, and refused).
+    // 6.18: every call ok; datagrams to 127.0.0.2 and ::1 reach 0 and 1.
+    let (h, a) = on_6_18(
+        r#"{"calls": [
+        {"call": "socket", "family": "inet6", "proto": "udp"},
+        {"call": "setsockopt", "fd": 0, "opt": {"reuseport": true}},
+        {"call": "socket", "family": "inet6", "proto": "udp"},
+        {"call": "setsockopt", "fd": 1, "opt": {"reuseaddr": true}},
+        {"call": "socket", "family": "inet", "proto": "udp"},
+        {"call": "setsockopt", "fd": 2, "opt": {"reuseaddr": true}},
+        {"call": "bind", "fd": 2, "addr": "127.0.0.1", "port": 9000},
+        {"call": "bind", "fd": 1, "addr": "::", "port": 9000},
+        {"call": "setsockopt", "fd": 1, "opt": {"reuseport": true}},
+        {"call": "bind", "fd": 0, "addr": "::", "port": 9000}
+    ]}"#,
+    );
+    assert_eq!(a, [None; 10]);
+    assert_eq!(receivers(&h, "127.0.0.2"), [0, 1].into());
+    assert_eq!(receivers(&h, "::1"), [0, 1].into());
+    // The control: socket 1 with SO_REUSEPORT before its bind sits at the
+    // tail, socket 0 (127.0.0.1, SO_REUSEADDR) is met first, and the third
+    // bind fails (6.18: EADDRINUSE; 127.0.0.1 reaches 0, ::1 reaches 1).
+    let log = |late: bool| {
+        let (before, after) = if late {
+            (
+                "",
+                r#"{"call": "setsockopt", "fd": 1, "opt": {"reuseport": true}},"#,
+            )
+        } else {
+            (
+                r#"{"call": "setsockopt", "fd": 1, "opt": {"reuseport": true}},"#,
+                "",
+            )
+        };
+        format!(
+            r#"{{"calls": [
+            {{"call": "socket", "family": "inet", "proto": "udp"}},
+            {{"call": "setsockopt", "fd": 0, "opt": {{"reuseaddr": true}}}},
+            {{"call": "bind", "fd": 0, "addr": "127.0.0.1", "port": 9000}},
+            {{"call": "socket", "family": "inet6", "proto": "udp"}},
+            {{"call": "setsockopt", "fd": 1, "opt": {{"reuseaddr": true}}}},
+            {before}
+            {{"call": "bind", "fd": 1, "addr": "::", "port": 9000}},
+            {after}
+            {{"call": "socket", "family": "inet6", "proto": "udp"}},
+            {{"call": "setsockopt", "fd": 2, "opt": {{"reuseport": true}}}},
+            {{"call": "bind", "fd": 2, "addr": "::", "port": 9000}}
+        ]}}"#
+        )
+    };
+    let (h, a) = on_6_18(&log(false));
+    assert_eq!(a.last().unwrap(), &Some(Errno::Eaddrinuse));
+    assert_eq!(receivers(&h, "127.0.0.1"), [0].into());
+    assert_eq!(receivers(&h, "::1"), [1].into());
+    // 6.18: with SO_REUSEPORT set after the bind, every call ok;
+    // 127.0.0.1 reaches 0, ::1 reaches 1 and 2.
+    let (h, a) = on_6_18(&log(true));
+    assert!(a.iter().all(Option::is_none), "{a:?}");
+    assert_eq!(receivers(&h, "127.0.0.1"), [0].into());
+    assert_eq!(receivers(&h, "::1"), [1, 2].into());
+}
+
+/// Two sockets on 127.0.0.1:9000 of `proto`: socket 0 binds first, with
+/// `calls0` around its bind (`{B}` marks the bind); then socket 1, with
+/// SO_REUSEPORT, binds, and `tail` follows.
+fn late_option(proto: &str, calls0: &str, tail: &str) -> String {
+    let calls0 = calls0.replace(
+        "{B}",
+        r#"{"call": "bind", "fd": 0, "addr": "127.0.0.1", "port": 9000}"#,
+    );
+    format!(
+        r#"{{"calls": [
+        {{"call": "socket", "family": "inet", "proto": "{proto}"}},
+        {calls0},
+        {{"call": "socket", "family": "inet", "proto": "{proto}"}},
+        {{"call": "setsockopt", "fd": 1, "opt": {{"reuseport": true}}}},
+        {{"call": "bind", "fd": 1, "addr": "127.0.0.1", "port": 9000}}
+        {tail}
+    ]}}"#
+    )
+}
+
+const RP0_ON: &str = r#"{"call": "setsockopt", "fd": 0, "opt": {"reuseport": true}}"#;
+const RP0_OFF: &str = r#"{"call": "setsockopt", "fd": 0, "opt": {"reuseport": false}}"#;
+
+#[test]
+fn udp_so_reuseport_set_or_cleared_after_bind_is_what_a_later_bind_reads() {
+    // 6.18.44 by hand (2026-11-24): set after socket 0's bind, the second
+    // bind succeeds and 48 datagrams to 127.0.0.1 reach both (socket 1's
+    // join makes a group for socket 0 first: reuseport_add_sock ->
+    // reuseport_alloc, net/core/sock_reuseport.c); cleared after its bind,
+    // the second bind fails EADDRINUSE and only socket 0 receives.
+    let (h, a) = on_6_18(&late_option("udp", &format!("{{B}}, {RP0_ON}"), ""));
+    assert!(a.iter().all(Option::is_none), "{a:?}");
+    assert_eq!(receivers(&h, "127.0.0.1"), [0, 1].into());
+    let (h, a) = on_6_18(&late_option(
+        "udp",
+        &format!("{RP0_ON}, {{B}}, {RP0_OFF}"),
+        "",
+    ));
+    assert_eq!(a.last().unwrap(), &Some(Errno::Eaddrinuse));
+    assert_eq!(receivers(&h, "127.0.0.1"), [0].into());
+}
+
+/// The listeners that TCP connections to 127.0.0.1:9000 reach.
+fn tcp_receivers(h: &Host) -> std::collections::BTreeSet<usize> {
+    (0..64u16)
+        .filter_map(|k| {
+            let p = Packet {
+                proto: Proto::Tcp,
+                tuple: Tuple {
+                    saddr: format!("127.0.{}.{}", k / 8, 1 + k % 8).parse().unwrap(),
+                    sport: 40_000 + k,
+                    daddr: "127.0.0.1".parse().unwrap(),
+                    dport: 9000,
+                },
+                device: None,
+                ctx: PacketCtx::default(),
+            };
+            h.lookup(&p).socket
+        })
+        .collect()
+}
+
+#[test]
+fn tcp_so_reuseport_changed_after_bind_or_listen_is_what_later_binds_listens_and_joins_read() {
+    // 6.18.44 by hand (2026-11-24), 48 connections to 127.0.0.1 each.
+    let listen = |fd: usize| format!(r#", {{"call": "listen", "fd": {fd}}}"#);
+    let ok = |a: &[Option<Errno>]| a.iter().all(Option::is_none);
+    // Set after bind: the second bind passes the conflict scan
+    // (inet_bind_conflict reads sk2->sk_reuseport now); both listen and
+    // share a group: both receive.
+    let (h, a) = on_6_18(&late_option(
+        "tcp",
+        &format!("{{B}}, {RP0_ON}"),
+        &(listen(0) + &listen(1)),
+    ));
+    assert!(ok(&a), "{a:?}");
+    assert_eq!(tcp_receivers(&h), [0, 1].into());
+    // Set after listen: socket 1's listen joins socket 0, which gets its
+    // group then (inet_reuseport_add_sock -> reuseport_add_sock): both.
+    let (h, a) = on_6_18(&late_option(
+        "tcp",
+        &format!("{{B}}, {{\"call\": \"listen\", \"fd\": 0}}, {RP0_ON}"),
+        &listen(1),
+    ));
+    assert!(ok(&a), "{a:?}");
+    assert_eq!(tcp_receivers(&h), [0, 1].into());
+    // Cleared after both bound: socket 0's listen() checks the port again
+    // (inet_csk_get_port from inet_csk_listen_start), no longer covered by
+    // SO_REUSEPORT: EADDRINUSE; socket 1 alone receives.
+    let (h, a) = on_6_18(&late_option(
+        "tcp",
+        &format!("{RP0_ON}, {{B}}"),
+        &format!(", {RP0_OFF}{}{}", listen(1), listen(0)),
+    ));
+    assert_eq!(a.last().unwrap(), &Some(Errno::Eaddrinuse));
+    assert!(a[..a.len() - 1].iter().all(Option::is_none), "{a:?}");
+    assert_eq!(tcp_receivers(&h), [1].into());
+    // Cleared after socket 0 listens: socket 1's bind and listen succeed
+    // without the conflict scan, as the bind bucket still records
+    // FASTREUSEPORT_ANY for UID 0 (sk_reuseport_match); socket 1 makes a
+    // group of its own, is first in the list, and takes every connection.
+    let (h, a) = on_6_18(&late_option(
+        "tcp",
+        &format!("{RP0_ON}, {{B}}, {{\"call\": \"listen\", \"fd\": 0}}, {RP0_OFF}"),
+        &listen(1),
+    ));
+    assert!(ok(&a), "{a:?}");
+    assert_eq!(tcp_receivers(&h), [1].into());
 }

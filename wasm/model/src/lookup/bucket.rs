@@ -17,10 +17,17 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use super::{Family, SockState, SocketSpec};
 
-/// What the conflict rules read of an earlier socket.
+/// What the conflict rules read of an earlier socket, and where it sits in
+/// UDP's slots.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Class {
     inet6: bool,
+    /// Hashed at the tail of UDP's slots: AF_INET6 with SO_REUSEPORT *when
+    /// it bound* (`udp_lib_get_port`, net/ipv4/udp.c, from 4.6); an option
+    /// changed later moves nothing, while the rules read its current value.
+    slot_tail: bool,
+    /// A TCP socket closed while connected, still in FIN_WAIT1.
+    closing: bool,
     addr: IpAddr,
     v6only: bool,
     device: Option<String>,
@@ -32,9 +39,11 @@ pub(super) struct Class {
 }
 
 impl Class {
-    pub(super) fn of(s: &SocketSpec, listening: bool) -> Class {
+    pub(super) fn of(s: &SocketSpec, listening: bool, slot_tail: bool, closing: bool) -> Class {
         Class {
             inet6: s.family == Family::Inet6,
+            slot_tail,
+            closing,
             addr: s.addr,
             v6only: s.v6only,
             device: s.device.clone(),
@@ -100,9 +109,9 @@ impl Bucket {
     /// One socket of each class whose address can overlap `addr`'s, other
     /// than `except`, in the order of UDP's port slot (`hslot`), which
     /// `udp_lib_get_port` fills at the head, except that, when
-    /// `v6_reuseport_tail`, AF_INET6 SO_REUSEPORT sockets go to the tail
-    /// (net/ipv4/udp.c): the newest head socket of each class first, then
-    /// the oldest tail socket.
+    /// `v6_reuseport_tail`, AF_INET6 sockets with SO_REUSEPORT at their
+    /// bind go to the tail (net/ipv4/udp.c): the newest head socket of each
+    /// class first, then the oldest tail socket.
     pub(super) fn slot_order(
         &self,
         addr: IpAddr,
@@ -141,7 +150,7 @@ impl Bucket {
         let (mut head, mut tail) = (Vec::new(), Vec::new());
         for classes in lists {
             for (class, set) in classes {
-                if v6_reuseport_tail && class.inet6 && class.reuseport {
+                if v6_reuseport_tail && class.slot_tail {
                     tail.extend(set.iter().copied().find(|&(_, j)| j != except));
                 } else {
                     head.extend(set.iter().rev().copied().find(|&(_, j)| j != except));

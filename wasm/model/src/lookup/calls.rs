@@ -38,7 +38,7 @@ pub const MAX_CALLS: usize = 1 << 18;
 
 /// A socket option set with `setsockopt()`, by its kernel name:
 /// `{"reuseport": true}`, `{"bindtodevice": "lo"}`, `{"incomingCpu": 2}`,
-/// `{"attachReuseport": {"kind": "cpu"}}`.
+/// `{"linger": 1}`, `{"attachReuseport": {"kind": "cpu"}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -53,6 +53,10 @@ pub enum SockOpt {
     Bindtodevice(Option<String>),
     /// SO_INCOMING_CPU.
     IncomingCpu(u32),
+    /// SO_LINGER: on with this timeout in seconds, or `null` for off (the
+    /// default). It changes what `close()` of a connected TCP socket leaves
+    /// on its port (see [`Call::Close`]).
+    Linger(Option<u32>),
     /// SO_ATTACH_REUSEPORT_CBPF/EBPF: a program for the socket's group.
     AttachReuseport(Program),
 }
@@ -120,8 +124,15 @@ pub enum Call {
         /// The socket.
         fd: usize,
     },
-    /// `close(fd)`: a TCP socket with an established connection leaves a
-    /// TIME_WAIT socket on its port; any other leaves its lists and group.
+    /// `close(fd)`. A TCP socket with an established connection (whose
+    /// peer, never closed in a call log, stays open) sends its FIN and
+    /// stays on its port: without SO_LINGER as an orphan in FIN_WAIT1, a
+    /// full socket of its owner's UID, until the peer's ACK comes, which
+    /// is after the calls that follow at once; with SO_LINGER on and a
+    /// timeout, `close()` waits for that ACK and leaves a timewait socket
+    /// (FIN_WAIT2, held like TIME_WAIT); with a zero timeout it sends a
+    /// reset and leaves nothing. Any other socket leaves its lists and
+    /// group.
     Close {
         /// The socket.
         fd: usize,
@@ -226,6 +237,11 @@ impl TryFrom<LayoutFile> for CallLog {
     }
 }
 
+/// The SO_LINGER timeout (seconds) a TIME_WAIT socket of the earlier form
+/// closes with, so that `close()` waits for the peer's ACK of its FIN and
+/// leaves a timewait socket, not a FIN_WAIT1 orphan (see [`Call::Close`]).
+pub const TIME_WAIT_LINGER: u32 = 1;
+
 /// The peer a TIME_WAIT socket of the earlier form is taken to have
 /// connected to when it names none: the discard port on loopback.
 fn default_peer(family: Family) -> SocketAddr {
@@ -239,8 +255,9 @@ impl CallLog {
     /// The calls the earlier `{sockets, listenOrder, closed}` form stood
     /// for: per socket in order, `socket`, its options, an attach made
     /// before bind, `bind`, then (without `listenOrder`) at once its
-    /// `listen` (TCP), `connect` (connected UDP) or `connect` and `close`
-    /// (TIME_WAIT), and a later attach; with `listenOrder`, the listens
+    /// `listen` (TCP), `connect` (connected UDP) or `connect`, SO_LINGER
+    /// on and `close` (TIME_WAIT: a close that waits for the peer's ACK
+    /// leaves the timewait socket), and a later attach; with `listenOrder`, the listens
     /// come after every bind, in that order; then the `closed` sockets
     /// close in order.
     pub fn from_layout(l: &Layout) -> Result<CallLog, LayoutError> {
@@ -352,6 +369,10 @@ impl CallLog {
                         port: peer.port(),
                     });
                     if s.state == SockState::TimeWait {
+                        calls.push(Call::Setsockopt {
+                            fd,
+                            opt: SockOpt::Linger(Some(TIME_WAIT_LINGER)),
+                        });
                         calls.push(Call::Close { fd });
                     }
                 }

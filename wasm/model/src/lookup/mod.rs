@@ -365,6 +365,14 @@ struct Sock {
     /// call log gave none), which the model does not know: the socket is
     /// in no bucket, list or group the model keeps.
     random_port: Option<Ephemeral>,
+    /// SO_LINGER: its timeout in seconds when on.
+    linger: Option<u32>,
+    /// Hashed at the tail of UDP's slots when it bound (AF_INET6 with
+    /// SO_REUSEPORT then); see [`bucket`].
+    slot_tail: bool,
+    /// TCP: closed while connected without SO_LINGER, so still a full
+    /// socket in FIN_WAIT1 on its port ([`Call::Close`]).
+    closing: bool,
 }
 
 impl Sock {
@@ -400,6 +408,9 @@ impl Sock {
             attach_refusal: None,
             closed: false,
             random_port: None,
+            linger: None,
+            slot_tail: false,
+            closing: false,
         }
     }
 }
@@ -606,12 +617,20 @@ fn same_group(a: &SocketSpec, b: &SocketSpec) -> bool {
 }
 
 /// Which bind-conflict rule refuses socket `s` against the earlier `e`
-/// (kernel-history.md §7).
-fn conflict_rule(s: &SocketSpec, e: &SocketSpec) -> RefusalRule {
+/// (kernel-history.md §7); `e_closing`: `e` is a TCP socket closed while
+/// connected, still in FIN_WAIT1.
+fn conflict_rule(s: &SocketSpec, e: &SocketSpec, e_closing: bool) -> RefusalRule {
     if s.reuseport && e.reuseport && s.uid != e.uid {
-        RefusalRule::UidsDiffer {
-            uid: s.uid,
-            other_uid: e.uid,
+        if e_closing {
+            RefusalRule::ClosingUidsDiffer {
+                uid: s.uid,
+                other_uid: e.uid,
+            }
+        } else {
+            RefusalRule::UidsDiffer {
+                uid: s.uid,
+                other_uid: e.uid,
+            }
         }
     } else if s.reuseaddr && e.reuseaddr && s.proto == Proto::Tcp {
         RefusalRule::ReuseaddrListener
@@ -888,12 +907,13 @@ impl Host {
             self.socks[i].listening = self.socks[i].spec.proto == Proto::Udp;
             return None;
         }
+        // udp_lib_get_port: the slot's tail for AF_INET6 with SO_REUSEPORT
+        // now, where it stays whatever the option says later.
         let s = &self.socks[i].spec;
-        let seq = self.socks[i].bind_seq;
-        self.bucket
-            .entry((s.proto, s.port))
-            .or_default()
-            .insert((seq, i), Class::of(s, false));
+        let (key, seq) = ((s.proto, s.port), self.socks[i].bind_seq);
+        self.socks[i].slot_tail = s.family == Family::Inet6 && s.reuseport;
+        let class = self.class_of(i, false);
+        self.bucket.entry(key).or_default().insert((seq, i), class);
         if self.socks[i].spec.proto == Proto::Udp {
             // udp_lib_get_port hashes the socket at bind: it receives.
             if let Some(r) = self.receive(i) {
@@ -1028,8 +1048,8 @@ impl Host {
     fn setsockopt(&mut self, i: usize, opt: &SockOpt) -> Option<Refusal> {
         let family = self.socks[i].spec.family;
         match opt {
-            SockOpt::Reuseaddr(on) => self.reclass(i, |s| s.reuseaddr = *on),
-            SockOpt::Reuseport(on) => self.reclass(i, |s| s.reuseport = *on),
+            SockOpt::Reuseaddr(on) => self.reclass(i, |s| s.spec.reuseaddr = *on),
+            SockOpt::Reuseport(on) => self.reclass(i, |s| s.spec.reuseport = *on),
             SockOpt::V6only(on) => {
                 if family == Family::Inet {
                     // ip_setsockopt: level IPPROTO_IPV6 is not AF_INET's.
@@ -1051,7 +1071,8 @@ impl Host {
                 }
                 self.socks[i].spec.v6only = *on;
             }
-            SockOpt::Bindtodevice(d) => self.reclass(i, |s| s.device = d.clone()),
+            SockOpt::Bindtodevice(d) => self.reclass(i, |s| s.spec.device = d.clone()),
+            SockOpt::Linger(l) => self.socks[i].linger = *l,
             SockOpt::IncomingCpu(cpu) => {
                 self.socks[i].spec.incoming_cpu = Some(*cpu);
                 if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
@@ -1111,20 +1132,27 @@ impl Host {
 
     /// Changes socket `i`'s options, moving it to its new class in the
     /// bind bucket when it is bound.
-    fn reclass(&mut self, i: usize, change: impl FnOnce(&mut SocketSpec)) {
+    fn reclass(&mut self, i: usize, change: impl FnOnce(&mut Sock)) {
         let s = &self.socks[i];
         let key = (s.spec.proto, s.spec.port);
         let at = (s.bind_seq, i);
-        let old = Class::of(&s.spec, s.listening);
-        change(&mut self.socks[i].spec);
+        let old = self.class_of(i, s.listening);
+        change(&mut self.socks[i]);
         let s = &self.socks[i];
         if s.bound {
-            let new = Class::of(&s.spec, s.listening);
+            let new = self.class_of(i, s.listening);
             if let Some(b) = self.bucket.get_mut(&key) {
                 b.remove(at, &old);
                 b.insert(at, new);
             }
         }
+    }
+
+    /// What the conflict rules read of socket `i`, listening or not, and
+    /// where it sits in UDP's slots: its class in the bind bucket.
+    fn class_of(&self, i: usize, listening: bool) -> Class {
+        let s = &self.socks[i];
+        Class::of(&s.spec, listening, s.slot_tail, s.closing)
     }
 
     /// Socket `i` leaves the listening lists.
@@ -1138,17 +1166,34 @@ impl Host {
         }
     }
 
-    /// `close()`: a TCP socket with an established connection leaves a
-    /// TIME_WAIT socket on its port (the active close); any other leaves
-    /// its lists, and its group with the last member moved into its slot.
+    /// `close()`: a TCP socket with an established connection sends its FIN
+    /// and stays on its port (the active close, `__tcp_close` in
+    /// net/ipv4/tcp.c): without SO_LINGER as an orphan in FIN_WAIT1, a full
+    /// socket that keeps its owner's UID, until the peer acknowledges the
+    /// FIN, which is after the calls that follow at once; with SO_LINGER
+    /// and a timeout, close() waits in `sk_stream_wait_close` for that ACK
+    /// (FIN_WAIT2), and `tcp_time_wait(sk, TCP_FIN_WAIT2, ..)` leaves a
+    /// timewait socket, whose `sk_state` reads TCP_TIME_WAIT to the bind
+    /// rules; with a zero timeout, `tcp_disconnect` sends a reset and the
+    /// port is free. Every release. Any other socket leaves its lists, and
+    /// its group with the last member moved into its slot.
     fn close_socket(&mut self, i: usize) {
         if self.socks[i].closed {
             return;
         }
         self.socks[i].closed = true;
         if self.socks[i].established && self.socks[i].bound {
-            self.reclass(i, |s| s.state = SockState::TimeWait);
-            return;
+            match self.socks[i].linger {
+                None => {
+                    self.reclass(i, |s| s.closing = true);
+                    return;
+                }
+                Some(0) => {}
+                Some(_) => {
+                    self.reclass(i, |s| s.spec.state = SockState::TimeWait);
+                    return;
+                }
+            }
         }
         let was_receiving = self.socks[i].listening;
         let in_group = self.socks[i].group;
@@ -1251,7 +1296,7 @@ impl Host {
                     let rule = if in_group {
                         RefusalRule::OwnsGroupBeforeBind
                     } else {
-                        conflict_rule(s, e)
+                        conflict_rule(s, e, o.closing)
                     };
                     return Some(Refusal {
                         errno: Errno::Eaddrinuse,
@@ -1278,8 +1323,8 @@ impl Host {
         let s = &self.socks[i];
         if s.bound {
             let key = (s.spec.proto, s.spec.port);
-            let old = Class::of(&s.spec, s.listening);
-            let new = Class::of(&s.spec, on);
+            let old = self.class_of(i, s.listening);
+            let new = self.class_of(i, on);
             let at = (s.bind_seq, i);
             if let Some(b) = self.bucket.get_mut(&key) {
                 b.remove(at, &old);
@@ -1304,7 +1349,7 @@ impl Host {
         let s = &self.socks[i];
         if s.bound {
             let key = (s.spec.proto, s.spec.port);
-            let class = Class::of(&s.spec, s.listening);
+            let class = self.class_of(i, s.listening);
             let at = (s.bind_seq, i);
             if let Some(b) = self.bucket.get_mut(&key) {
                 b.remove(at, &class);
@@ -1535,7 +1580,7 @@ impl Host {
                     rule: if in_group {
                         RefusalRule::OwnsGroupBeforeBind
                     } else {
-                        conflict_rule(s, e)
+                        conflict_rule(s, e, o.closing)
                     },
                     source: self.conflict_source(Proto::Tcp),
                     with: Some(j),
@@ -1755,13 +1800,19 @@ impl Host {
                 j != i && o.bound && !o.closed && o.listening && same_group(&o.spec, &spec)
             })
             .collect();
-        matches.sort_by_key(|&j| self.socks[j].bind_seq);
-        let at_tail = self.rules.v6_reuseport_tail && spec.family == Family::Inet6;
-        let j = if at_tail {
-            matches.first().copied()
-        } else {
-            matches.last().copied()
-        }?;
+        // The slot's order: sockets hashed at its head, newest first, then
+        // those at its tail, oldest first (each placed by its SO_REUSEPORT
+        // when it bound).
+        let tail = self.rules.v6_reuseport_tail;
+        matches.sort_by_key(|&j| {
+            let o = &self.socks[j];
+            if tail && o.slot_tail {
+                (1, o.bind_seq)
+            } else {
+                (0, u64::MAX - o.bind_seq)
+            }
+        });
+        let j = matches.first().copied()?;
         if let Some(g) = self.socks[j].group {
             return Some(g);
         }
