@@ -419,11 +419,11 @@ test('the bind checker keeps the keyboard where it was: a call moved by repeated
   await w.scrollIntoViewIfNeeded();
   await expect(w).toHaveAttribute('data-state', 'ready', { timeout: 20_000 });
   const focused = () => w.evaluate((el) => el.shadowRoot?.activeElement?.getAttribute('aria-label') ?? null);
-  // The first checker's log: call 9 is socket 2's setsockopt(SO_REUSEADDR), before its bind (10), listen (11) and socket 3 (12).
-  await w.getByRole('button', { name: 'Move down: 9', exact: true }).focus();
+  // The first checker's log: call 10 is socket 2's setsockopt(SO_REUSEADDR), before its bind (11), listen (12) and socket 3 (13).
+  await w.getByRole('button', { name: 'Move down: 10', exact: true }).focus();
   for (let i = 0; i < 3; i++) await page.keyboard.press('Enter');
-  expect(await focused(), 'the focus follows the call down').toBe('Move down: 12');
-  await expect(w.locator('li[data-call="12"]')).toContainText('setsockopt(2, SO_REUSEADDR');
+  expect(await focused(), 'the focus follows the call down').toBe('Move down: 13');
+  await expect(w.locator('li[data-call="13"]')).toContainText('setsockopt(2, SO_REUSEADDR');
   // At the top of the log ↑ is disabled: the focus stays on the call, on ↓.
   await w.getByRole('button', { name: 'Move up: 1', exact: true }).focus();
   await page.keyboard.press('Enter');
