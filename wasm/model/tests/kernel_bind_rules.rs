@@ -334,15 +334,15 @@ fn udp_wildcard_bind_past_ten_sees_specific_sockets_only_after_the_2026_fix() {
 // its head): the connected one, outside any group, so `reuseport_add_sock`
 // makes a new group of the two, whose `has_conns` is clear.
 
-/// The sockets that receive datagrams to `daddr` from 64 sources and ports
-/// (IPv4 sources for an IPv4 or v4-mapped destination, else ::1).
-fn receivers(h: &Host, daddr: &str) -> std::collections::BTreeSet<usize> {
+/// The sockets that receive `proto` packets to `daddr`:9000 from 64 sources
+/// and ports (IPv4 sources for an IPv4 or v4-mapped destination, else ::1).
+fn receivers_of(h: &Host, proto: Proto, daddr: &str) -> std::collections::BTreeSet<usize> {
     let native_v6 = matches!(daddr.parse::<std::net::IpAddr>().unwrap(),
         std::net::IpAddr::V6(a) if a.to_ipv4_mapped().is_none());
     (0..64u16)
         .filter_map(|k| {
             let p = Packet {
-                proto: Proto::Udp,
+                proto,
                 tuple: Tuple {
                     saddr: if native_v6 {
                         "::1".parse().unwrap()
@@ -359,6 +359,11 @@ fn receivers(h: &Host, daddr: &str) -> std::collections::BTreeSet<usize> {
             h.lookup(&p).socket
         })
         .collect()
+}
+
+/// The sockets that receive datagrams to `daddr`:9000.
+fn receivers(h: &Host, daddr: &str) -> std::collections::BTreeSet<usize> {
+    receivers_of(h, Proto::Udp, daddr)
 }
 
 #[test]
@@ -938,22 +943,7 @@ fn udp_so_reuseport_set_or_cleared_after_bind_is_what_a_later_bind_reads() {
 
 /// The listeners that TCP connections to 127.0.0.1:9000 reach.
 fn tcp_receivers(h: &Host) -> std::collections::BTreeSet<usize> {
-    (0..64u16)
-        .filter_map(|k| {
-            let p = Packet {
-                proto: Proto::Tcp,
-                tuple: Tuple {
-                    saddr: format!("127.0.{}.{}", k / 8, 1 + k % 8).parse().unwrap(),
-                    sport: 40_000 + k,
-                    daddr: "127.0.0.1".parse().unwrap(),
-                    dport: 9000,
-                },
-                device: None,
-                ctx: PacketCtx::default(),
-            };
-            h.lookup(&p).socket
-        })
-        .collect()
+    receivers_of(h, Proto::Tcp, "127.0.0.1")
 }
 
 #[test]
