@@ -7,6 +7,7 @@ export interface LookupText {
   tuples: string;
   kernel: string;
   kernelHint: string;
+  /** The profile in use; `basis` is where its rules were read, already said in this language (`sayBasis`). */
   profile: (release: string, basis: string) => string;
   proto: string;
   listeners: string;
@@ -62,7 +63,7 @@ const en: LookupText = {
   tuples: '4-tuples',
   kernel: 'Kernel',
   kernelHint: 'a profile, or your uname -r',
-  profile: (r, b) => `Uses profile ${r} (rules read from ${b}).`,
+  profile: (r, b) => `Uses profile ${r} (rules from ${b}).`,
   proto: 'Protocol',
   listeners: 'Listeners',
   listenersHint: '1 to 32768 from 4.6 (the group array), up to 1,048,576 on a 3.9–4.5 chain; numbered in listen() order (bind() for UDP)',
@@ -115,7 +116,7 @@ const zh: LookupText = {
   tuples: '四元组',
   kernel: '内核',
   kernelHint: '内核配置档，或你的 uname -r 输出',
-  profile: (r, b) => `使用内核配置档 ${r}（规则读自 ${b}）。`,
+  profile: (r, b) => `使用内核配置档 ${r}（规则依据：${b}）。`,
   proto: '协议',
   listeners: '监听套接字数',
   listenersHint: '4.6 起为 1 到 32768（组数组），3.9–4.5 的链表最多 1,048,576；按 listen() 顺序编号（UDP 按 bind() 顺序）',

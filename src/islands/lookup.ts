@@ -9,7 +9,7 @@
 import { select } from 'd3';
 import { pageLang } from './site';
 import { Group, loadModel, parseBind, parseTuples, profiles, resolveNotes, resolveProfile, type LineAnswer, type Proto } from '../model/index';
-import { say } from '../model/messages';
+import { say, sayBasis } from '../model/messages';
 import { countByListener, explainView } from '../scene/explain-view';
 import { PROTO_OPTIONS, selectOptions } from './dom';
 import { renderTextTable } from '../render/table';
@@ -164,7 +164,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
       const p = resolveProfile(String(kernel.property('value')).trim());
       const k = String(kernel.property('value')).trim();
       const notes = resolveNotes(k).map((n) => `${say(lang, 'note', n)}${lang === 'zh-CN' ? '。' : '.'}`);
-      profileNote.text([t.profile(`${p.release.major}.${p.release.minor}`, p.basis), ...notes].join(' '));
+      profileNote.text([t.profile(`${p.release.major}.${p.release.minor}`, sayBasis(lang, p.basis)), ...notes].join(' '));
     } catch (e) {
       profileNote.text((e as Error).message);
     }

@@ -27,6 +27,7 @@ export interface PasteText {
   kernel: string;
   kernelHint: string;
   kernelBad: (msg: string) => string;
+  /** The profile in use; `basis` is where its rules were read, already said in this language (`sayBasis`). */
   profile: (release: string, basis: string) => string;
   proto: string;
   listeners: string;
@@ -216,7 +217,7 @@ const en: PasteText = {
   kernel: 'Kernel',
   kernelHint: 'a profile, or your uname -r',
   kernelBad: (m) => `Kernel: ${m}`,
-  profile: (r, b) => `Uses profile ${r} (rules read from ${b}).`,
+  profile: (r, b) => `Uses profile ${r} (rules from ${b}).`,
   proto: 'Protocol',
   listeners: 'Listeners in the group',
   listenersHint: '1 to 32768, numbered in listen() order (bind() for UDP)',
@@ -482,7 +483,7 @@ const zh: PasteText = {
   kernel: '内核',
   kernelHint: '内核配置档，或你的 uname -r 输出',
   kernelBad: (m) => `内核：${m}`,
-  profile: (r, b) => `使用内核配置档 ${r}（规则读自 ${b}）。`,
+  profile: (r, b) => `使用内核配置档 ${r}（规则依据：${b}）。`,
   proto: '协议',
   listeners: '组内监听套接字数',
   listenersHint: '1 到 32768，按 listen() 顺序编号（UDP 按 bind() 顺序）',

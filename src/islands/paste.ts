@@ -12,7 +12,7 @@ import { pageLang } from './site';
 import { el, field } from './dom';
 import { buildPasteForm, readLayout, spreadSection, type SecretMode } from './paste-form';
 import { groupSpec, loadModel, parseBind, resolveNotes, resolveProfile, type Proto } from '../model/index';
-import { say, sayRefusal } from '../model/messages';
+import { say, sayBasis, sayRefusal } from '../model/messages';
 import { PasteSession, readUrlState, writeUrlState, MAX_URL_TEXT, MAX_FILE_BYTES, type UrlState } from '../model/paste';
 import type { Answered, BadLine, ReadSummary, Row } from '../model/paste-protocol';
 import { recoverKey, type Recovered } from '../model/recover';
@@ -118,7 +118,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     try {
       const p = resolveProfile(k);
       const notes = resolveNotes(k).map((n) => `${say(lang, 'note', n)}${lang === 'zh-CN' ? '。' : '.'}`);
-      profileNote.textContent = [t.profile(`${p.release.major}.${p.release.minor}`, p.basis), ...notes].join(' ');
+      profileNote.textContent = [t.profile(`${p.release.major}.${p.release.minor}`, sayBasis(lang, p.basis)), ...notes].join(' ');
     } catch (e) {
       profileNote.textContent = (e as Error).message;
     }

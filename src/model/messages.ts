@@ -11,7 +11,10 @@
  */
 import en from '../../messages/en.json';
 import zhCN from '../../messages/zh-CN.json';
+import type { BasisQualifier } from './generated/message/BasisQualifier';
+import type { BasisTree } from './generated/message/BasisTree';
 import type { CandidateOutcome } from './generated/message/CandidateOutcome';
+import type { EraBasis } from './generated/message/EraBasis';
 import type { Fallback } from './generated/message/Fallback';
 import type { JhashRole } from './generated/message/JhashRole';
 import type { KernelSource } from './generated/message/KernelSource';
@@ -49,6 +52,9 @@ export function langOf(lang: string): Lang {
 
 /** The message types by table name. */
 export interface Messages {
+  era_basis: EraBasis;
+  basis_tree: BasisTree;
+  basis_qualifier: BasisQualifier;
   refusal_rule: RefusalRule;
   candidate_outcome: CandidateOutcome;
   kernel_source: KernelSource;
@@ -129,4 +135,11 @@ export function say<G extends keyof Messages>(lang: Lang, group: G, value: Messa
 /** A refused call in one sentence: the rule and where the kernel applies it. */
 export function sayRefusal(lang: Lang, r: Refusal): string {
   return fill(template(lang, 'refusal'), r, { ...sources(lang, r), rule: say(lang, 'refusal_rule', r.rule) });
+}
+
+/** Where a profile's rules were read (the source tree and what qualifies it), as a phrase of `lang`. */
+export function sayBasis(lang: Lang, b: EraBasis): string {
+  const given: Record<string, string> = { tree: say(lang, 'basis_tree', b.tree) };
+  if (b.kind === 'qualified') given.qualifier = say(lang, 'basis_qualifier', b.qualifier);
+  return say(lang, 'era_basis', b, given);
 }

@@ -17,7 +17,8 @@ use reuseport_model::lookup::rules::LookupRules;
 use reuseport_model::lookup::{Family, Host, Layout, Packet, SockState, SocketSpec};
 use reuseport_model::message::{Errno, LaddrReason};
 use reuseport_model::profile::{
-    r, GroupScan, Profile, V4Form, V6Form, P3_9, P5_0, P5_15, P5_4, P6_12, P6_18, P7_2, PROFILES,
+    r, BasisTree, EraBasis, GroupScan, Profile, V4Form, V6Form, P3_9, P5_0, P5_15, P5_4, P6_12,
+    P6_18, P7_2, PROFILES,
 };
 use reuseport_model::reuseport::{CpuPin, PacketCtx, Program};
 use reuseport_model::sim::AcceptModel;
@@ -317,7 +318,7 @@ fn no_code_outside_the_table_compares_releases() {
 /// jhash), otherwise 7.2: one row.
 static P9_9: Profile = Profile {
     release: r(9, 9),
-    basis: "made up for this test",
+    basis: BasisTree::mainline(9, 9).as_read(),
     tcp4: V4Form::Classic,
     tcp6: V6Form::ClassicJhash2,
     notes: &[],
@@ -662,7 +663,7 @@ fn markdown(table: &[Profile]) -> String {
     let mut md = String::new();
     md.push_str("## Rows as written\n\n");
     md.push_str("Each row is the row before it with these fields changed.\n\n");
-    md.push_str("| Profile | Read from | Changed from the row before |\n|---|---|---|\n");
+    md.push_str("| Profile | Rules from | Changed from the row before |\n|---|---|---|\n");
     let mut before: Option<Vec<(String, String)>> = None;
     for p in table {
         let cols = columns(p);
@@ -682,7 +683,7 @@ fn markdown(table: &[Profile]) -> String {
                 }
             }
         };
-        writeln!(md, "| {} | {} | {changed} |", p.release, p.basis).unwrap();
+        writeln!(md, "| {} | {} | {changed} |", p.release, basis_en(&p.basis)).unwrap();
         before = Some(cols);
     }
     md.push_str("\n## Every field\n\n| Field |");
@@ -704,6 +705,40 @@ fn markdown(table: &[Profile]) -> String {
         md.push('\n');
     }
     md
+}
+
+/// A row's basis in English, as the site's English pages say it: the
+/// templates of `messages/en.json` (the model itself holds no sentences).
+fn basis_en(b: &EraBasis) -> String {
+    let table: std::collections::BTreeMap<String, String> = serde_json::from_str(include_str!(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../messages/en.json")
+    ))
+    .expect("messages/en.json is a JSON object of strings");
+    // `{name}` placeholders from the fields of a tagged value; a release reads `6.18`.
+    let say = |group: &str, v: &serde_json::Value, given: &[(&str, &str)]| -> String {
+        let key = format!("{group}.{}", v["kind"].as_str().expect("a tagged value"));
+        let mut out = table
+            .get(&key)
+            .unwrap_or_else(|| panic!("en.json has {key}"))
+            .clone();
+        for (name, field) in v.as_object().unwrap() {
+            let text = match (field, given.iter().find(|(n, _)| n == name)) {
+                (_, Some((_, t))) => t.to_string(),
+                (serde_json::Value::String(s), _) => s.clone(),
+                (f, _) => format!("{}.{}", f["major"], f["minor"]),
+            };
+            out = out.replace(&format!("{{{name}}}"), &text);
+        }
+        out
+    };
+    let v = serde_json::to_value(b).unwrap();
+    let tree = say("basis_tree", &v["tree"], &[]);
+    let qualifier = v.get("qualifier").map(|q| say("basis_qualifier", q, &[]));
+    let mut given = vec![("tree", tree.as_str())];
+    if let Some(q) = &qualifier {
+        given.push(("qualifier", q.as_str()));
+    }
+    say("era_basis", &v, &given)
 }
 
 const MARK: &str = "<!-- Generated below by wasm/model/tests/eras.rs; do not edit by hand. -->\n";
@@ -738,7 +773,7 @@ fn the_markdown_shows_a_one_field_backport_as_one_change() {
     };
     let md = markdown(&[P6_12, BACKPORT, P3_9]);
     assert!(
-        md.contains("| 6.13 | Debian 6.12.117 | `groupScan`: skip_connected |"),
+        md.contains("| 6.13 | Debian's 6.12.117 tree | `groupScan`: skip_connected |"),
         "{md}"
     );
     assert!(

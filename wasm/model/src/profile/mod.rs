@@ -22,7 +22,9 @@ use crate::lookup::rules::LookupRules;
 use crate::message::Note;
 use crate::tuple::Proto;
 
+mod basis;
 mod table;
+pub use basis::{BasisQualifier, BasisTree, EraBasis};
 pub use table::*;
 
 /// A kernel release, major and minor (`6.18`).
@@ -159,8 +161,9 @@ pub enum WildcardLaddr {
 pub struct Profile {
     /// The series this profile describes.
     pub release: Release,
-    /// The tree the rules were read from (kernel-history.md §0.1).
-    pub basis: &'static str,
+    /// Where the rules were read (kernel-history.md §0.1): data, said by
+    /// the sentence tables.
+    pub basis: EraBasis,
     /// `jhash_3words` body (`include/linux/jhash.h`): old up to 4.0, new from 4.1.
     pub jhash: JhashForm,
     /// Each protocol hashes with its own function and secret in its own

@@ -17,6 +17,7 @@ pub const fn r(major: u16, minor: u16) -> Release {
 // thresholds are the mainline releases of kernel-history.md §9 and §11, and a
 // row read from a late stable tree also carries that tree's backports (its
 // `notes` say which). Shorthands keep the rows short.
+use super::{BasisQualifier as Q, BasisTree as T};
 use GroupScan::{Plain, SkipConnected, SkipConnectedPreferCpu};
 use JhashForm::{New, Old};
 use ScanRule::{GroupThenFirst, GroupThenReservoir};
@@ -30,7 +31,7 @@ use WildcardLaddr::{Daddr, Zero, ZeroAboveTen};
 /// selection, one shared hash secret, the IPv4 UDP `htons` port swap.
 pub const P3_9: Profile = Profile {
     release: r(3, 9),
-    basis: "3.9.6",
+    basis: T::stable("3.9.6").as_read(),
     jhash: Old,
     per_proto_ehashfn: false,
     tcp4: Classic,
@@ -80,7 +81,7 @@ pub const P3_9: Profile = Profile {
 /// `htons` swap gone (read in 3.14.1).
 pub const P3_13: Profile = Profile {
     release: r(3, 13),
-    basis: "3.14.1",
+    basis: T::stable("3.14.1").as_read(),
     per_proto_ehashfn: true,
     udp4: Classic,
     udp6_outer_is_inner_plus_mix: true,
@@ -90,7 +91,7 @@ pub const P3_13: Profile = Profile {
 /// 4.1: the new `jhash_3words` body.
 pub const P4_1: Profile = Profile {
     release: r(4, 1),
-    basis: "4.1.3",
+    basis: T::stable("4.1.3").as_read(),
     jhash: New,
     ..P3_13
 };
@@ -98,7 +99,7 @@ pub const P4_1: Profile = Profile {
 /// 4.4: SO_INCOMING_CPU writable, +1 in `compute_score`.
 pub const P4_4: Profile = Profile {
     release: r(4, 4),
-    basis: "Ubuntu 4.4.0-210 (4.4.262)",
+    basis: T::ubuntu("4.4.0-210", "4.4.262").as_read(),
     incoming_cpu_writable: true,
     lookup: LookupRules {
         cpu_bonus: true,
@@ -110,7 +111,7 @@ pub const P4_4: Profile = Profile {
 /// 4.5: UDP groups and socket-filter programs; `EPOLLEXCLUSIVE`.
 pub const P4_5: Profile = Profile {
     release: r(4, 5),
-    basis: "inferred from 4.4 and 4.6 and the 4.5 commits",
+    basis: T::inferred(r(4, 4), r(4, 6)).as_read(),
     udp_selection: Grp,
     epoll_exclusive: true,
     lookup: LookupRules {
@@ -126,7 +127,7 @@ pub const P4_5: Profile = Profile {
 /// ephemeral range ends at 60999 (07f4c90062f8).
 pub const P4_6: Profile = Profile {
     release: r(4, 6),
-    basis: "4.6.2",
+    basis: T::stable("4.6.2").as_read(),
     tcp_selection: Grp,
     lookup: LookupRules {
         tcp_scan: GroupThenReservoir,
@@ -147,7 +148,7 @@ pub const P4_6: Profile = Profile {
 /// TCP bind fast path of 4.14; UDP wildcard groups hash the destination.
 pub const P4_17: Profile = Profile {
     release: r(4, 17),
-    basis: "4.17.0 (lhash2 present from 4.16)",
+    basis: T::stable("4.17.0").with(Q::unchanged_since(4, 16)),
     udp_wildcard_laddr: Daddr,
     bpf_invalid_index: BpfFallback::Hash,
     lookup: LookupRules {
@@ -175,7 +176,7 @@ pub const P4_17: Profile = Profile {
 /// so the row keeps the commit out whole rather than half.
 pub const P4_19: Profile = Profile {
     release: r(4, 19),
-    basis: "4.18.20 rules plus the 4.19 SK_REUSEPORT programs (no 4.19 tree read)",
+    basis: T::ubuntu("4.18.0-25", "4.18.20").with(Q::no_tree_read(4, 19)),
     sk_reuseport_prog: true,
     notes: &[EraNote::OlderLookupNewPrograms],
     ..P4_17
@@ -194,7 +195,7 @@ pub const P4_19: Profile = Profile {
 /// but not efc6b6f6c311 (2020), which the model's `has_conns` scan follows.
 pub const P5_0: Profile = Profile {
     release: r(5, 0),
-    basis: "Ubuntu 5.0.0-65 (5.0.21), without Ubuntu's backport of acdcecc61285",
+    basis: T::ubuntu("5.0.0-65", "5.0.21").with(Q::without_backport("acdcecc61285")),
     tcp_wildcard_laddr: Zero,
     udp_wildcard_laddr: Zero,
     lookup: LookupRules {
@@ -215,7 +216,7 @@ pub const P5_0: Profile = Profile {
 /// and the 5.15 device preference.
 pub const P5_4: Profile = Profile {
     release: r(5, 4),
-    basis: "Ubuntu 5.4.0-216 (5.4.291)",
+    basis: T::ubuntu("5.4.0-216", "5.4.291").as_read(),
     tcp6: ClassicJhash2,
     udp6: ClassicJhash2,
     udp6_outer_is_inner_plus_mix: false,
@@ -235,7 +236,7 @@ pub const P5_4: Profile = Profile {
 /// as a backport.
 pub const P5_10: Profile = Profile {
     release: r(5, 10),
-    basis: "Debian 5.10.262",
+    basis: T::debian("5.10.262").as_read(),
     lookup: LookupRules {
         udp_rescore: true,
         sk_lookup: true,
@@ -248,7 +249,7 @@ pub const P5_10: Profile = Profile {
 /// backports 5.10.262 carries.
 pub const P5_14: Profile = Profile {
     release: r(5, 14),
-    basis: "mainline 5.14 (migration series)",
+    basis: T::mainline(5, 14).with(Q::RequestMigrationSeries),
     tcp6: ClassicXorFold,
     udp6: ClassicXorFold,
     udp6_outer_is_inner_plus_mix: true,
@@ -265,7 +266,7 @@ pub const P5_14: Profile = Profile {
 /// 5.15 mainline: the bound-device preference restored.
 pub const P5_15: Profile = Profile {
     release: r(5, 15),
-    basis: "mainline 5.15 (no 5.15 tree read)",
+    basis: T::mainline(5, 15).with(Q::no_tree_read(5, 15)),
     lookup: LookupRules {
         score: ExactPreferDevice,
         ..P5_14.lookup
@@ -279,7 +280,7 @@ pub const P5_15: Profile = Profile {
 /// conflict check when using hash2", 6.1.168) as backports.
 pub const P6_1: Profile = Profile {
     release: r(6, 1),
-    basis: "Debian 6.1.192",
+    basis: T::debian("6.1.192").as_read(),
     tcp6: ClassicJhash2,
     udp6: ClassicJhash2,
     udp6_outer_is_inner_plus_mix: false,
@@ -297,7 +298,7 @@ pub const P6_1: Profile = Profile {
 /// 6.2 mainline: the CPU ring scan, without 6.1.192's other backports.
 pub const P6_2: Profile = Profile {
     release: r(6, 2),
-    basis: "mainline 6.2",
+    basis: T::mainline(6, 2).as_read(),
     tcp6: ClassicXorFold,
     udp6: ClassicXorFold,
     udp6_outer_is_inner_plus_mix: true,
@@ -317,7 +318,7 @@ pub const P6_2: Profile = Profile {
 /// re-score.
 pub const P6_5: Profile = Profile {
     release: r(6, 5),
-    basis: "mainline 6.5",
+    basis: T::mainline(6, 5).as_read(),
     tcp6: ClassicJhash2,
     udp6: ClassicJhash2,
     udp6_outer_is_inner_plus_mix: false,
@@ -331,7 +332,7 @@ pub const P6_5: Profile = Profile {
 /// 6.6: the 6.5 rules.
 pub const P6_6: Profile = Profile {
     release: r(6, 6),
-    basis: "mainline 6.6",
+    basis: T::mainline(6, 6).as_read(),
     ..P6_5
 };
 
@@ -339,7 +340,7 @@ pub const P6_6: Profile = Profile {
 /// ("udp: Fix wildcard bind conflict check when using hash2", 6.12.80).
 pub const P6_12: Profile = Profile {
     release: r(6, 12),
-    basis: "Debian 6.12.117",
+    basis: T::debian("6.12.117").as_read(),
     lookup: LookupRules {
         udp_bind_wildcard_hash2: false,
         ..P6_6.lookup
@@ -354,7 +355,7 @@ pub const P6_12: Profile = Profile {
 /// IPv6 half in the same series). Mainline, so without the 6.12.80 bind fix.
 pub const P6_13: Profile = Profile {
     release: r(6, 13),
-    basis: "mainline 6.13 (commit 78c91ae2c6de)",
+    basis: T::mainline(6, 13).with(Q::commit("78c91ae2c6de")),
     lookup: LookupRules {
         udp_connect_leaves_group: true,
         ..P6_6.lookup
@@ -365,7 +366,7 @@ pub const P6_13: Profile = Profile {
 /// 6.15: TCP adds lport outside the hash (commit 9544d60a2605).
 pub const P6_15: Profile = Profile {
     release: r(6, 15),
-    basis: "mainline 6.15 (commit 9544d60a2605)",
+    basis: T::mainline(6, 15).with(Q::commit("9544d60a2605")),
     tcp4: LportPlus,
     tcp6: LportPlusJhash2,
     ..P6_13
@@ -375,7 +376,7 @@ pub const P6_15: Profile = Profile {
 /// wildcard bind fix, which 6.18.44 carries (measured).
 pub const P6_18: Profile = Profile {
     release: r(6, 18),
-    basis: "6.18.44, measured on this project's machine",
+    basis: T::measured("6.18.44").as_read(),
     lookup: LookupRules {
         udp_bind_wildcard_hash2: false,
         ..P6_15.lookup
@@ -386,7 +387,7 @@ pub const P6_18: Profile = Profile {
 /// 7.2 as in 7.2.13: the single-pass IPv6 TCP hash.
 pub const P7_2: Profile = Profile {
     release: r(7, 2),
-    basis: "Debian 7.2.13",
+    basis: T::debian("7.2.13").as_read(),
     tcp6: SinglePass,
     notes: &[EraNote::SinglePassFirstSeen],
     ..P6_18
