@@ -201,13 +201,19 @@ pub(super) fn client_main(p: ClientPlan, sh: &Shared, lay: Layout) -> ! {
         .flatten()
         .min();
         if let Some(d) = due {
+            // tv_sec is a time_t, whose width musl 1.2 changed on 32-bit
+            // targets (libc issue #1848): the conversion names no type and
+            // is checked, so it is right for either width. A CLOCK_MONOTONIC
+            // second count (time since boot) fits both.
             let ts = libc::itimerspec {
                 it_interval: libc::timespec {
                     tv_sec: 0,
                     tv_nsec: 0,
                 },
                 it_value: libc::timespec {
-                    tv_sec: (d / 1_000_000_000) as libc::time_t,
+                    tv_sec: (d / 1_000_000_000)
+                        .try_into()
+                        .expect("seconds since boot fit a time_t"),
                     tv_nsec: (d % 1_000_000_000) as libc::c_long,
                 },
             };
