@@ -9,6 +9,8 @@
 
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command as Process, Stdio};
@@ -309,6 +311,118 @@ fn sigint_mid_run_kills_every_child_restores_tcp_migrate_req_and_keeps_the_parti
     assert_eq!(schema_problems(&t), Vec::<String>::new());
     assert_eq!(t["runs"][0]["stopped"], "interrupted");
     assert_eq!(t["runs"][0]["measured"]["partial"], true);
+}
+
+/// The host's tcp_migrate_req set to a value for a test, and put back as
+/// it was when dropped.
+struct SysctlAs(String);
+
+impl SysctlAs {
+    const PATH: &'static str = "/proc/sys/net/ipv4/tcp_migrate_req";
+    fn set(v: &str) -> SysctlAs {
+        let before = std::fs::read_to_string(Self::PATH).unwrap();
+        std::fs::write(Self::PATH, format!("{v}\n")).unwrap();
+        SysctlAs(before)
+    }
+    fn now() -> String {
+        std::fs::read_to_string(Self::PATH)
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+}
+
+impl Drop for SysctlAs {
+    fn drop(&mut self) {
+        let _ = std::fs::write(Self::PATH, &self.0);
+    }
+}
+
+/// SIGKILL runs no code in the agent, so a scenario killed mid-run leaves
+/// tcp_migrate_req at its variant's 1. The state file the run wrote before
+/// setting it makes the next run of the agent (here a scenario variant that
+/// asks for 0) put back the value from before the killed run, say so, and
+/// remove the file.
+#[test]
+fn after_a_sigkill_mid_scenario_the_next_run_restores_tcp_migrate_req() {
+    let _l = lock();
+    let test = "after_a_sigkill_mid_scenario";
+    if std::fs::metadata(SysctlAs::PATH).is_err() {
+        common::skip_fact(test, "no net.ipv4.tcp_migrate_req (5.14+)");
+        return;
+    }
+    if !common::is_root() {
+        common::skip(test, "needs root to set net.ipv4.tcp_migrate_req");
+        return;
+    }
+    let _sysctl = SysctlAs::set("0");
+    let state = tmp("sigkill-state");
+    let _ = std::fs::remove_file(&state);
+    let out = tmp("sigkill.json");
+    let mut child = Process::new(BIN)
+        .args(["scenario", "reload", "--variant", "reuseport-migrate", "-o"])
+        .arg(&out)
+        .env("REUSEPORT_AGENT_STATE", &state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = Instant::now();
+    while SysctlAs::now() != "1" && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        SysctlAs::now(),
+        "1",
+        "the variant runs with tcp_migrate_req on"
+    );
+    let written =
+        std::fs::read_to_string(&state).expect("the state file is written before the sysctl");
+    assert!(written.contains("previous=0\n"), "{written}");
+    let pgid = children_of(pid).iter().map(|&(_, g)| g).find(|&g| g != 0);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    if let Some(g) = pgid {
+        // The workers die with their parent (PR_SET_PDEATHSIG); wait for it.
+        let start = Instant::now();
+        while group_alive(g) && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!group_alive(g), "a worker outlived the killed agent");
+    }
+    assert_eq!(
+        SysctlAs::now(),
+        "1",
+        "SIGKILL cannot be caught: the killed run leaves its 1"
+    );
+    assert!(state.exists(), "the killed run leaves its state file");
+
+    let next = Command::new(BIN)
+        .args([
+            "scenario",
+            "reload",
+            "--variant",
+            "reuseport",
+            "--scale",
+            "0.05",
+            "-o",
+        ])
+        .arg(&out)
+        .env("REUSEPORT_AGENT_STATE", &state)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    std::fs::remove_file(&out).ok();
+    let stderr = String::from_utf8_lossy(&next.stderr);
+    assert_eq!(next.status.code(), Some(0), "{stderr}");
+    assert_eq!(SysctlAs::now(), "0", "{stderr}");
+    assert!(stderr.contains("was killed"), "{stderr}");
+    assert!(
+        !state.exists(),
+        "the state file goes once the value is restored"
+    );
 }
 
 #[test]

@@ -131,7 +131,7 @@ pub enum RecordError {
         found: String,
     },
     /// Another live run holds `net.ipv4.tcp_migrate_req`.
-    #[error("--tcp-migrate-req: another reuseport-agent record (pid {pid}) has set net.ipv4.tcp_migrate_req and will restore it (state file {state}); wait until it ends, since two runs would each restore the other's value")]
+    #[error("--tcp-migrate-req: another reuseport-agent run (pid {pid}) has changed net.ipv4.tcp_migrate_req and will restore it (state file {state}); wait until it ends, since two runs would each restore the other's value")]
     MigrateReqHeld {
         /// The other run.
         pid: i32,

@@ -2,7 +2,7 @@
 //! [`crate::signals`]'s): the descriptor limit, CPUs and pinning, the private network namespace, and
 //! the `tcp_migrate_req` sysctl set for the run ([`crate::migrate_req`]
 //! writes it back on every way out; after a SIGKILL the next run does,
-//! from the state file kept here).
+//! from the state file it keeps).
 
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::RecordError;
-use crate::migrate_req::{self, MigrateReq, MIGRATE_REQ};
+use crate::migrate_req::{self, HoldError, MigrateReq, MIGRATE_REQ};
 
 /// Descriptors beyond the listeners: stdio, epoll, one client and one
 /// accepted socket at a time, the output file, `ip`'s pipes.
@@ -145,59 +145,9 @@ fn wait_for_local_routes(addrs: &[IpAddr]) -> Result<(), RecordError> {
     Ok(())
 }
 
-/// The state file of a host-namespace run with `--tcp-migrate-req`: the
-/// value to restore and the run's process id, written before the sysctl
-/// is set and removed once it is restored. A run ended by SIGKILL leaves
-/// it, so the next run restores the value from before the killed one
-/// instead of the 1 the killed run left. `REUSEPORT_AGENT_STATE` names
-/// another file (for tests).
-pub const MIGRATE_REQ_STATE: &str = "/run/reuseport-agent-tcp_migrate_req";
-
-fn state_path() -> std::path::PathBuf {
-    std::env::var_os("REUSEPORT_AGENT_STATE")
-        .map(Into::into)
-        .unwrap_or_else(|| MIGRATE_REQ_STATE.into())
-}
-
-/// What a state file says: `previous=V` and `pid=P` lines.
-fn read_state(text: &str) -> Option<(String, i32)> {
-    let mut previous = None;
-    let mut pid = None;
-    for line in text.lines() {
-        match line.split_once('=') {
-            Some(("previous", v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
-                previous = Some(v.to_string())
-            }
-            Some(("pid", p)) => pid = p.parse().ok(),
-            _ => {}
-        }
-    }
-    Some((previous?, pid?))
-}
-
-/// Whether process `pid` is a live `reuseport-agent`.
-fn agent_alive(pid: i32) -> bool {
-    if pid <= 0 || pid == std::process::id() as i32 {
-        return false;
-    }
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .is_ok_and(|c| c.windows(15).any(|w| w == b"reuseport-agent"))
-}
-
-fn write_atomically(path: &std::path::Path, text: &str) -> io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}
-
 /// `net.ipv4.tcp_migrate_req` set to 1 for a recording
-/// ([`MigrateReq`] writes it back). In the host namespace (`host`), a
-/// state file left by a run that was killed gives the value to restore; a
-/// live run holding it refuses this one; a value already 1 with no state
-/// file is warned about, with how to restore it. (A private namespace
-/// dies with the run, and its sysctl with it: no state file.)
+/// ([`MigrateReq::claim`] writes it back, and in the host namespace,
+/// `host`, keeps the state file that a run after a SIGKILL restores from).
 pub fn enable_migrate_req(host: bool) -> Result<MigrateReq, RecordError> {
     let current = migrate_req::current().map_err(|e| {
         let hint = if e.kind() == io::ErrorKind::NotFound {
@@ -207,79 +157,34 @@ pub fn enable_migrate_req(host: bool) -> Result<MigrateReq, RecordError> {
         };
         RecordError::sys(format!("--tcp-migrate-req: reading {MIGRATE_REQ}"), e, hint)
     })?;
-    let mut previous = current.clone();
-    let state = host.then(state_path);
-    if let Some(path) = &state {
-        match std::fs::read_to_string(path).ok().as_deref().map(read_state) {
-            Some(Some((_, pid))) if agent_alive(pid) => {
-                return Err(RecordError::MigrateReqHeld {
-                    pid,
-                    state: path.display().to_string(),
-                })
-            }
-            Some(Some((before, pid))) => {
-                crate::note!(
-                    "record: a run with --tcp-migrate-req (pid {pid}) ended without restoring net.ipv4.tcp_migrate_req (it was killed); it is {current} now, and {before}, its value before that run, is what this run restores"
-                );
-                previous = before;
-            }
-            Some(None) => crate::note!(
-                "record: {} is not a state file this agent wrote; ignored (the value to restore is the current {current})",
+    MigrateReq::claim(&current, true, host, "record").map_err(|e| match e {
+        HoldError::Held { pid, state } => RecordError::MigrateReqHeld {
+            pid,
+            state: state.display().to_string(),
+        },
+        HoldError::State { path, source } => RecordError::sys(
+            format!(
+                "--tcp-migrate-req: writing the state file {}",
                 path.display()
             ),
-            None => {
-                if current == "1" {
-                    crate::note!(
-                        "record: net.ipv4.tcp_migrate_req is already 1, the value this run sets, and no run of this agent left it so; it stays 1 afterwards. If it should be 0, restore it with `sysctl -w net.ipv4.tcp_migrate_req=0`"
-                    );
-                }
-            }
-        }
-        write_atomically(
-            path,
-            &format!("previous={previous}\npid={}\n", std::process::id()),
-        )
-        .map_err(|e| {
+            source,
+            "it records the value to restore should the run be killed; run as root, or drop --tcp-migrate-req",
+        ),
+        HoldError::Write(e) => {
+            let hint = if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+                || matches!(
+                    e.kind(),
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+                ) {
+                "setting a sysctl needs root: run as root, or drop --tcp-migrate-req"
+            } else {
+                ""
+            };
             RecordError::sys(
-                format!(
-                    "--tcp-migrate-req: writing the state file {}",
-                    path.display()
-                ),
+                format!("--tcp-migrate-req: writing 1 to {MIGRATE_REQ}"),
                 e,
-                "it records the value to restore should the run be killed; run as root, or drop --tcp-migrate-req",
+                hint,
             )
-        })?;
-    }
-    MigrateReq::hold(&current, previous, true, state, "record").map_err(|e| {
-        let hint = if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
-            || matches!(
-                e.kind(),
-                io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
-            ) {
-            "setting a sysctl needs root: run as root, or drop --tcp-migrate-req"
-        } else {
-            ""
-        };
-        RecordError::sys(
-            format!("--tcp-migrate-req: writing 1 to {MIGRATE_REQ}"),
-            e,
-            hint,
-        )
+        }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_state_file_needs_both_lines_and_a_numeric_value() {
-        assert_eq!(
-            read_state("previous=0\npid=42\n"),
-            Some(("0".to_string(), 42))
-        );
-        assert_eq!(read_state("pid=42\n"), None);
-        assert_eq!(read_state("previous=0\n"), None);
-        assert_eq!(read_state("previous=; rm -rf /\npid=1\n"), None);
-    }
 }

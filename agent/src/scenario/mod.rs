@@ -13,7 +13,8 @@
 //! (times a slow worker's factor), and take the scenario's stalls
 //! (SIGSTOP/SIGCONT), leaves and rejoins (the listener closed and a new one
 //! opened; `net.ipv4.tcp_migrate_req` as the variant says, restored on
-//! every way out) and added workers at their times. Client processes bind
+//! every way out, and after a SIGKILL by the next run) and added workers
+//! at their times. Client processes bind
 //! the scenario's client addresses (`127.0.1.1` up), open the connections
 //! at the scenario's arrival times, send the requests with the think time
 //! between them, and time each answer.
@@ -139,6 +140,14 @@ pub enum ScenarioError {
         source: io::Error,
         /// What to change.
         hint: &'static str,
+    },
+    /// Another live run of this agent holds `net.ipv4.tcp_migrate_req`.
+    #[error("another reuseport-agent run (pid {pid}) has changed net.ipv4.tcp_migrate_req and will restore it (state file {state}); wait until it ends, since two runs would each restore the other's value")]
+    MigrateReqHeld {
+        /// The other run.
+        pid: i32,
+        /// Its state file.
+        state: String,
     },
     /// `--kernel`: the guest could not be booted, or ran nothing usable.
     #[error("--kernel {kernel}: {message}")]

@@ -24,7 +24,7 @@ use reuseport_model::sim::rng::Rng;
 use reuseport_model::sim::{AcceptModel, Arrivals, Event, Scenario, ServiceDist};
 
 use super::{ConnOutcome, ConnRecord, Measured, ScenarioError};
-use crate::migrate_req::{self, MigrateReq, MIGRATE_REQ};
+use crate::migrate_req::{self, HoldError, MigrateReq, MIGRATE_REQ};
 use crate::process::{
     close_with_reset, errno, local_port, now_ns, os_error, set_int, sockaddr, Children, Shared,
     SysError, SOCKADDR_LEN,
@@ -116,9 +116,10 @@ pub(super) struct RunResult {
 }
 
 /// `net.ipv4.tcp_migrate_req` set as a variant asks while the guard lives
-/// (written back on drop: success, errors, a stop signal, a panic); `None`
-/// when the variant asks for 0 and the kernel has no such sysctl (before
-/// 5.14 nothing migrates anyway).
+/// (written back on drop: success, errors, a stop signal, a panic; after
+/// a SIGKILL, by the next run, from the state file [`MigrateReq::claim`]
+/// keeps); `None` when the variant asks for 0 and the kernel has no such
+/// sysctl (before 5.14 nothing migrates anyway).
 fn migrate_req(on: bool) -> Result<Option<MigrateReq>, ScenarioError> {
     let current = match migrate_req::current() {
         Ok(c) => c,
@@ -131,12 +132,24 @@ fn migrate_req(on: bool) -> Result<Option<MigrateReq>, ScenarioError> {
             })
         }
     };
-    MigrateReq::hold(&current, current.clone(), on, None, "scenario")
+    // Scenarios run in the host namespace: the state file guards it.
+    MigrateReq::claim(&current, on, true, "scenario")
         .map(Some)
-        .map_err(|source| ScenarioError::Setup {
-            call: format!("writing {} to {MIGRATE_REQ}", u8::from(on)),
-            source,
-            hint: "; setting a sysctl needs root",
+        .map_err(|e| match e {
+            HoldError::Held { pid, state } => ScenarioError::MigrateReqHeld {
+                pid,
+                state: state.display().to_string(),
+            },
+            HoldError::State { path, source } => ScenarioError::Setup {
+                call: format!("writing the state file {}", path.display()),
+                source,
+                hint: "; it records the value of net.ipv4.tcp_migrate_req to restore should the run be killed, and needs root",
+            },
+            HoldError::Write(source) => ScenarioError::Setup {
+                call: format!("writing {} to {MIGRATE_REQ}", u8::from(on)),
+                source,
+                hint: "; setting a sysctl needs root",
+            },
         })
 }
 
