@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { fill, keyOf, langOf, placeholders, say, sayRefusal, TABLES, type Lang } from '../../src/model/messages';
+import { fill, keyOf, langOf, placeholders, say, sayBasis, sayRefusal, TABLES, type Lang } from '../../src/model/messages';
 
 const dir = fileURLToPath(new URL('../../src/model/generated/message/', import.meta.url));
 
@@ -132,6 +132,16 @@ describe('rendering', () => {
     };
     expect(say('en', 'sk_lookup_outcome', o)).toBe('sk_lookup assigned socket 2 (inet_lookup_run_sk_lookup, net/ipv4/inet_hashtables.c, kernel 6.18)');
     expect(say('zh-CN', 'sk_lookup_outcome', o)).toBe('sk_lookup 程序指定了套接字 2（inet_lookup_run_sk_lookup，net/ipv4/inet_hashtables.c，内核 6.18）');
+  });
+
+  it('a profile basis reads as its tree, and its qualifier after it, in either language', () => {
+    const mainline = { kind: 'mainline' as const, release: { major: 6, minor: 13 } };
+    const commit = { kind: 'qualified' as const, tree: mainline, qualifier: { kind: 'commit' as const, commit: '78c91ae2c6de' } };
+    expect(sayBasis('en', commit)).toBe('mainline 6.13, commit 78c91ae2c6de');
+    expect(sayBasis('zh-CN', commit)).toBe('主线 6.13，提交 78c91ae2c6de');
+    const debian = { kind: 'as_read' as const, tree: { kind: 'debian' as const, version: '6.1.192' } };
+    expect(sayBasis('en', debian)).toBe("Debian's 6.1.192 tree");
+    expect(sayBasis('zh-CN', debian)).toBe('Debian 6.1.192 源码');
   });
 
   it('reads the page language from its lang attribute', () => {
