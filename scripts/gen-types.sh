@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Writes the TypeScript declarations of the model's Rust record types into
-# src/model/generated/ (gitignored): the site's types are never kept by hand.
+# src/model/generated/ (gitignored), or into the directory given as the first argument
+# (scripts/build-wasm.sh gives a fresh one): the site's types are never kept by hand.
 set -euo pipefail
 # Cargo's rustc probe (`rustc -`) reads this process's stdin: keep it empty,
 # so whatever the caller's stdin holds is never compiled as Rust.
 exec </dev/null
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-out="$PWD/src/model/generated"
-rm -rf "$out.tmp" && mkdir -p "$out.tmp"
+out="${1:-$PWD/src/model/generated}"
+# Written into a fresh directory and renamed into place, never into the old one, whose
+# files may be hard links shared with another checkout.
+rm -rf "$out.tmp" "$out.old" && mkdir -p "$out.tmp"
 TS_EXPORT_DIR="$out.tmp" cargo test -p reuseport-model --features ts --test ts_export --quiet >/dev/null
-rm -rf "$out" && mv "$out.tmp" "$out"
-echo "gen-types: wrote $(ls "$out" | wc -l) declarations to src/model/generated" >&2
+if [[ -e $out ]]; then mv -T "$out" "$out.old"; fi
+mv -T "$out.tmp" "$out" && rm -rf "$out.old"
+echo "gen-types: wrote $(ls "$out" | wc -l) declarations to $out" >&2
