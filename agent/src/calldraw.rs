@@ -34,6 +34,7 @@ enum Kind {
     Listen,
     BoundOnly,
     TimeWait,
+    Reset,
     ConnectedUdp,
     Udp,
 }
@@ -42,8 +43,9 @@ enum Kind {
 /// order with their options (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY,
 /// SO_BINDTODEVICE lo, SO_INCOMING_CPU 0 or 1; owner UID 0 or
 /// [`OTHER_UID`]); then bound in a drawn order, an option sometimes set
-/// only after the bind, a listener sometimes listening at once, a TIME_WAIT
-/// socket (at most one: two would share a 4-tuple) or a connected UDP
+/// only after the bind, a listener sometimes listening at once, a TCP
+/// socket connecting and closing at once with SO_LINGER, into TIME_WAIT or
+/// reset (at most one: two would share a 4-tuple), or a connected UDP
 /// socket connecting at once, and now and then an earlier socket closed
 /// between binds; then the other listens in a drawn order; then a listener
 /// sometimes shut down and sometimes listening again; then some closes.
@@ -74,6 +76,10 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
             (Proto::Tcp, 20..=29) if specific && !time_wait_drawn => {
                 time_wait_drawn = true;
                 Kind::TimeWait
+            }
+            (Proto::Tcp, 30..=33) if specific && !time_wait_drawn => {
+                time_wait_drawn = true;
+                Kind::Reset
             }
             (Proto::Tcp, _) => Kind::Listen,
             (Proto::Udp, 0..=14) if specific => Kind::ConnectedUdp,
@@ -144,13 +150,29 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
         match kinds[fd] {
             Kind::Listen if rng.chance(40) => calls.push(Call::Listen { fd }),
             Kind::Listen => later.push(fd),
-            Kind::TimeWait | Kind::ConnectedUdp => {
+            Kind::TimeWait | Kind::Reset | Kind::ConnectedUdp => {
                 calls.push(Call::Connect {
                     fd,
                     addr: peer(fd),
                     port: PEER_PORT,
                 });
-                if kinds[fd] == Kind::TimeWait {
+                // SO_LINGER makes the close definite: with a timeout it
+                // waits for the peer's ACK and leaves a timewait socket,
+                // with 0 it resets and leaves nothing. Without it the
+                // socket is in FIN_WAIT1 until the ACK comes, 0.1 – 43 ms
+                // on loopback (measured on 6.18.44), so what a bind right
+                // after it meets would depend on timing; the model answers
+                // that case (kernel_bind_rules.rs), the draw leaves it out.
+                let linger = match kinds[fd] {
+                    Kind::TimeWait => Some(1),
+                    Kind::Reset => Some(0),
+                    _ => None,
+                };
+                if let Some(l) = linger {
+                    calls.push(Call::Setsockopt {
+                        fd,
+                        opt: SockOpt::Linger(Some(l)),
+                    });
                     calls.push(Call::Close { fd });
                     closed[fd] = true;
                 }

@@ -200,8 +200,10 @@ fn wildcard_layouts_are_recorded_in_a_private_network_namespace_when_root() {
 /// `--call-logs` draws what only a call log can say (an option set after
 /// bind, binds in another order than the sockets were made, a listener shut
 /// down and listening again, a close between other sockets' binds) besides
-/// TIME_WAIT and connected UDP; the same seed draws the same logs, and the
-/// model replays every one of them.
+/// TIME_WAIT, a reset and connected UDP; a TCP socket closing right after
+/// its connect() sets SO_LINGER first (without it, what the next bind meets
+/// depends on when the peer's ACK comes); the same seed draws the same
+/// logs, and the model replays every one of them.
 #[test]
 fn call_log_draws_reach_what_only_calls_say_and_the_model_replays_them() {
     use reuseport_agent::calldraw;
@@ -217,7 +219,7 @@ fn call_log_draws_reach_what_only_calls_say_and_the_model_replays_them() {
     assert_eq!(drawn, draw(5));
     assert_ne!(drawn, draw(6));
     let (mut late_opt, mut reordered, mut relisten, mut close_between) = (0, 0, 0, 0);
-    let (mut time_wait, mut connected_udp) = (0, 0);
+    let (mut time_wait, mut reset, mut connected_udp) = (0, 0, 0);
     for log in &drawn {
         assert!(
             Host::run(profile, log).is_ok(),
@@ -240,6 +242,13 @@ fn call_log_draws_reach_what_only_calls_say_and_the_model_replays_them() {
             .iter()
             .all(|&fd| calldraw::port_of(log) == 9000 && bind_at(fd).is_some()));
         reordered += usize::from(binds.windows(2).any(|w| w[0] > w[1]));
+        let tcp = matches!(
+            c[0],
+            Call::Socket {
+                proto: reuseport_model::Proto::Tcp,
+                ..
+            }
+        );
         for (i, x) in c.iter().enumerate() {
             match x {
                 Call::Setsockopt {
@@ -254,14 +263,39 @@ fn call_log_draws_reach_what_only_calls_say_and_the_model_replays_them() {
                     relisten += 1
                 }
                 Call::Close { fd } => {
-                    let connected = i > 0 && matches!(c[i - 1], Call::Connect { .. });
-                    if connected && c[i - 1].fd() == Some(*fd) {
-                        time_wait += 1;
-                    } else if c[i + 1..].iter().any(|y| matches!(y, Call::Bind { .. })) {
-                        close_between += 1;
+                    // A TCP socket closes right after connect() only with
+                    // SO_LINGER set, so the close is definite.
+                    let after_connect =
+                        i > 1 && matches!(c[i - 2], Call::Connect { fd: f, .. } if f == *fd);
+                    match &c[i - 1] {
+                        Call::Setsockopt {
+                            fd: f,
+                            opt: SockOpt::Linger(Some(n)),
+                        } if f == fd && after_connect => {
+                            if *n > 0 {
+                                time_wait += 1;
+                            } else {
+                                reset += 1;
+                            }
+                        }
+                        Call::Connect { fd: f, .. } if tcp => {
+                            panic!("fd {f} closes right after connect() without SO_LINGER")
+                        }
+                        _ if c[i + 1..].iter().any(|y| matches!(y, Call::Bind { .. })) => {
+                            close_between += 1
+                        }
+                        _ => {}
                     }
                 }
-                Call::Connect { .. } if !matches!(c.get(i + 1), Some(Call::Close { .. })) => {
+                Call::Connect { .. }
+                    if !matches!(
+                        c.get(i + 1),
+                        Some(Call::Setsockopt {
+                            opt: SockOpt::Linger(_),
+                            ..
+                        })
+                    ) =>
+                {
                     connected_udp += 1
                 }
                 _ => {}
@@ -274,6 +308,7 @@ fn call_log_draws_reach_what_only_calls_say_and_the_model_replays_them() {
         ("shutdown then listen", relisten),
         ("closes between binds", close_between),
         ("TIME_WAIT", time_wait),
+        ("reset", reset),
         ("connected UDP", connected_udp),
     ] {
         assert!(n >= 10, "{what}: {n} in 400 logs");
