@@ -44,8 +44,12 @@ if [[ $(uname -s) == Linux ]]; then
   stage "agent release build" cargo build --release -q -p reuseport-agent
   stage "verify on the running kernel (record, recover, predict)" target/release/reuseport-agent verify --quick
   # The differential test of the lookup and bind rules: 500 random layouts (seed 11) built on
-  # this kernel in a private network namespace, every answer compared with the model (agent/src/layouts.rs).
+  # this kernel in a private network namespace, every answer compared with the model
+  # (agent/src/differential/, the layout draw in agent/src/layouts.rs).
   stage "verify --layouts on the running kernel (bind, listen, lookup)" target/release/reuseport-agent verify --layouts 500
+  # The same with call logs as programs make them (agent/src/calldraw.rs): options after bind,
+  # binds out of order, shutdown and listen again, closes between binds; every call's answer compared.
+  stage "verify --layouts --call-logs on the running kernel (every call, lookup)" target/release/reuseport-agent verify --layouts 500 --call-logs
   # Another kernel than this one: Debian 6.1 booted under QEMU, recorded inside, checked here
   # (agent/src/kernels.rs). No QEMU, no download or no boot fails this stage; it never skips.
   stage "static guest agent (x86_64-unknown-linux-musl)" bash scripts/kernels/guest-agent.sh
