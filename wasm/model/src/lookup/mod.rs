@@ -977,10 +977,9 @@ impl Host {
                 // (inet_autobind for UDP, net/ipv4/af_inet.c;
                 // inet_hash_connect for TCP, net/ipv4/inet_hashtables.c), at
                 // random in the kernel's range. The socket's bind answer
-                // stays its own bind() call's. (A socket that made no bind
-                // stays unreplayable: an AF_INET6 V6ONLY one connecting to a
-                // v4-mapped peer gets ENETUNREACH first, which the model
-                // does not have.)
+                // stays its own bind() call's. A socket that made no bind
+                // stays unreplayable: where connect() autobinds it from
+                // scratch is not modelled.
                 let any = unspecified_of(sock.spec.family);
                 let bind_answer = sock.bind_refusal.clone();
                 let r = self.bind(i, any, 0);
