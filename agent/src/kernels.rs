@@ -37,6 +37,9 @@ use clap::{Args, Parser};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::calldraw::CallLogs;
+use crate::differential::{check_kernel_answers, Draw, LayoutsAgreement, Words};
+use crate::layouts::Layouts;
 use crate::verify::{LayoutName, LayoutResult, VerifyArgs};
 
 /// The Debian suites `verify --kernels` knows, with the kernel series each
@@ -339,12 +342,16 @@ pub struct KernelRow {
     pub layouts_expected: usize,
     /// Per layout recorded in the guest and checked on the host.
     pub layouts: Vec<LayoutCheck>,
-    /// Random layouts (`--layouts N`) to build in the guest; 0: none.
+    /// Random layouts (`--layouts N`) to build in the guest, and as many
+    /// random call logs to replay there; 0: none.
     #[serde(default)]
     pub random_layouts_expected: u32,
-    /// The guest's answers for them, compared with the model on the host.
+    /// The guest's answers for the layouts, compared with the model on the host.
     #[serde(default)]
-    pub random_layouts: Option<crate::differential::LayoutsAgreement>,
+    pub random_layouts: Option<LayoutsAgreement>,
+    /// The guest's answers for the call logs (every call), compared likewise.
+    #[serde(default)]
+    pub random_call_logs: Option<LayoutsAgreement>,
     /// Connections and datagrams recorded in the guest.
     pub events: usize,
     /// Predicted on the host (the events not used to recover the key).
@@ -375,6 +382,7 @@ impl KernelRow {
             layouts: Vec::new(),
             random_layouts_expected: 0,
             random_layouts: None,
+            random_call_logs: None,
             events: 0,
             tested: 0,
             agreed: 0,
@@ -426,20 +434,21 @@ impl KernelRow {
                 self.fail(Step::Check, what);
             } else if self.random_layouts_expected > 0 {
                 let want = self.random_layouts_expected;
-                match &self.random_layouts {
-                    // Not compared yet: `check_random` runs after the
-                    // curated layouts' check and settles the row again
-                    // (`verified` below still asks for the comparison).
-                    None => {}
-                    Some(r) if r.layouts != want || r.agreed != r.layouts => {
-                        let first = r.disagreements.first().map_or("", String::as_str);
-                        let what = format!(
-                            "random layouts: the model agreed on {} of {} ({want} asked for); {first}",
-                            r.agreed, r.layouts
-                        );
-                        self.fail(Step::Check, what);
-                    }
-                    Some(_) => {}
+                // Not compared yet (None): `check_random` runs after the
+                // curated layouts' check and settles the row again
+                // (`verified` below still asks for the comparison).
+                let off = self.randoms().into_iter().find_map(|(draw, r)| {
+                    let r = r.as_ref()?;
+                    let first = r.disagreements.first().map_or("", String::as_str);
+                    (r.layouts != want || r.agreed != r.layouts).then(|| {
+                        format!(
+                            "random {}: the model agreed on {} of {} ({want} asked for); {first}",
+                            draw.things, r.agreed, r.layouts
+                        )
+                    })
+                });
+                if let Some(what) = off {
+                    self.fail(Step::Check, what);
                 }
             }
         }
@@ -451,9 +460,19 @@ impl KernelRow {
             && self.tested > 0
             && self.agreed == self.tested
             && (self.random_layouts_expected == 0
-                || self.random_layouts.as_ref().is_some_and(|r| {
-                    r.layouts == self.random_layouts_expected && r.agreed == r.layouts
+                || self.randoms().iter().all(|(_, r)| {
+                    r.as_ref().is_some_and(|r| {
+                        r.layouts == self.random_layouts_expected && r.agreed == r.layouts
+                    })
                 }));
+    }
+
+    /// Both random draws' results, with the draw's words.
+    fn randoms(&self) -> [(&'static Words, &Option<LayoutsAgreement>); 2] {
+        [
+            (&Layouts::WORDS, &self.random_layouts),
+            (&CallLogs::WORDS, &self.random_call_logs),
+        ]
     }
 }
 
@@ -1609,74 +1628,85 @@ pub fn write_table(rows: &[KernelRow], out: &mut dyn Write) -> std::io::Result<(
             result
         )?;
     }
-    // The random layouts (`--layouts N`), one line per kernel that ran them.
+    // The random layouts and call logs (`--layouts N`), a line per draw
+    // and kernel that ran them.
     for r in rows {
-        if let Some(a) = &r.random_layouts {
-            writeln!(
-                out,
-                "{:<6} random layouts (seed {}): {}/{} agree; bind/listen answers {}/{}; lookups {}/{}",
-                r.kernel,
-                a.seed,
-                a.agreed,
-                a.layouts,
-                a.calls_agreed,
-                a.calls,
-                a.lookups_agreed,
-                a.lookups
-            )?;
+        for (w, a) in r.randoms() {
+            if let Some(a) = a {
+                writeln!(
+                    out,
+                    "{:<6} random {} (seed {}): {}/{} agree; {} {}/{}; lookups {}/{}",
+                    r.kernel,
+                    w.things,
+                    a.seed,
+                    a.agreed,
+                    a.layouts,
+                    w.answers,
+                    a.calls_agreed,
+                    a.calls,
+                    a.lookups_agreed,
+                    a.lookups
+                )?;
+            }
         }
     }
     Ok(())
 }
 
-/// The name of the random layouts' section in the guest's output.
+/// The names of the random layouts' and call logs' sections in the
+/// guest's output.
 pub const RANDOM_LAYOUTS: &str = "random-layouts";
+/// As above.
+pub const RANDOM_CALL_LOGS: &str = "random-call-logs";
 
-/// Compares the random layouts' answers the guest wrote with the model for
-/// the guest's release, and settles the row again.
-fn check_random(row: &mut KernelRow, guest: &GuestRun, seed: u64, call_logs: bool) {
-    let out = parse_guest_output(&guest.output);
-    let release = row.release.clone().unwrap_or_default();
-    let result = match out.traces.iter().find(|(n, _)| n == RANDOM_LAYOUTS) {
+/// Compares one random draw's answers the guest wrote (section `name`)
+/// with the model for the guest's release.
+fn check_draw<D: Draw>(
+    row: &KernelRow,
+    out: &GuestOutput,
+    name: &str,
+    seed: u64,
+) -> Result<LayoutsAgreement, (Step, String)> {
+    let what = D::WORDS.things;
+    match out.traces.iter().find(|(n, _)| n == name) {
         None => Err((
             Step::Record,
-            "random layouts: the guest did not run them".to_string(),
+            format!("random {what}: the guest did not run them"),
         )),
-        Some((_, Err(e))) => Err((Step::Record, format!("random layouts: {e}"))),
-        Some((_, Ok(text))) => reuseport_model::Profile::for_release(&release)
-            .map_err(|e| e.to_string())
-            .and_then(|p| {
-                let want = row.random_layouts_expected;
-                use crate::differential::check_kernel_answers as check;
-                if call_logs {
-                    check::<crate::calldraw::CallLogs>(p, text, seed, want)
-                } else {
-                    check::<crate::layouts::Layouts>(p, text, seed, want)
-                }
-            })
-            .map_err(|e| (Step::Check, format!("random layouts: {e}"))),
-    };
-    match result {
+        Some((_, Err(e))) => Err((Step::Record, format!("random {what}: {e}"))),
+        Some((_, Ok(text))) => {
+            reuseport_model::Profile::for_release(row.release.as_deref().unwrap_or_default())
+                .map_err(|e| e.to_string())
+                .and_then(|p| check_kernel_answers::<D>(p, text, seed, row.random_layouts_expected))
+                .map_err(|e| (Step::Check, format!("random {what}: {e}")))
+        }
+    }
+}
+
+/// Compares both random draws' answers with the model, and settles the
+/// row again.
+fn check_random(row: &mut KernelRow, guest: &GuestRun, seed: u64) {
+    let out = parse_guest_output(&guest.output);
+    match check_draw::<Layouts>(row, &out, RANDOM_LAYOUTS, seed) {
         Ok(a) => row.random_layouts = Some(a),
+        Err((step, e)) => row.fail(step, e),
+    }
+    match check_draw::<CallLogs>(row, &out, RANDOM_CALL_LOGS, seed) {
+        Ok(a) => row.random_call_logs = Some(a),
         Err((step, e)) => row.fail(step, e),
     }
     row.settle();
 }
 
 /// The record's `method`: how the kernels were booted and checked, and
-/// with `--layouts N` (`random`) which random draw was compared, and how.
+/// with `--layouts N` (`random`) how the random draws were compared.
 fn method(count: u64, verify: &VerifyArgs, random: u32) -> String {
     let random = if random == 0 {
         String::new()
-    } else if verify.call_logs {
-        format!(
-            " In each guest {random} random call logs (seed {}, agent/src/calldraw.rs: the calls a program makes, options set after bind(), binds in another order than the sockets were made, shutdown and listen again, closes between binds) were also replayed in a private network namespace; every call's answer and the sockets that received connections and datagrams from several loopback sources were compared on the host with the model for the guest's release.",
-            verify.seed
-        )
     } else {
         format!(
-            " In each guest {random} random layouts (seed {}, agent/src/layouts.rs) were also built in a private network namespace; their bind() and listen() answers and the sockets that received connections and datagrams from several loopback sources were compared on the host with the model for the guest's release.",
-            verify.seed
+            " In each guest {random} random layouts (seed {seed}, agent/src/layouts.rs: every bind, then the listens in a drawn order, then some closes) were also built in a private network namespace, and {random} random call logs (seed {seed}, agent/src/calldraw.rs: the calls a program makes, options set after bind(), binds in another order than the sockets were made, shutdown and listen again, closes between binds) replayed there; the layouts' bind() and listen() answers, every call's answer, and the sockets that received connections and datagrams from several loopback sources were compared on the host with the model for the guest's release.",
+            seed = verify.seed
         )
     };
     format!(
@@ -1709,7 +1739,8 @@ pub fn run(
         .collect();
     let names: Vec<String> = layouts.iter().map(|(n, _)| n.clone()).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    // `--layouts N`: N random layouts too, built in the guest, compared here.
+    // `--layouts N`: N random layouts and N random call logs too, built in
+    // the guest, compared here.
     let random = match &verify.layouts {
         Some(crate::verify::LayoutsArg::Random(n)) => *n,
         _ => 0,
@@ -1724,11 +1755,10 @@ pub fn run(
             verify.seed.to_string(),
             "--kernel-answers".to_string(),
         ];
-        if verify.call_logs {
-            // The guest writes each call's answer; the host draws the logs again.
-            args.push("--call-logs".to_string());
-        }
-        layouts.push((RANDOM_LAYOUTS.to_string(), args));
+        layouts.push((RANDOM_LAYOUTS.to_string(), args.clone()));
+        // The guest writes each call's answer; the host draws the logs again.
+        args.push("--call-logs".to_string());
+        layouts.push((RANDOM_CALL_LOGS.to_string(), args));
     }
     let io = |what: &str| {
         let what = what.to_string();
@@ -1804,7 +1834,7 @@ pub fn run(
         };
         assess(&mut row, &guest, &names, &mut check);
         if random > 0 && row.booted {
-            check_random(&mut row, &guest, verify.seed, verify.call_logs);
+            check_random(&mut row, &guest, verify.seed);
         }
         row.seconds.check = t2.elapsed().as_secs_f64();
         if row.verified {
@@ -1899,26 +1929,27 @@ mod method_tests {
     /// Why: a record made with `--layouts N --call-logs` said its guests
     /// built random layouts of agent/src/layouts.rs and compared only bind()
     /// and listen(), when they replayed calldraw's call logs and compared
-    /// every call.
+    /// every call. Now every guest runs both draws, and the method names both.
     #[test]
-    fn the_record_method_names_the_random_draw_that_ran() {
-        let plain = method(300, &args(&["verify", "--layouts", "50"]), 50);
-        assert!(
-            plain.contains("50 random layouts (seed 11, agent/src/layouts.rs)"),
-            "{plain}"
-        );
-        assert!(plain.contains("bind() and listen() answers"), "{plain}");
-        let logs = method(
-            300,
-            &args(&["verify", "--layouts", "50", "--call-logs"]),
-            50,
-        );
-        assert!(
-            logs.contains("50 random call logs (seed 11, agent/src/calldraw.rs"),
-            "{logs}"
-        );
-        assert!(logs.contains("every call's answer"), "{logs}");
-        assert!(!logs.contains("layouts.rs"), "{logs}");
+    fn the_record_method_names_both_random_draws() {
+        for argv in [
+            &["verify", "--layouts", "50"][..],
+            &["verify", "--layouts", "50", "--call-logs"],
+        ] {
+            let m = method(300, &args(argv), 50);
+            assert!(
+                m.contains("50 random layouts (seed 11, agent/src/layouts.rs"),
+                "{m}"
+            );
+            assert!(
+                m.contains("50 random call logs (seed 11, agent/src/calldraw.rs"),
+                "{m}"
+            );
+            assert!(
+                m.contains("bind() and listen() answers, every call's answer"),
+                "{m}"
+            );
+        }
         let none = method(300, &args(&["verify"]), 0);
         assert!(!none.contains("random"), "{none}");
         assert!(none.contains("recorded 300 connections"), "{none}");

@@ -174,8 +174,8 @@ pub struct VerifyArgs {
     /// With --layouts N: draw call logs as programs make them (an option
     /// set after bind, binds in another order than the sockets were made,
     /// shutdown and listen again, closes between binds) and compare every
-    /// call's answer (agent/src/calldraw.rs), instead of the earlier
-    /// layout form.
+    /// call's answer (agent/src/calldraw.rs), instead of the layout draw.
+    /// `verify --kernels --layouts N` runs both draws in each guest.
     #[arg(long)]
     pub call_logs: bool,
     /// With --layouts N, inside a `verify --kernels` guest: only build and
