@@ -25,6 +25,7 @@ interface KernelRow {
   agreed: number;
   seconds: { bootAndRecord: number; check: number };
   randomLayouts?: RandomLayouts | null;
+  randomCallLogs?: RandomLayouts | null;
 }
 const record = JSON.parse(readFileSync('public/verification/kernels.json', 'utf8')) as {
   date: string;
@@ -41,6 +42,20 @@ function row(page: string, k: KernelRow): string {
   return line ?? '';
 }
 const secs = (s: number) => Math.round(s).toString();
+/** The text of a page from the heading that starts with `start` to the next heading of its level. */
+function section(page: string, start: string): string {
+  const from = page.indexOf(`\n${start}`);
+  expect(from, `a section "${start}"`).toBeGreaterThan(-1);
+  const next = page.indexOf('\n### ', from + 1);
+  const end = page.indexOf('\n## ', from + 1);
+  const stops = [next, end].filter((i) => i > -1);
+  return page.slice(from, stops.length ? Math.min(...stops) : undefined);
+}
+/** Each random draw: the record's field and the heading of its section, per language. */
+const draws = [
+  { field: 'randomLayouts', en: '### Around the group', zh: '### 组的外围' },
+  { field: 'randomCallLogs', en: '### As programs make the calls', zh: '### 按程序的实际调用来' },
+] as const;
 
 describe('fidelity chapter and the verification record', () => {
   it('has every booted kernel verified in the record', () => {
@@ -63,20 +78,23 @@ describe('fidelity chapter and the verification record', () => {
       }
     });
 
-    it(`states each kernel's random layouts as recorded (${lang})`, () => {
-      for (const k of record.kernels) {
-        const r = k.randomLayouts;
-        expect(r, `${k.kernel} ran random layouts`).toBeTruthy();
-        if (!r) continue;
-        const version = k.packageVersion.replace(/-\d+$/, '');
-        const line = page.split('\n').find((l) => l.startsWith('|') && l.includes(`Debian ${version}`));
-        expect(line, `a random-layout row for Debian ${version}`).toBeDefined();
-        const of = (a: number, b: number) => (lang === 'en' ? `${a} of ${b}` : `${a}/${b}`);
-        expect(line).toContain(of(r.callsAgreed, r.calls));
-        expect(line).toContain(of(r.lookupsAgreed, r.lookups));
-        expect(line).toContain(lang === 'en' ? `${r.layouts} (${r.seed})` : `${r.layouts}（${r.seed}）`);
-      }
-    });
+    for (const draw of draws) {
+      it(`states each kernel's ${draw.field} as recorded (${lang})`, () => {
+        const text = section(page, lang === 'en' ? draw.en : draw.zh);
+        for (const k of record.kernels) {
+          const r = k[draw.field];
+          expect(r, `${k.kernel} ran ${draw.field}`).toBeTruthy();
+          if (!r) continue;
+          const version = k.packageVersion.replace(/-\d+$/, '');
+          const line = text.split('\n').find((l) => l.startsWith('|') && l.includes(`Debian ${version}`));
+          expect(line, `a ${draw.field} row for Debian ${version}`).toBeDefined();
+          const of = (a: number, b: number) => (lang === 'en' ? `${a} of ${b}` : `${a}/${b}`);
+          expect(line).toContain(of(r.callsAgreed, r.calls));
+          expect(line).toContain(of(r.lookupsAgreed, r.lookups));
+          expect(line).toContain(lang === 'en' ? `${r.layouts} (${r.seed})` : `${r.layouts}（${r.seed}）`);
+        }
+      });
+    }
   }
 
   it('dates the run as the record does', () => {
