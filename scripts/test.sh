@@ -53,8 +53,8 @@ if [[ $(uname -s) == Linux ]]; then
   # Another kernel than this one: Debian 6.1 booted under QEMU, recorded inside, checked here
   # (agent/src/kernels.rs). No QEMU, no download or no boot fails this stage; it never skips.
   stage "static guest agent (x86_64-unknown-linux-musl)" bash scripts/kernels/guest-agent.sh
-  # Besides the curated layouts, 50 random ones (seed 11) are built in the guest and their
-  # bind, listen and receiving answers compared with the model for 6.1.
+  # Besides the curated layouts, 50 random layouts and 50 random call logs (seed 11) are built
+  # in the guest and every answer and receiving set compared with the model for 6.1.
   stage "verify in Debian 6.1 under QEMU (record in the guest, recover and predict here)" \
     target/release/reuseport-agent verify --kernels 6.1 --quick --layouts 50 \
     --guest-agent "${CARGO_TARGET_DIR:-target}/x86_64-unknown-linux-musl/release/reuseport-agent"
