@@ -13,6 +13,7 @@ import {
   Host,
   fdOfCalls,
   lastCall,
+  placeFor,
   loadLookup,
   setupCalls,
   socketCount,
@@ -178,7 +179,8 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
   addCall.on('click', () => {
     const fd = Number(fdSel.property('value'));
     if (!Number.isInteger(fd) || fd < 0 || log.calls.length >= MAX_CALLS) return;
-    log.calls.push(newCall(kindSel.property('value') as Addable, fd));
+    const call = newCall(kindSel.property('value') as Addable, fd);
+    log.calls.splice(placeFor(log.calls, fd, call.call), 0, call);
     edited();
   });
 

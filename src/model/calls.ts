@@ -107,6 +107,18 @@ export function lastCall(calls: readonly Call[], fd: number, name: CallName): nu
   return -1;
 }
 
+/**
+ * Where a new call on socket `fd` goes, as a program would write it: a
+ * `setsockopt` before the socket's first `bind` (options are set before
+ * binding; one set later can still be moved there), any other call at the end.
+ */
+export function placeFor(calls: readonly Call[], fd: number, name: CallName): number {
+  if (name !== 'setsockopt') return calls.length;
+  const fds = fdOfCalls(calls);
+  const bind = calls.findIndex((c, i) => c.call === 'bind' && fds[i] === fd);
+  return bind === -1 ? calls.length : bind;
+}
+
 /** The calls without socket `fd`'s, the sockets after it numbered one lower (so the log stays a program). */
 export function withoutSocket(calls: readonly Call[], fd: number): Call[] {
   const fds = fdOfCalls(calls);

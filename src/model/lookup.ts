@@ -15,7 +15,7 @@ import type { Packet } from './generated/Packet';
 import type { Refusal } from './generated/message/Refusal';
 
 export type { AfterBind, CallLog, Call, CallName, SockOpt, SocketSetup } from './calls';
-export { callLog, fdOfCalls, lastCall, setupAll, setupCalls, socketCount, withoutSocket } from './calls';
+export { callLog, fdOfCalls, lastCall, placeFor, setupAll, setupCalls, socketCount, withoutSocket } from './calls';
 /** `Layout` is the earlier layout form, which the model still reads and converts to calls. */
 export type { CallResult, Layout, LookupExplain, LookupRules, Packet };
 

@@ -409,6 +409,14 @@ test('the bind checker answers the calls as edited: a listen moved before the ot
   await w.getByRole('button', { name: 'Add a call', exact: true }).click();
   const added = [...moved, tcp(), { call: 'setsockopt', fd: 2, opt: { reuseport: true } }, bind(2, '0.0.0.0'), listen(2), listen(1)];
   expect(await answers()).toEqual(agentAnswers('6.18', added));
+  // setsockopt(SO_REUSEPORT) added on socket 1 goes where a program sets it: before that socket's bind (call 6), not last.
+  await w.getByRole('combobox', { name: 'Add a call', exact: true }).selectOption('reuseport');
+  await w.getByRole('combobox', { name: 'Add a call: on socket', exact: true }).selectOption('1');
+  await w.getByRole('button', { name: 'Add a call', exact: true }).click();
+  await expect(w.locator('li[data-call="6"]')).toContainText('SO_REUSEPORT');
+  await expect(w.locator('li[data-call="7"]')).toContainText('bind');
+  const reuseport = [...added.slice(0, 6), { call: 'setsockopt', fd: 1, opt: { reuseport: true } }, ...added.slice(6)];
+  expect(await answers()).toEqual(agentAnswers('6.18', reuseport));
 });
 
 test('the bind checker keeps the keyboard where it was: a call moved by repeated key presses, a port edited then Tab', async ({ page }) => {

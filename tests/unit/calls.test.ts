@@ -4,7 +4,7 @@
  * written out here by hand from the README's description of a call log.
  */
 import { describe, expect, it } from 'vitest';
-import { fdOfCalls, lastCall, setupCalls, socketCount, withoutSocket, type Call } from '../../src/model/calls';
+import { fdOfCalls, lastCall, placeFor, setupCalls, socketCount, withoutSocket, type Call } from '../../src/model/calls';
 
 const log: Call[] = [
   { call: 'socket', family: 'inet', proto: 'tcp', uid: 0 },
@@ -26,6 +26,17 @@ describe('call logs', () => {
     expect(lastCall(log, 1, 'listen')).toBe(5);
     expect(lastCall(log, 2, 'socket')).toBe(4);
     expect(lastCall(log, 2, 'listen')).toBe(-1);
+  });
+
+  it("a new setsockopt goes before the socket's first bind, any other call at the end", () => {
+    // Socket 0 first binds at index 3, socket 1 at 2; socket 2 binds at 6.
+    expect(placeFor(log, 0, 'setsockopt')).toBe(3);
+    expect(placeFor(log, 1, 'setsockopt')).toBe(2);
+    expect(placeFor(log, 2, 'setsockopt')).toBe(6);
+    expect(placeFor(log, 0, 'listen')).toBe(9);
+    expect(placeFor(log, 1, 'close')).toBe(9);
+    // A socket that has not bound yet: at the end, after its socket() call.
+    expect(placeFor(log.slice(0, 5), 2, 'setsockopt')).toBe(5);
   });
 
   it('removing a socket drops its calls and numbers the later sockets one lower', () => {
