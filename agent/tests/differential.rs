@@ -118,7 +118,7 @@ fn a_disagreement_that_does_not_repeat_is_reported_as_drawn_and_still_counts() {
     };
     let mut out = Vec::new();
     let r = run::<Flaky>(&opts, &mut out, &mut std::io::sink()).unwrap();
-    assert_eq!((r.layouts, r.agreed), (1, 0));
+    assert_eq!((r.counts.layouts, r.counts.agreed), (1, 0));
     assert!(!r.exact());
     assert!(
         BUILDS.load(Ordering::SeqCst) > 2,

@@ -184,7 +184,7 @@ fn run_all<D: Draw>(
     let t0 = Instant::now();
     let mut s = Setup::enter(opts.seed, D::WORDS.command);
     let mut helpers = D::helpers();
-    let (mut probes, mut t) = (0, Tally::default());
+    let (mut probes, mut t) = (0, Counts::default());
     let (mut seen, mut disagreements) = (BTreeSet::new(), Vec::new());
     for drawn in 0..opts.count {
         let (case, _) = s.draw::<D>();
@@ -249,12 +249,7 @@ fn run_all<D: Draw>(
         kernel: release,
         profile: profile.release.to_string(),
         private_netns: s.ports.private,
-        layouts: t.cases,
-        agreed: t.agreed,
-        calls: t.calls.0,
-        calls_agreed: t.calls.1,
-        lookups: t.lookups.0,
-        lookups_agreed: t.lookups.1,
+        counts: t,
         probes,
         seconds: t0.elapsed().as_secs_f64(),
         disagreements,

@@ -344,15 +344,24 @@ pub fn shrink<D: Draw>(case: &D::Case, mut still: impl FnMut(&D::Case) -> bool) 
 }
 
 /// Cases, answers and lookups compared, and of which equal.
-#[derive(Debug, Clone, Copy, Default)]
-struct Tally {
-    cases: u32,
-    agreed: u32,
-    calls: (u64, u64),
-    lookups: (u64, u64),
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Cases (layouts or call logs) drawn and compared.
+    pub layouts: u32,
+    /// Cases where kernel and model agree on everything.
+    pub agreed: u32,
+    /// Answers compared: bind() and listen(), or every call of a call log.
+    pub calls: u64,
+    /// Of which equal.
+    pub calls_agreed: u64,
+    /// Destinations compared.
+    pub lookups: u64,
+    /// Of which equal.
+    pub lookups_agreed: u64,
 }
 
-impl Tally {
+impl Counts {
     /// Counts one case's answers; its differences, in words.
     fn add<D: Draw>(
         &mut self,
@@ -361,17 +370,22 @@ impl Tally {
         model: &D::Answers,
     ) -> Vec<String> {
         for (k, m, _) in D::compare(case, kernel, model) {
-            self.calls.0 += 1;
-            self.calls.1 += u64::from(k == m);
+            self.calls += 1;
+            self.calls_agreed += u64::from(k == m);
         }
         for ((_, k), (_, m)) in D::lookups(kernel).iter().zip(D::lookups(model)) {
-            self.lookups.0 += 1;
-            self.lookups.1 += u64::from(k == m);
+            self.lookups += 1;
+            self.lookups_agreed += u64::from(k == m);
         }
         let diffs = differences::<D>(case, kernel, model);
-        self.cases += 1;
+        self.layouts += 1;
         self.agreed += u32::from(diffs.is_empty());
         diffs
+    }
+
+    /// Whether every case agreed.
+    pub fn exact(&self) -> bool {
+        self.agreed == self.layouts
     }
 }
 
@@ -407,7 +421,7 @@ pub fn check_kernel_answers<D: Draw>(
     seed: u64,
     expected: u32,
 ) -> Result<LayoutsAgreement, String> {
-    let (mut t, mut disagreements) = (Tally::default(), Vec::new());
+    let (mut t, mut disagreements) = (Counts::default(), Vec::new());
     let mut rng = Rng::new(seed);
     let thing = D::WORDS.thing;
     for (n, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
@@ -425,21 +439,21 @@ pub fn check_kernel_answers<D: Draw>(
             ));
         }
     }
-    if t.cases != expected {
+    if t.layouts != expected {
         return Err(format!(
             "the guest wrote the answers of {} of {expected} {}",
-            t.cases,
+            t.layouts,
             D::WORDS.things
         ));
     }
     Ok(LayoutsAgreement {
         seed,
-        layouts: t.cases,
+        layouts: t.layouts,
         agreed: t.agreed,
-        calls: t.calls.0,
-        calls_agreed: t.calls.1,
-        lookups: t.lookups.0,
-        lookups_agreed: t.lookups.1,
+        calls: t.calls,
+        calls_agreed: t.calls_agreed,
+        lookups: t.lookups,
+        lookups_agreed: t.lookups_agreed,
         disagreements,
     })
 }
@@ -480,18 +494,9 @@ pub struct Report<D> {
     pub profile: String,
     /// Whether the cases ran in a private network namespace.
     pub private_netns: bool,
-    /// Cases (layouts or call logs) drawn and run.
-    pub layouts: u32,
-    /// Cases where kernel and model agree on everything.
-    pub agreed: u32,
-    /// Answers compared: bind() and listen(), or every call of a call log.
-    pub calls: u64,
-    /// Of which equal.
-    pub calls_agreed: u64,
-    /// Destinations compared.
-    pub lookups: u64,
-    /// Of which equal.
-    pub lookups_agreed: u64,
+    /// What was compared, and of which equal.
+    #[serde(flatten)]
+    pub counts: Counts,
     /// Connections or datagrams sent.
     pub probes: u64,
     /// Seconds.
@@ -503,7 +508,7 @@ pub struct Report<D> {
 impl<T> Report<T> {
     /// Whether every case agreed.
     pub fn exact(&self) -> bool {
-        self.disagreements.is_empty() && self.agreed == self.layouts
+        self.disagreements.is_empty() && self.counts.exact()
     }
 
     /// The report as text: the header, the counts, each disagreement, and
@@ -512,7 +517,7 @@ impl<T> Report<T> {
         &self,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
-        let w = D::WORDS;
+        let (w, c) = (D::WORDS, &self.counts);
         writeln!(
             out,
             "{}: seed {}, kernel {} (profile {}), {}",
@@ -530,14 +535,14 @@ impl<T> Report<T> {
             out,
             "  {} {}: {} agree ({:.2}%); {} {}/{}; lookups {}/{}; {} probes in {:.1} s",
             w.things,
-            self.layouts,
-            self.agreed,
-            100.0 * self.agreed as f64 / self.layouts.max(1) as f64,
+            c.layouts,
+            c.agreed,
+            100.0 * c.agreed as f64 / c.layouts.max(1) as f64,
             w.answers,
-            self.calls_agreed,
-            self.calls,
-            self.lookups_agreed,
-            self.lookups,
+            c.calls_agreed,
+            c.calls,
+            c.lookups_agreed,
+            c.lookups,
             self.probes,
             self.seconds
         )?;
@@ -555,8 +560,8 @@ impl<T> Report<T> {
                 out,
                 "{}: DISAGREEMENT on {} of {} {}",
                 w.command,
-                self.layouts - self.agreed,
-                self.layouts,
+                c.layouts - c.agreed,
+                c.layouts,
                 w.things
             )
         }
