@@ -569,3 +569,33 @@ fn batch_selection_equals_one_packet_at_a_time() {
         "most group-era cases take the vectorised path ({vectorised})"
     );
 }
+
+#[test]
+fn a_rebound_group_answers_as_one_built_at_its_new_address() {
+    // tests/vectors.rs builds each size once and moves it to each vector's address.
+    let there: IpAddr = Ipv4Addr::new(10, 1, 2, 3).into();
+    for kernel in ["3.9", "4.6", "6.18"] {
+        for proto in [Proto::Tcp, Proto::Udp] {
+            let mut moved = group(kernel, &spec(proto, 37, lo()));
+            moved.rebind(there, 9090);
+            let mut fresh_spec = spec(proto, 37, there);
+            fresh_spec.port = 9090;
+            let fresh = group(kernel, &fresh_spec);
+            for i in 0..200 {
+                let f = flow(i);
+                let t = Tuple {
+                    daddr: there,
+                    dport: 9090,
+                    ..f
+                };
+                assert_eq!(
+                    moved.select(&t, 0).unwrap(),
+                    fresh.select(&t, 0).unwrap(),
+                    "{kernel} {proto:?} flow {i}"
+                );
+            }
+            // The old address is no longer this group's.
+            assert!(moved.select(&flow(0), 0).is_err(), "{kernel} {proto:?}");
+        }
+    }
+}

@@ -351,6 +351,17 @@ impl ReuseportGroup {
         self.keys = keys;
     }
 
+    /// The same members, in the same slots, bound to `bind:port` instead:
+    /// no kernel call does this, it saves a test or a benchmark that asks
+    /// many addresses of one large group from building it again for each
+    /// (a group of 32,768 takes 32,768 joins). `IPV6_V6ONLY` stays only on
+    /// an IPv6 address.
+    pub fn rebind(&mut self, bind: IpAddr, port: u16) {
+        self.v6only = self.v6only && bind.is_ipv6();
+        self.bind = bind;
+        self.port = port;
+    }
+
     /// Reservoir scan or group array.
     pub fn selection(&self) -> Selection {
         match self.layout {
