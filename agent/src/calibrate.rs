@@ -714,13 +714,30 @@ pub struct Done {
     /// With `--check`: the figures the file states that the simulator no
     /// longer gives (empty when all agree, and without `--check`).
     pub differences: Vec<String>,
+    /// The file could not be written, and the calibration went to
+    /// standard output instead.
+    pub diverted: bool,
 }
 
 /// The whole subcommand: fits and writes the calibration, or with
 /// `--check` compares the file's figures with the simulator's now and
 /// lists the differences on `err`.
 pub fn command(args: &CalibrateArgs, mut err: impl Write) -> Result<Done, CalibrateError> {
+    // Checked before the fit: a path that cannot take the file fails now.
+    let sink = match &args.check {
+        Some(_) => None,
+        None => {
+            let path = output_path(args);
+            Some(
+                crate::output::Output::prepare(&path).map_err(|source| CalibrateError::Io {
+                    path: path.display().to_string(),
+                    source,
+                })?,
+            )
+        }
+    };
     let now = run(args, &mut err)?;
+    let mut diverted = false;
     let differences = match &args.check {
         Some(path) => {
             let differences = check(&read_calibration(path)?, &now);
@@ -730,11 +747,16 @@ pub fn command(args: &CalibrateArgs, mut err: impl Write) -> Result<Done, Calibr
             differences
         }
         None => {
-            let path = write(args, &now)?;
+            let path = output_path(args);
+            diverted = write(sink.expect("prepared above"), &now)?;
             let _ = writeln!(
                 err,
                 "calibrate: wrote {} ({} runs, {} disagree; driver of the 48-CPU ratio: {})",
-                path.display(),
+                if diverted {
+                    "the calibration to standard output".to_string()
+                } else {
+                    path.display().to_string()
+                },
                 now.runs.len(),
                 now.disagrees.len(),
                 now.driver
@@ -742,23 +764,28 @@ pub fn command(args: &CalibrateArgs, mut err: impl Write) -> Result<Done, Calibr
             Vec::new()
         }
     };
-    Ok(Done { differences })
+    Ok(Done {
+        differences,
+        diverted,
+    })
 }
 
-/// Writes the calibration to `--output` (or calibration.json beside the
-/// traces), pretty-printed.
-pub fn write(args: &CalibrateArgs, c: &Calibration) -> Result<PathBuf, CalibrateError> {
-    let path = args
-        .output
+/// Where the calibration goes: `--output`, or calibration.json beside the
+/// traces.
+pub fn output_path(args: &CalibrateArgs) -> PathBuf {
+    args.output
         .clone()
-        .unwrap_or_else(|| args.traces.join("calibration.json"));
+        .unwrap_or_else(|| args.traces.join("calibration.json"))
+}
+
+/// Writes the calibration, pretty-printed, to `sink` (prepared from
+/// [`output_path`]): a whole new file renamed over the old one, or, when
+/// that fails, standard output (`Ok(true)`).
+pub fn write(sink: crate::output::Output, c: &Calibration) -> Result<bool, CalibrateError> {
     let mut text = serde_json::to_string_pretty(c).expect("serializes");
     text.push('\n');
-    std::fs::write(&path, text).map_err(|source| CalibrateError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
-    Ok(path)
+    sink.commit_or_stdout(text.as_bytes(), "calibrate")
+        .map_err(|(path, source)| CalibrateError::Io { path, source })
 }
 
 /// With `--check`: the runs whose stated figures differ from the

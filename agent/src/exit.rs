@@ -110,7 +110,7 @@ impl Ending for crate::record::Outcome {
         if self.interrupted {
             Status::Interrupted
         } else {
-            Status::Ok
+            all_or_partial(!self.diverted)
         }
     }
 }
@@ -150,7 +150,7 @@ impl Ending for crate::recover::Outcome {
 
 impl Ending for crate::calibrate::Done {
     fn status(&self) -> Status {
-        all_or_partial(self.differences.is_empty())
+        all_or_partial(self.differences.is_empty() && !self.diverted)
     }
 }
 

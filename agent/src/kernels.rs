@@ -1731,6 +1731,17 @@ pub fn run(
         list
     };
     let reqs = requests(&list)?;
+    // Checked before any kernel boots: a path that cannot take the record
+    // fails now, not after the guests.
+    let sink = match &args.write_record {
+        Some(p) => Some(
+            crate::output::Output::prepare(p).map_err(|source| KernelsError::Io {
+                what: format!("--write-record {}", p.display()),
+                source,
+            })?,
+        ),
+        None => None,
+    };
     let chosen: Vec<LayoutName> = verify.named_layouts();
     let count = if verify.quick { 300 } else { verify.count };
     let layouts: Vec<(String, Vec<String>)> = chosen
@@ -1760,10 +1771,6 @@ pub fn run(
         args.push("--call-logs".to_string());
         layouts.push((RANDOM_CALL_LOGS.to_string(), args));
     }
-    let io = |what: &str| {
-        let what = what.to_string();
-        move |source| KernelsError::Io { what, source }
-    };
     let cache = cache_dir(args)?;
     let runs = cache.join("runs");
     let _ = fs::create_dir_all(&runs);
@@ -1884,15 +1891,6 @@ pub fn run(
         profiles: profile_evidence(&rows, Some(&host_release)),
         kernels: rows,
     };
-    if let Some(path) = &args.write_record {
-        let text = serde_json::to_string_pretty(&record).expect("the record serializes") + "\n";
-        fs::write(path, text).map_err(io(&path.display().to_string()))?;
-        let _ = writeln!(
-            err,
-            "verify --kernels: wrote the verification record to {}",
-            path.display()
-        );
-    }
     let stdout = |e| KernelsError::Io {
         what: "the report".into(),
         source: e,
@@ -1914,6 +1912,27 @@ pub fn run(
             }
         )
         .map_err(stdout)?;
+    }
+    // After the table, so a record that cannot be written loses nothing
+    // printed.
+    if let Some(sink) = sink {
+        let text = serde_json::to_string_pretty(&record).expect("the record serializes") + "\n";
+        let path = sink.path().display().to_string();
+        let _ = out.flush();
+        let diverted = if verify.json {
+            sink.commit(text.as_bytes())
+                .map(|()| false)
+                .map_err(|e| (path.clone(), e))
+        } else {
+            sink.commit_or_stdout(text.as_bytes(), "verify --kernels")
+        }
+        .map_err(|(what, source)| KernelsError::Io { what, source })?;
+        if !diverted {
+            let _ = writeln!(
+                err,
+                "verify --kernels: wrote the verification record to {path}"
+            );
+        }
     }
     Ok(record)
 }

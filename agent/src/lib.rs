@@ -31,6 +31,8 @@ pub mod layouts;
 pub mod messages;
 #[cfg(target_os = "linux")]
 pub mod migrate_req;
+#[cfg(unix)]
+pub mod output;
 pub mod predict;
 #[cfg(target_os = "linux")]
 pub mod process;

@@ -4,17 +4,25 @@
 //! sysctl arrived in Linux 5.14 (net/ipv4/sysctl_net_ipv4.c) and is per
 //! network namespace.
 //!
-//! SIGKILL is the one way out that runs no code, so in the host namespace a
-//! run that changes the sysctl first writes a state file
-//! ([`MIGRATE_REQ_STATE`]) with the value to restore and its process id,
-//! and removes it once that value is back. The next run of either command
-//! that finds the file left by a dead run restores that value instead of
-//! the one the killed run left, and says so on standard error; one that
-//! finds it held by a live run refuses to start.
+//! SIGKILL is the one way out that runs no code, so a run that changes the
+//! sysctl in a namespace it did not make first writes a state file
+//! ([`MIGRATE_REQ_STATE`]) with the value to restore, its process id and
+//! its network namespace (the inode of `/proc/thread-self/ns/net`), holds
+//! a lock (flock(2)) on it while it runs, and removes it once that value
+//! is back. The lock is the liveness test: the kernel drops it however the
+//! process ends, whatever the binary is called. The next run of either
+//! command (a plain `record` too, [`restore_left`]) that takes the lock of
+//! a file left in its own namespace restores that value instead of the
+//! one the killed run left, and says so on standard error; a file of
+//! another namespace is named and left alone; a file whose lock a live
+//! run holds refuses a run that would change the sysctl.
 
 #![cfg(target_os = "linux")]
 
-use std::io;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Where `net.ipv4.tcp_migrate_req` lives (per network namespace).
@@ -33,37 +41,177 @@ pub fn state_path() -> PathBuf {
         .unwrap_or_else(|| MIGRATE_REQ_STATE.into())
 }
 
-/// What a state file says: `previous=V` and `pid=P` lines.
-fn read_state(text: &str) -> Option<(String, i32)> {
+/// The network namespace of the calling thread, as the inode of
+/// `/proc/thread-self/ns/net` (the number in `net:[N]`). The sysctl is per
+/// namespace, so a state file names the one whose value it keeps.
+pub fn netns() -> io::Result<u64> {
+    Ok(std::fs::metadata("/proc/thread-self/ns/net")?.ino())
+}
+
+/// What a state file says: `previous=V`, `pid=P` and `netns=N` lines.
+#[derive(Debug, PartialEq, Eq)]
+struct State {
+    /// The value to restore.
+    previous: String,
+    /// The run that wrote it (for messages: liveness is the file's lock).
+    pid: i32,
+    /// The network namespace whose sysctl it is; `None` in a file written
+    /// before the namespace was recorded.
+    netns: Option<u64>,
+}
+
+fn read_state(text: &str) -> Option<State> {
     let mut previous = None;
     let mut pid = None;
+    let mut netns = None;
     for line in text.lines() {
         match line.split_once('=') {
             Some(("previous", v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
                 previous = Some(v.to_string())
             }
             Some(("pid", p)) => pid = p.parse().ok(),
+            Some(("netns", n)) => netns = n.parse().ok(),
             _ => {}
         }
     }
-    Some((previous?, pid?))
-}
-
-/// Whether process `pid` is a live `reuseport-agent`.
-fn agent_alive(pid: i32) -> bool {
-    if pid <= 0 || pid == std::process::id() as i32 {
-        return false;
-    }
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .is_ok_and(|c| c.windows(15).any(|w| w == b"reuseport-agent"))
-}
-
-fn write_atomically(path: &Path, text: &str) -> io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
+    Some(State {
+        previous: previous?,
+        pid: pid?,
+        netns,
     })
+}
+
+/// The state file opened (created when `create`) with its lock taken:
+/// `Ok(None)` when there is none, `Held` when a live run holds the lock.
+/// The lock (flock(2)) goes with the process however it ends, SIGKILL
+/// included, so a file whose lock can be taken was left by a dead run,
+/// whatever its binary is called.
+fn lock(path: &Path, create: bool) -> Result<Option<File>, HoldError> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let state_error = |source| HoldError::State {
+        path: path.to_path_buf(),
+        source,
+    };
+    loop {
+        let f = match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .mode(0o600)
+            .open(path)
+        {
+            Ok(f) => f,
+            Err(e) if !create && e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(state_error(e)),
+        };
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(state_error(e));
+            }
+            let pid = std::fs::read_to_string(path)
+                .ok()
+                .as_deref()
+                .and_then(read_state)
+                .map_or(0, |s| s.pid);
+            return Err(HoldError::Held {
+                pid,
+                state: path.to_path_buf(),
+            });
+        }
+        // The run that held it may have removed the file between the open
+        // and the lock: then this lock is on a file no one else will open.
+        match std::fs::metadata(path) {
+            Ok(m) if m.ino() == f.metadata().map_err(state_error)?.ino() => return Ok(Some(f)),
+            _ => continue,
+        }
+    }
+}
+
+/// Empties and removes a locked state file; its lock goes when `f` drops.
+fn remove_locked(path: &Path, f: &File) {
+    let _ = f.set_len(0);
+    let _ = std::fs::remove_file(path);
+}
+
+/// What a locked state file says, read from the start.
+fn read_locked(mut f: &File) -> String {
+    let mut text = String::new();
+    let _ = f.read_to_string(&mut text);
+    text
+}
+
+/// What a dead run's state file means here, in this namespace.
+enum Left {
+    /// Nothing (no file, or an empty one).
+    Nothing,
+    /// A value to restore, left by a killed run in this namespace.
+    Restore(State),
+    /// A file this run must not act on (said on standard error).
+    Ignored,
+}
+
+fn judge(text: &str, here: u64, current: &str, who: &str, path: &Path) -> Left {
+    if text.is_empty() {
+        return Left::Nothing;
+    }
+    match read_state(text) {
+        Some(s) if s.netns == Some(here) => {
+            crate::note!(
+                "{who}: an earlier run of this agent (pid {}) changed net.ipv4.tcp_migrate_req and ended without restoring it (it was killed); it is {current} now, and {}, its value before that run, is what this run restores",
+                s.pid,
+                s.previous
+            );
+            Left::Restore(s)
+        }
+        Some(s) => {
+            let there = s
+                .netns
+                .map_or("an unrecorded one".to_string(), |n| format!("net:[{n}]"));
+            crate::note!(
+                "{who}: {} was left by a killed run (pid {}) in another network namespace ({there}; this is net:[{here}]); its value {} is not restored here. If that namespace still exists, restore it there with `sysctl -w net.ipv4.tcp_migrate_req={}`",
+                path.display(),
+                s.pid,
+                s.previous,
+                s.previous
+            );
+            Left::Ignored
+        }
+        None => {
+            crate::note!(
+                "{who}: {} is not a state file this agent wrote; ignored (the value to restore is the current {current})",
+                path.display()
+            );
+            Left::Ignored
+        }
+    }
+}
+
+/// For a run that does not change the sysctl (a plain `record`): puts back
+/// the value a killed run's state file in this namespace keeps, and
+/// removes the file; says on standard error what it did, or the command
+/// that does it when writing the sysctl fails (it needs root). A file held
+/// by a live run, or of another namespace, is left alone.
+pub fn restore_left(who: &'static str) {
+    let path = state_path();
+    let Ok(Some(f)) = lock(&path, false) else {
+        return;
+    };
+    let (Ok(here), Ok(current)) = (netns(), current()) else {
+        return;
+    };
+    if let Left::Restore(s) = judge(&read_locked(&f), here, &current, who, &path) {
+        match std::fs::write(MIGRATE_REQ, format!("{}\n", s.previous)) {
+            Ok(()) => remove_locked(&path, &f),
+            Err(e) => crate::note!(
+                "{who}: could not restore {MIGRATE_REQ} to {}: {e}; restore it with `sysctl -w net.ipv4.tcp_migrate_req={}` (as root), or run this command as root",
+                s.previous,
+                s.previous
+            ),
+        }
+    }
 }
 
 /// Why [`MigrateReq::claim`] did not hold the sysctl; each caller words it
@@ -128,19 +276,20 @@ pub struct MigrateReq {
     restore: bool,
     /// A file that records `previous` for the next run should this one be
     /// killed (only the caller reads it); removed once `previous` is back.
-    state: Option<PathBuf>,
+    state: Option<(PathBuf, File)>,
     /// Who speaks in the note when writing back fails (`record`, `scenario`).
     who: &'static str,
 }
 
 impl MigrateReq {
     /// Sets the sysctl to `want` for this run (it reads `current` now) and
-    /// writes back on drop the value from before: `current`, or in the
-    /// host namespace (`host`) the value a state file left by a killed run
-    /// gives. There, a run that changes the sysctl or sets it to 1 keeps a
-    /// state file while it holds it, and a live run's state file refuses
-    /// this one. (A private namespace dies with the run, and its sysctl
-    /// with it: no state file.) `who` (`record`, `scenario`) speaks in the
+    /// writes back on drop the value from before: `current`, or, in a
+    /// namespace the run did not make (`host`), the value a state file left
+    /// by a killed run in this same namespace gives. There, a run that
+    /// changes the sysctl or sets it to 1 keeps the state file, locked,
+    /// while it holds it, and a live run's lock refuses this one. (A
+    /// private namespace the run made dies with it, and its sysctl with
+    /// it: no state file.) `who` (`record`, `scenario`) speaks in the
     /// notes on standard error.
     pub fn claim(
         current: &str,
@@ -148,61 +297,66 @@ impl MigrateReq {
         host: bool,
         who: &'static str,
     ) -> Result<MigrateReq, HoldError> {
-        let mut previous = current.to_string();
-        // A state file of a dead run of this agent, consumed here.
-        let mut stale = false;
-        let state = host.then(state_path);
-        if let Some(path) = &state {
-            match std::fs::read_to_string(path).ok().as_deref().map(read_state) {
-                Some(Some((_, pid))) if agent_alive(pid) => {
-                    return Err(HoldError::Held {
-                        pid,
-                        state: path.clone(),
-                    })
-                }
-                Some(Some((before, pid))) => {
-                    crate::note!(
-                        "{who}: an earlier run of this agent (pid {pid}) changed net.ipv4.tcp_migrate_req and ended without restoring it (it was killed); it is {current} now, and {before}, its value before that run, is what this run restores"
-                    );
-                    previous = before;
-                    stale = true;
-                }
-                Some(None) => crate::note!(
-                    "{who}: {} is not a state file this agent wrote; ignored (the value to restore is the current {current})",
-                    path.display()
-                ),
-                None => {
-                    if want && current == "1" {
-                        crate::note!(
-                            "{who}: net.ipv4.tcp_migrate_req is already 1, the value this run sets, and no run of this agent left it so; it stays 1 afterwards. If it should be 0, restore it with `sysctl -w net.ipv4.tcp_migrate_req=0`"
-                        );
-                    }
-                }
-            }
-        }
         let value = if want { "1" } else { "0" };
-        let p = plan(current, &previous, value);
-        let state = match state {
-            Some(path) if want || p.write || p.restore => {
-                write_atomically(
-                    &path,
-                    &format!("previous={previous}\npid={}\n", std::process::id()),
-                )
-                .map_err(|source| HoldError::State {
-                    path: path.clone(),
-                    source,
-                })?;
-                Some(path)
+        let mut previous = current.to_string();
+        let mut locked = None;
+        if host {
+            let path = state_path();
+            let here = netns().map_err(|source| HoldError::State {
+                path: "/proc/thread-self/ns/net".into(),
+                source,
+            })?;
+            // A file this run cannot open (another user's) is one it cannot
+            // act on; should it need the file, making it fails below.
+            let found = match lock(&path, false) {
+                Err(HoldError::State { source, .. })
+                    if source.kind() == io::ErrorKind::PermissionDenied =>
+                {
+                    None
+                }
+                found => found?,
+            };
+            let left = found.as_ref().map_or(Left::Nothing, |f| {
+                judge(&read_locked(f), here, current, who, &path)
+            });
+            // This run may remove the file: it is empty, or consumed here.
+            let ours = !matches!(left, Left::Ignored);
+            match left {
+                Left::Restore(s) => previous = s.previous,
+                Left::Nothing if want && current == "1" => crate::note!(
+                    "{who}: net.ipv4.tcp_migrate_req is already 1, the value this run sets, and no run of this agent left it so; it stays 1 afterwards. If it should be 0, restore it with `sysctl -w net.ipv4.tcp_migrate_req=0`"
+                ),
+                _ => {}
             }
-            Some(path) => {
+            locked = Some((path, found, here, ours));
+        }
+        let p = plan(current, &previous, value);
+        let state = match locked {
+            Some((path, found, here, _)) if want || p.write || p.restore => {
+                let f = match found {
+                    Some(f) => f,
+                    None => lock(&path, true)?.expect("made"),
+                };
+                let text = format!(
+                    "previous={previous}\npid={}\nnetns={here}\n",
+                    std::process::id()
+                );
+                f.set_len(0)
+                    .and_then(|()| f.write_all_at(text.as_bytes(), 0))
+                    .and_then(|()| f.sync_all())
+                    .map_err(|source| HoldError::State {
+                        path: path.clone(),
+                        source,
+                    })?;
+                Some((path, f))
+            }
+            Some((path, Some(f), _, true)) => {
                 // Nothing to change or put back: the dead run's value is
                 // already there, and its file has done its work.
-                if stale {
-                    let _ = std::fs::remove_file(&path);
-                }
+                remove_locked(&path, &f);
                 None
             }
-            None => None,
+            _ => None,
         };
         MigrateReq::hold(current, previous, want, state, who).map_err(HoldError::Write)
     }
@@ -215,7 +369,7 @@ impl MigrateReq {
         current: &str,
         previous: String,
         want: bool,
-        state: Option<PathBuf>,
+        state: Option<(PathBuf, File)>,
         who: &'static str,
     ) -> io::Result<MigrateReq> {
         let want = if want { "1" } else { "0" };
@@ -255,21 +409,29 @@ impl Drop for MigrateReq {
                 return;
             }
         }
-        if let Some(path) = &self.state {
-            let _ = std::fs::remove_file(path);
+        if let Some((path, f)) = &self.state {
+            remove_locked(path, f);
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{plan, read_state, Plan};
+    use super::{plan, read_state, Plan, State};
 
     #[test]
     fn a_state_file_needs_both_lines_and_a_numeric_value() {
         assert_eq!(
             read_state("previous=0\npid=42\n"),
-            Some(("0".to_string(), 42))
+            Some(State {
+                previous: "0".to_string(),
+                pid: 42,
+                netns: None
+            })
+        );
+        assert_eq!(
+            read_state("previous=1\npid=42\nnetns=4026531840\n").and_then(|s| s.netns),
+            Some(4026531840)
         );
         assert_eq!(read_state("pid=42\n"), None);
         assert_eq!(read_state("previous=0\n"), None);

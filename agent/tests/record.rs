@@ -686,11 +686,18 @@ fn started(
     args: &[&str],
     envs: &[(&str, &std::path::Path)],
 ) -> (std::process::Child, std::thread::JoinHandle<String>) {
-    use std::io::{BufRead, Read};
-    let mut child = Command::new(BIN)
-        .arg("record")
+    let mut cmd = Command::new(BIN);
+    cmd.arg("record")
         .args(args)
-        .envs(envs.iter().map(|(k, v)| (k, v.as_os_str())))
+        .envs(envs.iter().map(|(k, v)| (k, v.as_os_str())));
+    started_as(cmd)
+}
+
+/// [`started`] for any command that ends up running `record`.
+#[cfg(target_os = "linux")]
+fn started_as(mut cmd: Command) -> (std::process::Child, std::thread::JoinHandle<String>) {
+    use std::io::{BufRead, Read};
+    let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -919,27 +926,12 @@ fn after_a_sigkill_the_next_run_restores_the_value_from_before_the_killed_run() 
     };
     let dir = scratch("sigkill");
     let state = dir.join("state");
-    let env = [("REUSEPORT_AGENT_STATE", state.as_path())];
     let killed = dir.join("killed.json");
-    let (mut child, rest) = started(
-        &[
-            "--proto",
-            "tcp",
-            "--listeners",
-            "2",
-            "--tcp-migrate-req",
-            "--count",
-            "20000",
-            "--duration",
-            "20",
-            "--output",
-            killed.to_str().unwrap(),
-        ],
-        &env,
-    );
-    signal(&child, libc::SIGKILL);
-    child.wait().unwrap();
-    drop(rest.join());
+    let mut cmd = Command::new(BIN);
+    cmd.args(LONG_MIGRATE_RUN)
+        .args(["--output", killed.to_str().unwrap()])
+        .env("REUSEPORT_AGENT_STATE", &state);
+    killed_once_started(cmd);
     assert_eq!(
         std::fs::read_to_string(MIGRATE_REQ).unwrap().trim(),
         "1",
@@ -1082,5 +1074,144 @@ fn with_allow_foreign_listeners_the_trace_names_them_and_counts_what_they_took()
         r.stderr.contains("reached none of the group's sockets"),
         "{}",
         r.stderr
+    );
+}
+
+/// A long `record --tcp-migrate-req` run's arguments.
+#[cfg(target_os = "linux")]
+const LONG_MIGRATE_RUN: &[&str] = &[
+    "record",
+    "--proto",
+    "tcp",
+    "--listeners",
+    "2",
+    "--tcp-migrate-req",
+    "--count",
+    "20000",
+    "--duration",
+    "20",
+];
+
+/// Runs `cmd` (a `record`) until its traffic has started, then kills it
+/// with SIGKILL, which no code of it sees.
+#[cfg(target_os = "linux")]
+fn killed_once_started(cmd: Command) {
+    let (mut child, rest) = started_as(cmd);
+    signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    drop(rest.join());
+}
+
+/// Why: a run's liveness was judged by `reuseport-agent` in its command
+/// line, so a renamed copy of the binary holding the sysctl was taken for
+/// dead, and a second run reset the sysctl under it. The state file's lock
+/// is the test now.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_renamed_binary_holding_the_sysctl_refuses_a_second_run() {
+    let Some(_sysctl) = migrate_req_as_root("a_renamed_binary", "0") else {
+        return;
+    };
+    let dir = scratch("renamed");
+    let state = dir.join("state");
+    let copy = dir.join("renamed-copy");
+    std::fs::copy(BIN, &copy).unwrap();
+    let mut cmd = Command::new(&copy);
+    cmd.args(LONG_MIGRATE_RUN)
+        .env("REUSEPORT_AGENT_STATE", &state);
+    let (child, rest) = started_as(cmd);
+    let pid = child.id();
+    let second = short_migrate_run(&state);
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    signal(&child, libc::SIGINT);
+    let first = child.wait_with_output().unwrap();
+    let first_err = rest.join().unwrap();
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("another reuseport-agent run (pid {pid})")),
+        "{stderr}"
+    );
+    assert_eq!(first.status.code(), Some(130), "{first_err}");
+    assert_eq!(std::fs::read_to_string(MIGRATE_REQ).unwrap().trim(), "0");
+    assert!(!state.exists(), "the first run removed its state file");
+}
+
+/// Why: a run that set the sysctl inside another network namespace and was
+/// killed left a state file that made the next run in the host "restore"
+/// that namespace's value into the host's sysctl. The file names its
+/// namespace now, and only a run in the same one acts on it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_run_in_another_namespace_is_not_restored_into_the_host() {
+    let Some(_sysctl) = migrate_req_as_root("a_killed_run_in_another_namespace", "0") else {
+        return;
+    };
+    let dir = scratch("other-netns");
+    let state = dir.join("state");
+    // The namespace's own sysctl is 1 before its run, so its state file
+    // keeps 1; the namespace dies with the killed run.
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--net",
+        "sh",
+        "-c",
+        "ip link set lo up && echo 1 > /proc/sys/net/ipv4/tcp_migrate_req && exec \"$0\" \"$@\"",
+        BIN,
+    ])
+    .args(LONG_MIGRATE_RUN)
+    .env("REUSEPORT_AGENT_STATE", &state);
+    killed_once_started(cmd);
+    assert!(state.exists(), "the killed run left its state file");
+    let out = short_migrate_run(&state);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(MIGRATE_REQ).unwrap().trim(),
+        "0",
+        "the host's value stays: {stderr}"
+    );
+    assert!(stderr.contains("another network namespace"), "{stderr}");
+}
+
+/// Why: the README promised that a plain `record` after a `kill -9` of a
+/// `--tcp-migrate-req` run puts the sysctl back; only another
+/// `--tcp-migrate-req` run (or a scenario) did.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_plain_record_after_a_sigkill_restores_the_value_from_before_the_killed_run() {
+    let Some(_sysctl) = migrate_req_as_root("a_plain_record_after_a_sigkill", "0") else {
+        return;
+    };
+    let dir = scratch("plain-after-kill");
+    let state = dir.join("state");
+    let mut cmd = Command::new(BIN);
+    cmd.args(LONG_MIGRATE_RUN)
+        .env("REUSEPORT_AGENT_STATE", &state);
+    killed_once_started(cmd);
+    assert_eq!(std::fs::read_to_string(MIGRATE_REQ).unwrap().trim(), "1");
+    let out = Command::new(BIN)
+        .args([
+            "record",
+            "--proto",
+            "tcp",
+            "--listeners",
+            "2",
+            "--count",
+            "20",
+        ])
+        .env("REUSEPORT_AGENT_STATE", &state)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(MIGRATE_REQ).unwrap().trim(),
+        "0",
+        "{stderr}"
+    );
+    assert!(stderr.contains("was killed"), "{stderr}");
+    assert!(
+        !state.exists(),
+        "the state file goes once the value is back"
     );
 }

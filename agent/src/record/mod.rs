@@ -28,10 +28,9 @@
 // Off Linux `record` refuses at once; the trace assembly is then unused.
 #![cfg_attr(not(target_os = "linux"), allow(dead_code))]
 
-use std::fs::File;
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reuseport_model::reuseport::CpuPin;
@@ -347,6 +346,9 @@ pub struct Outcome {
     pub elsewhere: u64,
     /// Stopped by a terminating signal (exit status 130).
     pub interrupted: bool,
+    /// `--output` could not be written, and the trace went to standard
+    /// output instead (exit status 1).
+    pub diverted: bool,
 }
 
 /// What the recording thread hands back.
@@ -469,6 +471,10 @@ pub fn record(args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
     sys::raise_fd_limit(args.listeners)?;
     let release = crate::kernel::running_release()?;
     let profile = Profile::for_release(&release).ok();
+    if !args.tcp_migrate_req && !args.netns {
+        // A run killed while it held the sysctl left its value to restore.
+        crate::migrate_req::restore_left("record");
+    }
     let _signals = crate::signals::Guard::install(crate::signals::Second::Waits).map_err(|e| {
         RecordError::sys(
             "installing the handlers of SIGINT, SIGTERM, SIGHUP and the other terminating signals",
@@ -491,6 +497,7 @@ pub fn record(args: &RecordArgs) -> Result<(Trace, Outcome), RecordError> {
         lost: measured.recording.counts.lost.unwrap_or(0),
         elsewhere: measured.recording.elsewhere,
         interrupted: measured.recording.stopped_by == drive::StoppedBy::Signal,
+        diverted: false,
     };
     let cx = Context {
         args,
@@ -580,102 +587,38 @@ fn measure(
     })
 }
 
-/// The file a trace is written to before it is renamed to `--output`:
-/// in the same directory (a rename within one file system is atomic),
-/// hidden, and named after the run's process.
-fn partial_path(output: &Path) -> PathBuf {
-    let name = output
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "trace".into());
-    output.with_file_name(format!(".{name}.{}.partial", std::process::id()))
-}
-
-/// Where the trace goes: a temporary file beside `--output`, renamed into
-/// place once the trace is whole (an existing file keeps its content until
-/// then, and is never left half written), or standard output.
-struct Sink {
-    target: Option<(PathBuf, PathBuf, File)>,
-}
-
-impl Sink {
-    /// Creates the temporary file, so an unwritable directory fails before
-    /// any socket is made.
-    fn open(output: Option<&Path>) -> Result<Sink, RecordError> {
-        let Some(p) = output else {
-            return Ok(Sink { target: None });
-        };
-        let err = |source| RecordError::Output {
-            path: p.display().to_string(),
-            source,
-        };
-        if p.is_dir() {
-            return Err(err(io::Error::new(
-                io::ErrorKind::IsADirectory,
-                "it is a directory; name a file",
-            )));
-        }
-        let tmp = partial_path(p);
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(err)?;
-        Ok(Sink {
-            target: Some((p.to_path_buf(), tmp, file)),
-        })
-    }
-
-    /// Writes the whole trace and moves it into place.
-    fn commit(mut self, text: &str) -> Result<(), RecordError> {
-        match self.target.take() {
-            None => {
-                let mut out = io::stdout().lock();
-                out.write_all(text.as_bytes())
-                    .and_then(|()| out.flush())
-                    .map_err(|source| RecordError::Output {
-                        path: "standard output".into(),
-                        source,
-                    })
-            }
-            Some((path, tmp, mut file)) => {
-                let done = file
-                    .write_all(text.as_bytes())
-                    .and_then(|()| file.sync_all())
-                    .and_then(|()| std::fs::rename(&tmp, &path));
-                if done.is_err() {
-                    let _ = std::fs::remove_file(&tmp);
-                }
-                done.map_err(|source| RecordError::Output {
-                    path: path.display().to_string(),
-                    source,
-                })
-            }
-        }
-    }
-}
-
-impl Drop for Sink {
-    /// A sink dropped without [`Sink::commit`] (the recording failed)
-    /// removes its temporary file; `--output` is untouched.
-    fn drop(&mut self) {
-        if let Some((_, tmp, _)) = self.target.take() {
-            let _ = std::fs::remove_file(tmp);
-        }
-    }
-}
-
 /// Runs `record` and writes the trace to `--output` or standard output.
-/// The trace goes to a temporary file in the output's directory, created
-/// first (so an unwritable directory fails before any socket is made),
-/// and renamed to `--output` when whole: an existing file is replaced only
-/// then, and a failed run leaves it as it was.
+/// `--output` is checked first ([`crate::output::Output::prepare`]), so a
+/// path that cannot take the trace fails before any socket is made; the
+/// trace replaces a regular file only once it is whole, and goes through
+/// to a device, a FIFO or standard output. When the file cannot be written
+/// at the end (a full disk), the trace goes to standard output instead,
+/// said on standard error, and the run exits 1.
 pub fn run(args: &RecordArgs) -> Result<Outcome, RecordError> {
-    let sink = Sink::open(args.output.as_deref())?;
-    let (trace, outcome) = record(args)?;
+    let output_error = |p: &Path| {
+        let path = p.display().to_string();
+        move |source| RecordError::Output { path, source }
+    };
+    let sink = match &args.output {
+        Some(p) => Some(crate::output::Output::prepare(p).map_err(output_error(p))?),
+        None => None,
+    };
+    let (trace, mut outcome) = record(args)?;
     let mut text = trace.to_json();
     text.push('\n');
-    sink.commit(&text)?;
+    match sink {
+        None => {
+            let mut out = io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .map_err(output_error(Path::new("standard output")))?;
+        }
+        Some(sink) => {
+            outcome.diverted = sink
+                .commit_or_stdout(text.as_bytes(), "record")
+                .map_err(|(path, source)| RecordError::Output { path, source })?;
+        }
+    }
     if outcome.elsewhere > 0 {
         crate::note!(
             "record: warning: {} of {} connections completed their handshake but reached none of the group's sockets: a listener outside the group took them (options.deliveredElsewhere); the trace counts them as lost",

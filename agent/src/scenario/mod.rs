@@ -479,9 +479,22 @@ pub fn run(args: &ScenarioArgs, out: impl Write) -> Result<ScenarioTrace, Scenar
     if !(scale.is_finite() && (0.001..=1.0).contains(&scale)) {
         return Err(ScenarioError::Scale(scale));
     }
+    // Checked before anything runs: a path that cannot take the trace
+    // fails now, not after the measurement.
+    let sink = match &args.output {
+        Some(p) => {
+            Some(
+                crate::output::Output::prepare(p).map_err(|source| ScenarioError::Output {
+                    path: p.display().to_string(),
+                    source,
+                })?,
+            )
+        }
+        None => None,
+    };
     if let Some(kernel) = &args.kernel {
         let trace = guest::run(args, c, kernel, scale)?;
-        write_trace(args, &trace, out)?;
+        write_trace(sink, &trace, out)?;
         return Ok(trace);
     }
     if !cfg!(target_os = "linux") {
@@ -502,14 +515,15 @@ pub fn run(args: &ScenarioArgs, out: impl Write) -> Result<ScenarioTrace, Scenar
         skipped: Vec::new(),
     };
     run_variants(args, c, &ids, scale, &mut trace)?;
-    write_trace(args, &trace, out)?;
+    write_trace(sink, &trace, out)?;
     Ok(trace)
 }
 
-/// Writes the trace to `--output` or `out`, and then checks it against the
-/// schema (written either way, so nothing measured is lost).
+/// Writes the trace to `--output` (or, when that fails, to standard
+/// output, said on standard error) or `out`, and then checks it against
+/// the schema (written either way, so nothing measured is lost).
 fn write_trace(
-    args: &ScenarioArgs,
+    sink: Option<crate::output::Output>,
     trace: &ScenarioTrace,
     mut out: impl Write,
 ) -> Result<(), ScenarioError> {
@@ -517,11 +531,11 @@ fn write_trace(
     text.push('\n');
     let value: serde_json::Value = serde_json::from_str(&text).expect("just written");
     let problems = schema_problems(&value);
-    match &args.output {
-        Some(p) => std::fs::write(p, text).map_err(|source| ScenarioError::Output {
-            path: p.display().to_string(),
-            source,
-        })?,
+    match sink {
+        Some(sink) => {
+            sink.commit_or_stdout(text.as_bytes(), "scenario")
+                .map_err(|(path, source)| ScenarioError::Output { path, source })?;
+        }
         None => out
             .write_all(text.as_bytes())
             .and_then(|()| out.flush())
