@@ -101,7 +101,11 @@ impl Ending for crate::predict::Outcome {
 
 impl Ending for crate::bench::Report {
     fn status(&self) -> Status {
-        all_or_partial(self.complete)
+        if self.stopped == Some(crate::bench::Stop::Interrupted) {
+            Status::Interrupted
+        } else {
+            all_or_partial(self.complete)
+        }
     }
 }
 
@@ -117,13 +121,21 @@ impl Ending for crate::record::Outcome {
 
 impl Ending for crate::verify::Report {
     fn status(&self) -> Status {
-        all_or_partial(self.exact)
+        if self.interrupted {
+            Status::Interrupted
+        } else {
+            all_or_partial(self.exact)
+        }
     }
 }
 
 impl Ending for crate::kernels::VerificationRecord {
     fn status(&self) -> Status {
-        all_or_partial(self.kernels.iter().all(|k| k.verified))
+        if self.interrupted {
+            Status::Interrupted
+        } else {
+            all_or_partial(self.kernels.iter().all(|k| k.verified))
+        }
     }
 }
 
@@ -172,20 +184,31 @@ refusing!(
     crate::verify::VerifyError,
     crate::kernels::KernelsError,
     crate::scenario::ScenarioError,
-    crate::recover::RecoverCliError,
 );
 
-impl Failure for crate::record::RecordError {
-    fn broken_pipe(&self) -> bool {
-        self.is_broken_pipe()
-    }
-    fn status(&self) -> Status {
-        match self {
-            crate::record::RecordError::Interrupted => Status::Interrupted,
-            _ => Status::Refused,
+/// `Failure` for errors that refuse, but for the one variant that says a
+/// signal stopped the run.
+macro_rules! interruptible {
+    ($($t:ty => $stopped:pat),* $(,)?) => {$(
+        impl Failure for $t {
+            fn broken_pipe(&self) -> bool {
+                self.is_broken_pipe()
+            }
+            fn status(&self) -> Status {
+                if matches!(self, $stopped) {
+                    Status::Interrupted
+                } else {
+                    Status::Refused
+                }
+            }
         }
-    }
+    )*};
 }
+
+interruptible!(
+    crate::record::RecordError => crate::record::RecordError::Interrupted,
+    crate::recover::RecoverCliError => crate::recover::RecoverCliError::Interrupted,
+);
 
 impl Failure for crate::calibrate::CalibrateError {
     fn broken_pipe(&self) -> bool {

@@ -121,6 +121,9 @@ pub enum KernelsError {
     /// A name in `--kernels` is not a kernel this command knows.
     #[error("--kernels: `{0}` is not a Debian kernel this command boots; name 5.10, 6.1, 6.12, sid (or bullseye, bookworm, trixie, or sid's series such as 7.2), or give --kernels alone for all four")]
     Unknown(String),
+    /// Options that this form of `verify` would ignore.
+    #[error("{0}")]
+    Options(String),
     /// Writing the report or the record failed.
     #[error("writing {what}: {source}")]
     Io {
@@ -1330,6 +1333,11 @@ fn boot(
                         let _ = child.wait();
                         break BootEnd::TimedOut { after: timeout };
                     }
+                    Ok(None) if crate::signals::stopped() => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        break BootEnd::NotStarted("stopped by a signal".into());
+                    }
                     Ok(None) => std::thread::sleep(Duration::from_millis(100)),
                     Err(e) => {
                         let _ = child.kill();
@@ -1369,7 +1377,7 @@ fn check_on_host(
         "--trace".into(),
         path.display().to_string(),
     ];
-    argv.extend(["--train".into(), verify.train.to_string()]);
+    argv.extend(["--train".into(), verify.train().to_string()]);
     if let Some(t) = verify.threads {
         argv.extend(["--threads".into(), t.to_string()]);
     }
@@ -1529,6 +1537,10 @@ pub struct VerificationRecord {
     pub kernels: Vec<KernelRow>,
     /// Every profile of the model and whether a booted kernel proved it.
     pub profiles: Vec<ProfileEvidence>,
+    /// A terminating signal stopped the run after these kernels (exit
+    /// status 130; not part of the file, which is then not written).
+    #[serde(skip)]
+    pub interrupted: bool,
 }
 
 /// The agent's identity.
@@ -1711,7 +1723,7 @@ fn method(count: u64, verify: &VerifyArgs, random: u32) -> String {
     };
     format!(
         "Each Debian kernel image was booted under QEMU with a busybox initramfs; inside it, reuseport-agent record (static, musl) recorded {count} connections or datagrams per layout over loopback. On the host, the hash key was recovered from the first {} events of each trace by trying all 2^32 values, and the model predicted the rest.{random}",
-        verify.train
+        verify.train()
     )
 }
 
@@ -1731,6 +1743,16 @@ pub fn run(
         list
     };
     let reqs = requests(&list)?;
+    verify.check().map_err(KernelsError::Options)?;
+    // Until the run ends, a terminating signal stops it: the guest is
+    // killed, and the rows finished so far are printed (exit status 130).
+    let _signals =
+        crate::signals::Guard::install(crate::signals::Second::Ends).map_err(|source| {
+            KernelsError::Io {
+                what: "the signal handlers".into(),
+                source,
+            }
+        })?;
     // Checked before any kernel boots: a path that cannot take the record
     // fails now, not after the guests.
     let sink = match &args.write_record {
@@ -1778,7 +1800,12 @@ pub fn run(
     let mut rows = Vec::new();
     // Built once for all kernels; a failure fails every row at that step.
     let mut shared: Option<Result<PathBuf, String>> = None;
+    let mut interrupted = false;
     for req in &reqs {
+        if crate::signals::stopped() {
+            interrupted = true;
+            break;
+        }
         let mut row = KernelRow::new(req, names.len());
         row.random_layouts_expected = random;
         let dir = runs.join(&req.suite);
@@ -1839,6 +1866,11 @@ pub fn run(
             fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
             check_on_host(&path, verify, err)
         };
+        if crate::signals::stopped() {
+            // This kernel's run was cut short: not a row.
+            interrupted = true;
+            break;
+        }
         assess(&mut row, &guest, &names, &mut check);
         if random > 0 && row.booted {
             check_random(&mut row, &guest, verify.seed);
@@ -1890,6 +1922,7 @@ pub fn run(
         method: method(count, verify, random),
         profiles: profile_evidence(&rows, Some(&host_release)),
         kernels: rows,
+        interrupted,
     };
     let stdout = |e| KernelsError::Io {
         what: "the report".into(),
@@ -1913,9 +1946,20 @@ pub fn run(
         )
         .map_err(stdout)?;
     }
+    if interrupted {
+        let _ = writeln!(
+            err,
+            "verify --kernels: INTERRUPTED by a signal: the rows above are the kernels finished before it{}",
+            if sink.is_some() {
+                "; the record is not written, so a partial run replaces no record"
+            } else {
+                ""
+            }
+        );
+    }
     // After the table, so a record that cannot be written loses nothing
     // printed.
-    if let Some(sink) = sink {
+    if let Some(sink) = sink.filter(|_| !interrupted) {
         let text = serde_json::to_string_pretty(&record).expect("the record serializes") + "\n";
         let path = sink.path().display().to_string();
         let _ = out.flush();

@@ -213,11 +213,7 @@ impl Kind {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        let unnamed = OpenOptions::new()
-            .write(true)
-            .mode(0o644)
-            .custom_flags(libc::O_TMPFILE)
-            .open(dir);
+        let unnamed = unnamed_in(dir);
         let (tmp, named) = match unnamed {
             Ok(f) => (f, None),
             Err(e)
@@ -259,6 +255,22 @@ impl Drop for Output {
             let _ = fs::remove_file(n);
         }
     }
+}
+
+/// An unnamed file in `dir` (`O_TMPFILE`, Linux 3.11).
+#[cfg(target_os = "linux")]
+fn unnamed_in(dir: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .mode(0o644)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir)
+}
+
+/// Elsewhere there is none: the caller makes a named file.
+#[cfg(not(target_os = "linux"))]
+fn unnamed_in(_: &Path) -> io::Result<File> {
+    Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
 }
 
 /// `.NAME.PID.what` beside `target`.

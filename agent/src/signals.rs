@@ -109,6 +109,27 @@ impl Drop for Guard {
     }
 }
 
+/// A reader that ends with an error when a stop signal interrupts a read,
+/// where readers of the standard library retry (`read_to_end`, and
+/// `read_capped_line`, retry on `EINTR`): so a run blocked reading its
+/// standard input stops at the first signal. The error's kind is
+/// [`io::ErrorKind::Other`]; [`stopped`] tells it apart.
+pub struct Stoppable<R>(pub R);
+
+impl<R: io::Read> io::Read for Stoppable<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.0.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted && stopped() => {
+                    return Err(io::Error::other("stopped by a signal"))
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => return r,
+            }
+        }
+    }
+}
+
 /// In a freshly forked child: the default action for every one of
 /// [`STOP_SIGNALS`], so a signal ends the child instead of setting the
 /// parent's flag in the child's copy of memory.

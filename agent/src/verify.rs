@@ -147,17 +147,18 @@ pub struct VerifyArgs {
     /// curated ones, and their answers compared with the model here.
     #[arg(long, value_name = "N|NAMES", value_parser = layouts_arg)]
     pub layouts: Option<LayoutsArg>,
-    /// Connections or datagrams recorded per layout.
-    #[arg(long, default_value_t = 1000)]
+    /// Connections or datagrams recorded per layout (1 or more).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: u64,
-    /// How many of them recover the key; the rest are predicted.
-    #[arg(long, default_value_t = 48)]
-    pub train: usize,
-    /// A short run for the test suite: 300 events per layout.
-    #[arg(long)]
+    /// How many of them recover the key (1 or more; default 48); the rest
+    /// are predicted. Not with --layouts N, which recovers no key.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub train: Option<u64>,
+    /// A short run for the test suite: 300 events per layout (not with --count).
+    #[arg(long, conflicts_with = "count")]
     pub quick: bool,
-    /// Search threads (default: every CPU).
-    #[arg(long)]
+    /// Search threads, 1 to 1024 (default: every CPU).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
     /// Seed of the client addresses and ports, and of the random layouts.
     #[arg(long, default_value_t = 11)]
@@ -191,7 +192,28 @@ pub struct VerifyArgs {
     pub kernels: crate::kernels::KernelsArgs,
 }
 
+/// `--train`'s default.
+pub const DEFAULT_TRAIN: u64 = 48;
+
 impl VerifyArgs {
+    /// Training events: `--train`, or [`DEFAULT_TRAIN`].
+    pub fn train(&self) -> usize {
+        usize::try_from(self.train.unwrap_or(DEFAULT_TRAIN)).unwrap_or(usize::MAX)
+    }
+
+    /// Refuses options that the form of `verify` asked for would ignore,
+    /// naming them.
+    pub fn check(&self) -> Result<(), String> {
+        let random = matches!(self.layouts, Some(LayoutsArg::Random(_)));
+        if self.call_logs && !random {
+            return Err("--call-logs draws random call logs: it needs --layouts N (a number); with named layouts, --trace or none it would be ignored".into());
+        }
+        if random && self.train.is_some() {
+            return Err("--train sets how many events recover a key, and --layouts N recovers none (it compares bind, listen and lookup answers); drop --train".into());
+        }
+        Ok(())
+    }
+
     /// The curated layouts asked for: all unless `--layouts` names some.
     pub fn named_layouts(&self) -> Vec<LayoutName> {
         match &self.layouts {
@@ -226,6 +248,9 @@ pub enum VerifyError {
     /// `--layouts N` could not run.
     #[error("{0}")]
     Layouts(#[from] crate::differential::LayoutsError),
+    /// Options that this form of `verify` would ignore.
+    #[error("{0}")]
+    Options(String),
     /// Writing the report failed.
     #[error("writing the report: {0}")]
     Io(#[from] std::io::Error),
@@ -288,6 +313,10 @@ pub struct Report {
     pub layouts: Vec<LayoutResult>,
     /// All at 100%.
     pub exact: bool,
+    /// A terminating signal stopped the run: `layouts` are those finished
+    /// before it (exit status 130).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl Report {
@@ -295,7 +324,11 @@ impl Report {
     /// and agreed on all of it.
     pub fn new(layouts: Vec<LayoutResult>) -> Report {
         let exact = layouts.iter().all(|r| r.tested > 0 && r.agreed == r.tested);
-        Report { layouts, exact }
+        Report {
+            layouts,
+            exact,
+            interrupted: false,
+        }
     }
 }
 
@@ -345,16 +378,34 @@ fn check_trace(
     args: &VerifyArgs,
     err: &mut dyn Write,
 ) -> Result<LayoutResult, VerifyError> {
-    check_trace_among(layout, trace, args, 0..1u64 << 32, err)
+    check_trace_among(layout, trace, args, 0..1u64 << 32, stop_flag(), err)
+}
+
+/// The flag a terminating signal sets while `verify` runs
+/// ([`crate::signals::STOP`]).
+fn stop_flag() -> &'static AtomicBool {
+    #[cfg(unix)]
+    return &crate::signals::STOP;
+    #[cfg(not(unix))]
+    {
+        static NEVER: AtomicBool = AtomicBool::new(false);
+        &NEVER
+    }
+}
+
+/// Whether a terminating signal asked the run to stop.
+fn stopping() -> bool {
+    stop_flag().load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// [`check_trace`] with the search over `keys` only (the tests search a
-/// small part of the key space).
+/// small part of the key space), stopped when `stop` is set.
 fn check_trace_among(
     layout: String,
     trace: &crate::trace::Trace,
     args: &VerifyArgs,
     keys: std::ops::Range<u64>,
+    stop: &AtomicBool,
     err: &mut dyn Write,
 ) -> Result<LayoutResult, VerifyError> {
     let bad = |problem: String| VerifyError::Recover {
@@ -369,10 +420,12 @@ fn check_trace_among(
             "an IPv6 key is two 32-bit values and cannot be searched".into(),
         ));
     }
-    let profile = Profile::for_release(&trace.kernel.release).map_err(|e| bad(e.to_string()))?;
+    // The release is quoted in the model's answer; a huge one is cut.
+    let profile = Profile::for_release(&trace.kernel.release)
+        .map_err(|e| bad(crate::trace::tamed(&e.to_string())))?;
     let group = ReuseportGroup::build(profile, &trace.group.spec(Keys::default()))
         .map_err(|e| bad(e.to_string()))?;
-    let train = args.train.min(trace.events.len() / 2);
+    let train = args.train().min(trace.events.len() / 2);
     let mut plan = Plan::new(&group).map_err(|e| bad(e.to_string()))?;
     for e in &trace.events[..train] {
         plan.add(0, &e.tuple(), e.listener)
@@ -381,13 +434,12 @@ fn check_trace_among(
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
-    let stop = AtomicBool::new(false);
     let searched = parallel_search(
         &plan,
         Isa::Best,
         keys,
         threads,
-        &stop,
+        stop,
         &format!(" {layout}"),
         true,
         err,
@@ -482,16 +534,20 @@ fn random_layouts(
         return Ok(Report {
             layouts: Vec::new(),
             exact: true,
+            interrupted: false,
         });
     }
-    let exact = if args.call_logs {
-        run::<CallLogs>(&opts, out, err)?.exact()
+    let (exact, interrupted) = if args.call_logs {
+        let r = run::<CallLogs>(&opts, out, err)?;
+        (r.exact(), r.interrupted)
     } else {
-        run::<Layouts>(&opts, out, err)?.exact()
+        let r = run::<Layouts>(&opts, out, err)?;
+        (r.exact(), r.interrupted)
     };
     Ok(Report {
         layouts: Vec::new(),
         exact,
+        interrupted,
     })
 }
 
@@ -577,7 +633,9 @@ fn write_table(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
         "{}",
-        if report.exact {
+        if report.interrupted {
+            "verify: INTERRUPTED by a signal: the rows above are the layouts finished before it; the rest were not run"
+        } else if report.exact {
             "verify: the model predicted every connection exactly"
         } else if disagrees {
             "verify: DISAGREEMENT: the model is not exact here"
@@ -594,13 +652,23 @@ pub fn run(
     mut out: impl Write,
     err: &mut dyn Write,
 ) -> Result<Report, VerifyError> {
+    args.check().map_err(VerifyError::Options)?;
+    // Until the run ends, a terminating signal stops it; the rows finished
+    // so far are printed (exit status 130).
+    #[cfg(unix)]
+    let _signals = crate::signals::Guard::install(crate::signals::Second::Ends)?;
     if let Some(LayoutsArg::Random(count)) = args.layouts {
         return random_layouts(args, count, out, err);
     }
     let layouts = args.named_layouts();
     let count = if args.quick { 300 } else { args.count };
     let mut results = Vec::new();
+    let mut interrupted = false;
     for path in &args.traces {
+        if stopping() {
+            interrupted = true;
+            break;
+        }
         let trace = crate::trace::Trace::read(path)?;
         let name = path.file_name().map_or_else(
             || path.display().to_string(),
@@ -609,9 +677,16 @@ pub fn run(
         writeln!(
             err,
             "verify: {name}: recovering the key from {} events, predicting the rest",
-            args.train
+            args.train()
         )?;
-        results.push(check_trace(name, &trace, args, err)?);
+        let r = check_trace(name, &trace, args, err);
+        // A layout a signal cut short is not a row: its search or
+        // recording is partial.
+        if stopping() {
+            interrupted = true;
+            break;
+        }
+        results.push(r?);
     }
     let layouts = if args.traces.is_empty() {
         layouts
@@ -619,15 +694,25 @@ pub fn run(
         Vec::new()
     };
     for l in layouts {
+        if stopping() || interrupted {
+            interrupted = true;
+            break;
+        }
         writeln!(
             err,
             "verify: {}: recording {count} events, recovering the key from {}, predicting the rest",
             l.name(),
-            args.train
+            args.train()
         )?;
-        results.push(check_layout(l, args, count, err)?);
+        let r = check_layout(l, args, count, err);
+        if stopping() {
+            interrupted = true;
+            break;
+        }
+        results.push(r?);
     }
-    let report = Report::new(results);
+    let mut report = Report::new(results);
+    report.interrupted = interrupted;
     if args.json {
         serde_json::to_writer(&mut out, &report).map_err(std::io::Error::from)?;
         writeln!(out)?;
@@ -708,7 +793,16 @@ mod ambiguity_tests {
             .unwrap()
             .args;
         let mut progress = Vec::new();
-        let r = check_trace_among("udp".into(), &trace, &args, 0..1 << 20, &mut progress).unwrap();
+        let never = AtomicBool::new(false);
+        let r = check_trace_among(
+            "udp".into(),
+            &trace,
+            &args,
+            0..1 << 20,
+            &never,
+            &mut progress,
+        )
+        .unwrap();
         assert_eq!(r.train, 5, "ten events, at most half of them train");
         assert!(r.candidates > 1, "{} keys fit", r.candidates);
         assert_eq!(r.secret, None);

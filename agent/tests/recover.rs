@@ -1030,3 +1030,70 @@ mod fuzz {
         }
     }
 }
+
+/// Whether process `pid` catches signal `sig` (its `SigCgt` mask in
+/// `/proc/PID/status`).
+#[cfg(target_os = "linux")]
+fn catches(pid: u32, sig: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            let mask = s.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .is_some_and(|m| m & (1 << (sig - 1)) != 0)
+}
+
+/// Why: `recover --lines -` waiting on its standard input ignored the first
+/// SIGTERM or SIGINT: the read was retried after the handler set the flag.
+/// The first signal ends it now, with status 130. (Standard input stays
+/// open and empty, so only the signal can end the read; it is closed
+/// after 60 s so that a run that ignores the signal still ends.)
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_while_reading_stdin_stops_recover_at_once_with_130() {
+    let mut child = Process::new(BIN)
+        .args([
+            "recover",
+            "--lines",
+            "-",
+            "--kernel",
+            "6.18",
+            "--proto",
+            "tcp",
+            "--listeners",
+            "8",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !catches(child.id(), libc::SIGTERM) {
+        assert!(child.try_wait().unwrap().is_none(), "recover ended early");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let started = Instant::now();
+    let mut stdin = child.stdin.take();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            stdin = None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}: {err}");
+    assert!(err.contains("interrupted while reading"), "{err}");
+}

@@ -542,6 +542,28 @@ pub(super) fn run_mode(plan: &Plan, mode: Mode) -> Result<ModeReport, BenchError
         }
     }
     drop(ready_records);
+    // Another program's listener on the port would take part of the
+    // connections (an SO_REUSEPORT one of the same user joins the group),
+    // and the counts would be wrong: refused, as `record` refuses it.
+    let own: std::collections::HashSet<u64> = children
+        .pids
+        .iter()
+        .chain(std::iter::once(&(std::process::id() as i32)))
+        .flat_map(|&pid| crate::record::foreign::socket_inodes(pid))
+        .collect();
+    let at = std::net::IpAddr::from(SERVER_ADDR);
+    let found = crate::record::foreign::find(reuseport_model::Proto::Tcp, port, at, at, &own);
+    if !found.is_empty() {
+        children.stop();
+        return Err(BenchError::ForeignListeners {
+            port,
+            found: found
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
     // The workers hold the listeners now; clients must not inherit them.
     drop(socket);
 

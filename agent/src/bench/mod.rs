@@ -94,6 +94,14 @@ pub enum BenchError {
         #[source]
         source: io::Error,
     },
+    /// Listening sockets of another program on the port.
+    #[error("port {port} already has listening socket(s) outside this run: {found}. They would take part of the connections (an SO_REUSEPORT listener of the same user joins the workers' group), so the counts would be wrong; choose another --port (or --port 0 for a free one), or stop the program that holds them")]
+    ForeignListeners {
+        /// The port.
+        port: u16,
+        /// The sockets, described.
+        found: String,
+    },
     /// A worker died before it was ready.
     #[error("worker processes exited before they were listening ({ready} of {workers} ready); run again, and check the kernel log if it repeats")]
     WorkerDied {

@@ -186,7 +186,12 @@ fn run_all<D: Draw>(
     let mut helpers = D::helpers();
     let (mut probes, mut t) = (0, Counts::default());
     let (mut seen, mut disagreements) = (BTreeSet::new(), Vec::new());
+    let mut interrupted = false;
     for drawn in 0..opts.count {
+        if crate::signals::stopped() {
+            interrupted = true;
+            break;
+        }
         let (case, _) = s.draw::<D>();
         let model0 = D::model_answers(profile, &case).map_err(LayoutsError::Kernel)?;
         let kernel0 = D::kernel_answers(&case, &mut probes, &mut helpers);
@@ -253,6 +258,7 @@ fn run_all<D: Draw>(
         probes,
         seconds: t0.elapsed().as_secs_f64(),
         disagreements,
+        interrupted,
     })
 }
 

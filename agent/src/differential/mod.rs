@@ -503,6 +503,10 @@ pub struct Report<D> {
     pub seconds: f64,
     /// Each disagreement, shrunk.
     pub disagreements: Vec<D>,
+    /// A terminating signal stopped the run: the counts are those of the
+    /// cases before it (exit status 130).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl<T> Report<T> {
@@ -548,6 +552,13 @@ impl<T> Report<T> {
         )?;
         for d in &self.disagreements {
             D::write_disagreement(d, out)?;
+        }
+        if self.interrupted {
+            writeln!(
+                out,
+                "{}: INTERRUPTED by a signal after {} of the {} asked for; the counts above are theirs",
+                w.command, c.layouts, w.things
+            )?;
         }
         if self.disagreements.is_empty() {
             writeln!(

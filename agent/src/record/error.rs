@@ -38,6 +38,16 @@ pub enum RecordError {
     /// `--bpf payload-mod` with TCP.
     #[error("--bpf payload-mod works with --proto udp only: a TCP SYN carries no payload unless TCP_FASTOPEN is used, which record does not do; use --bpf cpu for TCP")]
     PayloadModNeedsUdp,
+    /// A multicast or broadcast address outside a private namespace.
+    #[error("{option} {addr}: a {kind} address sends the traffic off loopback, to the machine's real interfaces and their networks; record in a private network namespace with --netns (as root), or use a unicast address such as 127.0.0.1")]
+    OffLoopback {
+        /// `--bind` or `--client`.
+        option: &'static str,
+        /// The address given.
+        addr: IpAddr,
+        /// `multicast` or `broadcast`.
+        kind: &'static str,
+    },
     /// `--tcp-migrate-req` with UDP.
     #[error("--tcp-migrate-req applies to TCP listeners only; drop it or use --proto tcp")]
     MigrateReqNeedsTcp,

@@ -127,6 +127,24 @@ pub fn find(
     found
 }
 
+/// The inodes of the sockets process `pid` holds open (its
+/// `/proc/PID/fd` links read `socket:[INODE]`); empty when they cannot be
+/// read.
+pub fn socket_inodes(pid: i32) -> HashSet<u64> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return HashSet::new();
+    };
+    fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| {
+            l.to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -135,6 +135,17 @@ fn is_loopback(a: IpAddr) -> bool {
     }
 }
 
+/// `multicast` or `broadcast` for an address whose datagrams leave
+/// loopback for the real interfaces (a multicast group is routed out of
+/// them, 255.255.255.255 goes to every attached network).
+fn off_loopback(a: IpAddr) -> Option<&'static str> {
+    match a.to_canonical() {
+        a if a.is_multicast() => Some("multicast"),
+        IpAddr::V4(v4) if v4.is_broadcast() => Some("broadcast"),
+        _ => None,
+    }
+}
+
 /// Checks the options and plans the recording; `cpus` are the CPUs the
 /// process may run on (for `--incoming-cpu-all` and `--pin-cpu`). Pure:
 /// nothing is touched.
@@ -187,6 +198,15 @@ pub fn plan(args: &RecordArgs, cpus: &[u32]) -> Result<Plan, RecordError> {
     }
     if args.tcp_migrate_req && proto != Proto::Tcp {
         return Err(RecordError::MigrateReqNeedsTcp);
+    }
+    if !args.netns {
+        let given = std::iter::once(("--bind", args.bind))
+            .chain(args.client.iter().map(|&c| ("--client", c)));
+        for (option, addr) in given {
+            if let Some(kind) = off_loopback(addr) {
+                return Err(RecordError::OffLoopback { option, addr, kind });
+            }
+        }
     }
     let duration = Duration::try_from_secs_f64(args.duration)
         .ok()

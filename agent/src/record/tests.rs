@@ -141,3 +141,34 @@ fn rfc3339_formats_utc_dates() {
     assert_eq!(at(1_700_000_000), "2023-11-14T22:13:20Z");
     assert_eq!(at(4_107_542_399), "2100-02-28T23:59:59Z");
 }
+
+/// Why: `record --proto udp --bind 224.0.0.1` (or 239.x, or a broadcast
+/// address) was accepted, and its datagrams went to a multicast group
+/// routed out of the real interface. Off loopback is refused unless the
+/// run makes its own namespace.
+#[test]
+fn multicast_and_broadcast_binds_are_refused_without_netns() {
+    for (argv, named) in [
+        (
+            "--proto udp --listeners 2 --bind 224.0.0.1",
+            "--bind 224.0.0.1",
+        ),
+        (
+            "--proto udp --listeners 2 --bind 239.1.2.3",
+            "--bind 239.1.2.3",
+        ),
+        (
+            "--proto udp --listeners 2 --bind 255.255.255.255",
+            "--bind 255.255.255.255",
+        ),
+        ("--proto udp --listeners 2 --bind ff02::1", "--bind ff02::1"),
+        (
+            "--proto udp --listeners 2 --bind 0.0.0.0 --client 224.0.0.9",
+            "--client 224.0.0.9",
+        ),
+    ] {
+        let e = refusal(argv);
+        assert!(e.starts_with(named) && e.contains("--netns"), "{argv}: {e}");
+    }
+    assert!(planned("--proto udp --listeners 2 --bind 224.0.0.1 --netns").is_ok());
+}

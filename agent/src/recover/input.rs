@@ -234,7 +234,8 @@ pub(super) fn read_lines(
         .ok_or(RecoverCliError::MissingGroup("--listeners"))?;
     let kernel = resolve_kernel(args.kernel.as_deref(), None)?;
     let reader: Box<dyn BufRead + '_> = if path == "-" {
-        Box::new(BufReader::new(stdin))
+        // A signal while waiting for input stops the run at once.
+        Box::new(BufReader::new(crate::signals::Stoppable(stdin)))
     } else {
         let f = std::fs::File::open(path).map_err(|source| RecoverCliError::Read {
             path: path.into(),
@@ -254,9 +255,15 @@ pub(super) fn read_lines(
             format!("{path}: line {line}")
         }
     };
-    let read_err = |source| RecoverCliError::Read {
-        path: what.into(),
-        source,
+    let read_err = |source| {
+        if crate::signals::stopped() {
+            RecoverCliError::Interrupted
+        } else {
+            RecoverCliError::Read {
+                path: what.into(),
+                source,
+            }
+        }
     };
     while let Some(len) =
         crate::predict::read_capped_line(&mut reader, &mut buf, MAX_LINE).map_err(read_err)?

@@ -160,6 +160,9 @@ pub enum RecoverCliError {
     /// Group options with traces.
     #[error("{0} describes a --lines group; a trace carries its own group (drop the option, or use --lines)")]
     GroupWithTraces(&'static str),
+    /// A terminating signal while the observations were read.
+    #[error("interrupted while reading the observations; nothing was searched")]
+    Interrupted,
     /// The lines could not be read.
     #[error("cannot read {path}: {source}")]
     Read {

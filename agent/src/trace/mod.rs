@@ -298,7 +298,7 @@ fn schema_problems(
 /// A schema message fit to print: it quotes the offending value, which may
 /// be huge or hold invisible characters, so a long one keeps its first 200
 /// and last 80 characters, and invisible ones are written as `\u{…}`.
-fn tamed(message: &str) -> String {
+pub fn tamed(message: &str) -> String {
     const HEAD: usize = 200;
     const TAIL: usize = 80;
     let n = message.chars().count();
