@@ -303,8 +303,15 @@ fn agreement(r: &Recorded, sim: &SimReport) -> (Agreement, f64) {
     (ag, share_error + logd)
 }
 
-fn read(path: &Path) -> Result<String, CalibrateError> {
-    std::fs::read_to_string(path).map_err(|source| CalibrateError::Io {
+/// The largest scenario trace `calibrate` reads (the committed ones are
+/// under 1 MiB).
+pub const MAX_TRACE_BYTES: u64 = 256 << 20;
+/// The largest calibration file `calibrate --check` reads (the committed
+/// one is under 64 KiB).
+pub const MAX_CALIBRATION_BYTES: u64 = 16 << 20;
+
+fn read(path: &Path, cap: u64, what: &str) -> Result<String, CalibrateError> {
+    crate::read_capped(path, cap, what).map_err(|source| CalibrateError::Io {
         path: path.display().to_string(),
         source,
     })
@@ -327,7 +334,7 @@ pub fn load(dir: &Path) -> Result<Vec<(String, ScenarioTrace)>, CalibrateError> 
     names.sort();
     let mut out = Vec::new();
     for p in names {
-        let text = read(&p)?;
+        let text = read(&p, MAX_TRACE_BYTES, "a scenario trace")?;
         let value: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| CalibrateError::Invalid {
                 path: p.display().to_string(),
@@ -702,9 +709,11 @@ pub fn run(args: &CalibrateArgs, mut err: impl Write) -> Result<Calibration, Cal
 
 /// A calibration file (`--check FILE`).
 fn read_calibration(path: &Path) -> Result<Calibration, CalibrateError> {
-    serde_json::from_str(&read(path)?).map_err(|e| CalibrateError::Invalid {
-        path: path.display().to_string(),
-        problems: e.to_string(),
+    serde_json::from_str(&read(path, MAX_CALIBRATION_BYTES, "a calibration file")?).map_err(|e| {
+        CalibrateError::Invalid {
+            path: path.display().to_string(),
+            problems: e.to_string(),
+        }
     })
 }
 

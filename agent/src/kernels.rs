@@ -1410,6 +1410,54 @@ fn cache_dir(args: &KernelsArgs) -> Result<PathBuf, KernelsError> {
     fs::canonicalize(&cache).map_err(io)
 }
 
+/// One run's own directory under `CACHE/runs/`, named `PID-N`, locked
+/// (flock on its `.lock`) while the run lives: two runs at once never share
+/// a directory (they did, and one of them failed at boot when the other
+/// removed its files). Directories of earlier runs whose lock is free are
+/// removed when a run starts, as a run used to remove its predecessor's.
+pub struct RunDir {
+    /// The directory.
+    pub path: PathBuf,
+    /// Held while this lives.
+    _lock: fs::File,
+}
+
+/// Makes this run's [`RunDir`] under `cache`, removing those of runs that
+/// have ended.
+pub fn run_dir(cache: &Path) -> Result<RunDir, String> {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let runs = cache.join("runs");
+    let flock = |f: &fs::File| {
+        // SAFETY: flock on a descriptor the caller owns.
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    };
+    for e in fs::read_dir(&runs).into_iter().flatten().flatten() {
+        let lock = e.path().join(".lock");
+        // Only this layout's directories; a free lock is a run that ended.
+        if let Ok(f) = fs::File::open(&lock) {
+            if flock(&f) {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    let name = format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let path = runs.join(name);
+    let _ = fs::remove_dir_all(&path);
+    fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let lock =
+        fs::File::create(path.join(".lock")).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !flock(&lock) {
+        return Err(format!("{}: cannot lock {}", path.display(), ".lock"));
+    }
+    Ok(RunDir { path, _lock: lock })
+}
+
 /// vCPUs of a `verify --kernels` guest.
 pub const VERIFY_GUEST_CPUS: u32 = 2;
 /// vCPUs of a `scenario --kernel` guest: the four CPUs of the curated
@@ -1459,8 +1507,8 @@ pub fn run_scenario(
         ));
     };
     let cache = cache_dir(args).map_err(|e| e.to_string())?;
-    let dir = cache.join("runs").join(format!("scenario-{}", req.suite));
-    let _ = fs::remove_dir_all(&dir);
+    let run = run_dir(&cache)?;
+    let dir = run.path.join(format!("scenario-{}", req.suite));
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let image = fetch(req, args, &cache, err).map_err(|e| format!("fetch: {e}"))?;
     let scratch = dir.join("initramfs");
@@ -1794,8 +1842,11 @@ pub fn run(
         layouts.push((RANDOM_CALL_LOGS.to_string(), args));
     }
     let cache = cache_dir(args)?;
-    let runs = cache.join("runs");
-    let _ = fs::create_dir_all(&runs);
+    let run = run_dir(&cache).map_err(|e| KernelsError::Io {
+        what: "the run directory".into(),
+        source: std::io::Error::other(e),
+    })?;
+    let runs = run.path.clone();
 
     let mut rows = Vec::new();
     // Built once for all kernels; a failure fails every row at that step.
@@ -1979,6 +2030,37 @@ pub fn run(
         }
     }
     Ok(record)
+}
+
+#[cfg(test)]
+mod run_dir_tests {
+    use super::*;
+
+    /// Why: two `verify --kernels` runs at once shared `runs/SUITE/`, and
+    /// one removed the other's files ("FAILED at boot: the guest never
+    /// reached /init"). Each run has its own directory, locked while it
+    /// lives; a later run removes only those of runs that have ended.
+    #[test]
+    fn runs_at_once_get_their_own_directories_and_only_ended_ones_are_removed() {
+        let cache = std::env::temp_dir().join(format!("run-dir-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&cache);
+        let first = run_dir(&cache).unwrap();
+        let second = run_dir(&cache).unwrap();
+        assert_ne!(first.path, second.path);
+        fs::write(first.path.join("trace.json"), "{}").unwrap();
+        let third = run_dir(&cache).unwrap();
+        assert!(
+            first.path.join("trace.json").exists(),
+            "a live run's files stay"
+        );
+        let ended = first.path.clone();
+        drop(first);
+        let fourth = run_dir(&cache).unwrap();
+        assert!(!ended.exists(), "an ended run's directory goes");
+        assert!(second.path.exists() && third.path.exists() && fourth.path.exists());
+        drop((second, third, fourth));
+        let _ = fs::remove_dir_all(&cache);
+    }
 }
 
 #[cfg(test)]

@@ -48,6 +48,29 @@ pub mod verify;
 
 pub use error::{Error, LineError};
 
+/// Reads a whole file as text, refusing one longer than `cap` bytes (a
+/// device such as `/dev/zero`, or a file that is not what the option
+/// takes) before holding more than that: the error names the cap and
+/// `what` it is the cap of.
+pub fn read_capped(path: &std::path::Path, cap: u64, what: &str) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(cap + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "it is longer than {} MiB, the most {what} can be; is it the right file?",
+                cap >> 20
+            ),
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+}
+
 /// Writes one line to standard error and ignores a failure: progress and
 /// warnings must never end a run, also when standard error is a pipe whose
 /// reader has gone (`record … 2>&1 >/dev/null | head -1`), where

@@ -789,6 +789,10 @@ impl From<reuseport_model::lookup::CallResult> for SocketResult {
     }
 }
 
+/// The largest layout file `predict --layout` reads: above the largest
+/// call log the model replays (262,144 calls of a few hundred bytes).
+pub const MAX_LAYOUT_BYTES: u64 = 64 << 20;
+
 /// `predict --layout`: the full lookup over the sockets of a layout file.
 fn run_layout(
     args: &PredictArgs,
@@ -800,7 +804,7 @@ fn run_layout(
 ) -> Result<Outcome, Error> {
     use reuseport_model::lookup::{Call, CallLog, Host, Packet};
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let text = crate::read_capped(path, MAX_LAYOUT_BYTES, "a layout")
         .map_err(|e| Error::Layout(format!("cannot read {shown}: {e}")))?;
     // A call log, or the earlier {sockets, listenOrder, closed} form, converted.
     let mut layout: CallLog =
