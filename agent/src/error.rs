@@ -35,6 +35,9 @@ pub enum Error {
     /// The `--layout` file cannot be read or replayed.
     #[error("--layout {0}")]
     Layout(String),
+    /// The secret-free spread cannot be drawn (no listening member).
+    #[error("without --secret the answer is the spread over random boots, but {0}")]
+    Spread(#[source] reuseport_model::spread::SpreadError),
     /// Standard input could not be read.
     #[error("cannot read the tuples from standard input: {0}")]
     Input(#[source] io::Error),

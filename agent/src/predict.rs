@@ -32,7 +32,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr};
 
 use clap::{Args, ValueEnum};
-use reuseport_model::paste::{self, Basis, Decision, Detected, Format, Line, Parser, Sides};
+use reuseport_model::paste::{
+    self, Basis, Decision, Detected, Format, Line, LineNote, Parser, Sides,
+};
 use reuseport_model::reuseport::CpuPin;
 use reuseport_model::tuple::{parse_bind, parse_hex32, parse_tuple_line};
 use reuseport_model::{
@@ -202,9 +204,13 @@ pub struct PredictArgs {
     )]
     pub listeners: Option<u32>,
 
-    /// The 32-bit jhash initval the kernel keys the IPv4 hash with: the protocol's secret plus net_hash_mix, in hex (0x1a2b3c4d). Also the IPv6 outer value; for the 7.2 single-pass IPv6 TCP form give net_hash_mix alone. With --layout it replaces the layout's keys.v4 and keys.v6Outer.
-    #[arg(long, value_name = "0xHEX", value_parser = secret_arg, required_unless_present = "layout")]
+    /// The 32-bit jhash initval the kernel keys the IPv4 hash with: the protocol's secret plus net_hash_mix, in hex (0x1a2b3c4d). Also the IPv6 outer value; for the 7.2 single-pass IPv6 TCP form give net_hash_mix alone. With --layout it replaces the layout's keys.v4 and keys.v6Outer. Without it (and without --layout), nothing is said per connection, since the secret is random at every boot: one object gives what holds for every secret, the spread of the connections over the listeners in --boots random boots (the lookup page's secret-free answer).
+    #[arg(long, value_name = "0xHEX", value_parser = secret_arg)]
     pub secret: Option<u32>,
+
+    /// Without --secret: how many random boots the spread is drawn from (seeded as the lookup page's, 0x5eed, so the two agree).
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub boots: u32,
 
     /// A JSON layout of several sockets in place of --listeners: a call log (`{"calls": [{"call": "socket", "family": "inet", "proto": "tcp"}, {"call": "bind", "fd": 0, ...}, ...]}`: socket, setsockopt, bind, listen, connect, shutdown, close, in order), or the earlier {sockets, listenOrder, closed} form, converted. The full listener lookup and the bind rules: the first output line gives each call's answer (`answers`) and where each socket ended up (`sockets`); then one object per tuple with the receiving `socket`.
     #[arg(long, value_name = "FILE")]
@@ -291,6 +297,13 @@ struct Prediction<'a> {
     listener: Option<u32>,
     slot: Option<u32>,
     hash: Shown<HashHex>,
+    /// What the line said that the answer depends on (address translation,
+    /// a dropped IPv6 zone), in English (`messages/en.json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    /// What decided the server side, when each line is decided on its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    side: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -344,10 +357,14 @@ pub fn run_reporting(
     let reading = Reading {
         format: args.format,
         bind: args.group.bind,
+        proto: args.proto.map(Proto::from),
         report: Box::new(report),
     };
     if let Some(path) = &args.layout {
         return run_layout(args, profile, path, input, out, reading);
+    }
+    if args.secret.is_none() {
+        return run_spread(args, profile, input, out, reading);
     }
     let mut group = match args.group.bind {
         Some(Bind {
@@ -363,7 +380,7 @@ pub fn run_reporting(
         }
     };
 
-    answer_lines(input, &mut out, reading, |out, line, t| {
+    answer_lines(input, &mut out, reading, |out, line, t, note| {
         if t.is_v6() && args.inner_secret.is_none() {
             return Ok(Err(SetupError::MissingInnerSecret.into()));
         }
@@ -387,6 +404,8 @@ pub fn run_reporting(
                         listener: c.listener,
                         slot: c.slot,
                         hash: Shown(HashHex(c.hash)),
+                        note: note.note(),
+                        side: note.basis(),
                     },
                 )
             })
@@ -398,17 +417,101 @@ pub fn run_reporting(
     })
 }
 
+/// The seed of the random boots, the lookup page's (src/model/paste-worker.ts).
+pub const SPREAD_SEED: u64 = 0x5eed;
+
+/// `predict` without `--secret`: the connections are read (and oriented)
+/// as with one, their line errors written as usual, and then one object
+/// `{"spread": Spread, "seed"}`: per-listener counts over `--boots` random
+/// boots ([`reuseport_model::spread`]), what holds for every secret.
+fn run_spread(
+    args: &PredictArgs,
+    profile: &'static Profile,
+    input: impl Read,
+    mut out: impl Write,
+    reading: Reading<'_>,
+) -> Result<Outcome, Error> {
+    let bind = args.group.bind;
+    let addr = bind.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |b| b.addr);
+    // An impossible group is refused before any input is read.
+    args.build(profile, addr, 0)?;
+    let mut tuples: Vec<Tuple> = Vec::new();
+    let mut outcome = answer_lines(input, &mut out, reading, |_, _, t, _| {
+        tuples.push(t);
+        Ok(Ok(()))
+    })?;
+    let Some(first) = tuples.first() else {
+        return Ok(outcome);
+    };
+    let group = args.build(
+        profile,
+        bind.map_or(first.daddr, |b| b.addr),
+        bind.and_then(|b| b.port).unwrap_or(first.dport),
+    )?;
+    let mut run = reuseport_model::spread::SpreadRun::new(group, &tuples, SPREAD_SEED)
+        .map_err(Error::Spread)?
+        .on_cpu(args.cpu);
+    run.step(args.boots);
+    #[derive(Serialize)]
+    struct Spread {
+        spread: reuseport_model::spread::Spread,
+        seed: String,
+    }
+    emit(
+        &mut out,
+        &Spread {
+            spread: run.summary(),
+            seed: format!("{SPREAD_SEED:#x}"),
+        },
+    )?;
+    out.flush().map_err(Error::Output)?;
+    // Lines answered: every tuple counted in the spread.
+    outcome.answered = tuples.len() as u64;
+    Ok(outcome)
+}
+
 /// How the input is read: its format, the user's bind (the server side for
 /// orientation), and where the summary goes.
 struct Reading<'r> {
     format: FormatArg,
     bind: Option<Bind>,
+    /// The packets' protocol: a line that shows another is refused.
+    proto: Option<Proto>,
     report: Box<dyn Write + 'r>,
 }
 
 /// The answer to one tuple: `Ok(Ok(()))` answered, `Ok(Err(_))` a line
 /// error, `Err(_)` a stop.
 type Answer = Result<Result<(), LineError>, Error>;
+
+/// What a paste line says beside its tuple: its note, and what decided its
+/// server side when each line is decided on its own.
+#[derive(Debug, Clone, Copy, Default)]
+struct Beside {
+    note: Option<LineNote>,
+    basis: Option<Basis>,
+}
+
+impl Beside {
+    /// The note in English (`messages/en.json`).
+    fn note(&self) -> Option<String> {
+        self.note.map(|n| crate::messages::say("line_note", &n))
+    }
+    /// The line's own basis, in English.
+    fn basis(&self) -> Option<&'static str> {
+        self.basis.map(|b| match b {
+            Basis::Format => "the line's direction",
+            Basis::SystemPort => "a system port against a higher one",
+            Basis::ServicePort => "a well-known service port against an ephemeral one",
+            _ => "the decision",
+        })
+    }
+}
+
+/// Answers one tuple, given the output, the line number, the tuple (client
+/// first) and what the line says beside it.
+trait Answerer<W>: FnMut(&mut W, u64, Tuple, Beside) -> Answer {}
+impl<W, F: FnMut(&mut W, u64, Tuple, Beside) -> Answer> Answerer<W> for F {}
 
 /// The lines already in `reader`'s buffer after its first fill (without
 /// a further read that might block): the sample format detection sees.
@@ -439,7 +542,7 @@ fn answer_lines<W: Write>(
     input: impl Read,
     out: &mut W,
     mut reading: Reading<'_>,
-    answer: impl FnMut(&mut W, u64, Tuple) -> Answer,
+    answer: impl Answerer<W>,
 ) -> Result<Outcome, Error> {
     let mut reader = BufReader::with_capacity(1 << 16, input);
     let detected = match reading.format {
@@ -456,7 +559,7 @@ fn answer_lines<W: Write>(
         }
     };
     match detected {
-        None => answer_pairs(reader, out, answer),
+        None => answer_pairs(reader, out, reading.bind, answer),
         Some(d) => answer_paste(reader, out, &d, &mut reading, answer),
     }
 }
@@ -552,8 +655,10 @@ fn fail(
 fn answer_pairs<W: Write, R: Read>(
     mut reader: BufReader<R>,
     out: &mut W,
-    mut answer: impl FnMut(&mut W, u64, Tuple) -> Answer,
+    bind: Option<Bind>,
+    mut answer: impl Answerer<W>,
 ) -> Result<Outcome, Error> {
+    let bound = Bound::new(bind);
     let mut buf = Vec::with_capacity(128);
     let mut outcome = Outcome::default();
     let mut line = 0u64;
@@ -561,7 +666,7 @@ fn answer_pairs<W: Write, R: Read>(
         line += 1;
         let result = match read.and_then(|()| parse_line(&buf)) {
             Ok(None) => continue,
-            Ok(Some(t)) => answer(out, line, t)?,
+            Ok(Some(t)) => answer(out, line, bound.orient(t), Beside::default())?,
             Err(e) => Err(e),
         };
         match result {
@@ -574,6 +679,32 @@ fn answer_pairs<W: Write, R: Read>(
     }
     out.flush().map_err(Error::Output)?;
     Ok(outcome)
+}
+
+/// Plain pairs are read client first; with `--bind`'s port, a pair written
+/// server first (`ss`'s Local and Peer columns alone, on the server) is
+/// turned round by the bind, which says which side is the server. A pair
+/// with neither or both ends on the port is left as written.
+struct Bound(Option<Decision>);
+
+impl Bound {
+    fn new(bind: Option<Bind>) -> Bound {
+        let d = Sides::new(bind.map(|b| (b.addr, b.port))).decide();
+        Bound((d.basis == Basis::Bind).then_some(d))
+    }
+
+    fn orient(&self, t: Tuple) -> Tuple {
+        let Some(d) = &self.0 else { return t };
+        let c = paste::Conn {
+            a: std::net::SocketAddr::new(t.saddr, t.sport),
+            b: std::net::SocketAddr::new(t.daddr, t.dport),
+            meaning: paste::Meaning::Unknown,
+            listener: None,
+            proto: None,
+            note: None,
+        };
+        d.orient(&c, false).unwrap_or(t)
+    }
 }
 
 /// The counts of a paste format's lines.
@@ -592,9 +723,10 @@ fn answer_paste<W: Write, R: Read>(
     out: &mut W,
     detected: &Detected,
     reading: &mut Reading<'_>,
-    mut answer: impl FnMut(&mut W, u64, Tuple) -> Answer,
+    mut answer: impl Answerer<W>,
 ) -> Result<Outcome, Error> {
     let format = detected.format;
+    let proto = reading.proto;
     let parser = Parser::new(detected);
     let mut sides = Sides::new(reading.bind.map(|b| (b.addr, b.port)));
     // With the port given, each line can be answered as it arrives.
@@ -611,13 +743,23 @@ fn answer_paste<W: Write, R: Read>(
      -> Result<(), Error> {
         let result = match r {
             Err(e) => Err(e),
-            Ok(c) => match decision.orient(&c, false) {
-                Err(u) => Err(LineError::from(u)),
-                Ok(t) if !seen.insert(t) => {
-                    tally.duplicate += 1;
-                    return Ok(());
-                }
-                Ok(t) => answer(out, line, t)?,
+            // Another protocol's line is refused as that, before its sides.
+            Ok(c) => match proto.map_or(Ok(()), |p| c.check_proto(format, p)) {
+                Err(e) => Err(LineError::from(e)),
+                Ok(()) => match decision.orient_basis(&c, false) {
+                    Err(u) => Err(LineError::from(u)),
+                    Ok((t, _)) if !seen.insert(t) => {
+                        tally.duplicate += 1;
+                        return Ok(());
+                    }
+                    Ok((t, basis)) => {
+                        let beside = Beside {
+                            note: c.note,
+                            basis: (decision.basis == Basis::PerLine).then_some(basis),
+                        };
+                        answer(out, line, t, beside)?
+                    }
+                },
             },
         };
         match result {
@@ -669,7 +811,7 @@ fn answer_paste<W: Write, R: Read>(
     // The summary is advice to a person: a closed stderr does not fail the run.
     let _ = writeln!(
         reading.report,
-        "reuseport-agent predict: read {format}{}: {} used, {} skipped, {} listening, {} duplicate, {} bad line(s); the server side: {}",
+        "reuseport-agent predict: read {format}{}: {} used, {} skipped, {} listening, {} duplicate, {} bad line(s); the server side: {}; {}",
         if detected.header { " (with a header)" } else { "" },
         tally.used,
         tally.skipped,
@@ -677,11 +819,35 @@ fn answer_paste<W: Write, R: Read>(
         tally.duplicate,
         tally.bad,
         said(&decision, format),
+        evidence(detected),
     );
     Ok(Outcome {
         answered: tally.used,
         failed: tally.bad,
     })
+}
+
+/// Why the format: how many of the sample's lines it read, and what else
+/// the sample showed (names where numbers belong, another format's lines).
+fn evidence(d: &Detected) -> String {
+    let e = &d.evidence;
+    let mut out = format!(
+        "why {}: {} of the first {} non-blank lines read as {} output, {} of them sockets",
+        d.format, e.read, e.sample, d.format, e.sockets
+    );
+    if e.names > 0 {
+        out.push_str(&format!(
+            "; {} print host or service names: run the command again with -n (tcpdump: -nn)",
+            e.names
+        ));
+    }
+    if let Some(m) = e.mixed {
+        out.push_str(&format!(
+            "; {} line(s) are {} output: the paste mixes formats, and only {} is read",
+            m.lines, m.format, d.format
+        ));
+    }
+    out
 }
 
 /// The orientation decision in English.
@@ -698,6 +864,8 @@ fn said(d: &Decision, format: Format) -> String {
         Basis::Format => {
             format!("each line's own direction ({format} says which end is the client)")
         }
+        Basis::PerLine => "each line on its own: its direction where the format gives one, else a system port (below 1024) or a well-known service port against an ephemeral one (each answer's `side` says which); a line with neither is undecided".to_string(),
+        Basis::SystemPort | Basis::ServicePort => "each line's ports".to_string(),
         Basis::None => "undecided: give the listening port with --bind ADDR:PORT".to_string(),
     }
 }
@@ -713,6 +881,12 @@ struct Routed<'a> {
     member: Option<u32>,
     /// Why that socket, in English (`messages/en.json`).
     reason: String,
+    /// What the line said that the answer depends on, in English.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    /// What decided the server side, when each line is decided on its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    side: Option<&'static str>,
 }
 
 /// The first line with `--layout`: each call's answer (`null` for ok), in
@@ -800,7 +974,7 @@ fn run_layout(
     path: &std::path::Path,
     input: impl Read,
     mut out: impl Write,
-    reading: Reading<'_>,
+    mut reading: Reading<'_>,
 ) -> Result<Outcome, Error> {
     use reuseport_model::lookup::{Call, CallLog, Host, Packet};
     let shown = path.display().to_string();
@@ -846,7 +1020,8 @@ fn run_layout(
             sockets: host.results().into_iter().map(SocketResult::from).collect(),
         },
     )?;
-    answer_lines(input, &mut out, reading, |out, line, t| {
+    reading.proto = Some(proto);
+    answer_lines(input, &mut out, reading, |out, line, t, note| {
         let packet = Packet {
             proto,
             tuple: t,
@@ -884,6 +1059,8 @@ fn run_layout(
                         .as_ref()
                         .map(|r| crate::messages::say("lookup_reason", r))
                         .unwrap_or_default(),
+                    note: note.note(),
+                    side: note.basis(),
                 },
             )?;
         }

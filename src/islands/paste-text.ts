@@ -6,6 +6,7 @@ import type { Answered, ReadSummary } from '../model/paste-protocol';
 import type { Comparison, Spread } from '../model/paste';
 
 type Decision = ReadSummary['decision'];
+type Detected = NonNullable<ReadSummary['detected']>;
 
 export interface PasteText {
   placeholder: string;
@@ -75,6 +76,8 @@ export interface PasteText {
   formatFound: string;
   formatName: (format: string, header: boolean) => string;
   formatNone: string;
+  /** Why the format: the sample's lines it read, names where numbers belong, a second format. */
+  formatWhy: (d: Detected) => string;
   linesRead: string;
   lineCounts: (s: ReadSummary, skipWord: (kind: string) => string) => string;
   serverSide: string;
@@ -89,6 +92,11 @@ export interface PasteText {
   cut: (n: number) => string;
   badTitle: (n: number) => string;
   badColumns: string[];
+  /** Rows read with a note (address translation, a dropped zone). */
+  notesTitle: (n: number) => string;
+  notesColumns: string[];
+  /** Rows whose line shows another protocol than the group's; `why` is the model's refusal, said. */
+  mismatched: (n: number, why: string) => string;
   readStatus: (s: ReadSummary) => string;
   answeredStatus: (s: ReadSummary, a: Answered, secret: string | null) => string;
   spreadTitle: string;
@@ -209,6 +217,7 @@ const en: PasteText = {
     pairs: 'an address pair',
     observed: 'an observed line',
     page: 'a line of this page',
+    bsd: 'FreeBSD or macOS output',
   },
   bind: 'Listening on',
   bindHint: 'ADDR:PORT or :PORT of your listening sockets; decides which side of each line is the server',
@@ -270,6 +279,15 @@ const en: PasteText = {
   readTitle: 'What was read',
   formatFound: 'Format',
   formatName: (f, h) => `${FORMATS_EN.find(([k]) => k === f)?.[1] ?? f}${h ? ', with a header' : ''}`,
+  formatWhy: (d) => {
+    const e = d.evidence;
+    return (
+      `${n(e.read)} of the first ${n(e.sample)} lines read as ${en.formatWords[d.format] ?? d.format}, ${n(e.sockets)} of them sockets` +
+      (e.names ? `; ${n(e.names)} print names where numbers belong: run the command again with -n (tcpdump: -nn)` : '') +
+      (e.mixed ? `; ${n(e.mixed.lines)} are ${en.formatWords[e.mixed.format] ?? e.mixed.format}: the paste mixes formats, only one is read` : '') +
+      '.'
+    );
+  },
   formatNone: 'not recognised',
   linesRead: 'Lines',
   lineCounts: (s, w) =>
@@ -289,7 +307,10 @@ const en: PasteText = {
             ? `port ${d.port}, common to every line`
             : d.basis === 'format'
               ? 'as the format says (first field the client)'
-              : 'not decided: give “Listening on”';
+              : d.basis === 'perLine'
+                ? 'line by line: a listening port in the paste, the line’s own direction, or a system or well-known port against an ephemeral one; ' +
+                  'lines with none of these are listed as unusable'
+                : 'not decided: give “Listening on”';
     return flipped ? `${base}, then flipped by you.` : `${base}.`;
   },
   flip: 'Flip client and server',
@@ -324,6 +345,9 @@ const en: PasteText = {
   cut: (k) => `${plural(k, 'connection')} past the first 5,000,000 were counted but not kept; reuseport-agent predict streams any number.`,
   badTitle: (k) => `Unusable lines: ${n(k)}`,
   badColumns: ['line', 'format', 'why', 'text'],
+  notesTitle: (k) => `Read with a note: ${n(k)}`,
+  notesColumns: ['line', 'note'],
+  mismatched: (k, why) => `${plural(k, 'connection')} not answered: ${why}.`,
   readStatus: (s) => `${plural(s.lines, 'line')} read, ${plural(s.rows, 'connection')} usable.`,
   answeredStatus: (s, a, secret) =>
     `${plural(s.rows, 'connection')} answered for ` +
@@ -475,6 +499,7 @@ const zh: PasteText = {
     pairs: '地址对',
     observed: '带观测值的行',
     page: '本页导出的行',
+    bsd: 'FreeBSD 或 macOS 的输出',
   },
   bind: '监听地址',
   bindHint: '监听套接字的 地址:端口 或 :端口；据此判断每行哪一端是服务器',
@@ -535,6 +560,15 @@ const zh: PasteText = {
   readTitle: '读到了什么',
   formatFound: '格式',
   formatName: (f, h) => `${FORMATS_ZH.find(([k]) => k === f)?.[1] ?? f}${h ? '，带表头' : ''}`,
+  formatWhy: (d) => {
+    const e = d.evidence;
+    return (
+      `前 ${zn(e.sample)} 行中有 ${zn(e.read)} 行可按${zh.formatWords[d.format] ?? d.format}读取，其中 ${zn(e.sockets)} 行是套接字` +
+      (e.names ? `；${zn(e.names)} 行输出的是名字而不是数字：请加 -n 重新运行命令（tcpdump 用 -nn）` : '') +
+      (e.mixed ? `；另有 ${zn(e.mixed.lines)} 行是${zh.formatWords[e.mixed.format] ?? e.mixed.format}：粘贴内容混合了多种格式，只读取其中一种` : '') +
+      '。'
+    );
+  },
   formatNone: '无法识别',
   linesRead: '行数',
   lineCounts: (s, w) =>
@@ -554,7 +588,9 @@ const zh: PasteText = {
             ? `端口 ${d.port}，每一行都有这个端口`
             : d.basis === 'format'
               ? '按格式本身的含义（第一个字段是客户端）'
-              : '无法判断：请填写“监听地址”';
+              : d.basis === 'perLine'
+                ? '逐行判断：依据粘贴内容中的监听端口、该行自身的方向，或系统端口、知名服务端口对临时端口；三者都没有的行列为无法使用'
+                : '无法判断：请填写“监听地址”';
     return flipped ? `${base}，随后由你对调。` : `${base}。`;
   },
   flip: '对调客户端与服务器',
@@ -589,6 +625,9 @@ const zh: PasteText = {
   cut: (k) => `前 5,000,000 个之后的 ${zn(k)} 个连接只计数、未保留；reuseport-agent predict 可流式处理任意数量。`,
   badTitle: (k) => `无法使用的行：${zn(k)}`,
   badColumns: ['行', '格式', '原因', '内容'],
+  notesTitle: (k) => `附有说明的行：${zn(k)}`,
+  notesColumns: ['行', '说明'],
+  mismatched: (k, why) => `${zn(k)} 个连接未计算：${why}。`,
   readStatus: (s) => `已读取 ${zn(s.lines)} 行，其中 ${zn(s.rows)} 个连接可用。`,
   answeredStatus: (s, a, secret) =>
     `已为 ${zn(a.listeners)} 个监听套接字计算 ${zn(s.rows)} 个连接，${secret ? `使用${secret}` : '未指定密钥'}${a.unrouted ? `；${zn(a.unrouted)} 个连接到不了这个组的任何监听套接字` : ''}${

@@ -14,7 +14,7 @@ import { buildPasteForm, readLayout, spreadSection, type SecretMode } from './pa
 import { groupSpec, loadModel, parseBind, resolveNotes, resolveProfile, type Proto } from '../model/index';
 import { say, sayBasis, sayRefusal } from '../model/messages';
 import { PasteSession, readUrlState, writeUrlState, MAX_URL_TEXT, MAX_FILE_BYTES, type UrlState } from '../model/paste';
-import type { Answered, BadLine, ReadSummary, Row } from '../model/paste-protocol';
+import type { Answered, BadLine, NotedLine, ReadSummary, Row } from '../model/paste-protocol';
 import { recoverKey, type Recovered } from '../model/recover';
 import { explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
@@ -82,6 +82,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   let running: AbortController | undefined;
   let table: VirtualTable | undefined;
   let badTable: VirtualTable | undefined;
+  let notesTable: VirtualTable | undefined;
   let filter: { listener: number | null; query: string } = { listener: null, query: '' };
 
   const setStatus = (s: string) => {
@@ -192,6 +193,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     const dl = el('dl', { class: 'rl-facts' });
     const fact = (k: string, v: string | Node) => dl.append(el('dt', {}, k), el('dd', {}, v));
     fact(t.formatFound, s.detected ? t.formatName(s.detected.format, s.detected.header) : t.formatNone);
+    if (s.detected?.evidence && s.detected.evidence.sample > 0) sec.append(el('p', { class: 'rl-hint rl-paste-why' }, t.formatWhy(s.detected)));
     fact(
       t.linesRead,
       t.lineCounts(s, (kind) => say(lang, 'skip', { kind } as never)),
@@ -224,6 +226,21 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
         rowHeight: 30,
       });
       badTable.setCount(s.bad + s.undecided);
+    }
+    if (s.notes > 0) {
+      const det = el('details', { class: 'rl-paste-notes', open: true });
+      det.append(el('summary', {}, t.notesTitle(s.notes)));
+      const holder = el('div');
+      det.append(holder);
+      sec.append(det);
+      notesTable?.dispose();
+      notesTable = renderVirtualTable(holder, {
+        caption: t.notesTitle(s.notes),
+        columns: t.notesColumns,
+        rows: async (start, count) => (await session.notes(start, count)).map((x: NotedLine) => [String(x.line), say(lang, 'line_note', x.note)]),
+        rowHeight: 30,
+      });
+      notesTable.setCount(s.notes);
     }
     return sec;
   };
@@ -262,6 +279,12 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     const counts = bySocket ?? a?.counts ?? a?.observed ?? typedCounts();
     const sec = el('section', { class: 'rl-paste-bars' });
     sec.append(el('h2', {}, bySocket ? t.barsTitleSockets : t.barsTitle));
+    const mismatch = layoutAnswered?.mismatch ?? a?.mismatch;
+    if (mismatch) {
+      const k = layoutAnswered?.mismatched ?? a?.mismatched ?? 0;
+      const why = sayReason({ line: 0, format: summary?.detected?.format ?? null, group: 'line_error', reason: mismatch, text: '' });
+      sec.append(el('p', { class: 'rl-warn' }, t.mismatched(k, why)));
+    }
     if (!counts) {
       sec.append(el('p', {}, t.barsNeedSecret));
       return sec;
@@ -742,6 +765,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     form.removeEventListener('submit', onSubmit);
     table?.dispose();
     badTable?.dispose();
+    notesTable?.dispose();
     session.dispose();
     root.remove();
   };

@@ -35,6 +35,8 @@ import type { LineError } from './generated/message/LineError';
 import type { Undecided } from './generated/message/Undecided';
 import type { Verdict } from './generated/message/Verdict';
 import type { Skip } from './generated/message/Skip';
+import type { LineNote } from './generated/message/LineNote';
+import type { CountError } from './generated/message/CountError';
 
 export type { Refusal };
 export type { Errno } from './generated/message/Errno';
@@ -75,6 +77,8 @@ export interface Messages {
   undecided: Undecided;
   verdict: Verdict;
   skip: Skip;
+  line_note: LineNote;
+  count_error: CountError;
 }
 
 /** How a field's value reads in a sentence: strings as they are, numbers in decimal, a release `{major, minor}` as `6.18`. */

@@ -15,6 +15,8 @@ import type { Detected } from './generated/Detected';
 import type { Explain } from './generated/Explain';
 import type { ListenerRow } from './generated/ListenerRow';
 import type { LookupExplain } from './generated/LookupExplain';
+import type { LineError } from './generated/message/LineError';
+import type { LineNote } from './generated/message/LineNote';
 
 /** Where the text comes from: typed or pasted text, or a file (read in the worker). */
 export type Source = { text: string } | { file: File };
@@ -70,6 +72,8 @@ export interface ReadSummary {
   cut: number;
   /** Rows that are IPv6. */
   v6: number;
+  /** Rows read with a note (address translation, a dropped IPv6 zone): listed by `notes()`. */
+  notes: number;
   /** A trace file's group, to fill the form from. */
   trace?: { kernel: string; proto: string; listeners: number; closed: number[]; bind: string; port: number };
 }
@@ -107,6 +111,10 @@ export interface LayoutAnswered {
   sockets: number;
   counts: number[] | null;
   unrouted: number;
+  /** Rows whose line shows another protocol than the packets': not answered. */
+  mismatched: number;
+  /** The first of them, as the model refuses it. */
+  mismatch: LineError | null;
 }
 
 /** Per-listener counts: under the named secret (null without one), and as observed (null when no line carried one). */
@@ -118,6 +126,16 @@ export interface Answered {
   unrouted: number;
   /** Rows whose observed listener differs from the answer under the named secret. */
   disagree: number;
+  /** Rows whose line shows another protocol than the group's: not answered. */
+  mismatched: number;
+  /** The first of them, as the model refuses it. */
+  mismatch: LineError | null;
+}
+
+/** A row read with a note: its line and the model's tagged note. */
+export interface NotedLine {
+  line: number;
+  note: LineNote;
 }
 
 /** A row as the table shows it. */

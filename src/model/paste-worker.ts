@@ -161,6 +161,10 @@ serve({
     return need().bad(a.start, Math.min(a.count, 500));
   },
 
+  notes(a: { start: number; count: number }) {
+    return need().notes(a.start, Math.min(a.count, 500));
+  },
+
   explain(a: { index: number; req: AnswerRequest }) {
     return need().explain(a.index, a.req);
   },

@@ -9,6 +9,7 @@ import type {
   AnswerRequest,
   Answered,
   BadLine,
+  NotedLine,
   ByListeners,
   ExplainedRow,
   LayoutAnswered,
@@ -89,6 +90,11 @@ export class PasteSession {
   /** Unusable lines `start .. start + count`. */
   bad(start: number, count: number): Promise<BadLine[]> {
     return this.#worker().call('bad', { start, count });
+  }
+
+  /** Rows read with a note (address translation, a dropped zone), `start .. start + count`. */
+  notes(start: number, count: number): Promise<NotedLine[]> {
+    return this.#worker().call('notes', { start, count });
   }
 
   /** The model's record for row `index` of the filtered table. */

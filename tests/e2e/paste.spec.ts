@@ -295,6 +295,39 @@ test('a line whose sides cannot be decided is listed under Unusable lines with i
   expect(pairsOf(rows)).toEqual(['127.0.0.5:40001 127.0.0.1:18080', '127.0.0.6:40002 127.0.0.1:18080', '127.0.0.8:40004 127.0.0.1:18080']);
 });
 
+// ---- 3b. output as people paste it (issue 26) --------------------------------------
+
+test('conntrack DNAT rows are answered for the translated tuple with a note, and a UDP row under TCP is refused by name', async ({ page }) => {
+  // conntrack-dnat.txt (hand-written, README there): lines 1, 2, 3 and 5
+  // are translated (a Service's DNS, a Service to a pod's 8443, a Docker
+  // published port, an SNAT); line 1 is UDP.
+  const w = await open(page);
+  await fill(w, { text: fixture('conntrack-dnat.txt'), proto: 'tcp', listeners: 4, mode: 'none' });
+  await analyse(page);
+  await expect(w.getByText(/6 of the first 6 lines read as conntrack -L output, 5 of them sockets/)).toBeVisible();
+  const notes = w.locator('details', { has: page.locator('summary', { hasText: 'Read with a note' }) });
+  await expect(notes.locator('summary')).toHaveText('Read with a note: 4');
+  const cells = await notes.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+  expect(cells.map((r) => r[0])).toEqual(['1', '2', '3', '5']);
+  expect(cells[1]![1]!).toContain('the client connected to 10.96.12.7:443');
+  const { rows } = await exported(page);
+  expect(pairsOf(rows)).toContain('10.0.0.9:51234 10.244.2.9:8443');
+  expect(pairsOf(rows)).not.toContain('10.0.0.9:51234 10.96.12.7:443');
+  await expect(w.getByText(/1 connection not answered: the line shows a udp connection/)).toBeVisible();
+});
+
+test('netstat without -W: a cut IPv6 column is refused naming netstat -W, never read as a shorter address', async ({ page }) => {
+  // netstat-tn-cut.txt: captured in a network namespace; every address
+  // field of its six connections fills the 23-character column.
+  const w = await open(page);
+  await fill(w, { text: fixture('netstat-tn-cut.txt'), mode: 'none' });
+  await analyse(page);
+  const bad = await unusable(w, 6);
+  expect(bad.map((r) => r[0])).toEqual(['3', '4', '5', '6', '7', '8']);
+  for (const r of bad) expect(r[2]!).toContain('run netstat -W (wide) or ss -tn');
+  expect(bad[2]![2]!).toContain('fe80::230:18ff:fe:52001');
+});
+
 // ---- 4. without a secret; a random boot ---------------------------------------------
 
 test(

@@ -7,7 +7,8 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 
 use reuseport_model::paste::{
-    self, Conn, Decision, Detected, Format, Line, LineError, Parser, Sides, Undecided,
+    self, Conn, Decision, Detected, Evidence, Format, Line, LineError, LineNote, Parser, Sides,
+    Undecided,
 };
 use reuseport_model::spread::SpreadRun;
 use reuseport_model::tuple::parse_bind;
@@ -27,9 +28,10 @@ mod table;
 #[wasm_bindgen(typescript_custom_section)]
 const TS_PASTE_TYPES: &str = r#"
 import type {
-  AnswerRequest, Answered, BadLine, ByListeners, ExplainedRow, LayoutAnswered, LayoutRequest, LookupRow, Observations, ReadOptions,
+  AnswerRequest, Answered, BadLine, ByListeners, ExplainedRow, LayoutAnswered, LayoutRequest, LookupRow, NotedLine, Observations, ReadOptions,
   ReadSummary, Row,
 } from "../paste-protocol";
+import type { Counted } from "../generated/Counted";
 import type { Comparison } from "../generated/Comparison";
 import type { Spread } from "../generated/Spread";
 "#;
@@ -88,6 +90,19 @@ struct Rec {
     line: u32,
     tuple: Tuple,
     observed: u32,
+    /// The protocol the line shows, if it does.
+    proto: Option<Proto>,
+}
+
+/// Notes kept for listing (all are counted).
+const MAX_NOTES_KEPT: usize = 100_000;
+
+/// A line read with a note (`LineNote`), for the page's list.
+#[derive(Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Noted {
+    line: u32,
+    note: LineNote,
 }
 
 #[derive(Serialize)]
@@ -117,6 +132,8 @@ struct Summary {
     cut: u32,
     /// Rows that are IPv6 (their answers need the IPv6 keys too).
     v6: u32,
+    /// Rows read with a note (address translation, a dropped zone).
+    notes: u32,
 }
 
 #[derive(Deserialize)]
@@ -137,6 +154,11 @@ struct Answered {
     observed: Option<Vec<u32>>,
     unrouted: u32,
     disagree: u32,
+    /// Rows whose line shows another protocol than the group's: not
+    /// answered.
+    mismatched: u32,
+    /// The first of them, as the model refuses it.
+    mismatch: Option<LineError>,
 }
 
 #[derive(Serialize)]
@@ -170,6 +192,8 @@ pub struct WasmPaste {
     bad: Vec<Bad>,
     bad_count: u32,
     cut: u32,
+    notes: Vec<Noted>,
+    notes_count: u32,
     rows: Vec<Rec>,
     answers: Vec<u32>,
     view: Option<Vec<u32>>,
@@ -236,6 +260,7 @@ impl WasmPaste {
                     format: Format::Csv,
                     header: c.header,
                     columns: Some(c),
+                    evidence: Evidence::default(),
                 };
                 (Some(Parser::new(&d)), Some(d))
             }
@@ -259,6 +284,8 @@ impl WasmPaste {
             bad: Vec::new(),
             bad_count: 0,
             cut: 0,
+            notes: Vec::new(),
+            notes_count: 0,
             rows: Vec::new(),
             answers: Vec::new(),
             view: None,
@@ -397,6 +424,8 @@ impl WasmPaste {
         let mut undecided = 0u32;
         let mut duplicates = 0u32;
         self.rows.clear();
+        self.notes.clear();
+        self.notes_count = 0;
         for (no, c) in std::mem::take(&mut self.conns) {
             match decision.orient(&c, self.flip) {
                 Ok(t) => {
@@ -405,7 +434,14 @@ impl WasmPaste {
                             line: no,
                             tuple: t,
                             observed: c.listener.unwrap_or(NONE),
+                            proto: c.proto,
                         });
+                        if let Some(note) = c.note {
+                            self.notes_count += 1;
+                            if self.notes.len() < MAX_NOTES_KEPT {
+                                self.notes.push(Noted { line: no, note });
+                            }
+                        }
                     } else {
                         duplicates += 1;
                     }
@@ -448,6 +484,7 @@ impl WasmPaste {
             partial,
             cut: self.cut,
             v6: self.rows.iter().filter(|r| r.tuple.is_v6()).count() as u32,
+            notes: self.notes_count,
         };
         summary
             .serialize(
@@ -473,7 +510,16 @@ impl WasmPaste {
         let mut any_observed = false;
         let mut unrouted = 0;
         let mut disagree = 0;
+        let (mut mismatched, mut mismatch) = (0u32, None);
+        let format = self.format();
+        let proto = req.group.proto;
         for (i, r) in self.rows.iter().enumerate() {
+            if let Err(e) = line_proto(r, format, proto) {
+                mismatched += 1;
+                mismatch.get_or_insert(e);
+                self.answers[i] = NONE;
+                continue;
+            }
             let l = match group.select(&r.tuple, req.cpu) {
                 Ok(c) => c.listener.unwrap_or(NONE),
                 Err(_) => {
@@ -502,7 +548,27 @@ impl WasmPaste {
             observed: any_observed.then_some(observed),
             unrouted,
             disagree,
+            mismatched,
+            mismatch,
         })
+    }
+
+    /// The format read (CSV before any line).
+    fn format(&self) -> Format {
+        self.detected.as_ref().map_or(Format::Csv, |d| d.format)
+    }
+
+    /// Rows read with a note, `start .. start + count` (`{ line, note: LineNote }[]`).
+    #[wasm_bindgen(unchecked_return_type = "NotedLine[]")]
+    pub fn notes(&self, start: u32, count: u32) -> JsResult<JsValue> {
+        let out: Vec<Noted> = self
+            .notes
+            .iter()
+            .skip(start as usize)
+            .take(count as usize)
+            .copied()
+            .collect();
+        to_js(&out)
     }
 
     /// Answers every row with the full listener lookup over a layout of
@@ -529,7 +595,15 @@ impl WasmPaste {
             cpu: req.cpu,
             payload: None,
         };
+        let (mut mismatched, mut mismatch) = (0u32, None);
+        let format = self.format();
         for (i, r) in self.rows.iter().enumerate() {
+            if let Err(e) = line_proto(r, format, req.proto) {
+                mismatched += 1;
+                mismatch.get_or_insert(e);
+                self.answers[i] = NONE;
+                continue;
+            }
             let p = Packet {
                 proto: req.proto,
                 tuple: r.tuple,
@@ -553,12 +627,16 @@ impl WasmPaste {
             sockets: u32,
             counts: Option<Vec<u32>>,
             unrouted: u32,
+            mismatched: u32,
+            mismatch: Option<LineError>,
         }
         let out = Out {
             results: host.results(),
             sockets: n as u32,
             counts: req.keys.is_some().then_some(counts),
             unrouted,
+            mismatched,
+            mismatch,
         };
         self.host = Some((host, req.proto));
         self.view = None;
@@ -629,6 +707,29 @@ impl WasmPaste {
             explain: group.explain(&r.tuple, req.cpu).js()?,
         })
     }
+}
+
+/// A row's protocol against the group's: the model's refusal when they differ.
+fn line_proto(r: &Rec, format: Format, chosen: Proto) -> Result<(), LineError> {
+    Conn {
+        a: SocketAddr::new(r.tuple.saddr, r.tuple.sport),
+        b: SocketAddr::new(r.tuple.daddr, r.tuple.dport),
+        meaning: paste::Meaning::ClientFirst,
+        listener: None,
+        proto: r.proto,
+        note: None,
+    }
+    .check_proto(format, chosen)
+}
+
+/// Per-worker counts as people post them (Envoy stats, `uniq -c`,
+/// `worker PID … -> N connections`, a column of numbers): the model's
+/// reading, `Counted` (`{ form, counts: { label, count }[], errors: { line,
+/// error: CountError }[], skipped }`), for the observed counts and the
+/// scenario matcher. Labels name workers, never listeners.
+#[wasm_bindgen(js_name = parseCounts, unchecked_return_type = "Counted")]
+pub fn wasm_parse_counts(text: &str) -> JsResult<JsValue> {
+    to_js(&paste::counts::parse_counts(text))
 }
 
 /// A unit enum variant's serde name (`"blank"`), for the skipped counts.

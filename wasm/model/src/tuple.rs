@@ -20,6 +20,14 @@ pub enum Proto {
 }
 
 impl Proto {
+    /// The protocol's name as people write it (`TCP`, `UDP`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Tcp => "TCP",
+            Proto::Udp => "UDP",
+        }
+    }
+
     /// The call at which a socket joins its group (and so its number).
     pub fn join_call(self) -> &'static str {
         match self {

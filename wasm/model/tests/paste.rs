@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use proptest::prelude::*;
 use reuseport_model::paste::{
     detect, shown, Basis, Column, Columns, Conn, Decision, Detected, Field, Format, Line,
-    LineError, Meaning, Parser, Role, Side, Sides, Skip, Undecided, MAX_LINE_BYTES,
+    LineError, ListenPorts, Meaning, Parser, Role, Side, Sides, Skip, Undecided, MAX_LINE_BYTES,
 };
 use reuseport_model::{Proto, Tuple};
 
@@ -125,7 +125,8 @@ fn ss_all_states_give_the_listeners_and_the_netid_protocol() {
     );
 
     // ss -an has the Netid column: tcp and udp; the unconnected UDP server
-    // is no connection, the connected client is.
+    // is no connection but a member of its port's group (UDP has no LISTEN
+    // state), the connected client is a connection.
     let r = read(&fixture("ss-an.txt"));
     assert_eq!(r.detected.format, Format::Ss);
     assert!(r.errors.is_empty(), "{:?}", r.errors);
@@ -139,7 +140,8 @@ fn ss_all_states_give_the_listeners_and_the_netid_protocol() {
         .collect();
     assert_eq!(udp.len(), 1);
     assert!(r.conns.iter().all(|c| c.proto.is_some()));
-    assert_eq!(r.listening.len(), 3);
+    assert_eq!(r.listening.len(), 4);
+    assert!(r.listening.contains(&ep(UDP.1)));
 }
 
 #[test]
@@ -262,6 +264,7 @@ fn tcpdump_syn_says_the_client_and_syn_ack_the_server() {
             basis: Basis::Bind,
             port: Some(8080),
             addr: None,
+            listening: ListenPorts::default(),
         };
         let tuples: BTreeSet<_> = r
             .conns
@@ -392,7 +395,8 @@ fn ss_local_and_peer_columns_alone_are_oriented_by_the_common_port() {
         Decision {
             basis: Basis::CommonPort,
             port: Some(18080),
-            addr: None
+            addr: None,
+            listening: ListenPorts::default(),
         }
     );
     let got: Vec<Tuple> = conns.iter().map(|c| d.orient(c, false).unwrap()).collect();
@@ -412,13 +416,15 @@ fn ss_local_and_peer_columns_alone_are_oriented_by_the_common_port() {
 #[test]
 fn a_line_whose_side_cannot_be_decided_is_reported_not_guessed() {
     // One pair: both its ports are on one side of every line, so neither
-    // is the common port.
+    // is the common port, and neither is a system or well-known port (8080
+    // would be: tests/paste_shapes.rs).
     let c = Conn {
         a: ep("10.0.0.2:40000"),
-        b: ep("10.0.0.1:8080"),
+        b: ep("10.0.0.1:18080"),
         meaning: Meaning::Unknown,
         listener: None,
         proto: None,
+        note: None,
     };
     let mut sides = Sides::new(None);
     sides.add(&c);
@@ -493,19 +499,33 @@ fn listen_lines_on_one_port_decide_the_server() {
         Decision {
             basis: Basis::Listening,
             port: Some(18080),
-            addr: Some("127.0.0.1".parse().unwrap())
+            addr: Some("127.0.0.1".parse().unwrap()),
+            listening: ListenPorts::default(),
         }
     );
     for c in &conns {
         let t = d.orient(c, false).unwrap();
         assert_eq!(SocketAddr::new(t.daddr, t.dport), ep("127.0.0.1:18080"));
     }
-    // Three listening ports decide nothing by this rule.
+    // Three listening ports, each used by its own connections: no one of
+    // them decides every line, so each decides the lines on it (the
+    // servers of the capture are on 18080, 18081 and 18082).
     let r = read(&text);
     let mut sides = Sides::new(None);
     r.listening.iter().for_each(|a| sides.listening(*a));
     r.conns.iter().for_each(|c| sides.add(c));
-    assert_eq!(sides.decide().basis, Basis::None);
+    let d = sides.decide();
+    assert_eq!(d.basis, Basis::PerLine);
+    let servers: BTreeSet<u16> = r
+        .conns
+        .iter()
+        .map(|c| {
+            let (t, basis) = d.orient_basis(c, false).unwrap();
+            assert_eq!(basis, Basis::Listening);
+            t.dport
+        })
+        .collect();
+    assert_eq!(servers, BTreeSet::from([18080, 18081, 18082]));
 }
 
 #[test]
@@ -529,6 +549,7 @@ fn common_port_is_found_over_a_million_lines_in_one_pass() {
             meaning: Meaning::Unknown,
             listener: None,
             proto: None,
+            note: None,
         });
     }
     assert_eq!(sides.decide().port, Some(443));

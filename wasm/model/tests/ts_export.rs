@@ -41,6 +41,8 @@ fn export_typescript_declarations() {
     reuseport_model::paste::Decision::export_all(&cfg).unwrap();
     reuseport_model::paste::Undecided::export_all(&cfg).unwrap();
     reuseport_model::paste::Skip::export_all(&cfg).unwrap();
+    reuseport_model::paste::LineNote::export_all(&cfg).unwrap();
+    reuseport_model::paste::counts::Counted::export_all(&cfg).unwrap();
     reuseport_model::spread::Spread::export_all(&cfg).unwrap();
     reuseport_model::spread::Comparison::export_all(&cfg).unwrap();
     reuseport_model::spread::ListenerRow::export_all(&cfg).unwrap();

@@ -459,5 +459,5 @@ pub(super) fn line(columns: &Columns, t: &str) -> Result<Line, LineError> {
             _ => {}
         }
     }
-    conn(F, a, b, meaning, listener, proto)
+    conn(F, a, b, meaning, listener, proto, None)
 }

@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use super::{shown, Conn, Field, Format, Line, LineError, Meaning, Skip};
+use super::{shown, Conn, Field, Format, Line, LineError, LineNote, Meaning, Skip, Zone};
 use crate::tuple::{canonical, Proto};
 
 /// Which endpoint of a line, for naming its fields.
@@ -46,28 +46,51 @@ fn looks_like_name(s: &str) -> bool {
 /// An address, or the error naming `field`. Accepts `[v6]`, a `%scope`
 /// suffix, and treats `::ffff:a.b.c.d` as IPv4.
 pub(super) fn addr(format: Format, end: End, s: &str) -> Result<IpAddr, LineError> {
+    addr_zoned(format, end, s).map(|(a, _)| a)
+}
+
+/// [`addr`], with the zone it dropped.
+fn addr_zoned(format: Format, end: End, s: &str) -> Result<(IpAddr, Option<Zone>), LineError> {
     let t = s
         .strip_prefix('[')
         .and_then(|x| x.strip_suffix(']'))
         .unwrap_or(s);
-    let t = t.split_once('%').map_or(t, |(a, _)| a);
-    t.parse::<IpAddr>().map(canonical).map_err(|_| {
-        let value = shown(s);
-        let field = end.addr();
-        if looks_like_name(s) {
-            LineError::Name {
-                format,
-                field,
-                value,
-            }
-        } else {
+    let (t, zone) = match t.split_once('%') {
+        Some((a, z)) => (a, Some(z)),
+        None => (t, None),
+    };
+    let zone = zone.map(Zone::new);
+    match (t.parse::<IpAddr>(), zone) {
+        (Ok(a), None) => Ok((canonical(a), None)),
+        (Ok(a @ IpAddr::V6(_)), Some(Some(z))) => Ok((canonical(a), Some(z))),
+        _ => Err(bad_value(format, end.addr(), s, |format, field, value| {
             LineError::Address {
                 format,
                 field,
                 value,
             }
+        })),
+    }
+}
+
+/// The error for `s` in `field`: a name where a number belongs (what the
+/// commands print without `-n`), else `other`'s.
+fn bad_value(
+    format: Format,
+    field: Field,
+    s: &str,
+    other: fn(Format, Field, String) -> LineError,
+) -> LineError {
+    let value = shown(s);
+    if looks_like_name(s) {
+        LineError::Name {
+            format,
+            field,
+            value,
         }
-    })
+    } else {
+        other(format, field, value)
+    }
 }
 
 /// A port number, or the error naming `field`.
@@ -77,21 +100,13 @@ pub(super) fn port(format: Format, end: End, s: &str) -> Result<u16, LineError> 
             return Ok(p);
         }
     }
-    let value = shown(s);
-    let field = end.port();
-    Err(if looks_like_name(s) {
-        LineError::Name {
-            format,
-            field,
-            value,
-        }
-    } else {
+    Err(bad_value(format, end.port(), s, |format, field, value| {
         LineError::Port {
             format,
             field,
             value,
         }
-    })
+    }))
 }
 
 /// An endpoint of `ss`/`netstat`/pairs: `v4:port`, `[v6]:port`,
@@ -103,14 +118,33 @@ pub(super) fn endpoint(
     s: &str,
     bare_v6: bool,
 ) -> Result<(IpAddr, Option<u16>), LineError> {
+    endpoint_zoned(format, end, s, bare_v6).map(|(a, p, _)| (a, p))
+}
+
+/// An endpoint: [`endpoint`] with the IPv6 zone it dropped.
+pub(super) type Endpoint = (IpAddr, Option<u16>, Option<Zone>);
+
+/// [`endpoint`], with the IPv6 zone (`%eth0`) it dropped, so the caller
+/// can say so.
+pub(super) fn endpoint_zoned(
+    format: Format,
+    end: End,
+    s: &str,
+    bare_v6: bool,
+) -> Result<Endpoint, LineError> {
     let (a, p) = if s.starts_with('[') {
         // `[addr]:port` or `[addr]%dev:port`
         match s.find(']') {
             Some(close) => {
                 let (a, rest) = s.split_at(close + 1);
-                let rest = rest
-                    .split_once('%')
-                    .map_or(rest, |(_, dev)| dev.find(':').map_or("", |i| &dev[i..]));
+                let (a, rest) = match rest.strip_prefix('%') {
+                    // The zone goes back on the address: `[fe80::1]%eth0` reads as `fe80::1%eth0`.
+                    Some(dev) => match dev.rfind(':') {
+                        Some(i) => (&s[..close + 2 + i], &dev[i..]),
+                        None => return Err(missing_port(format, end, s)),
+                    },
+                    None => (a, rest),
+                };
                 match rest.strip_prefix(':') {
                     Some(p) => (a, p),
                     None => return Err(missing_port(format, end, s)),
@@ -132,17 +166,30 @@ pub(super) fn endpoint(
             });
         }
     };
-    let ip = if a == "*" {
-        IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+    let (ip, zone) = if a == "*" {
+        (IpAddr::V6(Ipv6Addr::UNSPECIFIED), None)
     } else {
-        addr(format, end, a)?
+        addr_zoned(format, end, &unbracket_zoned(a))?
     };
     let port = if p == "*" {
         None
     } else {
         Some(port(format, end, p)?)
     };
-    Ok((ip, port))
+    Ok((ip, port, zone))
+}
+
+/// `[fe80::1]%eth0` as `fe80::1%eth0`; anything else as it is.
+fn unbracket_zoned(a: &str) -> std::borrow::Cow<'_, str> {
+    match a.strip_prefix('[').and_then(|x| x.split_once("]%")) {
+        Some((ip, zone)) => format!("{ip}%{zone}").into(),
+        None => a.into(),
+    }
+}
+
+/// The note for the zones an endpoint pair dropped.
+fn zone_note(a: Option<Zone>, b: Option<Zone>) -> Option<LineNote> {
+    a.or(b).map(|zone| LineNote::Zone { zone })
 }
 
 fn missing_port(format: Format, end: End, s: &str) -> LineError {
@@ -161,7 +208,7 @@ fn missing_port(format: Format, end: End, s: &str) -> LineError {
     }
 }
 
-/// Builds the connection, refusing mixed families.
+/// Builds the connection with its note, refusing mixed families.
 pub(super) fn conn(
     format: Format,
     a: SocketAddr,
@@ -169,6 +216,7 @@ pub(super) fn conn(
     meaning: Meaning,
     listener: Option<u32>,
     proto: Option<Proto>,
+    note: Option<LineNote>,
 ) -> Result<Line, LineError> {
     if a.is_ipv4() != b.is_ipv4() {
         return Err(LineError::MixedFamilies {
@@ -183,6 +231,7 @@ pub(super) fn conn(
         meaning,
         listener,
         proto,
+        note,
     }))
 }
 
@@ -233,17 +282,24 @@ fn state(s: &str) -> Option<State> {
 }
 
 /// The local and peer endpoints with a state, as ss, netstat and
-/// /proc/net give them.
+/// /proc/net give them. With `udp_member`, an unconnected socket with a
+/// wildcard peer is a member of the port's group: UDP has no LISTEN state,
+/// so `ss -uan` shows the group's sockets as `UNCONN` and netstat with no
+/// state (a UDP socket joins its group at bind()).
 fn socket_line(
     format: Format,
-    local: (IpAddr, Option<u16>),
-    peer: (IpAddr, Option<u16>),
+    local: Endpoint,
+    peer: Endpoint,
     state: Option<State>,
     proto: Option<Proto>,
+    udp_member: bool,
 ) -> Result<Line, LineError> {
     let peer_wild = peer.1.is_none() || (peer.1 == Some(0) && peer.0.is_unspecified());
     match state {
         Some(State::Listen) => Ok(listening(local.0, local.1, proto)),
+        Some(State::Unconnected) | None if peer_wild && udp_member && local.1.is_some() => {
+            Ok(listening(local.0, local.1, Some(Proto::Udp)))
+        }
         _ if peer_wild => Ok(Line::Skip(Skip::NotConnection)),
         Some(State::Unconnected) if peer.0.is_unspecified() => Ok(Line::Skip(Skip::NotConnection)),
         _ => {
@@ -261,6 +317,7 @@ fn socket_line(
                 meaning,
                 None,
                 proto,
+                zone_note(local.2, peer.2),
             )
         }
     }
@@ -277,16 +334,94 @@ fn ss_netid(s: &str) -> Option<Option<Proto>> {
     }
 }
 
+/// The start of a line that is the rest of the `ss` line above, wrapped:
+/// the process and `-e` extras (`users:((…))`, `ino:`, `sk:`, `cgroup:`,
+/// `uid:`, `v6only:1`, `<->`), timers and memory (`timer:(…)`,
+/// `skmem:(…)`) and `-i`'s TCP info (`cubic wscale:7,7 rto:204 …`).
+fn ss_continuation(first: &str) -> bool {
+    if first == "<->" || first == "->" || first == "<-" {
+        return true;
+    }
+    let key = first.split([':', '(']).next().unwrap_or("");
+    let known = matches!(
+        key,
+        "users"
+            | "ino"
+            | "sk"
+            | "cgroup"
+            | "uid"
+            | "v6only"
+            | "timer"
+            | "skmem"
+            | "fwmark"
+            | "tos"
+            | "tclass"
+            | "class"
+            | "mem"
+            | "wscale"
+            | "rto"
+            | "rtt"
+            | "mss"
+            | "pmtu"
+            | "rcvmss"
+            | "advmss"
+            | "cwnd"
+            | "ssthresh"
+            | "bytes_sent"
+            | "bytes_acked"
+            | "bytes_received"
+            | "segs_out"
+            | "segs_in"
+            | "send"
+            | "lastsnd"
+            | "lastrcv"
+            | "lastack"
+            | "pacing_rate"
+            | "delivery_rate"
+            | "app_limited"
+            | "busy"
+            | "rcv_space"
+            | "rcv_ssthresh"
+            | "minrtt"
+            | "snd_wnd"
+            | "data_segs_out"
+            | "data_segs_in"
+    );
+    let tcp_info = matches!(
+        first,
+        "cubic"
+            | "bbr"
+            | "bbr2"
+            | "reno"
+            | "dctcp"
+            | "htcp"
+            | "vegas"
+            | "westwood"
+            | "ts"
+            | "sack"
+            | "ecn"
+            | "ecnseen"
+            | "fastopen"
+            | "nodelay"
+    );
+    known && first.len() > key.len() || tcp_info
+}
+
 /// `ss`: `[Netid] [State] Recv-Q Send-Q Local Peer [Process / -e / -p …]`.
 /// The State column is absent with a state filter (`ss -tn state
 /// established`); the rest of the line (`users:((…))`, `ino:`, `uid:`,
-/// `cgroup:`, timers) is ignored.
+/// `cgroup:`, timers) is ignored, and so is that rest wrapped onto a line
+/// of its own. `UNCONN` sockets with a wildcard peer are UDP group members
+/// (unless the Netid says TCP).
 pub(super) fn ss(t: &str) -> Result<Line, LineError> {
     const F: Format = Format::Ss;
     let mut f = t.split_whitespace();
     let first = f.next().unwrap_or("");
     if matches!(first, "State" | "Netid" | "Recv-Q") {
         return Ok(Line::Skip(Skip::Header));
+    }
+    if ss_continuation(first) {
+        return Ok(Line::Skip(Skip::Continuation));
     }
     let mut tok = first;
     let mut proto = None;
@@ -311,13 +446,23 @@ pub(super) fn ss(t: &str) -> Result<Line, LineError> {
             found: t.split_whitespace().count(),
         });
     };
-    let local = endpoint(F, End::Local, l, true)?;
-    let peer = endpoint(F, End::Peer, p, true)?;
-    socket_line(F, local, peer, st, proto)
+    let local = endpoint_zoned(F, End::Local, l, true)?;
+    let peer = endpoint_zoned(F, End::Peer, p, true)?;
+    let member = st == Some(State::Unconnected) && proto != Some(Proto::Tcp);
+    socket_line(F, local, peer, st, proto, member)
 }
 
+/// net-tools netstat's address column without `-W`: `ADDR:PORT` is cut to
+/// 23 characters, the address losing its end and the port kept
+/// (netstat.c, `tcp_do_one`: `if (strlen(local_addr) + strlen(buffer) >
+/// 22) local_addr[22 - strlen(buffer)] = '\0'`). A field of exactly 23
+/// characters may be cut; IPv4 (at most 21) never is.
+const NETSTAT_COLUMN: usize = 23;
+
 /// `netstat -tn` / `-tun` / `-tan`: `Proto Recv-Q Send-Q Local Foreign
-/// [State] [PID/Program]`.
+/// [State] [PID/Program]`. An IPv6 field that fills its column is refused
+/// as possibly cut ([`LineError::Cut`]) unless a longer field on the line
+/// shows `-W`. A UDP socket with a wildcard peer is a group member.
 pub(super) fn netstat(t: &str) -> Result<Line, LineError> {
     const F: Format = Format::Netstat;
     if t.starts_with("Active ") {
@@ -344,10 +489,20 @@ pub(super) fn netstat(t: &str) -> Result<Line, LineError> {
     if !is_count(f[1]) || !is_count(f[2]) {
         return Err(unrecognized(F, t));
     }
-    let local = endpoint(F, End::Local, f[3], true)?;
-    let peer = endpoint(F, End::Peer, f[4], true)?;
+    let wide = f[3].len() > NETSTAT_COLUMN || f[4].len() > NETSTAT_COLUMN;
+    for (s, end) in [(f[3], End::Local), (f[4], End::Peer)] {
+        if !wide && s.len() == NETSTAT_COLUMN && s.matches(':').count() > 1 {
+            return Err(LineError::Cut {
+                format: F,
+                field: end.addr(),
+                value: shown(s),
+            });
+        }
+    }
+    let local = endpoint_zoned(F, End::Local, f[3], true)?;
+    let peer = endpoint_zoned(F, End::Peer, f[4], true)?;
     let st = f.get(5).and_then(|s| state(s));
-    socket_line(F, local, peer, st, Some(proto))
+    socket_line(F, local, peer, st, Some(proto), proto == Proto::Udp)
 }
 
 /// A hex address of /proc/net/tcp: the `__be32` words printed as host-order
@@ -435,18 +590,24 @@ pub(super) fn proc_net(t: &str) -> Result<Line, LineError> {
     let wild = peer.0.is_unspecified() && peer.1 == 0;
     socket_line(
         F,
-        (local.0, Some(local.1)),
-        (peer.0, (!wild).then_some(peer.1)),
+        (local.0, Some(local.1), None),
+        (peer.0, (!wild).then_some(peer.1), None),
         st,
         None,
+        false,
     )
 }
 
 /// `conntrack -L` (and `/proc/net/nf_conntrack`, which starts with
 /// `ipv4 2`): `PROTO NUM TIMEOUT [STATE] src= dst= sport= dport= … src=
 /// dst= sport= dport= … [ASSURED] mark= use=`. The first quadruple is the
-/// original direction, whose source is the client (conntrack(8); the
-/// fields are printed by libnetfilter_conntrack's `__snprintf_conntrack_default`).
+/// original direction, whose source is the client, the second the reply
+/// direction (conntrack(8); the fields are printed by
+/// libnetfilter_conntrack's `__snprintf_conntrack_default`). When the
+/// reply is not the original swapped, the connection was translated (DNAT
+/// to a Service's pod, a published port, a VIP; or SNAT): the receiving
+/// socket sees the reply direction reversed, so that is the connection,
+/// with [`LineNote::Translated`] naming the original.
 pub(super) fn conntrack(t: &str) -> Result<Line, LineError> {
     const F: Format = Format::Conntrack;
     if t.starts_with("conntrack v") && t.contains("flow entries") {
@@ -469,40 +630,69 @@ pub(super) fn conntrack(t: &str) -> Result<Line, LineError> {
         }
         _ => return Err(unrecognized(F, t)),
     };
-    let (mut src, mut dst, mut sport, mut dport) = (None, None, None, None);
+    // [src, dst, sport, dport] of the original, then the reply direction.
+    let mut dirs: [[Option<&str>; 4]; 2] = [[None; 4]; 2];
     for w in f {
         let Some((k, v)) = w.split_once('=') else {
             continue;
         };
-        let slot = match k {
-            "src" => &mut src,
-            "dst" => &mut dst,
-            "sport" => &mut sport,
-            "dport" => &mut dport,
+        let i = match k {
+            "src" => 0,
+            "dst" => 1,
+            "sport" => 2,
+            "dport" => 3,
             _ => continue,
         };
-        if slot.is_none() {
-            *slot = Some(v);
-        }
-        if src.is_some() && dst.is_some() && sport.is_some() && dport.is_some() {
-            break;
+        match dirs.iter_mut().find(|d| d[i].is_none()) {
+            Some(d) => d[i] = Some(v),
+            None => break,
         }
     }
     fn need(v: Option<&str>, field: Field) -> Result<&str, LineError> {
         v.ok_or(LineError::Missing { format: F, field })
     }
-    let src = addr(F, End::Source, need(src, Field::SourceAddress)?)?;
-    let dst = addr(F, End::Destination, need(dst, Field::DestinationAddress)?)?;
-    let sport = port(F, End::Source, need(sport, Field::SourcePort)?)?;
-    let dport = port(F, End::Destination, need(dport, Field::DestinationPort)?)?;
-    conn(
-        F,
-        SocketAddr::new(src, sport),
-        SocketAddr::new(dst, dport),
-        Meaning::ClientFirst,
-        None,
-        Some(proto),
-    )
+    let [o, r] = dirs;
+    let src = addr(F, End::Source, need(o[0], Field::SourceAddress)?)?;
+    let dst = addr(F, End::Destination, need(o[1], Field::DestinationAddress)?)?;
+    let sport = port(F, End::Source, need(o[2], Field::SourcePort)?)?;
+    let dport = port(F, End::Destination, need(o[3], Field::DestinationPort)?)?;
+    let (client, server) = (SocketAddr::new(src, sport), SocketAddr::new(dst, dport));
+    // The reply direction, when all four fields are there: its source is
+    // the server as it really is, its destination the client as the server
+    // sees it.
+    let reply = match r {
+        [Some(rs), Some(rd), Some(rsp), Some(rdp)] => Some((
+            SocketAddr::new(
+                addr(F, End::Destination, rs)?,
+                port(F, End::Destination, rsp)?,
+            ),
+            SocketAddr::new(addr(F, End::Source, rd)?, port(F, End::Source, rdp)?),
+        )),
+        _ => None,
+    };
+    match reply {
+        Some((real_server, seen_client)) if (seen_client, real_server) != (client, server) => conn(
+            F,
+            seen_client,
+            real_server,
+            Meaning::ClientFirst,
+            None,
+            Some(proto),
+            Some(LineNote::Translated {
+                original_client: client,
+                original_server: server,
+            }),
+        ),
+        _ => conn(
+            F,
+            client,
+            server,
+            Meaning::ClientFirst,
+            None,
+            Some(proto),
+            None,
+        ),
+    }
 }
 
 /// A tcpdump endpoint, `ADDR.PORT` (IPv4 `127.0.0.1.8080`, IPv6 `::1.8080`).
@@ -575,6 +765,10 @@ pub(super) fn tcpdump(t: &str) -> Result<Line, LineError> {
     }
     let a = dump_endpoint(End::Source, src)?;
     let b = dump_endpoint(End::Destination, dst)?;
+    // tcpdump prints `Flags [..]` first for every TCP segment (print-tcp.c,
+    // `tcp_print`); what else has two ports is UDP: `UDP, length N`
+    // (print-udp.c) or, for the ports it decodes (DNS on 53, NTP, QUIC,
+    // syslog), that protocol's own words, with no `UDP` at all.
     let (meaning, proto) = if after == "Flags" {
         let flags = words.get(gt + 3).copied().unwrap_or("");
         let m = if flags.contains('S') && flags.contains('.') {
@@ -585,12 +779,15 @@ pub(super) fn tcpdump(t: &str) -> Result<Line, LineError> {
             Meaning::Unknown
         };
         (m, Some(Proto::Tcp))
-    } else if after == "UDP," || after.starts_with("UDP") {
-        (Meaning::Unknown, Some(Proto::Udp))
+    } else if after.eq_ignore_ascii_case("sctp")
+        || after.starts_with("DCCP")
+        || after.starts_with("UDPLITE")
+    {
+        return Ok(Line::Skip(Skip::OtherProto));
     } else {
-        (Meaning::Unknown, None)
+        (Meaning::Unknown, Some(Proto::Udp))
     };
-    conn(F, a, b, meaning, None, proto)
+    conn(F, a, b, meaning, None, proto, None)
 }
 
 /// Body fields of the plain formats: split on white space, `#` starts a
@@ -604,37 +801,42 @@ fn plain_fields(t: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Two endpoints from 2 (`a:p b:p`) or 4 (`a p b p`) fields.
+/// Two endpoints from 2 (`a:p b:p`) or 4 (`a p b p`) fields, and the
+/// note for an IPv6 zone they dropped.
 fn two_ends(
     format: Format,
     f: &[&str],
     found: usize,
-) -> Result<(SocketAddr, SocketAddr), LineError> {
-    let (sa, sp, da, dp) = match f.len() {
+) -> Result<(SocketAddr, SocketAddr, Option<LineNote>), LineError> {
+    let ((sa, sz), sp, (da, dz), dp) = match f.len() {
         4 => (
-            addr(format, End::Source, f[0])?,
+            addr_zoned(format, End::Source, f[0])?,
             port(format, End::Source, f[1])?,
-            addr(format, End::Destination, f[2])?,
+            addr_zoned(format, End::Destination, f[2])?,
             port(format, End::Destination, f[3])?,
         ),
         2 => {
-            let (sa, sp) = endpoint(format, End::Source, f[0], false)?;
-            let (da, dp) = endpoint(format, End::Destination, f[1], false)?;
+            let (sa, sp, sz) = endpoint_zoned(format, End::Source, f[0], false)?;
+            let (da, dp, dz) = endpoint_zoned(format, End::Destination, f[1], false)?;
             let star = |end: End| LineError::Port {
                 format,
                 field: end.port(),
                 value: "*".into(),
             };
             (
-                sa,
+                (sa, sz),
                 sp.ok_or_else(|| star(End::Source))?,
-                da,
+                (da, dz),
                 dp.ok_or_else(|| star(End::Destination))?,
             )
         }
         _ => return Err(LineError::FieldCount { format, found }),
     };
-    Ok((SocketAddr::new(sa, sp), SocketAddr::new(da, dp)))
+    Ok((
+        SocketAddr::new(sa, sp),
+        SocketAddr::new(da, dp),
+        zone_note(sz, dz),
+    ))
 }
 
 fn listener(format: Format, s: &str) -> Result<u32, LineError> {
@@ -653,8 +855,8 @@ fn listener(format: Format, s: &str) -> Result<u32, LineError> {
 /// the client is not said.
 pub(super) fn pairs(t: &str) -> Result<Line, LineError> {
     let f = plain_fields(t);
-    let (a, b) = two_ends(Format::Pairs, &f, f.len())?;
-    conn(Format::Pairs, a, b, Meaning::Unknown, None, None)
+    let (a, b, note) = two_ends(Format::Pairs, &f, f.len())?;
+    conn(Format::Pairs, a, b, Meaning::Unknown, None, None, note)
 }
 
 /// A pair and the listener that received it (3 or 5 fields), client first:
@@ -669,9 +871,9 @@ pub(super) fn observed(t: &str) -> Result<Line, LineError> {
         });
     }
     let (last, head) = f.split_last().expect("3 or 5 fields");
-    let (a, b) = two_ends(F, head, f.len())?;
+    let (a, b, note) = two_ends(F, head, f.len())?;
     let l = listener(F, last)?;
-    conn(F, a, b, Meaning::ClientFirst, Some(l), None)
+    conn(F, a, b, Meaning::ClientFirst, Some(l), None, note)
 }
 
 /// The lookup page's line: `SADDR:SPORT -> DADDR:DPORT listener N`, tabs or
@@ -688,7 +890,71 @@ pub(super) fn page(t: &str) -> Result<Line, LineError> {
     if f[1] != "->" || f[3] != "listener" {
         return Err(unrecognized(F, t));
     }
-    let (a, b) = two_ends(F, &[f[0], f[2]], 5)?;
+    let (a, b, note) = two_ends(F, &[f[0], f[2]], 5)?;
     let l = listener(F, f[4])?;
-    conn(F, a, b, Meaning::ClientFirst, Some(l), None)
+    conn(F, a, b, Meaning::ClientFirst, Some(l), None, note)
+}
+
+/// A BSD endpoint: `ADDR.PORT` (`10.0.0.1.22`, `fe80::1%lo0.631`, `*.443`,
+/// `*.*`) as netstat prints it, or `ADDR:PORT` (`*:80`, `10.0.0.1:22`) as
+/// sockstat does.
+fn bsd_endpoint(s: &str, sep: char) -> bool {
+    let Some((a, p)) = s.rsplit_once(sep) else {
+        return false;
+    };
+    let port =
+        p == "*" || (!p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    let a = a.split_once('%').map_or(a, |(x, _)| x);
+    let a = a
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(a);
+    port && (a == "*" || a.parse::<IpAddr>().is_ok())
+}
+
+/// FreeBSD's and macOS's protocol names, which Linux never prints
+/// (`tcp46` is a dual-stack socket).
+fn bsd_proto(s: &str) -> bool {
+    matches!(s, "tcp4" | "tcp6" | "tcp46" | "udp4" | "udp6" | "udp46")
+}
+
+/// FreeBSD and macOS `netstat -an` (`Proto Recv-Q Send-Q Local Address
+/// Foreign Address (state)`, rows `tcp4 0 0 10.0.0.1.22 10.0.0.2.51234
+/// ESTABLISHED`) and FreeBSD `sockstat` (`USER COMMAND PID FD PROTO LOCAL
+/// ADDRESS FOREIGN ADDRESS`). Each socket line is refused naming the
+/// system: there SO_REUSEPORT lets the last socket bound take the port,
+/// and FreeBSD's hashing groups are SO_REUSEPORT_LB, so no answer of the
+/// Linux model applies.
+pub(super) fn bsd(t: &str) -> Result<Line, LineError> {
+    const F: Format = Format::Bsd;
+    if t.starts_with("Active ") {
+        return Ok(Line::Skip(Skip::Trailer));
+    }
+    let f: Vec<&str> = t.split_whitespace().take(8).collect();
+    let netstat_header = f[0] == "Proto" && t.contains("(state)");
+    let sockstat_header = f.len() >= 5 && f[..5] == ["USER", "COMMAND", "PID", "FD", "PROTO"];
+    if netstat_header || sockstat_header {
+        return Ok(Line::Skip(Skip::Header));
+    }
+    let refuse = |command: &str| {
+        Err(LineError::OtherSystem {
+            format: F,
+            command: command.into(),
+        })
+    };
+    // netstat: PROTO RECV-Q SEND-Q LOCAL FOREIGN [STATE]
+    let netstat_row = f.len() >= 5 && bsd_proto(f[0]) && is_count(f[1]) && is_count(f[2]);
+    if netstat_row && bsd_endpoint(f[3], '.') && bsd_endpoint(f[4], '.') {
+        return refuse("netstat");
+    }
+    // sockstat: USER COMMAND PID FD PROTO LOCAL FOREIGN
+    if f.len() >= 7 && is_count(f[2]) && bsd_proto(f[4]) {
+        return refuse("sockstat");
+    }
+    if f.len() >= 5 && matches!(f[4], "stream" | "dgram" | "seqpac")
+        || matches!(f[0], "unix" | "divert" | "icm6" | "ip6" | "rip6" | "icmp6")
+    {
+        return Ok(Line::Skip(Skip::OtherProto));
+    }
+    Err(unrecognized(F, t))
 }

@@ -17,6 +17,7 @@
 //!    connection into a [`Tuple`], or says why it cannot ([`Undecided`]).
 //!    Nothing is assumed: a line that cannot be oriented is reported.
 
+pub mod counts;
 mod csv;
 mod formats;
 mod sides;
@@ -28,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use csv::{Column, Columns, Role, Side};
-pub use sides::{Basis, Decision, Sides, Undecided};
+pub use sides::{port_rule, Basis, Decision, ListenPorts, Sides, Undecided};
 
 use crate::tuple::Proto;
 #[allow(unused_imports)]
@@ -69,12 +70,17 @@ pub enum Format {
     Observed,
     /// The lookup page's own line: `SADDR:SPORT -> DADDR:DPORT listener N`.
     Page,
+    /// FreeBSD or macOS `netstat -an` (`tcp4`, `SRC.PORT`, `(state)`) or
+    /// FreeBSD `sockstat`: recognised so that each line is refused by name
+    /// ([`LineError::OtherSystem`]), never read as Linux sockets.
+    Bsd,
 }
 
 impl Format {
     /// Every format, most specific first: the order [`detect`] breaks ties in.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 10] = [
         Format::Page,
+        Format::Bsd,
         Format::Conntrack,
         Format::Tcpdump,
         Format::ProcNet,
@@ -97,6 +103,7 @@ impl Format {
             Format::Pairs => "pairs",
             Format::Observed => "observed",
             Format::Page => "page",
+            Format::Bsd => "bsd",
         }
     }
 
@@ -112,6 +119,7 @@ impl Format {
             Format::Pairs => "an address pair",
             Format::Observed => "an observed line",
             Format::Page => "a lookup page line",
+            Format::Bsd => "FreeBSD or macOS netstat/sockstat output",
         }
     }
 
@@ -127,7 +135,7 @@ impl Format {
             Format::Ss => "at least 4 (Recv-Q Send-Q Local Peer)",
             Format::Netstat => "at least 5 (Proto Recv-Q Send-Q Local Foreign)",
             Format::ProcNet => "at least 4 (sl local_address rem_address st)",
-            Format::Conntrack | Format::Tcpdump => "more",
+            Format::Conntrack | Format::Tcpdump | Format::Bsd => "more",
         }
     }
 
@@ -150,7 +158,7 @@ impl std::fmt::Display for Format {
 
 /// A `--format` value that names no format.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("unknown format `{0}`; known formats: ss, netstat, conntrack, tcpdump, proc-net, csv, pairs, observed, page")]
+#[error("unknown format `{0}`; known formats: ss, netstat, conntrack, tcpdump, proc-net, csv, pairs, observed, page, bsd")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {
@@ -181,6 +189,40 @@ pub struct Detected {
     pub columns: Option<Columns>,
     /// Whether the sample had a header line.
     pub header: bool,
+    /// Why this format: what the sample's lines showed.
+    #[serde(default)]
+    pub evidence: Evidence,
+}
+
+/// What detection saw in the sample, for saying why a format was named.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Evidence {
+    /// Non-blank lines looked at (at most [`DETECT_LINES`]).
+    pub sample: u32,
+    /// Of those, lines the format read: sockets, headers, trailers and the
+    /// lines of other protocols it names.
+    pub read: u32,
+    /// Of those, lines holding a connection or a listening socket.
+    pub sockets: u32,
+    /// Lines of the format that print host or service names where numbers
+    /// belong (the command was run without `-n`): said once for the paste.
+    pub names: u32,
+    /// Another format that reads sample lines this one cannot: the paste
+    /// mixes outputs.
+    pub mixed: Option<Mixed>,
+}
+
+/// A second format in one paste.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct Mixed {
+    /// The other format.
+    pub format: Format,
+    /// Sample lines it reads that the detected format does not.
+    pub lines: u32,
 }
 
 impl Detected {
@@ -201,16 +243,19 @@ impl Detected {
                 format,
                 columns: None,
                 header: false,
+                evidence: Evidence::default(),
             });
             let h = sample
                 .iter()
                 .any(|l| matches!(p.line(l), Ok(Line::Skip(Skip::Header))));
             (None, h)
         };
+        let evidence = evidence(format, columns.as_ref(), &sample);
         Detected {
             format,
             columns,
             header,
+            evidence,
         }
     }
 }
@@ -255,6 +300,109 @@ pub struct Conn {
     pub listener: Option<u32>,
     /// The protocol, when the line says.
     pub proto: Option<Proto>,
+    /// What the line said that the answer depends on (address translation,
+    /// a dropped IPv6 zone), to say beside the answer.
+    pub note: Option<LineNote>,
+}
+
+impl Conn {
+    /// Refuses a connection whose line names another protocol than
+    /// `chosen`: since 6.x TCP and UDP hash differently, so its answer under
+    /// `chosen` would be wrong.
+    pub fn check_proto(&self, format: Format, chosen: Proto) -> Result<(), LineError> {
+        match self.proto {
+            Some(line) if line != chosen => Err(LineError::ProtoMismatch {
+                format,
+                line,
+                chosen,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Something a line said that its answer depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum LineNote {
+    /// conntrack's two directions differ beyond the swap (DNAT, SNAT, a
+    /// Service or published port): the connection is the reply direction
+    /// reversed, the tuple the receiving socket hashes, not the original
+    /// direction, whose destination no socket is bound to.
+    Translated {
+        /// The original direction's source.
+        #[cfg_attr(feature = "ts", ts(as = "String"))]
+        original_client: SocketAddr,
+        /// The original direction's destination (before translation).
+        #[cfg_attr(feature = "ts", ts(as = "String"))]
+        original_server: SocketAddr,
+    },
+    /// An IPv6 address carried a zone (`%eth0`), which was left out: the
+    /// reuseport hash reads addresses and ports only.
+    Zone {
+        /// The zone as written.
+        #[cfg_attr(feature = "ts", ts(as = "String"))]
+        zone: Zone,
+    },
+}
+
+/// An IPv6 zone as written after `%`: an interface name (at most 15 bytes,
+/// `IFNAMSIZ` less its NUL) or index. Kept inline so [`Conn`] stays `Copy`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Zone {
+    len: u8,
+    bytes: [u8; 15],
+}
+
+impl Zone {
+    /// The zone of `s`, or `None` when it is empty or longer than an
+    /// interface name can be.
+    pub fn new(s: &str) -> Option<Zone> {
+        if s.is_empty() || s.len() > 15 {
+            return None;
+        }
+        let mut bytes = [0u8; 15];
+        bytes[..s.len()].copy_from_slice(s.as_bytes());
+        Some(Zone {
+            len: s.len() as u8,
+            bytes,
+        })
+    }
+
+    /// The zone's text.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Debug for Zone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Zone({:?})", self.as_str())
+    }
+}
+
+impl std::fmt::Display for Zone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Zone {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Zone {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Zone, D::Error> {
+        let s = String::deserialize(d)?;
+        Zone::new(&s).ok_or_else(|| serde::de::Error::custom("a zone is 1 to 15 bytes"))
+    }
 }
 
 /// A line that holds no connection and is not an error.
@@ -275,6 +423,9 @@ pub enum Skip {
     OtherProto,
     /// A socket that is not a connection (unconnected UDP, a wildcard peer).
     NotConnection,
+    /// The rest of the line above, wrapped onto its own line (`ss`'s
+    /// `users:((…))`, `ino:`, `sk:`, `cgroup:`, `<->`, TCP info).
+    Continuation,
 }
 
 /// One parsed line. Tagged `type` (`conn`, `listening`, `skip`), since a
@@ -430,6 +581,37 @@ pub enum LineError {
         /// The line's start.
         value: String,
     },
+    /// An address column netstat may have cut short: without `-W` net-tools
+    /// netstat cuts `ADDR:PORT` to its 23-character column, keeping the
+    /// port (netstat.c, `tcp_do_one`), so a cut IPv6 address still parses,
+    /// as another address.
+    #[error("{field} `{value}` fills netstat's 23-character column, so netstat may have cut the address short; run netstat -W (wide) or ss -tn, which print whole addresses")]
+    Cut {
+        /// The format.
+        format: Format,
+        /// The field.
+        field: Field,
+        /// What it holds.
+        value: String,
+    },
+    /// The line's protocol is not the group's.
+    #[error("this line is {} (as {} shows it), but the group is {}: TCP and UDP hash differently, so choose {} or leave the line out", .line.name(), .format.what(), .chosen.name(), .line.name())]
+    ProtoMismatch {
+        /// The format.
+        format: Format,
+        /// The protocol the line shows.
+        line: Proto,
+        /// The protocol chosen for the group.
+        chosen: Proto,
+    },
+    /// Output of another system, whose SO_REUSEPORT is not Linux's.
+    #[error("this is {command} output from FreeBSD or macOS, where SO_REUSEPORT lets the last socket bound take the port (FreeBSD's load-balancing groups are SO_REUSEPORT_LB), not Linux's hash: the model answers for Linux only")]
+    OtherSystem {
+        /// The format.
+        format: Format,
+        /// The command: `netstat` or `sockstat`.
+        command: String,
+    },
 }
 
 impl LineError {
@@ -444,7 +626,10 @@ impl LineError {
             | LineError::MixedFamilies { format, .. }
             | LineError::Listener { format, .. }
             | LineError::Missing { format, .. }
-            | LineError::Unrecognized { format, .. } => Some(*format),
+            | LineError::Unrecognized { format, .. }
+            | LineError::Cut { format, .. }
+            | LineError::ProtoMismatch { format, .. }
+            | LineError::OtherSystem { format, .. } => Some(*format),
         }
     }
 }
@@ -529,10 +714,17 @@ impl Parser {
         if t.is_empty() {
             return Ok(Line::Skip(Skip::Blank));
         }
-        if t.starts_with('#') || t.starts_with("$ ") || t == "$" {
+        if t.starts_with('#') || t.starts_with("$ ") || t == "$" || is_prompt(t) {
             return Ok(Line::Skip(Skip::Comment));
         }
+        // `cat -n` numbers each line as `%6d\t`; a CSV's first column is
+        // its own business.
+        let t = match self.format {
+            Format::Csv => t,
+            _ => strip_line_number(t),
+        };
         match self.format {
+            Format::Bsd => formats::bsd(t),
             Format::Ss => formats::ss(t),
             Format::Netstat => formats::netstat(t),
             Format::Conntrack => formats::conntrack(t),
@@ -552,6 +744,39 @@ impl Parser {
     }
 }
 
+/// A shell prompt with the command after it: `user@host:~$ ss -tnp`,
+/// `web1:~# netstat -tn`, `[root@web1 ~]# conntrack -L`. The part before
+/// the prompt character is one word with `@` or `~`, or one `[…]` group,
+/// and a command follows.
+pub(crate) fn is_prompt(t: &str) -> bool {
+    let Some(i) = t.find(['$', '#', '%', '>']) else {
+        return false;
+    };
+    let (before, after) = (&t[..i], &t[i + 1..]);
+    let Some(cmd) = after.strip_prefix(' ') else {
+        return false;
+    };
+    let bracketed =
+        before.starts_with('[') && before.ends_with(']') && before.matches('[').count() == 1;
+    let word = !before.contains(char::is_whitespace) && before.contains(['@', '~']);
+    (bracketed || word)
+        && cmd
+            .trim_start()
+            .starts_with(|c: char| c.is_ascii_alphabetic() || c == '/')
+}
+
+/// The line without a `cat -n` number (`     3\tESTAB …`).
+fn strip_line_number(t: &str) -> &str {
+    match t.split_once('\t') {
+        Some((n, rest))
+            if !n.is_empty() && n.len() <= 10 && n.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            rest.trim_start()
+        }
+        _ => t,
+    }
+}
+
 /// The first [`DETECT_LINES`] non-blank lines, trimmed.
 fn sample<'a>(lines: &[&'a str]) -> Vec<&'a str> {
     lines
@@ -562,10 +787,92 @@ fn sample<'a>(lines: &[&'a str]) -> Vec<&'a str> {
         .collect()
 }
 
+/// How one sample line counts for a format.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    /// A connection or listening socket.
+    Socket,
+    /// A header, trailer, other protocol, continuation or refused system.
+    Other,
+    /// A line of this format run without `-n`: names where numbers belong.
+    Names,
+    /// Not read.
+    No,
+}
+
+fn reads(parser: &Parser, l: &str) -> Reads {
+    match parser.line(l) {
+        Ok(Line::Conn(_)) | Ok(Line::Listening { .. }) => Reads::Socket,
+        Err(LineError::OtherSystem { .. } | LineError::Cut { .. }) => Reads::Socket,
+        Ok(Line::Skip(
+            Skip::Header
+            | Skip::Trailer
+            | Skip::OtherProto
+            | Skip::NotConnection
+            | Skip::Continuation,
+        )) => Reads::Other,
+        Err(LineError::Name { .. }) if parser.format != Format::Pairs => Reads::Names,
+        Ok(Line::Skip(_)) | Err(_) => Reads::No,
+    }
+}
+
+/// What the sample shows for `format` (its columns for CSV).
+fn evidence(format: Format, columns: Option<&Columns>, sample: &[&str]) -> Evidence {
+    let parser = Parser {
+        format,
+        columns: columns.cloned(),
+    };
+    let mut e = Evidence {
+        sample: sample.len() as u32,
+        ..Evidence::default()
+    };
+    let mut unread = Vec::new();
+    for l in sample {
+        match reads(&parser, l) {
+            Reads::Socket => {
+                e.read += 1;
+                e.sockets += 1;
+            }
+            Reads::Other => e.read += 1,
+            Reads::Names => {
+                e.read += 1;
+                e.names += 1;
+            }
+            Reads::No => {
+                if !matches!(parser.line(l), Ok(Line::Skip(Skip::Blank | Skip::Comment))) {
+                    unread.push(*l);
+                }
+            }
+        }
+    }
+    // Another format holding sockets on the lines this one cannot read.
+    for other in Format::ALL {
+        if other == format || matches!(other, Format::Csv | Format::Pairs) {
+            continue;
+        }
+        let p = Parser {
+            format: other,
+            columns: None,
+        };
+        let n = unread
+            .iter()
+            .filter(|l| reads(&p, l) == Reads::Socket)
+            .count() as u32;
+        if n > 0 && e.mixed.is_none_or(|m| n > m.lines) {
+            e.mixed = Some(Mixed {
+                format: other,
+                lines: n,
+            });
+        }
+    }
+    e
+}
+
 /// Names the format of `lines` from the first [`DETECT_LINES`] non-blank
 /// ones: the format whose parser accepts most of them (a connection, a
-/// listening socket, a header or trailer, another protocol's line), ties
-/// going to the more specific format ([`Format::ALL`]'s order). With
+/// listening socket, a header or trailer, another protocol's line, a line
+/// with names where numbers belong), ties going to the more specific
+/// format ([`Format::ALL`]'s order), and says why ([`Evidence`]). With
 /// nothing recognised it answers [`Format::Pairs`], the plain format, so
 /// each line's error says what a pair looks like.
 pub fn detect(lines: &[&str]) -> Detected {
@@ -578,6 +885,7 @@ pub fn detect(lines: &[&str]) -> Detected {
                     format,
                     header: c.header,
                     columns: Some(c),
+                    evidence: Evidence::default(),
                 },
                 None => continue,
             }
@@ -586,6 +894,7 @@ pub fn detect(lines: &[&str]) -> Detected {
                 format,
                 columns: None,
                 header: false,
+                evidence: Evidence::default(),
             }
         };
         let parser = Parser::new(&detected);
@@ -593,19 +902,16 @@ pub fn detect(lines: &[&str]) -> Detected {
         let mut header = false;
         let mut real = false;
         for l in &sample {
-            match parser.line(l) {
-                Ok(Line::Conn(_)) | Ok(Line::Listening { .. }) => {
+            match reads(&parser, l) {
+                Reads::Socket | Reads::Names => {
                     score += 1;
                     real = true;
                 }
-                Ok(Line::Skip(Skip::Header)) => {
+                Reads::Other => {
                     score += 1;
-                    header = true;
+                    header |= matches!(parser.line(l), Ok(Line::Skip(Skip::Header)));
                 }
-                Ok(Line::Skip(Skip::Trailer | Skip::OtherProto | Skip::NotConnection)) => {
-                    score += 1
-                }
-                Ok(Line::Skip(_)) | Err(_) => {}
+                Reads::No => {}
             }
         }
         // A format is only named by lines that hold sockets, not by its
@@ -623,9 +929,12 @@ pub fn detect(lines: &[&str]) -> Detected {
             ));
         }
     }
-    best.map(|(_, d)| d).unwrap_or(Detected {
+    let mut d = best.map(|(_, d)| d).unwrap_or(Detected {
         format: Format::Pairs,
         columns: None,
         header: false,
-    })
+        evidence: Evidence::default(),
+    });
+    d.evidence = evidence(d.format, d.columns.as_ref(), &sample);
+    d
 }
