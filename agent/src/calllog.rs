@@ -27,6 +27,7 @@ pub fn errno_number(e: &Errno) -> i32 {
         Errno::Eisconn => libc::EISCONN,
         Errno::Enotconn => libc::ENOTCONN,
         Errno::Enetunreach => libc::ENETUNREACH,
+        Errno::Enodev => libc::ENODEV,
     }
 }
 
@@ -44,6 +45,7 @@ pub fn errno_name(e: Answer) -> String {
         (libc::ENOTCONN, "ENOTCONN"),
         (libc::ECONNREFUSED, "ECONNREFUSED"),
         (libc::ENETUNREACH, "ENETUNREACH"),
+        (libc::ENODEV, "ENODEV"),
     ];
     match e {
         None => "ok".into(),

@@ -84,9 +84,9 @@ export function setupAll(sockets: readonly SocketSetup[]): Call[] {
   return sockets.flatMap((s, fd) => setupCalls(fd, s));
 }
 
-/** A call log of these calls under `keys`, with no sk_lookup program, no ephemeral range and tcp_migrate_req off. */
+/** A call log of these calls under `keys`, with no sk_lookup program, no ephemeral range, tcp_migrate_req off and no device but `lo`. */
 export function callLog(calls: Call[], keys: Keys = { v4: 0, v6Outer: 0, v6Inner: 0 }): CallLog {
-  return { calls, skLookup: null, keys, ephemeral: null, tcpMigrateReq: false };
+  return { calls, skLookup: null, keys, ephemeral: null, tcpMigrateReq: false, devices: [] };
 }
 
 /** The socket each call acts on, by index: for a `socket` call, the fd it makes (how many `socket` calls came before it). */

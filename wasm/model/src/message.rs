@@ -41,6 +41,8 @@ pub enum Errno {
     Enotconn,
     /// `ENETUNREACH`: an IPV6_V6ONLY socket cannot reach an IPv4 peer.
     Enetunreach,
+    /// `ENODEV`: SO_BINDTODEVICE names no device of the namespace.
+    Enodev,
 }
 
 /// Where in the kernel sources a rule is applied: the function, its file,
@@ -174,6 +176,8 @@ pub enum RefusalRule {
     V6onlyAfterBind,
     /// IPV6_V6ONLY on an AF_INET socket.
     V6onlyOnInet,
+    /// SO_BINDTODEVICE with a name no device of the namespace has.
+    UnknownDevice,
 }
 
 /// What happened to one socket during a lookup's table scan.

@@ -236,3 +236,39 @@ fn a_log_past_the_call_bound_is_refused_naming_calls() {
         "{e}"
     );
 }
+
+/// Why: `setsockopt SO_BINDTODEVICE` with a device the call log's
+/// namespace does not have (or 50 MB of name) answered success, where the
+/// kernel answers ENODEV (sock_setbindtodevice, net/core/sock.c). The
+/// namespace has `lo` and the log's `devices`; a name is read up to 15
+/// bytes, so a long one is an unknown name, not a bigger one.
+#[test]
+fn bindtodevice_answers_enodev_for_a_device_the_namespace_lacks() {
+    let long = "x".repeat(50 << 20);
+    let log: CallLog = serde_json::from_value(serde_json::json!({
+        "devices": ["eth0"],
+        "calls": [
+            {"call": "socket", "family": "inet", "proto": "udp"},
+            {"call": "setsockopt", "fd": 0, "opt": {"bindtodevice": "eth0"}},
+            {"call": "setsockopt", "fd": 0, "opt": {"bindtodevice": "eth1"}},
+            {"call": "setsockopt", "fd": 0, "opt": {"bindtodevice": long}},
+            {"call": "setsockopt", "fd": 0, "opt": {"bindtodevice": "eth0 and more than 15 bytes"}},
+            {"call": "setsockopt", "fd": 0, "opt": {"bindtodevice": "lo"}},
+        ]
+    }))
+    .unwrap();
+    for release in ["3.9", "6.18"] {
+        let host = Host::run(Profile::named(release).unwrap(), &log).unwrap();
+        let answers: Vec<String> = host.answers().iter().map(errno_name).collect();
+        assert_eq!(
+            answers,
+            ["ok", "ok", "ENODEV", "ENODEV", "ENODEV", "ok"],
+            "{release}"
+        );
+        let r = host.answers()[2].as_ref().unwrap();
+        assert_eq!(
+            (r.source.func.as_str(), r.source.file.as_str()),
+            ("sock_setbindtodevice", "net/core/sock.c")
+        );
+    }
+}

@@ -174,6 +174,11 @@ pub struct CallLog {
     /// `net.ipv4.tcp_migrate_req` (5.14+).
     #[serde(default)]
     pub tcp_migrate_req: bool,
+    /// The network devices of the namespace besides `lo`, which every one
+    /// has (a fresh namespace has `lo` alone): SO_BINDTODEVICE with any
+    /// other name fails with ENODEV.
+    #[serde(default)]
+    pub devices: Vec<String>,
 }
 
 /// What a layout file may hold: a call log (`calls`), or the earlier form
@@ -198,6 +203,8 @@ struct LayoutFile {
     ephemeral: Option<Ephemeral>,
     #[serde(default)]
     tcp_migrate_req: bool,
+    #[serde(default)]
+    devices: Vec<String>,
 }
 
 impl TryFrom<LayoutFile> for CallLog {
@@ -215,6 +222,7 @@ impl TryFrom<LayoutFile> for CallLog {
                 keys: f.keys,
                 ephemeral: f.ephemeral,
                 tcp_migrate_req: f.tcp_migrate_req,
+                devices: f.devices,
             }),
             (None, _) => {
                 let Some(sockets) = f.sockets else {
@@ -231,6 +239,7 @@ impl TryFrom<LayoutFile> for CallLog {
                     closed: f.closed.unwrap_or_default(),
                 })?;
                 log.tcp_migrate_req = f.tcp_migrate_req;
+                log.devices = f.devices;
                 Ok(log)
             }
         }
@@ -407,6 +416,7 @@ impl CallLog {
             keys: l.keys,
             ephemeral: l.ephemeral,
             tcp_migrate_req: false,
+            devices: Vec::new(),
         })
     }
 }

@@ -452,6 +452,8 @@ pub struct Host {
     keys: Keys,
     ephemeral: Option<Ephemeral>,
     tcp_migrate_req: bool,
+    /// The namespace's devices besides `lo` ([`CallLog::devices`]).
+    devices: Vec<String>,
     /// A port drawn from the default range when every port of it may be
     /// held: the call log needs a range of its own.
     undecided_draw: bool,
@@ -459,6 +461,16 @@ pub struct Host {
     answers: Vec<Option<Refusal>>,
     /// The next bind's sequence number.
     next_seq: u64,
+}
+
+/// The device name SO_BINDTODEVICE looks up for `given`: at most
+/// `IFNAMSIZ - 1` = 15 bytes, up to the first NUL (sock_setbindtodevice,
+/// net/core/sock.c, 3.9 to 7.2).
+fn device_name(given: &str) -> String {
+    const IFNAMSIZ: usize = 16;
+    let bytes = &given.as_bytes()[..given.len().min(IFNAMSIZ - 1)];
+    let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// The IPv4 address an AF_INET6 socket presents to IPv4 lookups
@@ -715,6 +727,7 @@ impl Host {
             keys: log.keys,
             ephemeral: log.ephemeral,
             tcp_migrate_req: log.tcp_migrate_req,
+            devices: log.devices.clone(),
             undecided_draw: false,
             answers: Vec::with_capacity(log.calls.len()),
             next_seq: 0,
@@ -1070,7 +1083,25 @@ impl Host {
                 }
                 self.socks[i].spec.v6only = *on;
             }
-            SockOpt::Bindtodevice(d) => self.reclass(i, |s| s.spec.device = d.clone()),
+            SockOpt::Bindtodevice(d) => {
+                // sock_setbindtodevice (net/core/sock.c, 3.9 to 7.2): the
+                // name is cut to IFNAMSIZ - 1 = 15 bytes and ends at a NUL;
+                // an empty one unbinds; one no device of the namespace has
+                // is ENODEV (dev_get_by_name_rcu found none), and the
+                // socket stays as it was.
+                let name = d.as_deref().map(device_name).filter(|n| !n.is_empty());
+                if let Some(n) = &name {
+                    if n != "lo" && !self.devices.iter().any(|d| d == n) {
+                        return Some(self.refusal(
+                            Errno::Enodev,
+                            RefusalRule::UnknownDevice,
+                            "sock_setbindtodevice",
+                            "net/core/sock.c",
+                        ));
+                    }
+                }
+                self.reclass(i, |s| s.spec.device = name)
+            }
             SockOpt::Linger(l) => self.socks[i].linger = *l,
             SockOpt::IncomingCpu(cpu) => {
                 self.socks[i].spec.incoming_cpu = Some(*cpu);
