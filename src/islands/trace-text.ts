@@ -51,6 +51,8 @@ export interface TraceText {
   program: string;
   recorded: string;
   command: string;
+  /** After a cut value: how many characters were left out. */
+  cutMore: (left: number) => string;
   key: string;
   keyFromManifest: (k: string, from?: string) => string;
   keyNone: string;
@@ -130,6 +132,7 @@ const en: TraceText = {
   program: 'Selection',
   recorded: 'Recorded',
   command: 'Command',
+  cutMore: (n) => ` … and ${n.toLocaleString('en')} more characters, not shown`,
   key: 'Per-boot key',
   keyFromManifest: (k, from) =>
     from
@@ -231,6 +234,7 @@ const zh: TraceText = {
   program: '选择方式',
   recorded: '录制时间',
   command: '命令',
+  cutMore: (n) => ` ……另有 ${n.toLocaleString('zh-CN')} 个字符未显示`,
   key: '本次开机的密钥',
   keyFromManifest: (k, from) =>
     from

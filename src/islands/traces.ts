@@ -9,6 +9,7 @@ import { Group, loadModel } from '../model/index';
 import { MAX_TRACE_BYTES, checkTrace, explainEvent, predictTrace, traceGroup, type Trace } from '../model/trace';
 import { TRAIN_EVENTS, rows, spread, summarize } from '../scene/trace-view';
 import { explainView } from '../scene/explain-view';
+import { SHOWN_COMMAND, cutText } from '../scene/cut';
 import { renderExplain } from '../render/explain-card';
 import { renderBars, renderCountsTable, renderRows } from '../render/trace-view';
 import { hex32, parseHex32 } from '../hex';
@@ -158,11 +159,14 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     if (tr.command) {
       dl.append('dt').text(t.command);
       // One box per argument, so a narrow column breaks the line between arguments, never inside "--listeners".
+      // A command as long as the schema allows (64 Ki characters) is cut: the rest would be layout work for nothing.
       const cmd = dl.append('dd').attr('class', 'rl-tv-command');
-      for (const [i, word] of tr.command.split(' ').entries()) {
+      const { shown, left } = cutText(tr.command, SHOWN_COMMAND);
+      for (const [i, word] of shown.split(' ').entries()) {
         if (i) cmd.append('span').text(' ');
         cmd.append('span').attr('class', 'rl-tv-arg').text(word);
       }
+      if (left) cmd.append('span').attr('class', 'rl-hint').text(t.cutMore(left));
     }
     item(t.key, current.key === undefined ? t.keyNone : t.keyFromManifest(hex32(current.key), current.keyFrom));
 

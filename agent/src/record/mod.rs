@@ -439,12 +439,12 @@ fn assemble(cx: &Context<'_>, m: Measured) -> Trace {
         format: FORMAT.into(),
         version: VERSION,
         recorded: Some(rfc3339(started)),
-        command: Some(
+        command: Some(crate::trace::bounded_command(
             std::env::args_os()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
                 .join(" "),
-        ),
+        )),
         kernel: KernelInfo {
             release: cx.release.clone(),
             profile: cx.profile.map(|p| p.release.to_string()),

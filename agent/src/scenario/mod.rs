@@ -451,15 +451,17 @@ fn running_profile() -> Option<String> {
 
 /// This process's command line as the trace records it.
 fn command_line() -> String {
-    std::env::args()
-        .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replacen(
-            &std::env::args().next().unwrap_or_default(),
-            "reuseport-agent",
-            1,
-        )
+    crate::trace::bounded_command(
+        std::env::args()
+            .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replacen(
+                &std::env::args().next().unwrap_or_default(),
+                "reuseport-agent",
+                1,
+            ),
+    )
 }
 
 /// Runs `scenario` (see the module docs). Progress goes to stderr, one

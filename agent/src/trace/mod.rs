@@ -295,6 +295,19 @@ fn schema_problems(
         .collect()
 }
 
+/// The most characters a trace's or a scenario trace's `command` holds
+/// (the schemas' `maxLength`).
+pub const MAX_COMMAND: usize = 65536;
+
+/// A command line as a trace records it: whole, or, past [`MAX_COMMAND`]
+/// characters, its start and `…`, so the trace still meets its schema.
+pub fn bounded_command(command: String) -> String {
+    if command.chars().count() <= MAX_COMMAND {
+        return command;
+    }
+    command.chars().take(MAX_COMMAND - 1).chain(['…']).collect()
+}
+
 /// A schema message fit to print: it quotes the offending value, which may
 /// be huge or hold invisible characters, so a long one keeps its first 200
 /// and last 80 characters, and invisible ones are written as `\u{…}`.
@@ -632,6 +645,27 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Why: a trace's strings had no bound, so a 1 MB command made the trace
+    /// viewer's page unresponsive for a minute. The schema bounds every
+    /// string; a longer one is refused naming it, and the agent cuts its
+    /// own command line to the bound.
+    #[test]
+    fn a_command_past_its_bound_is_refused_and_the_agent_writes_a_cut_one() {
+        let mut t = sample();
+        t.command = Some("x ".repeat(MAX_COMMAND));
+        let e = Trace::parse(&t.to_json(), "t.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("at /command") && e.contains("65536"),
+            "{}",
+            &e[..e.len().min(400)]
+        );
+        t.command = t.command.map(bounded_command);
+        assert_eq!(t.command.as_ref().unwrap().chars().count(), MAX_COMMAND);
+        Trace::parse(&t.to_json(), "t.json").unwrap();
+    }
 
     fn sample() -> Trace {
         Trace {
