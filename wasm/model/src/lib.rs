@@ -35,6 +35,7 @@
 
 pub mod batch;
 pub mod error;
+pub mod diagnose;
 pub mod explain;
 pub mod group;
 pub mod hash;

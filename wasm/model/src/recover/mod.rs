@@ -52,7 +52,9 @@ use crate::profile::{GroupScan, Profile, Release, Selection, V4Form};
 use crate::reuseport::{MemberState, ReuseportGroup};
 use crate::tuple::{v4_word, Proto, Tuple};
 
+mod labelled;
 mod sweep;
+pub use labelled::{LabelledError, LabelledPlan, MAX_LABELS};
 pub use sweep::{isa_used, search};
 
 /// Number of 32-bit initvals: the whole search space.
