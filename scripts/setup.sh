@@ -38,6 +38,8 @@ if [[ ! -x /usr/bin/chromium ]]; then apt_pkgs+=(chromium fonts-liberation); apt
 if ! have qemu-system-x86_64; then apt_pkgs+=(qemu-system-x86); apt_why+=("qemu-system-x86: boots other kernels for verify --kernels"); fi
 if [[ ! -x /bin/busybox ]] || ! /bin/busybox --list 2>/dev/null | grep -qx ip || ldd /bin/busybox >/dev/null 2>&1; then apt_pkgs+=(busybox-static); apt_why+=("busybox-static: the shell and tools of the verify --kernels initramfs"); fi
 if ! have cpio; then apt_pkgs+=(cpio); apt_why+=("cpio: packs the verify --kernels initramfs"); fi
+# observe's tests diagnose a real server (agent/tests/observe.rs); never started as a service (policy-rc.d below).
+if [[ ! -x /usr/sbin/nginx ]]; then apt_pkgs+=(nginx); apt_why+=("nginx: the real server the observe tests diagnose, run on loopback by the tests"); fi
 
 if (( ${#apt_pkgs[@]} > 0 )); then
   have apt-get || die "missing ${apt_pkgs[*]} and apt-get is not available; install them with your package manager"
@@ -51,6 +53,13 @@ if (( ${#apt_pkgs[@]} > 0 )); then
   for why in "${apt_why[@]}"; do log "installing ${why%%:*} via apt (${why#*: })"; done
   log "running apt-get update"
   "${sudo[@]}" apt-get update -qq >&2
+  # No package may start a system service: a policy-rc.d that refuses (101) for the install,
+  # removed after unless one was there before.
+  policy=/usr/sbin/policy-rc.d
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null && "${sudo[@]}" chmod 755 "$policy"
+    trap '"${sudo[@]}" rm -f "$policy"' EXIT
+  fi
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}" >&2
 fi
 

@@ -93,6 +93,12 @@ impl Ending for () {
     }
 }
 
+impl Ending for crate::observe::Report {
+    fn status(&self) -> Status {
+        self.ending()
+    }
+}
+
 impl Ending for crate::predict::Outcome {
     fn status(&self) -> Status {
         all_or_partial(self.failed == 0)

@@ -31,6 +31,7 @@ pub mod layouts;
 pub mod messages;
 #[cfg(target_os = "linux")]
 pub mod migrate_req;
+pub mod observe;
 #[cfg(unix)]
 pub mod output;
 pub mod predict;
@@ -168,6 +169,27 @@ pub enum Command {
     /// (stderr says which), 2 when the input is refused, 130 when
     /// interrupted (the JSON says `"complete": false`).
     Recover(recover::RecoverArgs),
+    /// Diagnose a running server's port from the kernel's socket tables: who holds each listener, who accepted each connection, the key, and why the load is uneven.
+    ///
+    /// Reads the INET_DIAG tables through sock_diag netlink and the owners
+    /// of each socket from /proc (as root it sees every process; otherwise
+    /// it says how many it could not read). It never connects, sets an
+    /// option or signals anything. With --for it samples queues, drops and
+    /// per-worker connections every --every, with progress on stderr.
+    /// Then the model groups the listeners, searches the per-boot key with
+    /// the owners as labels (a pid is a label, never a listener number),
+    /// predicts every connection and gives a verdict: hash-spread,
+    /// beyond-hash, shared-listener, stalled-listener, few-clients,
+    /// single-listener, no-listener or undecided (with the reason).
+    ///
+    /// Output: a short summary on stdout; with --json FILE the report
+    /// (format reuseport-observe-v1, schema beside the trace schema), with
+    /// --json - the report on stdout and the summary on stderr.
+    ///
+    /// Exit status: 0 when diagnosed, 1 when undecided or a connection
+    /// disagrees with its prediction, 2 when refused, 130 when a signal
+    /// ended the watch or the search (the report has what was seen).
+    Observe(observe::ObserveArgs),
     /// Prove the model on the running kernel (Linux): for each IPv4 group layout,
     /// record fresh traffic, recover the hash key from the first part, predict
     /// the rest with the model, and report agreement.

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use reuseport_agent::exit::finish;
 use reuseport_agent::{
-    bench, calibrate, curated, kernels, predict, record, recover, scenario, verify, Cli, Command,
+    bench, calibrate, curated, kernels, observe, predict, record, recover, scenario, verify, Cli,
+    Command,
 };
 
 fn main() -> ExitCode {
@@ -27,6 +28,10 @@ fn main() -> ExitCode {
         Command::Scenario(args) => finish(scenario::run(&args, io::stdout().lock())),
         Command::Calibrate(args) => finish(calibrate::command(&args, io::stderr())),
         Command::Curated => finish(curated::run(io::stdout().lock())),
+        Command::Observe(args) => {
+            let (_signals, stop) = recover::stop_on_signals();
+            finish(observe::run(&args, &mut io::stdout().lock(), &mut io::stderr(), stop))
+        }
         Command::Recover(args) => {
             let (_signals, stop) = recover::stop_on_signals();
             let out = io::stdout().lock();

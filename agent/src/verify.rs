@@ -435,8 +435,7 @@ fn check_trace_among(
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
     let searched = parallel_search(
-        &plan,
-        Isa::Best,
+        &|r, f| plan.search(Isa::Best, r, f),
         keys,
         threads,
         stop,

@@ -402,8 +402,7 @@ pub fn run(
             }
         } else {
             parallel_search(
-                &job.plan,
-                isa,
+                &|r, f| job.plan.search(isa, r, f),
                 range.clone(),
                 threads,
                 stop,

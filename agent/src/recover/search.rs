@@ -6,8 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use reuseport_model::batch::Isa;
-use reuseport_model::recover::{Found, Plan};
+use reuseport_model::recover::Found;
 
 use super::{CHUNK, LIST_CAP};
 
@@ -29,8 +28,7 @@ pub(super) fn fmt_rate(r: f64) -> String {
 /// every half second unless `quiet`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn parallel_search(
-    plan: &Plan,
-    isa: Isa,
+    search: &(dyn Fn(Range<u64>, &mut Found) + Sync),
     range: Range<u64>,
     threads: u32,
     stop: &AtomicBool,
@@ -58,7 +56,7 @@ pub(crate) fn parallel_search(
                     let r = range.start + at..range.start + (at + CHUNK).min(len);
                     let n = r.end - r.start;
                     let mut f = Found::new(LIST_CAP);
-                    plan.search(isa, r, &mut f);
+                    search(r, &mut f);
                     if f.count > 0 {
                         hits.fetch_add(f.count, Ordering::Relaxed);
                         mine.push((at, f));

@@ -864,15 +864,19 @@ fn verdict(
     };
     if members.len() == 1 {
         let l = members[0];
-        let accepting: BTreeSet<u32> = per_pid.keys().copied().collect();
-        let holders = holders(l);
-        // Several processes take connections from the one socket.
-        if accepting.len() >= 2 || (accepting.is_empty() && holders.len() >= 2 && l.accepting.is_some()) {
-            let mut pids: Vec<u32> = if accepting.is_empty() { holders } else { accepting.into_iter().collect() };
-            pids.sort_unstable();
-            return v(VerdictKind::SharedListener, pids, None, vec![l.id.clone()]);
+        let accepted: Vec<u32> = per_pid.keys().copied().collect();
+        // Who waits on the one socket: the epoll sets that watch it when
+        // known; else the processes that took its connections; else, with
+        // none taken yet, its holders.
+        let waiting = match &l.accepting {
+            Some(_) => holders(l),
+            None if !accepted.is_empty() => accepted,
+            None => holders(l),
+        };
+        if waiting.len() >= 2 {
+            return v(VerdictKind::SharedListener, waiting, None, vec![l.id.clone()]);
         }
-        return v(VerdictKind::SingleListener, holders, None, vec![l.id.clone()]);
+        return v(VerdictKind::SingleListener, waiting, None, vec![l.id.clone()]);
     }
     let stalled = stalled(members, &p.snap.samples);
     if !stalled.is_empty() {

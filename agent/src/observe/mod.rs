@@ -1,0 +1,358 @@
+//! `observe`: a running server's port, diagnosed from the kernel's socket
+//! tables. Gathers a [`Snapshot`] (listeners, their owners and the epoll
+//! sets that watch them, queues and drops, every connection and its owner;
+//! samples over `--for` every `--every`), then hands it to the model's
+//! diagnosis ([`reuseport_model::diagnose`]): the key search with labels,
+//! each connection predicted, the verdict. The agent only gathers.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Write};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde::Serialize;
+
+use reuseport_model::diagnose::{
+    prepare, Connection, Diagnosis, Listener, ListenerSample, Sample, Snapshot, VerdictKind, WorkerSample,
+};
+use reuseport_model::profile::Profile;
+use reuseport_model::recover::{Found, SPACE};
+use reuseport_model::Proto;
+
+use crate::exit::{Failure, Status};
+use crate::recover::parallel_search;
+
+#[cfg(target_os = "linux")]
+mod tables;
+
+/// `observe`'s options.
+#[derive(Debug, Clone, Args)]
+pub struct ObserveArgs {
+    /// The port the server listens on.
+    #[arg(long)]
+    pub port: u16,
+    /// Only sockets bound to this address (default: every address on the port).
+    #[arg(long)]
+    pub addr: Option<IpAddr>,
+    /// TCP or UDP.
+    #[arg(long, default_value = "tcp")]
+    pub proto: Proto,
+    /// Watch this long, sampling queues and connections (e.g. 10s, 500ms, 2m; default: one look).
+    #[arg(long = "for", value_parser = duration_arg)]
+    pub duration: Option<Duration>,
+    /// Time between samples with --for.
+    #[arg(long, value_parser = duration_arg, default_value = "1s")]
+    pub every: Duration,
+    /// Write the JSON report here (`-`: standard output, and the summary goes to standard error).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Kernel profile whose rules the diagnosis uses (`auto`: the running kernel).
+    #[arg(long, default_value = "auto")]
+    pub kernel: String,
+    /// Threads for the key search (1 to 1024; default: every CPU).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
+    /// Skip the key search.
+    #[arg(long)]
+    pub no_search: bool,
+}
+
+/// Parses `10s`, `500ms`, `2m`, or plain seconds; at most one day.
+pub fn duration_arg(s: &str) -> Result<Duration, String> {
+    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let v: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration such as 10s, 500ms or 2m"))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" => v,
+        "m" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return Err(format!("{s:?}: the unit must be ms, s, m or h")),
+    };
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!("{s:?}: give a duration above 0 and at most a day"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// What `observe` can fail on.
+#[derive(Debug, thiserror::Error)]
+pub enum ObserveError {
+    /// The socket tables could not be read.
+    #[error("reading the socket tables through sock_diag netlink failed: {0}")]
+    Tables(io::Error),
+    /// The kernel named is unknown.
+    #[error("--kernel: {0}")]
+    Kernel(String),
+    /// The snapshot is refused by the model.
+    #[error("{0}")]
+    Diagnose(#[from] reuseport_model::diagnose::DiagnoseError),
+    /// Writing the report failed.
+    #[error("writing the report to {path}: {source}")]
+    Write {
+        /// Where.
+        path: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// Not on Linux.
+    #[error("observe reads Linux socket tables; this is not Linux")]
+    NotLinux,
+}
+
+impl Failure for ObserveError {
+    fn broken_pipe(&self) -> bool {
+        matches!(self, ObserveError::Write { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
+/// The report: what was seen and what the model says of it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// The report's format.
+    pub format: &'static str,
+    /// The kernel release observed (`uname -r`).
+    pub kernel_release: String,
+    /// What the tables showed (the last look, with every sample).
+    pub snapshot: Snapshot,
+    /// Processes whose descriptors could not be read (run as root to see all).
+    pub unreadable_processes: u32,
+    /// Whether a signal ended the watch or the search early.
+    pub interrupted: bool,
+    /// The diagnosis.
+    #[serde(flatten)]
+    pub diagnosis: Diagnosis,
+}
+
+impl Report {
+    /// The exit status this report gives (see `exit`).
+    pub fn ending(&self) -> Status {
+        if self.interrupted {
+            Status::Interrupted
+        } else if self.diagnosis.verdict.kind == VerdictKind::Undecided || self.diagnosis.agreement.is_some_and(|(a, n)| a != n) {
+            Status::Partial
+        } else {
+            Status::Ok
+        }
+    }
+}
+
+/// One look at the tables.
+#[cfg(target_os = "linux")]
+fn look(args: &ObserveArgs) -> Result<(Vec<Listener>, Vec<Connection>, u32), ObserveError> {
+    let sockets = tables::dump(args.proto, args.port).map_err(ObserveError::Tables)?;
+    let sockets: Vec<_> = sockets.into_iter().filter(|s| tables::on_addr(&s.local, args.addr)).collect();
+    let h = tables::holders(&tables::inodes(&sockets));
+    let mut listeners = Vec::new();
+    let mut connections = Vec::new();
+    for s in &sockets {
+        let owners = h.owners.get(&s.inode).cloned().unwrap_or_default();
+        if s.listening(args.proto) {
+            listeners.push(Listener {
+                id: s.inode.to_string(),
+                local: s.local.to_string(),
+                owners,
+                accepting: h.watched.get(&s.inode).map(|p| p.iter().copied().collect()),
+                queue: s.rqueue,
+                backlog: if args.proto == Proto::Tcp { s.wqueue } else { 0 },
+                drops: s.drops,
+            });
+        } else if s.connection(args.proto) {
+            connections.push(Connection {
+                client: s.remote.to_string(),
+                server: s.local.to_string(),
+                owners,
+            });
+        }
+    }
+    Ok((listeners, connections, h.unreadable))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn look(_: &ObserveArgs) -> Result<(Vec<Listener>, Vec<Connection>, u32), ObserveError> {
+    Err(ObserveError::NotLinux)
+}
+
+fn sample_of(t_ms: u64, listeners: &[Listener], connections: &[Connection]) -> Sample {
+    let mut per: BTreeMap<u32, u64> = BTreeMap::new();
+    for c in connections {
+        if let [o] = c.owners.as_slice() {
+            *per.entry(o.pid).or_default() += 1;
+        }
+    }
+    Sample {
+        t_ms,
+        listeners: listeners
+            .iter()
+            .map(|l| ListenerSample {
+                id: l.id.clone(),
+                queue: l.queue,
+                drops: l.drops,
+            })
+            .collect(),
+        workers: per.into_iter().map(|(pid, connections)| WorkerSample { pid, connections }).collect(),
+    }
+}
+
+/// Runs `observe`; `stop` set by a signal ends the watch or the search
+/// with what there is.
+pub fn run(args: &ObserveArgs, out: &mut dyn Write, err: &mut dyn Write, stop: &AtomicBool) -> Result<Report, ObserveError> {
+    let running = crate::kernel::running_release().ok();
+    let profile = Profile::resolve(&args.kernel, running.as_deref()).map_err(|e| ObserveError::Kernel(e.to_string()))?;
+    let started = Instant::now();
+    let (mut listeners, mut connections, mut unreadable) = look(args)?;
+    let mut samples = vec![sample_of(0, &listeners, &connections)];
+    if let Some(total) = args.duration {
+        while started.elapsed() < total && !stop.load(Ordering::Relaxed) {
+            let wake = Instant::now() + args.every;
+            while Instant::now() < wake && !stop.load(Ordering::Relaxed) && started.elapsed() < total {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            (listeners, connections, unreadable) = look(args)?;
+            let t = started.elapsed().as_millis() as u64;
+            samples.push(sample_of(t, &listeners, &connections));
+            let queued: u32 = listeners.iter().map(|l| l.queue).sum();
+            let _ = writeln!(
+                err,
+                "observe: {:5.1} s of {:.1} s: {} listener(s), {} connection(s), {} queued",
+                t as f64 / 1000.0,
+                total.as_secs_f64(),
+                listeners.len(),
+                connections.len(),
+                queued
+            );
+        }
+    }
+    let snapshot = Snapshot {
+        proto: args.proto,
+        port: args.port,
+        listeners,
+        connections,
+        samples,
+    };
+    let prepared = prepare(profile, &snapshot)?;
+    let mut interrupted = stop.load(Ordering::Relaxed);
+    let found = if prepared.searchable() && !args.no_search && !interrupted {
+        let threads = args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1));
+        let s = parallel_search(&|r, f: &mut Found| prepared.search(r, f), 0..SPACE, threads, stop, " (observe)", false, err);
+        if s.searched.end < SPACE {
+            interrupted = true;
+            None
+        } else {
+            Some(s.found)
+        }
+    } else {
+        None
+    };
+    let diagnosis = prepared.finish(found.as_ref());
+    let report = Report {
+        format: "reuseport-observe-v1",
+        kernel_release: running.unwrap_or_default(),
+        snapshot,
+        unreadable_processes: unreadable,
+        interrupted,
+        diagnosis,
+    };
+    let summary = summary(&report);
+    let json = serde_json::to_string_pretty(&report).expect("the report serialises");
+    match &args.json {
+        Some(p) if p.as_os_str() == "-" => {
+            writeln!(out, "{json}").map_err(|source| ObserveError::Write { path: "stdout".into(), source })?;
+            let _ = write!(err, "{summary}");
+        }
+        Some(p) => {
+            write_file(p, &json)?;
+            write!(out, "{summary}").map_err(|source| ObserveError::Write { path: "stdout".into(), source })?;
+        }
+        None => write!(out, "{summary}").map_err(|source| ObserveError::Write { path: "stdout".into(), source })?,
+    }
+    Ok(report)
+}
+
+/// Writes the report beside its path and renames it into place.
+fn write_file(path: &std::path::Path, json: &str) -> Result<(), ObserveError> {
+    let wr = |source| ObserveError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let tmp = path.with_extension("json.partial");
+    let mut f = File::create(&tmp).map_err(wr)?;
+    f.write_all(json.as_bytes()).and_then(|_| f.write_all(b"\n")).and_then(|_| f.sync_all()).map_err(wr)?;
+    std::fs::rename(&tmp, path).map_err(wr)
+}
+
+/// The human summary, in English from the sentence table.
+fn summary(r: &Report) -> String {
+    let d = &r.diagnosis;
+    let mut s = String::new();
+    let kind = serde_json::to_value(d.verdict.kind).expect("a string");
+    let kind = kind.as_str().unwrap_or("");
+    s.push_str(&format!(
+        "{} port {} on {} (model {}): {} listener(s), {} connection(s)\n",
+        match d.proto {
+            Proto::Tcp => "TCP",
+            Proto::Udp => "UDP",
+        },
+        d.port,
+        if r.kernel_release.is_empty() { "?" } else { &r.kernel_release },
+        d.kernel,
+        d.listeners.len(),
+        d.connections.len()
+    ));
+    for l in &d.listeners {
+        let owners: Vec<String> = l.owners.iter().map(|o| format!("{}/{}", o.comm, o.pid)).collect();
+        s.push_str(&format!(
+            "  listener {} {} slot {} queue {}/{} drops {} held by {} accepting {}\n",
+            l.id,
+            l.local,
+            l.slot.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
+            l.queue,
+            l.backlog,
+            l.drops.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
+            owners.join(","),
+            l.accepting.as_ref().map(|a| format!("{a:?}")).unwrap_or_else(|| "?".into()),
+        ));
+    }
+    for w in &d.workers {
+        s.push_str(&format!(
+            "  worker {} {} connections {} slot {}\n",
+            w.pid,
+            w.comm,
+            w.connections,
+            w.slot.map(|x| x.to_string()).unwrap_or_else(|| "?".into())
+        ));
+    }
+    match (&d.key, &d.key_reason) {
+        (Some(k), _) => s.push_str(&format!(
+            "  key {} (expected false matches {:.2e}, from {} connections)\n",
+            k.initval, k.expected_false_matches, k.connections
+        )),
+        (None, Some(r)) => s.push_str(&format!("  no key: {}\n", serde_json::to_string(r).expect("serialises"))),
+        _ => {}
+    }
+    if let Some((a, n)) = d.agreement {
+        s.push_str(&format!("  predicted: {a} of {n} connections where their owner accepts\n"));
+    }
+    s.push_str(&format!("verdict: {kind}"));
+    if !d.verdict.pids.is_empty() {
+        s.push_str(&format!(" (pids {:?})", d.verdict.pids));
+    }
+    s.push('\n');
+    let pids: Vec<String> = d.verdict.pids.iter().map(u32::to_string).collect();
+    let fields = serde_json::json!({"kind": kind, "pids": pids.join(", "), "listeners": d.verdict.listeners.join(", ")});
+    s.push_str(&crate::messages::say("diagnosis_verdict", &fields));
+    s.push('\n');
+    s
+}

@@ -1,0 +1,214 @@
+//! `observe` against a real nginx (Debian's package, installed by
+//! scripts/setup.sh, never started as a service): run by the test on
+//! loopback with its own configuration in a temporary directory, stopped
+//! and reaped when the test ends. The expectations come from nginx and the
+//! kernel: which worker really accepted each connection, as /proc shows.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+
+const NGINX: &str = "/usr/sbin/nginx";
+
+/// An nginx master and its workers, killed and reaped on drop.
+struct Nginx {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGCONT first: a worker the test stopped must be able to exit.
+        let _ = Command::new("pkill").args(["-CONT", "-P", &self.child.id().to_string()]).status();
+        // SIGTERM to the master stops the workers fast; then reap.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn start_nginx(name: &str, port: u16, workers: u32, reuseport: bool) -> Nginx {
+    let dir = std::env::temp_dir().join(format!("reuseport-observe-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    let conf = format!(
+        "daemon off;\nmaster_process on;\nworker_processes {workers};\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 4096; }}\n\
+         http {{\n  access_log off;\n  keepalive_timeout 600s;\n  client_header_timeout 600s;\n\
+           client_body_temp_path {d}/tmp;\n  proxy_temp_path {d}/tmp;\n  fastcgi_temp_path {d}/tmp;\n  uwsgi_temp_path {d}/tmp;\n  scgi_temp_path {d}/tmp;\n\
+           server {{ listen 127.0.0.1:{port}{rp}; location / {{ return 200 \"ok\\n\"; }} }}\n}}\n",
+        d = dir.display(),
+        rp = if reuseport { " reuseport" } else { "" },
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let child = Command::new(NGINX)
+        .args(["-p", &dir.display().to_string(), "-c", &dir.join("nginx.conf").display().to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("nginx starts");
+    let n = Nginx { child, dir };
+    // Ready when a request is answered (bounded generously: a busy machine is slow).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| request(&mut s)).is_ok() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "nginx never answered on port {port}; see {}/error.log", n.dir.display());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    n
+}
+
+/// One keep-alive request: once answered, the connection is accepted and
+/// held by the worker that accepted it.
+fn request(s: &mut TcpStream) -> std::io::Result<()> {
+    s.set_read_timeout(Some(Duration::from_secs(60)))?;
+    s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")?;
+    let mut buf = [0u8; 512];
+    let mut got = Vec::new();
+    while !got.ends_with(b"ok\n") {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Err(std::io::Error::other("closed"));
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    Ok(())
+}
+
+/// A connection from a client address of 127.0.0.0/8 other than 127.0.0.1.
+fn connect_from(i: u32, port: u16) -> TcpStream {
+    let a = 0x7f00_0000 | (((i.wrapping_mul(2_654_435_761)) >> 8) & 0x00ff_fffe) | 2;
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.bind(&SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(a), 0)).into()).unwrap();
+    sock.connect(&SocketAddr::from(([127, 0, 0, 1], port)).into()).unwrap();
+    sock.into()
+}
+
+fn observe(port: u16, extra: &[&str]) -> (i32, serde_json::Value, String) {
+    let mut args = vec!["observe", "--port", &*Box::leak(port.to_string().into_boxed_str()), "--json", "-"];
+    args.extend_from_slice(extra);
+    let run = common::agent(&args, "", Duration::from_secs(900));
+    let json = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}\n{}", run.stdout, run.stderr));
+    (run.code, json, run.stderr)
+}
+
+fn ready(test: &str) -> bool {
+    if !common::is_root() {
+        common::skip(test, "nginx's workers switch to www-data, whose descriptors only root can read");
+        return false;
+    }
+    if !Path::new(NGINX).exists() {
+        common::skip(test, "nginx is not installed (scripts/setup.sh installs it)");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn nginx_reuseport_four_workers_key_recovered_every_connection_predicted() {
+    // 4 workers, one SO_REUSEPORT listener each: observe must find the key
+    // from who accepted what alone, and then predict every connection's
+    // worker as nginx and the kernel really placed it.
+    if !ready("nginx_reuseport_four_workers") {
+        return;
+    }
+    let port = 18_471;
+    let _nginx = start_nginx("rp4", port, 4, true);
+    let mut conns: Vec<TcpStream> = (0..160).map(|i| connect_from(i, port)).collect();
+    for c in conns.iter_mut() {
+        request(c).unwrap();
+    }
+    let (code, r, err) = observe(port, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(r["verdict"]["kind"], "hash-spread", "{err}");
+    assert!(r["key"]["initval"].is_string(), "{}", r["keyReason"]);
+    let listeners = r["listeners"].as_array().unwrap();
+    assert_eq!(listeners.len(), 4);
+    let mut slots: Vec<u64> = listeners.iter().map(|l| l["slot"].as_u64().expect("every listener's slot")).collect();
+    slots.sort_unstable();
+    assert_eq!(slots, vec![0, 1, 2, 3]);
+    // Each listener is held by the master and all 4 workers, watched by one worker.
+    for l in listeners {
+        assert_eq!(l["owners"].as_array().unwrap().len(), 5, "{l}");
+        assert_eq!(l["accepting"].as_array().unwrap().len(), 1, "{l}");
+    }
+    let cs = r["connections"].as_array().unwrap();
+    // Our 160, plus the readiness probe's connection if nginx still holds it.
+    assert!(cs.len() >= 160, "{}", cs.len());
+    for c in cs {
+        assert!(c["pid"].is_u64(), "{c}");
+        assert_eq!(c["predicted"], c["ownerSlot"], "{c}");
+    }
+    assert_eq!(r["agreement"][0], r["agreement"][1]);
+    drop(conns);
+}
+
+#[test]
+fn nginx_one_shared_listener_is_diagnosed_shared_not_hashing() {
+    // Without `reuseport`, one socket is opened by the master and every
+    // worker waits on it: no hash is involved, whatever the counts.
+    if !ready("nginx_one_shared_listener") {
+        return;
+    }
+    let port = 18_472;
+    let _nginx = start_nginx("shared", port, 4, false);
+    let mut conns: Vec<TcpStream> = (0..40).map(|i| connect_from(i, port)).collect();
+    for c in conns.iter_mut() {
+        request(c).unwrap();
+    }
+    let (code, r, err) = observe(port, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(r["listeners"].as_array().unwrap().len(), 1);
+    assert_eq!(r["verdict"]["kind"], "shared-listener", "{err}");
+    assert_eq!(r["verdict"]["pids"].as_array().unwrap().len(), 4, "{}", r["verdict"]);
+    assert!(r["key"].is_null());
+}
+
+#[test]
+fn nginx_worker_stopped_while_connections_arrive_is_a_stalled_listener() {
+    // SIGSTOP one worker, keep connecting during the watch: its listener's
+    // accept queue grows while the others drain, and observe names its pid.
+    if !ready("nginx_worker_stopped") {
+        return;
+    }
+    let port = 18_473;
+    let nginx = start_nginx("stall", port, 4, true);
+    let (_, first, _) = observe(port, &["--no-search"]);
+    let victim = first["listeners"][0]["accepting"][0].as_u64().expect("a worker watches listener 0") as i32;
+    unsafe { libc::kill(victim, libc::SIGSTOP) };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = stop.clone();
+    let client = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        let mut i = 1000;
+        while !s2.load(std::sync::atomic::Ordering::Relaxed) && i < 5000 {
+            held.push(connect_from(i, port));
+            i += 1;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        held
+    });
+    let (code, r, err) = observe(port, &["--for", "3s", "--every", "500ms", "--no-search"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _held = client.join().unwrap();
+    unsafe { libc::kill(victim, libc::SIGCONT) };
+    drop(nginx);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(r["verdict"]["kind"], "stalled-listener", "{}", r["verdict"]);
+    assert_eq!(r["verdict"]["pids"], serde_json::json!([victim]));
+}
