@@ -30,7 +30,12 @@ fn main() -> ExitCode {
         Command::Curated => finish(curated::run(io::stdout().lock())),
         Command::Observe(args) => {
             let (_signals, stop) = recover::stop_on_signals();
-            finish(observe::run(&args, &mut io::stdout().lock(), &mut io::stderr(), stop))
+            finish(observe::run(
+                &args,
+                &mut io::stdout().lock(),
+                &mut io::stderr(),
+                stop,
+            ))
         }
         Command::Recover(args) => {
             let (_signals, stop) = recover::stop_on_signals();

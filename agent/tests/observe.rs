@@ -23,7 +23,9 @@ struct Nginx {
 impl Drop for Nginx {
     fn drop(&mut self) {
         // SIGCONT first: a worker the test stopped must be able to exit.
-        let _ = Command::new("pkill").args(["-CONT", "-P", &self.child.id().to_string()]).status();
+        let _ = Command::new("pkill")
+            .args(["-CONT", "-P", &self.child.id().to_string()])
+            .status();
         // SIGTERM to the master stops the workers fast; then reap.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -54,7 +56,12 @@ fn start_nginx(name: &str, port: u16, workers: u32, reuseport: bool) -> Nginx {
     );
     std::fs::write(dir.join("nginx.conf"), conf).unwrap();
     let child = Command::new(NGINX)
-        .args(["-p", &dir.display().to_string(), "-c", &dir.join("nginx.conf").display().to_string()])
+        .args([
+            "-p",
+            &dir.display().to_string(),
+            "-c",
+            &dir.join("nginx.conf").display().to_string(),
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -64,10 +71,17 @@ fn start_nginx(name: &str, port: u16, workers: u32, reuseport: bool) -> Nginx {
     // Ready when a request is answered (bounded generously: a busy machine is slow).
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| request(&mut s)).is_ok() {
+        if TcpStream::connect(("127.0.0.1", port))
+            .and_then(|mut s| request(&mut s))
+            .is_ok()
+        {
             break;
         }
-        assert!(Instant::now() < deadline, "nginx never answered on port {port}; see {}/error.log", n.dir.display());
+        assert!(
+            Instant::now() < deadline,
+            "nginx never answered on port {port}; see {}/error.log",
+            n.dir.display()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     n
@@ -94,26 +108,41 @@ fn request(s: &mut TcpStream) -> std::io::Result<()> {
 fn connect_from(i: u32, port: u16) -> TcpStream {
     let a = 0x7f00_0000 | (((i.wrapping_mul(2_654_435_761)) >> 8) & 0x00ff_fffe) | 2;
     let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    sock.bind(&SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(a), 0)).into()).unwrap();
-    sock.connect(&SocketAddr::from(([127, 0, 0, 1], port)).into()).unwrap();
+    sock.bind(&SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(a), 0)).into())
+        .unwrap();
+    sock.connect(&SocketAddr::from(([127, 0, 0, 1], port)).into())
+        .unwrap();
     sock.into()
 }
 
 fn observe(port: u16, extra: &[&str]) -> (i32, serde_json::Value, String) {
-    let mut args = vec!["observe", "--port", &*Box::leak(port.to_string().into_boxed_str()), "--json", "-"];
+    let mut args = vec![
+        "observe",
+        "--port",
+        &*Box::leak(port.to_string().into_boxed_str()),
+        "--json",
+        "-",
+    ];
     args.extend_from_slice(extra);
     let run = common::agent(&args, "", Duration::from_secs(900));
-    let json = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}\n{}", run.stdout, run.stderr));
+    let json = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", run.stdout, run.stderr));
     (run.code, json, run.stderr)
 }
 
 fn ready(test: &str) -> bool {
     if !common::is_root() {
-        common::skip(test, "nginx's workers switch to www-data, whose descriptors only root can read");
+        common::skip(
+            test,
+            "nginx's workers switch to www-data, whose descriptors only root can read",
+        );
         return false;
     }
     if !Path::new(NGINX).exists() {
-        common::skip(test, "nginx is not installed (scripts/setup.sh installs it)");
+        common::skip(
+            test,
+            "nginx is not installed (scripts/setup.sh installs it)",
+        );
         return false;
     }
     true
@@ -139,7 +168,10 @@ fn nginx_reuseport_four_workers_key_recovered_every_connection_predicted() {
     assert!(r["key"]["initval"].is_string(), "{}", r["keyReason"]);
     let listeners = r["listeners"].as_array().unwrap();
     assert_eq!(listeners.len(), 4);
-    let mut slots: Vec<u64> = listeners.iter().map(|l| l["slot"].as_u64().expect("every listener's slot")).collect();
+    let mut slots: Vec<u64> = listeners
+        .iter()
+        .map(|l| l["slot"].as_u64().expect("every listener's slot"))
+        .collect();
     slots.sort_unstable();
     assert_eq!(slots, vec![0, 1, 2, 3]);
     // Each listener is held by the master and all 4 workers, watched by one worker.
@@ -175,7 +207,12 @@ fn nginx_one_shared_listener_is_diagnosed_shared_not_hashing() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(r["listeners"].as_array().unwrap().len(), 1);
     assert_eq!(r["verdict"]["kind"], "shared-listener", "{err}");
-    assert_eq!(r["verdict"]["pids"].as_array().unwrap().len(), 4, "{}", r["verdict"]);
+    assert_eq!(
+        r["verdict"]["pids"].as_array().unwrap().len(),
+        4,
+        "{}",
+        r["verdict"]
+    );
     assert!(r["key"].is_null());
 }
 
@@ -189,7 +226,9 @@ fn nginx_worker_stopped_while_connections_arrive_is_a_stalled_listener() {
     let port = 18_473;
     let nginx = start_nginx("stall", port, 4, true);
     let (_, first, _) = observe(port, &["--no-search"]);
-    let victim = first["listeners"][0]["accepting"][0].as_u64().expect("a worker watches listener 0") as i32;
+    let victim = first["listeners"][0]["accepting"][0]
+        .as_u64()
+        .expect("a worker watches listener 0") as i32;
     unsafe { libc::kill(victim, libc::SIGSTOP) };
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s2 = stop.clone();

@@ -17,7 +17,8 @@ use clap::Args;
 use serde::Serialize;
 
 use reuseport_model::diagnose::{
-    prepare, Connection, Diagnosis, Listener, ListenerSample, Sample, Snapshot, VerdictKind, WorkerSample,
+    prepare, Connection, Diagnosis, Listener, ListenerSample, Sample, Snapshot, VerdictKind,
+    WorkerSample,
 };
 use reuseport_model::profile::Profile;
 use reuseport_model::recover::{Found, SPACE};
@@ -67,7 +68,9 @@ pub fn duration_arg(s: &str) -> Result<Duration, String> {
         Some(i) => (&s[..i], &s[i..]),
         None => (s, "s"),
     };
-    let v: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration such as 10s, 500ms or 2m"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration such as 10s, 500ms or 2m"))?;
     let secs = match unit {
         "ms" => v / 1000.0,
         "s" => v,
@@ -136,7 +139,9 @@ impl Report {
     pub fn ending(&self) -> Status {
         if self.interrupted {
             Status::Interrupted
-        } else if self.diagnosis.verdict.kind == VerdictKind::Undecided || self.diagnosis.agreement.is_some_and(|(a, n)| a != n) {
+        } else if self.diagnosis.verdict.kind == VerdictKind::Undecided
+            || self.diagnosis.agreement.is_some_and(|(a, n)| a != n)
+        {
             Status::Partial
         } else {
             Status::Ok
@@ -148,7 +153,10 @@ impl Report {
 #[cfg(target_os = "linux")]
 fn look(args: &ObserveArgs) -> Result<(Vec<Listener>, Vec<Connection>, u32), ObserveError> {
     let sockets = tables::dump(args.proto, args.port).map_err(ObserveError::Tables)?;
-    let sockets: Vec<_> = sockets.into_iter().filter(|s| tables::on_addr(&s.local, args.addr)).collect();
+    let sockets: Vec<_> = sockets
+        .into_iter()
+        .filter(|s| tables::on_addr(&s.local, args.addr))
+        .collect();
     let h = tables::holders(&tables::inodes(&sockets));
     let mut listeners = Vec::new();
     let mut connections = Vec::new();
@@ -161,7 +169,11 @@ fn look(args: &ObserveArgs) -> Result<(Vec<Listener>, Vec<Connection>, u32), Obs
                 owners,
                 accepting: h.watched.get(&s.inode).map(|p| p.iter().copied().collect()),
                 queue: s.rqueue,
-                backlog: if args.proto == Proto::Tcp { s.wqueue } else { 0 },
+                backlog: if args.proto == Proto::Tcp {
+                    s.wqueue
+                } else {
+                    0
+                },
                 drops: s.drops,
             });
         } else if s.connection(args.proto) {
@@ -197,22 +209,34 @@ fn sample_of(t_ms: u64, listeners: &[Listener], connections: &[Connection]) -> S
                 drops: l.drops,
             })
             .collect(),
-        workers: per.into_iter().map(|(pid, connections)| WorkerSample { pid, connections }).collect(),
+        workers: per
+            .into_iter()
+            .map(|(pid, connections)| WorkerSample { pid, connections })
+            .collect(),
     }
 }
 
 /// Runs `observe`; `stop` set by a signal ends the watch or the search
 /// with what there is.
-pub fn run(args: &ObserveArgs, out: &mut dyn Write, err: &mut dyn Write, stop: &AtomicBool) -> Result<Report, ObserveError> {
+pub fn run(
+    args: &ObserveArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    stop: &AtomicBool,
+) -> Result<Report, ObserveError> {
     let running = crate::kernel::running_release().ok();
-    let profile = Profile::resolve(&args.kernel, running.as_deref()).map_err(|e| ObserveError::Kernel(e.to_string()))?;
+    let profile = Profile::resolve(&args.kernel, running.as_deref())
+        .map_err(|e| ObserveError::Kernel(e.to_string()))?;
     let started = Instant::now();
     let (mut listeners, mut connections, mut unreadable) = look(args)?;
     let mut samples = vec![sample_of(0, &listeners, &connections)];
     if let Some(total) = args.duration {
         while started.elapsed() < total && !stop.load(Ordering::Relaxed) {
             let wake = Instant::now() + args.every;
-            while Instant::now() < wake && !stop.load(Ordering::Relaxed) && started.elapsed() < total {
+            while Instant::now() < wake
+                && !stop.load(Ordering::Relaxed)
+                && started.elapsed() < total
+            {
                 std::thread::sleep(Duration::from_millis(20));
             }
             if stop.load(Ordering::Relaxed) {
@@ -243,10 +267,20 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write, err: &mut dyn Write, stop: &
     let prepared = prepare(profile, &snapshot)?;
     let mut interrupted = stop.load(Ordering::Relaxed);
     let found = if prepared.searchable() && !args.no_search && !interrupted {
-        let threads = args
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1));
-        let s = parallel_search(&|r, f: &mut Found| prepared.search(r, f), 0..SPACE, threads, stop, " (observe)", false, err);
+        let threads = args.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(1)
+        });
+        let s = parallel_search(
+            &|r, f: &mut Found| prepared.search(r, f),
+            0..SPACE,
+            threads,
+            stop,
+            " (observe)",
+            false,
+            err,
+        );
         if s.searched.end < SPACE {
             interrupted = true;
             None
@@ -269,14 +303,23 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write, err: &mut dyn Write, stop: &
     let json = serde_json::to_string_pretty(&report).expect("the report serialises");
     match &args.json {
         Some(p) if p.as_os_str() == "-" => {
-            writeln!(out, "{json}").map_err(|source| ObserveError::Write { path: "stdout".into(), source })?;
+            writeln!(out, "{json}").map_err(|source| ObserveError::Write {
+                path: "stdout".into(),
+                source,
+            })?;
             let _ = write!(err, "{summary}");
         }
         Some(p) => {
             write_file(p, &json)?;
-            write!(out, "{summary}").map_err(|source| ObserveError::Write { path: "stdout".into(), source })?;
+            write!(out, "{summary}").map_err(|source| ObserveError::Write {
+                path: "stdout".into(),
+                source,
+            })?;
         }
-        None => write!(out, "{summary}").map_err(|source| ObserveError::Write { path: "stdout".into(), source })?,
+        None => write!(out, "{summary}").map_err(|source| ObserveError::Write {
+            path: "stdout".into(),
+            source,
+        })?,
     }
     Ok(report)
 }
@@ -289,7 +332,10 @@ fn write_file(path: &std::path::Path, json: &str) -> Result<(), ObserveError> {
     };
     let tmp = path.with_extension("json.partial");
     let mut f = File::create(&tmp).map_err(wr)?;
-    f.write_all(json.as_bytes()).and_then(|_| f.write_all(b"\n")).and_then(|_| f.sync_all()).map_err(wr)?;
+    f.write_all(json.as_bytes())
+        .and_then(|_| f.write_all(b"\n"))
+        .and_then(|_| f.sync_all())
+        .map_err(wr)?;
     std::fs::rename(&tmp, path).map_err(wr)
 }
 
@@ -306,13 +352,21 @@ fn summary(r: &Report) -> String {
             Proto::Udp => "UDP",
         },
         d.port,
-        if r.kernel_release.is_empty() { "?" } else { &r.kernel_release },
+        if r.kernel_release.is_empty() {
+            "?"
+        } else {
+            &r.kernel_release
+        },
         d.kernel,
         d.listeners.len(),
         d.connections.len()
     ));
     for l in &d.listeners {
-        let owners: Vec<String> = l.owners.iter().map(|o| format!("{}/{}", o.comm, o.pid)).collect();
+        let owners: Vec<String> = l
+            .owners
+            .iter()
+            .map(|o| format!("{}/{}", o.comm, o.pid))
+            .collect();
         s.push_str(&format!(
             "  listener {} {} slot {} queue {}/{} drops {} held by {} accepting {}\n",
             l.id,
@@ -322,7 +376,10 @@ fn summary(r: &Report) -> String {
             l.backlog,
             l.drops.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
             owners.join(","),
-            l.accepting.as_ref().map(|a| format!("{a:?}")).unwrap_or_else(|| "?".into()),
+            l.accepting
+                .as_ref()
+                .map(|a| format!("{a:?}"))
+                .unwrap_or_else(|| "?".into()),
         ));
     }
     for w in &d.workers {
@@ -339,20 +396,26 @@ fn summary(r: &Report) -> String {
             "  key {} (expected false matches {:.2e}, from {} connections)\n",
             k.initval, k.expected_false_matches, k.connections
         )),
-        (None, Some(r)) => s.push_str(&format!("  no key: {}\n", serde_json::to_string(r).expect("serialises"))),
+        (None, Some(r)) => s.push_str(&format!(
+            "  no key: {}\n",
+            serde_json::to_string(r).expect("serialises")
+        )),
         _ => {}
     }
     if let Some((a, n)) = d.agreement {
-        s.push_str(&format!("  predicted: {a} of {n} connections where their owner accepts\n"));
+        s.push_str(&format!(
+            "  predicted: {a} of {n} connections where their owner accepts\n"
+        ));
     }
     s.push_str(&format!("verdict: {kind}"));
     if !d.verdict.pids.is_empty() {
         s.push_str(&format!(" (pids {:?})", d.verdict.pids));
     }
     s.push('\n');
-    let pids: Vec<String> = d.verdict.pids.iter().map(u32::to_string).collect();
-    let fields = serde_json::json!({"kind": kind, "pids": pids.join(", "), "listeners": d.verdict.listeners.join(", ")});
-    s.push_str(&crate::messages::say("diagnosis_verdict", &fields));
+    s.push_str(&crate::messages::say(
+        "diagnosis_verdict",
+        &d.verdict.message(),
+    ));
     s.push('\n');
     s
 }

@@ -4,13 +4,17 @@
 //! watches from `/proc/PID/fdinfo`. Nothing is written, connected or
 //! signalled.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::net::{IpAddr, SocketAddr};
 
-use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST};
+use netlink_packet_core::{
+    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
+};
 use netlink_packet_sock_diag::constants::{AF_INET, AF_INET6, IPPROTO_TCP, IPPROTO_UDP};
-use netlink_packet_sock_diag::inet::{nlas::Nla, ExtensionFlags, InetRequest, SocketId, StateFlags};
+use netlink_packet_sock_diag::inet::{
+    nlas::Nla, ExtensionFlags, InetRequest, SocketId, StateFlags,
+};
 use netlink_packet_sock_diag::SockDiagMessage;
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket, SocketAddr as NlAddr};
 
@@ -69,7 +73,12 @@ pub fn dump(proto: Proto, port: u16) -> std::io::Result<Vec<DiagSocket>> {
     Ok(out)
 }
 
-fn dump_family(family: u8, proto: Proto, port: u16, out: &mut Vec<DiagSocket>) -> std::io::Result<()> {
+fn dump_family(
+    family: u8,
+    proto: Proto,
+    port: u16,
+    out: &mut Vec<DiagSocket>,
+) -> std::io::Result<()> {
     let mut socket = Socket::new(NETLINK_SOCK_DIAG)?;
     socket.bind_auto()?;
     socket.connect(&NlAddr::new(0, 0))?;
@@ -103,8 +112,10 @@ fn dump_family(family: u8, proto: Proto, port: u16, out: &mut Vec<DiagSocket>) -
         let size = socket.recv(&mut rx, 0)?;
         let mut offset = 0;
         while offset < size {
-            let msg = <NetlinkMessage<SockDiagMessage>>::deserialize(&rx[offset..size])
-                .map_err(|e| std::io::Error::other(format!("sock_diag: a reply did not parse: {e}")))?;
+            let msg =
+                <NetlinkMessage<SockDiagMessage>>::deserialize(&rx[offset..size]).map_err(|e| {
+                    std::io::Error::other(format!("sock_diag: a reply did not parse: {e}"))
+                })?;
             let len = msg.header.length as usize;
             match msg.payload {
                 NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(r)) => {
@@ -127,7 +138,9 @@ fn dump_family(family: u8, proto: Proto, port: u16, out: &mut Vec<DiagSocket>) -
                 }
                 NetlinkPayload::Done(_) => return Ok(()),
                 NetlinkPayload::Error(e) => {
-                    return Err(std::io::Error::other(format!("sock_diag refused the dump: {e:?}")))
+                    return Err(std::io::Error::other(format!(
+                        "sock_diag refused the dump: {e:?}"
+                    )))
                 }
                 _ => {}
             }
@@ -157,7 +170,11 @@ pub fn holders(wanted: &BTreeSet<u32>) -> Holders {
         return h;
     };
     for entry in procs.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let base = entry.path();
@@ -165,14 +182,20 @@ pub fn holders(wanted: &BTreeSet<u32>) -> Holders {
             h.unreadable += 1;
             continue;
         };
-        let comm = fs::read_to_string(base.join("comm")).unwrap_or_default().trim().to_string();
+        let comm = fs::read_to_string(base.join("comm"))
+            .unwrap_or_default()
+            .trim()
+            .to_string();
         let mut epolls = Vec::new();
         for fd in fds.flatten() {
             let Ok(link) = fs::read_link(fd.path()) else {
                 continue;
             };
             let link = link.to_string_lossy();
-            if let Some(ino) = link.strip_prefix("socket:[").and_then(|s| s.strip_suffix(']')) {
+            if let Some(ino) = link
+                .strip_prefix("socket:[")
+                .and_then(|s| s.strip_suffix(']'))
+            {
                 if let Ok(ino) = ino.parse::<u32>() {
                     if wanted.contains(&ino) {
                         let v = h.owners.entry(ino).or_default();
@@ -216,16 +239,9 @@ pub fn on_addr(local: &SocketAddr, addr: Option<IpAddr>) -> bool {
 
 /// Groups dump entries by inode for `holders`.
 pub fn inodes(sockets: &[DiagSocket]) -> BTreeSet<u32> {
-    sockets.iter().map(|s| s.inode).filter(|&i| i != 0).collect()
-}
-
-/// Per pid, connections held.
-pub fn per_pid(conns: &[(DiagSocket, Vec<Owner>)]) -> BTreeMap<u32, u64> {
-    let mut m = BTreeMap::new();
-    for (_, owners) in conns {
-        if let [o] = owners.as_slice() {
-            *m.entry(o.pid).or_default() += 1;
-        }
-    }
-    m
+    sockets
+        .iter()
+        .map(|s| s.inode)
+        .filter(|&i| i != 0)
+        .collect()
 }

@@ -34,8 +34,8 @@
 //! kernel file and release where it is implemented.
 
 pub mod batch;
-pub mod error;
 pub mod diagnose;
+pub mod error;
 pub mod explain;
 pub mod group;
 pub mod hash;

@@ -36,6 +36,10 @@ fn export_typescript_declarations() {
     LookupRules::export_all(&cfg).unwrap();
     reuseport_model::reuseport::Migration::export_all(&cfg).unwrap();
     reuseport_model::paste::Detected::export_all(&cfg).unwrap();
+    reuseport_model::diagnose::DiagnosisVerdict::export_all(&cfg).unwrap();
+    reuseport_model::diagnose::Diagnosis::export_all(&cfg).unwrap();
+    reuseport_model::diagnose::Snapshot::export_all(&cfg).unwrap();
+    reuseport_model::diagnose::counts::CountsDiagnosis::export_all(&cfg).unwrap();
     reuseport_model::paste::Line::export_all(&cfg).unwrap();
     reuseport_model::paste::LineError::export_all(&cfg).unwrap();
     reuseport_model::paste::Decision::export_all(&cfg).unwrap();

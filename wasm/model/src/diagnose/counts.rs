@@ -101,7 +101,10 @@ pub const P_BEYOND: f64 = 0.001;
 
 /// Diagnoses per-worker counts; `workers` says how many there are when some
 /// got none and are not listed.
-pub fn diagnose_counts(counts: &[u64], workers: Option<u32>) -> Result<CountsDiagnosis, CountsError> {
+pub fn diagnose_counts(
+    counts: &[u64],
+    workers: Option<u32>,
+) -> Result<CountsDiagnosis, CountsError> {
     if counts.is_empty() {
         return Err(CountsError::Empty);
     }
@@ -240,7 +243,12 @@ mod tests {
         assert_eq!(d.verdict, VerdictKind::BeyondHash);
         assert_eq!(d.shape, Shape::OneDominant);
         assert_eq!(d.p_value, 0.0);
-        assert!(d.max_p999 < 26_500 && d.max_median > 25_000, "{} {}", d.max_median, d.max_p999);
+        assert!(
+            d.max_p999 < 26_500 && d.max_median > 25_000,
+            "{} {}",
+            d.max_median,
+            d.max_p999
+        );
     }
 
     #[test]
@@ -267,7 +275,10 @@ mod tests {
         assert_eq!(diagnose_counts(&[0, 0], None), Err(CountsError::Zero));
         assert_eq!(
             diagnose_counts(&[1, 2, 3], Some(2)),
-            Err(CountsError::MoreThanWorkers { given: 3, workers: 2 })
+            Err(CountsError::MoreThanWorkers {
+                given: 3,
+                workers: 2
+            })
         );
     }
 }

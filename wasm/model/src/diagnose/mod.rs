@@ -369,6 +369,73 @@ pub struct Verdict {
     pub listeners: Vec<String>,
 }
 
+/// The verdict as the sentence tables say it (`diagnosis_verdict.*` in
+/// `messages/`): its kind, with the pids and listeners it names as text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
+pub enum DiagnosisVerdict {
+    /// See [`VerdictKind::HashSpread`].
+    HashSpread {
+        /// The pids, comma-separated.
+        pids: String,
+    },
+    /// See [`VerdictKind::BeyondHash`].
+    BeyondHash {
+        /// The pids, comma-separated.
+        pids: String,
+    },
+    /// See [`VerdictKind::SharedListener`].
+    SharedListener {
+        /// The pids, comma-separated.
+        pids: String,
+    },
+    /// See [`VerdictKind::StalledListener`].
+    StalledListener {
+        /// The pids, comma-separated.
+        pids: String,
+        /// The listeners, comma-separated.
+        listeners: String,
+    },
+    /// See [`VerdictKind::FewClients`].
+    FewClients,
+    /// See [`VerdictKind::SingleListener`].
+    SingleListener,
+    /// See [`VerdictKind::NoListener`].
+    NoListener,
+    /// See [`VerdictKind::Undecided`].
+    Undecided,
+}
+
+impl Verdict {
+    /// The verdict as a message for the sentence tables.
+    pub fn message(&self) -> DiagnosisVerdict {
+        let pids = self
+            .pids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        match self.kind {
+            VerdictKind::HashSpread => DiagnosisVerdict::HashSpread { pids },
+            VerdictKind::BeyondHash => DiagnosisVerdict::BeyondHash { pids },
+            VerdictKind::SharedListener => DiagnosisVerdict::SharedListener { pids },
+            VerdictKind::StalledListener => DiagnosisVerdict::StalledListener {
+                pids,
+                listeners: self.listeners.join(", "),
+            },
+            VerdictKind::FewClients => DiagnosisVerdict::FewClients,
+            VerdictKind::SingleListener => DiagnosisVerdict::SingleListener,
+            VerdictKind::NoListener => DiagnosisVerdict::NoListener,
+            VerdictKind::Undecided => DiagnosisVerdict::Undecided,
+        }
+    }
+}
+
 /// The whole diagnosis.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -518,7 +585,13 @@ pub fn prepare(profile: &'static Profile, snap: &Snapshot) -> Result<Prepared, D
     let Some(bind) = chosen else {
         return Ok(prepared);
     };
-    let spec = GroupSpec::new(snap.proto, members.len() as u32, bind, snap.port, Keys::default());
+    let spec = GroupSpec::new(
+        snap.proto,
+        members.len() as u32,
+        bind,
+        snap.port,
+        Keys::default(),
+    );
     let group = match ReuseportGroup::build(profile, &spec) {
         Ok(g) => g,
         Err(e) => {
@@ -581,7 +654,10 @@ fn plan_reason(p: &Prepared, group: &ReuseportGroup) -> Option<Reason> {
 
 /// The plan over the labelled connections: each label's connections
 /// interleaved, so that a bounded number still covers every label.
-fn build_plan(group: &ReuseportGroup, conns: &[(Tuple, Option<u32>)]) -> Result<LabelledPlan, Reason> {
+fn build_plan(
+    group: &ReuseportGroup,
+    conns: &[(Tuple, Option<u32>)],
+) -> Result<LabelledPlan, Reason> {
     let mut per: BTreeMap<u32, Vec<&Tuple>> = BTreeMap::new();
     for (t, pid) in conns {
         if let Some(pid) = pid {
@@ -596,7 +672,9 @@ fn build_plan(group: &ReuseportGroup, conns: &[(Tuple, Option<u32>)]) -> Result<
             if let Some(t) = ts.get(round) {
                 match plan.add(t, &pid.to_string()) {
                     Ok(_) => {}
-                    Err(LabelledError::Recover(e)) => return Err(Reason::Refused { why: e.to_string() }),
+                    Err(LabelledError::Recover(e)) => {
+                        return Err(Reason::Refused { why: e.to_string() })
+                    }
                     Err(e) => return Err(Reason::Labels { why: e.to_string() }),
                 }
                 taken += 1;
@@ -652,7 +730,12 @@ fn finish(p: &Prepared, found: Option<&Found>) -> Diagnosis {
         match found {
             None => key_reason = Some(Reason::NotSearched),
             Some(f) => {
-                let ok: Vec<u32> = f.values.iter().copied().filter(|&iv| plan.verify(iv).is_none()).collect();
+                let ok: Vec<u32> = f
+                    .values
+                    .iter()
+                    .copied()
+                    .filter(|&iv| plan.verify(iv).is_none())
+                    .collect();
                 let e = plan.expected_false_matches();
                 if f.count == 0 || ok.is_empty() {
                     key_reason = Some(Reason::NoKeyFits {
@@ -689,7 +772,8 @@ fn finish(p: &Prepared, found: Option<&Found>) -> Diagnosis {
         .iter()
         .map(|l| {
             let slot = l.accepting.as_ref().and_then(|pids| {
-                let slots: BTreeSet<u32> = pids.iter().filter_map(|p| map.get(p).copied()).collect();
+                let slots: BTreeSet<u32> =
+                    pids.iter().filter_map(|p| map.get(p).copied()).collect();
                 (slots.len() == 1).then(|| *slots.iter().next().expect("one"))
             });
             ListenerReport {
@@ -739,7 +823,12 @@ fn finish(p: &Prepared, found: Option<&Found>) -> Diagnosis {
         .collect();
     // Workers: every pid holding a connection, with its comm.
     let mut comm: BTreeMap<u32, String> = BTreeMap::new();
-    for o in snap.listeners.iter().flat_map(|l| &l.owners).chain(snap.connections.iter().flat_map(|c| &c.owners)) {
+    for o in snap
+        .listeners
+        .iter()
+        .flat_map(|l| &l.owners)
+        .chain(snap.connections.iter().flat_map(|c| &c.owners))
+    {
         comm.entry(o.pid).or_insert_with(|| o.comm.clone());
     }
     let mut per_pid: BTreeMap<u32, u64> = BTreeMap::new();
@@ -758,7 +847,15 @@ fn finish(p: &Prepared, found: Option<&Found>) -> Diagnosis {
         })
         .collect();
     let spread = spread_report(p, n, &per_pid);
-    let verdict = verdict(p, &members, &per_pid, key.is_some(), agree, key_reason.as_ref(), spread.as_ref());
+    let verdict = verdict(
+        p,
+        &members,
+        &per_pid,
+        key.is_some(),
+        agree,
+        key_reason.as_ref(),
+        spread.as_ref(),
+    );
     Diagnosis {
         kernel: p.profile.release.to_string(),
         proto: snap.proto,
@@ -785,7 +882,12 @@ fn spread_report(p: &Prepared, n: u32, per_pid: &BTreeMap<u32, u64>) -> Option<S
     if n < 2 || per_pid.is_empty() || per_pid.len() as u32 > n {
         return None;
     }
-    let tuples: Vec<Tuple> = p.conns.iter().filter(|c| c.1.is_some()).map(|c| c.0).collect();
+    let tuples: Vec<Tuple> = p
+        .conns
+        .iter()
+        .filter(|c| c.1.is_some())
+        .map(|c| c.0)
+        .collect();
     let distinct: BTreeSet<(IpAddr, u16)> = tuples.iter().map(|t| (t.saddr, t.sport)).collect();
     let m = distinct.len() as f64;
     let expected_empty = n as f64 * (1.0 - 1.0 / n as f64).powf(m);
@@ -874,9 +976,19 @@ fn verdict(
             None => holders(l),
         };
         if waiting.len() >= 2 {
-            return v(VerdictKind::SharedListener, waiting, None, vec![l.id.clone()]);
+            return v(
+                VerdictKind::SharedListener,
+                waiting,
+                None,
+                vec![l.id.clone()],
+            );
         }
-        return v(VerdictKind::SingleListener, waiting, None, vec![l.id.clone()]);
+        return v(
+            VerdictKind::SingleListener,
+            waiting,
+            None,
+            vec![l.id.clone()],
+        );
     }
     let stalled = stalled(members, &p.snap.samples);
     if !stalled.is_empty() {
@@ -914,7 +1026,9 @@ fn verdict(
         return v(VerdictKind::BeyondHash, pids, None, vec![]);
     }
     match key_reason {
-        Some(r @ Reason::NoKeyFits { .. }) => v(VerdictKind::BeyondHash, pids, Some(r.clone()), vec![]),
+        Some(r @ Reason::NoKeyFits { .. }) => {
+            v(VerdictKind::BeyondHash, pids, Some(r.clone()), vec![])
+        }
         r => {
             let kind = if spread.percentile <= 95.0 {
                 VerdictKind::HashSpread

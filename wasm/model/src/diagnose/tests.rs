@@ -34,7 +34,10 @@ fn clients(count: usize, seed: u32) -> Vec<(Ipv4Addr, u16)> {
             x ^= x << 13;
             x ^= x >> 17;
             x ^= x << 5;
-            (Ipv4Addr::from(0x7f00_0000 | (x & 0x00ff_ffff)), (32768 + (x >> 20) % 28000) as u16)
+            (
+                Ipv4Addr::from(0x7f00_0000 | (x & 0x00ff_ffff)),
+                (32768 + (x >> 20) % 28000) as u16,
+            )
         })
         .collect()
 }
@@ -58,7 +61,14 @@ fn reuseport(n: u32, key: u32, count: usize) -> Snapshot {
     let all: Vec<u32> = std::iter::once(1).chain((0..n).map(pid)).collect();
     let listeners = (0..n)
         .rev()
-        .map(|s| listener(&format!("ino{}", 500 + s), "127.0.0.1:18080", &all, Some(vec![pid(s)])))
+        .map(|s| {
+            listener(
+                &format!("ino{}", 500 + s),
+                "127.0.0.1:18080",
+                &all,
+                Some(vec![pid(s)]),
+            )
+        })
         .collect();
     let connections = clients(count, key | 1)
         .into_iter()
@@ -118,7 +128,11 @@ fn owners_that_do_not_follow_the_hash_are_beyond_it() {
     }
     let d = diagnose_window(&snap, 0..(1 << 16));
     assert!(d.key.is_none());
-    assert!(matches!(d.key_reason, Some(Reason::NoKeyFits { .. })), "{:?}", d.key_reason);
+    assert!(
+        matches!(d.key_reason, Some(Reason::NoKeyFits { .. })),
+        "{:?}",
+        d.key_reason
+    );
     assert_eq!(d.verdict.kind, VerdictKind::BeyondHash);
 }
 
@@ -127,7 +141,12 @@ fn one_socket_held_by_five_processes_is_a_shared_listener_not_hashing() {
     let snap = Snapshot {
         proto: Proto::Tcp,
         port: PORT,
-        listeners: vec![listener("ino9", "0.0.0.0:18080", &[1, 11, 12, 13, 14], None)],
+        listeners: vec![listener(
+            "ino9",
+            "0.0.0.0:18080",
+            &[1, 11, 12, 13, 14],
+            None,
+        )],
         connections: clients(40, 3)
             .into_iter()
             .enumerate()
@@ -208,12 +227,18 @@ fn no_listener_and_one_listener_one_process_are_not_groups() {
         connections: vec![],
         samples: vec![],
     };
-    assert_eq!(diagnose_window(&empty, 0..1).verdict.kind, VerdictKind::NoListener);
+    assert_eq!(
+        diagnose_window(&empty, 0..1).verdict.kind,
+        VerdictKind::NoListener
+    );
     let one = Snapshot {
         listeners: vec![listener("ino1", "127.0.0.1:18080", &[5], None)],
         ..empty
     };
-    assert_eq!(diagnose_window(&one, 0..1).verdict.kind, VerdictKind::SingleListener);
+    assert_eq!(
+        diagnose_window(&one, 0..1).verdict.kind,
+        VerdictKind::SingleListener
+    );
 }
 
 #[test]
@@ -221,9 +246,16 @@ fn bad_addresses_and_ports_are_refused_naming_the_field() {
     let mut snap = reuseport(2, 1, 2);
     snap.connections[1].client = "127.0.0.1".into();
     let e = prepare(Profile::named("6.18").unwrap(), &snap).unwrap_err();
-    assert_eq!(e.to_string(), "connections[1].client: \"127.0.0.1\" is not ADDR:PORT ([ADDR]:PORT for IPv6)");
+    assert_eq!(
+        e.to_string(),
+        "connections[1].client: \"127.0.0.1\" is not ADDR:PORT ([ADDR]:PORT for IPv6)"
+    );
     let mut snap = reuseport(2, 1, 2);
     snap.listeners[0].local = "127.0.0.1:80".into();
     let e = prepare(Profile::named("6.18").unwrap(), &snap).unwrap_err();
-    assert!(e.to_string().starts_with("listeners[0].local: 127.0.0.1:80 is not on port 18080"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("listeners[0].local: 127.0.0.1:80 is not on port 18080"),
+        "{e}"
+    );
 }

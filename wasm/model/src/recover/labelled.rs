@@ -237,7 +237,11 @@ impl LabelledPlan {
         let (same, new) = self.factors();
         let mut e = SPACE as f64;
         for step in self.steps() {
-            e *= if step.first { new[step.label as usize] } else { same };
+            e *= if step.first {
+                new[step.label as usize]
+            } else {
+                same
+            };
         }
         e
     }
@@ -310,7 +314,10 @@ impl LabelledPlan {
     pub fn map(&self, iv: u32) -> Vec<Option<u32>> {
         let mut g = self.group.clone();
         g.set_keys(Keys { v4: iv, ..g.keys() });
-        let socks = g.sock_array().map(|s| s.listening().to_vec()).unwrap_or_default();
+        let socks = g
+            .sock_array()
+            .map(|s| s.listening().to_vec())
+            .unwrap_or_default();
         let mut map = vec![None; self.labels.len()];
         for (t, l, _) in &self.observations {
             if map[*l as usize].is_none() {
@@ -514,14 +521,22 @@ mod tests {
         let g = group("6.18", 4, "0.0.0.0", key);
         let ts = flows(99, 60);
         let p = plan_for(&g, &ts);
-        assert!(p.expected_false_matches() < 1e-3, "{}", p.expected_false_matches());
+        assert!(
+            p.expected_false_matches() < 1e-3,
+            "{}",
+            p.expected_false_matches()
+        );
         let mut found = Found::new(10);
         p.search(0..(1u64 << 18), &mut found);
         assert_eq!(found.values, vec![key]);
         let map = p.map(key);
         for (i, label) in p.labels().iter().enumerate() {
             let slot = map[i].unwrap();
-            assert_eq!(&pid_of(slot), label, "slot {slot} is the listener of that pid in a group never closed");
+            assert_eq!(
+                &pid_of(slot),
+                label,
+                "slot {slot} is the listener of that pid in a group never closed"
+            );
         }
     }
 
