@@ -6,7 +6,6 @@
 //! each connection predicted, the verdict. The agent only gathers.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{self, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -227,6 +226,16 @@ pub fn run(
     let running = crate::kernel::running_release().ok();
     let profile = Profile::resolve(&args.kernel, running.as_deref())
         .map_err(|e| ObserveError::Kernel(e.to_string()))?;
+    // The report's file is checked before anything is watched (crate::output).
+    let output = match &args.json {
+        Some(p) if p.as_os_str() != "-" => Some(crate::output::Output::prepare(p).map_err(
+            |source| ObserveError::Write {
+                path: p.display().to_string(),
+                source,
+            },
+        )?),
+        _ => None,
+    };
     let started = Instant::now();
     let (mut listeners, mut connections, mut unreadable) = look(args)?;
     let mut samples = vec![sample_of(0, &listeners, &connections)];
@@ -310,7 +319,12 @@ pub fn run(
             let _ = write!(err, "{summary}");
         }
         Some(p) => {
-            write_file(p, &json)?;
+            let o = output.expect("prepared above");
+            o.commit(format!("{json}\n").as_bytes())
+                .map_err(|source| ObserveError::Write {
+                    path: p.display().to_string(),
+                    source,
+                })?;
             write!(out, "{summary}").map_err(|source| ObserveError::Write {
                 path: "stdout".into(),
                 source,
@@ -322,21 +336,6 @@ pub fn run(
         })?,
     }
     Ok(report)
-}
-
-/// Writes the report beside its path and renames it into place.
-fn write_file(path: &std::path::Path, json: &str) -> Result<(), ObserveError> {
-    let wr = |source| ObserveError::Write {
-        path: path.display().to_string(),
-        source,
-    };
-    let tmp = path.with_extension("json.partial");
-    let mut f = File::create(&tmp).map_err(wr)?;
-    f.write_all(json.as_bytes())
-        .and_then(|_| f.write_all(b"\n"))
-        .and_then(|_| f.sync_all())
-        .map_err(wr)?;
-    std::fs::rename(&tmp, path).map_err(wr)
 }
 
 /// The human summary, in English from the sentence table.
