@@ -82,6 +82,8 @@ export interface PasteText {
   lineCounts: (s: ReadSummary, skipWord: (kind: string) => string) => string;
   serverSide: string;
   decision: (d: Decision, flipped: boolean) => string;
+  /** Under the per-line decision: how many rows each basis decided. */
+  sidesBy: (sides: Record<string, number>) => string;
   flip: string;
   columnsTitle: (header: boolean) => string;
   columnsHead: string[];
@@ -183,6 +185,20 @@ const FORMATS_EN: [string, string][] = [
   ['page', 'this page’s own export'],
   ['trace', 'reuseport-agent trace (JSON)'],
 ];
+
+/** What decided a row's server side under the per-line decision. */
+const SIDE_EN: Record<string, string> = {
+  listening: 'by a listening port in the paste',
+  format: 'by the line’s own direction',
+  systemPort: 'by a system port (below 1024) against a higher one',
+  servicePort: 'by a well-known service port against an ephemeral one',
+};
+const SIDE_ZH: Record<string, string> = {
+  listening: '依据粘贴内容中的监听端口',
+  format: '依据该行自身的方向',
+  systemPort: '依据系统端口（小于 1024）对较高端口',
+  servicePort: '依据知名服务端口对临时端口',
+};
 
 const en: PasteText = {
   placeholder: 'State  Recv-Q Send-Q Local Address:Port  Peer Address:Port\nESTAB  0      0      10.0.0.1:8080       10.0.0.7:51234\n…',
@@ -313,6 +329,10 @@ const en: PasteText = {
                 : 'not decided: give “Listening on”';
     return flipped ? `${base}, then flipped by you.` : `${base}.`;
   },
+  sidesBy: (sides) =>
+    `Rows decided ${Object.entries(sides)
+      .map(([k, v]) => `${SIDE_EN[k] ?? k}: ${n(v)}`)
+      .join('; ')}.`,
   flip: 'Flip client and server',
   columnsTitle: (h) => `Columns, as read${h ? ' from the header' : ' from the values'}: change what a column holds and the input is read again`,
   columnsHead: ['column', 'holds'],
@@ -593,6 +613,10 @@ const zh: PasteText = {
                 : '无法判断：请填写“监听地址”';
     return flipped ? `${base}，随后由你对调。` : `${base}。`;
   },
+  sidesBy: (sides) =>
+    `各行的判断依据：${Object.entries(sides)
+      .map(([k, v]) => `${SIDE_ZH[k] ?? k} ${zn(v)} 行`)
+      .join('；')}。`,
   flip: '对调客户端与服务器',
   columnsTitle: (h) => `读到的各列（${h ? '依据表头' : '依据内容'}）：修改某列的含义后会重新读取`,
   columnsHead: ['列', '含义'],

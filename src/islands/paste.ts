@@ -205,6 +205,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     });
     const side = el('span', {}, t.decision(s.decision, flip), ' ');
     side.append(flipBtn);
+    if (Object.keys(s.sides ?? {}).length) side.append(el('span', { class: 'rl-hint' }, ' ', t.sidesBy(s.sides)));
     fact(t.serverSide, side);
     if (s.listening) fact(t.listeningFound, s.listeningAddrs.join(', '));
     sec.append(dl);

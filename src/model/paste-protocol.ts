@@ -72,6 +72,8 @@ export interface ReadSummary {
   cut: number;
   /** Rows that are IPv6. */
   v6: number;
+  /** Under the per-line decision: rows by the basis that decided each (`listening`, `format`, `systemPort`, `servicePort`). */
+  sides: Record<string, number>;
   /** Rows read with a note (address translation, a dropped IPv6 zone): listed by `notes()`. */
   notes: number;
   /** A trace file's group, to fill the form from. */

@@ -123,6 +123,9 @@ struct Summary {
     skipped: std::collections::BTreeMap<String, u32>,
     bad: u32,
     decision: Decision,
+    /// Under the per-line decision: the rows each line basis decided
+    /// (`listening`, `format`, `systemPort`, `servicePort`).
+    sides: std::collections::BTreeMap<String, u32>,
     undecided: u32,
     duplicates: u32,
     rows: u32,
@@ -426,10 +429,14 @@ impl WasmPaste {
         self.rows.clear();
         self.notes.clear();
         self.notes_count = 0;
+        let mut sides = std::collections::BTreeMap::new();
         for (no, c) in std::mem::take(&mut self.conns) {
-            match decision.orient(&c, self.flip) {
-                Ok(t) => {
+            match decision.orient_basis(&c, self.flip) {
+                Ok((t, basis)) => {
                     if seen.insert(t) {
+                        if decision.basis == paste::Basis::PerLine {
+                            *sides.entry(serde_plain(&basis)).or_default() += 1;
+                        }
                         self.rows.push(Rec {
                             line: no,
                             tuple: t,
@@ -476,6 +483,7 @@ impl WasmPaste {
             skipped: self.skipped.clone(),
             bad: self.bad_count,
             decision,
+            sides,
             undecided,
             duplicates,
             rows: self.rows.len() as u32,

@@ -132,18 +132,21 @@ pub(super) fn endpoint_zoned(
     s: &str,
     bare_v6: bool,
 ) -> Result<Endpoint, LineError> {
+    let mut bracket_zone = None;
     let (a, p) = if s.starts_with('[') {
         // `[addr]:port` or `[addr]%dev:port`
         match s.find(']') {
             Some(close) => {
                 let (a, rest) = s.split_at(close + 1);
-                let (a, rest) = match rest.strip_prefix('%') {
-                    // The zone goes back on the address: `[fe80::1]%eth0` reads as `fe80::1%eth0`.
+                let rest = match rest.strip_prefix('%') {
                     Some(dev) => match dev.rfind(':') {
-                        Some(i) => (&s[..close + 2 + i], &dev[i..]),
+                        Some(i) => {
+                            bracket_zone = Some(&dev[..i]);
+                            &dev[i..]
+                        }
                         None => return Err(missing_port(format, end, s)),
                     },
-                    None => (a, rest),
+                    None => rest,
                 };
                 match rest.strip_prefix(':') {
                     Some(p) => (a, p),
@@ -166,10 +169,21 @@ pub(super) fn endpoint_zoned(
             });
         }
     };
-    let (ip, zone) = if a == "*" {
-        (IpAddr::V6(Ipv6Addr::UNSPECIFIED), None)
-    } else {
-        addr_zoned(format, end, &unbracket_zoned(a))?
+    let (ip, zone) = match (a, bracket_zone) {
+        ("*", _) => (IpAddr::V6(Ipv6Addr::UNSPECIFIED), None),
+        (_, None) => addr_zoned(format, end, a)?,
+        // `[fe80::1]%eth0`: the zone of an IPv6 address, at most an
+        // interface name long.
+        (_, Some(z)) => match (addr_zoned(format, end, a)?, Zone::new(z)) {
+            ((ip @ IpAddr::V6(_), _), Some(zone)) => (ip, Some(zone)),
+            _ => {
+                return Err(LineError::Address {
+                    format,
+                    field: end.addr(),
+                    value: shown(s),
+                })
+            }
+        },
     };
     let port = if p == "*" {
         None
@@ -177,14 +191,6 @@ pub(super) fn endpoint_zoned(
         Some(port(format, end, p)?)
     };
     Ok((ip, port, zone))
-}
-
-/// `[fe80::1]%eth0` as `fe80::1%eth0`; anything else as it is.
-fn unbracket_zoned(a: &str) -> std::borrow::Cow<'_, str> {
-    match a.strip_prefix('[').and_then(|x| x.split_once("]%")) {
-        Some((ip, zone)) => format!("{ip}%{zone}").into(),
-        None => a.into(),
-    }
 }
 
 /// The note for the zones an endpoint pair dropped.
@@ -420,9 +426,6 @@ pub(super) fn ss(t: &str) -> Result<Line, LineError> {
     if matches!(first, "State" | "Netid" | "Recv-Q") {
         return Ok(Line::Skip(Skip::Header));
     }
-    if ss_continuation(first) {
-        return Ok(Line::Skip(Skip::Continuation));
-    }
     let mut tok = first;
     let mut proto = None;
     if let Some(p) = ss_netid(tok) {
@@ -435,6 +438,8 @@ pub(super) fn ss(t: &str) -> Result<Line, LineError> {
     let st = state(tok);
     if st.is_some() {
         tok = f.next().unwrap_or("");
+    } else if proto.is_none() && ss_continuation(first) {
+        return Ok(Line::Skip(Skip::Continuation));
     }
     let send = f.next().unwrap_or("");
     if !is_count(tok) || !is_count(send) {
@@ -679,7 +684,6 @@ pub(super) fn conntrack(t: &str) -> Result<Line, LineError> {
             None,
             Some(proto),
             Some(LineNote::Translated {
-                original_client: client,
                 original_server: server,
             }),
         ),

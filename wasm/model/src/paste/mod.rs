@@ -335,10 +335,10 @@ pub enum LineNote {
     /// reversed, the tuple the receiving socket hashes, not the original
     /// direction, whose destination no socket is bound to.
     Translated {
-        /// The original direction's source.
-        #[cfg_attr(feature = "ts", ts(as = "String"))]
-        original_client: SocketAddr,
-        /// The original direction's destination (before translation).
+        /// The original direction's destination (before translation). The
+        /// original source is not kept: it is the client's own unless
+        /// SNAT changed it, and the answer does not depend on it (keeping
+        /// it would double the size of every [`Conn`]).
         #[cfg_attr(feature = "ts", ts(as = "String"))]
         original_server: SocketAddr,
     },
@@ -749,6 +749,11 @@ impl Parser {
 /// the prompt character is one word with `@` or `~`, or one `[…]` group,
 /// and a command follows.
 pub(crate) fn is_prompt(t: &str) -> bool {
+    // Most lines are output: their first word has no `@` or `~` and no `[`.
+    let first = t.as_bytes().iter().take_while(|&&b| b != b' ');
+    if !t.starts_with('[') && !first.into_iter().any(|&b| b == b'@' || b == b'~') {
+        return false;
+    }
     let Some(i) = t.find(['$', '#', '%', '>']) else {
         return false;
     };
@@ -767,13 +772,11 @@ pub(crate) fn is_prompt(t: &str) -> bool {
 
 /// The line without a `cat -n` number (`     3\tESTAB …`).
 fn strip_line_number(t: &str) -> &str {
-    match t.split_once('\t') {
-        Some((n, rest))
-            if !n.is_empty() && n.len() <= 10 && n.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            rest.trim_start()
-        }
-        _ => t,
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if (1..=10).contains(&digits) && t.as_bytes().get(digits) == Some(&b'\t') {
+        t[digits + 1..].trim_start()
+    } else {
+        t
     }
 }
 
