@@ -39,6 +39,8 @@ if ! have qemu-system-x86_64; then apt_pkgs+=(qemu-system-x86); apt_why+=("qemu-
 if [[ ! -x /bin/busybox ]] || ! /bin/busybox --list 2>/dev/null | grep -qx ip || ldd /bin/busybox >/dev/null 2>&1; then apt_pkgs+=(busybox-static); apt_why+=("busybox-static: the shell and tools of the verify --kernels initramfs"); fi
 if ! have cpio; then apt_pkgs+=(cpio); apt_why+=("cpio: packs the verify --kernels initramfs"); fi
 # observe's tests diagnose a real server (agent/tests/observe.rs); never started as a service (policy-rc.d below).
+if [[ ! -x /usr/bin/python3 ]]; then apt_pkgs+=(python3); apt_why+=("python3: the asyncio server the observe tests diagnose"); fi
+if [[ ! -x /usr/sbin/haproxy ]]; then apt_pkgs+=(haproxy); apt_why+=("haproxy: the threaded server the observe tests diagnose, run on loopback by the tests"); fi
 if [[ ! -x /usr/sbin/nginx ]]; then apt_pkgs+=(nginx); apt_why+=("nginx: the real server the observe tests diagnose, run on loopback by the tests"); fi
 
 if (( ${#apt_pkgs[@]} > 0 )); then

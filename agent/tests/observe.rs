@@ -68,30 +68,36 @@ fn start_nginx(name: &str, port: u16, workers: u32, reuseport: bool) -> Nginx {
         .spawn()
         .expect("nginx starts");
     let n = Nginx { child, dir };
-    // Ready when a request is answered (bounded generously: a busy machine is slow).
+    wait_answering(port, &format!("nginx (see {}/error.log)", n.dir.display()));
+    n
+}
+
+/// Waits until a request to `port` is answered (bounded generously: a busy
+/// machine is slow to start servers).
+fn wait_answering(port: u16, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if TcpStream::connect(("127.0.0.1", port))
-            .and_then(|mut s| request(&mut s))
-            .is_ok()
-        {
-            break;
-        }
+    while TcpStream::connect(("127.0.0.1", port))
+        .and_then(|mut s| request(&mut s))
+        .is_err()
+    {
         assert!(
             Instant::now() < deadline,
-            "nginx never answered on port {port}; see {}/error.log",
-            n.dir.display()
+            "{what} never answered on port {port}"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    n
 }
 
 /// One keep-alive request: once answered, the connection is accepted and
 /// held by the worker that accepted it.
 fn request(s: &mut TcpStream) -> std::io::Result<()> {
+    ask(s, b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+}
+
+/// Sends `msg` and reads until the answer ends with "ok\n".
+fn ask(s: &mut TcpStream, msg: &[u8]) -> std::io::Result<()> {
     s.set_read_timeout(Some(Duration::from_secs(60)))?;
-    s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")?;
+    s.write_all(msg)?;
     let mut buf = [0u8; 512];
     let mut got = Vec::new();
     while !got.ends_with(b"ok\n") {
@@ -130,18 +136,18 @@ fn observe(port: u16, extra: &[&str]) -> (i32, serde_json::Value, String) {
     (run.code, json, run.stderr)
 }
 
-fn ready(test: &str) -> bool {
+fn ready(test: &str, bin: &str) -> bool {
     if !common::is_root() {
         common::skip(
             test,
-            "nginx's workers switch to www-data, whose descriptors only root can read",
+            "the servers' workers (nginx's run as www-data) hold descriptors only root can read",
         );
         return false;
     }
-    if !Path::new(NGINX).exists() {
+    if !Path::new(bin).exists() {
         common::skip(
             test,
-            "nginx is not installed (scripts/setup.sh installs it)",
+            &format!("{bin} is not installed (scripts/setup.sh installs it)"),
         );
         return false;
     }
@@ -153,7 +159,7 @@ fn nginx_reuseport_four_workers_key_recovered_every_connection_predicted() {
     // 4 workers, one SO_REUSEPORT listener each: observe must find the key
     // from who accepted what alone, and then predict every connection's
     // worker as nginx and the kernel really placed it.
-    if !ready("nginx_reuseport_four_workers") {
+    if !ready("nginx_reuseport_four_workers", NGINX) {
         return;
     }
     let port = 18_471;
@@ -194,7 +200,7 @@ fn nginx_reuseport_four_workers_key_recovered_every_connection_predicted() {
 fn nginx_one_shared_listener_is_diagnosed_shared_not_hashing() {
     // Without `reuseport`, one socket is opened by the master and every
     // worker waits on it: no hash is involved, whatever the counts.
-    if !ready("nginx_one_shared_listener") {
+    if !ready("nginx_one_shared_listener", NGINX) {
         return;
     }
     let port = 18_472;
@@ -220,7 +226,7 @@ fn nginx_one_shared_listener_is_diagnosed_shared_not_hashing() {
 fn nginx_worker_stopped_while_connections_arrive_is_a_stalled_listener() {
     // SIGSTOP one worker, keep connecting during the watch: its listener's
     // accept queue grows while the others drain, and observe names its pid.
-    if !ready("nginx_worker_stopped") {
+    if !ready("nginx_worker_stopped", NGINX) {
         return;
     }
     let port = 18_473;
@@ -250,4 +256,158 @@ fn nginx_worker_stopped_while_connections_arrive_is_a_stalled_listener() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(r["verdict"]["kind"], "stalled-listener", "{}", r["verdict"]);
     assert_eq!(r["verdict"]["pids"], serde_json::json!([victim]));
+}
+
+/// Processes killed and reaped on drop.
+struct Procs(Vec<Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn python_asyncio_one_reuseport_listener_per_process_key_recovered() {
+    // Four copies of an asyncio server, each its own SO_REUSEPORT listener
+    // (agent/tests/servers/asyncio_reuseport.py): the pids are the labels,
+    // and every connection's process is predicted.
+    if !ready("python_asyncio_reuseport", "/usr/bin/python3") {
+        return;
+    }
+    let port = 18_474;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/servers/asyncio_reuseport.py"
+    );
+    let procs = Procs(
+        (0..4)
+            .map(|_| {
+                Command::new("python3")
+                    .args([script, "127.0.0.1", &port.to_string()])
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .expect("python3 runs")
+            })
+            .collect(),
+    );
+    // Ready when all four listen (bounded generously).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, r, _) = observe(port, &["--no-search"]);
+        if r["listeners"].as_array().is_some_and(|l| l.len() == 4) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the four servers never listened: {}",
+            r["listeners"]
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut conns: Vec<TcpStream> = (0..120).map(|i| connect_from(5000 + i, port)).collect();
+    for c in conns.iter_mut() {
+        ask(c, b"hello\n").unwrap();
+    }
+    let (code, r, err) = observe(port, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(r["verdict"]["kind"], "hash-spread", "{err}");
+    assert!(r["key"]["initval"].is_string(), "{}", r["keyReason"]);
+    let pids: Vec<u64> = procs.0.iter().map(|c| c.id() as u64).collect();
+    let cs = r["connections"].as_array().unwrap();
+    assert_eq!(cs.len(), 120);
+    for c in cs {
+        assert!(pids.contains(&c["pid"].as_u64().unwrap()), "{c}");
+        assert_eq!(c["predicted"], c["ownerSlot"], "{c}");
+    }
+    assert_eq!(r["agreement"], serde_json::json!([120, 120]));
+    drop(conns);
+}
+
+const HAPROXY: &str = "/usr/sbin/haproxy";
+
+/// HAProxy in the foreground with `binds` (each a `bind` line's extra words)
+/// on one frontend answering every request itself.
+fn start_haproxy(name: &str, port: u16, binds: &[&str]) -> Procs {
+    let dir = std::env::temp_dir().join(format!("reuseport-observe-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let binds: String = binds
+        .iter()
+        .map(|b| format!("  bind 127.0.0.1:{port} {b}\n"))
+        .collect();
+    let conf = format!(
+        "global\n  nbthread 4\n\ndefaults\n  mode http\n  timeout client 600s\n  timeout connect 5s\n  timeout server 5s\n  timeout http-keep-alive 600s\n\n\
+         frontend f\n{binds}  http-request return status 200 content-type text/plain string \"ok\\n\"\n"
+    );
+    let cfg = dir.join("haproxy.cfg");
+    std::fs::write(&cfg, conf).unwrap();
+    let child = Command::new(HAPROXY)
+        .args(["-db", "-f", &cfg.display().to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("haproxy starts");
+    let procs = Procs(vec![child]);
+    wait_answering(port, "haproxy");
+    procs
+}
+
+/// HAProxy with `binds`, 40 keep-alive connections answered, then
+/// `observe`: its pid, the exit code, the report, stderr; the listeners'
+/// count checked against `listeners`.
+fn haproxy_observed(
+    name: &str,
+    port: u16,
+    binds: &[&str],
+    first: u32,
+    listeners: usize,
+) -> (u32, i32, serde_json::Value, String) {
+    let hp = start_haproxy(name, port, binds);
+    let mut conns: Vec<TcpStream> = (0..40).map(|i| connect_from(first + i, port)).collect();
+    for c in conns.iter_mut() {
+        request(c).unwrap();
+    }
+    let (code, r, err) = observe(port, &[]);
+    assert_eq!(
+        r["listeners"].as_array().unwrap().len(),
+        listeners,
+        "{}",
+        r["listeners"]
+    );
+    (hp.0[0].id(), code, r, err)
+}
+
+#[test]
+fn haproxy_four_threads_on_one_bind_share_one_socket() {
+    // nbthread 4 and one bind line: one socket, one process, four pollers.
+    // The threads wait on one queue: shared, never "nothing to balance".
+    if !ready("haproxy_four_threads_one_bind", HAPROXY) {
+        return;
+    }
+    let (pid, code, r, err) = haproxy_observed("hp1", 18_475, &[""], 7000, 1);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(r["verdict"]["kind"], "shared-listener", "{}", r["verdict"]);
+    assert_eq!(r["verdict"]["pids"], serde_json::json!([pid]));
+}
+
+#[test]
+fn haproxy_one_listener_per_thread_cannot_be_told_apart_and_says_so() {
+    // Four bind lines, one per thread: four SO_REUSEPORT sockets in one
+    // process. Every connection's owner is the one pid, so the socket tables
+    // cannot say which listener took it: undecided, naming why.
+    if !ready("haproxy_listener_per_thread", HAPROXY) {
+        return;
+    }
+    let binds = ["thread 1", "thread 2", "thread 3", "thread 4"];
+    let (pid, code, r, err) = haproxy_observed("hp4", 18_476, &binds, 8000, 4);
+    assert_eq!(code, 1, "undecided is status 1: {err}");
+    assert_eq!(r["verdict"]["kind"], "undecided", "{}", r["verdict"]);
+    assert_eq!(
+        r["keyReason"],
+        serde_json::json!({"kind": "one-process", "pid": pid})
+    );
 }

@@ -167,6 +167,7 @@ fn look(args: &ObserveArgs) -> Result<(Vec<Listener>, Vec<Connection>, u32), Obs
                 local: s.local.to_string(),
                 owners,
                 accepting: h.watched.get(&s.inode).map(|p| p.iter().copied().collect()),
+                epoll_sets: h.epoll_sets.get(&s.inode).copied(),
                 queue: s.rqueue,
                 backlog: if args.proto == Proto::Tcp {
                     s.wqueue

@@ -159,6 +159,9 @@ pub struct Holders {
     pub owners: HashMap<u32, Vec<Owner>>,
     /// Socket inode -> pids whose epoll sets watch it.
     pub watched: HashMap<u32, BTreeSet<u32>>,
+    /// Socket inode -> how many epoll sets watch it (threads of one
+    /// process each have their own in HAProxy, for example).
+    pub epoll_sets: HashMap<u32, u32>,
     /// Processes whose descriptors could not be read (not root).
     pub unreadable: u32,
 }
@@ -224,6 +227,7 @@ pub fn holders(wanted: &BTreeSet<u32>) -> Holders {
                 if let Some(ino) = ino.and_then(|i| u32::try_from(i).ok()) {
                     if wanted.contains(&ino) {
                         h.watched.entry(ino).or_default().insert(pid);
+                        *h.epoll_sets.entry(ino).or_default() += 1;
                     }
                 }
             }

@@ -74,6 +74,10 @@ pub struct Listener {
     /// these accept from it.
     #[serde(default)]
     pub accepting: Option<Vec<u32>>,
+    /// How many epoll sets watch it, when known: several in one process
+    /// are threads waiting on one socket.
+    #[serde(default)]
+    pub epoll_sets: Option<u32>,
     /// Connections waiting in its accept queue.
     #[serde(default)]
     pub queue: u32,
@@ -975,7 +979,9 @@ fn verdict(
             None if !accepted.is_empty() => accepted,
             None => holders(l),
         };
-        if waiting.len() >= 2 {
+        // Several waiters: processes, or threads of one process each with
+        // its own epoll set.
+        if waiting.len() >= 2 || l.epoll_sets.is_some_and(|n| n >= 2) {
             return v(
                 VerdictKind::SharedListener,
                 waiting,

@@ -21,6 +21,7 @@ fn listener(id: &str, local: &str, owners: &[u32], accepting: Option<Vec<u32>>) 
         local: local.into(),
         owners: owners.iter().map(|&p| owner(p)).collect(),
         accepting,
+        epoll_sets: None,
         queue: 0,
         backlog: 511,
         drops: Some(0),
@@ -257,5 +258,32 @@ fn bad_addresses_and_ports_are_refused_naming_the_field() {
         e.to_string()
             .starts_with("listeners[0].local: 127.0.0.1:80 is not on port 18080"),
         "{e}"
+    );
+}
+
+#[test]
+fn one_socket_watched_by_four_epoll_sets_of_one_process_is_shared_by_threads() {
+    // HAProxy with nbthread 4 and one bind: one pid, one socket, four
+    // pollers. Threads wait on one queue: not "nothing to balance".
+    let mut l = listener("ino3", "127.0.0.1:18080", &[42], Some(vec![42]));
+    l.epoll_sets = Some(4);
+    let snap = Snapshot {
+        proto: Proto::Tcp,
+        port: PORT,
+        listeners: vec![l.clone()],
+        connections: vec![],
+        samples: vec![],
+    };
+    let d = diagnose_window(&snap, 0..1);
+    assert_eq!(d.verdict.kind, VerdictKind::SharedListener);
+    assert_eq!(d.verdict.pids, vec![42]);
+    l.epoll_sets = Some(1);
+    let one = Snapshot {
+        listeners: vec![l],
+        ..snap
+    };
+    assert_eq!(
+        diagnose_window(&one, 0..1).verdict.kind,
+        VerdictKind::SingleListener
     );
 }

@@ -1,0 +1,25 @@
+"""One worker of a Python asyncio server that sets SO_REUSEPORT per process,
+as people run it (several copies, one listener each). Answers every line
+with "ok" and keeps the connection open. argv: HOST PORT."""
+import asyncio
+import socket
+import sys
+
+
+async def handle(reader, writer):
+    while await reader.readline():
+        writer.write(b"ok\n")
+        await writer.drain()
+    writer.close()
+
+
+async def main(host, port):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    server = await asyncio.start_server(handle, sock=sock, backlog=512)
+    async with server:
+        await server.serve_forever()
+
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
