@@ -283,8 +283,11 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
       hostOf(el).dataset.state = 'ready';
       draw();
     } catch (err) {
-      if (err instanceof DOMException && err.name === 'AbortError') status.text(t.cancelled);
+      const cancelled = err instanceof DOMException && err.name === 'AbortError';
+      if (cancelled) status.text(t.cancelled);
       else errors.text(err instanceof Error ? err.message : String(err));
+      // A run another one replaced leaves the state to that one; otherwise the state ends here, never at 'loading'.
+      if (abort === ctl) hostOf(el).dataset.state = cancelled ? 'ready' : 'error';
     } finally {
       if (abort === ctl) progress.classed('rl-tv-idle', true);
     }
@@ -323,16 +326,20 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
   async function openFile(f: File): Promise<void> {
     errors.text('');
     hostOf(el).dataset.state = 'loading';
+    // Every refusal ends in 'error', so an embedder waiting for a terminal state sees one.
+    const refused = () => {
+      hostOf(el).dataset.state = 'error';
+      status.text('');
+    };
     if (f.size > MAX_TRACE_BYTES) {
       errors.text(t.tooBig(f.size / 2 ** 20, MAX_TRACE_BYTES / 2 ** 20));
-      return;
+      return refused();
     }
     status.text(t.loading(f.name));
     const checked = await readInWorker(f).catch((err: unknown) => ({ notJson: err instanceof Error ? err.message : String(err) }) as WorkerAnswer);
     if (checked.notJson !== undefined) {
       errors.text(t.notJson(f.name, checked.notJson));
-      status.text('');
-      return;
+      return refused();
     }
     if (checked.errors) {
       errors.html('');
@@ -343,8 +350,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         .data(checked.errors)
         .join('li')
         .text((d) => d);
-      status.text('');
-      return;
+      return refused();
     }
     await predict(checked.trace!, f.name, undefined);
   }

@@ -265,3 +265,24 @@ test('"Embed this" writes a script snippet and an iframe snippet for the setting
   // Where the widget is itself embedded, there is no panel.
   await expect(page.locator('details.rl-embed')).toHaveCount(0);
 });
+
+// Why: after a refused file the trace viewer kept data-state="loading" for good, so an embedder waiting for a
+// terminal state ("ready" or "error") never saw one. Each refusal now ends in "error", and a good file after it in "ready".
+test('the trace viewer ends in a terminal state after a refused file', async ({ page }) => {
+  await page.goto('./traces/');
+  const viewer = page.locator('reuseport-traces');
+  await expect(viewer).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+  const input = viewer.locator('input[type=file]');
+  const bad = JSON.parse(readFileSync('public/traces/tcp-v4-specific-8.json', 'utf8'));
+  delete bad.group;
+  for (const [name, body] of [
+    ['not-json.json', '{"format": '],
+    ['no-group.json', JSON.stringify(bad)],
+  ]) {
+    await input.setInputFiles({ name, mimeType: 'application/json', buffer: Buffer.from(body) });
+    await expect(viewer.locator('.rl-errors'), name).toContainText(name, { timeout: 30_000 });
+    await expect(viewer, name).toHaveAttribute('data-state', 'error', { timeout: 30_000 });
+  }
+  await input.setInputFiles({ name: 'mine.json', mimeType: 'application/json', buffer: readFileSync('public/traces/tcp-v4-specific-8.json') });
+  await expect(viewer).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+});
