@@ -45,6 +45,8 @@ const SAMPLE: Record<string, unknown[]> = {
   ],
   working: ['read', 1, 2],
   formatName: ['ss', true],
+  formatWhy: [{ format: 'ss', columns: null, header: true, evidence: { sample: 10, read: 9, sockets: 8, names: 1, mixed: { format: 'netstat', lines: 1 } } }],
+  sidesBy: [{ listening: 2, systemPort: 1 }],
   bandLine: [{ mean: 12.5, p5: 9, p95: 16 }],
   columnsTitle: [true],
   what: [{ kind: 'ack', listener: 6 }],

@@ -29,7 +29,10 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use csv::{Column, Columns, Role, Side};
-pub use sides::{port_rule, Basis, Decision, ListenPorts, Sides, Undecided};
+pub use sides::{
+    port_rule, Basis, Decision, ListenPorts, Sides, Undecided, EPHEMERAL_LOW, MAX_LISTENING,
+    SERVICE_PORTS,
+};
 
 use crate::tuple::Proto;
 #[allow(unused_imports)]

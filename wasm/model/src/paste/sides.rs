@@ -26,7 +26,7 @@ pub enum Basis {
     Format,
     /// Each line by its own evidence: the format's direction where it says
     /// one, else a system or well-known service port against an ephemeral
-    /// one ([`PortRule`]); a line with neither is undecided.
+    /// one ([`port_rule`]); a line with neither is undecided.
     PerLine,
     /// A system port (below 1024) against a port of 1024 or more: the
     /// system port is the server's (a line's basis under [`Basis::PerLine`]).
