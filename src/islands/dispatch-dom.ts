@@ -213,14 +213,17 @@ export function buildDispatchDom(root: Sel, { t, f, seq, opts, speed, on }: DomI
   const listWrap = groupFs.append('div').attr('class', 'rl-field rl-dv-wide');
   listWrap.append('label').attr('for', f('clientlist')).text(t.clientList);
   const clientList = listWrap.append('textarea').attr('id', f('clientlist')).attr('rows', 2).attr('spellcheck', 'false');
-  // A paste of more clients than the bound is refused before it reaches the
-  // box: the browser itself stalls for a minute laying out a million lines.
-  clientList.on('paste', (ev: ClipboardEvent) => {
-    const past = firstLinePast(ev.clipboardData?.getData('text/plain') ?? '', LIMITS.clients);
+  // A paste or a drop of more clients than the bound is refused before it
+  // reaches the box: the browser itself stalls for a minute laying out a
+  // million lines (a drop used to skip the check).
+  const refuseTooMany = (ev: Event, text: string) => {
+    const past = firstLinePast(text, LIMITS.clients);
     if (past === undefined) return;
     ev.preventDefault();
     errors.text(t.tooManyClients(past, LIMITS.clients));
-  });
+  };
+  clientList.on('paste', (ev: ClipboardEvent) => refuseTooMany(ev, ev.clipboardData?.getData('text/plain') ?? ''));
+  clientList.on('drop', (ev: DragEvent) => refuseTooMany(ev, ev.dataTransfer?.getData('text/plain') ?? ''));
   const restartBtn = groupFs.append('button').attr('type', 'button').attr('class', 'rl-primary').text(t.applyRestart);
 
   side.append('h2').text(t.perListener);

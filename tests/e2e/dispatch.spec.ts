@@ -758,3 +758,22 @@ test('an attribute changed after mount restarts the visualizer with it', async (
   await w.evaluate((el) => el.setAttribute('listeners', '5'));
   await expect(w.locator('.rl-dv-summary')).toContainText('5 listening members');
 });
+
+// Why: the client list refused a paste of more clients than its bound before the text reached the box, but a drop
+// of the same text went in and cost the browser half a minute of layout before Apply refused it. A drop is refused
+// the same way now, and the box stays empty.
+test('a drop of more clients than the bound is refused before it reaches the client list', async ({ page }) => {
+  await page.goto('./dispatch/?autoplay=false');
+  await openSettings(page);
+  const list = page.getByLabel(/Client list/);
+  const prevented = await list.evaluate((el) => {
+    const data = new DataTransfer();
+    data.setData('text/plain', Array.from({ length: 5001 }, (_, i) => `10.0.${i >> 8}.${i & 255} 40000`).join('\n'));
+    const ev = new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true });
+    el.dispatchEvent(ev);
+    return ev.defaultPrevented;
+  });
+  expect(prevented, 'the drop is cancelled').toBe(true);
+  await expect(page.locator('reuseport-dispatch')).toContainText('at most 5000 clients; line 5001 is one more');
+  await expect(list).toHaveValue('');
+});
