@@ -103,7 +103,7 @@ fn labelled(log2: u32, key: u32) {
             len as f64 / best
         };
         let numbered = time(&|f| plan.search(Isa::Best, black_box(start..start + len), f));
-        let labelled = time(&|f| lab.search(black_box(start..start + len), f));
+        let labelled = time(&|f| lab.search(Isa::Best, black_box(start..start + len), f));
         println!(
             "n={n:<3} {count} connections: numbered {:>5.2}e9/s, labelled {:>5.2}e9/s per core ({:.2}x the numbered time), full 2^32 labelled on one core {:>6.2} s",
             numbered / 1e9,

@@ -710,7 +710,7 @@ impl Prepared {
     /// Searches a part of the key space (see [`LabelledPlan::search`]).
     pub fn search(&self, range: Range<u64>, found: &mut Found) {
         if let Some(p) = &self.plan {
-            p.search(range, found);
+            p.search(crate::isa::Isa::Best, range, found);
         }
     }
 

@@ -30,7 +30,10 @@ use std::ops::Range;
 
 use super::{check_group, observe, Added, Found, Obs, RecoverError, SPACE};
 use crate::hash::{hash_v4, Keys};
-use crate::jhash::{reciprocal_scale, JhashForm};
+#[cfg(target_arch = "x86_64")]
+use crate::isa::Compiled;
+use crate::isa::Isa;
+use crate::jhash::{reciprocal_scale_narrow, JhashForm};
 use crate::profile::V4Form;
 use crate::reuseport::ReuseportGroup;
 use crate::tuple::Tuple;
@@ -192,7 +195,8 @@ impl LabelledPlan {
     }
 
     /// The loop's steps: labels by how many observations they have, most
-    /// first; each label's first two observations together, then the rest.
+    /// first; every observation of the first label, then each other label's
+    /// first two, then the rest.
     fn steps(&self) -> Vec<Step> {
         let mut per: Vec<Vec<Obs>> = vec![Vec::new(); self.labels.len()];
         let mut dedup = std::collections::HashSet::new();
@@ -205,9 +209,14 @@ impl LabelledPlan {
         }
         let mut order: Vec<usize> = (0..per.len()).filter(|&l| !per[l].is_empty()).collect();
         order.sort_by_key(|&l| std::cmp::Reverse(per[l].len()));
+        // The first label's connections all come first: each after its
+        // first keeps about 1/n of the candidates while reading one column,
+        // the cheapest test there is. Then each other label's first two.
+        let lead = order.first().map_or(0, |&l| per[l].len());
         let mut steps = Vec::new();
-        for &l in &order {
-            for (i, o) in per[l].iter().take(2).enumerate() {
+        for (rank, &l) in order.iter().enumerate() {
+            let take = if rank == 0 { lead } else { 2 };
+            for (i, o) in per[l].iter().take(take).enumerate() {
                 steps.push(Step {
                     obs: *o,
                     label: l as u16,
@@ -215,7 +224,7 @@ impl LabelledPlan {
                 });
             }
         }
-        for &l in &order {
+        for &l in order.iter().skip(1) {
             for o in per[l].iter().skip(2) {
                 steps.push(Step {
                     obs: *o,
@@ -276,35 +285,29 @@ impl LabelledPlan {
     }
 
     /// Searches `range` (within `0..2^32`) for initvals under which every
-    /// label's connections share a slot and different labels' do not.
-    pub fn search(&self, range: Range<u64>, found: &mut Found) {
+    /// label's connections share a slot and different labels' do not, on
+    /// the compiled copy `isa` resolves to (as [`super::search`]).
+    pub fn search(&self, isa: Isa, range: Range<u64>, found: &mut Found) {
         assert!(
             range.start <= range.end && range.end <= SPACE,
             "range {range:?} is not within 0..2^32"
         );
         let steps = self.steps();
-        let (form, jh, n) = (self.form, self.jhash, self.members);
-        use JhashForm::{New, Old};
-        use V4Form::{Classic, ClassicNumericFport, LportPlus};
-        macro_rules! go {
-            ($f:expr, $j:expr) => {
-                run(
-                    |o: &Obs, iv| hash_v4($f, $j, o.laddr, o.faddr, o.lport, o.sport, iv),
-                    &steps,
-                    self.labels.len(),
-                    n,
-                    range,
-                    found,
-                )
-            };
-        }
-        match (form, jh) {
-            (Classic, New) => go!(Classic, New),
-            (Classic, Old) => go!(Classic, Old),
-            (ClassicNumericFport, New) => go!(ClassicNumericFport, New),
-            (ClassicNumericFport, Old) => go!(ClassicNumericFport, Old),
-            (LportPlus, New) => go!(LportPlus, New),
-            (LportPlus, Old) => go!(LportPlus, Old),
+        let job = Job {
+            form: self.form,
+            jh: self.jhash,
+            steps: &steps,
+            labels: self.labels.len(),
+            n: self.members,
+        };
+        match isa.resolve() {
+            // SAFETY: `resolve` found every feature the copy was compiled for.
+            #[cfg(target_arch = "x86_64")]
+            Compiled::Avx512 => unsafe { search_avx512(&job, range, found) },
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
+            Compiled::Avx2 => unsafe { search_avx2(&job, range, found) },
+            _ => dispatch::<false>(&job, range, found),
         }
     }
 
@@ -354,36 +357,140 @@ impl LabelledPlan {
     }
 }
 
-/// The loop: survivors as initvals plus, per label seen so far, the slot
-/// each survivor sends that label to.
-fn run<H: Fn(&Obs, u32) -> u32>(
-    hash: H,
-    steps: &[Step],
+/// What one search needs, besides the range.
+struct Job<'a> {
+    form: V4Form,
+    jh: JhashForm,
+    steps: &'a [Step],
     labels: usize,
     n: u32,
+}
+
+/// One monomorphic copy of the loop per hash form (as in [`super::search`]).
+#[inline(always)]
+fn dispatch<const W: bool>(job: &Job, range: Range<u64>, found: &mut Found) {
+    use JhashForm::{New, Old};
+    use V4Form::{Classic, ClassicNumericFport, LportPlus};
+    macro_rules! go {
+        ($f:expr, $j:expr) => {
+            run::<_, W>(
+                |o: &Obs, iv| hash_v4($f, $j, o.laddr, o.faddr, o.lport, o.sport, iv),
+                job,
+                range,
+                found,
+            )
+        };
+    }
+    match (job.form, job.jh) {
+        (Classic, New) => go!(Classic, New),
+        (Classic, Old) => go!(Classic, Old),
+        (ClassicNumericFport, New) => go!(ClassicNumericFport, New),
+        (ClassicNumericFport, Old) => go!(ClassicNumericFport, Old),
+        (LportPlus, New) => go!(LportPlus, New),
+        (LportPlus, Old) => go!(LportPlus, Old),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn search_avx2(job: &Job, range: Range<u64>, found: &mut Found) {
+    dispatch::<false>(job, range, found)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,popcnt")]
+fn search_avx512(job: &Job, range: Range<u64>, found: &mut Found) {
+    dispatch::<true>(job, range, found)
+}
+
+/// Stores the 16 consecutive initvals from `first` whose `mask` bit is set
+/// at `buf[*k..]` with one `vpcompressd`, and advances `*k`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,popcnt")]
+#[inline]
+unsafe fn compress(first: u32, mask: u16, buf: &mut [u32], k: &mut usize) {
+    use std::arch::x86_64::*;
+    assert!(*k + LANES <= buf.len());
+    let lanes = _mm512_add_epi32(
+        _mm512_set1_epi32(first as i32),
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+    );
+    let packed = _mm512_maskz_compress_epi32(mask, lanes);
+    _mm512_storeu_si512(buf.as_mut_ptr().add(*k).cast(), packed);
+    *k += mask.count_ones() as usize;
+}
+
+/// The loop: survivors as initvals plus, per label seen so far, the slot
+/// each survivor sends that label to. When the first label has two
+/// connections (the usual case), both are hashed for every candidate in one
+/// pass that the compiler vectorises, and only the `1/n` that send both to
+/// one slot go on to the per-survivor steps.
+#[inline(always)]
+fn run<H: Fn(&Obs, u32) -> u32, const W: bool>(
+    hash: H,
+    job: &Job,
     range: Range<u64>,
     found: &mut Found,
 ) {
+    let (steps, labels, n) = (job.steps, job.labels, job.n);
     if steps.is_empty() {
         found.extend_range(range);
         return;
     }
-    let block = (BLOCK).min((1usize << 21) / labels.max(1)).max(LANES);
+    let block = BLOCK.min((1usize << 21) / labels.max(1)).max(LANES);
     let cap = block + LANES;
     let mut ivs = vec![0u32; cap];
     let mut slots = vec![0u16; cap * labels.max(1)];
     // Which labels hold a slot so far (their columns in `slots`).
     let mut held: Vec<usize> = Vec::with_capacity(labels);
+    let pair = steps.len() >= 2 && !steps[1].first;
     let mut start = range.start;
     while start < range.end {
         let len = (range.end - start).min(block as u64) as usize;
         let base = start as u32;
-        for (i, v) in ivs[..len].iter_mut().enumerate() {
-            *v = base.wrapping_add(i as u32);
-        }
-        let mut k = len;
         held.clear();
-        for step in steps {
+        let (mut k, rest) = if pair {
+            let (a, b) = (&steps[0].obs, &steps[1].obs);
+            let col = steps[0].label as usize * cap;
+            let mut k = 0;
+            let mut c = 0;
+            while c < len {
+                let mut mask = 0u32;
+                for j in 0..LANES {
+                    let iv = base.wrapping_add((c + j) as u32);
+                    let same = reciprocal_scale_narrow(hash(a, iv), n)
+                        == reciprocal_scale_narrow(hash(b, iv), n);
+                    mask |= ((same & (c + j < len)) as u32) << j;
+                }
+                let first = base.wrapping_add(c as u32);
+                if W {
+                    // SAFETY: W is true only in `search_avx512`, run after
+                    // `Isa::resolve` confirmed AVX-512F; k + 16 <= cap.
+                    #[cfg(target_arch = "x86_64")]
+                    unsafe {
+                        compress(first, mask as u16, &mut ivs, &mut k)
+                    }
+                } else {
+                    for j in 0..LANES {
+                        ivs[k] = first.wrapping_add(j as u32);
+                        k += ((mask >> j) & 1) as usize;
+                    }
+                }
+                c += LANES;
+            }
+            // The first label's slot, for the survivors only (about 1/n).
+            for (i, &iv) in ivs[..k].iter().enumerate() {
+                slots[col + i] = reciprocal_scale_narrow(hash(a, iv), n) as u16;
+            }
+            held.push(steps[0].label as usize);
+            (k, &steps[2..])
+        } else {
+            for (i, v) in ivs[..len].iter_mut().enumerate() {
+                *v = base.wrapping_add(i as u32);
+            }
+            (len, steps)
+        };
+        for step in rest {
             if k == 0 {
                 break;
             }
@@ -393,27 +500,38 @@ fn run<H: Fn(&Obs, u32) -> u32>(
             let mut c = 0;
             while c < n_before {
                 let lanes = (n_before - c).min(LANES);
-                let mut h = [0u32; LANES];
-                for (j, h) in h.iter_mut().enumerate() {
-                    *h = hash(&step.obs, ivs[c + j]);
+                // Compute apart from packing, so that the compiler
+                // vectorises it: the slots of 16 survivors, then the test.
+                let iv: [u32; LANES] = ivs[c..c + LANES].try_into().expect("16 lanes");
+                let mut sl = [0u16; LANES];
+                for (s, &v) in sl.iter_mut().zip(&iv) {
+                    *s = reciprocal_scale_narrow(hash(&step.obs, v), n) as u16;
                 }
-                for (j, &h) in h.iter().enumerate().take(lanes) {
+                let mut ok = [true; LANES];
+                if step.first {
+                    for &l in &held {
+                        let other: &[u16] = &slots[l * cap + c..l * cap + c + LANES];
+                        for j in 0..LANES {
+                            ok[j] &= other[j] != sl[j];
+                        }
+                    }
+                } else {
+                    let mine: &[u16] = &slots[col + c..col + c + LANES];
+                    for j in 0..LANES {
+                        ok[j] = mine[j] == sl[j];
+                    }
+                }
+                // Packed in place: k <= i, so nothing unread is overwritten.
+                for j in 0..lanes {
                     let i = c + j;
-                    let s = reciprocal_scale(h, n) as u16;
-                    let keep = if step.first {
-                        held.iter().all(|&l| slots[l * cap + i] != s)
-                    } else {
-                        slots[col + i] == s
-                    };
-                    // Packed in place: k <= i, so nothing unread is overwritten.
-                    ivs[k] = ivs[i];
+                    ivs[k] = iv[j];
                     for &l in &held {
                         slots[l * cap + k] = slots[l * cap + i];
                     }
                     if step.first {
-                        slots[col + k] = s;
+                        slots[col + k] = sl[j];
                     }
-                    k += keep as usize;
+                    k += ok[j] as usize;
                 }
                 c += LANES;
             }
@@ -505,7 +623,13 @@ mod tests {
             let p = plan_for(&g, &flows(key | 1, count));
             let window = 0..(1u64 << 17);
             let mut found = Found::new(1 << 17);
-            p.search(window.clone(), &mut found);
+            p.search(Isa::Portable, window.clone(), &mut found);
+            let mut best = Found::new(1 << 17);
+            p.search(Isa::Best, window.clone(), &mut best);
+            assert_eq!(
+                best.values, found.values,
+                "{kernel}: the widest copy and the baseline agree"
+            );
             let want = brute(&p, window);
             assert!(want.contains(&key), "{kernel}: the true key fits");
             assert_eq!(found.values, want, "{kernel} n={n}");
@@ -527,7 +651,7 @@ mod tests {
             p.expected_false_matches()
         );
         let mut found = Found::new(10);
-        p.search(0..(1u64 << 18), &mut found);
+        p.search(Isa::Best, 0..(1u64 << 18), &mut found);
         assert_eq!(found.values, vec![key]);
         let map = p.map(key);
         for (i, label) in p.labels().iter().enumerate() {
