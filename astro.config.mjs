@@ -60,7 +60,7 @@ export default defineConfig({
         {
           label: 'Why is my load uneven?',
           translations: { 'zh-CN': '负载为什么不均？' },
-          items: ['scenarios', ...scenarioSlugs()],
+          items: ['server', 'scenarios', ...scenarioSlugs()],
         },
         {
           label: 'Guide',

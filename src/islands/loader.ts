@@ -19,6 +19,7 @@ export const islands: Record<string, () => Promise<{ define: () => void }>> = {
   'reuseport-exercise': () => import('./exercise').then((m) => ({ define: m.defineExerciseElement })),
   'reuseport-scenario': () => import('./scenario').then((m) => ({ define: m.defineScenarioElement })),
   'reuseport-scenario-match': () => import('./scenario-match').then((m) => ({ define: m.defineScenarioMatchElement })),
+  'reuseport-server': () => import('./server').then((m) => ({ define: m.defineServerElement })),
 };
 
 const started = new Set<string>();

@@ -37,6 +37,7 @@ import type { Verdict } from './generated/message/Verdict';
 import type { Skip } from './generated/message/Skip';
 import type { LineNote } from './generated/message/LineNote';
 import type { CountError } from './generated/message/CountError';
+import type { DiagnosisVerdict } from './generated/message/DiagnosisVerdict';
 
 export type { Refusal };
 export type { Errno } from './generated/message/Errno';
@@ -79,6 +80,7 @@ export interface Messages {
   skip: Skip;
   line_note: LineNote;
   count_error: CountError;
+  diagnosis_verdict: DiagnosisVerdict;
 }
 
 /** How a field's value reads in a sentence: strings as they are, numbers in decimal, a release `{major, minor}` as `6.18`. */

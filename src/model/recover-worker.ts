@@ -6,41 +6,26 @@
  * it into chunks so that progress can be reported and `terminate()` stops
  * it within one chunk.
  *
- * In: {@link RecoverJob}. Out: `{ plan }` once (worker 0 only), `{ progress }`
- * after every chunk, then `{ done }` with the candidates (each checked
- * through the model's own selection), or `{ error }`.
+ * In: {@link RecoverJob}. Out: {@link PartReply} (src/model/search-pool.ts):
+ * `{ plan }` once (worker 0 only), `{ progress }` after every chunk, then
+ * `{ done }` with the candidates (each checked through the model's own
+ * selection), or `{ error }`.
  */
 import init, { Recovery } from './pkg-lookup/reuseport.js';
 import type { GroupSpec } from './generated/GroupSpec';
 import type { Tuple } from './generated/Tuple';
 import type { PlanFigures } from './recover';
+import { searchChunks, type PartJob, type PartReply } from './search-pool';
 
 /** What a search worker is given. */
-export interface RecoverJob {
+export interface RecoverJob extends PartJob {
   kernel: string;
   group: GroupSpec;
   observations: { tuple: Tuple; listener: number }[];
-  start: number;
-  end: number;
-  /** Report the plan's figures (one worker does). */
-  report: boolean;
 }
-
-/** What a search worker says: its plan's figures, progress, the end, or why it stopped (one message may carry several). */
-export interface RecoverReply {
-  plan?: PlanFigures;
-  progress?: number;
-  count?: number;
-  values?: number[];
-  done?: { count: number; values: number[]; unverified: { candidate: number; observation: number } | null };
-  error?: { observation?: number; message: string };
-}
-
-/** Keys per chunk: about 10 ms at 0.4 G keys/s. */
-const CHUNK = 2 ** 22;
 
 /** Posts one message to the page, of the shape the page reads. */
-const reply = (m: RecoverReply) => postMessage(m);
+const reply = (m: PartReply<PlanFigures>) => postMessage(m);
 
 self.onmessage = async (e: MessageEvent<RecoverJob>) => {
   const job = e.data;
@@ -67,16 +52,7 @@ self.onmessage = async (e: MessageEvent<RecoverJob>) => {
           isa: r.isa(),
         },
       });
-    let count = 0;
-    const values: number[] = [];
-    for (let s = job.start; s < job.end; s += CHUNK) {
-      const end = Math.min(job.end, s + CHUNK);
-      const part = r.search(s, end);
-      count += part.count;
-      for (const v of part.values) if (values.length < 1000) values.push(v);
-      // What was found so far travels with the progress, so a cancelled search keeps it.
-      reply({ progress: end - job.start, count, values: part.values.length ? values : undefined });
-    }
+    const { count, values } = searchChunks(job, (s, end) => r.search(s, end), reply);
     const bad = r.verify(Uint32Array.from(values));
     const unverified = values.findIndex((_, i) => bad[i] !== -1);
     reply({ done: { count, values, unverified: unverified < 0 ? null : { candidate: values[unverified]!, observation: bad[unverified]! } } });

@@ -14,6 +14,8 @@ export interface BarsInput {
   band?: { p5: number; mean: number; p95: number };
   label: string;
   axis: string;
+  /** Each bar's label under it. @default its index */
+  labels?: readonly string[];
 }
 
 export function renderPasteBars(parent: HTMLElement, b: BarsInput, width = 640): SVGSVGElement {
@@ -74,8 +76,9 @@ export function renderPasteBars(parent: HTMLElement, b: BarsInput, width = 640):
     .attr('y', (d) => y(d) + 4)
     .attr('text-anchor', 'end')
     .text((d) => d.toLocaleString());
-  // Listener labels, at most one per 28 px so they never overlap.
-  const every = Math.max(1, Math.ceil(n / Math.floor((width - m.left - m.right) / 28)));
+  // Bar labels, at most one per 28 px (more for long labels) so they never overlap.
+  const room = Math.max(28, 8 * Math.max(0, ...(b.labels ?? []).map((l) => l.length)));
+  const every = Math.max(1, Math.ceil(n / Math.floor((width - m.left - m.right) / room)));
   axis
     .selectAll('text.x')
     .data(Array.from({ length: n }, (_, i) => i).filter((i) => i % every === 0))
@@ -84,7 +87,7 @@ export function renderPasteBars(parent: HTMLElement, b: BarsInput, width = 640):
     .attr('x', (i) => x(i)! + x.bandwidth() / 2)
     .attr('y', height - m.bottom + 14)
     .attr('text-anchor', 'middle')
-    .text((i) => String(i));
+    .text((i) => b.labels?.[i] ?? String(i));
   axis
     .append('text')
     .attr('x', (m.left + width - m.right) / 2)

@@ -10,6 +10,7 @@ import bind from './bind.css?inline';
 import paste from './paste.css?inline';
 import exercise from './exercise.css?inline';
 import scenario from './scenario.css?inline';
+import server from './server.css?inline';
 
 let sheets: CSSStyleSheet[] | null = null;
 
@@ -17,7 +18,7 @@ let sheets: CSSStyleSheet[] | null = null;
 export function widgetSheets(): CSSStyleSheet[] {
   if (!sheets) {
     const s = new CSSStyleSheet();
-    s.replaceSync([widget, dispatch, trace, bind, paste, exercise, scenario].join('\n'));
+    s.replaceSync([widget, dispatch, trace, bind, paste, exercise, scenario, server].join('\n'));
     sheets = [s];
   }
   return sheets;

@@ -23,7 +23,7 @@ function builtPages(dir = DIST, prefix = ''): string[] {
 
 const WIDGETS =
   'reuseport-dispatch, reuseport-lookup, reuseport-paste, reuseport-bind, reuseport-bind-check, reuseport-trace, reuseport-traces, reuseport-exercise, ' +
-  'reuseport-scenario, reuseport-scenario-match';
+  'reuseport-scenario, reuseport-scenario-match, reuseport-server';
 
 /** Scrolls to each widget (they hydrate when seen) and waits for its first frame. */
 async function widgetsMounted(page: Page): Promise<number> {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DISPATCH_TEXT } from '../../src/islands/dispatch-text';
 import { LOOKUP_TEXT } from '../../src/islands/lookup-text';
 import { PASTE_TEXT } from '../../src/islands/paste-text';
+import { SERVER_TEXT } from '../../src/islands/server-text';
 
 const HAN = /[\u4e00-\u9fff]/;
 /** Identifier-only strings (SK_REUSEPORT: SK_PASS) are Chinese-typeset by their full-width punctuation. */
@@ -50,12 +51,19 @@ const SAMPLE: Record<string, unknown[]> = {
   bandLine: [{ mean: 12.5, p5: 9, p95: 16 }],
   columnsTitle: [true],
   what: [{ kind: 'ack', listener: 6 }],
+  readSockets: [{ snapshot: { listeners: [{}], connections: [{}, {}], proto: 'tcp', port: 80 }, listeningPorts: [22, 80], duplicates: 1, other: 1 }],
+  countsVerdict: [{ verdict: 'beyond-hash', total: 10, workers: 2, expectedEmpty: 0.1, observed: { maxShare: 0.9 }, maxP999: 7, pValue: 0 }],
+  countsShape: [{ shape: 'one-dominant' }],
+  reason: [{ kind: 'ambiguous', candidates: 3, moreNeeded: 10 }],
+  keyFound: ['0x5eedcafe', 120, 0.001],
+  band: [23, 38, 4, 120],
 };
 
 describe.each([
   ['dispatch', DISPATCH_TEXT],
   ['lookup', LOOKUP_TEXT],
   ['paste', PASTE_TEXT],
+  ['server', SERVER_TEXT],
 ] as const)('%s widget words', (_, { en, zh }) => {
   it('has the same keys in English and Chinese', () => {
     expect(keysOf(zh)).toEqual(keysOf(en));
@@ -89,6 +97,7 @@ describe.each([
       'bind()',
       'listen()',
       PASTE_TEXT.en.placeholder,
+      '?',
       ...PASTE_TEXT.en.roles.map(([key]) => key),
     ]);
     for (const [k, v] of leaves(zh)) {
@@ -101,7 +110,8 @@ describe.each([
     const zhFns = leaves(zh).filter(([, v]) => typeof v === 'function');
     expect(zhFns.length).toBeGreaterThan(0);
     for (const [k, fn] of zhFns) {
-      if (k === 'summary' || k === 'figures' || k === 'headline' || k === 'belongsTo' || k === 'step' || k === 'remap' || k === 'chartLabel') continue;
+      // A worker's label and a slot number are names and numbers in every language.
+      if (['summary', 'figures', 'headline', 'belongsTo', 'step', 'remap', 'chartLabel', 'worker', 'slot'].includes(k)) continue;
       const out = (fn as (...a: unknown[]) => unknown)(...(SAMPLE[k] ?? (k === 'clientListErrors' ? [['x']] : [3, 'x', 'y'])));
       expect(String(out), k).toMatch(HAN);
     }

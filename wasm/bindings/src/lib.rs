@@ -21,6 +21,8 @@
 // The paste analyser's session and the key search live in the larger package
 // only: the core package, which every widget loads, stays small.
 #[cfg(feature = "lookup")]
+mod diagnose;
+#[cfg(feature = "lookup")]
 mod paste;
 #[cfg(feature = "lookup")]
 mod sim;
@@ -516,7 +518,7 @@ export type SearchPart = { count: number; values: number[] };
 #[cfg(feature = "lookup")]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct SearchPart {
+pub(crate) struct SearchPart {
     /// Keys in the part that satisfy every observation.
     count: f64,
     /// The first [`reuseport_model::recover::LIST_CAP`] of them, in increasing order.

@@ -55,4 +55,5 @@ fn export_typescript_declarations() {
     reuseport_model::sim::curated::CuratedView::export_all(&cfg).unwrap();
     reuseport_model::sim::matcher::Observed::export_all(&cfg).unwrap();
     reuseport_model::sim::matcher::Match::export_all(&cfg).unwrap();
+    reuseport_model::diagnose::paste::ServerInput::export_all(&cfg).unwrap();
 }

@@ -52,7 +52,7 @@ pub enum CountsError {
 
 /// The shape of the counts, as the accept models make them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "CountsShape"))]
 #[serde(rename_all = "kebab-case")]
 pub enum Shape {
     /// Within what hashing gives.
@@ -64,6 +64,19 @@ pub enum Shape {
     IdleWorkers,
     /// Uneven beyond hashing, without one dominant worker.
     Uneven,
+}
+
+/// The range of one worker's count under hashing.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "CountsBand"))]
+#[serde(rename_all = "camelCase")]
+pub struct Band {
+    /// 5th percentile.
+    pub p5: u64,
+    /// The mean.
+    pub mean: f64,
+    /// 95th percentile.
+    pub p95: u64,
 }
 
 /// The diagnosis of per-worker counts.
@@ -88,6 +101,9 @@ pub struct CountsDiagnosis {
     pub max_p999: u64,
     /// Draws.
     pub boots: u32,
+    /// What hashing gives any one worker: its count's 5th and 95th
+    /// percentiles among the draws, and the mean (`total / workers`).
+    pub band: Band,
     /// Workers hashing leaves empty on average: `n·(1 − 1/n)^m`.
     pub expected_empty: f64,
     /// The shape.
@@ -132,14 +148,24 @@ pub fn diagnose_counts(
     let boots = super::BOOTS;
     let mut rng = SplitMix(0x00c0_ffee);
     let mut maxes = Vec::with_capacity(boots as usize);
+    let mut firsts = Vec::with_capacity(boots as usize);
     let (mut above, mut ties) = (0u32, 0u32);
     for _ in 0..boots {
-        let m = draw_max(&mut rng, total, n as u32);
+        let (m, first) = draw_max(&mut rng, total, n as u32);
+        firsts.push(first);
         above += (m > max) as u32;
         ties += (m == max) as u32;
         maxes.push(m);
     }
     maxes.sort_unstable();
+    // The workers are exchangeable: the first one's count stands for any.
+    firsts.sort_unstable();
+    let at = |q: f64| firsts[((firsts.len() as f64 * q) as usize).min(firsts.len() - 1)];
+    let band = Band {
+        p5: at(0.05),
+        mean: total as f64 / n as f64,
+        p95: at(0.95),
+    };
     let p_value = (above as f64 + ties as f64 / 2.0) / boots as f64;
     let expected_empty = n as f64 * (1.0 - 1.0 / n as f64).powf(total as f64);
     let beyond = p_value < P_BEYOND;
@@ -167,6 +193,7 @@ pub fn diagnose_counts(
         max_median: maxes[maxes.len() / 2],
         max_p999: maxes[((maxes.len() as f64 * 0.999) as usize).min(maxes.len() - 1)],
         boots,
+        band,
         expected_empty,
         shape,
         verdict,
@@ -205,20 +232,25 @@ fn binomial(rng: &mut SplitMix, trials: u64, p: f64) -> u64 {
 }
 
 /// The largest count of one multinomial draw of `m` over `n` equal chances,
-/// drawn count by count: each is binomial over what is left.
-fn draw_max(rng: &mut SplitMix, m: u64, n: u32) -> u64 {
+/// drawn count by count: each is binomial over what is left; and the first
+/// count.
+fn draw_max(rng: &mut SplitMix, m: u64, n: u32) -> (u64, u64) {
     let mut left = m;
     let mut max = 0;
+    let mut first = 0;
     for i in 0..n {
         let k = if i + 1 == n {
             left
         } else {
             binomial(rng, left, 1.0 / (n - i) as f64)
         };
+        if i == 0 {
+            first = k;
+        }
         max = max.max(k);
         left -= k;
     }
-    max
+    (max, first)
 }
 
 #[cfg(test)]
@@ -233,6 +265,13 @@ mod tests {
         assert_eq!(d.verdict, VerdictKind::HashSpread);
         assert_eq!(d.shape, Shape::Even);
         assert!(d.p_value > 0.5, "{}", d.p_value);
+        // One worker's count is Binomial(400, ¼): 100 ± 1.645·8.66.
+        assert!(
+            (84..=88).contains(&d.band.p5) && (112..=116).contains(&d.band.p95),
+            "{:?}",
+            d.band
+        );
+        assert_eq!(d.band.mean, 100.0);
     }
 
     #[test]

@@ -34,6 +34,7 @@ use crate::spread::{Skew, SpreadRun};
 use crate::tuple::{Proto, Tuple};
 
 pub mod counts;
+pub mod paste;
 
 /// Bounds on what one diagnosis takes.
 pub const MAX_LISTENERS: usize = 32_768;
@@ -314,7 +315,7 @@ pub struct ConnectionReport {
 
 /// A worker in the report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "DiagnosisWorker"))]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerReport {
     /// The pid.
