@@ -68,9 +68,13 @@ const en: ServerText = {
     `The per-boot key is ${iv}: found from ${n} connections and their owners, with ${e.toExponential(1)} other keys expected to fit by chance.`,
   agreement: (a, n) => `The model, under that key, sends ${a} of ${n} connections to the worker that holds them.`,
   percentile: (p, boots) => `The spread over workers is more skewed than ${fmt('en', p, 1)}% of ${boots} simulated boots of these same clients.`,
-  expectedEmpty: (e, n) => `Hashing these clients leaves ${fmt('en', e, 2)} of ${n} workers empty on average.`,
+  expectedEmpty: (e, n) =>
+    e < 0.005
+      ? `Hashing these clients all but never leaves one of the ${n} workers empty.`
+      : `Hashing these clients leaves ${fmt('en', e, 2)} of ${n} workers empty on average.`,
   band: (p5, p95, n, total) =>
-    `For ${total.toLocaleString('en')} connections over ${n} workers, hashing gives one worker between ${p5} and ${p95} (5th–95th percentile).`,
+    `For ${total.toLocaleString('en')} connections over ${n} workers, ` +
+    `hashing gives one worker between ${p5.toLocaleString('en')} and ${p95.toLocaleString('en')} (5th–95th percentile).`,
   reason: (r: Reason) => {
     switch (r.kind) {
       case 'no-owners':
@@ -93,6 +97,7 @@ const en: ServerText = {
         return `Several groups share the port (${r.addresses.join(', ')}); the one most connections reach is diagnosed.`;
     }
   },
+  oneSocket: (h, a, n) => `One listening socket on the port, held by ${h} processes; ${a} of them accepted the ${n} connections.`,
   countsVerdict: (c: CountsDiagnosis) => {
     switch (c.verdict) {
       case 'few-clients':
@@ -191,9 +196,13 @@ const zh: ServerText = {
   keyFound: (iv, n, e) => `本次启动的密钥是 ${iv}：由 ${n} 个连接及其所属进程求出，偶然也符合的其他密钥预计有 ${e.toExponential(1)} 个。`,
   agreement: (a, n) => `在该密钥下，模型把 ${n} 个连接中的 ${a} 个分给了实际持有它们的 worker。`,
   percentile: (p, boots) => `这些客户端在各 worker 间的分布，比模拟的 ${boots} 次启动中 ${fmt('zh-CN', p, 1)}% 的情形更偏斜。`,
-  expectedEmpty: (e, n) => `对这些客户端做哈希，${n} 个 worker 中平均有 ${fmt('zh-CN', e, 2)} 个分不到连接。`,
+  expectedEmpty: (e, n) =>
+    e < 0.005
+      ? `对这些客户端做哈希，${n} 个 worker 几乎不会有分不到连接的。`
+      : `对这些客户端做哈希，${n} 个 worker 中平均有 ${fmt('zh-CN', e, 2)} 个分不到连接。`,
   band: (p5, p95, n, total) =>
-    `${total.toLocaleString('zh-CN')} 个连接分给 ${n} 个 worker 时，哈希分给单个 worker 的连接数在 ${p5} 到 ${p95} 之间（第 5 至第 95 百分位）。`,
+    `${total.toLocaleString('zh-CN')} 个连接分给 ${n} 个 worker 时，` +
+    `哈希分给单个 worker 的连接数在 ${p5.toLocaleString('zh-CN')} 到 ${p95.toLocaleString('zh-CN')} 之间（第 5 至第 95 百分位）。`,
   reason: (r: Reason) => {
     switch (r.kind) {
       case 'no-owners':
@@ -216,6 +225,7 @@ const zh: ServerText = {
         return `该端口上有多个组（${r.addresses.join('、')}）；这里诊断的是大多数连接所到达的那个。`;
     }
   },
+  oneSocket: (h, a, n) => `该端口上只有一个监听套接字，由 ${h} 个进程持有；其中 ${a} 个进程 accept 了这 ${n} 个连接。`,
   countsVerdict: (c: CountsDiagnosis) => {
     switch (c.verdict) {
       case 'few-clients':

@@ -30,6 +30,8 @@ export interface ServerWords {
   expectedEmpty: (empty: number, workers: number) => string;
   band: (p5: number, p95: number, workers: number, total: number) => string;
   reason: (r: Reason) => string;
+  /** One socket on the port: how many processes hold it, how many accepted connections, and how many connections. */
+  oneSocket: (holders: number, accepted: number, connections: number) => string;
   /** The counts' verdict sentence, with the figures the model gave. */
   countsVerdict: (c: CountsDiagnosis) => string;
   countsShape: (c: CountsDiagnosis) => string;
@@ -93,8 +95,16 @@ const LINKS: Record<VerdictKind, readonly string[]> = {
   undecided: [],
 };
 
-function links(kind: VerdictKind, w: ServerWords): VerdictLink[] {
-  const paths = [...LINKS[kind], `diagnose/#${kind}`];
+/** Where a shape of counts beyond hashing is explained (the accept model that makes it). */
+const SHAPE_LINKS: Record<CountsDiagnosis['shape'], readonly string[] | null> = {
+  even: null,
+  'one-dominant': ['accept-models/', 'scenarios/shared-queue-under-load/'],
+  'idle-workers': ['scenarios/stalled-worker/', 'accept-models/'],
+  uneven: null,
+};
+
+function links(kind: VerdictKind, w: ServerWords, first: readonly string[] = LINKS[kind]): VerdictLink[] {
+  const paths = [...first, `diagnose/#${kind}`];
   return paths.map((path) => ({ path, label: w.link[path.replace(/#.*$/, '')] ?? path }));
 }
 
@@ -117,6 +127,13 @@ export function verdictSentence(lang: Lang, d: Diagnosis): string {
 /** The evidence under a snapshot's verdict. */
 function evidence(d: Diagnosis, band: CountsDiagnosis | null, w: ServerWords): string[] {
   const out: string[] = [];
+  const k = d.verdict.kind;
+  if (k === 'shared-listener' || k === 'single-listener') {
+    // Not a group: no key to speak of; what counts is who holds the one socket and who accepted.
+    const l = d.listeners.find((x) => d.verdict.listeners.includes(x.id));
+    out.push(w.oneSocket(l?.owners.length ?? 0, d.workers.length, d.connections.length));
+    return out;
+  }
   if (d.verdict.reason) out.push(w.reason(d.verdict.reason));
   if (d.key) out.push(w.keyFound(d.key.initval, d.key.connections, d.key.expectedFalseMatches));
   else if (d.keyReason && d.keyReason.kind !== d.verdict.reason?.kind) out.push(w.reason(d.keyReason));
@@ -195,7 +212,7 @@ export function countsView(lang: Lang, w: ServerWords, c: CountsDiagnosis, count
       kind: c.verdict,
       sentence: w.countsVerdict(c),
       evidence: [w.countsShape(c), w.band(c.band.p5, c.band.p95, c.workers, c.total), w.expectedEmpty(c.expectedEmpty, c.workers)],
-      links: links(c.verdict, w),
+      links: links(c.verdict, w, (c.verdict === 'beyond-hash' && SHAPE_LINKS[c.shape]) || LINKS[c.verdict]),
     },
     sockets: null,
     workers: {

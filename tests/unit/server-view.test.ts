@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadLookupSync } from '../../src/model/lookup';
 import { Diagnose, diagnoseCounts, readServer } from '../../src/model/pkg-lookup/reuseport.js';
-import type { CountsDiagnosis, Diagnosis, ServerInput, Snapshot } from '../../src/model/diagnose';
+import { readObserveReport, type CountsDiagnosis, type Diagnosis, type ServerInput, type Snapshot } from '../../src/model/diagnose';
 import { countsView, snapshotView } from '../../src/scene/server-view';
 import { SERVER_TEXT } from '../../src/islands/server-text';
 
@@ -48,6 +48,8 @@ describe('a shared listener pasted from ss -tanpe', () => {
     expect(v.verdict.kind).toBe('shared-listener');
     expect(v.verdict.sentence).toContain('One socket is served by several processes (1001, 1002, 1003, 1004)');
     expect(v.verdict.links.map((l) => l.path)).toEqual(['accept-models/', 'scenarios/shared-queue-under-load/', 'diagnose/#shared-listener']);
+    // Not a group: the evidence is who holds the socket and who accepted, not a key.
+    expect(v.verdict.evidence).toEqual(['One listening socket on the port, held by 5 processes; 4 of them accepted the 40 connections.']);
     // One socket, held by the master and the four workers.
     expect(v.sockets?.rows).toEqual([['73511', '0.0.0.0:8080', 'nginx 1004, nginx 1003, nginx 1002, nginx 1001, nginx 1000', '?', '0 / 511', '?']]);
     // Connections per worker, by pid: no band for a shared socket (no hashing happens).
@@ -99,7 +101,8 @@ describe('counts alone', () => {
     expect(v.verdict.evidence[0]).toMatch(/^Shape: one worker takes half or more/);
     expect(v.workers?.band?.mean).toBe(25_250);
     expect(v.workers?.labels).toEqual(['1', '2', '3', '4']);
-    expect(v.verdict.links.map((l) => l.path)).toContain('diagnose/#beyond-hash');
+    // One worker with most of them: the shared queue's accept models explain it.
+    expect(v.verdict.links.map((l) => l.path)).toEqual(['accept-models/', 'scenarios/shared-queue-under-load/', 'diagnose/#beyond-hash']);
   });
 
   it('six connections as 3, 1, 1, 1 are what hashing often gives', () => {
@@ -107,6 +110,28 @@ describe('counts alone', () => {
     const v = countsView('en', SERVER_TEXT.en, c, [3, 1, 1, 1], ['a', 'b', 'c', 'd']);
     expect(v.verdict.kind).not.toBe('beyond-hash');
     expect(v.workers?.labels).toEqual(['a', 'b', 'c', 'd']);
+  });
+});
+
+describe('an observe report', () => {
+  it('of a worker that stopped accepting: stalled-listener, with every queue over time', () => {
+    const r = readObserveReport(readFileSync(new URL('../fixtures/server/observe-stalled.json', import.meta.url), 'utf8'));
+    if (!r) throw new Error('not read as a report');
+    expect(r.kernelRelease).toBe('6.18.0');
+    const h = new Diagnose(r.kernelRelease, r.snapshot);
+    const d = h.finish() as Diagnosis;
+    h.free();
+    const v = snapshotView('en', SERVER_TEXT.en, d, r.snapshot, null);
+    expect(v.verdict.kind).toBe('stalled-listener');
+    expect(d.verdict.listeners).toEqual(['51010']);
+    expect(v.verdict.sentence).toContain('Listener 51010 holds a growing queue');
+    expect(v.queues?.series.find((x) => x.id === '51010')?.queue.at(-1)).toBe(511);
+    expect(v.queues?.series).toHaveLength(4);
+  });
+
+  it('is told from pasted text by its format', () => {
+    expect(readObserveReport(shared)).toBeNull();
+    expect(readObserveReport('{"format": "reuseport-trace-v1"}')).toBeNull();
   });
 });
 
