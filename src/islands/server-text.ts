@@ -61,6 +61,7 @@ const en: ServerText = {
   workersChart: 'Connections per worker, against the range hashing gives one worker (shaded: 5th to 95th percentile; dashed: the mean)',
   workersAxis: 'worker (pid)',
   queueChart: 'Accept queue of each listener at each sample; seconds across',
+  queueNote: (id, peak) => `In colour: listener ${id}, the deepest queue (${peak.toLocaleString('en')} at most); the others in grey. Seconds across.`,
   worker: (comm, pid) => (comm ? `${comm} ${pid}` : String(pid)),
   slot: (s) => (s === null ? '?' : String(s)),
   unknown: '?',
@@ -154,7 +155,7 @@ const en: ServerText = {
   badLines: (n, first) => `${n} line${n === 1 ? '' : 's'} could not be read (the first is line ${first}): run ss with -n, as ss -tanpe.`,
   searchOffer: (c, l, m) =>
     `The per-boot key can be found from ${c} connections of ${l} workers over ${m} listeners: ` +
-    'every one of the 2³² keys is tried in this browser, one Web Worker per core (about a minute).',
+    'every one of the 2³² keys is tried in this browser, one Web Worker per core, with the time left shown as it goes.',
   searching: (p, eta) => `Searching the keys: ${fmt('en', p, 0)}%${eta !== undefined ? `, about ${Math.ceil(eta)} s left` : ''}`,
   searched: (s, c) => `Searched all 2³² keys in ${fmt('en', s, 1)} s: ${c === 1 ? 'one key fits' : `${c.toLocaleString('en')} keys fit`}.`,
   stopped: 'Stopped: the diagnosis below is without the key.',
@@ -190,6 +191,7 @@ const zh: ServerText = {
   workersChart: '各 worker 的连接数，背景为哈希分给单个 worker 的范围（阴影：第 5 至第 95 百分位；虚线：均值）',
   workersAxis: 'worker（pid）',
   queueChart: '每次采样时各监听套接字的 accept 队列长度；横轴为秒',
+  queueNote: (id, peak) => `彩色线：监听套接字 ${id}，队列最深（最多 ${peak.toLocaleString('zh-CN')}）；其余为灰色。横轴为秒。`,
   worker: (comm, pid) => (comm ? `${comm} ${pid}` : String(pid)),
   slot: (s) => (s === null ? '?' : String(s)),
   unknown: '?',
@@ -271,7 +273,7 @@ const zh: ServerText = {
   noOwners: '没有哪个套接字显示其所属进程：请以 root 身份运行带 -p 的 ss，让每一行都标出进程。',
   badLines: (n, first) => `有 ${n} 行无法读取（第一行是第 ${first} 行）：请用带 -n 的 ss，例如 ss -tanpe。`,
   searchOffer: (c, l, m) =>
-    `可以由 ${l} 个 worker 的 ${c} 个连接（共 ${m} 个监听套接字）求出本次启动的密钥：在本浏览器中逐一尝试全部 2³² 个密钥，每个 CPU 核一个 Web Worker（约需一分钟）。`,
+    `可以由 ${l} 个 worker 的 ${c} 个连接（共 ${m} 个监听套接字）求出本次启动的密钥：在本浏览器中逐一尝试全部 2³² 个密钥，每个 CPU 核一个 Web Worker，运行时会显示剩余时间。`,
   searching: (p, eta) => `正在搜索密钥：${fmt('zh-CN', p, 0)}%${eta !== undefined ? `，约剩 ${Math.ceil(eta)} 秒` : ''}`,
   searched: (s, c) => `已在 ${fmt('zh-CN', s, 1)} 秒内搜索全部 2³² 个密钥：${c === 1 ? '恰有一个密钥符合' : `有 ${c.toLocaleString('zh-CN')} 个密钥符合`}。`,
   stopped: '已停止：下面的诊断没有用到密钥。',

@@ -22,8 +22,11 @@ export interface ServerHeadings {
 
 /** A table in a region that scrolls sideways on a narrow screen (focusable, so the keyboard scrolls it too). */
 function scrollTable(parent: Selection<HTMLElement, unknown, null, undefined>, t: TableView): void {
+  // The caption stands above the region, wrapping at the widget's width (a table caption is as wide as the table, and would scroll away).
+  parent.append('p').attr('class', 'rl-hint rl-srv-caption').attr('aria-hidden', 'true').text(t.caption);
   const region = parent.append('div').attr('class', 'rl-srv-scroll').attr('tabindex', '0').attr('role', 'region').attr('aria-label', t.caption);
   renderTextTable(region, { ...t, className: 'rl-table rl-srv-table' });
+  region.select('caption').attr('class', 'rl-sr-only');
 }
 
 /** Replaces `parent`'s content with the scene; `href` turns a link's site path into a URL. */
@@ -72,5 +75,6 @@ export function renderServer(parent: HTMLElement, v: ServerView, t: ServerHeadin
     const s = root.append('section').attr('class', 'rl-srv-queues');
     s.append('h2').text(t.queues);
     renderLines(s.node()!, { series: v.queues.series.map((x) => x.queue), step: v.queues.stepMs / 1000, label: v.queues.label }, 640);
+    s.append('p').attr('class', 'rl-hint').text(v.queues.note);
   }
 }

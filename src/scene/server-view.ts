@@ -19,6 +19,8 @@ export interface ServerWords {
   workersChart: string;
   workersAxis: string;
   queueChart: string;
+  /** The coloured line of the queue chart: the listener with the deepest queue. */
+  queueNote: (id: string, peak: number) => string;
   /** A worker's label: its command name and pid. */
   worker: (comm: string, pid: number) => string;
   /** Slot of `socks[]`, or unknown. */
@@ -70,6 +72,8 @@ export interface WorkersView {
 
 export interface QueueView {
   label: string;
+  /** Which line is drawn in colour: the listener with the deepest queue, and its peak. */
+  note: string;
   /** Per listener, the queue at each sample. */
   series: { id: string; queue: number[] }[];
   /** Milliseconds between samples (the first interval). */
@@ -194,11 +198,16 @@ function idle(d: Diagnosis): number[] {
 
 /** The queues over time, when the snapshot has two samples or more. */
 function queueView(s: Snapshot, w: ServerWords): QueueView | null {
-  if (s.samples.length < 2) return null;
+  if (s.samples.length < 2 || s.listeners.length === 0) return null;
   const ids = s.listeners.map((l) => l.id);
+  const series = ids.map((id) => ({ id, queue: s.samples.map((x) => x.listeners.find((l) => l.id === id)?.queue ?? Number.NaN) }));
+  const peak = (q: number[]) => q.reduce((a, v) => (Number.isFinite(v) ? Math.max(a, v) : a), 0);
+  // The chart colours the first line with the largest peak; the note names it.
+  const hot = series.reduce((a, x) => (peak(x.queue) > peak(a.queue) ? x : a), series[0]!);
   return {
     label: w.queueChart,
-    series: ids.map((id) => ({ id, queue: s.samples.map((x) => x.listeners.find((l) => l.id === id)?.queue ?? Number.NaN) })),
+    note: w.queueNote(hot.id, peak(hot.queue)),
+    series,
     stepMs: Math.max(1, s.samples[1]!.tMs - s.samples[0]!.tMs),
   };
 }

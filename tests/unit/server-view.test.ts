@@ -127,6 +127,7 @@ describe('an observe report', () => {
     expect(v.verdict.sentence).toContain('Listener 51010 holds a growing queue');
     expect(v.queues?.series.find((x) => x.id === '51010')?.queue.at(-1)).toBe(511);
     expect(v.queues?.series).toHaveLength(4);
+    expect(v.queues?.note).toBe('In colour: listener 51010, the deepest queue (511 at most); the others in grey. Seconds across.');
   });
 
   it('is told from pasted text by its format', () => {
