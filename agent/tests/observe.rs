@@ -154,17 +154,13 @@ fn ready(test: &str, bin: &str) -> bool {
     true
 }
 
-#[test]
-fn nginx_reuseport_four_workers_key_recovered_every_connection_predicted() {
-    // 4 workers, one SO_REUSEPORT listener each: observe must find the key
-    // from who accepted what alone, and then predict every connection's
-    // worker as nginx and the kernel really placed it.
-    if !ready("nginx_reuseport_four_workers", NGINX) {
-        return;
-    }
-    let port = 18_471;
-    let _nginx = start_nginx("rp4", port, 4, true);
-    let mut conns: Vec<TcpStream> = (0..160).map(|i| connect_from(i, port)).collect();
+/// nginx with `workers` workers and `reuseport`, 40 connections per worker:
+/// observe must find the key from who accepted what alone, then predict
+/// every connection's worker as nginx and the kernel really placed it.
+fn nginx_reuseport(name: &str, workers: u64, port: u16) {
+    let _nginx = start_nginx(name, port, workers as u32, true);
+    let count = 40 * workers as u32;
+    let mut conns: Vec<TcpStream> = (0..count).map(|i| connect_from(i, port)).collect();
     for c in conns.iter_mut() {
         request(c).unwrap();
     }
@@ -173,27 +169,44 @@ fn nginx_reuseport_four_workers_key_recovered_every_connection_predicted() {
     assert_eq!(r["verdict"]["kind"], "hash-spread", "{err}");
     assert!(r["key"]["initval"].is_string(), "{}", r["keyReason"]);
     let listeners = r["listeners"].as_array().unwrap();
-    assert_eq!(listeners.len(), 4);
     let mut slots: Vec<u64> = listeners
         .iter()
         .map(|l| l["slot"].as_u64().expect("every listener's slot"))
         .collect();
     slots.sort_unstable();
-    assert_eq!(slots, vec![0, 1, 2, 3]);
-    // Each listener is held by the master and all 4 workers, watched by one worker.
+    assert_eq!(slots, (0..workers).collect::<Vec<_>>());
+    // Each listener is held by the master and every worker, watched by one worker.
     for l in listeners {
-        assert_eq!(l["owners"].as_array().unwrap().len(), 5, "{l}");
+        assert_eq!(
+            l["owners"].as_array().unwrap().len() as u64,
+            workers + 1,
+            "{l}"
+        );
         assert_eq!(l["accepting"].as_array().unwrap().len(), 1, "{l}");
     }
     let cs = r["connections"].as_array().unwrap();
-    // Our 160, plus the readiness probe's connection if nginx still holds it.
-    assert!(cs.len() >= 160, "{}", cs.len());
+    // Ours, plus the readiness probe's connection if nginx still holds it.
+    assert!(cs.len() >= count as usize, "{}", cs.len());
     for c in cs {
         assert!(c["pid"].is_u64(), "{c}");
         assert_eq!(c["predicted"], c["ownerSlot"], "{c}");
     }
     assert_eq!(r["agreement"][0], r["agreement"][1]);
     drop(conns);
+}
+
+#[test]
+fn nginx_reuseport_four_workers_key_recovered_every_connection_predicted() {
+    if ready("nginx_reuseport_four_workers", NGINX) {
+        nginx_reuseport("rp4", 4, 18_471);
+    }
+}
+
+#[test]
+fn nginx_reuseport_eight_workers_key_recovered_every_connection_predicted() {
+    if ready("nginx_reuseport_eight_workers", NGINX) {
+        nginx_reuseport("rp8", 8, 18_477);
+    }
 }
 
 #[test]

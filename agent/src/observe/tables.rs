@@ -25,6 +25,7 @@ use reuseport_model::Proto;
 const TCP_LISTEN: u8 = 10;
 const TCP_CLOSE: u8 = 7;
 const TCP_ESTABLISHED: u8 = 1;
+const TCP_CLOSE_WAIT: u8 = 8;
 
 /// One socket of the dump.
 #[derive(Debug, Clone)]
@@ -54,11 +55,14 @@ impl DiagSocket {
         }
     }
 
-    /// Whether it is an established connection to the port (TCP) or a
-    /// connected UDP socket.
+    /// Whether it is a connection to the port that a process holds or will
+    /// accept (TCP ESTABLISHED or CLOSE_WAIT: full sockets; a TIME_WAIT or
+    /// LAST_ACK socket no longer belongs to anyone), or a connected UDP socket.
     pub fn connection(&self, proto: Proto) -> bool {
         match proto {
-            Proto::Tcp => self.state != TCP_LISTEN && self.remote.port() != 0,
+            Proto::Tcp => {
+                matches!(self.state, TCP_ESTABLISHED | TCP_CLOSE_WAIT) && self.remote.port() != 0
+            }
             Proto::Udp => self.state == TCP_ESTABLISHED,
         }
     }
