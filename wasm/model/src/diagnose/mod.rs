@@ -1006,6 +1006,16 @@ fn verdict(
             .collect();
         pids.sort_unstable();
         pids.dedup();
+        // Without epoll sets, a listener's holders include processes that
+        // accept nothing (nginx's master): keep those that hold connections.
+        let working: Vec<u32> = pids
+            .iter()
+            .copied()
+            .filter(|p| per_pid.contains_key(p))
+            .collect();
+        if !working.is_empty() {
+            pids = working;
+        }
         return v(VerdictKind::StalledListener, pids, None, stalled);
     }
     if let Some(r @ Reason::OneProcess { .. }) = key_reason {

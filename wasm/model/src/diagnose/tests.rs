@@ -287,3 +287,30 @@ fn one_socket_watched_by_four_epoll_sets_of_one_process_is_shared_by_threads() {
         VerdictKind::SingleListener
     );
 }
+
+#[test]
+fn a_stalled_listener_seen_without_epoll_sets_names_its_worker_not_the_master() {
+    // From ss alone, every listener is held by the master (pid 1) and its
+    // worker; the master holds no connection, so it is not the one named.
+    let mut snap = reuseport(4, 0x99, 40);
+    for (s, l) in snap.listeners.iter_mut().enumerate() {
+        let slot = 3 - s as u32;
+        l.accepting = None;
+        l.owners = vec![owner(1), owner(1000 + 7 * slot)];
+    }
+    let sample = |t_ms, q| Sample {
+        t_ms,
+        listeners: (0..4)
+            .map(|s| ListenerSample {
+                id: format!("ino{}", 500 + s),
+                queue: if s == 1 { q } else { 0 },
+                drops: Some(0),
+            })
+            .collect(),
+        workers: vec![],
+    };
+    snap.samples = vec![sample(0, 2), sample(1000, 12)];
+    let d = diagnose_window(&snap, 0..1);
+    assert_eq!(d.verdict.kind, VerdictKind::StalledListener);
+    assert_eq!(d.verdict.pids, vec![1007]);
+}
