@@ -11,10 +11,18 @@ const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 export default defineConfig({
   testDir: 'tests/e2e',
-  fullyParallel: false,
-  workers: 1,
+  // The release agent the tests take expected answers from, built once for the run (tests/agent.ts).
+  globalSetup: './tests/e2e/global-setup.ts',
+  // Every test on its own, two at a time: the crawl is a test per page (site.spec.ts), and two workers keep both
+  // cores of the machine busy beside the preview server (PW_WORKERS to change it).
+  fullyParallel: true,
+  workers: Number(process.env.PW_WORKERS ?? 2),
   forbidOnly: !!process.env.CI,
   retries: 0,
+  // Tests wait on conditions, never on the clock: a bound is how long a loaded machine may take, not a speed the
+  // test asks for (scripts/bench-*.mjs print the times). Playwright's default of 5 s failed tests under load.
+  expect: { timeout: 20_000 },
+  timeout: 90_000,
   reporter: process.env.CI ? 'line' : 'list',
   use: {
     baseURL,

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p reuseport-agent </dev/null
-agent=target/release/reuseport-agent
+agent="${CARGO_TARGET_DIR:-target}/release/reuseport-agent"
 for name in $("$agent" scenario --list | awk 'NF > 2 && $2 == "scale" { print $1 }'); do
   start=$(date +%s.%N)
   "$agent" scenario "$name" -o "public/traces/scenario-$name.json"

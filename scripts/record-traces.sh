@@ -9,7 +9,7 @@ exec </dev/null
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 cargo build --release -q -p reuseport-agent
-agent=target/release/reuseport-agent
+agent="${CARGO_TARGET_DIR:-target}/release/reuseport-agent"
 out=public/traces
 mkdir -p "$out"
 

@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const agent = process.env.AGENT ?? 'target/release/reuseport-agent';
+const agent = process.env.AGENT ?? `${process.env.CARGO_TARGET_DIR ?? 'target'}/release/reuseport-agent`;
 const path = 'public/traces/manifest.json';
 const manifest = JSON.parse(readFileSync(path, 'utf8'));
 const found = new Map(); // `${proto} ${kernel}` → Set of keys, first file

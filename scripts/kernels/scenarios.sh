@@ -11,8 +11,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 cargo build --release -q -p reuseport-agent
 guest=$(bash scripts/kernels/guest-agent.sh)
+agent="${CARGO_TARGET_DIR:-target}/release/reuseport-agent"
 mkdir -p public/traces/kernels
 for k in 5.10 6.1; do
-  target/release/reuseport-agent scenario incoming-cpu --kernel "$k" --scale 0.25 \
+  "$agent" scenario incoming-cpu --kernel "$k" --scale 0.25 \
     --guest-agent "$guest" -o "public/traces/kernels/scenario-incoming-cpu-$k.json"
 done

@@ -14,10 +14,11 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 bash scripts/setup.sh
 cargo build --release -q -p reuseport-agent
 guest=$(bash scripts/kernels/guest-agent.sh)
+agent="${CARGO_TARGET_DIR:-target}/release/reuseport-agent"
 if [[ $# -eq 0 ]]; then
-  exec target/release/reuseport-agent verify --kernels --layouts 200 --guest-agent "$guest" \
+  exec "$agent" verify --kernels --layouts 200 --guest-agent "$guest" \
     --write-record public/verification/kernels.json
 else
   printf 'verify:kernels: only %s; the verification record is written by a run over all kernels\n' "$1" >&2
-  exec target/release/reuseport-agent verify --kernels "$1" --layouts 200 --guest-agent "$guest"
+  exec "$agent" verify --kernels "$1" --layouts 200 --guest-agent "$guest"
 fi

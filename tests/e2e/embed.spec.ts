@@ -164,7 +164,7 @@ test('an iframe embed posts its events and its height to the parent, and names a
   const frame = page.frameLocator('#ok');
   // lang=zh-CN: the widget speaks Chinese.
   // The tuples in the URL are answered at start; "解释" answers them again.
-  await expect.poll(async () => (await messages()).filter((m) => m.data.type === 'answered').length, { timeout: 15_000 }).toBe(1);
+  await expect.poll(async () => (await messages()).filter((m) => m.data.type === 'answered').length, { timeout: 30_000 }).toBe(1);
   await frame.getByRole('button', { name: '解释' }).click();
   await expect.poll(async () => (await messages()).filter((m) => m.data.type === 'answered').map((m) => m.data.detail.answered)).toEqual([1, 1]);
   const heights = (await messages()).filter((m) => m.data.widget === 'lookup' && m.data.type === 'height').map((m) => m.data.detail.height as number);

@@ -4,15 +4,13 @@
  * the inputs the page shows: never from the widget's own code.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Locator, type Page } from '@playwright/test';
-
-const AGENT = 'target/release/reuseport-agent';
-test.skip(!existsSync(AGENT), `${AGENT} is needed to know the right answers (cargo build --release -p reuseport-agent)`);
+import { AGENT } from '../agent';
 
 const dir = mkdtempSync(join(tmpdir(), 'rl-exercise-e2e-'));
 let layouts = 0;

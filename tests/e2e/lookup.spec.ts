@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
+import { AGENT } from '../agent';
 
 // kernel-history.md §1.5: secret 0x12345678 + mix 0x9abcdef0 = 0xacf13568.
 const REF = '127.0.0.9 40000 127.0.0.1 8080';
@@ -49,13 +50,6 @@ test('an impossible group is refused with the kernel reason', async ({ page }) =
   await page.goto('./lookup/');
   await fill(page, { tuples: REF, kernel: '6.18', listeners: 32769 });
   await expect(one(page).getByRole('alert')).toContainText('ENOMEM');
-});
-
-// Build once with stdin closed: when cargo re-probes rustc it hands rustc its
-// own stdin, so tuples piped through `cargo run` could be read as Rust source.
-const AGENT = 'target/debug/reuseport-agent';
-test.beforeAll(() => {
-  execFileSync('cargo', ['build', '-q', '-p', 'reuseport-agent'], { stdio: ['ignore', 'inherit', 'inherit'] });
 });
 
 test('the page answers exactly as reuseport-agent predict', async ({ page }) => {

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Locator, type Page } from '@playwright/test';
+import { AGENT } from '../agent';
 
 // The paste analyser on the lookup page (<reuseport-paste>). Every expected
 // connection here comes from the capture list in
@@ -10,17 +11,9 @@ import { expect, test, type Locator, type Page } from '@playwright/test';
 
 const FIX = 'wasm/model/tests/fixtures/paste';
 const fixture = (name: string) => readFileSync(`${FIX}/${name}`, 'utf8');
-const AGENT = 'target/debug/reuseport-agent';
-const AGENT_RELEASE = 'target/release/reuseport-agent';
 const TRACE = 'public/traces/tcp-v4-specific-8.json';
 const SECRET = '0x5eed1234';
 const INNER = '0x0badf00d';
-
-// Build once with stdin closed: cargo's rustc probe would read it as Rust source.
-test.beforeAll(() => {
-  test.setTimeout(600_000);
-  execFileSync('cargo', ['build', '-q', '-p', 'reuseport-agent'], { stdio: ['ignore', 'inherit', 'inherit'] });
-});
 
 /** The paste analyser (the page also holds the one-connection widget, with fields of the same names). */
 const paste = (page: Page) => page.locator('reuseport-paste');
@@ -376,9 +369,8 @@ test('the key searched in the page from an agent trace is the one reuseport-agen
   await expect(first).toHaveText(/^0x[0-9a-f]{8}$/, { timeout: 120_000 });
   const found = (await first.textContent())!.trim();
 
-  // The release build: the debug one searches 2^32 keys in minutes.
-  execFileSync('cargo', ['build', '--release', '-q', '-p', 'reuseport-agent'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const report = JSON.parse(execFileSync(AGENT_RELEASE, ['recover', TRACE], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as {
+  // The release build (tests/agent.ts): a debug one searches 2^32 keys in minutes.
+  const report = JSON.parse(execFileSync(AGENT, ['recover', TRACE], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as {
     secret: string | null;
     candidates: number;
   };

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
+import { AGENT } from '../agent';
 
 /** The production build the server serves: PW_DIST, as playwright.config.ts hands it to `astro preview` (default dist/). */
 const DIST = process.env.PW_DIST ?? 'dist';
@@ -52,19 +53,22 @@ async function widgetsMounted(page: Page): Promise<number> {
   return n;
 }
 
-test.describe('every page', () => {
-  test.describe.configure({ timeout: 600_000 });
-  test('in both languages: its widgets mount and show their first frame, and axe finds no violations', async ({ page }) => {
-    // The iframe pages (embed/<widget>/) take their settings from the query: tests/e2e/embed.spec.ts loads them with it.
-    const pages = builtPages().filter((p) => !p.startsWith('embed/'));
-    const foreign: string[] = [];
-    page.on('request', (r) => {
-      if (!/^(http:\/\/127\.0\.0\.1[:/]|data:|blob:)/.test(r.url())) foreign.push(r.url());
-    });
-    // Twenty pages in each language (the front page, three tools, sixteen chapters).
-    expect(pages.length).toBeGreaterThanOrEqual(40);
-    const failures: string[] = [];
-    for (const path of pages) {
+// The iframe pages (embed/<widget>/) take their settings from the query: tests/e2e/embed.spec.ts loads them with it.
+const CRAWLED = builtPages().filter((p) => !p.startsWith('embed/'));
+
+test('every page is crawled: twenty pages in each language', () => {
+  // The front page, three tools, sixteen chapters; each is a test of its own below, so workers share them.
+  expect(CRAWLED.length).toBeGreaterThanOrEqual(40);
+});
+
+test.describe('every page, in both languages: its widgets mount and show their first frame, and axe finds no violations', () => {
+  for (const path of CRAWLED) {
+    test(`/${path}`, async ({ page }) => {
+      const foreign: string[] = [];
+      page.on('request', (r) => {
+        if (!/^(http:\/\/127\.0\.0\.1[:/]|data:|blob:)/.test(r.url())) foreign.push(r.url());
+      });
+      const failures: string[] = [];
       await page.goto(`./${path}`);
       const chapter = /^(zh-cn\/)?[a-z-]+\/$/.test(path) && !/^(zh-cn\/)?(lookup|dispatch|traces)\/$/.test(path);
       // Every page exists in both languages: a Chinese page must not be Starlight's English fallback.
@@ -73,10 +77,10 @@ test.describe('every page', () => {
       if (chapter && n === 0) failures.push(`${path}: no widget`);
       const r = await new AxeBuilder({ page }).analyze();
       for (const v of r.violations) failures.push(`${path}: ${v.id} (${v.nodes.length}×: ${v.nodes[0]?.target.join(' ')})`);
-    }
-    expect(failures).toEqual([]);
-    expect(foreign, 'no request leaves the site (fonts and all assets are local)').toEqual([]);
-  });
+      expect(failures).toEqual([]);
+      expect(foreign, 'no request leaves the site (fonts and all assets are local)').toEqual([]);
+    });
+  }
 });
 
 test('search finds an English term and a Chinese term', async ({ page }) => {
@@ -207,14 +211,14 @@ async function searchChinese(page: Page, term: string) {
 test('the Chinese search says its results in Chinese', async ({ page }) => {
   // Pagefind's result line read "2 results for 哈希" on the Chinese pages.
   const message = await searchChinese(page, '密钥');
-  await expect(message).toHaveText(/^找到 \d+ 个 密钥 的相关结果$/, { timeout: 15_000 });
+  await expect(message).toHaveText(/^找到 \d+ 个 密钥 的相关结果$/, { timeout: 30_000 });
 });
 
 test('the Chinese search finds most of the pages that say 哈希, not two', async ({ page }) => {
   // Pagefind 1.5 segments a Chinese query unlike its index (Pagefind issue #1237): 31 Chinese pages say 哈希,
   // 1.5.2 found 2 of them, 1.4.0 (and 1.6.0) find 26.
   const message = await searchChinese(page, '哈希');
-  await expect(message).toHaveText(/^找到 \d+ 个 哈希 的相关结果$/, { timeout: 15_000 });
+  await expect(message).toHaveText(/^找到 \d+ 个 哈希 的相关结果$/, { timeout: 30_000 });
   const found = Number((await message.textContent())?.match(/\d+/)?.[0]);
   expect(found, 'results for 哈希 on the Chinese pages').toBeGreaterThanOrEqual(10);
 });
@@ -272,15 +276,12 @@ test('on a phone the benchmark view passes axe: its table, wider than the screen
 });
 
 test.describe('trace viewer', () => {
-  test.beforeAll(() => {
-    execFileSync('cargo', ['build', '--release', '-q', '-p', 'reuseport-agent'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  });
   const manifest = JSON.parse(readFileSync('public/traces/manifest.json', 'utf8')) as { traces: { file: string; kind: string }[] };
   for (const { file } of manifest.traces.filter((t) => t.kind === 'trace')) {
     test(`${file}: the viewer's agreement is 100% and equals reuseport-agent verify --trace`, async ({ page }) => {
       let agent: { tested: number; agreed: number } | undefined;
       try {
-        const out = execFileSync('target/release/reuseport-agent', ['verify', '--trace', `public/traces/${file}`, '--json'], {
+        const out = execFileSync(AGENT, ['verify', '--trace', `public/traces/${file}`, '--json'], {
           encoding: 'utf8',
           stdio: ['ignore', 'pipe', 'pipe'],
         });
@@ -348,7 +349,7 @@ test('the bind checker gives each call the answer of reuseport-agent predict --l
   const kernel = (await w.getAttribute('kernel')) ?? '6.18';
   const dir = mkdtempSync(join(tmpdir(), 'rl-bind-'));
   writeFileSync(`${dir}/layout.json`, layout);
-  const out = execFileSync('target/release/reuseport-agent', ['predict', '--kernel', kernel, '--layout', `${dir}/layout.json`, '--secret', '0x1'], {
+  const out = execFileSync(AGENT, ['predict', '--kernel', kernel, '--layout', `${dir}/layout.json`, '--secret', '0x1'], {
     input: '',
     encoding: 'utf8',
   });
@@ -371,7 +372,7 @@ test('the bind checker gives each call the answer of reuseport-agent predict --l
 function agentAnswers(kernel: string, calls: object[]): string[] {
   const dir = mkdtempSync(join(tmpdir(), 'rl-bind-'));
   writeFileSync(`${dir}/layout.json`, JSON.stringify({ calls }));
-  const out = execFileSync('target/release/reuseport-agent', ['predict', '--kernel', kernel, '--layout', `${dir}/layout.json`], {
+  const out = execFileSync(AGENT, ['predict', '--kernel', kernel, '--layout', `${dir}/layout.json`], {
     input: '',
     encoding: 'utf8',
   });

@@ -4,18 +4,18 @@
  * question's inputs: the expected answers never come from the widget's code.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT, agentPresent } from '../agent';
 import { bindQuestion, questions, synQuestion, type BindQuestion, type SynQuestion } from '../../src/islands/exercise';
 import { EXERCISE_TEXT } from '../../src/islands/exercise-text';
 import { loadLookupSync } from '../../src/model/lookup';
 import { loadModelForTests } from './setup-model';
 
-const AGENT = fileURLToPath(new URL('../../target/release/reuseport-agent', import.meta.url));
-const haveAgent = existsSync(AGENT);
+const haveAgent = agentPresent();
 const lookupWasm = fileURLToPath(new URL('../../src/model/pkg-lookup/reuseport_bg.wasm', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'rl-exercise-'));
 
