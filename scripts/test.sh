@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test; stops at the first failing stage and names it.
 # Ends with a table of every stage's time (also after a failure).
-#   --quick   the inner loop (npm run test:quick): format, lint, the model's tests and Vitest, no builds of
-#             the agent, the site or the browser tests. Vitest's comparisons with the agent run only if a
-#             release agent has been built (they say they were skipped otherwise).
+#   --quick   the inner loop (npm run test:quick): rustfmt, Biome, line width, clippy, the wasm package
+#             (when its inputs changed), the model's tests, typecheck and Vitest; no agent, site or
+#             browser builds. Vitest's comparisons with the agent run only if a release agent has been
+#             built (they say they were skipped otherwise).
 set -euo pipefail
 quick=0
 case "${1:-}" in
