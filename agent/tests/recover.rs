@@ -823,23 +823,46 @@ fn stops_on(signal: &str) {
             "tcp",
             "--listeners",
             "8",
+            // One thread on the baseline copy: several seconds of work, so
+            // the signal lands mid-search even on a fast idle machine (two
+            // threads of the widest copy finish 2^32 keys in under a second).
             "--threads",
-            "2",
+            "1",
+            "--isa",
+            "portable",
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    use std::io::Write;
+    use std::io::{BufRead, Write};
     child
         .stdin
         .take()
         .unwrap()
         .write_all(lines.as_bytes())
         .unwrap();
-    // Let it search for a moment: progress lines show up on stderr.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Signal once the search shows progress (a condition, not a sleep); the
+    // reader keeps the rest of stderr.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("ETA") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    rx.recv_timeout(Duration::from_secs(300))
+        .expect("a progress line within 300 s");
     let started = Instant::now();
     let sent = Process::new("kill")
         .args([signal, &child.id().to_string()])
@@ -858,13 +881,7 @@ fn stops_on(signal: &str) {
         .unwrap()
         .read_to_string(&mut out)
         .unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = reader.join().unwrap();
     assert_eq!(status.code(), Some(130), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v["complete"], false);
