@@ -275,10 +275,11 @@ test('the trace viewer ends in a terminal state after a refused file', async ({ 
   const input = viewer.locator('input[type=file]');
   const bad = JSON.parse(readFileSync('public/traces/tcp-v4-specific-8.json', 'utf8'));
   delete bad.group;
-  for (const [name, body] of [
+  const refused: [string, string][] = [
     ['not-json.json', '{"format": '],
     ['no-group.json', JSON.stringify(bad)],
-  ]) {
+  ];
+  for (const [name, body] of refused) {
     await input.setInputFiles({ name, mimeType: 'application/json', buffer: Buffer.from(body) });
     await expect(viewer.locator('.rl-errors'), name).toContainText(name, { timeout: 30_000 });
     await expect(viewer, name).toHaveAttribute('data-state', 'error', { timeout: 30_000 });
