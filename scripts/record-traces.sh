@@ -13,7 +13,7 @@ agent="${CARGO_TARGET_DIR:-target}/release/reuseport-agent"
 out=public/traces
 mkdir -p "$out"
 
-# The curated recordings (agent/src/curated.rs): one JSON object a line with
+# The curated recordings (agent/src/cmd/curated/): one JSON object a line with
 # kind, file, shows and the agent's arguments.
 list=$(mktemp)
 trap 'rm -f "$list"' EXIT

@@ -36,7 +36,7 @@ if ! have cc; then apt_pkgs+=(gcc libc6-dev); apt_why+=("gcc: C compiler/linker 
 if [[ ! -x /usr/bin/chromium ]]; then apt_pkgs+=(chromium fonts-liberation); apt_why+=("chromium: system browser for the Playwright e2e tests; npx playwright install cannot download"); fi
 # Without a CJK font the Chinese pages render as empty boxes in the browser tests' screenshots.
 if [[ ! -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]]; then apt_pkgs+=(fonts-wqy-microhei); apt_why+=("fonts-wqy-microhei: a Chinese font for the browser"); fi
-# verify --kernels (agent/src/kernels.rs): boots Debian's kernels under QEMU with a busybox initramfs.
+# verify --kernels (agent/src/cmd/verify/kernels.rs): boots Debian's kernels under QEMU with a busybox initramfs.
 if ! have qemu-system-x86_64; then apt_pkgs+=(qemu-system-x86); apt_why+=("qemu-system-x86: boots other kernels for verify --kernels"); fi
 if [[ ! -x /bin/busybox ]] || ! /bin/busybox --list 2>/dev/null | grep -qx ip || ldd /bin/busybox >/dev/null 2>&1; then apt_pkgs+=(busybox-static); apt_why+=("busybox-static: the shell and tools of the verify --kernels initramfs"); fi
 if ! have cpio; then apt_pkgs+=(cpio); apt_why+=("cpio: packs the verify --kernels initramfs"); fi

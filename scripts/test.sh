@@ -152,14 +152,14 @@ if [[ $(uname -s) == Linux ]]; then
   stage "verify on the running kernel (record, recover, predict)" "$AGENT" verify --quick
   # The differential test of the lookup and bind rules: 500 random layouts (seed 11) built on
   # this kernel in a private network namespace, every answer compared with the model
-  # (agent/src/differential/, the layout draw in agent/src/layouts.rs).
+  # (agent/src/cmd/verify/differential/, the layout draw in agent/src/cmd/verify/layouts.rs).
   stage "verify --layouts on the running kernel (bind, listen, lookup)" "$AGENT" verify --layouts 500
-  # The same with call logs as programs make them (agent/src/calldraw.rs): options after bind,
+  # The same with call logs as programs make them (agent/src/cmd/verify/calldraw.rs): options after bind,
   # binds out of order, shutdown and listen again, closes between binds; every call's answer compared.
   stage "verify --layouts --call-logs on the running kernel (every call, lookup)" "$AGENT" verify --layouts 500 --call-logs
   bg_wait
   # Another kernel than this one: Debian 6.1 booted under QEMU, recorded inside, checked here
-  # (agent/src/kernels.rs). No QEMU, no download or no boot fails this stage; it never skips.
+  # (agent/src/cmd/verify/kernels.rs). No QEMU, no download or no boot fails this stage; it never skips.
   # Besides the curated layouts, 50 random layouts and 50 random call logs (seed 11) are built
   # in the guest and every answer and receiving set compared with the model for 6.1.
   stage "verify in Debian 6.1 under QEMU (record in the guest, recover and predict here)" \

@@ -3,6 +3,11 @@
 //! [`Failure`] which one an error gets, and [`finish`] turns either into
 //! the process's [`ExitCode`] (printing the error on stderr).
 //!
+//! This module is a leaf: it knows no command. Each command says the
+//! status of its own outcome and errors beside their definitions (an
+//! `impl Ending` next to its `Outcome`, a `refusing!`/`interruptible!`
+//! line next to its error type).
+//!
 //! A write to a closed pipe (`reuseport-agent predict … | head -1`) is
 //! success: the reader has all it wanted.
 
@@ -79,7 +84,7 @@ pub fn finish<T: Ending, E: Failure>(result: Result<T, E>) -> ExitCode {
 }
 
 /// `Ok` when `all`, else `Partial`.
-fn all_or_partial(all: bool) -> Status {
+pub fn all_or_partial(all: bool) -> Status {
     if all {
         Status::Ok
     } else {
@@ -93,134 +98,40 @@ impl Ending for () {
     }
 }
 
-impl Ending for crate::observe::Report {
-    fn status(&self) -> Status {
-        self.ending()
-    }
-}
-
-impl Ending for crate::predict::Outcome {
-    fn status(&self) -> Status {
-        all_or_partial(self.failed == 0)
-    }
-}
-
-impl Ending for crate::bench::Report {
-    fn status(&self) -> Status {
-        if self.stopped == Some(crate::bench::Stop::Interrupted) {
-            Status::Interrupted
-        } else {
-            all_or_partial(self.complete)
-        }
-    }
-}
-
-impl Ending for crate::record::Outcome {
-    fn status(&self) -> Status {
-        if self.interrupted {
-            Status::Interrupted
-        } else {
-            all_or_partial(!self.diverted)
-        }
-    }
-}
-
-impl Ending for crate::verify::Report {
-    fn status(&self) -> Status {
-        if self.interrupted {
-            Status::Interrupted
-        } else {
-            all_or_partial(self.exact)
-        }
-    }
-}
-
-impl Ending for crate::kernels::VerificationRecord {
-    fn status(&self) -> Status {
-        if self.interrupted {
-            Status::Interrupted
-        } else {
-            all_or_partial(self.kernels.iter().all(|k| k.verified))
-        }
-    }
-}
-
-impl Ending for crate::scenario::ScenarioTrace {
-    fn status(&self) -> Status {
-        let interrupted = |r: &crate::scenario::Run| r.stopped.as_deref() == Some("interrupted");
-        if self.runs.iter().any(interrupted) {
-            Status::Interrupted
-        } else {
-            all_or_partial(self.runs.iter().all(|r| r.complete))
-        }
-    }
-}
-
-impl Ending for crate::recover::Outcome {
-    fn status(&self) -> Status {
-        if !self.complete {
-            Status::Interrupted
-        } else {
-            all_or_partial(self.candidates == 1)
-        }
-    }
-}
-
-impl Ending for crate::calibrate::Done {
-    fn status(&self) -> Status {
-        all_or_partial(self.differences.is_empty() && !self.diverted)
-    }
-}
-
-/// `Failure` for errors whose type has an `is_broken_pipe` method and
-/// always refuse.
+/// [`Failure`] for error types whose `is_broken_pipe` method says whether
+/// the error is a closed pipe, and which always refuse.
 macro_rules! refusing {
     ($($t:ty),* $(,)?) => {$(
-        impl Failure for $t {
+        impl $crate::exit::Failure for $t {
             fn broken_pipe(&self) -> bool {
                 self.is_broken_pipe()
             }
         }
     )*};
 }
+pub(crate) use refusing;
 
-refusing!(
-    crate::Error,
-    crate::bench::BenchError,
-    crate::verify::VerifyError,
-    crate::kernels::KernelsError,
-    crate::scenario::ScenarioError,
-);
-
-/// `Failure` for errors that refuse, but for the one variant that says a
-/// signal stopped the run.
+/// [`Failure`] for error types that refuse, but for the one variant that
+/// says a signal stopped the run.
 macro_rules! interruptible {
-    ($($t:ty => $stopped:pat),* $(,)?) => {$(
-        impl Failure for $t {
+    ($t:ty => $stopped:pat) => {
+        impl $crate::exit::Failure for $t {
             fn broken_pipe(&self) -> bool {
                 self.is_broken_pipe()
             }
-            fn status(&self) -> Status {
+            fn status(&self) -> $crate::exit::Status {
                 if matches!(self, $stopped) {
-                    Status::Interrupted
+                    $crate::exit::Status::Interrupted
                 } else {
-                    Status::Refused
+                    $crate::exit::Status::Refused
                 }
             }
         }
-    )*};
+    };
 }
+pub(crate) use interruptible;
 
-interruptible!(
-    crate::record::RecordError => crate::record::RecordError::Interrupted,
-    crate::recover::RecoverCliError => crate::recover::RecoverCliError::Interrupted,
-);
-
-impl Failure for crate::calibrate::CalibrateError {
-    fn broken_pipe(&self) -> bool {
-        false
-    }
-}
+refusing!(crate::Error);
 
 impl Failure for std::io::Error {
     fn broken_pipe(&self) -> bool {

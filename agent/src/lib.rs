@@ -15,37 +15,27 @@
 
 use clap::{Parser, Subcommand};
 
-pub mod bench;
-pub mod calibrate;
-pub mod calldraw;
+use cmd::{bench, calibrate, observe, predict, record, recover, scenario, verify};
+
 pub mod calllog;
 #[cfg(target_os = "linux")]
 pub mod cbpf;
-pub mod curated;
-pub mod differential;
+pub mod cmd;
 pub mod error;
 pub mod exit;
 pub mod kernel;
-pub mod kernels;
-pub mod layouts;
 pub mod messages;
 #[cfg(target_os = "linux")]
 pub mod migrate_req;
-pub mod observe;
 #[cfg(unix)]
 pub mod output;
-pub mod predict;
 #[cfg(target_os = "linux")]
 pub mod process;
-pub mod record;
-pub mod recover;
-pub mod scenario;
 #[cfg(test)]
 mod schema_check;
 #[cfg(unix)]
 pub mod signals;
 pub mod trace;
-pub mod verify;
 
 pub use error::{Error, LineError};
 

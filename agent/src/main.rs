@@ -5,11 +5,12 @@ use std::io::{self, BufWriter};
 use std::process::ExitCode;
 
 use clap::Parser;
-use reuseport_agent::exit::finish;
-use reuseport_agent::{
-    bench, calibrate, curated, kernels, observe, predict, record, recover, scenario, verify, Cli,
-    Command,
+use reuseport_agent::cmd::verify::kernels;
+use reuseport_agent::cmd::{
+    bench, calibrate, curated, observe, predict, record, recover, scenario, verify,
 };
+use reuseport_agent::exit::finish;
+use reuseport_agent::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -17,7 +17,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use reuseport_agent::{bench, Cli, Command as Sub};
+use reuseport_agent::{cmd::bench, Cli, Command as Sub};
 use serde_json::Value;
 
 mod common;

@@ -1,4 +1,4 @@
-//! The differential test's driver (agent/src/differential/) with a draw of
+//! The differential test's driver (agent/src/cmd/verify/differential/) with a draw of
 //! its own: what it reports when the kernel's side answers differently on
 //! the first build than on every later one.
 
@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use reuseport_agent::differential::{
+use reuseport_agent::cmd::verify::differential::{
     run, Answer, Draw, Drawing, Found, Lookups, Options, Rng, Words,
 };
 use reuseport_model::{Profile, Proto};

@@ -1,10 +1,10 @@
-//! The pure parts of `verify --kernels` (agent/src/kernels.rs): reading what
+//! The pure parts of `verify --kernels` (agent/src/cmd/verify/kernels.rs): reading what
 //! a guest printed, and the rule that a kernel is verified only when it
 //! booted, recorded every layout and agreed everywhere. No QEMU here: the
 //! booting itself runs in `npm test` (scripts/test.sh) and
 //! `npm run verify:kernels`.
 
-use reuseport_agent::kernels::{
+use reuseport_agent::cmd::verify::kernels::{
     assess, depends, field, in_series, init_script, is_static_x86_64_elf, parse_guest_output,
     profile_evidence, release_from_path, requests, BootEnd, GuestRun, KernelRow, LayoutCheck,
     Request, Step, VerificationRecord, RECORD_SCHEMA,

@@ -11,7 +11,7 @@ use std::thread;
 use std::time::Duration;
 
 use clap::Parser;
-use reuseport_agent::{predict, Cli};
+use reuseport_agent::{cmd::predict, Cli};
 use serde_json::Value;
 
 mod common;

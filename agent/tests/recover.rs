@@ -20,7 +20,7 @@ use clap::Parser;
 use reuseport_agent::trace::{
     Counts, Event, KernelInfo, MachineInfo, Trace, TraceGroup, FORMAT, VERSION,
 };
-use reuseport_agent::{recover, Cli};
+use reuseport_agent::{cmd::recover, Cli};
 use reuseport_model::Proto;
 use serde_json::Value;
 

@@ -18,8 +18,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
-use reuseport_agent::calibrate::Calibration;
-use reuseport_agent::scenario::schema_problems;
+use reuseport_agent::cmd::calibrate::Calibration;
+use reuseport_agent::cmd::scenario::schema_problems;
 use reuseport_model::sim::{simulate, Curated};
 use serde_json::Value;
 

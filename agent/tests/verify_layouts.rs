@@ -1,13 +1,13 @@
 //! `verify --layouts N`: the differential test of the lookup and bind rules
-//! (agent/src/layouts.rs): its argument, its shrinker, and one short run on
+//! (agent/src/cmd/verify/layouts.rs): its argument, its shrinker, and one short run on
 //! the running kernel.
 
 use std::net::IpAddr;
 use std::process::Command;
 
-use reuseport_agent::differential::Rng;
-use reuseport_agent::layouts;
-use reuseport_agent::verify::{layouts_arg, recording, LayoutName, LayoutsArg};
+use reuseport_agent::cmd::verify::differential::Rng;
+use reuseport_agent::cmd::verify::layouts;
+use reuseport_agent::cmd::verify::{layouts_arg, recording, LayoutName, LayoutsArg};
 
 const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
 
@@ -170,7 +170,7 @@ fn a_count_out_of_bounds_is_refused_naming_the_option() {
 
 #[test]
 fn events_needed_grows_as_the_group_shrinks() {
-    use reuseport_agent::verify::events_needed;
+    use reuseport_agent::cmd::verify::events_needed;
     // 2^32 keys, each event keeps 1/n of them: n^T > 100 * 2^32.
     assert_eq!(events_needed(8), 13);
     assert_eq!(events_needed(2), 39);
@@ -206,7 +206,7 @@ fn wildcard_layouts_are_recorded_in_a_private_network_namespace_when_root() {
 /// logs, and the model replays every one of them.
 #[test]
 fn call_log_draws_reach_what_only_calls_say_and_the_model_replays_them() {
-    use reuseport_agent::calldraw;
+    use reuseport_agent::cmd::verify::calldraw;
     use reuseport_model::lookup::{Call, Host, SockOpt};
     let profile = reuseport_model::Profile::for_release("6.18").unwrap();
     let draw = |seed| -> Vec<_> {
@@ -317,7 +317,7 @@ fn call_log_draws_reach_what_only_calls_say_and_the_model_replays_them() {
 
 #[test]
 fn call_log_shrink_drops_sockets_and_calls_and_renumbers_fds() {
-    use reuseport_agent::calldraw;
+    use reuseport_agent::cmd::verify::calldraw;
     use reuseport_model::lookup::{Call, CallLog, Family, SockOpt};
     use reuseport_model::Proto;
     let sock = || Call::Socket {
@@ -380,8 +380,8 @@ fn call_log_shrink_drops_sockets_and_calls_and_renumbers_fds() {
 #[cfg(target_os = "linux")]
 #[test]
 fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_seed() {
-    use reuseport_agent::calldraw;
-    use reuseport_agent::differential::check_kernel_answers;
+    use reuseport_agent::cmd::verify::calldraw;
+    use reuseport_agent::cmd::verify::differential::check_kernel_answers;
     let text = guest_file(&["--call-logs"]);
     // The guest here is this machine: its answers are this kernel's.
     let profile = reuseport_agent::kernel::resolve("auto").unwrap();
@@ -420,8 +420,8 @@ fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_see
 #[cfg(target_os = "linux")]
 #[test]
 fn layout_kernel_answers_carry_their_layouts_and_are_checked_on_the_host() {
-    use reuseport_agent::differential::check_kernel_answers;
-    use reuseport_agent::layouts::{KernelLine, Layouts};
+    use reuseport_agent::cmd::verify::differential::check_kernel_answers;
+    use reuseport_agent::cmd::verify::layouts::{KernelLine, Layouts};
     let text = guest_file(&[]);
     let profile = reuseport_agent::kernel::resolve("auto").unwrap();
     let a = check_kernel_answers::<Layouts>(profile, &text, 4, 6).unwrap();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the statically linked agent that runs inside the verify --kernels guests
-# (agent/src/kernels.rs) and prints its path. Needs the x86_64-unknown-linux-musl
+# (agent/src/cmd/verify/kernels.rs) and prints its path. Needs the x86_64-unknown-linux-musl
 # target (scripts/setup.sh adds it).
 set -euo pipefail
 exec </dev/null

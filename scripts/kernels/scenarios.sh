@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Records the incoming-cpu scenario inside Debian's 5.10 and 6.1 kernels, booted under
 # QEMU with 4 vCPUs one after the other (reuseport-agent scenario --kernel,
-# agent/src/scenario/guest.rs), into public/traces/kernels/scenario-incoming-cpu-K.json.
+# agent/src/cmd/scenario/guest.rs), into public/traces/kernels/scenario-incoming-cpu-K.json.
 # These stay out of public/traces/scenario-*.json: calibrate fits this machine's runs,
 # and an emulated guest's times are not this machine's. Images are cached in
 # .cache/kernels/. About a minute and a half under TCG on two CPUs.

@@ -3,7 +3,7 @@
 # Boots Debian's kernels under QEMU (5.10, 6.1, 6.12 and sid's; or the comma-separated
 # LIST), records verify's layouts and builds 200 random layouts (seed 11) inside each,
 # recovers and predicts on this host
-# (reuseport-agent verify --kernels, agent/src/kernels.rs). With no LIST it also writes
+# (reuseport-agent verify --kernels, agent/src/cmd/verify/kernels.rs). With no LIST it also writes
 # the site's verification record, public/verification/kernels.json.
 # Images are cached in .cache/kernels/. Exit status: 0 only when every kernel verified.
 set -euo pipefail

@@ -3,7 +3,7 @@
 //! and by the model ([`reuseport_model::lookup::Host::run`]), every call's
 //! answer and the receiving sockets compared.
 //!
-//! Besides what the layout draw ([`crate::layouts::draw`]) covers, a call
+//! Besides what the layout draw ([`crate::cmd::verify::layouts::draw`]) covers, a call
 //! log says what only calls can: an option set after `bind()`, binds in
 //! another order than the sockets were made, a listener shut down and
 //! listening again, a `close()` between other sockets' binds. A
@@ -18,8 +18,8 @@ use reuseport_model::{Profile, Proto};
 use serde::{Deserialize, Serialize};
 
 use crate::calllog::{errno_name, Answer};
-pub use crate::differential::PEER_PORT;
-use crate::differential::{
+pub use crate::cmd::verify::differential::PEER_PORT;
+use crate::cmd::verify::differential::{
     model_lookups, specific, v6_addrs, Draw, Drawing, Found, Lookups, Rng, Words, OTHER_UID,
     V4_ADDRS, V4_PEER_IP,
 };
@@ -282,7 +282,7 @@ fn sockets_in(log: &CallLog) -> usize {
 /// Drops sockets, then single calls other than `socket`, while `still`
 /// holds: a log where every socket and call matters.
 pub fn shrink(log: &CallLog, still: impl FnMut(&CallLog) -> bool) -> CallLog {
-    crate::differential::shrink::<CallLogs>(log, still)
+    crate::cmd::verify::differential::shrink::<CallLogs>(log, still)
 }
 
 /// Every answer of one side (kernel or model) for one call log.
@@ -306,7 +306,7 @@ pub fn model_answers(profile: &'static Profile, log: &CallLog) -> Result<CallAns
 
 /// The differences between the kernel's answers and the model's, in words.
 pub fn differences(log: &CallLog, kernel: &CallAnswers, model: &CallAnswers) -> Vec<String> {
-    crate::differential::differences::<CallLogs>(log, kernel, model)
+    crate::cmd::verify::differential::differences::<CallLogs>(log, kernel, model)
 }
 
 /// The call log as JSON `predict --layout` reads, without the settings
@@ -358,7 +358,7 @@ pub struct CallsLine {
 }
 
 /// The report of `verify --layouts N --call-logs`.
-pub type CallsReport = crate::differential::Report<CallDisagreement>;
+pub type CallsReport = crate::cmd::verify::differential::Report<CallDisagreement>;
 
 /// The call-log draw.
 pub struct CallLogs;
@@ -545,7 +545,7 @@ pub use kernel::{kernel_answers, Peers};
 mod kernel {
     use super::*;
     use crate::calllog::replay;
-    use crate::differential::probe_destinations;
+    use crate::cmd::verify::differential::probe_destinations;
     use socket2::{Domain, Socket, Type};
     use std::net::SocketAddr;
     use std::time::Duration;

@@ -1,6 +1,6 @@
 //! The differential test of the lookup and bind rules, `verify --layouts N`:
 //! what both of its draws share. A [`Draw`] says what is drawn (a layout,
-//! [`crate::layouts`], or a call log, [`crate::calldraw`]), how each side
+//! [`crate::cmd::verify::layouts`], or a call log, [`crate::cmd::verify::calldraw`]), how each side
 //! answers it and how a disagreement is printed; this module runs it.
 //!
 //! Each run draws `N` random cases on fresh ports (seeded), builds each on
@@ -185,8 +185,8 @@ pub struct Words {
     pub parts: &'static str,
 }
 
-/// One kind of drawn case: a layout ([`crate::layouts::Layouts`]) or a
-/// call log ([`crate::calldraw::CallLogs`]). Everything a run does with a
+/// One kind of drawn case: a layout ([`crate::cmd::verify::layouts::Layouts`]) or a
+/// call log ([`crate::cmd::verify::calldraw::CallLogs`]). Everything a run does with a
 /// case goes through here; the run itself is this module's.
 pub trait Draw {
     /// What is drawn.

@@ -12,9 +12,9 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::predict::ProtoArg;
-use crate::record::{Bpf, RecordArgs};
-use crate::verify::LayoutName;
+use crate::cmd::predict::ProtoArg;
+use crate::cmd::record::{Bpf, RecordArgs};
+use crate::cmd::verify::LayoutName;
 
 /// One curated recording.
 #[derive(Debug, Clone, Serialize)]
@@ -176,7 +176,7 @@ mod tests {
     /// at its default still matches).
     #[test]
     fn the_manifest_holds_every_curated_recording_as_listed() {
-        let text = include_str!("../../public/traces/manifest.json");
+        let text = include_str!("../../../../public/traces/manifest.json");
         let manifest: serde_json::Value = serde_json::from_str(text).unwrap();
         let entries = manifest["traces"].as_array().unwrap();
         for r in recordings() {

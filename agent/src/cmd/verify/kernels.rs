@@ -1,5 +1,5 @@
 // Over 800 lines for now: fetching, booting and checking a kernel are one pipeline here; to be split by those stages with the guest runs of verify --layouts.
-//! `verify --kernels`: the proof of [`crate::verify`], run on kernels this
+//! `verify --kernels`: the proof of [`crate::cmd::verify`], run on kernels this
 //! machine does not run. For each Debian kernel asked for it
 //!
 //! 1. **fetch**: resolves the suite's `linux-image-amd64` to the image package
@@ -11,7 +11,7 @@
 //! 2. **initramfs**: packs busybox (static), a statically linked agent
 //!    (`x86_64-unknown-linux-musl`) and an `/init` that brings up `lo` and
 //!    runs `reuseport-agent record` for each of `verify`'s layouts
-//!    ([`crate::verify::LayoutName`]), with `cpio`;
+//!    ([`crate::cmd::verify::LayoutName`]), with `cpio`;
 //! 3. **boot**: boots the kernel under QEMU (TCG by default: KVM is often
 //!    unusable in CI), killed after `--boot-timeout` seconds; the guest prints its
 //!    `uname -r` and each trace between markers on its second serial port
@@ -37,10 +37,10 @@ use clap::{Args, Parser};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::calldraw::CallLogs;
-use crate::differential::{check_kernel_answers, Draw, LayoutsAgreement, Words};
-use crate::layouts::Layouts;
-use crate::verify::{LayoutName, LayoutResult, VerifyArgs};
+use crate::cmd::verify::calldraw::CallLogs;
+use crate::cmd::verify::differential::{check_kernel_answers, Draw, LayoutsAgreement, Words};
+use crate::cmd::verify::layouts::Layouts;
+use crate::cmd::verify::{LayoutName, LayoutResult, VerifyArgs};
 
 /// The Debian suites `verify --kernels` knows, with the kernel series each
 /// ships (`None` for sid, whose series moves; 7.2 when this was written).
@@ -59,7 +59,7 @@ pub const MAX_GUEST_OUTPUT: u64 = 64 << 20;
 pub const RECORD_FORMAT: &str = "reuseport-lab-verification";
 /// The JSON Schema every verification record satisfies.
 pub const RECORD_SCHEMA: &str =
-    include_str!("../../public/verification/verification-v1.schema.json");
+    include_str!("../../../../public/verification/verification-v1.schema.json");
 /// The Debian mirror kernels are fetched from unless `--mirror` says otherwise.
 pub const MIRROR: &str = "http://deb.debian.org/debian";
 /// Where the guest's output lines begin; every marker line starts with this.
@@ -1158,7 +1158,7 @@ fn download(
         // Stored relative to the suite's directory, so the cache can move.
         vmlinuz: PathBuf::from(format!("vmlinuz-{release}")),
         release,
-        fetched: crate::record::rfc3339(SystemTime::now()),
+        fetched: crate::cmd::record::rfc3339(SystemTime::now()),
     };
     fs::write(
         &meta,
@@ -1384,7 +1384,7 @@ fn check_on_host(
     let args = VerifyOnly::try_parse_from(argv)
         .map_err(|e| e.to_string())?
         .args;
-    let report = crate::verify::run(&args, std::io::sink(), err).map_err(|e| e.to_string())?;
+    let report = crate::cmd::verify::run(&args, std::io::sink(), err).map_err(|e| e.to_string())?;
     report
         .layouts
         .into_iter()
@@ -1765,7 +1765,7 @@ fn method(count: u64, verify: &VerifyArgs, random: u32) -> String {
         String::new()
     } else {
         format!(
-            " In each guest {random} random layouts (seed {seed}, agent/src/layouts.rs: every bind, then the listens in a drawn order, then some closes) were also built in a private network namespace, and {random} random call logs (seed {seed}, agent/src/calldraw.rs: the calls a program makes, options set after bind(), binds in another order than the sockets were made, shutdown and listen again, closes between binds) replayed there; the layouts' bind() and listen() answers, every call's answer, and the sockets that received connections and datagrams from several loopback sources were compared on the host with the model for the guest's release.",
+            " In each guest {random} random layouts (seed {seed}, agent/src/cmd/verify/layouts.rs: every bind, then the listens in a drawn order, then some closes) were also built in a private network namespace, and {random} random call logs (seed {seed}, agent/src/cmd/verify/calldraw.rs: the calls a program makes, options set after bind(), binds in another order than the sockets were made, shutdown and listen again, closes between binds) replayed there; the layouts' bind() and listen() answers, every call's answer, and the sockets that received connections and datagrams from several loopback sources were compared on the host with the model for the guest's release.",
             seed = verify.seed
         )
     };
@@ -1823,7 +1823,7 @@ pub fn run(
     // `--layouts N`: N random layouts and N random call logs too, built in
     // the guest, compared here.
     let random = match &verify.layouts {
-        Some(crate::verify::LayoutsArg::Random(n)) => *n,
+        Some(crate::cmd::verify::LayoutsArg::Random(n)) => *n,
         _ => 0,
     };
     let mut layouts = layouts;
@@ -1961,7 +1961,7 @@ pub fn run(
     let record = VerificationRecord {
         format: RECORD_FORMAT.into(),
         version: 1,
-        date: crate::record::rfc3339(SystemTime::now()),
+        date: crate::cmd::record::rfc3339(SystemTime::now()),
         agent: AgentInfo {
             version: env!("CARGO_PKG_VERSION").into(),
         },
@@ -2032,6 +2032,18 @@ pub fn run(
     Ok(record)
 }
 
+impl crate::exit::Ending for VerificationRecord {
+    fn status(&self) -> crate::exit::Status {
+        if self.interrupted {
+            crate::exit::Status::Interrupted
+        } else {
+            crate::exit::all_or_partial(self.kernels.iter().all(|k| k.verified))
+        }
+    }
+}
+
+crate::exit::refusing!(KernelsError);
+
 #[cfg(test)]
 mod run_dir_tests {
     use super::*;
@@ -2072,7 +2084,7 @@ mod method_tests {
     }
 
     /// Why: a record made with `--layouts N --call-logs` said its guests
-    /// built random layouts of agent/src/layouts.rs and compared only bind()
+    /// built random layouts of agent/src/cmd/verify/layouts.rs and compared only bind()
     /// and listen(), when they replayed calldraw's call logs and compared
     /// every call. Now every guest runs both draws, and the method names both.
     #[test]
@@ -2083,11 +2095,11 @@ mod method_tests {
         ] {
             let m = method(300, &args(argv), 50);
             assert!(
-                m.contains("50 random layouts (seed 11, agent/src/layouts.rs"),
+                m.contains("50 random layouts (seed 11, agent/src/cmd/verify/layouts.rs"),
                 "{m}"
             );
             assert!(
-                m.contains("50 random call logs (seed 11, agent/src/calldraw.rs"),
+                m.contains("50 random call logs (seed 11, agent/src/cmd/verify/calldraw.rs"),
                 "{m}"
             );
             assert!(

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::Args;
 use reuseport_model::reuseport::CpuPin;
 
-use crate::predict::{pin_arg, ProtoArg};
+use crate::cmd::predict::{pin_arg, ProtoArg};
 use crate::trace::BpfInfo;
 
 /// A classic BPF program for the group (`--bpf`).

@@ -114,7 +114,7 @@ impl Setup {
             pinned,
             // A second owner UID needs root (setfsuid); without it every
             // socket is drawn with UID 0, the model's stand-in for "the same".
-            two_uids: crate::record::is_root(),
+            two_uids: crate::cmd::record::is_root(),
         }
     }
 

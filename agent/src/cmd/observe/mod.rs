@@ -23,8 +23,8 @@ use reuseport_model::profile::Profile;
 use reuseport_model::recover::{Found, SPACE};
 use reuseport_model::Proto;
 
+use crate::cmd::recover::parallel_search;
 use crate::exit::{Failure, Status};
-use crate::recover::parallel_search;
 
 #[cfg(target_os = "linux")]
 mod tables;
@@ -418,4 +418,10 @@ fn summary(r: &Report) -> String {
     ));
     s.push('\n');
     s
+}
+
+impl crate::exit::Ending for Report {
+    fn status(&self) -> crate::exit::Status {
+        self.ending()
+    }
 }

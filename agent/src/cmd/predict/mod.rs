@@ -1068,6 +1068,12 @@ fn run_layout(
     })
 }
 
+impl crate::exit::Ending for Outcome {
+    fn status(&self) -> crate::exit::Status {
+        crate::exit::all_or_partial(self.failed == 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;

@@ -263,3 +263,15 @@ struct Plan {
 fn ip_string(a: [u8; 4]) -> String {
     std::net::Ipv4Addr::from(a).to_string()
 }
+
+impl crate::exit::Ending for Report {
+    fn status(&self) -> crate::exit::Status {
+        if self.stopped == Some(Stop::Interrupted) {
+            crate::exit::Status::Interrupted
+        } else {
+            crate::exit::all_or_partial(self.complete)
+        }
+    }
+}
+
+crate::exit::refusing!(BenchError);

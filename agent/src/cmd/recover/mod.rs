@@ -33,7 +33,7 @@ use reuseport_model::Proto;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::predict::{GroupOptions, ProtoArg};
+use crate::cmd::predict::{GroupOptions, ProtoArg};
 use crate::trace::TraceError;
 
 mod input;
@@ -546,6 +546,18 @@ pub fn run(
         complete,
     })
 }
+
+impl crate::exit::Ending for Outcome {
+    fn status(&self) -> crate::exit::Status {
+        if !self.complete {
+            crate::exit::Status::Interrupted
+        } else {
+            crate::exit::all_or_partial(self.candidates == 1)
+        }
+    }
+}
+
+crate::exit::interruptible!(RecoverCliError => RecoverCliError::Interrupted);
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! `scenario NAME --kernel K`: the scenario run inside another kernel.
 //! Debian's image of that kernel is booted under QEMU with
 //! [`SCENARIO_GUEST_CPUS`] vCPUs, exactly as `verify --kernels` boots it
-//! ([`crate::kernels::run_scenario`]: the cached image, a busybox initramfs
+//! ([`crate::cmd::verify::kernels::run_scenario`]: the cached image, a busybox initramfs
 //! with the static agent), the guest runs `reuseport-agent scenario NAME`
 //! with this run's options, and its trace comes back over the second serial
 //! port. On the host the trace is checked (the schema, the guest's release)
@@ -19,7 +19,7 @@ use std::io::Write;
 use reuseport_model::sim::Curated;
 
 use super::{command_line, ScenarioArgs, ScenarioError, ScenarioTrace};
-use crate::kernels::{KernelsArgs, SCENARIO_GUEST_CPUS};
+use crate::cmd::verify::kernels::{KernelsArgs, SCENARIO_GUEST_CPUS};
 
 /// The default `--scale` in a guest, as a factor of the scenario's own
 /// default: a TCG guest on a 2-CPU host runs a variant of `incoming-cpu`
@@ -77,12 +77,13 @@ pub(super) fn run(
             .unwrap_or(BOOT_ALLOWANCE + args.timeout * variants),
         refresh: false,
         accel: args.accel,
-        mirror: crate::kernels::MIRROR.into(),
+        mirror: crate::cmd::verify::kernels::MIRROR.into(),
         write_record: None,
     };
     let argv = guest_argv(args, c.name, scale);
     let mut err = std::io::stderr();
-    let g = crate::kernels::run_scenario(&kargs, &argv, &mut err).map_err(guest_err)?;
+    let g =
+        crate::cmd::verify::kernels::run_scenario(&kargs, &argv, &mut err).map_err(guest_err)?;
     let mut trace: ScenarioTrace = serde_json::from_str(&g.trace)
         .map_err(|e| guest_err(format!("the guest's trace is not a scenario trace: {e}")))?;
     if trace.kernel.release != g.release {
@@ -97,7 +98,7 @@ pub(super) fn run(
             trace.scenario, c.name
         )));
     }
-    let host = crate::bench::nproc();
+    let host = crate::cmd::bench::nproc();
     let where_ = format!(
         "run inside Debian's {} {} (uname -r {}) booted under QEMU {} with {} vCPUs, on a host with {host} CPUs: the guest's clock and CPUs are emulated, so its times are not the host's",
         g.image.package,

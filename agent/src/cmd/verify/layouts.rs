@@ -1,12 +1,12 @@
 //! `verify --layouts N`: the layout draw of the differential test
-//! ([`crate::differential`]).
+//! ([`crate::cmd::verify::differential`]).
 //!
 //! A layout is the earlier `{sockets, listenOrder, closed}` form: 2 – 7
 //! sockets on one port, built on the running kernel the way a program would
 //! (every `bind()` first, then every `listen()` in a drawn order, each
 //! answer recorded with its errno). The model replays it through
 //! [`reuseport_model::lookup::Host::build`]. A disagreement shrinks by
-//! whole sockets. The call-log draw ([`crate::calldraw`]) says more.
+//! whole sockets. The call-log draw ([`crate::cmd::verify::calldraw`]) says more.
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
@@ -16,11 +16,11 @@ use reuseport_model::{Keys, Profile, Proto};
 use serde::{Deserialize, Serialize};
 
 use crate::calllog::{errno_name, errno_number as model_errno};
-use crate::differential::{
+use crate::cmd::verify::differential::{
     model_lookups, specific, v6_addrs, Draw, Drawing, Found, Lookups, Words, MAX_DRAWN_SOCKETS,
     PEER_PORT, V4_ADDRS, V4_PEER_IP,
 };
-pub use crate::differential::{Answer, Rng, OTHER_UID};
+pub use crate::cmd::verify::differential::{Answer, Rng, OTHER_UID};
 
 /// Sockets per drawn layout.
 const MIN_SOCKETS: usize = 2;
@@ -132,7 +132,7 @@ pub fn without(layout: &Layout, drop: usize) -> Layout {
 /// Drops sockets one at a time while `still` holds, until no single drop
 /// keeps it: a layout where every socket matters.
 pub fn shrink(layout: &Layout, still: impl FnMut(&Layout) -> bool) -> Layout {
-    crate::differential::shrink::<Layouts>(layout, still)
+    crate::cmd::verify::differential::shrink::<Layouts>(layout, still)
 }
 
 /// Every answer of one side (kernel or model) for one layout.
@@ -180,7 +180,7 @@ fn proto_port(layout: &Layout) -> (Proto, u16) {
 
 /// The differences between the kernel's answers and the model's, in words.
 pub fn differences(layout: &Layout, kernel: &Answers, model: &Answers) -> Vec<String> {
-    crate::differential::differences::<Layouts>(layout, kernel, model)
+    crate::cmd::verify::differential::differences::<Layouts>(layout, kernel, model)
 }
 
 /// The layout as JSON without the fields left at their defaults (what
@@ -280,7 +280,7 @@ pub struct Disagreement {
 }
 
 /// The report of `verify --layouts`.
-pub type LayoutsReport = crate::differential::Report<Disagreement>;
+pub type LayoutsReport = crate::cmd::verify::differential::Report<Disagreement>;
 
 /// The layout draw.
 pub struct Layouts;
@@ -430,7 +430,7 @@ impl Draw for Layouts {
 #[cfg(target_os = "linux")]
 mod kernel {
     use super::*;
-    use crate::differential::probe_destinations;
+    use crate::cmd::verify::differential::probe_destinations;
     use socket2::{Domain, SockAddr, Socket, Type};
     use std::net::Ipv4Addr;
     use std::time::Duration;

@@ -10,8 +10,8 @@ use reuseport_model::tuple::parse_observed_line;
 use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
 
 use super::{RecoverArgs, RecoverCliError, Skipped};
+use crate::cmd::predict::MAX_LINE;
 use crate::kernel;
-use crate::predict::MAX_LINE;
 use crate::trace::Trace;
 
 /// One observation before the model sees it.
@@ -266,11 +266,11 @@ pub(super) fn read_lines(
         }
     };
     while let Some(len) =
-        crate::predict::read_capped_line(&mut reader, &mut buf, MAX_LINE).map_err(read_err)?
+        crate::cmd::predict::read_capped_line(&mut reader, &mut buf, MAX_LINE).map_err(read_err)?
     {
         line += 1;
         if len > MAX_LINE {
-            return Err(bad_line(at(line), crate::predict::too_long(len, &buf)));
+            return Err(bad_line(at(line), crate::cmd::predict::too_long(len, &buf)));
         }
         let text = std::str::from_utf8(&buf)
             .map_err(|_| bad_line(at(line), "the line is not UTF-8 text"))?;

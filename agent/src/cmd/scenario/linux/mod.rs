@@ -219,7 +219,7 @@ pub(super) fn run_one(
     let mut notes = Vec::new();
     let _migrate = migrate_req(s.tcp_migrate_req)?;
     let model = s.accept;
-    let nproc = crate::bench::nproc() as u32;
+    let nproc = crate::cmd::bench::nproc() as u32;
     let added = s
         .events
         .iter()

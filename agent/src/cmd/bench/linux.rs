@@ -549,10 +549,10 @@ pub(super) fn run_mode(plan: &Plan, mode: Mode) -> Result<ModeReport, BenchError
         .pids
         .iter()
         .chain(std::iter::once(&(std::process::id() as i32)))
-        .flat_map(|&pid| crate::record::foreign::socket_inodes(pid))
+        .flat_map(|&pid| crate::cmd::record::foreign::socket_inodes(pid))
         .collect();
     let at = std::net::IpAddr::from(SERVER_ADDR);
-    let found = crate::record::foreign::find(reuseport_model::Proto::Tcp, port, at, at, &own);
+    let found = crate::cmd::record::foreign::find(reuseport_model::Proto::Tcp, port, at, at, &own);
     if !found.is_empty() {
         children.stop();
         return Err(BenchError::ForeignListeners {

@@ -42,7 +42,7 @@ use reuseport_model::sim::{simulate, AcceptModel, Arrivals, Curated, Params, Sce
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::scenario::{schema_problems, ScenarioTrace};
+use crate::cmd::scenario::{schema_problems, ScenarioTrace};
 
 /// A run disagrees when its share error is above this.
 pub const SHARE_THRESHOLD: f64 = 0.10;
@@ -826,4 +826,16 @@ pub fn check(claimed: &Calibration, now: &Calibration) -> Vec<String> {
         }
     }
     out
+}
+
+impl crate::exit::Ending for Done {
+    fn status(&self) -> crate::exit::Status {
+        crate::exit::all_or_partial(self.differences.is_empty() && !self.diverted)
+    }
+}
+
+impl crate::exit::Failure for CalibrateError {
+    fn broken_pipe(&self) -> bool {
+        false
+    }
 }

@@ -1,11 +1,16 @@
 //! `verify`: the proof that the model is the kernel. For each group layout it
-//! records fresh traffic on the running kernel ([`crate::record`]), recovers
-//! the hash key from the first part of the trace ([`crate::recover`]'s
+//! records fresh traffic on the running kernel ([`crate::cmd::record`]), recovers
+//! the hash key from the first part of the trace ([`crate::cmd::recover`]'s
 //! search over all 2^32 values), then predicts every remaining connection
 //! with the model and counts agreement. Anything below 100% is a failure.
 //!
 //! IPv4 only: an IPv6 key is two independent 32-bit values (2^64
 //! candidates), so IPv6 is checked structurally by the record tests instead.
+
+pub mod calldraw;
+pub mod differential;
+pub mod kernels;
+pub mod layouts;
 
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
@@ -17,9 +22,9 @@ use reuseport_model::{Keys, Profile, ReuseportGroup};
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::predict::ProtoArg;
-use crate::record::{self, RecordArgs, RecordError};
-use crate::recover::parallel_search;
+use crate::cmd::predict::ProtoArg;
+use crate::cmd::record::{self, RecordArgs, RecordError};
+use crate::cmd::recover::parallel_search;
 
 /// The layouts `verify` can check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -113,12 +118,12 @@ pub enum LayoutsArg {
 pub fn layouts_arg(s: &str) -> Result<LayoutsArg, String> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
         return match s.parse::<u32>() {
-            Ok(n) if (1..=crate::differential::MAX_LAYOUTS).contains(&n) => {
+            Ok(n) if (1..=crate::cmd::verify::differential::MAX_LAYOUTS).contains(&n) => {
                 Ok(LayoutsArg::Random(n))
             }
             _ => Err(format!(
                 "the number of random layouts must be 1 to {}; got {s}",
-                crate::differential::MAX_LAYOUTS
+                crate::cmd::verify::differential::MAX_LAYOUTS
             )),
         };
     }
@@ -189,7 +194,7 @@ pub struct VerifyArgs {
     pub output: Option<std::path::PathBuf>,
     /// `--kernels`: the same proof in Debian's kernels booted under QEMU (agent/src/kernels.rs).
     #[command(flatten)]
-    pub kernels: crate::kernels::KernelsArgs,
+    pub kernels: crate::cmd::verify::kernels::KernelsArgs,
 }
 
 /// `--train`'s default.
@@ -247,7 +252,7 @@ pub enum VerifyError {
     },
     /// `--layouts N` could not run.
     #[error("{0}")]
-    Layouts(#[from] crate::differential::LayoutsError),
+    Layouts(#[from] crate::cmd::verify::differential::LayoutsError),
     /// Options that this form of `verify` would ignore.
     #[error("{0}")]
     Options(String),
@@ -506,7 +511,7 @@ pub fn events_needed(members: u32) -> usize {
     ((32.0 + 100f64.log2()) / f64::from(members).log2()).ceil() as usize
 }
 
-/// `verify --layouts N`: the differential test ([`crate::layouts`]); the
+/// `verify --layouts N`: the differential test ([`crate::cmd::verify::layouts`]); the
 /// report is exact when every layout agreed.
 #[cfg(target_os = "linux")]
 fn random_layouts(
@@ -515,9 +520,9 @@ fn random_layouts(
     out: impl Write,
     err: &mut dyn Write,
 ) -> Result<Report, VerifyError> {
-    use crate::differential::{run, run_kernel_side};
-    use crate::{calldraw::CallLogs, layouts::Layouts};
-    let opts = crate::differential::Options {
+    use crate::cmd::verify::differential::{run, run_kernel_side};
+    use crate::cmd::verify::{calldraw::CallLogs, layouts::Layouts};
+    let opts = crate::cmd::verify::differential::Options {
         count,
         seed: args.seed,
         json: args.json,
@@ -558,7 +563,9 @@ fn random_layouts(
     _: &mut dyn Write,
 ) -> Result<Report, VerifyError> {
     Err(VerifyError::Layouts(
-        crate::differential::LayoutsError::Kernel("the layouts are built on a Linux kernel".into()),
+        crate::cmd::verify::differential::LayoutsError::Kernel(
+            "the layouts are built on a Linux kernel".into(),
+        ),
     ))
 }
 
@@ -721,6 +728,18 @@ pub fn run(
     Ok(report)
 }
 
+impl crate::exit::Ending for Report {
+    fn status(&self) -> crate::exit::Status {
+        if self.interrupted {
+            crate::exit::Status::Interrupted
+        } else {
+            crate::exit::all_or_partial(self.exact)
+        }
+    }
+}
+
+crate::exit::refusing!(VerifyError);
+
 #[cfg(test)]
 mod layout_tests {
     use super::*;
@@ -783,7 +802,7 @@ mod ambiguity_tests {
     #[test]
     fn too_few_events_say_the_key_is_ambiguous_and_how_many_are_needed() {
         let mut trace = crate::trace::Trace::parse(
-            include_str!("../../public/traces/udp-v4-specific-8.json"),
+            include_str!("../../../../public/traces/udp-v4-specific-8.json"),
             "udp-v4-specific-8.json",
         )
         .unwrap();

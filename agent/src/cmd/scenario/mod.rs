@@ -47,7 +47,7 @@ mod report;
 pub use report::{bucket_ns, build_report, no_latency, ConnOutcome, ConnRecord, Measured};
 
 /// The trace schema, checked in beside the other traces'.
-pub const SCHEMA: &str = include_str!("../../../public/traces/schema/scenario-v1.schema.json");
+pub const SCHEMA: &str = include_str!("../../../../public/traces/schema/scenario-v1.schema.json");
 
 /// Options of `scenario`.
 #[derive(Debug, Clone, Args)]
@@ -101,8 +101,8 @@ pub struct ScenarioArgs {
     pub boot_timeout: Option<u64>,
 
     /// With --kernel: QEMU's accelerator (tcg: emulation, works everywhere; kvm needs a usable /dev/kvm).
-    #[arg(long, value_enum, default_value_t = crate::kernels::Accel::Tcg)]
-    pub accel: crate::kernels::Accel,
+    #[arg(long, value_enum, default_value_t = crate::cmd::verify::kernels::Accel::Tcg)]
+    pub accel: crate::cmd::verify::kernels::Accel,
 }
 
 /// An error that stops `scenario` (exit status 2).
@@ -502,12 +502,12 @@ pub fn run(args: &ScenarioArgs, out: impl Write) -> Result<ScenarioTrace, Scenar
     if !cfg!(target_os = "linux") {
         return Err(ScenarioError::NotLinux);
     }
-    let nproc = crate::bench::nproc() as u32;
+    let nproc = crate::cmd::bench::nproc() as u32;
     let mut trace = ScenarioTrace {
         format: "reuseport-lab-scenario".into(),
         version: 1,
         scenario: c.name.into(),
-        recorded: crate::record::rfc3339(SystemTime::now()),
+        recorded: crate::cmd::record::rfc3339(SystemTime::now()),
         command: command_line(),
         agent: env!("CARGO_PKG_VERSION").into(),
         kernel: running_kernel()?,
@@ -644,6 +644,19 @@ fn run_variants(
 ) -> Result<(), ScenarioError> {
     Err(ScenarioError::NotLinux)
 }
+
+impl crate::exit::Ending for ScenarioTrace {
+    fn status(&self) -> crate::exit::Status {
+        let interrupted = |r: &Run| r.stopped.as_deref() == Some("interrupted");
+        if self.runs.iter().any(interrupted) {
+            crate::exit::Status::Interrupted
+        } else {
+            crate::exit::all_or_partial(self.runs.iter().all(|r| r.complete))
+        }
+    }
+}
+
+crate::exit::refusing!(ScenarioError);
 
 #[cfg(test)]
 mod tests {

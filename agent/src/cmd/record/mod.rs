@@ -655,5 +655,17 @@ pub fn run(args: &RecordArgs) -> Result<Outcome, RecordError> {
     Ok(outcome)
 }
 
+impl crate::exit::Ending for Outcome {
+    fn status(&self) -> crate::exit::Status {
+        if self.interrupted {
+            crate::exit::Status::Interrupted
+        } else {
+            crate::exit::all_or_partial(!self.diverted)
+        }
+    }
+}
+
+crate::exit::interruptible!(RecordError => RecordError::Interrupted);
+
 #[cfg(test)]
 mod tests;
