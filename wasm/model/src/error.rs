@@ -3,31 +3,7 @@
 
 use thiserror::Error;
 
-use crate::profile::Release;
-
-/// A `--kernel` value or `uname -r` string that names no profile.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ProfileError {
-    /// The string does not start with `MAJOR.MINOR`.
-    #[error("kernel release `{0}` is not of the form MAJOR.MINOR[.PATCH][-EXTRA] (for example 6.18 or 5.15.0-91-generic)")]
-    BadRelease(String),
-    /// The release predates SO_REUSEPORT.
-    #[error(
-        "kernel {0} predates SO_REUSEPORT, which arrived in 3.9; choose a profile from 3.9 on"
-    )]
-    TooOld(Release),
-    /// `auto` needs the running kernel's release.
-    #[error("`auto` needs the running kernel's release (uname -r); none was given, so name a profile such as 6.18")]
-    AutoWithoutRelease,
-    /// A release that is not a profile, where an exact profile was required.
-    #[error("no profile named `{name}`; known profiles: {known}")]
-    Unknown {
-        /// What was asked for.
-        name: String,
-        /// The profiles there are.
-        known: String,
-    },
-}
+pub use crate::release::ProfileError;
 
 /// A group that the kernel would refuse to build, or an operation on a
 /// member that does not apply.
@@ -166,67 +142,6 @@ pub enum ParseError {
         value: String,
         /// What the list should hold.
         what: &'static str,
-    },
-}
-
-/// A scenario the simulator will not run ([`crate::sim`]). Each names the
-/// field, in the scenario's JSON spelling.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum SimError {
-    /// The kernel names no profile.
-    #[error("kernel: {0}")]
-    Kernel(ProfileError),
-    /// A value out of its range.
-    #[error("{field} is {value}; it must be {range}")]
-    Range {
-        /// The field, as in the JSON (`requests.perConnection`).
-        field: &'static str,
-        /// What was given.
-        value: String,
-        /// What is allowed.
-        range: &'static str,
-    },
-    /// The accept model needs a later kernel.
-    #[error(
-        "accept: {model:?} needs Linux {since} or later, and the scenario's kernel is {release}"
-    )]
-    Unsupported {
-        /// The model.
-        model: crate::sim::AcceptModel,
-        /// The scenario's kernel.
-        release: Release,
-        /// The first release that has it.
-        since: Release,
-    },
-    /// connections × requests per connection past the bound.
-    #[error("connections × requests.perConnection is {total}; the simulator runs at most 10000000 requests")]
-    TooManyRequests {
-        /// The product.
-        total: u64,
-    },
-    /// A replayed trace whose length is not the number of connections.
-    #[error(
-        "arrivals.atUs has {given} times for {connections} connections; give one per connection"
-    )]
-    ReplayLength {
-        /// Times given.
-        given: usize,
-        /// Connections.
-        connections: u32,
-    },
-    /// A replayed time earlier than the one before it.
-    #[error(
-        "arrivals.atUs[{index}] is earlier than the time before it; the times must not decrease"
-    )]
-    ReplayOrder {
-        /// The index of the first time out of order.
-        index: usize,
-    },
-    /// Too many events.
-    #[error("events has {given} entries; at most 64")]
-    TooManyEvents {
-        /// How many were given.
-        given: usize,
     },
 }
 

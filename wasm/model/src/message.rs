@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::profile::Release;
+use crate::release::Release;
 
 /// An errno a refused call returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

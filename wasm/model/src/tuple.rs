@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::echo::shown;
 use crate::error::ParseError;
 
 /// Transport protocol.
@@ -140,14 +141,14 @@ fn parse_addr(field: &'static str, s: &str) -> Result<IpAddr, ParseError> {
         .unwrap_or(s);
     t.parse().map(canonical).map_err(|_| ParseError::Address {
         field,
-        value: crate::paste::shown(s),
+        value: shown(s),
     })
 }
 
 fn parse_port(field: &'static str, s: &str) -> Result<u16, ParseError> {
     s.parse().map_err(|_| ParseError::Port {
         field,
-        value: crate::paste::shown(s),
+        value: shown(s),
     })
 }
 
@@ -167,7 +168,7 @@ fn parse_endpoint(which: &'static str, s: &str) -> Result<(IpAddr, u16), ParseEr
     };
     let (a, p) = split.ok_or_else(|| ParseError::Address {
         field: addr_field,
-        value: crate::paste::shown(s),
+        value: shown(s),
     })?;
     Ok((parse_addr(addr_field, a)?, parse_port(port_field, p)?))
 }
@@ -256,9 +257,9 @@ pub fn parse_hex32(s: &str) -> Result<u32, ParseError> {
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(t);
     if digits.is_empty() || digits.len() > 8 {
-        return Err(ParseError::Secret(crate::paste::shown(s)));
+        return Err(ParseError::Secret(shown(s)));
     }
-    u32::from_str_radix(digits, 16).map_err(|_| ParseError::Secret(crate::paste::shown(s)))
+    u32::from_str_radix(digits, 16).map_err(|_| ParseError::Secret(shown(s)))
 }
 
 /// Parses `i,j,k` into numbers (an empty string is an empty list).
@@ -269,7 +270,7 @@ pub fn parse_list(s: &str, what: &'static str) -> Result<Vec<u32>, ParseError> {
     s.split(',')
         .map(|x| {
             x.trim().parse().map_err(|_| ParseError::List {
-                value: crate::paste::shown(s),
+                value: shown(s),
                 what,
             })
         })
@@ -291,7 +292,7 @@ pub fn parse_bind(s: &str) -> Result<(IpAddr, Option<u16>), ParseError> {
     }
     let (a, p) = parse_endpoint("destination", s).map_err(|_| ParseError::Address {
         field: "bind address",
-        value: crate::paste::shown(s),
+        value: shown(s),
     })?;
     Ok((a, Some(p)))
 }

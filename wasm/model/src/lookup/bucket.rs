@@ -13,9 +13,9 @@
 //! number (the order their `bind()` calls succeeded), with their index.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::{Family, SockState, SocketSpec};
+use super::types::{as_v6, Family, SockState, SocketSpec};
 
 /// What the conflict rules read of an earlier socket, and where it sits in
 /// UDP's slots.
@@ -193,3 +193,60 @@ impl Bucket {
         out.into_iter().map(|(_, j)| j).collect()
     }
 }
+
+/// What the bind rules read of a socket's bound address: `sk_v6_rcv_saddr`
+/// (AF_INET6 only), `sk_rcv_saddr` and `ipv6_only_sock`. An AF_INET6
+/// socket bound to `::` has the IPv4 address 0 and one bound to
+/// `::ffff:a.b.c.d` has `a.b.c.d`; any other IPv6 address gets
+/// `LOOPBACK4_IPV6` (127.0.0.6), "invalid" as an IPv4 address
+/// (`__inet6_bind`, net/ipv6/af_inet6.c, every release).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Rcv {
+    pub(super) v6: Option<Ipv6Addr>,
+    pub(super) v4: Ipv4Addr,
+    pub(super) v6only: bool,
+}
+
+impl Rcv {
+    pub(super) fn of(s: &SocketSpec) -> Rcv {
+        match (s.family, s.addr) {
+            (Family::Inet6, a) => {
+                let v6 = as_v6(a);
+                let v4 = if v6.is_unspecified() {
+                    Ipv4Addr::UNSPECIFIED
+                } else {
+                    v6.to_ipv4_mapped().unwrap_or(Ipv4Addr::new(127, 0, 0, 6))
+                };
+                Rcv {
+                    v6: Some(v6),
+                    v4,
+                    v6only: s.v6only,
+                }
+            }
+            (Family::Inet, a) => Rcv {
+                v6: None,
+                v4: match a {
+                    IpAddr::V4(v) => v,
+                    IpAddr::V6(v) => v.to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED),
+                },
+                v6only: false,
+            },
+        }
+    }
+}
+
+/// The TCP bind bucket's fast-path state for one port (`struct
+/// inet_bind_bucket` `fastreuse`, `fastreuseport`, `fastuid`, `fast_*`;
+/// include/net/inet_hashtables.h), kept between calls as the kernel does.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct TbFast {
+    pub(super) owners: usize,
+    pub(super) fastreuse: bool,
+    /// 0, `FASTREUSEPORT_ANY` (1) or `FASTREUSEPORT_STRICT` (2).
+    pub(super) fastreuseport: u8,
+    pub(super) fastuid: u32,
+    pub(super) fast: Option<Rcv>,
+}
+
+pub(super) const FASTREUSEPORT_ANY: u8 = 1;
+pub(super) const FASTREUSEPORT_STRICT: u8 = 2;

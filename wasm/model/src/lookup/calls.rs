@@ -25,8 +25,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Ephemeral, Family, Layout, LayoutError, SkLookup, SockState, SocketSpec};
+use super::types::{Family, Layout, LayoutError, SkLookup, SockState, SocketSpec};
 use crate::hash::Keys;
+use crate::profile::rules::Ephemeral;
 use crate::reuseport::Program;
 use crate::tuple::Proto;
 

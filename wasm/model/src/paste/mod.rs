@@ -34,6 +34,7 @@ pub use sides::{
     SERVICE_PORTS,
 };
 
+pub use crate::echo::{shown, SHOWN_CHARS};
 use crate::tuple::Proto;
 #[allow(unused_imports)]
 use crate::tuple::Tuple;
@@ -43,9 +44,6 @@ pub const MAX_LINE_BYTES: usize = 4096;
 
 /// How many non-blank lines [`detect`] looks at.
 pub const DETECT_LINES: usize = 64;
-
-/// The longest value, in characters, a [`LineError`] echoes back.
-pub const SHOWN_CHARS: usize = 64;
 
 /// A text format of connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -635,53 +633,6 @@ impl LineError {
             | LineError::OtherSystem { format, .. } => Some(*format),
         }
     }
-}
-
-/// A value fit to echo back: at most [`SHOWN_CHARS`] characters (a cut
-/// one ends in `…`), with control, bidirectional-override, byte-order-mark
-/// and other invisible characters written as `\u{…}`, so an error message
-/// shows exactly what was there and cannot reorder or hide text around it.
-pub fn shown(s: &str) -> String {
-    let mut out = String::new();
-    let mut count = 0usize;
-    let mut piece = String::new();
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        piece.clear();
-        if invisible(c) {
-            piece.push_str(&format!("\\u{{{:04x}}}", c as u32));
-        } else {
-            piece.push(c);
-        }
-        let n = piece.chars().count();
-        let room = if chars.peek().is_some() {
-            SHOWN_CHARS - 1
-        } else {
-            SHOWN_CHARS
-        };
-        if count + n > room {
-            out.push('…');
-            return out;
-        }
-        out.push_str(&piece);
-        count += n;
-    }
-    out
-}
-
-/// Characters that display as nothing, or change how the text around them
-/// displays.
-fn invisible(c: char) -> bool {
-    c.is_control()
-        || matches!(c,
-            '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
-            | '\u{180b}'..='\u{180f}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{2028}'..='\u{202e}'
-            | '\u{2060}'..='\u{206f}'
-            | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}'
-            | '\u{fff0}'..='\u{fffb}'
-            | '\u{e0000}'..='\u{e007f}')
 }
 
 /// Reads lines of one format.

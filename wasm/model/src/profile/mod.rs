@@ -16,52 +16,18 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::ProfileError;
 use crate::jhash::JhashForm;
-use crate::lookup::rules::LookupRules;
 use crate::message::Note;
+use crate::release::ProfileError;
+pub use crate::release::Release;
 use crate::tuple::Proto;
 
 mod basis;
+pub mod rules;
 mod table;
 pub use basis::{BasisQualifier, BasisTree, EraBasis};
+use rules::LookupRules;
 pub use table::*;
-
-/// A kernel release, major and minor (`6.18`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct Release {
-    /// Major number (the 6 of 6.18).
-    pub major: u16,
-    /// Minor number (the 18 of 6.18).
-    pub minor: u16,
-}
-
-impl Release {
-    /// Builds a release number.
-    pub const fn new(major: u16, minor: u16) -> Self {
-        Release { major, minor }
-    }
-
-    /// Reads the leading `MAJOR.MINOR` of a `uname -r` string such as
-    /// `6.18.44-fc-v657` or `5.15.0-91-generic`.
-    pub fn parse_uname(s: &str) -> Result<Release, ProfileError> {
-        let bad = || ProfileError::BadRelease(s.to_string());
-        let mut parts = s.trim().splitn(3, '.');
-        let major = parts.next().ok_or_else(bad)?;
-        let minor = parts.next().ok_or_else(bad)?;
-        let minor: String = minor.chars().take_while(|c| c.is_ascii_digit()).collect();
-        let major: u16 = major.parse().map_err(|_| bad())?;
-        let minor: u16 = minor.parse().map_err(|_| bad())?;
-        Ok(Release { major, minor })
-    }
-}
-
-impl std::fmt::Display for Release {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
-}
 
 /// How an IPv4 reuseport hash is formed (`inet_ehashfn`, `udp_ehashfn`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -1,12 +1,11 @@
 //! The era table: one row per kernel series, oldest first, each the row
 //! before it with what changed (see [`super`] and `tests/eras.md`).
 
+use super::rules::{Ephemeral, LookupRules, ScanRule, ScoreRule, TcpTables, UdpTables};
 use super::{
     BpfFallback, EraNote, GroupScan, Profile, Release, Selection, V4Form, V6Form, WildcardLaddr,
 };
 use crate::jhash::JhashForm;
-use crate::lookup::rules::{LookupRules, ScanRule, ScoreRule, TcpTables, UdpTables};
-use crate::lookup::Ephemeral;
 
 /// Shorthand for a release in the table.
 pub const fn r(major: u16, minor: u16) -> Release {

@@ -29,10 +29,8 @@ pub use engine::{ConnView, Simulation};
 pub use report::{Latency, Outcomes, Series, SimReport, WorkerReport};
 pub use spec::{
     AcceptModel, Arrivals, Clients, Event, Params, Requests, Scenario, Service, ServiceDist,
-    SlowWorker,
+    SimError, SlowWorker,
 };
-
-use crate::error::SimError;
 
 /// Checks a scenario and runs it to the end.
 pub fn simulate(s: Scenario) -> Result<SimReport, SimError> {

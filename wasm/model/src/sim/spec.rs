@@ -6,9 +6,10 @@
 //! whole nanoseconds.
 
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
-use crate::error::SimError;
-use crate::profile::{Profile, Release, Selection};
+use crate::profile::{Profile, Selection};
+use crate::release::{ProfileError, Release};
 
 /// Workers (processes or threads serving the port).
 pub const MAX_WORKERS: u32 = 256;
@@ -668,4 +669,65 @@ impl Scenario {
             profile,
         })
     }
+}
+
+/// A scenario the simulator will not run ([`crate::sim`]). Each names the
+/// field, in the scenario's JSON spelling.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SimError {
+    /// The kernel names no profile.
+    #[error("kernel: {0}")]
+    Kernel(ProfileError),
+    /// A value out of its range.
+    #[error("{field} is {value}; it must be {range}")]
+    Range {
+        /// The field, as in the JSON (`requests.perConnection`).
+        field: &'static str,
+        /// What was given.
+        value: String,
+        /// What is allowed.
+        range: &'static str,
+    },
+    /// The accept model needs a later kernel.
+    #[error(
+        "accept: {model:?} needs Linux {since} or later, and the scenario's kernel is {release}"
+    )]
+    Unsupported {
+        /// The model.
+        model: AcceptModel,
+        /// The scenario's kernel.
+        release: Release,
+        /// The first release that has it.
+        since: Release,
+    },
+    /// connections × requests per connection past the bound.
+    #[error("connections × requests.perConnection is {total}; the simulator runs at most 10000000 requests")]
+    TooManyRequests {
+        /// The product.
+        total: u64,
+    },
+    /// A replayed trace whose length is not the number of connections.
+    #[error(
+        "arrivals.atUs has {given} times for {connections} connections; give one per connection"
+    )]
+    ReplayLength {
+        /// Times given.
+        given: usize,
+        /// Connections.
+        connections: u32,
+    },
+    /// A replayed time earlier than the one before it.
+    #[error(
+        "arrivals.atUs[{index}] is earlier than the time before it; the times must not decrease"
+    )]
+    ReplayOrder {
+        /// The index of the first time out of order.
+        index: usize,
+    },
+    /// Too many events.
+    #[error("events has {given} entries; at most 64")]
+    TooManyEvents {
+        /// How many were given.
+        given: usize,
+    },
 }

@@ -1,11 +1,12 @@
 //! The lookup and bind rules of each profile, as data (kernel-history.md
 //! §4, §5, §7 and the era table §11). The values of each era are written in
-//! the era table, [`crate::profile::PROFILES`], as a field of each profile.
+//! the era table, [`crate::profile::PROFILES`], as a field of each profile;
+//! [`crate::lookup`] walks them (and re-exports this module as
+//! `lookup::rules`).
 
 use serde::{Deserialize, Serialize};
 
-use super::Ephemeral;
-use crate::profile::Profile;
+use super::Profile;
 
 /// Which listener tables a TCP lookup walks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +65,21 @@ pub enum ScoreRule {
     /// 5.15+: a bound device scores 2 (TCP) or +4 (UDP) over an unbound one
     /// (8d6c414cd2fb, backported to 5.4.y and 5.10.y).
     ExactPreferDevice,
+}
+
+/// The ephemeral port range that `bind(addr, 0)` draws from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Ephemeral {
+    /// Lowest port.
+    pub low: u16,
+    /// Highest port.
+    pub high: u16,
+    /// `net.ipv4.ip_autobind_reuse` (5.9+): a second, relaxed pass lets
+    /// SO_REUSEADDR sockets share an ephemeral port.
+    #[serde(default)]
+    pub autobind_reuse: bool,
 }
 
 /// The rules of one profile that govern lookups and binds.

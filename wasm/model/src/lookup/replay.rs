@@ -1,0 +1,753 @@
+//! The replay: each call of a [`CallLog`] applied to the host in order,
+//! with its answer; receiving sockets join or make their reuseport group.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+
+use super::bind::same_group;
+use super::bucket::bucket_addr;
+use super::calls::{Call, CallLog, SockOpt, MAX_CALLS, MAX_SOCKETS};
+use super::host::{GroupEntry, Host, Sock};
+use super::types::{
+    as_v6, unspecified_of, Family, Layout, LayoutError, SkLookup, SockState, SocketSpec,
+};
+use crate::hash::Keys;
+use crate::message::{Errno, KernelSource, Refusal, RefusalRule};
+use crate::profile::rules::LookupRules;
+use crate::profile::Profile;
+use crate::reuseport::{GroupSpec, Program, ReuseportGroup};
+use crate::tuple::Proto;
+
+/// The device name SO_BINDTODEVICE looks up for `given`: at most
+/// `IFNAMSIZ - 1` = 15 bytes, up to the first NUL (sock_setbindtodevice,
+/// net/core/sock.c, 3.9 to 7.2).
+fn device_name(given: &str) -> String {
+    const IFNAMSIZ: usize = 16;
+    let bytes = &given.as_bytes()[..given.len().min(IFNAMSIZ - 1)];
+    let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+impl Host {
+    /// Replays the layout's calls in this profile: the earlier
+    /// `{sockets, listenOrder, closed}` form, converted by
+    /// [`CallLog::from_layout`].
+    pub fn build(profile: &'static Profile, layout: &Layout) -> Result<Host, LayoutError> {
+        Host::run(profile, &CallLog::from_layout(layout)?)
+    }
+
+    /// Replays a call log in this profile, in order, answering each call.
+    /// Input the model cannot replay (an fd no `socket` call made, an
+    /// address of the wrong family, too many calls) is an error naming the
+    /// call's index and field; a call the kernel refuses is an answer
+    /// ([`Host::answers`]).
+    pub fn run(profile: &'static Profile, log: &CallLog) -> Result<Host, LayoutError> {
+        let rules = LookupRules::of(profile);
+        if log.calls.len() > MAX_CALLS {
+            return Err(LayoutError::Calls(format!(
+                "{} calls; at most {MAX_CALLS}",
+                log.calls.len()
+            )));
+        }
+        if let Some(e) = log.ephemeral {
+            if e.low == 0 {
+                return Err(LayoutError::Ephemeral(
+                    "low is 0; the range starts at port 1 or above (net.ipv4.ip_local_port_range)"
+                        .into(),
+                ));
+            }
+            if e.low > e.high {
+                return Err(LayoutError::Ephemeral(format!(
+                    "low ({}) is above high ({}); give low <= high",
+                    e.low, e.high
+                )));
+            }
+        }
+        let sockets = log
+            .calls
+            .iter()
+            .filter(|c| matches!(c, Call::Socket { .. }))
+            .count();
+        if sockets > MAX_SOCKETS {
+            return Err(LayoutError::Calls(format!(
+                "{sockets} socket calls; at most {MAX_SOCKETS}"
+            )));
+        }
+        if let Some(sk) = &log.sk_lookup {
+            if !rules.sk_lookup {
+                return Err(LayoutError::SkLookup(format!(
+                    "BPF sk_lookup arrived in 5.9; profile {} does not have it",
+                    profile.release
+                )));
+            }
+            if let SkLookup::Assign { socket, .. } = sk {
+                if *socket >= sockets {
+                    return Err(LayoutError::SkLookup(format!(
+                        "assigns socket {socket}, but the layout has {sockets}"
+                    )));
+                }
+            }
+        }
+        let mut host = Host {
+            profile,
+            rules,
+            socks: Vec::with_capacity(sockets),
+            groups: Vec::new(),
+            port_list: BTreeMap::new(),
+            addr_list: BTreeMap::new(),
+            bucket: BTreeMap::new(),
+            groups_on: BTreeMap::new(),
+            tcp_tb: BTreeMap::new(),
+            sk_lookup: log.sk_lookup.clone(),
+            keys: log.keys,
+            ephemeral: log.ephemeral,
+            tcp_migrate_req: log.tcp_migrate_req,
+            devices: log.devices.clone(),
+            undecided_draw: false,
+            answers: Vec::with_capacity(log.calls.len()),
+            next_seq: 0,
+        };
+        for (index, call) in log.calls.iter().enumerate() {
+            let answer = host.call(index, call)?;
+            if host.undecided_draw {
+                let range = host.rules.default_port_range;
+                return Err(LayoutError::Call {
+                    index,
+                    field: "fd",
+                    problem: format!(
+                        "the kernel draws this socket's port from {}-{} (the default ip_local_port_range), and every port of it may be held by the sockets before it: the model cannot tell whether one is free; give an `ephemeral` range",
+                        range.low, range.high
+                    ),
+                });
+            }
+            host.answers.push(answer);
+        }
+        Ok(host)
+    }
+
+    /// One call: its answer, or an error naming the call when the model
+    /// cannot replay it.
+    fn call(&mut self, index: usize, call: &Call) -> Result<Option<Refusal>, LayoutError> {
+        let bad = |field: &'static str, problem: String| {
+            Err(LayoutError::Call {
+                index,
+                field,
+                problem,
+            })
+        };
+        if let Call::Socket { family, proto, uid } = *call {
+            self.socks.push(Sock::new(family, proto, uid));
+            return Ok(None);
+        }
+        let Some(i) = call.fd() else {
+            return Ok(None);
+        };
+        if i >= self.socks.len() {
+            return bad(
+                "fd",
+                format!(
+                    "socket {i} does not exist yet: {} socket calls come before this call, making fds 0 to {}",
+                    self.socks.len(),
+                    self.socks.len() as i64 - 1
+                ),
+            );
+        }
+        if self.socks[i].closed {
+            // The fd was closed (close(2) then any call: EBADF).
+            return Ok(Some(self.refusal(
+                Errno::Ebadf,
+                RefusalRule::FdClosed,
+                "fdget",
+                "include/linux/file.h",
+            )));
+        }
+        let (family, proto) = (self.socks[i].spec.family, self.socks[i].spec.proto);
+        match call {
+            Call::Socket { .. } => Ok(None),
+            Call::Setsockopt { opt, .. } => Ok(self.setsockopt(i, opt)),
+            Call::Bind { addr, port, .. } => {
+                match (family, addr) {
+                    (Family::Inet, IpAddr::V6(_)) => {
+                        return bad(
+                            "addr",
+                            format!(
+                            "socket {i} is AF_INET and cannot bind the IPv6 address {addr}; make it with family inet6"
+                        ),
+                        )
+                    }
+                    (Family::Inet6, IpAddr::V4(_)) => {
+                        return bad(
+                            "addr",
+                            format!("socket {i} is AF_INET6: it binds IPv4 addresses as ::ffff:{addr}"),
+                        )
+                    }
+                    _ => {}
+                }
+                Ok(self.bind(i, *addr, *port))
+            }
+            Call::Listen { .. } => {
+                if proto == Proto::Udp {
+                    // inet_dgram_ops .listen = sock_no_listen.
+                    return Ok(Some(self.refusal(
+                        Errno::Eopnotsupp,
+                        RefusalRule::UdpCannotListen,
+                        "sock_no_listen",
+                        "net/core/sock.c",
+                    )));
+                }
+                if self.socks[i].established || self.socks[i].spec.state == SockState::Connected {
+                    return Ok(Some(self.refusal(
+                        Errno::Einval,
+                        RefusalRule::ListenConnected,
+                        "inet_listen",
+                        "net/ipv4/af_inet.c",
+                    )));
+                }
+                if self.socks[i].listening {
+                    // Listening already: listen() only changes the backlog.
+                    return Ok(None);
+                }
+                if !self.socks[i].bound {
+                    // inet_csk_listen_start -> get_port(sk, 0): an ephemeral
+                    // port, from the call log's range or the kernel's own.
+                    let any = unspecified_of(family);
+                    let bind_answer = self.socks[i].bind_refusal.clone();
+                    let r = self.bind(i, any, 0);
+                    self.socks[i].bind_refusal = bind_answer;
+                    if let Some(r) = r {
+                        self.socks[i].listen_refusal = Some(r.clone());
+                        return Ok(Some(r));
+                    }
+                }
+                let r = self.listen_or_receive(i);
+                self.socks[i].listen_refusal = r.clone();
+                Ok(r)
+            }
+            Call::Connect { addr, port, .. } => {
+                if addr.is_ipv6() != (family == Family::Inet6) {
+                    return bad(
+                        "addr",
+                        format!("socket {i} is {family:?} and cannot connect to {addr}; give a peer of its family (::ffff:a.b.c.d for IPv4 through AF_INET6)"),
+                    );
+                }
+                Ok(self.connect(index, i, SocketAddr::new(*addr, *port))?)
+            }
+            Call::Shutdown { .. } => Ok(self.shutdown(i)),
+            Call::Close { .. } => {
+                self.close_socket(i);
+                Ok(None)
+            }
+        }
+    }
+
+    pub(super) fn refusal(
+        &self,
+        errno: Errno,
+        rule: RefusalRule,
+        func: &str,
+        file: &str,
+    ) -> Refusal {
+        Refusal {
+            errno,
+            rule,
+            source: KernelSource::new(func, file, self.profile.release),
+            with: None,
+        }
+    }
+
+    /// `connect(i, peer)`: UDP receives only from the peer from now on
+    /// (TCP_ESTABLISHED, which a group counts from 5.4); TCP is taken to
+    /// reach an established connection, not listening, still on its port.
+    fn connect(
+        &mut self,
+        index: usize,
+        i: usize,
+        peer: SocketAddr,
+    ) -> Result<Option<Refusal>, LayoutError> {
+        let sock = &self.socks[i];
+        if sock.listening && sock.spec.proto == Proto::Tcp {
+            // __inet_stream_connect: a listener is not TCP_CLOSE.
+            return Ok(Some(self.refusal(
+                Errno::Eisconn,
+                RefusalRule::ConnectListener,
+                "__inet_stream_connect",
+                "net/ipv4/af_inet.c",
+            )));
+        }
+        if sock.established {
+            return Ok(Some(self.refusal(
+                Errno::Eisconn,
+                RefusalRule::AlreadyConnected,
+                "__inet_stream_connect",
+                "net/ipv4/af_inet.c",
+            )));
+        }
+        if sock.spec.family == Family::Inet6
+            && sock.spec.v6only
+            && as_v6(peer.ip()).to_ipv4_mapped().is_some()
+        {
+            // An IPV6_V6ONLY socket and a v4-mapped peer: ENETUNREACH before
+            // any autobind (__ip6_datagram_connect, net/ipv6/datagram.c;
+            // tcp_v6_connect, net/ipv6/tcp_ipv6.c). Measured on 6.18.44 by
+            // verify --layouts --call-logs (2026-11-24).
+            let (func, file) = match sock.spec.proto {
+                Proto::Udp => ("__ip6_datagram_connect", "net/ipv6/datagram.c"),
+                Proto::Tcp => ("tcp_v6_connect", "net/ipv6/tcp_ipv6.c"),
+            };
+            return Ok(Some(self.refusal(
+                Errno::Enetunreach,
+                RefusalRule::V6onlyMappedPeer,
+                func,
+                file,
+            )));
+        }
+        let unplaced = !sock.bound || sock.spec.addr.is_unspecified() || sock.spec.port == 0;
+        if unplaced && sock.random_port.is_none() {
+            if !sock.bound && sock.bind_refusal.is_some() && self.ephemeral.is_none() {
+                // Its bind failed: connect() binds an ephemeral port first
+                // (inet_autobind for UDP, net/ipv4/af_inet.c;
+                // inet_hash_connect for TCP, net/ipv4/inet_hashtables.c), at
+                // random in the kernel's range. The socket's bind answer
+                // stays its own bind() call's. A socket that made no bind
+                // stays unreplayable: where connect() autobinds it from
+                // scratch is not modelled.
+                let any = unspecified_of(sock.spec.family);
+                let bind_answer = sock.bind_refusal.clone();
+                let r = self.bind(i, any, 0);
+                self.socks[i].bind_refusal = bind_answer;
+                if r.is_some() {
+                    return Ok(r);
+                }
+            } else {
+                return Err(LayoutError::Call {
+                index,
+                field: "fd",
+                problem: format!(
+                    "connect on socket {i}, which is not bound to a specific address and port: the model does not choose a source address; bind one first"
+                ),
+            });
+            }
+        }
+        match self.socks[i].spec.proto {
+            Proto::Udp => {
+                self.socks[i].spec.state = SockState::Connected;
+                self.socks[i].spec.peer = Some(peer);
+                if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
+                    let _ = self.groups[g].group.connect(m);
+                    if self.rules.udp_connect_leaves_group {
+                        // udp_lib_hash4 (6.13+): reuseport_detach_sock.
+                        let _ = self.groups[g].group.close(m);
+                        self.socks[i].group = None;
+                        self.socks[i].member = None;
+                    }
+                }
+            }
+            Proto::Tcp => self.socks[i].established = true,
+        }
+        Ok(None)
+    }
+
+    /// `shutdown(i, SHUT_RDWR)`: a TCP listener stops listening
+    /// (`inet_shutdown` -> `tcp_disconnect` -> `inet_csk_listen_stop`) and
+    /// keeps its port, bound by address (SOCK_BINDPORT_LOCK); unconnected
+    /// sockets answer ENOTCONN (net/ipv4/af_inet.c).
+    fn shutdown(&mut self, i: usize) -> Option<Refusal> {
+        let s = &self.socks[i];
+        let connected = s.established || s.spec.state == SockState::Connected;
+        if s.spec.proto == Proto::Tcp && s.listening {
+            self.leave_lists(i);
+            self.set_listening(i, false);
+            if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
+                let _ = self.groups[g].group.shutdown(m);
+            }
+            return None;
+        }
+        if connected {
+            return None;
+        }
+        Some(self.refusal(
+            Errno::Enotconn,
+            RefusalRule::NotConnected,
+            "inet_shutdown",
+            "net/ipv4/af_inet.c",
+        ))
+    }
+
+    /// `setsockopt(i, opt)`. Options change what later calls read of the
+    /// socket; a bind already done stays as it was.
+    fn setsockopt(&mut self, i: usize, opt: &SockOpt) -> Option<Refusal> {
+        let family = self.socks[i].spec.family;
+        match opt {
+            SockOpt::Reuseaddr(on) => self.reclass(i, |s| s.spec.reuseaddr = *on),
+            SockOpt::Reuseport(on) => self.reclass(i, |s| s.spec.reuseport = *on),
+            SockOpt::V6only(on) => {
+                if family == Family::Inet {
+                    // ip_setsockopt: level IPPROTO_IPV6 is not AF_INET's.
+                    return Some(self.refusal(
+                        Errno::Enoprotoopt,
+                        RefusalRule::V6onlyOnInet,
+                        "ip_setsockopt",
+                        "net/ipv4/ip_sockglue.c",
+                    ));
+                }
+                if self.socks[i].bound {
+                    // do_ipv6_setsockopt: `inet_num` set, EINVAL.
+                    return Some(self.refusal(
+                        Errno::Einval,
+                        RefusalRule::V6onlyAfterBind,
+                        "do_ipv6_setsockopt",
+                        "net/ipv6/ipv6_sockglue.c",
+                    ));
+                }
+                self.socks[i].spec.v6only = *on;
+            }
+            SockOpt::Bindtodevice(d) => {
+                // sock_setbindtodevice (net/core/sock.c, 3.9 to 7.2): the
+                // name is cut to IFNAMSIZ - 1 = 15 bytes and ends at a NUL;
+                // an empty one unbinds; one no device of the namespace has
+                // is ENODEV (dev_get_by_name_rcu found none), and the
+                // socket stays as it was.
+                let name = d.as_deref().map(device_name).filter(|n| !n.is_empty());
+                if let Some(n) = &name {
+                    if n != "lo" && !self.devices.iter().any(|d| d == n) {
+                        return Some(self.refusal(
+                            Errno::Enodev,
+                            RefusalRule::UnknownDevice,
+                            "sock_setbindtodevice",
+                            "net/core/sock.c",
+                        ));
+                    }
+                }
+                self.reclass(i, |s| s.spec.device = name)
+            }
+            SockOpt::Linger(l) => self.socks[i].linger = *l,
+            SockOpt::IncomingCpu(cpu) => {
+                self.socks[i].spec.incoming_cpu = Some(*cpu);
+                if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
+                    let _ = self.groups[g].group.set_incoming_cpu(m, Some(*cpu));
+                }
+            }
+            SockOpt::AttachReuseport(p) => {
+                let r = self.attach(i, p);
+                self.socks[i].attach_refusal = r.clone();
+                return r;
+            }
+        }
+        None
+    }
+
+    /// SO_ATTACH_REUSEPORT_CBPF/EBPF (`reuseport_attach_prog`,
+    /// net/core/sock_reuseport.c, 4.5+): to the socket's group; a socket
+    /// not yet hashed (before bind for UDP, before listen for TCP) with
+    /// SO_REUSEPORT gets a group of its own, which it keeps until it joins
+    /// another; without SO_REUSEPORT and no group, EINVAL.
+    fn attach(&mut self, i: usize, p: &Program) -> Option<Refusal> {
+        let s = &self.socks[i];
+        let einval = |rule: RefusalRule, source: KernelSource| Refusal {
+            errno: Errno::Einval,
+            rule,
+            source,
+            with: None,
+        };
+        if let (Some(g), Some(_), true) = (s.group, s.member, s.listening) {
+            let group = &mut self.groups[g].group;
+            if let Some((rule, source)) = group.attach_refusal(p) {
+                return Some(einval(rule, source));
+            }
+            let _ = group.attach_program(p.clone());
+            return None;
+        }
+        if !s.spec.reuseport || s.listening {
+            // reuseport_bpf.c test_filter_no_reuseport.
+            return Some(einval(
+                RefusalRule::ProgramNeedsReuseport,
+                KernelSource::new(
+                    "sk_reuseport_attach_filter",
+                    "net/core/sock.c",
+                    self.profile.release,
+                ),
+            ));
+        }
+        let spec = GroupSpec::new(s.spec.proto, 0, s.spec.addr, s.spec.port, self.keys);
+        let own = ReuseportGroup::build_empty(self.profile, &spec);
+        if let Some((rule, source)) = own.attach_refusal(p) {
+            return Some(einval(rule, source));
+        }
+        self.socks[i].spec.program = Some(p.clone());
+        self.socks[i].spec.program_before_bind = true;
+        None
+    }
+
+    /// `close()`: a TCP socket with an established connection sends its FIN
+    /// and stays on its port (the active close, `__tcp_close` in
+    /// net/ipv4/tcp.c): without SO_LINGER as an orphan in FIN_WAIT1, a full
+    /// socket that keeps its owner's UID, until the peer acknowledges the
+    /// FIN, which is after the calls that follow at once; with SO_LINGER
+    /// and a timeout, close() waits in `sk_stream_wait_close` for that ACK
+    /// (FIN_WAIT2), and `tcp_time_wait(sk, TCP_FIN_WAIT2, ..)` leaves a
+    /// timewait socket, whose `sk_state` reads TCP_TIME_WAIT to the bind
+    /// rules; with a zero timeout, `tcp_disconnect` sends a reset and the
+    /// port is free. Every release. Any other socket leaves its lists, and
+    /// its group with the last member moved into its slot.
+    fn close_socket(&mut self, i: usize) {
+        if self.socks[i].closed {
+            return;
+        }
+        self.socks[i].closed = true;
+        if self.socks[i].established && self.socks[i].bound {
+            match self.socks[i].linger {
+                None => {
+                    self.reclass(i, |s| s.closing = true);
+                    return;
+                }
+                Some(0) => {}
+                Some(_) => {
+                    self.reclass(i, |s| s.spec.state = SockState::TimeWait);
+                    return;
+                }
+            }
+        }
+        let was_receiving = self.socks[i].listening;
+        let in_group = self.socks[i].group;
+        self.unbind(i);
+        self.socks[i].listening = false;
+        if !was_receiving && in_group.is_none() {
+            return;
+        }
+        self.leave_lists(i);
+        if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
+            let _ = self.groups[g].group.close(m);
+        }
+    }
+
+    /// `listen()` of a bound TCP socket: the port is checked again, then
+    /// the socket receives.
+    fn listen_or_receive(&mut self, i: usize) -> Option<Refusal> {
+        if self.socks[i].random_port.is_some() {
+            // On its randomly drawn port, which no bound socket overlapped
+            // when it was drawn: it listens there, alone.
+            self.socks[i].listening = true;
+            return None;
+        }
+        if self.socks[i].spec.proto == Proto::Tcp {
+            if !self.tcp_fast_path(i, true) {
+                if let Some(r) = self.listen_conflict(i) {
+                    return Some(r);
+                }
+            }
+            self.tcp_fast_update(i, true);
+        }
+        self.receive(i)
+    }
+
+    /// The socket starts receiving: joins or makes its group and enters
+    /// the lists. A TCP listener shut down and listening again goes back
+    /// into its group (`reuseport_resurrect` from its closed tail, or a
+    /// new join). The refusal is that of a full group.
+    pub(super) fn receive(&mut self, i: usize) -> Option<Refusal> {
+        let keys = self.keys;
+        let spec = self.socks[i].spec.clone();
+        let rejoin = match (self.socks[i].group, self.socks[i].member) {
+            (Some(g), Some(m)) => self.groups[g].group.relisten(m).is_ok(),
+            _ => false,
+        };
+        if spec.reuseport && self.group_era(spec.proto) && !rejoin {
+            let on_port = self.groups_on.get(&(spec.proto, spec.port, spec.addr));
+            // inet_reuseport_add_sock / udp_reuseport_add_sock: a socket
+            // on the list with the same attributes; its group.
+            let found = if spec.proto == Proto::Udp && self.rules.udp_connect_leaves_group {
+                self.udp_group_to_join(i, keys)
+            } else {
+                on_port.into_iter().flatten().copied().find(|&g| {
+                    self.groups[g]
+                        .members
+                        .iter()
+                        .any(|&m| self.socks[m].listening && same_group(&self.socks[m].spec, &spec))
+                })
+            };
+            // A receiving socket with the same attributes that set
+            // SO_REUSEPORT only after it was hashed has no group yet: the
+            // joiner makes one for it first (`reuseport_add_sock` ->
+            // `reuseport_alloc(sk2)`, net/core/sock_reuseport.c).
+            let partner = match found {
+                Some(_) => None,
+                None => self
+                    .addr_list
+                    .get(&(spec.proto, bucket_addr(spec.addr), spec.port))
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .find(|&j| {
+                        j != i
+                            && self.socks[j].group.is_none()
+                            && same_group(&self.socks[j].spec, &spec)
+                    }),
+            };
+            let g = match found {
+                Some(g) => g,
+                None => self.new_group(&spec, keys),
+            };
+            if let Some(j) = partner {
+                let entry = &mut self.groups[g];
+                if entry.group.join().is_ok() {
+                    entry.members.push(j);
+                    let sj = self.socks[j].spec.clone();
+                    if let Some(cpu) = sj.incoming_cpu {
+                        let _ = entry.group.set_incoming_cpu(0, Some(cpu));
+                    }
+                    if sj.state == SockState::Connected {
+                        let _ = entry.group.connect(0);
+                    }
+                    self.socks[j].group = Some(g);
+                    self.socks[j].member = Some(0);
+                }
+            }
+            let entry = &mut self.groups[g];
+            match entry.group.join() {
+                Ok(_) => {
+                    let member = entry.members.len() as u32;
+                    entry.members.push(i);
+                    if let Some(cpu) = spec.incoming_cpu {
+                        let _ = entry.group.set_incoming_cpu(member, Some(cpu));
+                    }
+                    let mut left = false;
+                    if spec.state == SockState::Connected {
+                        let _ = entry.group.connect(member);
+                        if self.rules.udp_connect_leaves_group {
+                            // udp_lib_hash4: reuseport_detach_sock.
+                            let _ = entry.group.close(member);
+                            left = true;
+                        }
+                    }
+                    if let Some(p) = &spec.program {
+                        if let Some((rule, source)) = entry.group.attach_refusal(p) {
+                            self.socks[i].attach_refusal = Some(Refusal {
+                                errno: Errno::Einval,
+                                rule,
+                                source,
+                                with: None,
+                            });
+                        } else {
+                            let _ = entry.group.attach_program(p.clone());
+                        }
+                    }
+                    if !left {
+                        self.socks[i].group = Some(g);
+                        self.socks[i].member = Some(member);
+                    }
+                }
+                Err(_) => {
+                    // reuseport_grow cannot double socks[] past U16_MAX.
+                    let r = Refusal {
+                        errno: if spec.proto == Proto::Tcp {
+                            Errno::Enomem
+                        } else {
+                            Errno::Eaddrinuse
+                        },
+                        rule: RefusalRule::GroupFull,
+                        source: KernelSource::new(
+                            "reuseport_grow",
+                            "net/core/sock_reuseport.c",
+                            self.profile.release,
+                        ),
+                        with: None,
+                    };
+                    if spec.proto == Proto::Udp {
+                        self.unbind(i);
+                    }
+                    return Some(r);
+                }
+            }
+        }
+        self.set_listening(i, true);
+        let tail = self.rules.v6_reuseport_tail && spec.reuseport && spec.family == Family::Inet6;
+        for list in [
+            self.port_list.entry((spec.proto, spec.port)).or_default(),
+            self.addr_list
+                .entry((spec.proto, bucket_addr(spec.addr), spec.port))
+                .or_default(),
+        ] {
+            if tail {
+                list.push(i);
+            } else {
+                list.insert(0, i);
+            }
+        }
+        None
+    }
+
+    /// A new, empty group for `spec`'s address; a TCP group migrates
+    /// requests when the call log sets `tcp_migrate_req`.
+    fn new_group(&mut self, spec: &SocketSpec, keys: Keys) -> usize {
+        let gs = GroupSpec {
+            v6only: spec.v6only,
+            tcp_migrate_req: self.tcp_migrate_req && spec.proto == Proto::Tcp,
+            ..GroupSpec::new(spec.proto, 0, spec.addr, spec.port, keys)
+        };
+        self.groups.push(GroupEntry {
+            group: ReuseportGroup::build_empty(self.profile, &gs),
+            members: Vec::new(),
+        });
+        let g = self.groups.len() - 1;
+        self.groups_on
+            .entry((spec.proto, spec.port, spec.addr))
+            .or_default()
+            .push(g);
+        g
+    }
+
+    /// The group UDP socket `i` joins when connected sockets leave theirs
+    /// (6.13+): that of the first socket it matches as
+    /// `udp_reuseport_add_sock` walks the port slot from its head
+    /// (net/ipv4/udp.c). `udp_lib_get_port` puts AF_INET6 SO_REUSEPORT
+    /// sockets at the slot's tail (4.6, d894ba18d4e4: `v6_reuseport_tail`)
+    /// and others at its head, so the walk meets AF_INET matches newest bind
+    /// first and AF_INET6 ones (v4-mapped too) oldest first: an AF_INET6
+    /// socket bound after a `connect()`ed one joins the earlier unconnected
+    /// sockets' group, an AF_INET one the connected socket (recorded on
+    /// 6.18.44; kernel_bind_rules.rs). A match outside any group gets a new
+    /// one with itself as the first member (`reuseport_add_sock`,
+    /// net/core/sock_reuseport.c).
+    fn udp_group_to_join(&mut self, i: usize, keys: Keys) -> Option<usize> {
+        let spec = self.socks[i].spec.clone();
+        let mut matches: Vec<usize> = (0..self.socks.len())
+            .filter(|&j| {
+                let o = &self.socks[j];
+                j != i && o.bound && !o.closed && o.listening && same_group(&o.spec, &spec)
+            })
+            .collect();
+        // The slot's order: sockets hashed at its head, newest first, then
+        // those at its tail, oldest first (each placed by its SO_REUSEPORT
+        // when it bound).
+        let tail = self.rules.v6_reuseport_tail;
+        matches.sort_by_key(|&j| {
+            let o = &self.socks[j];
+            if tail && o.slot_tail {
+                (1, o.bind_seq)
+            } else {
+                (0, u64::MAX - o.bind_seq)
+            }
+        });
+        let j = matches.first().copied()?;
+        if let Some(g) = self.socks[j].group {
+            return Some(g);
+        }
+        let g = self.new_group(&self.socks[j].spec.clone(), keys);
+        let entry = &mut self.groups[g];
+        let joined = if self.socks[j].spec.state == SockState::Connected {
+            entry.group.join_connected()
+        } else {
+            entry.group.join()
+        };
+        if joined.is_err() {
+            return None;
+        }
+        if let Some(cpu) = self.socks[j].spec.incoming_cpu {
+            let _ = entry.group.set_incoming_cpu(0, Some(cpu));
+        }
+        entry.members.push(j);
+        self.socks[j].group = Some(g);
+        self.socks[j].member = Some(0);
+        Some(g)
+    }
+}
