@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test; stops at the first failing stage and names it.
 # Ends with a table of every stage's time (also after a failure).
-#   --quick   the inner loop (npm run test:quick): rustfmt, Biome, line width, clippy, the wasm package
+#   --quick   the inner loop (npm run test:quick): rustfmt, Biome, line width, import cycles, clippy, the wasm package
 #             (when its inputs changed), the model's tests, typecheck and Vitest; no agent, site or
 #             browser builds. Vitest's comparisons with the agent run only if a release agent has been
 #             built (they say they were skipped otherwise).
@@ -81,6 +81,7 @@ stage setup bash scripts/setup.sh
 stage "rustfmt (cargo fmt --check)" cargo fmt --all --check
 stage "biome (format and lint: src, site, scripts, tests, configs)" biome check --error-on-warnings
 stage "line width (strings the formatter cannot break)" node scripts/check-line-width.mjs
+stage "import cycles in src/ (none allowed)" node scripts/check-cycles.mjs
 # Not --quiet: the per-test lines carry the reasons of ignored tests; the passes are not shown.
 cargo_test() {
   cargo test "$@" 2>&1 | tee "$LOGS/cargo.log" | grep -vE '^test .* \.\.\. ok$|^running [0-9]+ tests?$|^$'

@@ -6,7 +6,7 @@
  */
 import { EMBED_WIDGETS } from '../embed/widgets';
 import { siteBase } from './context';
-import { currentSettings } from './element';
+import { currentSettings } from './host';
 import { pageLang } from './site';
 
 const TEXT = {

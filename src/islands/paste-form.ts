@@ -5,11 +5,10 @@
  * `mountPaste` (paste.ts), which wires it to the paste worker. Also the
  * results' simulation section, drawn from the worker's answer alone.
  */
-import { profiles } from '../model/index';
+import { profiles, type Proto } from '../model/index';
 import type { CallLog, Layout } from '../model/lookup';
 import { el, field } from './dom';
 import type { PasteText } from './paste-text';
-import type { PasteOptions } from './paste';
 import { say, type Lang } from '../model/messages';
 import type { SpreadAnswer } from '../model/paste';
 
@@ -41,6 +40,16 @@ export function readLayout(text: string): { layout?: CallLog | Layout; error?: s
   } catch (e) {
     return { error: (e as Error).message };
   }
+}
+
+/** The widget's settings (`<reuseport-paste>`'s attributes). */
+export interface PasteOptions {
+  kernel?: string;
+  proto?: Proto;
+  listeners?: number;
+  text?: string;
+  /** Read the settings from the page URL (the lookup page does; embeds do not). */
+  fromUrl?: boolean;
 }
 
 export type SecretMode = 'none' | 'typed' | 'random' | 'recovered';

@@ -10,7 +10,7 @@
  */
 import { pageLang } from './site';
 import { el, field } from './dom';
-import { buildPasteForm, readLayout, spreadSection, type SecretMode } from './paste-form';
+import { buildPasteForm, readLayout, spreadSection, type PasteOptions, type SecretMode } from './paste-form';
 import { groupSpec, loadModel, parseBind, resolveNotes, resolveProfile, type Proto } from '../model/index';
 import { say, sayBasis, sayRefusal } from '../model/messages';
 import { PasteSession, readUrlState, writeUrlState, MAX_URL_TEXT, MAX_FILE_BYTES, type UrlState } from '../model/paste';
@@ -36,15 +36,6 @@ function roleKey(r: Role): string {
 function roleOf(key: string): Role {
   const [kind, side] = key.split(':') as [string, string | undefined];
   return (side ? { kind, side } : { kind }) as Role;
-}
-
-export interface PasteOptions {
-  kernel?: string;
-  proto?: Proto;
-  listeners?: number;
-  text?: string;
-  /** Read the settings from the page URL (the lookup page does; embeds do not). */
-  fromUrl?: boolean;
 }
 
 let uid = 0;

@@ -1,6 +1,6 @@
 /** Where a widget is: its language and the site's base URL (no other state). */
 import { langOf, type Lang } from '../model/messages';
-import { hostOf } from './element';
+import { hostOf } from './host';
 import { siteBase } from './context';
 
 /** The language of a widget: the nearest `lang` attribute around it, else the page's. */

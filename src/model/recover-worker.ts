@@ -6,23 +6,14 @@
  * it into chunks so that progress can be reported and `terminate()` stops
  * it within one chunk.
  *
- * In: {@link RecoverJob}. Out: {@link PartReply} (src/model/search-pool.ts):
+ * In: {@link RecoverJob} (src/model/recover.ts). Out: {@link PartReply} (src/model/search-pool.ts):
  * `{ plan }` once (worker 0 only), `{ progress }` after every chunk, then
  * `{ done }` with the candidates (each checked through the model's own
  * selection), or `{ error }`.
  */
 import init, { Recovery } from './pkg-lookup/reuseport.js';
-import type { GroupSpec } from './generated/GroupSpec';
-import type { Tuple } from './generated/Tuple';
-import type { PlanFigures } from './recover';
-import { searchChunks, type PartJob, type PartReply } from './search-pool';
-
-/** What a search worker is given. */
-export interface RecoverJob extends PartJob {
-  kernel: string;
-  group: GroupSpec;
-  observations: { tuple: Tuple; listener: number }[];
-}
+import type { PlanFigures, RecoverJob } from './recover';
+import { searchChunks, type PartReply } from './search-pool';
 
 /** Posts one message to the page, of the shape the page reads. */
 const reply = (m: PartReply<PlanFigures>) => postMessage(m);

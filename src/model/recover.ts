@@ -5,11 +5,17 @@
  */
 import type { GroupSpec } from './generated/GroupSpec';
 import type { Tuple } from './generated/Tuple';
-import type { RecoverJob } from './recover-worker';
 import { ObservationError, poolSize, searchPool, SPACE, type PartJob, type PoolProgress, type PoolResult } from './search-pool';
 
 /** Observations the search takes at most: far more than any key needs, and a bound on the plan's work. */
 export const MAX_OBSERVATIONS = 2000;
+
+/** What a search worker (src/model/recover-worker.ts) is given. */
+export interface RecoverJob extends PartJob {
+  kernel: string;
+  group: GroupSpec;
+  observations: { tuple: Tuple; listener: number }[];
+}
 
 /** What the observations say before the search (from the model's plan). */
 export interface PlanFigures {
