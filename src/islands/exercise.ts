@@ -25,7 +25,7 @@
  *   (src/islands/exercise-model.ts); which one made the histogram? A choice
  *   is a variant id such as `"epoll-exclusive"`.
  */
-import { Group, NO_LISTENER, loadModel, resolveProfile, type Explain, type Tuple } from '../model/index';
+import { ephemeralRange, Group, NO_LISTENER, loadModel, resolveProfile, type Explain, type Tuple } from '../model/index';
 import { Host, callLog, lastCall, loadLookup, setupAll, type CallLog, type SocketSetup } from '../model/lookup';
 import { sayRefusal, type Errno, type Refusal } from '../model/messages';
 import { renderExplain } from '../render/explain-card';
@@ -136,7 +136,8 @@ export function synQuestion(seed: number, index: number, kernel = '6.18'): SynQu
   const closed = listeners >= 3 && rng.below(3) === 0 ? [rng.below(listeners)] : [];
   const client =
     server === '127.0.0.1' ? `127.0.${rng.below(256)}.${1 + rng.below(254)}` : `${pickOf(rng, ['192.0.2', '198.51.100', '203.0.113'])}.${1 + rng.below(254)}`;
-  const tuple: Tuple = { saddr: client, sport: 32768 + rng.below(28232), daddr: server, dport: port };
+  const ports = ephemeralRange(kernel);
+  const tuple: Tuple = { saddr: client, sport: ports.low + rng.below(ports.high - ports.low + 1), daddr: server, dport: port };
   const group = new Group(kernel, { proto: 'tcp', listeners, bind, port, keys: { v4: secret, v6Outer: secret, v6Inner: 0 }, closed });
   try {
     const explain = group.explain(tuple);

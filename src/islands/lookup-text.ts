@@ -11,7 +11,8 @@ export interface LookupText {
   profile: (release: string, basis: string) => string;
   proto: string;
   listeners: string;
-  listenersHint: string;
+  /** `group`: the largest group from 4.6; `chain`: the most listeners the model builds (the model's `maxGroupMembers`, `maxListeners`). */
+  listenersHint: (group: number, chain: number) => string;
   bound: string;
   boundHint: string;
   boundPlaceholder: string;
@@ -66,7 +67,8 @@ const en: LookupText = {
   profile: (r, b) => `Uses profile ${r} (rules from ${b}).`,
   proto: 'Protocol',
   listeners: 'Listeners',
-  listenersHint: '1 to 32768 from 4.6 (the group array), up to 1,048,576 on a 3.9–4.5 chain; numbered in listen() order (bind() for UDP)',
+  listenersHint: (group, chain) =>
+    `1 to ${group} from 4.6 (the group array), up to ${chain.toLocaleString('en-US')} on a 3.9–4.5 chain; numbered in listen() order (bind() for UDP)`,
   bound: 'Bound address',
   boundHint: 'empty: the destination of the first line; 0.0.0.0 or :: for a wildcard group',
   boundPlaceholder: 'destination of the first line',
@@ -119,7 +121,8 @@ const zh: LookupText = {
   profile: (r, b) => `使用内核配置档 ${r}（规则依据：${b}）。`,
   proto: '协议',
   listeners: '监听套接字数',
-  listenersHint: '4.6 起为 1 到 32768（组数组），3.9–4.5 的链表最多 1,048,576；按 listen() 顺序编号（UDP 按 bind() 顺序）',
+  listenersHint: (group, chain) =>
+    `4.6 起为 1 到 ${group}（组数组），3.9–4.5 的链表最多 ${chain.toLocaleString('en-US')}；按 listen() 顺序编号（UDP 按 bind() 顺序）`,
   bound: '绑定地址',
   boundHint: '留空：使用第一行的目的地址；通配组填 0.0.0.0 或 ::',
   boundPlaceholder: '第一行的目的地址',

@@ -8,7 +8,19 @@
  */
 import { select } from 'd3';
 import { pageLang } from './site';
-import { Group, loadModel, parseBind, parseTuples, profiles, resolveNotes, resolveProfile, type LineAnswer, type Proto } from '../model/index';
+import {
+  Group,
+  loadModel,
+  maxGroupMembers,
+  maxListeners,
+  parseBind,
+  parseTuples,
+  profiles,
+  resolveNotes,
+  resolveProfile,
+  type LineAnswer,
+  type Proto,
+} from '../model/index';
 import { say, sayBasis } from '../model/messages';
 import { countByListener, explainView } from '../scene/explain-view';
 import { PROTO_OPTIONS, selectOptions } from './dom';
@@ -107,7 +119,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
   const proto = field('proto', t.proto).append('select').attr('id', f('proto')).attr('name', 'proto');
   selectOptions(proto, PROTO_OPTIONS, options.proto ?? 'tcp');
 
-  const listeners = field('listeners', t.listeners, t.listenersHint)
+  const listeners = field('listeners', t.listeners, t.listenersHint(maxGroupMembers(), maxListeners()))
     .append('input')
     .attr('id', f('listeners'))
     .attr('type', 'number')

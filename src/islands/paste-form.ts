@@ -5,7 +5,7 @@
  * `mountPaste` (paste.ts), which wires it to the paste worker. Also the
  * results' simulation section, drawn from the worker's answer alone.
  */
-import { profiles, type Proto } from '../model/index';
+import { maxGroupMembers, profiles, type Proto } from '../model/index';
 import type { CallLog, Layout } from '../model/lookup';
 import { el, field } from './dom';
 import type { PasteText } from './paste-text';
@@ -82,7 +82,7 @@ export function buildPasteForm(root: HTMLElement, t: PasteText, f: (n: string) =
   const proto = el('select');
   for (const p of ['tcp', 'udp']) proto.append(el('option', { value: p }, p.toUpperCase()));
   proto.value = options.proto ?? 'tcp';
-  const listeners = el('input', { type: 'number', min: '1', max: '32768', value: String(options.listeners ?? 8) });
+  const listeners = el('input', { type: 'number', min: '1', max: String(maxGroupMembers()), value: String(options.listeners ?? 8) });
   const closed = el('input', { inputMode: 'numeric', spellcheck: false });
   const observedCounts = el('input', { spellcheck: false, placeholder: '812, 790, 1630, …' });
 
@@ -123,7 +123,7 @@ export function buildPasteForm(root: HTMLElement, t: PasteText, f: (n: string) =
     kernelField,
     kernelList,
     field(f('proto'), t.proto, proto),
-    field(f('listeners'), t.listeners, listeners, t.listenersHint),
+    field(f('listeners'), t.listeners, listeners, t.listenersHint(maxGroupMembers())),
     field(f('closed'), t.closed, closed, t.closedHint),
     field(f('observed'), t.observedCounts, observedCounts, t.observedCountsHint),
     secretBox,

@@ -32,8 +32,9 @@ export interface PasteText {
   profile: (release: string, basis: string) => string;
   proto: string;
   listeners: string;
-  listenersHint: string;
-  listenersBad: string;
+  /** `max`: the largest group (the model's `maxGroupMembers`). */
+  listenersHint: (max: number) => string;
+  listenersBad: (max: number) => string;
   closed: string;
   closedHint: string;
   closedBad: (n: number) => string;
@@ -245,8 +246,8 @@ const en: PasteText = {
   profile: (r, b) => `Uses profile ${r} (rules from ${b}).`,
   proto: 'Protocol',
   listeners: 'Listeners in the group',
-  listenersHint: '1 to 32768, numbered in listen() order (bind() for UDP)',
-  listenersBad: 'Listeners in the group: give a whole number from 1 to 32768.',
+  listenersHint: (max) => `1 to ${max}, numbered in listen() order (bind() for UDP)`,
+  listenersBad: (max) => `Listeners in the group: give a whole number from 1 to ${max}.`,
   closed: 'Closed listeners',
   closedHint: 'closed in this order after all listened, e.g. 1,3',
   closedBad: (k) => `Closed listeners: give listener numbers below ${k}, separated by commas, such as 1,3.`,
@@ -531,8 +532,8 @@ const zh: PasteText = {
   profile: (r, b) => `使用内核配置档 ${r}（规则依据：${b}）。`,
   proto: '协议',
   listeners: '组内监听套接字数',
-  listenersHint: '1 到 32768，按 listen() 顺序编号（UDP 按 bind() 顺序）',
-  listenersBad: '组内监听套接字数：请输入 1 到 32768 之间的整数。',
+  listenersHint: (max) => `1 到 ${max}，按 listen() 顺序编号（UDP 按 bind() 顺序）`,
+  listenersBad: (max) => `组内监听套接字数：请输入 1 到 ${max} 之间的整数。`,
   closed: '已关闭的监听套接字',
   closedHint: '全部开始监听后按此顺序关闭，例如 1,3',
   closedBad: (k) => `已关闭的监听套接字：请输入小于 ${k} 的编号，用逗号分隔，例如 1,3。`,

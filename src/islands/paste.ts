@@ -11,7 +11,7 @@
 import { pageLang } from './site';
 import { el, field } from './dom';
 import { buildPasteForm, readLayout, spreadSection, type PasteOptions, type SecretMode } from './paste-form';
-import { groupSpec, loadModel, parseBind, resolveNotes, resolveProfile, type Proto } from '../model/index';
+import { groupSpec, loadModel, maxGroupMembers, parseBind, resolveNotes, resolveProfile, type Proto } from '../model/index';
 import { say, sayBasis, sayRefusal } from '../model/messages';
 import { PasteSession, readUrlState, writeUrlState, MAX_URL_TEXT, MAX_FILE_BYTES, type UrlState } from '../model/paste';
 import type { Answered, BadLine, NotedLine, ReadSummary, Row } from '../model/paste-protocol';
@@ -120,7 +120,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   const readGroup = (): { problems: string[]; request?: Parameters<PasteSession['answer']>[0] } => {
     const problems: string[] = [];
     const n = Number(listeners.value);
-    if (!Number.isInteger(n) || n < 1 || n > 32768) problems.push(t.listenersBad);
+    if (!Number.isInteger(n) || n < 1 || n > maxGroupMembers()) problems.push(t.listenersBad(maxGroupMembers()));
     const closedList = closed.value.trim() === '' ? [] : closed.value.split(',').map((x) => x.trim());
     if (!closedList.every((x) => /^\d{1,5}$/.test(x) && Number(x) < n)) problems.push(t.closedBad(n));
     if (observedCounts.value.trim() !== '') {

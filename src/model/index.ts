@@ -9,6 +9,8 @@ import init, {
   Group as WasmGroup,
   V4Batch as WasmV4Batch,
   initSync,
+  maxGroupMembers as wasmMaxGroupMembers,
+  maxListeners as wasmMaxListeners,
   modelVersion,
   parseBind as wasmParseBind,
   parseTuples as wasmParseTuples,
@@ -195,6 +197,22 @@ export function resolveNotes(kernel: string): Note[] {
   } catch {
     return [];
   }
+}
+
+/** The most members a reuseport group holds from 4.6 (32768: `socks[]` stops doubling there). */
+export function maxGroupMembers(): number {
+  return wasmMaxGroupMembers();
+}
+
+/** The most listeners the model builds (a 3.9–4.5 chain, bounded by the default `fs.nr_open`). */
+export function maxListeners(): number {
+  return wasmMaxListeners();
+}
+
+/** The ephemeral port range a kernel's connecting clients draw their source port from (`ip_local_port_range`'s default). */
+export function ephemeralRange(kernel: string): { low: number; high: number } {
+  const { low, high } = resolveProfile(kernel).lookup.defaultPortRange;
+  return { low, high };
 }
 
 /** Parses pasted tuple text with the model's parser. */

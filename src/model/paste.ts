@@ -4,6 +4,7 @@
  * model's parsers, decides the sides, answers and simulates; this file only
  * carries requests and answers.
  */
+import { maxGroupMembers } from './index';
 import { Rpc } from './rpc';
 import type {
   AnswerRequest,
@@ -143,7 +144,7 @@ export interface UrlState {
 const RULES: Record<string, (v: string) => boolean> = {
   kernel: (v) => /^[0-9]{1,2}\.[0-9]{1,3}[0-9A-Za-z.+_~-]{0,60}$/.test(v) || v === 'auto',
   proto: (v) => v === 'tcp' || v === 'udp',
-  listeners: (v) => /^[0-9]{1,5}$/.test(v) && Number(v) >= 1 && Number(v) <= 32768,
+  listeners: (v) => /^[0-9]{1,5}$/.test(v) && Number(v) >= 1 && Number(v) <= maxGroupMembers(),
   closed: (v) => /^[0-9]{1,5}(,[0-9]{1,5}){0,1023}$/.test(v),
   bind: (v) => v.length <= 60 && /^[0-9A-Fa-f.:[\]]+$/.test(v),
   format: (v) => /^[a-z-]{1,20}$/.test(v),

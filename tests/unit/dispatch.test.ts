@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FrameClock, type Scheduler } from '../../src/clock';
-import { Group, NO_LISTENER } from '../../src/model/index';
+import { ephemeralRange, Group, NO_LISTENER } from '../../src/model/index';
 import { makeClients, SERVER } from '../../src/scene/dispatch/clients';
 import { EventLog, type DispatchEvent } from '../../src/scene/dispatch/events';
 import { bandEdges, COL, hashToY } from '../../src/scene/dispatch/layout';
@@ -28,8 +28,9 @@ describe('dispatch scene', () => {
   beforeAll(loadModelForTests);
 
   it('generates the same clients and boots from the same seed', () => {
-    expect(makeClients(7, 50, 4)).toEqual(makeClients(7, 50, 4));
-    expect(makeClients(7, 50, 4)).not.toEqual(makeClients(8, 50, 4));
+    const ports = ephemeralRange('6.18');
+    expect(makeClients(7, 50, 4, ports)).toEqual(makeClients(7, 50, 4, ports));
+    expect(makeClients(7, 50, 4, ports)).not.toEqual(makeClients(8, 50, 4, ports));
     expect(bootSecret(7, 1)).toBe(bootSecret(7, 1));
     expect(bootSecret(7, 1)).not.toBe(bootSecret(7, 2));
   });

@@ -1,5 +1,19 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Group, NO_LISTENER, V4Batch, groupSpec, parseBind, parseTuples, profiles, resolveProfile, version, type Explain } from '../../src/model/index';
+import {
+  ephemeralRange,
+  Group,
+  maxGroupMembers,
+  maxListeners,
+  NO_LISTENER,
+  V4Batch,
+  groupSpec,
+  parseBind,
+  parseTuples,
+  profiles,
+  resolveProfile,
+  version,
+  type Explain,
+} from '../../src/model/index';
 import { loadModelForTests } from './setup-model';
 
 // kernel-history.md §1.5: 127.0.0.9:40000 -> 127.0.0.1:8080, secret 0x12345678 + mix 0x9abcdef0.
@@ -40,6 +54,17 @@ describe('model facade over wasm', () => {
   it('refuses the 32769th member with the kernel error', () => {
     expect(() => new Group('6.18', { proto: 'tcp', listeners: 32769, bind: '127.0.0.1', port: 80 })).toThrow(/ENOMEM/);
     expect(() => new Group('6.18', { proto: 'udp', listeners: 32769, bind: '127.0.0.1', port: 80 })).toThrow(/EADDRINUSE/);
+  });
+
+  it('gives the kernel constants the site bounds its inputs with', () => {
+    // socks[] doubles from 128 while 2 * max_socks <= U16_MAX (net/core/sock_reuseport.c): 2^15.
+    expect(maxGroupMembers()).toBe(2 ** 15);
+    // The default fs.nr_open (fs/file.c: 1024 * 1024).
+    expect(maxListeners()).toBe(1024 * 1024);
+    // ip_local_port_range's default: 32768-61000 until 4.5, 32768-60999 from 4.6 (07f4c90062f8).
+    expect(ephemeralRange('4.5')).toEqual({ low: 32768, high: 61000 });
+    expect(ephemeralRange('4.6')).toEqual({ low: 32768, high: 60999 });
+    expect(ephemeralRange('6.18')).toEqual({ low: 32768, high: 60999 });
   });
 
   it('lists the profiles and resolves releases to the newest profile not newer', () => {

@@ -1,10 +1,14 @@
 /** The paste page's shareable URL: settings round-trip, bad values are named, large input is refused. */
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { MAX_URL_TEXT, readUrlState, writeUrlState } from '../../src/model/paste';
+import { loadModelForTests } from './setup-model';
 
 const PAGE = 'https://example.test/lookup/';
 
 describe('paste URL state', () => {
+  // The listeners bound is the model's (the largest group).
+  beforeAll(loadModelForTests);
+
   it('round-trips every setting and a small input', () => {
     const state = {
       kernel: '4.18.0-513.el8',

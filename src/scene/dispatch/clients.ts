@@ -18,14 +18,18 @@ export interface Client {
   cpu: number;
 }
 
-/** `count` clients from `seed`, spread over `cpus` CPUs. */
-export function makeClients(seed: number, count: number, cpus: number): Client[] {
+/**
+ * `count` clients from `seed`, spread over `cpus` CPUs, each with a source
+ * port of `ports` (the kernel's default ephemeral range, `ephemeralRange` of
+ * the model facade).
+ */
+export function makeClients(seed: number, count: number, cpus: number, ports: { low: number; high: number }): Client[] {
   const rng = new Rng(mix32(seed, 0xc11e));
   const out: Client[] = [];
   for (let i = 0; i < count; i++) {
     const r = rng.u32();
     const addr = (((198 << 24) | (18 << 16)) + (r & 0x1ffff) + 1) >>> 0; // 198.18.0.0/15, benchmarking range
-    const sport = 32768 + rng.below(28232);
+    const sport = ports.low + rng.below(ports.high - ports.low + 1);
     out.push({ addr, saddr: ipv4ToString(addr), sport, cpu: rng.below(Math.max(1, cpus)) });
   }
   return out;

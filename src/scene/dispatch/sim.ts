@@ -6,6 +6,7 @@
  * flow map); this file only moves dots along the path the model reported.
  */
 import { Group, NO_LISTENER, V4Batch, type Change, type CpuPin, type Explain, type GroupSummary, type Program, type Proto } from '../../model/index';
+import { ephemeralRange } from '../../model/index';
 import { makeClients, SERVER, type Client } from './clients';
 import { EventLog, type DispatchEvent, type EventWhat, type NoTaker } from './events';
 import { COL, clientY, hashToY, along } from './layout';
@@ -290,7 +291,7 @@ export class DispatchSim {
     for (const op of this.#ops) applyOp(g, op);
     this.group?.dispose();
     this.group = g;
-    this.clients = o.clientList ?? makeClients(o.seed, o.clients, o.cpus);
+    this.clients = o.clientList ?? makeClients(o.seed, o.clients, o.cpus, ephemeralRange(o.kernel));
     this.#batch?.dispose();
     this.#batch = this.clients.length ? new V4Batch(this.clients.length) : null;
     this.log.clear();

@@ -74,6 +74,20 @@ fn from_js<T: for<'de> Deserialize<'de>>(v: JsValue, what: &str) -> JsResult<T> 
     serde_wasm_bindgen::from_value(v).map_err(|e| JsError::new(&format!("{what}: {e}")))
 }
 
+/// The most members a reuseport group holds from 4.6 (`socks[]` stops
+/// doubling at 32768: `reuseport_grow`, `net/core/sock_reuseport.c`).
+#[wasm_bindgen(js_name = maxGroupMembers)]
+pub fn wasm_max_group_members() -> u32 {
+    reuseport_model::profile::MAX_SOCKS
+}
+
+/// The most listeners the model builds: a 3.9–4.5 chain has no kernel
+/// limit but one process's file descriptors (the default `fs.nr_open`).
+#[wasm_bindgen(js_name = maxListeners)]
+pub fn wasm_max_listeners() -> u32 {
+    reuseport_model::reuseport::MAX_LISTENERS
+}
+
 /// The model's version.
 #[wasm_bindgen(js_name = modelVersion)]
 pub fn wasm_model_version() -> String {
