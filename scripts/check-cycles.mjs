@@ -1,8 +1,9 @@
 // Import cycles in src/: every relative import (`import … from`, `import type`,
 // `export … from`, `import('…')`) between the site's TypeScript files is an edge,
 // and every strongly connected set of two or more files (or a file importing
-// itself) is a cycle, printed with its files. The count must stay at 0, so that
-// src/ reads in layers. Generated and wasm-pack files are leaves and not read.
+// itself) is a cycle, printed with its files. An import from a lower layer to a
+// higher one (render/ importing islands/) is refused too. Both counts stay at 0, so
+// that src/ reads in layers. Generated and wasm-pack files are leaves and not read.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -92,6 +93,16 @@ for (const start of edges.keys()) {
   }
 }
 
+// The layers, lowest first: a file imports its own layer or lower ones, never a higher one
+// (data flows model → scene → render; the widgets in islands/ wire them). Files outside these
+// folders (hex.ts, clock.ts, styles/, embed/) are held only by the cycle check.
+const LAYERS = ['model', 'scene', 'render', 'islands'];
+const rank = (f) => LAYERS.indexOf(relative(resolve(ROOT), f).split('/')[0]);
+const upward = [];
+for (const [from, tos] of edges)
+  for (const to of tos) if (rank(from) >= 0 && rank(to) > rank(from)) upward.push(`${relative(process.cwd(), from)} → ${relative(process.cwd(), to)}`);
+
 for (const c of cycles) console.log(`import cycle: ${c.join(' ↔ ')}`);
-console.log(`check-cycles: ${files.length} files in ${ROOT}/, ${cycles.length} import cycle(s)`);
-if (cycles.length) process.exit(1);
+for (const u of upward) console.log(`import against the layers (${LAYERS.join(' < ')}): ${u}`);
+console.log(`check-cycles: ${files.length} files in ${ROOT}/, ${cycles.length} import cycle(s), ${upward.length} import(s) against the layers`);
+if (cycles.length || upward.length) process.exit(1);

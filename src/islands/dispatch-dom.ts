@@ -9,6 +9,7 @@ import type { Selection } from 'd3';
 import { profiles } from '../model/index';
 import { Chart } from '../render/dispatch/chart';
 import { Overlay } from '../render/dispatch/overlay';
+import { renderTextTable } from '../render/table';
 import { firstLinePast } from '../scene/dispatch/clients';
 import { KIND_SHAPE, KINDS } from '../scene/dispatch/palette';
 import { hex32 } from '../scene/dispatch/rng';
@@ -237,17 +238,10 @@ export function buildDispatchDom(root: Sel, { t, f, seq, opts, speed, on }: DomI
     .attr('tabindex', '0')
     .attr('role', 'region')
     .attr('aria-label', seq > 1 ? `${t.workersHeading} (${seq})` : t.workersHeading);
-  const workersTable = workersBox.append('table').attr('class', 'rl-table');
-  const workersCaption = workersTable.append('caption');
-  workersTable
-    .append('thead')
-    .append('tr')
-    .selectAll('th')
-    .data(t.workersHead)
-    .join('th')
-    .attr('scope', 'col')
-    .text((d) => d);
-  const workersBody = workersTable.append('tbody');
+  // The caption and the rows are written every frame (dispatch-panels.ts).
+  const workersTable = renderTextTable(workersBox, { caption: '', head: t.workersHead, rows: [] });
+  const workersCaption = workersTable.select<HTMLTableCaptionElement>('caption');
+  const workersBody = workersTable.select<HTMLTableSectionElement>('tbody');
 
   // ---- Below the scene ---------------------------------------------------------------------------
   const movedBox = root.append('details').attr('class', 'rl-dv-moved').property('hidden', true);
@@ -256,17 +250,7 @@ export function buildDispatchDom(root: Sel, { t, f, seq, opts, speed, on }: DomI
   const summary = root.append('p').attr('class', 'rl-dv-summary').attr('id', f('summary'));
 
   const tableWrap = root.append('div').attr('class', 'rl-dv-events');
-  const table = tableWrap.append('table').attr('class', 'rl-table');
-  table.append('caption').text(t.eventList);
-  table
-    .append('thead')
-    .append('tr')
-    .selectAll('th')
-    .data(t.eventHead)
-    .join('th')
-    .attr('scope', 'col')
-    .text((d) => d);
-  const tbody = table.append('tbody');
+  const tbody = renderTextTable(tableWrap, { caption: t.eventList, head: t.eventHead, rows: [] }).select<HTMLTableSectionElement>('tbody');
   const inspector = root.append('section').attr('class', 'rl-dv-inspector').attr('aria-labelledby', f('insp-h'));
   const nth = seq > 1 ? ` (${seq})` : '';
   inspector.append('h2').attr('id', f('insp-h')).text(`${t.inspector}${nth}`);

@@ -12,6 +12,7 @@
  */
 import type { CuratedView, Scenario, SimReport, SimSession, Variant } from '../model/sim';
 import { renderWorkerBars } from '../render/scenario-charts';
+import { tableElement } from '../render/table';
 import { scenarioCards, type FigureKey, type VariantCard } from '../scene/scenario-view';
 import { Rng, mix32 } from '../scene/dispatch/rng';
 import { h } from './dom';
@@ -100,14 +101,14 @@ export function modelCards(q: ModelQuestion): VariantCard[] {
 }
 
 function figureTable(parent: HTMLElement, card: VariantCard, st: ScenarioText, lang: string): void {
-  const table = parent.appendChild(h('table', 'rl-sc-figures rl-ex-figures'));
-  const body = table.appendChild(h('tbody'));
-  for (const key of MODEL_FIGURES) {
-    const f = card.figures.find((x) => x.key === key);
-    const tr = body.appendChild(h('tr'));
-    tr.dataset.figure = key;
-    tr.append(h('th', '', st.figure[key], { scope: 'row' }), h('td', '', formatFigure(f?.sim ?? 0, key, lang)));
-  }
+  parent.append(
+    tableElement({
+      className: 'rl-sc-figures rl-ex-figures',
+      rowHeads: true,
+      rows: MODEL_FIGURES.map((key) => [st.figure[key], formatFigure(card.figures.find((x) => x.key === key)?.sim ?? 0, key, lang)]),
+      data: (i) => ({ figure: MODEL_FIGURES[i]! }),
+    }),
+  );
 }
 
 /** The accepts per worker as a table: the chart's text equivalent. */
@@ -115,16 +116,17 @@ function countsTable(parent: HTMLElement, card: VariantCard, st: ScenarioText, c
   const det = parent.appendChild(h('details', 'rl-ex-counts'));
   det.append(h('summary', '', st.table));
   const wrap = det.appendChild(h('div', 'rl-ex-scroll'));
-  const table = wrap.appendChild(h('table', 'rl-table'));
-  table.append(h('caption', '', caption));
-  const head = table.appendChild(h('tr'));
-  const row = table.appendChild(h('tr'));
-  head.append(h('th', '', st.workerHead, { scope: 'row' }));
-  row.append(h('th', '', st.accepts, { scope: 'row' }));
-  for (const w of card.workers) {
-    head.append(h('td', '', st.worker(w.worker)));
-    row.append(h('td', 'rl-ex-count', String(w.sim)));
-  }
+  // One column per worker: the rows are the workers' names and their accepts.
+  wrap.append(
+    tableElement({
+      caption,
+      rowHeads: true,
+      rows: [
+        [st.workerHead, ...card.workers.map((w) => st.worker(w.worker))],
+        [st.accepts, ...card.workers.map((w) => ({ text: String(w.sim), className: 'rl-ex-count' }))],
+      ],
+    }),
+  );
 }
 
 /** The question: the workload in one sentence, the histogram, its figures. */

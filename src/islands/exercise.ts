@@ -29,6 +29,7 @@ import { ephemeralRange, Group, NO_LISTENER, loadModel, resolveProfile, type Exp
 import { Host, callLog, lastCall, loadLookup, setupAll, type CallLog, type SocketSetup } from '../model/lookup';
 import { sayRefusal, type Errno, type Refusal } from '../model/messages';
 import { renderExplain } from '../render/explain-card';
+import { tableElement } from '../render/table';
 import { explainView } from '../scene/explain-view';
 import { Rng, mix32 } from '../scene/dispatch/rng';
 import { hex32 } from '../hex';
@@ -360,16 +361,17 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     if (q.closed.length) box.append(h('p', 'rl-ex-note', t.closed(q.closed.map((c) => t.listener(c)).join(', '))));
     if (q.slots.length) {
       const wrap = box.appendChild(h('div', 'rl-ex-scroll'));
-      const table = wrap.appendChild(h('table', 'rl-table rl-ex-slots'));
-      table.append(h('caption', '', t.slots));
-      const head = table.appendChild(h('tr'));
-      const row = table.appendChild(h('tr'));
-      head.append(h('th', '', t.slotHead[0], { scope: 'row' }));
-      row.append(h('th', '', t.slotHead[1], { scope: 'row' }));
-      for (const [s, l] of q.slots) {
-        head.append(h('td', '', String(s)));
-        row.append(h('td', '', String(l)));
-      }
+      wrap.append(
+        tableElement({
+          caption: t.slots,
+          className: 'rl-table rl-ex-slots',
+          rowHeads: true,
+          rows: [
+            [t.slotHead[0], ...q.slots.map(([s]) => String(s))],
+            [t.slotHead[1], ...q.slots.map(([, l]) => String(l))],
+          ],
+        }),
+      );
       scrollable(wrap, t.slots);
     } else if (q.chain.length) {
       box.append(h('p', 'rl-ex-note', `${t.chain} (${t.chainHint}): ${q.chain.join(', ')}`));

@@ -7,6 +7,7 @@
  */
 import { maxGroupMembers, profiles, type Proto } from '../model/index';
 import type { CallLog, Layout } from '../model/lookup';
+import { tableElement } from '../render/table';
 import { el, field } from './dom';
 import type { PasteText } from './paste-text';
 import { say, type Lang } from '../model/messages';
@@ -204,21 +205,18 @@ export function spreadSection(t: PasteText, lang: Lang, spread: SpreadAnswer | u
   if (spread.compareError) sec.append(el('p', { class: 'rl-warn' }, spread.compareError));
   if (spread.comparison)
     sec.append(el('p', { class: 'rl-verdict' }, say(lang, 'verdict', spread.comparison.verdict)), el('p', {}, t.observedSkew(spread.comparison)));
-  const tb = el('table', { class: 'rl-table' });
-  tb.append(el('caption', {}, t.byListenersTitle));
-  const hr = tb.createTHead().insertRow();
-  for (const h of t.byListenersHead) hr.append(el('th', { scope: 'col' }, h));
-  const body = tb.createTBody();
-  for (const r of spread.byListeners.rows) {
-    const tr = body.insertRow();
-    if (r.yours) tr.className = 'rl-chosen';
-    for (const c of [
-      String(r.listeners) + (r.yours ? ` ${t.yours}` : ''),
-      `${num(r.maxMin.p50)} / ${num(r.maxMin.p95)}`,
-      `${fmt(r.emptyShare.mean * 100, 1)} %`,
-    ])
-      tr.append(el('td', {}, c));
-  }
-  sec.append(tb);
+  const rows = spread.byListeners.rows;
+  sec.append(
+    tableElement({
+      caption: t.byListenersTitle,
+      head: t.byListenersHead,
+      rows: rows.map((r) => [
+        String(r.listeners) + (r.yours ? ` ${t.yours}` : ''),
+        `${num(r.maxMin.p50)} / ${num(r.maxMin.p95)}`,
+        `${fmt(r.emptyShare.mean * 100, 1)} %`,
+      ]),
+      chosen: (i) => !!rows[i]?.yours,
+    }),
+  );
   return sec;
 }

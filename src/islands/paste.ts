@@ -20,6 +20,7 @@ import { explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
 import { renderVirtualTable, type VirtualTable } from '../render/virtual-table';
 import { renderPasteBars } from '../render/paste-bars';
+import { tableElement } from '../render/table';
 import { hex32, parseHex32 } from '../hex';
 import { defineIsland, emit as emitEvent, hostOf, islandElement, type WidgetEventKind } from './element';
 import { pasteText, type PasteText } from './paste-text';
@@ -241,13 +242,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
   const renderColumns = (cols: Columns) => {
     const box = el('details', { class: 'rl-paste-cols', open: true });
     box.append(el('summary', {}, t.columnsTitle(cols.header)));
-    const tb = el('table', { class: 'rl-table' });
-    const hr = tb.createTHead().insertRow();
-    for (const h of t.columnsHead) hr.append(el('th', { scope: 'col' }, h));
-    const body = tb.createTBody();
-    cols.columns.forEach((c, i) => {
-      const tr = body.insertRow();
-      tr.append(el('td', {}, c.name));
+    const rows = cols.columns.map((c, i) => {
       const sel = el('select');
       sel.setAttribute('aria-label', t.columnRole(c.name));
       for (const [key, label] of t.roles) sel.append(el('option', { value: key }, label));
@@ -257,9 +252,9 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
         columns = next;
         void analyse();
       });
-      tr.append(el('td', {}, sel));
+      return [c.name, sel];
     });
-    box.append(tb);
+    box.append(tableElement({ head: t.columnsHead, rows }));
     return box;
   };
 
@@ -288,17 +283,12 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     renderPasteBars(sec, { counts, band, label: t.barsLabel(counts, band), axis: bySocket ? t.socketAxis : t.listenerAxis });
     const det = el('details');
     det.append(el('summary', {}, t.countsTable));
-    const tb = el('table', { class: 'rl-table' });
-    const hr = tb.createTHead().insertRow();
-    for (const h of t.countsHead) hr.append(el('th', { scope: 'col' }, h));
-    const body = tb.createTBody();
-    counts.forEach((c, i) => {
-      const tr = body.insertRow();
+    const rows = counts.map((c, i) => {
       const b = band ?? spread?.spread.perListener.find((x) => x.listener === i);
       const inBand = b ? `${c < b.p5 ? t.below : c > b.p95 ? t.above : t.within} (${b.p5.toLocaleString()}–${b.p95.toLocaleString()})` : '–';
-      for (const x of [String(i), c.toLocaleString(), inBand]) tr.append(el('td', {}, x));
+      return [String(i), c.toLocaleString(), inBand];
     });
-    det.append(tb);
+    det.append(tableElement({ head: t.countsHead, rows }));
     sec.append(det);
     return sec;
   };
@@ -536,26 +526,19 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     const sec = el('section', { class: 'rl-paste-sockets' });
     sec.append(el('h2', {}, t.socketsTitle));
     sec.append(el('p', {}, t.socketsLead(a.sockets, a.unrouted, summary!.rows)));
-    const tb = el('table', { class: 'rl-table' });
-    tb.append(el('caption', {}, t.socketsCaption));
-    const hr = tb.createTHead().insertRow();
-    for (const h of t.socketsHead) hr.append(el('th', { scope: 'col' }, h));
-    const body = tb.createTBody();
-    for (const r of a.results.slice(0, 4096)) {
+    const rows = a.results.slice(0, 4096).map((r) => {
       const where = r.family === 'inet6' ? `[${r.addr}]:${r.port}` : `${r.addr}:${r.port}`;
       const call = (x: typeof r.bind) => (x ? `${x.errno}: ${sayRefusal(lang, x)}` : t.callOk);
-      const tr = body.insertRow();
-      for (const c of [
+      return [
         String(r.socket),
         where,
         call(r.bind),
         r.proto === 'tcp' ? call(r.listen) : '–',
         r.group === null ? '–' : t.groupMember(r.group, r.member ?? 0),
         a.counts ? (a.counts[r.socket] ?? 0).toLocaleString() : '–',
-      ])
-        tr.append(el('td', {}, c));
-    }
-    sec.append(tb);
+      ];
+    });
+    sec.append(tableElement({ caption: t.socketsCaption, head: t.socketsHead, rows }));
     return sec;
   };
 

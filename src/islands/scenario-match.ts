@@ -9,6 +9,7 @@
  * `{partial, best: {name, variant}}`, `reuseport:error` `{message}`.
  */
 import { SimSession, type MatchAnswer, type Observed, type Shape } from '../model/sim';
+import { tableElement } from '../render/table';
 import { defineIsland, emit, hostOf, islandElement } from './element';
 import { scenarioText, variantTitle, type ScenarioText } from './scenario-text';
 import { h, runStatus } from './dom';
@@ -95,26 +96,18 @@ async function mountMatch(el: HTMLElement): Promise<() => void> {
       li.append(document.createTextNode(` — ${variant}`));
     }
     // One table for all: the observation's figures, then each ranked run's, numbered as the list.
-    const tbl = out.appendChild(h('table', 'rl-sc-figures rl-scm-shape'));
-    tbl.append(h('caption', 'rl-hint', m.shapeCaption));
-    const hr = tbl.appendChild(h('thead')).appendChild(h('tr'));
-    for (const x of m.shapeHead) hr.append(h('th', '', x, { scope: 'col' }));
-    const tb = tbl.appendChild(h('tbody'));
     const f = (v: number) => v.toLocaleString(lang, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
-    const row = (label: string, sh: Shape, d: string) => {
-      const tr = tb.appendChild(h('tr'));
-      tr.append(
-        h('th', '', label, { scope: 'row' }),
-        h('td', '', f(sh.concentration)),
-        h('td', '', f(sh.emptyShare)),
-        h('td', '', f(sh.evenness)),
-        h('td', '', d),
-      );
-    };
-    row(m.yours, a.observed, '');
-    top.forEach((r, i) => {
-      row(String(i + 1), r.shape, f(r.distance));
-    });
+    const row = (label: string, sh: Shape, d: string) => [label, f(sh.concentration), f(sh.emptyShare), f(sh.evenness), d];
+    out.append(
+      tableElement({
+        caption: m.shapeCaption,
+        captionClass: 'rl-hint',
+        className: 'rl-sc-figures rl-scm-shape',
+        head: m.shapeHead,
+        rowHeads: true,
+        rows: [row(m.yours, a.observed, ''), ...top.map((r, i) => row(String(i + 1), r.shape, f(r.distance)))],
+      }),
+    );
   }
 
   form.addEventListener('submit', (e) => {

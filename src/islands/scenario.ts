@@ -13,6 +13,7 @@
  */
 import { SimSession, type CuratedView, type Scenario, type SimReport } from '../model/sim';
 import { renderLines, renderWorkerBars } from '../render/scenario-charts';
+import { tableElement } from '../render/table';
 import { scenarioCards, type VariantCard } from '../scene/scenario-view';
 import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
 import { formatFigure, scenarioText, variantTitle, type ScenarioText } from './scenario-text';
@@ -114,16 +115,19 @@ function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: 
   const measShare = share(c.workers.map((w) => w.measured));
   const shown = hasMeasured ? c.workers.map((w) => ({ worker: w.worker, sim: simShare(w.sim)!, measured: measShare(w.measured) })) : c.workers;
   renderWorkerBars(bars, shown, { label: hasMeasured ? t.sharesLabel : t.accepts, worker: t.worker });
-  const dl = card.appendChild(h('table', 'rl-sc-figures'));
-  const head = dl.appendChild(h('thead')).appendChild(h('tr'));
-  head.append(h('th', '', t.figureHead, { scope: 'col' }), h('th', '', t.simulated, { scope: 'col' }));
-  if (hasMeasured) head.append(h('th', '', t.measuredShort, { scope: 'col' }));
-  const body = dl.appendChild(h('tbody'));
-  for (const f of c.figures) {
-    const tr = body.appendChild(h('tr'));
-    tr.append(h('th', '', t.figure[f.key], { scope: 'row' }), h('td', '', formatFigure(f.sim, f.key, lang)));
-    if (hasMeasured) tr.append(h('td', '', 'measured' in f ? formatFigure(f.measured, f.key, lang) : '—'));
-  }
+  const measuredCol = <T>(x: T): T[] => (hasMeasured ? [x] : []);
+  card.append(
+    tableElement({
+      className: 'rl-sc-figures',
+      head: [t.figureHead, t.simulated, ...measuredCol(t.measuredShort)],
+      rowHeads: true,
+      rows: c.figures.map((f) => [
+        t.figure[f.key],
+        formatFigure(f.sim, f.key, lang),
+        ...measuredCol('measured' in f ? formatFigure(f.measured, f.key, lang) : '—'),
+      ]),
+    }),
+  );
   const ran = m.ranAs[c.variant.id];
   if (hasMeasured && ran) card.append(h('p', 'rl-hint rl-sc-ran', t.ranAs(ran.cpus, ran.connections, measuredKernel)));
   const ag = m.agreement[c.variant.id];
@@ -146,17 +150,15 @@ function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: 
   renderLines(p99, { series: [c.p99Ms], step: c.bucketMs, label: t.p99 });
   const det = card.appendChild(h('details', 'rl-sc-numbers'));
   det.append(h('summary', '', t.table));
-  const tbl = det.appendChild(h('table'));
-  tbl.append(h('caption', '', t.accepts));
-  const hr = tbl.appendChild(h('thead')).appendChild(h('tr'));
-  hr.append(h('th', '', t.workerHead, { scope: 'col' }), h('th', '', t.simulated, { scope: 'col' }));
-  if (hasMeasured) hr.append(h('th', '', t.measuredShort, { scope: 'col' }));
-  const tb = tbl.appendChild(h('tbody'));
-  for (const w of c.workers) {
-    const tr = tb.appendChild(h('tr'));
-    tr.append(h('th', '', t.worker(w.worker), { scope: 'row' }), h('td', '', w.sim.toLocaleString(lang)));
-    if (hasMeasured) tr.append(h('td', '', w.measured?.toLocaleString(lang) ?? '—'));
-  }
+  det.append(
+    tableElement({
+      caption: t.accepts,
+      className: null,
+      head: [t.workerHead, t.simulated, ...measuredCol(t.measuredShort)],
+      rowHeads: true,
+      rows: c.workers.map((w) => [t.worker(w.worker), w.sim.toLocaleString(lang), ...measuredCol(w.measured?.toLocaleString(lang) ?? '—')]),
+    }),
+  );
 }
 
 async function mountScenario(el: HTMLElement, o: ScenarioOptions): Promise<() => void> {

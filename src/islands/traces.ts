@@ -11,6 +11,7 @@ import { TRAIN_EVENTS, rows, spread, summarize } from '../scene/trace-view';
 import { explainView } from '../scene/explain-view';
 import { SHOWN_COMMAND, cutText } from '../scene/cut';
 import { renderExplain } from '../render/explain-card';
+import { renderTextTable } from '../render/table';
 import { renderBars, renderCountsTable, renderRows } from '../render/trace-view';
 import { hex32, parseHex32 } from '../hex';
 import { defineIsland, hostOf, islandElement } from './element';
@@ -239,11 +240,13 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         draw();
       });
     const wrap = ev.append('div').attr('class', 'rl-tv-tablewrap').attr('tabindex', 0).attr('role', 'region').attr('aria-label', t.events);
-    const table = wrap.append('table').attr('class', 'rl-table rl-tv-table');
-    const hr = table.append('thead').append('tr');
-    for (const h of [t.seq, t.tuple, t.cpu, t.kernelPick, t.modelPick, t.agrees, t.explain]) hr.append('th').attr('scope', 'col').text(h);
+    const table = renderTextTable(wrap, {
+      className: 'rl-table rl-tv-table',
+      head: [t.seq, t.tuple, t.cpu, t.kernelPick, t.modelPick, t.agrees, t.explain],
+      rows: [],
+    });
     const explainBox = ev.append('div').attr('class', 'rl-tv-explain').attr('tabindex', '-1');
-    renderRows(table.append('tbody'), page.rows, t, (i) => {
+    renderRows(table.select<HTMLTableSectionElement>('tbody'), page.rows, t, (i) => {
       const e = tr.events[i]!;
       const group = new Group(tr.kernel.release, traceGroup(tr, current?.key ?? 0));
       try {
@@ -409,31 +412,19 @@ function renderBench(body: ReturnType<typeof select<HTMLDivElement, unknown>>, b
   sec.append('h2').text(t.benchTitle);
   sec.append('p').text(t.benchSetup(b.workers, b.clients, b.connections_per_client, b.accept, b.nproc));
   // On a phone the table scrolls sideways: its box takes the focus, so a keyboard can scroll it too.
-  const table = sec
-    .append('div')
-    .attr('class', 'rl-tv-tablewrap')
-    .attr('tabindex', 0)
-    .attr('role', 'region')
-    .attr('aria-label', t.benchTitle)
-    .append('table')
-    .attr('class', 'rl-table');
-  const hr = table.append('thead').append('tr');
-  for (const h of t.benchCols) hr.append('th').attr('scope', 'col').text(h);
-  table
-    .append('tbody')
-    .selectAll('tr')
-    .data(b.modes)
-    .join('tr')
-    .call((tr) => {
-      tr.append('th')
-        .attr('scope', 'row')
-        .text((m) => m.mode);
-      tr.append('td').text((m) => m.seconds.toFixed(3));
-      tr.append('td').text((m) => Math.round(m.connections_per_second).toLocaleString('en'));
-      tr.append('td').text((m) => m.per_worker.join(', '));
-      tr.append('td').text((m) => m.max_min_ratio.toFixed(2));
-      tr.append('td').text((m) => m.jain.toFixed(3));
-    });
+  const wrap = sec.append('div').attr('class', 'rl-tv-tablewrap').attr('tabindex', 0).attr('role', 'region').attr('aria-label', t.benchTitle);
+  renderTextTable(wrap, {
+    head: t.benchCols,
+    rowHeads: true,
+    rows: b.modes.map((m) => [
+      m.mode,
+      m.seconds.toFixed(3),
+      Math.round(m.connections_per_second).toLocaleString('en'),
+      m.per_worker.join(', '),
+      m.max_min_ratio.toFixed(2),
+      m.jain.toFixed(3),
+    ]),
+  });
   for (const m of b.modes) {
     const s = spread(m.per_worker);
     sec.append('h3').text(`${m.mode}: ${t.benchPerWorker}`);

@@ -5,10 +5,26 @@
 import { scaleBand, scaleLinear, type Selection } from 'd3';
 import { chartSvg } from './svg';
 import type { Spread, TraceRow } from '../scene/trace-view';
-import type { TraceText } from '../islands/trace-text';
+import { renderTextTable } from './table';
+
+/** The words these views say (the trace widget's words, islands/trace-text.ts, hold them). */
+export interface TraceViewText {
+  barsLabel: (s: Spread) => string;
+  listenerAxis: string;
+  countsTable: string;
+  listener: string;
+  count: string;
+  vsExpected: string;
+  needsKey: string;
+  noSocket: string;
+  yes: string;
+  no: string;
+  explain: string;
+  explainRow: (seq: number) => string;
+}
 
 /** The bar chart of counts per listener, with the expectation as a dashed line; returns the SVG. */
-export function renderBars(parent: HTMLElement, s: Spread, t: TraceText, width = 560): SVGSVGElement {
+export function renderBars(parent: HTMLElement, s: Spread, t: TraceViewText, width = 560): SVGSVGElement {
   const height = 150;
   const m = { top: 10, right: 8, bottom: 28, left: 44 };
   const svg = chartSvg(parent, 'rl-tv-bars', width, height, t.barsLabel(s));
@@ -72,29 +88,24 @@ export function renderBars(parent: HTMLElement, s: Spread, t: TraceText, width =
 }
 
 /** The per-listener counts as a table (the chart's text equivalent). */
-export function renderCountsTable(parent: Selection<HTMLElement, unknown, null, undefined>, s: Spread, t: TraceText): void {
+export function renderCountsTable(parent: Selection<HTMLElement, unknown, null, undefined>, s: Spread, t: TraceViewText): void {
   const det = parent.append('details').attr('class', 'rl-tv-counts');
   det.append('summary').text(t.countsTable);
-  const table = det.append('table').attr('class', 'rl-table');
-  const head = table.append('thead').append('tr');
-  for (const h of [t.listener, t.count, t.vsExpected]) head.append('th').attr('scope', 'col').text(h);
-  table
-    .append('tbody')
-    .selectAll('tr')
-    .data(s.bars)
-    .join('tr')
-    .call((tr) => {
-      tr.append('td').text((b) => b.listener);
-      tr.append('td').text((b) => b.count);
-      tr.append('td').text((b) => (s.expected ? `${b.count >= s.expected ? '+' : ''}${(((b.count - s.expected) / s.expected) * 100).toFixed(1)}%` : '–'));
-    });
+  renderTextTable(det, {
+    head: [t.listener, t.count, t.vsExpected],
+    rows: s.bars.map((b) => [
+      String(b.listener),
+      String(b.count),
+      s.expected ? `${b.count >= s.expected ? '+' : ''}${(((b.count - s.expected) / s.expected) * 100).toFixed(1)}%` : '–',
+    ]),
+  });
 }
 
 /** A page of event rows; `onExplain(index)` for the row buttons. */
 export function renderRows(
   tbody: Selection<HTMLTableSectionElement, unknown, null, undefined>,
   rows: TraceRow[],
-  t: TraceText,
+  t: TraceViewText,
   onExplain: (index: number) => void,
 ): void {
   tbody

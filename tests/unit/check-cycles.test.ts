@@ -37,7 +37,7 @@ describe('check-cycles', () => {
       'lib/c.ts': 'export type C = number;\n',
     });
     expect(r.code).toBe(0);
-    expect(r.out).toContain('0 import cycle(s)');
+    expect(r.out).toContain('0 import cycle(s), 0 import(s) against the layers');
   });
 
   it('finds a cycle of three files, type-only imports and re-exports included', () => {
@@ -63,5 +63,19 @@ describe('check-cycles', () => {
     expect(r.code).toBe(1);
     expect(r.out).toMatch(/import cycle: .*c\.ts ↔ .*d\.ts/);
     expect(r.out).not.toMatch(/a\.ts ↔/);
+  });
+
+  it('refuses an import from a lower layer to a higher one, and allows the other way', () => {
+    const r = check({
+      'model/m.ts': 'export const m = 1;\n',
+      'scene/s.ts': "import { m } from '../model/m';\nexport const s = m;\n",
+      'render/r.ts': "import { s } from '../scene/s';\nimport type { W } from '../islands/w';\nexport const r = s as W;\n",
+      'islands/w.ts': "import { r } from '../render/r';\nexport type W = number;\nexport const w = r;\n",
+      'islands/x.ts': "import { s } from '../scene/s';\nexport const x = s;\n",
+    });
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/import against the layers .*render\/r\.ts → .*islands\/w\.ts/);
+    expect(r.out).not.toMatch(/islands\/x\.ts →/);
+    expect(r.out).toContain('1 import(s) against the layers');
   });
 });
