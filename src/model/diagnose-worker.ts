@@ -12,7 +12,7 @@ import type { DiagnoseProtocol } from './diagnose';
 
 let held: Diagnose | undefined;
 
-const handlers: { [K in keyof DiagnoseProtocol]: (args: DiagnoseProtocol[K][0]) => Promise<DiagnoseProtocol[K][1]> } = {
+serve<DiagnoseProtocol>({
   async read({ text, port, proto }) {
     await ready();
     return readServer(text, port ?? 0, proto ?? '');
@@ -32,6 +32,4 @@ const handlers: { [K in keyof DiagnoseProtocol]: (args: DiagnoseProtocol[K][0]) 
     await ready();
     return diagnoseCounts(Float64Array.from(counts), workers);
   },
-};
-
-serve(handlers as never);
+});

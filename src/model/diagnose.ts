@@ -7,7 +7,7 @@
  * worker per core, with progress and Stop, and the session finishes the
  * diagnosis with what the parts found.
  */
-import { Rpc } from './rpc';
+import { Rpc, type Exchange } from './rpc';
 import type { CountsDiagnosis } from './generated/CountsDiagnosis';
 import type { Diagnosis } from './generated/Diagnosis';
 import type { Reason } from './generated/Reason';
@@ -29,13 +29,13 @@ export interface PreparedView {
   diagnosis: Diagnosis;
 }
 
-/** The session worker's requests: arguments and answer. */
-export interface DiagnoseProtocol {
-  read: [{ text: string; port?: number; proto?: string }, ServerInput];
-  prepare: [{ kernel: string; snapshot: Snapshot }, PreparedView];
-  finish: [{ parts: { count: number; values: number[]; searched: number }[] }, Diagnosis];
-  counts: [{ counts: number[]; workers?: number }, CountsDiagnosis];
-}
+/** Every request of the page to the session worker (src/model/diagnose-worker.ts): its arguments and its answer. */
+export type DiagnoseProtocol = {
+  read: Exchange<{ text: string; port?: number; proto?: string }, ServerInput>;
+  prepare: Exchange<{ kernel: string; snapshot: Snapshot }, PreparedView>;
+  finish: Exchange<{ parts: { count: number; values: number[]; searched: number }[] }, Diagnosis>;
+  counts: Exchange<{ counts: number[]; workers?: number }, CountsDiagnosis>;
+};
 
 /** An `observe` report (`reuseport-observe-v1`): its snapshot, the kernel it ran on, and the key it found. */
 export interface ObserveReport {
@@ -63,14 +63,14 @@ export function readObserveReport(text: string): ObserveReport | null {
 
 /** One session worker; each snapshot prepared replaces the one before. */
 export class ServerSession {
-  #rpc?: Rpc;
+  #rpc?: Rpc<DiagnoseProtocol>;
 
-  #worker(): Rpc {
+  #worker(): Rpc<DiagnoseProtocol> {
     this.#rpc ??= new Rpc(new Worker(new URL('./diagnose-worker.ts', import.meta.url), { type: 'module' }));
     return this.#rpc;
   }
 
-  #call<K extends keyof DiagnoseProtocol>(type: K, args: DiagnoseProtocol[K][0]): Promise<DiagnoseProtocol[K][1]> {
+  #call<K extends keyof DiagnoseProtocol & string>(type: K, args: DiagnoseProtocol[K]['args']): Promise<DiagnoseProtocol[K]['result']> {
     return this.#worker().call(type, args);
   }
 

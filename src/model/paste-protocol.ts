@@ -17,6 +17,9 @@ import type { ListenerRow } from './generated/ListenerRow';
 import type { LookupExplain } from './generated/LookupExplain';
 import type { LineError } from './generated/message/LineError';
 import type { LineNote } from './generated/message/LineNote';
+import type { Comparison } from './generated/Comparison';
+import type { Spread } from './generated/Spread';
+import type { Exchange } from './rpc';
 
 /** Where the text comes from: typed or pasted text, or a file (read in the worker). */
 export type Source = { text: string } | { file: File };
@@ -168,3 +171,27 @@ export interface ByListeners {
 
 /** The observations a key search uses. */
 export type Observations = { tuple: Tuple; listener: number }[];
+
+/** The simulation's answer: the spread over random boots, the observed counts against it, and other group sizes. */
+export interface SpreadAnswer {
+  spread: Spread;
+  comparison: Comparison | null;
+  compareError: string | null;
+  byListeners: ByListeners;
+}
+
+/** Every request of the page to the paste worker: its arguments, its answer, its progress. */
+export type PasteProtocol = {
+  read: Exchange<{ source: Source; options: ReadOptions }, ReadSummary, Progress>;
+  answer: Exchange<AnswerRequest, Answered, Progress>;
+  answerLayout: Exchange<LayoutRequest, LayoutAnswered>;
+  explainLayout: Exchange<{ index: number; cpu: number }, LookupRow>;
+  spread: Exchange<{ req: AnswerRequest; boots: number | null; observed: number[] | null }, SpreadAnswer, Progress>;
+  filter: Exchange<{ listener: number | null; query: string }, number>;
+  rows: Exchange<{ start: number; count: number }, Row[]>;
+  bad: Exchange<{ start: number; count: number }, BadLine[]>;
+  notes: Exchange<{ start: number; count: number }, NotedLine[]>;
+  explain: Exchange<{ index: number; req: AnswerRequest }, ExplainedRow>;
+  observations: Exchange<Record<string, never>, Observations>;
+  export: Exchange<{ kind: 'csv' | 'json'; meta: { secret: string | null; spread: unknown } }, Blob>;
+};

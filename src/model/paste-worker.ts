@@ -9,7 +9,7 @@ import { Paste } from './pkg-lookup/reuseport.js';
 import { loadLookup as ready } from './lookup';
 import { breathe, serve } from './rpc';
 import { checkTrace } from './trace-check';
-import type { AnswerRequest, LayoutRequest, Progress, ReadOptions, ReadSummary, Source } from './paste-protocol';
+import type { PasteProtocol, Progress, ReadOptions, ReadSummary } from './paste-protocol';
 
 /** The paste session, from the larger package (with the full lookup), which only this worker and the key search load. */
 let session: Paste | undefined;
@@ -60,8 +60,8 @@ async function readTrace(text: string, options: ReadOptions, progress: (p: Progr
   return { ...summary, trace: { kernel: tr.kernel.profile, proto: g.proto, listeners: g.listeners, closed: g.closed ?? [], bind: g.bind, port: g.port } };
 }
 
-serve({
-  async read(args: { source: Source; options: ReadOptions }, ctx) {
+serve<PasteProtocol>({
+  async read(args, ctx) {
     await ready();
     const { source, options } = args;
     const isJson = (head: string) => options.format === 'trace' || (options.format === null && /^\s*\{/.test(head) && head.includes('reuseport-lab-trace'));
@@ -105,21 +105,21 @@ serve({
     return s.finish(partial);
   },
 
-  async answer(req: AnswerRequest) {
+  async answer(req) {
     await ready();
     return need().answer(req);
   },
 
-  async answerLayout(req: LayoutRequest) {
+  async answerLayout(req) {
     await ready();
     return need().answerLayout(req);
   },
 
-  explainLayout(a: { index: number; cpu: number }) {
+  explainLayout(a) {
     return need().explainLayout(a.index, a.cpu);
   },
 
-  async spread(args: { req: AnswerRequest; boots: number | null; observed: number[] | null }, ctx) {
+  async spread(args, ctx) {
     await ready();
     const s = need();
     s.spreadStart(args.req, 0x5eed);
@@ -149,23 +149,23 @@ serve({
     return { spread: s.spreadSummary(), comparison, compareError, byListeners };
   },
 
-  filter(f: { listener: number | null; query: string }) {
+  filter(f) {
     return need().filter(f.listener ?? -1, f.query);
   },
 
-  rows(a: { start: number; count: number }) {
+  rows(a) {
     return need().rows(a.start, Math.min(a.count, 500));
   },
 
-  bad(a: { start: number; count: number }) {
+  bad(a) {
     return need().bad(a.start, Math.min(a.count, 500));
   },
 
-  notes(a: { start: number; count: number }) {
+  notes(a) {
     return need().notes(a.start, Math.min(a.count, 500));
   },
 
-  explain(a: { index: number; req: AnswerRequest }) {
+  explain(a) {
     return need().explain(a.index, a.req);
   },
 
@@ -173,7 +173,7 @@ serve({
     return need().observations(2000);
   },
 
-  async export(a: { kind: 'csv' | 'json'; meta: unknown }) {
+  async export(a) {
     const s = need();
     const n = s.rowCount();
     const parts: string[] = [];

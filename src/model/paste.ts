@@ -17,25 +17,19 @@ import type {
   LayoutRequest,
   LookupRow,
   Observations,
+  PasteProtocol,
   Progress,
   ReadOptions,
   ReadSummary,
   Row,
   Source,
+  SpreadAnswer,
 } from './paste-protocol';
 import type { Spread } from './generated/Spread';
 import type { Comparison } from './generated/Comparison';
 import type { ListenerRow } from './generated/ListenerRow';
 
-/** The simulation's answer: the spread, the observed counts against it (or why they could not be compared), and other group sizes. */
-export interface SpreadAnswer {
-  spread: Spread;
-  comparison: Comparison | null;
-  compareError: string | null;
-  byListeners: ByListeners;
-}
-
-export type { Spread, Comparison, ListenerRow, ByListeners };
+export type { Spread, Comparison, ListenerRow, ByListeners, SpreadAnswer };
 export type { Columns } from './generated/Columns';
 export type { Role } from './generated/Role';
 
@@ -46,9 +40,9 @@ export const MAX_URL_TEXT = 4000;
 
 /** One paste worker and the connections it holds. */
 export class PasteSession {
-  #rpc?: Rpc;
+  #rpc?: Rpc<PasteProtocol>;
 
-  #worker(): Rpc {
+  #worker(): Rpc<PasteProtocol> {
     this.#rpc ??= new Rpc(new Worker(new URL('./paste-worker.ts', import.meta.url), { type: 'module' }));
     return this.#rpc;
   }

@@ -7,15 +7,13 @@
  */
 import { Simulation, curatedScenarios, rankScenarios } from './pkg-lookup/reuseport.js';
 import { loadLookup as ready } from './lookup';
-import { breathe, serve } from './rpc';
-import type { CuratedView, MatchAnswer, Observed, Scenario, SimReport, SimProgress } from './sim';
+import { breathe, serve, type Ctx } from './rpc';
+import type { Scenario, SimProgress, SimProtocol, SimReport } from './sim';
 
 /** Events per slice: about 10 ms of simulation on this machine. */
 const SLICE = 20_000;
 
-type Ctx = { progress: (p: SimProgress) => void; stopped: () => boolean };
-
-async function runAll(scenarios: Scenario[], ctx: Ctx): Promise<SimReport[]> {
+async function runAll(scenarios: Scenario[], ctx: Ctx<SimProgress>): Promise<SimReport[]> {
   const out: SimReport[] = [];
   for (let i = 0; i < scenarios.length && !ctx.stopped(); i++) {
     const sim = new Simulation(scenarios[i]!);
@@ -35,17 +33,17 @@ async function runAll(scenarios: Scenario[], ctx: Ctx): Promise<SimReport[]> {
   return out;
 }
 
-serve({
-  async curated(): Promise<CuratedView[]> {
+serve<SimProtocol>({
+  async curated() {
     await ready();
     return curatedScenarios();
   },
-  async run(args: { scenarios: Scenario[] }, ctx: Ctx): Promise<SimReport[]> {
+  async run(args, ctx) {
     await ready();
     return runAll(args.scenarios, ctx);
   },
   /** Every curated variant, run, then ranked by the model against what the user observed. */
-  async match(args: { observed: Observed }, ctx: Ctx): Promise<MatchAnswer> {
+  async match(args, ctx) {
     await ready();
     // The observation is checked before anything runs, so a bad one is answered at once.
     rankScenarios(args.observed, []);

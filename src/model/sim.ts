@@ -3,7 +3,7 @@
  * curated scenarios, and runs of several variants with progress and Stop.
  * Every figure is the model's; this file only carries requests and answers.
  */
-import { Rpc } from './rpc';
+import { Rpc, type Exchange } from './rpc';
 import type { Scenario } from './generated/Scenario';
 import type { SimReport } from './generated/SimReport';
 import type { CuratedView } from './generated/CuratedView';
@@ -35,11 +35,18 @@ export interface SimProgress {
   total: number;
 }
 
+/** Every request of the page to the simulation worker (src/model/sim-worker.ts): its arguments, its answer, its progress. */
+export type SimProtocol = {
+  curated: Exchange<Record<string, never>, CuratedView[]>;
+  run: Exchange<{ scenarios: Scenario[] }, SimReport[], SimProgress>;
+  match: Exchange<{ observed: Observed }, MatchAnswer, SimProgress>;
+};
+
 /** One simulation worker. */
 export class SimSession {
-  #rpc?: Rpc;
+  #rpc?: Rpc<SimProtocol>;
 
-  #worker(): Rpc {
+  #worker(): Rpc<SimProtocol> {
     this.#rpc ??= new Rpc(new Worker(new URL('./sim-worker.ts', import.meta.url), { type: 'module' }));
     return this.#rpc;
   }
