@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::types::{Family, Layout, LayoutError, SkLookup, SockState, SocketSpec};
 use crate::hash::Keys;
 use crate::profile::rules::Ephemeral;
-use crate::reuseport::Program;
+use crate::reuseport::{GroupSpec, Program};
 use crate::tuple::Proto;
 
 /// The most sockets a call log creates: an input bound of the model (the
@@ -419,5 +419,84 @@ impl CallLog {
             tcp_migrate_req: false,
             devices: Vec::new(),
         })
+    }
+}
+
+impl CallLog {
+    /// The calls a program makes for the group a [`GroupSpec`] describes,
+    /// in the order [`crate::ReuseportGroup::build`] applies them: per
+    /// listener `socket` (AF_INET for an IPv4 address, AF_INET6 for an
+    /// IPv6 one), SO_REUSEPORT, IPV6_V6ONLY when asked, `bind` and, for
+    /// TCP, `listen`, so fd `i` is listener `i`; then the SO_INCOMING_CPU
+    /// pins, the `connect`s of connected UDP members (to the discard port
+    /// on loopback: the peer decides nothing of the group's choice), the
+    /// program attached through fd 0, the `close`s and the `shutdown`s.
+    /// One owner (UID 0) makes them all.
+    pub fn from_group(spec: &GroupSpec) -> CallLog {
+        let family = match spec.bind {
+            IpAddr::V4(_) => Family::Inet,
+            IpAddr::V6(_) => Family::Inet6,
+        };
+        let n = spec.listeners as usize;
+        let mut calls = Vec::with_capacity(4 * n);
+        for fd in 0..n {
+            calls.push(Call::Socket {
+                family,
+                proto: spec.proto,
+                uid: 0,
+            });
+            calls.push(Call::Setsockopt {
+                fd,
+                opt: SockOpt::Reuseport(true),
+            });
+            if spec.v6only && family == Family::Inet6 {
+                calls.push(Call::Setsockopt {
+                    fd,
+                    opt: SockOpt::V6only(true),
+                });
+            }
+            calls.push(Call::Bind {
+                fd,
+                addr: spec.bind,
+                port: spec.port,
+            });
+            if spec.proto == Proto::Tcp {
+                calls.push(Call::Listen { fd });
+            }
+        }
+        for pin in &spec.incoming_cpu {
+            calls.push(Call::Setsockopt {
+                fd: pin.listener as usize,
+                opt: SockOpt::IncomingCpu(pin.cpu),
+            });
+        }
+        for &l in &spec.connected {
+            let peer = default_peer(family);
+            calls.push(Call::Connect {
+                fd: l as usize,
+                addr: peer.ip(),
+                port: peer.port(),
+            });
+        }
+        if let Some(p) = &spec.program {
+            calls.push(Call::Setsockopt {
+                fd: 0,
+                opt: SockOpt::AttachReuseport(p.clone()),
+            });
+        }
+        calls.extend(spec.closed.iter().map(|&l| Call::Close { fd: l as usize }));
+        calls.extend(
+            spec.shutdown
+                .iter()
+                .map(|&l| Call::Shutdown { fd: l as usize }),
+        );
+        CallLog {
+            calls,
+            sk_lookup: None,
+            keys: spec.keys,
+            ephemeral: None,
+            tcp_migrate_req: spec.tcp_migrate_req,
+            devices: Vec::new(),
+        }
     }
 }

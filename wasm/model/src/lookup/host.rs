@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use super::bucket::{Bucket, Class, TbFast};
-use super::types::{unspecified_of, CallResult, Family, SkLookup, SockState, SocketSpec};
+use super::calls::{Call, CallLog};
+use super::types::{unspecified_of, Answer, CallResult, Family, SkLookup, SockState, SocketSpec};
 use crate::hash::Keys;
 use crate::message::Refusal;
 use crate::profile::rules::{Ephemeral, LookupRules, ScanRule};
@@ -119,7 +120,9 @@ pub struct Host {
     /// held: the call log needs a range of its own.
     pub(super) undecided_draw: bool,
     /// Each call's answer, in call order.
-    pub(super) answers: Vec<Option<Refusal>>,
+    pub(super) answers: Vec<Answer>,
+    /// The calls applied, in order.
+    pub(super) calls: Vec<Call>,
     /// The next bind's sequence number.
     pub(super) next_seq: u64,
 }
@@ -238,8 +241,44 @@ impl Host {
 
     /// Each call's answer, in call order: `None` for ok, else the errno
     /// and the rule.
-    pub fn answers(&self) -> &[Option<Refusal>] {
+    pub fn answers(&self) -> &[Answer] {
         &self.answers
+    }
+
+    /// The host as a call log: its settings and every call applied so far.
+    /// Replayed with [`Host::run`] it gives this host again.
+    pub fn log(&self) -> CallLog {
+        CallLog {
+            calls: self.calls.clone(),
+            sk_lookup: self.sk_lookup.clone(),
+            keys: self.keys,
+            ephemeral: self.ephemeral,
+            tcp_migrate_req: self.tcp_migrate_req,
+            devices: self.devices.clone(),
+        }
+    }
+
+    /// The profile in force.
+    pub fn profile(&self) -> &'static Profile {
+        self.profile
+    }
+
+    /// How many sockets the `socket` calls made (fds `0..n`).
+    pub fn sockets(&self) -> usize {
+        self.socks.len()
+    }
+
+    /// Group `g` itself, for the hot paths (batch selection, the secret
+    /// search, the spread) that ask one group many times; its members are
+    /// numbered in join order, and [`Host::group_members`] maps them to fds.
+    pub fn group(&self, g: usize) -> Option<&ReuseportGroup> {
+        self.groups.get(g).map(|e| &e.group)
+    }
+
+    /// The group socket `fd` is in now, if any.
+    pub fn group_of(&self, fd: usize) -> Option<usize> {
+        let s = self.socks.get(fd)?;
+        s.group.filter(|_| !s.closed)
     }
 
     /// Each socket's last `bind()`/`listen()`/attach answer and where it is now.

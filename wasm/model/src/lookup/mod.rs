@@ -33,6 +33,6 @@ pub use calls::{Call, CallLog, SockOpt, MAX_CALLS, MAX_SOCKETS};
 pub use host::Host;
 pub use rules::Ephemeral;
 pub use types::{
-    CallResult, Candidate, Family, GroupPick, Layout, LayoutError, LookupExplain, Packet, SkLookup,
-    SockState, SocketSpec, TableWalk,
+    Answer, CallResult, Candidate, Family, GroupPick, Layout, LayoutError, LookupExplain, Packet,
+    SkLookup, SockState, SocketSpec, TableWalk,
 };

@@ -1,5 +1,5 @@
-//! The replay: each call of a [`CallLog`] applied to the host in order,
-//! with its answer; receiving sockets join or make their reuseport group.
+//! The replay: the host stepped by calls ([`Host::apply`]), each
+//! answered; receiving sockets join or make their reuseport group.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -9,7 +9,7 @@ use super::bucket::bucket_addr;
 use super::calls::{Call, CallLog, SockOpt, MAX_CALLS, MAX_SOCKETS};
 use super::host::{GroupEntry, Host, Sock};
 use super::types::{
-    as_v6, unspecified_of, Family, Layout, LayoutError, SkLookup, SockState, SocketSpec,
+    as_v6, unspecified_of, Answer, Family, Layout, LayoutError, SkLookup, SockState, SocketSpec,
 };
 use crate::hash::Keys;
 use crate::message::{Errno, KernelSource, Refusal, RefusalRule};
@@ -36,7 +36,8 @@ impl Host {
         Host::run(profile, &CallLog::from_layout(layout)?)
     }
 
-    /// Replays a call log in this profile, in order, answering each call.
+    /// Replays a call log in this profile: its settings, then each call in
+    /// order through [`Host::apply`].
     /// Input the model cannot replay (an fd no `socket` call made, an
     /// address of the wrong family, too many calls) is an error naming the
     /// call's index and field; a call the kernel refuses is an answer
@@ -105,24 +106,57 @@ impl Host {
             devices: log.devices.clone(),
             undecided_draw: false,
             answers: Vec::with_capacity(log.calls.len()),
+            calls: Vec::with_capacity(log.calls.len()),
             next_seq: 0,
         };
-        for (index, call) in log.calls.iter().enumerate() {
-            let answer = host.call(index, call)?;
-            if host.undecided_draw {
-                let range = host.rules.default_port_range;
-                return Err(LayoutError::Call {
-                    index,
-                    field: "fd",
-                    problem: format!(
-                        "the kernel draws this socket's port from {}-{} (the default ip_local_port_range), and every port of it may be held by the sockets before it: the model cannot tell whether one is free; give an `ephemeral` range",
-                        range.low, range.high
-                    ),
-                });
-            }
-            host.answers.push(answer);
+        for call in &log.calls {
+            host.apply(call.clone())?;
         }
         Ok(host)
+    }
+
+    /// The host a [`GroupSpec`] shorthand stands for: the calls
+    /// [`CallLog::from_group`] writes, replayed. Listener `i` is fd `i`;
+    /// [`Host::group`] of [`Host::group_of`]`(0)` is the group itself.
+    pub fn from_group(profile: &'static Profile, spec: &GroupSpec) -> Result<Host, LayoutError> {
+        Host::run(profile, &CallLog::from_group(spec))
+    }
+
+    /// Steps the host by one more call, as a program makes it, and returns
+    /// the kernel's answer: `None` for success, or the refusal (errno and
+    /// rule). The call joins [`Host::log`] and its answer [`Host::answers`].
+    /// A call the model cannot replay (an fd no `socket` call made, an
+    /// address of the wrong family, past the bounds, a port draw it cannot
+    /// decide) is an error naming its index and field, and is not recorded.
+    pub fn apply(&mut self, call: Call) -> Result<Answer, LayoutError> {
+        let index = self.answers.len();
+        if index >= MAX_CALLS {
+            return Err(LayoutError::Calls(format!(
+                "{} calls; at most {MAX_CALLS}",
+                index + 1
+            )));
+        }
+        if matches!(call, Call::Socket { .. }) && self.socks.len() >= MAX_SOCKETS {
+            return Err(LayoutError::Calls(format!(
+                "{} socket calls; at most {MAX_SOCKETS}",
+                self.socks.len() + 1
+            )));
+        }
+        let answer = self.call(index, &call)?;
+        if self.undecided_draw {
+            let range = self.rules.default_port_range;
+            return Err(LayoutError::Call {
+                index,
+                field: "fd",
+                problem: format!(
+                    "the kernel draws this socket's port from {}-{} (the default ip_local_port_range), and every port of it may be held by the sockets before it: the model cannot tell whether one is free; give an `ephemeral` range",
+                    range.low, range.high
+                ),
+            });
+        }
+        self.answers.push(answer.clone());
+        self.calls.push(call);
+        Ok(answer)
     }
 
     /// One call: its answer, or an error naming the call when the model

@@ -16,6 +16,10 @@ use crate::profile::Release;
 use crate::reuseport::{PacketCtx, Program};
 use crate::tuple::{Proto, Tuple};
 
+/// What the kernel answered one call: `None` for success, or its refusal
+/// (errno, rule and source).
+pub type Answer = Option<Refusal>;
+
 /// Address family of a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
