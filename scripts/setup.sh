@@ -43,6 +43,16 @@ if ! have cpio; then apt_pkgs+=(cpio); apt_why+=("cpio: packs the verify --kerne
 # observe's tests diagnose a real server (agent/tests/observe.rs); never started as a service (policy-rc.d below).
 if [[ ! -x /usr/bin/python3 ]]; then apt_pkgs+=(python3); apt_why+=("python3: the asyncio server the observe tests diagnose"); fi
 if [[ ! -x /usr/sbin/haproxy ]]; then apt_pkgs+=(haproxy); apt_why+=("haproxy: the threaded server the observe tests diagnose, run on loopback by the tests"); fi
+# observe --trace (agent/build.rs): clang compiles the eBPF object, bpftool writes vmlinux.h from the
+# kernel's BTF, and the vendored libbpf (libbpf-sys) links libelf and zlib and is configured with pkg-config.
+if ! have clang && ! have clang-14; then apt_pkgs+=(clang); apt_why+=("clang: compiles observe --trace's eBPF program"); fi
+if ! have bpftool && [[ ! -x /usr/sbin/bpftool ]]; then apt_pkgs+=(bpftool); apt_why+=("bpftool: writes vmlinux.h from the kernel's BTF for observe --trace"); fi
+if [[ ! -e /usr/include/libelf.h ]]; then apt_pkgs+=(libelf-dev); apt_why+=("libelf-dev: libbpf reads ELF objects with it (observe --trace)"); fi
+if [[ ! -e /usr/include/zlib.h ]]; then apt_pkgs+=(zlib1g-dev); apt_why+=("zlib1g-dev: libbpf links zlib (observe --trace)"); fi
+if ! have pkg-config; then apt_pkgs+=(pkg-config); apt_why+=("pkg-config: finds libelf and zlib for libbpf (observe --trace)"); fi
+if ! have make; then apt_pkgs+=(make); apt_why+=("make: builds the vendored libbpf (observe --trace)"); fi
+# observe --serve's test scrapes the agent with a real Prometheus, run on loopback by the test.
+if [[ ! -x /usr/bin/prometheus ]]; then apt_pkgs+=(prometheus); apt_why+=("prometheus: scrapes observe --serve in its test, run on loopback by the test"); fi
 if [[ ! -x /usr/sbin/nginx ]]; then apt_pkgs+=(nginx); apt_why+=("nginx: the real server the observe tests diagnose, run on loopback by the tests"); fi
 
 if (( ${#apt_pkgs[@]} > 0 )); then

@@ -1183,11 +1183,11 @@ fn guest_agent(args: &KernelsArgs, scratch: &Path, err: &mut dyn Write) -> Resul
     let path = match &args.guest_agent {
         Some(p) => p.clone(),
         None => {
-            let ws = workspace().ok_or("no --guest-agent given and the source tree this agent was built from is gone; build one with `cargo build --release --target x86_64-unknown-linux-musl -p reuseport-agent` and pass it with --guest-agent")?;
+            let ws = workspace().ok_or("no --guest-agent given and the source tree this agent was built from is gone; build one with `cargo build --release --target x86_64-unknown-linux-musl -p reuseport-agent --no-default-features` and pass it with --guest-agent")?;
             let _ = writeln!(err, "verify --kernels: building the static guest agent (cargo build --release --target x86_64-unknown-linux-musl)");
             run_bounded(
                 Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-                    .args(["build", "--release", "-q", "--target", "x86_64-unknown-linux-musl", "-p", "reuseport-agent"])
+                    .args(["build", "--release", "-q", "--target", "x86_64-unknown-linux-musl", "-p", "reuseport-agent", "--no-default-features"])
                     .current_dir(&ws),
                 "building the static guest agent (needs `rustup target add x86_64-unknown-linux-musl`, done by scripts/setup.sh)",
                 Duration::from_secs(1800),
@@ -1202,7 +1202,7 @@ fn guest_agent(args: &KernelsArgs, scratch: &Path, err: &mut dyn Write) -> Resul
     };
     let bytes = fs::read(&path).map_err(|e| format!("guest agent {}: {e}", path.display()))?;
     is_static_x86_64_elf(&bytes).map_err(|e| {
-        format!("guest agent {}: {e}; build it with `cargo build --release --target x86_64-unknown-linux-musl -p reuseport-agent`", path.display())
+        format!("guest agent {}: {e}; build it with `cargo build --release --target x86_64-unknown-linux-musl -p reuseport-agent --no-default-features`", path.display())
     })?;
     Ok(path)
 }
