@@ -28,7 +28,7 @@ impl Drop for Nginx {
             .status();
         // SIGTERM to the master stops the workers fast; then reap.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(120);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 break;
@@ -423,4 +423,282 @@ fn haproxy_one_listener_per_thread_cannot_be_told_apart_and_says_so() {
         r["keyReason"],
         serde_json::json!({"kind": "one-process", "pid": pid})
     );
+}
+
+const PROMETHEUS: &str = "/usr/bin/prometheus";
+
+/// A loopback port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on 127.0.0.1:`port` (HTTP/1.0, so the body ends at close).
+fn http_get(port: u16, path: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut all = String::new();
+    s.read_to_string(&mut all).unwrap();
+    all.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
+/// An instant query through Prometheus's HTTP API: per `listener` label,
+/// the value.
+fn prometheus_values(port: u16, metric: &str) -> std::collections::BTreeMap<String, f64> {
+    let body = http_get(port, &format!("/api/v1/query?query={metric}"));
+    prometheus_answer(&body).unwrap_or_else(|| panic!("{metric}: {body}"))
+}
+
+/// How many series a query's answer holds; `None` unless it succeeded.
+fn prometheus_series(body: &str) -> Option<usize> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    (v["status"] == "success").then_some(())?;
+    Some(v["data"]["result"].as_array()?.len())
+}
+
+/// `s` for a URL's query string.
+fn url_encoded(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The values of a query's answer; `None` while Prometheus is not ready.
+fn prometheus_answer(body: &str) -> Option<std::collections::BTreeMap<String, f64>> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    (v["status"] == "success").then_some(())?;
+    let r = v["data"]["result"].as_array()?;
+    Some(
+        r.iter()
+            .map(|r| {
+                (
+                    r["metric"]["listener"].as_str().unwrap().to_string(),
+                    r["value"][1].as_str().unwrap().parse().unwrap(),
+                )
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn prometheus_scrapes_serve_and_per_listener_values_match_the_json_report() {
+    // nginx with 4 reuseport workers, one stopped so its listener holds a
+    // queue; observe --serve exports the tables; Debian's Prometheus, run
+    // here on loopback, scrapes it. Its answers per listener must equal the
+    // JSON report of a one-look observe, and the key must not be exported.
+    if !ready("prometheus_scrapes_serve", NGINX) || !ready("prometheus_scrapes_serve", PROMETHEUS) {
+        return;
+    }
+    let port = 18_477;
+    let nginx = start_nginx("prom", port, 4, true);
+    let (_, first, _) = observe(port, &["--no-search"]);
+    let victim = first["listeners"][0]["accepting"][0]
+        .as_u64()
+        .expect("a worker watches listener 0") as i32;
+    unsafe { libc::kill(victim, libc::SIGSTOP) };
+    let mut conns: Vec<TcpStream> = (0..80).map(|i| connect_from(9000 + i, port)).collect();
+    // The others answer; the stopped worker's connections wait in its queue.
+    let queued_before = Instant::now() + Duration::from_secs(60);
+    let mut answered = 0;
+    for c in conns.iter_mut() {
+        c.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        if c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").is_ok() {
+            let mut b = [0u8; 256];
+            if matches!(c.read(&mut b), Ok(n) if n > 0) {
+                answered += 1;
+            }
+        }
+        assert!(Instant::now() < queued_before, "the requests took too long");
+    }
+    assert!(answered > 0 && answered < 80, "{answered} of 80 answered");
+
+    let mport = free_port();
+    let dir = std::env::temp_dir().join(format!("reuseport-prometheus-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let serve_log = dir.join("serve.log");
+    let serve = Procs(vec![Command::new(common::BIN)
+        .args([
+            "observe",
+            "--port",
+            &port.to_string(),
+            "--serve",
+            &format!("127.0.0.1:{mport}"),
+            "--every",
+            "500ms",
+            "--threads",
+            "2",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&serve_log).unwrap())
+        .spawn()
+        .expect("the agent runs")]);
+    std::fs::write(
+        dir.join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: reuseport\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
+        ),
+    )
+    .unwrap();
+    let pport = free_port();
+    let prom = Procs(vec![Command::new(PROMETHEUS)
+        .args([
+            &format!("--config.file={}", dir.join("prometheus.yml").display()),
+            &format!("--storage.tsdb.path={}", dir.join("data").display()),
+            &format!("--web.listen-address=127.0.0.1:{pport}"),
+            "--log.level=warn",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus starts")]);
+    // Until Prometheus has scraped the four listeners and the key's slots
+    // (the key search runs once), bounded generously.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let seen = |m: &str, n: usize| {
+            TcpStream::connect(("127.0.0.1", pport)).is_ok()
+                && prometheus_answer(&http_get(pport, &format!("/api/v1/query?query={m}")))
+                    .is_some_and(|v| v.len() >= n)
+        };
+        // The stopped worker accepted nothing: its listener's slot is not known.
+        let ok = seen("reuseport_listener_slot", 3) && seen("reuseport_listener_queue_length", 4);
+        if ok {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus never saw the four listeners and their slots; observe --serve said:\n{}\nand served:\n{}",
+            std::fs::read_to_string(&serve_log).unwrap_or_default(),
+            http_get(mport, "/metrics")
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // Queues stand still while the worker is stopped: one more scrape
+    // after the report, so both saw the same state.
+    let (code, r, err) = observe(port, &[]);
+    std::thread::sleep(Duration::from_millis(2500));
+    let queue = prometheus_values(pport, "reuseport_listener_queue_length");
+    let backlog = prometheus_values(pport, "reuseport_listener_backlog");
+    let drops = prometheus_values(pport, "reuseport_listener_drops_total");
+    let slot = prometheus_values(pport, "reuseport_listener_slot");
+    let accepted = prometheus_values(pport, "reuseport_listener_accepted_total");
+    let raw = http_get(mport, "/metrics");
+    // Every query of the Grafana dashboard answers through this Prometheus,
+    // with data unless it reads what only --trace exports.
+    let dashboard: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../deploy/grafana/reuseport.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut queries = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for t in panel["targets"].as_array().unwrap() {
+            let expr = t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$instance", ".*")
+                .replace("$port", &port.to_string());
+            let url = format!("/api/v1/query?query={}", url_encoded(&expr));
+            let body = http_get(pport, &url);
+            let got = prometheus_series(&body).unwrap_or_else(|| panic!("{expr}: {body}"));
+            let trace_only = expr.contains("selected_total") || expr.contains("trace_lost");
+            assert!(
+                trace_only || got > 0,
+                "{}: no data for {expr}",
+                panel["title"]
+            );
+            queries += 1;
+        }
+    }
+    assert!(queries >= 9, "{queries} queries");
+    unsafe { libc::kill(victim, libc::SIGCONT) };
+    drop(prom);
+    drop(serve);
+    drop(conns.drain(..));
+    drop(nginx);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(code == 0 || code == 1, "{err}");
+    let listeners = r["listeners"].as_array().unwrap();
+    assert_eq!(listeners.len(), 4);
+    let mut queued = 0.0;
+    for l in listeners {
+        let id = l["id"].as_str().unwrap();
+        assert_eq!(queue[id], l["queue"].as_f64().unwrap(), "queue of {id}");
+        assert_eq!(
+            backlog[id],
+            l["backlog"].as_f64().unwrap(),
+            "backlog of {id}"
+        );
+        assert_eq!(drops[id], l["drops"].as_f64().unwrap(), "drops of {id}");
+        assert_eq!(slot.get(id).copied(), l["slot"].as_f64(), "slot of {id}");
+        // Every connection was open before the watch: each counted once,
+        // on the listener its worker (as /proc shows) accepts from.
+        let worker = l["accepting"][0].as_u64().unwrap();
+        let held = r["connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["pid"].as_u64() == Some(worker))
+            .count();
+        assert_eq!(accepted[id], held as f64, "accepted through {id}");
+        queued += queue[id];
+    }
+    assert!(queued > 0.0, "the stopped worker's listener held no queue");
+    let key = r["key"]["initval"]
+        .as_str()
+        .expect("the report found the key");
+    let hex = key.trim_start_matches("0x");
+    let dec = u32::from_str_radix(hex, 16).unwrap().to_string();
+    assert!(
+        !raw.contains(hex) && !raw.contains(&dec),
+        "the key is in the metrics:\n{raw}"
+    );
+}
+
+#[test]
+fn alert_rules_fire_on_hand_written_series_as_promtool_tests_say() {
+    // deploy/prometheus/reuseport-alerts.test.yml feeds the example rules
+    // series written by hand (a listener whose queue grows with nothing
+    // accepted, drops, skew) and names the alerts expected at each time.
+    let promtool = "/usr/bin/promtool";
+    if !Path::new(promtool).exists() {
+        common::skip(
+            "alert_rules_promtool",
+            "promtool is not installed (Debian's prometheus package; scripts/setup.sh installs it)",
+        );
+        return;
+    }
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/prometheus");
+    for args in [
+        ["check", "rules", "reuseport-alerts.yml"],
+        ["test", "rules", "reuseport-alerts.test.yml"],
+    ] {
+        let out = Command::new(promtool)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool {args:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -26,6 +26,7 @@ use reuseport_model::Proto;
 use crate::cmd::recover::parallel_search;
 use crate::exit::{Failure, Status};
 
+pub mod serve;
 #[cfg(target_os = "linux")]
 mod tables;
 
@@ -59,6 +60,9 @@ pub struct ObserveArgs {
     /// Skip the key search.
     #[arg(long)]
     pub no_search: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics, a new look every --every, until a signal (or --for) ends it; ADDR defaults to 127.0.0.1:9477 and is another address only when named.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = serve::DEFAULT_ADDR)]
+    pub serve: Option<SocketAddr>,
 }
 
 /// Parses `10s`, `500ms`, `2m`, or plain seconds; at most one day.
@@ -106,6 +110,14 @@ pub enum ObserveError {
     /// Not on Linux.
     #[error("observe reads Linux socket tables; this is not Linux")]
     NotLinux,
+    /// The metrics endpoint could not listen.
+    #[error("--serve {addr}: cannot listen there: {source} (name another address, e.g. --serve 127.0.0.1:9478)")]
+    Serve {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
 }
 
 impl Failure for ObserveError {
@@ -237,10 +249,25 @@ pub fn run(
         )?),
         _ => None,
     };
+    let server = match args.serve {
+        Some(addr) => {
+            let s = serve::Server::start(addr)
+                .map_err(|source| ObserveError::Serve { addr, source })?;
+            serve::announce(err, s.addr());
+            Some(s)
+        }
+        None => None,
+    };
+    let mut served = Served::default();
     let started = Instant::now();
     let (mut listeners, mut connections, mut unreadable) = look(args)?;
     let mut samples = vec![sample_of(0, &listeners, &connections)];
-    if let Some(total) = args.duration {
+    if let Some(s) = &server {
+        s.publish(served.look(profile, args, &listeners, &connections, &samples, stop, err));
+    }
+    // --serve watches until a signal, or for --for when given.
+    let watch = args.duration.or(server.as_ref().map(|_| Duration::MAX));
+    if let Some(total) = watch {
         while started.elapsed() < total && !stop.load(Ordering::Relaxed) {
             let wake = Instant::now() + args.every;
             while Instant::now() < wake
@@ -255,6 +282,22 @@ pub fn run(
             (listeners, connections, unreadable) = look(args)?;
             let t = started.elapsed().as_millis() as u64;
             samples.push(sample_of(t, &listeners, &connections));
+            if let Some(s) = &server {
+                // A long watch keeps the last samples only (the diagnosis reads trends from them).
+                if samples.len() > SERVE_SAMPLES {
+                    samples.drain(..samples.len() - SERVE_SAMPLES);
+                }
+                s.publish(served.look(
+                    profile,
+                    args,
+                    &listeners,
+                    &connections,
+                    &samples,
+                    stop,
+                    err,
+                ));
+                continue;
+            }
             let queued: u32 = listeners.iter().map(|l| l.queue).sum();
             let _ = writeln!(
                 err,
@@ -275,8 +318,16 @@ pub fn run(
         samples,
     };
     let prepared = prepare(profile, &snapshot)?;
-    let mut interrupted = stop.load(Ordering::Relaxed);
-    let found = if prepared.searchable() && !args.no_search && !interrupted {
+    // With --serve a signal is how the watch ends, not an interruption.
+    let mut interrupted = stop.load(Ordering::Relaxed) && server.is_none();
+    drop(server);
+    let found = if let Some(f) = served.key.and_then(|k| confirm(&prepared, k)) {
+        Some(f)
+    } else if prepared.searchable()
+        && !args.no_search
+        && !interrupted
+        && !stop.load(Ordering::Relaxed)
+    {
         let threads = args.threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get() as u32)
@@ -337,6 +388,85 @@ pub fn run(
         })?,
     }
     Ok(report)
+}
+
+/// Samples a `--serve` watch keeps for the diagnosis.
+const SERVE_SAMPLES: usize = 60;
+
+/// The key, when it still fits the connections `prepared` holds.
+fn confirm(prepared: &reuseport_model::diagnose::Prepared, key: u32) -> Option<Found> {
+    let mut f = Found::new(1);
+    prepared.search(u64::from(key)..u64::from(key) + 1, &mut f);
+    (f.count == 1).then_some(f)
+}
+
+/// What `--serve` keeps between looks: the key once found (the search runs
+/// again only when it stops fitting) and the running totals.
+#[derive(Default)]
+struct Served {
+    key: Option<u32>,
+    totals: serve::Totals,
+}
+
+impl Served {
+    /// Diagnoses one look and gives its metrics.
+    #[allow(clippy::too_many_arguments)]
+    fn look(
+        &mut self,
+        profile: &'static Profile,
+        args: &ObserveArgs,
+        listeners: &[Listener],
+        connections: &[Connection],
+        samples: &[Sample],
+        stop: &AtomicBool,
+        err: &mut dyn Write,
+    ) -> String {
+        let snap = Snapshot {
+            proto: args.proto,
+            port: args.port,
+            listeners: listeners.to_vec(),
+            connections: connections.to_vec(),
+            samples: samples.to_vec(),
+        };
+        self.totals.add_look(&snap);
+        let prepared = match prepare(profile, &snap) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = writeln!(err, "observe: this look cannot be diagnosed: {e}");
+                return String::from("# EOF\n");
+            }
+        };
+        let mut found = self.key.and_then(|k| confirm(&prepared, k));
+        if found.is_none() && prepared.searchable() && !args.no_search {
+            self.key = None;
+            let threads = args.threads.unwrap_or(1);
+            let s = parallel_search(
+                &|r, f: &mut Found| prepared.search(r, f),
+                0..SPACE,
+                threads,
+                stop,
+                " (observe --serve)",
+                true,
+                err,
+            );
+            if s.searched.end == SPACE {
+                if s.found.count == 1 {
+                    self.key = s.found.values.first().copied();
+                }
+                found = Some(s.found);
+            }
+        }
+        let d = prepared.finish(found.as_ref());
+        let kind = serde_json::to_value(d.verdict.kind).expect("a string");
+        let _ = writeln!(
+            err,
+            "observe: {} listener(s), {} connection(s), verdict {}",
+            d.listeners.len(),
+            d.connections.len(),
+            kind.as_str().unwrap_or("")
+        );
+        serve::exposition(&snap, &d, &self.totals)
+    }
 }
 
 /// The human summary, in English from the sentence table.
