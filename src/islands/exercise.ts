@@ -27,18 +27,18 @@
  */
 import { ephemeralRange, Group, NO_LISTENER, loadModel, resolveProfile, type Explain, type Tuple } from '../model/index';
 import { Host, callLog, lastCall, loadLookup, setupAll, type CallLog, type SocketSetup } from '../model/lookup';
-import { sayRefusal, type Errno, type Refusal } from '../model/messages';
+import { sayRefusal, type Errno, type Lang, type Refusal } from '../model/messages';
 import { renderExplain } from '../render/explain-card';
 import { tableElement } from '../render/table';
 import { explainView } from '../scene/explain-view';
 import { Rng, mix32 } from '../scene/dispatch/rng';
 import { hex32 } from '../hex';
 import { defineIsland, emit, hostOf, islandElement } from './element';
-import { exerciseText } from './exercise-text';
+import { exerciseText, type ExerciseText } from './exercise-text';
 import { h } from './dom';
 import { pageLang } from './site';
 import { describeModel, modelQuestion, revealModel, runModelQuestion, type ModelQuestion } from './exercise-model';
-import { scenarioText, variantTitle } from './scenario-text';
+import { scenarioText, variantTitle, type ScenarioText } from './scenario-text';
 import { SimSession, type CuratedView } from '../model/sim';
 
 /** What an exercise asks about. */
@@ -268,78 +268,140 @@ function fact(parent: HTMLElement, label: string, value: string, hint?: string):
   if (hint) dd.append(' ', h('span', 'rl-hint', hint));
 }
 
-let uid = 0;
+/** Where a run of questions is: a model question being simulated, a question asked, answered, or the summary after the last. */
+type Phase = 'simulating' | 'asking' | 'answered' | 'summary' | 'disposed';
 
-/** Mounts the exercise into `el`; returns `dispose`. */
-export async function mountExercise(el: HTMLElement, options: ExerciseOptions = {}): Promise<() => void> {
+/** The options, checked: every problem names the attribute. */
+function checkOptions(options: ExerciseOptions): { kind: ExerciseKind; kernel: string; count: number; seed: number } {
   const kind = options.kind ?? 'syn';
   if (!KINDS.includes(kind)) throw new Error(`<reuseport-exercise>: kind must be "syn", "bind" or "model", not "${String(kind)}"`);
   const kernel = options.kernel ?? '6.18';
   const count = options.count ?? 5;
   if (!Number.isInteger(count) || count < 1 || count > MAX_COUNT)
     throw new Error(`<reuseport-exercise>: count must be a whole number from 1 to ${MAX_COUNT}, not ${String(options.count)}`);
-  const firstSeed = options.seed ?? 1;
-  if (!Number.isInteger(firstSeed) || firstSeed < 0) throw new Error(`<reuseport-exercise>: seed must be a whole number from 0, not ${String(options.seed)}`);
-  await (kind === 'bind' ? Promise.all([loadModel(), loadLookup()]) : loadModel());
-  resolveProfile(kernel);
-  const lang = pageLang(el);
-  const t = exerciseText(lang);
-  const st = scenarioText(lang);
-  // The accept-model questions run in the simulation worker; the others need no worker.
-  const sim = kind === 'model' ? new SimSession() : undefined;
-  let curated: CuratedView[] = [];
-  try {
-    if (sim) curated = await sim.curated();
-  } catch (e) {
-    sim?.dispose();
-    throw e;
-  }
-  const id = `rl-ex-${++uid}`;
+  const seed = options.seed ?? 1;
+  if (!Number.isInteger(seed) || seed < 0) throw new Error(`<reuseport-exercise>: seed must be a whole number from 0, not ${String(options.seed)}`);
+  return { kind, kernel, count, seed };
+}
 
-  const root = el.appendChild(h('section', `rl-ex rl-ex-${kind}`, undefined, { 'aria-labelledby': `${id}-title` }));
-  root.append(h('p', 'rl-ex-title', t.title[kind], { id: `${id}-title` }));
-  const bar = root.appendChild(h('p', 'rl-ex-bar'));
-  const progress = bar.appendChild(h('span', 'rl-ex-progress'));
-  const scoreEl = bar.appendChild(h('span', 'rl-ex-score'));
-  const body = root.appendChild(h('div', 'rl-ex-body'));
-  // One live region for the whole life of the widget, so each verdict is announced.
-  const live = root.appendChild(h('div', 'rl-ex-feedback', undefined, { role: 'status', 'aria-live': 'polite' }));
-  const after = root.appendChild(h('div', 'rl-ex-after'));
+/**
+ * One exercise on a page: a run of questions, each asked, answered and
+ * explained, then a summary that starts a new run. Made by
+ * {@link ExerciseWidget.mount}; {@link ExerciseWidget.dispose} removes it.
+ */
+export class ExerciseWidget {
+  static #uid = 0;
 
-  let seed = firstSeed;
-  let qs: Question[] = [];
-  let at = 0;
-  let score = 0;
-  let answers: { choice: string; correct: boolean }[] = [];
+  readonly #el: HTMLElement;
+  readonly #kind: ExerciseKind;
+  readonly #kernel: string;
+  readonly #count: number;
+  readonly #lang: Lang;
+  readonly #t: ExerciseText;
+  readonly #st: ScenarioText;
+  /** The simulation worker of the accept-model questions; the others need none. */
+  readonly #sim: SimSession | undefined;
+  readonly #curated: CuratedView[];
+  readonly #id: string;
 
-  const choiceLabel = (q: Question, c: number | string): string => {
-    if (q.kind === 'syn') return t.listener(c as number);
-    if (q.kind === 'bind') return t.outcome[c as BindOutcome];
-    const v = q.choices.find((x) => x.id === c);
-    return v ? variantTitle(v, st) : String(c);
-  };
-  const choicesOf = (q: Question): (number | string)[] => (q.kind === 'model' ? q.choices.map((v) => v.id) : q.choices);
+  readonly #root: HTMLElement;
+  readonly #progress: HTMLElement;
+  readonly #scoreEl: HTMLElement;
+  readonly #body: HTMLElement;
+  /** One live region for the whole life of the widget, so each verdict is announced. */
+  readonly #live: HTMLElement;
+  readonly #after: HTMLElement;
+
+  #phase: Phase = 'asking';
+  #seed = 0;
+  #qs: Question[] = [];
+  #at = 0;
+  #score = 0;
+  #answers: { choice: string; correct: boolean }[] = [];
   /** Counts the shows, so a simulation that ends after the learner moved on is dropped. */
-  let shown = 0;
+  #shown = 0;
+  #resize: ResizeObserver | undefined;
 
-  function start(newSeed: number): void {
-    seed = newSeed;
-    qs = questions(kind, seed, count, kernel, curated);
-    at = 0;
-    score = 0;
-    answers = [];
-    show(false);
-    emit(el, 'started', { kind, kernel, seed, count });
+  /** Checks the options, loads what the kind needs, and shows the first question under `el`. */
+  static async mount(el: HTMLElement, options: ExerciseOptions = {}): Promise<ExerciseWidget> {
+    const o = checkOptions(options);
+    await (o.kind === 'bind' ? Promise.all([loadModel(), loadLookup()]) : loadModel());
+    resolveProfile(o.kernel);
+    // The accept-model questions run in the simulation worker; the others need no worker.
+    const sim = o.kind === 'model' ? new SimSession() : undefined;
+    let curated: CuratedView[] = [];
+    try {
+      if (sim) curated = await sim.curated();
+    } catch (e) {
+      sim?.dispose();
+      throw e;
+    }
+    const w = new ExerciseWidget(el, o, sim, curated);
+    w.#start(o.seed);
+    hostOf(el).dataset.state = 'ready';
+    return w;
   }
 
-  function bars(): void {
-    progress.textContent = t.progress(at + 1, qs.length);
-    scoreEl.textContent = t.score(score, answers.length);
+  private constructor(el: HTMLElement, o: ReturnType<typeof checkOptions>, sim: SimSession | undefined, curated: CuratedView[]) {
+    this.#el = el;
+    this.#kind = o.kind;
+    this.#kernel = o.kernel;
+    this.#count = o.count;
+    this.#lang = pageLang(el);
+    this.#t = exerciseText(this.#lang);
+    this.#st = scenarioText(this.#lang);
+    this.#sim = sim;
+    this.#curated = curated;
+    this.#id = `rl-ex-${++ExerciseWidget.#uid}`;
+    const t = this.#t;
+    this.#root = el.appendChild(h('section', `rl-ex rl-ex-${o.kind}`, undefined, { 'aria-labelledby': `${this.#id}-title` }));
+    this.#root.append(h('p', 'rl-ex-title', t.title[o.kind], { id: `${this.#id}-title` }));
+    const bar = this.#root.appendChild(h('p', 'rl-ex-bar'));
+    this.#progress = bar.appendChild(h('span', 'rl-ex-progress'));
+    this.#scoreEl = bar.appendChild(h('span', 'rl-ex-score'));
+    this.#body = this.#root.appendChild(h('div', 'rl-ex-body'));
+    this.#live = this.#root.appendChild(h('div', 'rl-ex-feedback', undefined, { role: 'status', 'aria-live': 'polite' }));
+    this.#after = this.#root.appendChild(h('div', 'rl-ex-after'));
   }
 
-  let resize: ResizeObserver | undefined;
+  /** Removes the widget; a simulation still running is stopped and its answer dropped. */
+  dispose(): void {
+    this.#phase = 'disposed';
+    this.#shown++;
+    this.#resize?.disconnect();
+    this.#sim?.dispose();
+    this.#root.remove();
+  }
+
+  #choiceLabel(q: Question, c: number | string): string {
+    if (q.kind === 'syn') return this.#t.listener(c as number);
+    if (q.kind === 'bind') return this.#t.outcome[c as BindOutcome];
+    const v = q.choices.find((x) => x.id === c);
+    return v ? variantTitle(v, this.#st) : String(c);
+  }
+
+  #choicesOf(q: Question): (number | string)[] {
+    return q.kind === 'model' ? q.choices.map((v) => v.id) : q.choices;
+  }
+
+  /** A new run of questions from `seed`. */
+  #start(seed: number): void {
+    this.#seed = seed;
+    this.#qs = questions(this.#kind, seed, this.#count, this.#kernel, this.#curated);
+    this.#at = 0;
+    this.#score = 0;
+    this.#answers = [];
+    this.#show(false);
+    emit(this.#el, 'started', { kind: this.#kind, kernel: this.#kernel, seed, count: this.#count });
+  }
+
+  #bars(): void {
+    this.#progress.textContent = this.#t.progress(this.#at + 1, this.#qs.length);
+    this.#scoreEl.textContent = this.#t.score(this.#score, this.#answers.length);
+  }
+
   /** A box that scrolls sideways is a focusable, named region only while it does scroll (one tab stop fewer otherwise). */
-  function scrollable(wrap: HTMLElement, name: string): void {
+  #scrollable(wrap: HTMLElement, name: string): void {
     const set = () => {
       if (wrap.scrollWidth > wrap.clientWidth) {
         wrap.setAttribute('role', 'region');
@@ -347,13 +409,14 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
         wrap.tabIndex = 0;
       } else for (const a of ['role', 'aria-label', 'tabindex']) wrap.removeAttribute(a);
     };
-    resize?.disconnect();
-    resize = 'ResizeObserver' in window ? new ResizeObserver(set) : undefined;
-    resize?.observe(wrap);
+    this.#resize?.disconnect();
+    this.#resize = 'ResizeObserver' in window ? new ResizeObserver(set) : undefined;
+    this.#resize?.observe(wrap);
     set();
   }
 
-  function describeSyn(q: SynQuestion, box: HTMLElement): void {
+  #describeSyn(q: SynQuestion, box: HTMLElement): void {
+    const t = this.#t;
     box.append(h('p', 'rl-ex-lead', t.group('TCP', q.listeners, endpoint(q.bind, q.port), `${q.explain.profile.major}.${q.explain.profile.minor}`)));
     const dl = box.appendChild(h('dl', 'rl-ex-facts'));
     fact(dl, t.hashKey, hex32(q.secret), t.hashKeyHint);
@@ -372,13 +435,14 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
           ],
         }),
       );
-      scrollable(wrap, t.slots);
+      this.#scrollable(wrap, t.slots);
     } else if (q.chain.length) {
       box.append(h('p', 'rl-ex-note', `${t.chain} (${t.chainHint}): ${q.chain.join(', ')}`));
     }
   }
 
-  function sockLine(s: SocketSetup, name: string): HTMLElement {
+  #sockLine(s: SocketSetup, name: string): HTMLElement {
+    const t = this.#t;
     const li = h('li', 'rl-ex-sock');
     li.append(h('span', 'rl-ex-sock-name', name));
     const chips = li.appendChild(h('span', 'rl-ex-chips'));
@@ -391,12 +455,13 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     return li;
   }
 
-  function describeBind(q: BindQuestion, box: HTMLElement): void {
+  #describeBind(q: BindQuestion, box: HTMLElement): void {
+    const t = this.#t;
     box.append(h('p', 'rl-ex-lead', t.sockets(q.kernel)));
     const ol = box.appendChild(h('ol', 'rl-ex-socks'));
     q.sockets.forEach((s, i) => {
       const fresh = i === q.sockets.length - 1;
-      const li = ol.appendChild(sockLine(s, fresh ? t.newSocket : t.socket(i)));
+      const li = ol.appendChild(this.#sockLine(s, fresh ? t.newSocket : t.socket(i)));
       li.dataset.socket = String(i);
       const chips = li.querySelector('.rl-ex-chips')!;
       chips.append(h('span', 'rl-ex-chip rl-ex-state', fresh ? t.newCalls : t.state[s.afterBind ?? 'listen']));
@@ -405,45 +470,55 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
   }
 
   /** Simulates every choice of a model question, with progress, then shows it. */
-  function simulate(q: ModelQuestion, focus: boolean): void {
-    const mine = shown;
-    const status = body.appendChild(h('p', 'rl-ex-sim', t.simulating(0, q.scenarios.length), { role: 'status' }));
-    runModelQuestion(q, sim!, (d, n) => {
-      if (mine === shown) status.textContent = t.simulating(d, n);
+  #simulate(q: ModelQuestion, focus: boolean): void {
+    this.#phase = 'simulating';
+    const mine = this.#shown;
+    const t = this.#t;
+    const status = this.#body.appendChild(h('p', 'rl-ex-sim', t.simulating(0, q.scenarios.length), { role: 'status' }));
+    runModelQuestion(q, this.#sim!, (d, n) => {
+      if (mine === this.#shown) status.textContent = t.simulating(d, n);
     }).then(
       (ok) => {
-        if (mine !== shown) return;
-        if (ok) show(focus);
+        if (mine !== this.#shown) return;
+        if (ok) this.#show(focus);
         else status.textContent = t.simStopped;
       },
       (e: unknown) => {
-        if (mine !== shown) return;
+        if (mine !== this.#shown) return;
         status.textContent = e instanceof Error ? e.message : String(e);
-        hostOf(el).dataset.state = 'error';
+        hostOf(this.#el).dataset.state = 'error';
       },
     );
   }
 
-  /** Shows question `at` (or the summary after the last); `focus` moves focus to it. */
-  function show(focus: boolean): void {
-    shown++;
-    resize?.disconnect();
-    body.replaceChildren();
-    after.replaceChildren();
-    live.textContent = '';
-    const q = qs[at]!;
-    bars();
+  /** Clears the question area for what comes next. */
+  #clear(): void {
+    this.#shown++;
+    this.#resize?.disconnect();
+    this.#body.replaceChildren();
+    this.#after.replaceChildren();
+    this.#live.textContent = '';
+  }
+
+  /** Shows question `at`; `focus` moves focus to it. */
+  #show(focus: boolean): void {
+    this.#clear();
+    const t = this.#t;
+    const id = this.#id;
+    const q = this.#qs[this.#at]!;
+    this.#bars();
     if (q.kind === 'model' && !q.reports) {
-      simulate(q, focus);
+      this.#simulate(q, focus);
       return;
     }
+    this.#phase = 'asking';
     // The question first, so focus moved to it reads on through the facts to the choices.
-    const ask = body.appendChild(h('p', 'rl-ex-ask', t.ask[kind], { id: `${id}-ask`, tabindex: '-1' }));
-    const box = body.appendChild(h('div', 'rl-ex-question'));
-    if (q.kind === 'syn') describeSyn(q, box);
-    else if (q.kind === 'bind') describeBind(q, box);
-    else describeModel(q, box, t, st, lang);
-    const group = body.appendChild(h('div', 'rl-ex-choices', undefined, { role: 'group', 'aria-labelledby': `${id}-ask` }));
+    const ask = this.#body.appendChild(h('p', 'rl-ex-ask', t.ask[this.#kind], { id: `${id}-ask`, tabindex: '-1' }));
+    const box = this.#body.appendChild(h('div', 'rl-ex-question'));
+    if (q.kind === 'syn') this.#describeSyn(q, box);
+    else if (q.kind === 'bind') this.#describeBind(q, box);
+    else describeModel(q, box, t, this.#st, this.#lang);
+    const group = this.#body.appendChild(h('div', 'rl-ex-choices', undefined, { role: 'group', 'aria-labelledby': `${id}-ask` }));
     let hinted = false;
     if (q.kind === 'syn') {
       const hintBtn = h('button', 'rl-ex-hint-toggle', t.showHint, { type: 'button', 'aria-expanded': 'false', 'aria-controls': `${id}-hint` });
@@ -457,31 +532,33 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
         hintBtn.setAttribute('aria-expanded', String(open));
         hintBtn.textContent = open ? t.hideHint : t.showHint;
       });
-      body.insertBefore(hintBtn, group);
-      body.insertBefore(hint, group);
+      this.#body.insertBefore(hintBtn, group);
+      this.#body.insertBefore(hint, group);
     }
     const buttons: HTMLButtonElement[] = [];
-    let done = false;
-    for (const c of choicesOf(q)) {
+    for (const c of this.#choicesOf(q)) {
       const b = group.appendChild(h('button', 'rl-ex-choice', undefined, { type: 'button' }));
-      b.append(h('span', 'rl-ex-choice-text', choiceLabel(q, c)));
+      b.append(h('span', 'rl-ex-choice-text', this.#choiceLabel(q, c)));
       b.dataset.choice = String(c);
       b.addEventListener('click', () => {
-        if (done) return;
-        done = true;
-        answer(q, c, buttons, hinted);
+        // One answer per question: a second click on any choice does nothing.
+        if (this.#phase !== 'asking') return;
+        this.#answer(q, c, buttons, hinted);
       });
       buttons.push(b);
     }
     if (focus) ask.focus();
   }
 
-  function answer(q: Question, choice: number | string, buttons: HTMLButtonElement[], hinted: boolean): void {
+  #answer(q: Question, choice: number | string, buttons: HTMLButtonElement[], hinted: boolean): void {
+    this.#phase = 'answered';
+    const t = this.#t;
+    const lang = this.#lang;
     const expected = q.expected;
     const correct = choice === expected;
-    if (correct) score++;
-    answers.push({ choice: choiceLabel(q, choice), correct });
-    bars();
+    if (correct) this.#score++;
+    this.#answers.push({ choice: this.#choiceLabel(q, choice), correct });
+    this.#bars();
     for (const b of buttons) {
       b.setAttribute('aria-disabled', 'true');
       const c = b.dataset.choice!;
@@ -495,8 +572,8 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
     const said: string[] = [];
     if (q.kind === 'syn') said.push(correct ? t.synRight(q.expected) : t.synWrong(choice as number, q.expected));
     else if (q.kind === 'model') {
-      const right = choiceLabel(q, q.expected);
-      said.push(correct ? t.modelRight(right) : t.modelWrong(choiceLabel(q, choice), right));
+      const right = this.#choiceLabel(q, q.expected);
+      said.push(correct ? t.modelRight(right) : t.modelWrong(this.#choiceLabel(q, choice), right));
       const v = q.choices.find((x) => x.id === q.expected)!;
       said.push(t.tell[v.accept]);
     } else {
@@ -507,69 +584,70 @@ export async function mountExercise(el: HTMLElement, options: ExerciseOptions = 
         if (q.refusal.with !== null) said.push(t.conflicts(q.refusal.with));
       } else said.push(t.noConflict);
     }
-    live.replaceChildren(...said.map((s, i) => h('p', i === 0 ? `rl-ex-verdict ${correct ? 'rl-ex-right' : 'rl-ex-wrong'}` : '', s)));
+    this.#live.replaceChildren(...said.map((s, i) => h('p', i === 0 ? `rl-ex-verdict ${correct ? 'rl-ex-right' : 'rl-ex-wrong'}` : '', s)));
     if (q.kind === 'bind' && q.refusal?.with != null) {
-      const li = body.querySelector(`.rl-ex-sock[data-socket="${q.refusal.with}"]`);
+      const li = this.#body.querySelector(`.rl-ex-sock[data-socket="${q.refusal.with}"]`);
       li?.classList.add('rl-ex-conflict');
       li?.querySelector('.rl-ex-chips')?.append(h('span', 'rl-ex-chip rl-ex-badge', t.conflictBadge));
     }
-    const last = at === qs.length - 1;
-    const next = after.appendChild(h('button', 'rl-primary rl-ex-next', last ? t.finish : t.next, { type: 'button' }));
+    const last = this.#at === this.#qs.length - 1;
+    const next = this.#after.appendChild(h('button', 'rl-primary rl-ex-next', last ? t.finish : t.next, { type: 'button' }));
     next.addEventListener('click', () => {
-      if (last) summary();
+      if (last) this.#summary();
       else {
-        at++;
-        show(true);
+        this.#at++;
+        this.#show(true);
       }
     });
     if (q.kind === 'syn') {
-      const det = after.appendChild(h('details', 'rl-explain rl-ex-why'));
+      const det = this.#after.appendChild(h('details', 'rl-explain rl-ex-why'));
       det.open = true;
       det.append(h('summary', '', t.why));
       const card = det.appendChild(h('div'));
       renderExplain(card, explainView(q.explain, lang), 3, t.card);
     }
-    if (q.kind === 'model') revealModel(q, after.appendChild(h('div', 'rl-ex-why')), t, st, lang);
-    emit(el, 'answered', { kind, question: at, choice, correct, expected, hinted });
-    if (last) emit(el, 'completed', { kind, seed, score, total: qs.length });
+    if (q.kind === 'model') revealModel(q, this.#after.appendChild(h('div', 'rl-ex-why')), t, this.#st, lang);
+    emit(this.#el, 'answered', { kind: this.#kind, question: this.#at, choice, correct, expected, hinted });
+    if (last) emit(this.#el, 'completed', { kind: this.#kind, seed: this.#seed, score: this.#score, total: this.#qs.length });
     next.focus();
   }
 
-  function summary(): void {
-    resize?.disconnect();
-    body.replaceChildren();
-    after.replaceChildren();
-    live.textContent = '';
-    progress.textContent = t.done;
-    const head = body.appendChild(h('p', 'rl-ex-final', t.final(score, qs.length), { tabindex: '-1' }));
-    const ol = body.appendChild(h('ol', 'rl-ex-recap'));
-    answers.forEach((a, i) => {
-      const q = qs[i]!;
+  /** The run's score and each answer, with a new run on the same seed or the next one. */
+  #summary(): void {
+    this.#clear();
+    this.#phase = 'summary';
+    const t = this.#t;
+    this.#progress.textContent = t.done;
+    const head = this.#body.appendChild(h('p', 'rl-ex-final', t.final(this.#score, this.#qs.length), { tabindex: '-1' }));
+    const ol = this.#body.appendChild(h('ol', 'rl-ex-recap'));
+    this.#answers.forEach((a, i) => {
+      const q = this.#qs[i]!;
       ol.append(
-        h('li', a.correct ? 'rl-ex-right' : 'rl-ex-wrong', `${a.correct ? '✓' : '✗'} ${a.choice}${a.correct ? '' : t.recapRight(choiceLabel(q, q.expected))}`),
+        h(
+          'li',
+          a.correct ? 'rl-ex-right' : 'rl-ex-wrong',
+          `${a.correct ? '✓' : '✗'} ${a.choice}${a.correct ? '' : t.recapRight(this.#choiceLabel(q, q.expected))}`,
+        ),
       );
     });
-    const again = after.appendChild(h('button', 'rl-primary', t.again, { type: 'button' }));
+    const again = this.#after.appendChild(h('button', 'rl-primary', t.again, { type: 'button' }));
     again.addEventListener('click', () => {
-      start(seed);
-      body.querySelector<HTMLElement>('.rl-ex-ask')?.focus();
+      this.#start(this.#seed);
+      this.#body.querySelector<HTMLElement>('.rl-ex-ask')?.focus();
     });
-    const fresh = after.appendChild(h('button', '', t.fresh, { type: 'button' }));
+    const fresh = this.#after.appendChild(h('button', '', t.fresh, { type: 'button' }));
     fresh.addEventListener('click', () => {
-      start((seed + 1) >>> 0);
-      body.querySelector<HTMLElement>('.rl-ex-ask')?.focus();
+      this.#start((this.#seed + 1) >>> 0);
+      this.#body.querySelector<HTMLElement>('.rl-ex-ask')?.focus();
     });
     head.focus();
   }
+}
 
-  start(firstSeed);
-  hostOf(el).dataset.state = 'ready';
-  return () => {
-    shown++;
-    resize?.disconnect();
-    sim?.dispose();
-    root.remove();
-  };
+/** Mounts the exercise into `el`; returns `dispose`. */
+export async function mountExercise(el: HTMLElement, options: ExerciseOptions = {}): Promise<() => void> {
+  const w = await ExerciseWidget.mount(el, options);
+  return () => w.dispose();
 }
 
 function readExercise(el: HTMLElement): ExerciseOptions {
