@@ -6,7 +6,7 @@
  * panel, in one line under the scene, and in one line of the inspector.
  */
 import { renderLookup } from '../render/dispatch/lookup';
-import { addrAnyPlan, groupPlan, hostPacket, lookupView, type HostPlan, type LookupScene, type LookupView } from '../scene/dispatch/lookup';
+import { addrAnyPlan, describePlan, groupPlan, hostPacket, lookupView, type HostPlan, type LookupScene, type LookupView } from '../scene/dispatch/lookup';
 import type { DispatchSim } from '../scene/dispatch/sim';
 import type { DispatchCtx } from './dispatch-dom';
 
@@ -84,13 +84,15 @@ export function lookupPanel({ t, lang, sim, dom, s, on }: DispatchCtx) {
     lkBody.selectAll('*').remove();
     if (!r) return;
     if ('error' in r) lkBody.append('p').attr('class', 'rl-fallback').text(t.lookupRefused(r.error));
-    else renderLookup(lkBody.node()!, r.plan.describe, r.view, 3, t.lookup);
-    const walkRow = (row: string[], hit: boolean) => `${row[0]!.split(' (')[0]} ${t.score} ${row[1]!.split(' ')[0]}${hit ? ' ✓' : ''}`;
+    else renderLookup(lkBody.node()!, describePlan(r.plan, lang), r.view, 3, lang);
+    // One candidate in a few words: its socket and score, from the scene's facts (not from the table's words).
+    const walkRow = (w: LookupView['walks'][number], i: number) =>
+      `${t.socket(w.sockets[i]!)} ${t.score} ${w.chips[i]!.score}${w.highlight.includes(i) ? ' ✓' : ''}`;
     stageLookup.text(
       'error' in r
         ? ''
         : `${t.lookupOf(seq, scene === 'addr_any')}: ` +
-            `${r.view.walks.map((w) => `${w.caption} [${w.rows.map((row, i) => walkRow(row, w.highlight.includes(i))).join(', ')}]`).join(' → ')} ` +
+            `${r.view.walks.map((w) => `${w.caption} [${w.rows.map((_, i) => walkRow(w, i)).join(', ')}]`).join(' → ')} ` +
             `→ ${r.view.socket === null ? t.noSocket : `${t.socket(r.view.socket)}${r.view.listener !== null ? ` = L${r.view.listener}` : ''}`}`,
     );
     // The inspector names the lookup in the visualized group's layout in one line.

@@ -4,7 +4,6 @@ import { langOf, say } from '../model/messages';
 import type { DispatchEvent, EventWhat, NoTaker } from '../scene/dispatch/events';
 import { remapPhrase, type DispatchSim, type Remap } from '../scene/dispatch/sim';
 import type { StructureText } from '../scene/dispatch/structure';
-import { LOOKUP_TEXT_EN, type LookupText } from '../render/dispatch/lookup';
 import type { ExplainCardText } from '../render/explain-card';
 import type { Fairness } from '../scene/dispatch/stats';
 import type { TourStep } from '../scene/dispatch/tour';
@@ -222,7 +221,6 @@ export interface DispatchText {
   /** A figure that has no value yet (max/min and Jain's index before any connection). */
   notApplicable: string;
   structure: StructureText;
-  lookup: LookupText;
   card: ExplainCardText;
   /** Words of the one-line lookup under the scene and in the inspector. */
   noSocket: string;
@@ -501,7 +499,6 @@ const en: DispatchText = {
     listeners: 'Listeners · accept queue',
     stalled: '×0',
   },
-  lookup: LOOKUP_TEXT_EN,
   card: { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' },
   noSocket: 'no socket',
   socket: (n) => `socket ${n}`,
@@ -801,15 +798,6 @@ const zh: DispatchText = {
     noSocks: '尚无 socks[]',
     listeners: '监听套接字 · 全连接队列',
     stalled: '卡住',
-  },
-  lookup: {
-    table: (i, c) => `表 ${i}：${c}`,
-    source: (s, d) => `内核：${s}；得分与 ${d} 比较`,
-    candidates: (c) => `${c} 中的候选，按链表顺序`,
-    noCandidate: '此桶中没有候选。',
-    why: (r) => `原因：${r}。`,
-    refused: '模型拒绝的调用',
-    caveats: '查找的注意事项',
   },
   card: { kernel: (s) => `内核：${s}`, fallback: (s) => `回退：${s}`, caveats: '注意事项' },
   noSocket: '没有套接字',

@@ -374,15 +374,9 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
         explainBox.append(h);
         const card = el('div');
         explainBox.append(card);
-        const plan = {
-          scene: 'group' as const,
-          layout,
-          listenerOf: layoutAnswered.results.map(() => null),
-          daddr: r.explain.packet.tuple.daddr,
-          dport: r.explain.packet.tuple.dport,
-          describe: t.layoutDescribe(layoutAnswered.sockets),
-        };
-        renderLookup(card, plan.describe, lookupView(plan, layoutAnswered.results, r.explain, lang), 4);
+        // A pasted layout's sockets are not listeners of a visualized group.
+        const plan = { listenerOf: layoutAnswered.results.map(() => null) };
+        renderLookup(card, t.layoutDescribe(layoutAnswered.sockets), lookupView(plan, layoutAnswered.results, r.explain, lang), 4, lang);
         h.focus();
         return;
       }

@@ -7,7 +7,9 @@
  * A tagged type `FooBar` (tag `kind`) is said by the template
  * `"foo_bar.<kind>"`, a struct `FooBar` by `"foo_bar"`; a template's
  * `{placeholders}` are the fields of its tag (tests/unit/messages.test.ts
- * holds both tables to that). No DOM: the caller says which language.
+ * holds both tables to that). The widgets' own sentences are the keys
+ * `ui.<name>` of the same tables ({@link sayUi}), held to the same keys and
+ * placeholders in both languages. No DOM: the caller says which language.
  */
 import en from '../../messages/en.json';
 import zhCN from '../../messages/zh-CN.json';
@@ -136,6 +138,30 @@ function sources(lang: Lang, value: object): Record<string, string> {
 /** Says one outcome in `lang`; `given` says fields the caller words itself (a field's name in this language). */
 export function say<G extends keyof Messages>(lang: Lang, group: G, value: Messages[G], given: Record<string, string> = {}): string {
   return fill(template(lang, keyOf(group, value)), value, { ...sources(lang, value), ...given });
+}
+
+/** The interface sentences of the catalogue: the keys `ui.<name>` of both tables, by name. */
+export type UiKey = { [K in keyof typeof en]: K extends `ui.${infer R}` ? R : never }[keyof typeof en];
+/** The names of the sentences said in two forms by a count (`ui.<name>.one`, `ui.<name>.other`). */
+export type UiCountKey = { [K in UiKey]: K extends `${infer R}.one` ? R : never }[UiKey];
+
+/**
+ * Says an interface sentence (`ui.<key>`) in `lang`, its `{placeholders}`
+ * filled from `fields`: the widgets' facts said by the catalogue, as the
+ * model's outcomes are by {@link say}.
+ */
+export function sayUi(lang: Lang, key: UiKey, fields: Record<string, string | number> = {}): string {
+  return fill(template(lang, `ui.${key}`), {}, stringsOf(fields));
+}
+
+/** Says `ui.<key>.one` when `n` is 1, else `ui.<key>.other`, with `n` among the fields. */
+export function sayUiCount(lang: Lang, key: UiCountKey, n: number, fields: Record<string, string | number> = {}): string {
+  return sayUi(lang, `${key}.${n === 1 ? 'one' : 'other'}` as UiKey, { n, ...fields });
+}
+
+/** Fields as they read: numbers in decimal, strings as they are. */
+function stringsOf(fields: Record<string, string | number>): Record<string, string> {
+  return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, String(v)]));
 }
 
 /** A refused call in one sentence: the rule and where the kernel applies it. */

@@ -163,6 +163,28 @@ describe('dispatch: listener lookup panel', () => {
     old.dispose();
   });
 
+  it('says the lookup in the language asked: a Chinese page gets no English sentence', () => {
+    // The Chinese paste page once showed this card in English (the scene wrote English whatever lang said).
+    const plan = addrAnyPlan('tcp', base.secret);
+    const tuple = { saddr: '127.0.0.1', sport: 40000, daddr: SERVER.addr, dport: SERVER.port };
+    const host = new Host('6.18', plan.layout);
+    const ex = host.lookup(hostPacket(plan, 'tcp', tuple, 0, null));
+    const zh = lookupView(plan, host.results(), ex, 'zh-CN');
+    const en = lookupView(plan, host.results(), ex, 'en');
+    const han = /\p{Script=Han}/u;
+    const english = /\b(socket|receives|walked|fails with|no match|group \d+ member)\b/;
+    const sentences = [zh.headline, zh.groupLine ?? '', ...zh.refusals, ...zh.walks.flatMap((w) => [...w.head, ...w.rows.map((r) => r[0]!)])];
+    for (const s of sentences.filter((x) => x !== '' && x !== 'compute_score')) {
+      expect(s).toMatch(han);
+      expect(s).not.toMatch(english);
+    }
+    expect(en.headline).toMatch(/^Kernel 6\.18, TCP 127\.0\.0\.1:40000 → 127\.0\.0\.1:8888: \d+ tables? walked; socket 4 /);
+    // The facts are the same in both: the receiving socket, its rows and scores.
+    expect(zh.socket).toBe(en.socket);
+    expect(zh.walks.map((w) => w.sockets)).toEqual(en.walks.map((w) => w.sockets));
+    host.dispose();
+  });
+
   it('payload programs read the datagram number; SK_REUSEPORT programs are refused before 4.19', () => {
     const sim = new DispatchSim({ ...base, proto: 'udp', program: { kind: 'payload_mod', modulus: 3 } });
     const g = new Group('6.18', {

@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { fill, keyOf, langOf, placeholders, say, sayBasis, sayRefusal, TABLES, type Lang } from '../../src/model/messages';
+import { fill, keyOf, langOf, placeholders, say, sayBasis, sayRefusal, sayUi, sayUiCount, TABLES, type Lang } from '../../src/model/messages';
 
 const dir = fileURLToPath(new URL('../../src/model/generated/message/', import.meta.url));
 
@@ -78,13 +78,20 @@ describe('sentence tables', () => {
     expect(expected.get('kernel_source')).toEqual(['func', 'file', 'release']);
   });
 
+  // The widgets' own sentences (`ui.*`) are held below, language against language.
+  const outcomes = (lang: Lang) => Object.entries(TABLES[lang]).filter(([key]) => !key.startsWith('ui.'));
+
   for (const lang of Object.keys(TABLES) as Lang[]) {
     it(`${lang}: one template per tag the model can produce, and no other`, () => {
-      expect(Object.keys(TABLES[lang]).sort()).toEqual([...expected.keys()].sort());
+      expect(
+        outcomes(lang)
+          .map(([key]) => key)
+          .sort(),
+      ).toEqual([...expected.keys()].sort());
     });
 
     it(`${lang}: every placeholder is a field of its tag`, () => {
-      for (const [key, template] of Object.entries(TABLES[lang])) {
+      for (const [key, template] of outcomes(lang)) {
         const fields = expected.get(key) ?? [];
         for (const p of placeholders(template)) expect(fields, `${lang} ${key}: {${p}}`).toContain(p);
       }
@@ -100,6 +107,27 @@ describe('sentence tables', () => {
       const code = t === TABLES.en[key] && !/[a-z]+ [a-z]+/.test(text);
       if (!frame && !code) expect(t, key).toMatch(han);
     }
+  });
+});
+
+describe('interface sentences (ui.*)', () => {
+  const ui = (lang: Lang) => Object.keys(TABLES[lang]).filter((k) => k.startsWith('ui.'));
+
+  it('both languages hold the same sentences, each with the same placeholders', () => {
+    expect(ui('en').length).toBeGreaterThan(0);
+    expect(ui('zh-CN').sort()).toEqual(ui('en').sort());
+    for (const key of ui('en')) expect(placeholders(TABLES['zh-CN'][key]!).sort(), key).toEqual(placeholders(TABLES.en[key]!).sort());
+  });
+
+  it('a counted sentence has its one and other forms', () => {
+    for (const key of ui('en').filter((k) => k.endsWith('.one'))) expect(TABLES.en, key).toHaveProperty([key.replace(/\.one$/, '.other')]);
+  });
+
+  it('says a sentence in the language asked, with its fields and counted form', () => {
+    expect(sayUiCount('en', 'lookup.sockets', 1, { proto: 'TCP' })).toBe('1 TCP socket');
+    expect(sayUiCount('en', 'lookup.sockets', 3, { proto: 'UDP' })).toBe('3 UDP sockets');
+    expect(sayUi('zh-CN', 'lookup.no_match', { score: -1 })).toBe('-1（不匹配）');
+    expect(sayUi('en', 'lookup.why', { reason: 'no listener' })).toBe('Why: no listener.');
   });
 });
 

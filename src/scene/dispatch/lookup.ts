@@ -4,11 +4,13 @@
  * candidate socket with its `compute_score` and outcome, the reuseport
  * group's pick and the receiving socket. No DOM and no kernel arithmetic:
  * this file writes the calls that make the visualized group (or a preset
- * with several groups) and turns the model's answer into rows.
+ * with several groups) and turns the model's answer into rows. Its words
+ * are the catalogue's (`ui.lookup.*` in messages/*.json), in the page's
+ * language.
  */
 import type { Member, Program, Proto, Tuple } from '../../model/index';
 import { callLog, setupAll, type CallLog, type CallResult, type Layout, type LookupExplain, type Packet, type SocketSetup } from '../../model/lookup';
-import { say, sayRefusal, type Lang } from '../../model/messages';
+import { say, sayRefusal, sayUi, sayUiCount, type Lang } from '../../model/messages';
 
 /** Which layout the lookup panel asks about. */
 export type LookupScene = 'group' | 'addr_any';
@@ -23,8 +25,26 @@ export interface HostPlan {
   /** Where packets go in this layout (the visualized group's address, or the preset's). */
   daddr: string;
   dport: number;
-  /** One sentence about the layout. */
-  describe: string;
+  /** What the layout is, for {@link describePlan}. */
+  facts: PlanFacts;
+}
+
+/** What a layout is: the visualized group (its sockets, closes replayed or left out), or the addr_any preset. */
+export type PlanFacts =
+  | { scene: 'group'; sockets: number; proto: Proto; bind: string; port: number; replayed: number[] | null; omitted: number }
+  | { scene: 'addr_any'; port: number };
+
+/** One sentence about the layout, in `lang`. */
+export function describePlan(plan: HostPlan, lang: Lang): string {
+  const f = plan.facts;
+  if (f.scene === 'addr_any') return sayUi(lang, 'lookup.plan_addr_any', { port: f.port });
+  return sayUi(lang, 'lookup.plan_group', {
+    sockets: sayUiCount(lang, 'lookup.sockets', f.sockets, { proto: f.proto.toUpperCase() }),
+    bind: f.bind,
+    port: f.port,
+    replayed: f.replayed?.length ? sayUi(lang, 'lookup.replayed', { order: f.replayed.join(', ') }) : '',
+    omitted: f.omitted ? sayUiCount(lang, 'lookup.omitted', f.omitted) : '',
+  });
 }
 
 /** What of the visualized group a layout needs (all from the model or the run's options). */
@@ -76,15 +96,7 @@ export function groupPlan(g: GroupSource): HostPlan {
     listenerOf,
     daddr: g.bind === '0.0.0.0' ? '10.0.0.1' : g.bind,
     dport: g.port,
-    describe:
-      `The visualized group as ${sockets.length} ${g.proto.toUpperCase()} socket${sockets.length === 1 ? '' : 's'} bound to ${g.bind}:${g.port}, ` +
-      `socket i being listener i` +
-      (replay && g.closedOrder!.length ? `, with the closes replayed in order (${g.closedOrder!.join(', ')})` : '') +
-      (omitted
-        ? ` (${omitted} closed listener${omitted === 1 ? '' : 's'} left out: a listener joined after a close, ` +
-          `which a Host layout cannot replay, so its socks[] order can differ from the live group's)`
-        : '') +
-      '.',
+    facts: { scene: 'group', sockets: sockets.length, proto: g.proto, bind: g.bind, port: g.port, replayed: replay ? g.closedOrder! : null, omitted },
   };
 }
 
@@ -102,9 +114,7 @@ export function addrAnyPlan(proto: Proto, secret: number): HostPlan {
     listenerOf: sockets.map(() => null),
     daddr: '127.0.0.1',
     dport: p,
-    describe:
-      `Several groups on port ${p} (tools/testing/selftests/net/reuseport_addr_any.c): sockets 0, 1, 5, 6 on 0.0.0.0, 2, 3, 7, 8 on :: (dual-stack), 4 ` +
-      `on 127.0.0.1, all with SO_REUSEPORT, then 9 on 127.0.0.1 without it. The packet is the inspected client's, sent to 127.0.0.1:${p}.`,
+    facts: { scene: 'addr_any', port: p },
   };
 }
 
@@ -146,31 +156,39 @@ export interface LookupView {
   refusals: string[];
 }
 
-function sockLabel(plan: HostPlan, results: CallResult[], s: number): string {
+function sockLabel(plan: Pick<HostPlan, 'listenerOf'>, results: CallResult[], s: number, lang: Lang): string {
   const r = results[s];
   const where = r ? (r.family === 'inet6' ? `[${r.addr}]:${r.port}` : `${r.addr}:${r.port}`) : '?';
   const l = plan.listenerOf[s];
-  const gm = r && r.group !== null ? `, group ${r.group} member ${r.member}` : '';
-  return `socket ${s} (${where}${l !== null && l !== undefined ? `, L${l}` : ''}${gm})`;
+  return sayUi(lang, 'lookup.socket_label', {
+    socket: s,
+    where,
+    listener: l !== null && l !== undefined ? sayUi(lang, 'lookup.socket_listener', { listener: l }) : '',
+    member: r && r.group !== null ? sayUi(lang, 'lookup.socket_member', { group: r.group, member: String(r.member) }) : '',
+  });
 }
 
 /** Turns the model's lookup into rows: one table per bucket walked, one row per candidate the model listed. */
-export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExplain, lang: Lang = 'en'): LookupView {
+export function lookupView(plan: Pick<HostPlan, 'listenerOf'>, results: CallResult[], ex: LookupExplain, lang: Lang = 'en'): LookupView {
   const walks = ex.tables.map((t) => ({
     caption: say(lang, 'table_name', t.table),
     source: say(lang, 'kernel_source', t.source),
     daddr: t.daddr,
-    head: ['socket', 'compute_score', 'outcome'],
+    head: [sayUi(lang, 'lookup.col_socket'), sayUi(lang, 'lookup.col_score'), sayUi(lang, 'lookup.col_outcome')],
     rows: t.candidates.map((c) => [
-      sockLabel(plan, results, c.socket),
-      c.score < 0 ? `${c.score} (no match)` : String(c.score),
+      sockLabel(plan, results, c.socket, lang),
+      c.score < 0 ? sayUi(lang, 'lookup.no_match', { score: c.score }) : String(c.score),
       say(lang, 'candidate_outcome', c.outcome),
     ]),
     sockets: t.candidates.map((c) => c.socket),
     highlight: t.candidates.flatMap((c, i) => (c.socket === ex.socket ? [i] : [])),
     chips: t.candidates.map((c) => {
       const l = plan.listenerOf[c.socket];
-      return { label: l !== null && l !== undefined ? `L${l}` : `socket ${c.socket}`, score: c.score, chosen: c.socket === ex.socket };
+      return {
+        label: l !== null && l !== undefined ? `L${l}` : sayUi(lang, 'lookup.chip_socket', { socket: c.socket }),
+        score: c.score,
+        chosen: c.socket === ex.socket,
+      };
     }),
   }));
   const g = ex.group;
@@ -178,28 +196,49 @@ export function lookupView(plan: HostPlan, results: CallResult[], ex: LookupExpl
   const listener = ex.socket === null ? null : (plan.listenerOf[ex.socket] ?? null);
   const who =
     ex.socket === null
-      ? 'no socket receives it'
-      : `${sockLabel(plan, results, ex.socket)} receives it${listener !== null ? `: listener L${listener} of the visualized group` : ''}`;
+      ? sayUi(lang, 'lookup.nobody')
+      : sayUi(lang, 'lookup.receiver', {
+          socket: sockLabel(plan, results, ex.socket, lang),
+          listener: listener !== null ? sayUi(lang, 'lookup.receiver_listener', { listener }) : '',
+        });
   const groupLine = g
-    ? `Reuseport group ${g.group} (members by number: ${g.members.map((s, m) => `${m}→socket ${s}`).join(', ')}) picked member ` +
-      `${g.explain.listener ?? 'none'}${g.explain.slot !== null ? ` in socks[${g.explain.slot}]` : ''}, hash ` +
-      `${g.explain.hash.hashHex}${g.explain.fallback ? `; ${say(lang, 'fallback', g.explain.fallback)}` : ''}.`
+    ? sayUi(lang, 'lookup.group_line', {
+        group: g.group,
+        members: g.members.map((s, m) => sayUi(lang, 'lookup.group_member', { member: m, socket: s })).join(', '),
+        member: g.explain.listener ?? sayUi(lang, 'lookup.no_member'),
+        slot: g.explain.slot !== null ? sayUi(lang, 'lookup.in_slot', { slot: g.explain.slot }) : '',
+        hash: g.explain.hash.hashHex,
+        fallback: g.explain.fallback ? sayUi(lang, 'lookup.fallback', { fallback: say(lang, 'fallback', g.explain.fallback) }) : '',
+      })
     : null;
   const refusals = results.flatMap((r) =>
     (['bind', 'listen', 'attach'] as const).flatMap((call) => {
       const x = r[call];
       return x
         ? [
-            `socket ${r.socket}: ${call}() fails with ${x.errno}${x.with !== null && x.with !== undefined ? ` (against socket ${x.with})` : ''}: ` +
-              `${sayRefusal(lang, x)}`,
+            sayUi(lang, 'lookup.refusal', {
+              socket: r.socket,
+              call,
+              errno: x.errno,
+              with: x.with !== null && x.with !== undefined ? sayUi(lang, 'lookup.refusal_with', { with: x.with }) : '',
+              rule: sayRefusal(lang, x),
+            }),
           ]
         : [];
     }),
   );
+  const tuple = ex.packet.tuple;
   return {
-    headline:
-      `Kernel ${ex.profile.major}.${ex.profile.minor}, ${ex.packet.proto.toUpperCase()} ${ex.packet.tuple.saddr}:${ex.packet.tuple.sport} → ` +
-      `${ex.packet.tuple.daddr}:${ex.packet.tuple.dport}: ${ex.tables.length} table${ex.tables.length === 1 ? '' : 's'} walked; ${who}.`,
+    headline: sayUiCount(lang, 'lookup.headline', ex.tables.length, {
+      kernel: `${ex.profile.major}.${ex.profile.minor}`,
+      proto: ex.packet.proto.toUpperCase(),
+      saddr: tuple.saddr,
+      sport: tuple.sport,
+      daddr: tuple.daddr,
+      dport: tuple.dport,
+      tables: ex.tables.length,
+      who,
+    }),
     socket: ex.socket,
     listener,
     member: member >= 0 ? member : null,
