@@ -17,7 +17,8 @@ import { yieldToMain } from './dom';
 import { pageLang } from './site';
 import { renderExplain } from '../render/explain-card';
 import type { Marker } from '../render/dispatch/overlay';
-import { drawPackets, drawRoute, hitTest, Pixels, pixelWord, px, py, stampClients, stampMoved, stampPackets } from '../render/dispatch/particles';
+import { hitTest, px, py } from '../render/dispatch/particles';
+import { StageCanvas, type StageFrame } from '../render/dispatch/stage';
 import { explainView } from '../scene/explain-view';
 import { parseClients } from '../scene/dispatch/clients';
 import type { DispatchEvent } from '../scene/dispatch/events';
@@ -28,7 +29,7 @@ import { DispatchSim, KIND_OF_CODE, newFrame, type SimOptions } from '../scene/d
 import { markerText, structure, type RowView } from '../scene/dispatch/structure';
 import { dispatchText, nowView } from './dispatch-text';
 import { formatRates, RATE_BOUNDS } from '../scene/dispatch/workers';
-import { queueBarMax, ROW_PARTS } from '../scene/dispatch/tour';
+import { ROW_PARTS } from '../scene/dispatch/tour';
 import { buildDispatchDom, type DispatchCtx, type On, type ViewState } from './dispatch-dom';
 import { LIMITS, PRESET_BASE, readDispatch, refusedText, type DispatchOptions, type Preset, type Refused } from './dispatch-options';
 import { dispatchPanels } from './dispatch-panels';
@@ -113,10 +114,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   let stepAcc = 0;
   const frameBuf = newFrame(4096);
   const one = newFrame(1);
-  const pixels = new Pixels();
-  const ctx = canvas.node()!.getContext('2d');
-  const QUEUE_WORD = pixelWord('#555555');
-  const STALLED_WORD = pixelWord('#a00000');
+  const stageCanvas = new StageCanvas(canvas.node()!);
 
   const setError = (msg: string) => errors.text(msg);
   if (refused.length) {
@@ -210,14 +208,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     const h = Math.max(300, Math.min(520, Math.round(w * (w < 600 ? 0.95 : 0.55))));
     s.cssW = w;
     s.cssH = h;
-    const dpr = Math.min(2, globalThis.devicePixelRatio || 1);
-    canvas
-      .attr('width', Math.round(w * dpr))
-      .attr('height', Math.round(h * dpr))
-      .style('width', `${w}px`)
-      .style('height', `${h}px`);
-    ctx?.setTransform(dpr, 0, 0, dpr, 0, 0);
-    pixels.resize(Math.round(w * dpr), Math.round(h * dpr), dpr);
+    stageCanvas.resize(w, h, Math.min(2, globalThis.devicePixelRatio || 1));
     s.box = { left: 12, top: 44, width: w * 0.86, height: h - 56 };
     if (!draw) return;
     overlay.draw(s.struct, s.box, w, h);
@@ -568,63 +559,38 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   // playing: each refresh lays out and repaints DOM, which costs whole frames
   // when rasterising without a GPU.
   const SLOW_MS = 1000;
-  let focusRoute: number[] | null = null;
+  let focusRoute: readonly number[] | null = null;
+  /** The focused packet on its route, `now` into its travel (stepping while paused), or null. */
+  const focusOf = (now: number): StageFrame['focus'] => {
+    if (!s.focus || s.playing) return null;
+    const e = sim.log.get(s.focus.seq);
+    if (!e) return null;
+    const route = sim.path(e.kind, e.client, e.hash === null ? 0.5 : hashToY(e.hash), e.listener ?? NO_LISTENER);
+    const u = reduced ? 1 : Math.min(1, (now - s.focus.start) / FOCUS_MS);
+    const p = { x: 0, y: 0 };
+    along(route.pts, route.w, u, p);
+    one.n = 1;
+    one.x[0] = p.x;
+    one.y[0] = p.y;
+    one.kind[0] = KINDS.indexOf(e.kind);
+    one.listener[0] = e.listener ?? NO_LISTENER;
+    one.seq[0] = e.seq;
+    return { route: route.pts, packet: one, seq: e.seq };
+  };
   const render = (now: number) => {
-    if (!ctx) return;
-    // Clients, packets and accept queues go into one pixel buffer, put on the canvas in one call.
-    pixels.clear();
-    stampClients(pixels, s.box, COL.client, sim.clientListener, 6);
     sim.frame(frameBuf);
-    stampPackets(pixels, frameBuf, s.box, 3);
-    // Accept queues: 3 px a connection, scaled down together when the longest would not fit
-    // (a stalled worker's keeps growing); a stalled worker's queue is striped dark red.
-    const rh = s.box.height / Math.max(1, s.struct.rows.length);
-    const qx = px(s.box, COL.listener) + ROW_PARTS.queue;
-    const qmax = queueBarMax(s.cssW, px(s.box, COL.listener));
-    let longest = 0;
-    for (const r of s.struct.rows) longest = Math.max(longest, sim.queue[r.listener] ?? 0);
-    const perConn = Math.min(3, qmax / Math.max(1, longest));
-    for (const r of s.struct.rows) {
-      const q = sim.queue[r.listener] ?? 0;
-      if (q < 0.5) continue;
-      const y = py(s.box, sim.listenerY(r.listener)) - Math.max(0.5, rh * 0.3);
-      const h = Math.max(1, rh * 0.6);
-      const len = Math.max(1, Math.min(qmax, q * perConn));
-      if (!r.stalled) pixels.rect(qx, y, len, h, QUEUE_WORD);
-      else for (let sx = 0; sx < len; sx += 4) pixels.rect(qx + sx, y, Math.min(3, len - sx), h, STALLED_WORD);
-    }
-    stampMoved(pixels, s.box, COL.client, sim.clientListener.length, movedNow(), 6);
-    pixels.blit(ctx);
-    focusRoute = null;
-    if (s.focus && !s.playing) {
-      const e = sim.log.get(s.focus.seq);
-      if (e) {
-        const route = sim.path(e.kind, e.client, e.hash === null ? 0.5 : hashToY(e.hash), e.listener ?? NO_LISTENER);
-        focusRoute = route.pts;
-        drawRoute(ctx, s.box, route.pts);
-        const u = reduced ? 1 : Math.min(1, (now - s.focus.start) / FOCUS_MS);
-        const p = { x: 0, y: 0 };
-        along(route.pts, route.w, u, p);
-        one.n = 1;
-        one.x[0] = p.x;
-        one.y[0] = p.y;
-        one.kind[0] = KINDS.indexOf(e.kind);
-        one.listener[0] = e.listener ?? NO_LISTENER;
-        one.seq[0] = e.seq;
-        drawPackets(ctx, one, s.box, 6, e.seq);
-      }
-    }
-    if (s.inspected !== null && s.playing === false) {
-      // The inspected packet, if still in flight, ringed.
-      for (let i = 0; i < frameBuf.n; i++) {
-        if (frameBuf.seq[i] !== s.inspected) continue;
-        ctx.beginPath();
-        ctx.arc(px(s.box, frameBuf.x[i]!), py(s.box, frameBuf.y[i]!), 9, 0, Math.PI * 2);
-        ctx.strokeStyle = '#000';
-        ctx.lineWidth = 2;
-        ctx.stroke();
-      }
-    }
+    const focus = focusOf(now);
+    focusRoute = focus ? focus.route : null;
+    stageCanvas.draw({
+      box: s.box,
+      cssW: s.cssW,
+      clientListener: sim.clientListener,
+      packets: frameBuf,
+      queues: s.struct.rows.map((r) => ({ y: sim.listenerY(r.listener), length: sim.queue[r.listener] ?? 0, stalled: r.stalled })),
+      moved: movedNow(),
+      focus,
+      inspected: s.playing === false ? s.inspected : null,
+    });
     const sl = sim.slide;
     if (sl && sl.u < 1) {
       const row = s.struct.rows.find((r) => r.listener === sl.listener);
