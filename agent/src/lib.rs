@@ -24,6 +24,8 @@ pub mod cmd;
 pub mod error;
 pub mod exit;
 pub mod kernel;
+#[cfg(unix)]
+pub mod lab;
 pub mod messages;
 #[cfg(target_os = "linux")]
 pub mod migrate_req;
@@ -60,6 +62,17 @@ pub fn read_capped(path: &std::path::Path, cap: u64, what: &str) -> std::io::Res
     }
     String::from_utf8(bytes)
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+}
+
+/// The date and time of `t` in UTC, RFC 3339 with whole seconds (`…Z`);
+/// a time before 1970 (a clock set wrong) reads as 1970-01-01T00:00:00Z.
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    jiff::Timestamp::from_second(i64::try_from(secs).unwrap_or(i64::MAX))
+        .unwrap_or(jiff::Timestamp::MAX)
+        .to_string()
 }
 
 /// Writes one line to standard error and ignores a failure: progress and

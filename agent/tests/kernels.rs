@@ -1,13 +1,15 @@
-//! The pure parts of `verify --kernels` (agent/src/cmd/verify/kernels.rs): reading what
-//! a guest printed, and the rule that a kernel is verified only when it
+//! The pure parts of the QEMU lab (agent/src/lab/) and of `verify --kernels`
+//! (agent/src/cmd/verify/kernels.rs): reading what a guest printed, and the rule that a kernel is verified only when it
 //! booted, recorded every layout and agreed everywhere. No QEMU here: the
 //! booting itself runs in `npm test` (scripts/test.sh) and
 //! `npm run verify:kernels`.
 
 use reuseport_agent::cmd::verify::kernels::{
-    assess, depends, field, in_series, init_script, is_static_x86_64_elf, parse_guest_output,
-    profile_evidence, release_from_path, requests, BootEnd, GuestRun, KernelRow, LayoutCheck,
-    Request, Step, VerificationRecord, RECORD_SCHEMA,
+    assess, profile_evidence, KernelRow, LayoutCheck, Step, VerificationRecord, RECORD_SCHEMA,
+};
+use reuseport_agent::lab::fetch::{depends, field, in_series, release_from_path};
+use reuseport_agent::lab::{
+    init_script, is_static_x86_64_elf, parse_guest_output, requests, BootEnd, GuestRun, Request,
 };
 
 fn request(name: &str, suite: &str) -> Request {

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use reuseport_agent::cmd::scenario::schema_problems;
-use reuseport_agent::cmd::verify::kernels::is_static_x86_64_elf;
+use reuseport_agent::lab::is_static_x86_64_elf;
 use serde_json::Value;
 
 mod common;

@@ -31,7 +31,7 @@
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use reuseport_model::reuseport::CpuPin;
 use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup};
@@ -346,14 +346,7 @@ fn model_slots(
     }
 }
 
-/// The date and time of `t` in UTC, RFC 3339 with whole seconds (`…Z`);
-/// a time before 1970 (a clock set wrong) reads as 1970-01-01T00:00:00Z.
-pub fn rfc3339(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    jiff::Timestamp::from_second(i64::try_from(secs).unwrap_or(i64::MAX))
-        .unwrap_or(jiff::Timestamp::MAX)
-        .to_string()
-}
+pub use crate::rfc3339;
 
 /// What a finished run reports besides the trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

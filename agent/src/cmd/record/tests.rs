@@ -1,5 +1,7 @@
 //! `record`'s unit tests: the options and the plan, without a kernel.
 
+use std::time::UNIX_EPOCH;
+
 use clap::Parser;
 
 use super::*;

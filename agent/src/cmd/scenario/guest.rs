@@ -1,8 +1,7 @@
 //! `scenario NAME --kernel K`: the scenario run inside another kernel.
 //! Debian's image of that kernel is booted under QEMU with
-//! [`SCENARIO_GUEST_CPUS`] vCPUs, exactly as `verify --kernels` boots it
-//! ([`crate::cmd::verify::kernels::run_scenario`]: the cached image, a busybox initramfs
-//! with the static agent), the guest runs `reuseport-agent scenario NAME`
+//! [`SCENARIO_GUEST_CPUS`] vCPUs in the QEMU lab ([`crate::lab`]: the cached
+//! image, a busybox initramfs with the static agent), the guest runs `reuseport-agent scenario NAME`
 //! with this run's options, and its trace comes back over the second serial
 //! port. On the host the trace is checked (the schema, the guest's release)
 //! and each run says in its `adapted` list where it ran.
@@ -19,7 +18,10 @@ use std::io::Write;
 use reuseport_model::sim::Curated;
 
 use super::{command_line, ScenarioArgs, ScenarioError, ScenarioTrace};
-use crate::cmd::verify::kernels::{KernelsArgs, SCENARIO_GUEST_CPUS};
+use std::fs;
+use std::time::Instant;
+
+use crate::lab::{self, Image, LabOptions};
 
 /// The default `--scale` in a guest, as a factor of the scenario's own
 /// default: a TCG guest on a 2-CPU host runs a variant of `incoming-cpu`
@@ -68,22 +70,20 @@ pub(super) fn run(
     } else {
         args.variants.len()
     } as u64;
-    let kargs = KernelsArgs {
-        kernels: Some(vec![kernel.to_string()]),
-        kernel_cache: args.kernel_cache.clone(),
+    let opts = LabOptions {
+        who: format!("scenario --kernel {kernel}"),
+        cache: args.kernel_cache.clone(),
         guest_agent: args.guest_agent.clone(),
+        refresh: false,
+        mirror: lab::MIRROR.into(),
+        accel: args.accel,
         boot_timeout: args
             .boot_timeout
             .unwrap_or(BOOT_ALLOWANCE + args.timeout * variants),
-        refresh: false,
-        accel: args.accel,
-        mirror: crate::cmd::verify::kernels::MIRROR.into(),
-        write_record: None,
     };
     let argv = guest_argv(args, c.name, scale);
     let mut err = std::io::stderr();
-    let g =
-        crate::cmd::verify::kernels::run_scenario(&kargs, &argv, &mut err).map_err(guest_err)?;
+    let g = in_guest(kernel, &opts, &argv, &mut err).map_err(guest_err)?;
     let mut trace: ScenarioTrace = serde_json::from_str(&g.trace)
         .map_err(|e| guest_err(format!("the guest's trace is not a scenario trace: {e}")))?;
     if trace.kernel.release != g.release {
@@ -119,4 +119,94 @@ pub(super) fn run(
         g.seconds
     );
     Ok(trace)
+}
+
+/// vCPUs of a `scenario --kernel` guest: the four CPUs of the curated
+/// scenarios (`incoming-cpu` pins a worker and a client to each).
+pub const SCENARIO_GUEST_CPUS: u32 = 4;
+
+/// A scenario run inside a booted guest ([`in_guest`]).
+#[derive(Debug, Clone)]
+pub struct GuestScenario {
+    /// The trace the guest's agent wrote (JSON text, not yet checked).
+    pub trace: String,
+    /// The image booted.
+    pub image: Image,
+    /// The guest's `uname -r`.
+    pub release: String,
+    /// CPUs the guest saw.
+    pub cpus: Option<u32>,
+    /// From starting QEMU until the guest powered off.
+    pub seconds: f64,
+}
+
+/// Boots `kernel` on [`SCENARIO_GUEST_CPUS`] vCPUs and runs
+/// `reuseport-agent` there with `guest_argv` (without `--output`), bringing
+/// its trace back: fetch (or the cache), the static guest agent, an
+/// initramfs whose `/init` runs that one command, the boot, and the data
+/// port. Err: the step that failed and why.
+pub fn in_guest(
+    kernel: &str,
+    opts: &LabOptions,
+    guest_argv: &[String],
+    err: &mut dyn Write,
+) -> Result<GuestScenario, String> {
+    let reqs = lab::requests(&[kernel.to_string()]).map_err(|u| u.to_string())?;
+    let [req] = reqs.as_slice() else {
+        return Err(format!(
+            "--kernel names one kernel to boot; `{kernel}` names {}",
+            reqs.len()
+        ));
+    };
+    let cache = lab::cache_dir(opts).map_err(|(what, e)| format!("{what}: {e}"))?;
+    let run = lab::run_dir(&cache)?;
+    let dir = run.path.join(format!("scenario-{}", req.suite));
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let image = lab::fetch(req, opts, &cache, err).map_err(|e| format!("fetch: {e}"))?;
+    let scratch = dir.join("initramfs");
+    fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let name = "scenario".to_string();
+    let initrd = lab::guest_agent(opts, &scratch, err)
+        .and_then(|a| lab::initramfs(&a, &[(name.clone(), guest_argv.to_vec())], &scratch))
+        .map_err(|e| format!("initramfs: {e}"))?;
+    let _ = writeln!(
+        err,
+        "{}: booting {} under QEMU ({}, {SCENARIO_GUEST_CPUS} vCPUs, at most {} s): reuseport-agent {}",
+        opts.who,
+        image.release,
+        opts.accel.name(),
+        opts.boot_timeout,
+        guest_argv.join(" ")
+    );
+    let t0 = Instant::now();
+    let run = lab::boot(
+        &image.vmlinuz,
+        &initrd,
+        &dir,
+        opts.boot_timeout,
+        opts.accel,
+        SCENARIO_GUEST_CPUS,
+    );
+    let seconds = t0.elapsed().as_secs_f64();
+    // Judged as every lab guest is (booted, reported its release, the
+    // command's output between its markers); the trace is only kept, there
+    // is nothing to recover and predict.
+    let (release, out) = lab::guest::booted(&run).map_err(|why| format!("boot: {why}"))?;
+    match out.traces.into_iter().find(|(n, _)| *n == name) {
+        Some((_, Ok(trace))) => Ok(GuestScenario {
+            trace,
+            image,
+            release,
+            cpus: out.cpus,
+            seconds,
+        }),
+        Some((_, Err(e))) => Err(format!("record: {e}")),
+        None if out.done => Err("record: the guest did not run the scenario".into()),
+        None => {
+            let (how, tail) = lab::guest::ending(&run);
+            Err(format!(
+                "record: the guest stopped before running the scenario ({how}){tail}"
+            ))
+        }
+    }
 }

@@ -101,8 +101,8 @@ pub struct ScenarioArgs {
     pub boot_timeout: Option<u64>,
 
     /// With --kernel: QEMU's accelerator (tcg: emulation, works everywhere; kvm needs a usable /dev/kvm).
-    #[arg(long, value_enum, default_value_t = crate::cmd::verify::kernels::Accel::Tcg)]
-    pub accel: crate::cmd::verify::kernels::Accel,
+    #[arg(long, value_enum, default_value_t = crate::lab::Accel::Tcg)]
+    pub accel: crate::lab::Accel,
 }
 
 /// An error that stops `scenario` (exit status 2).

@@ -1,39 +1,31 @@
-// Over 800 lines for now: fetching, booting and checking a kernel are one pipeline here; to be split by those stages with the guest runs of verify --layouts.
 //! `verify --kernels`: the proof of [`crate::cmd::verify`], run on kernels this
-//! machine does not run. For each Debian kernel asked for it
+//! machine does not run. For each Debian kernel asked for, the QEMU lab
+//! ([`crate::lab`]) fetches the image, packs an initramfs whose `/init` runs
+//! `reuseport-agent record` for each of `verify`'s layouts
+//! ([`crate::cmd::verify::LayoutName`]) and, with `--layouts N`, the random
+//! layouts and call logs, and boots it; this module then
 //!
-//! 1. **fetch**: resolves the suite's `linux-image-amd64` to the image package
-//!    (on sid, 7.x: the `linux-binary-*` package it depends on) with
-//!    `apt-get` under a throw-away configuration of its own (the machine's
-//!    apt setup is never read or changed), downloads it with
-//!    `apt-get download`, keeps only the `vmlinuz` in the cache
-//!    (`.cache/kernels/<suite>/`, reused on the next run);
-//! 2. **initramfs**: packs busybox (static), a statically linked agent
-//!    (`x86_64-unknown-linux-musl`) and an `/init` that brings up `lo` and
-//!    runs `reuseport-agent record` for each of `verify`'s layouts
-//!    ([`crate::cmd::verify::LayoutName`]), with `cpio`;
-//! 3. **boot**: boots the kernel under QEMU (TCG by default: KVM is often
-//!    unusable in CI), killed after `--boot-timeout` seconds; the guest prints its
-//!    `uname -r` and each trace between markers on its second serial port
-//!    (`ttyS1`, a file on the host), so kernel messages on the console
-//!    (`ttyS0`) never mix with the data;
-//! 4. **record**: reads the traces the guest printed ([`parse_guest_output`]);
-//! 5. **check**: recovers each trace's key and predicts the rest on the host,
-//!    exactly as `verify --trace` does (a key search under TCG takes about
-//!    45 s instead of 1 s, hence the split).
+//! 1. **judges the boot**: the guest reached `/init` and reported its
+//!    release ([`assess`]);
+//! 2. **checks** each trace on the host: recovers its key and predicts the
+//!    rest exactly as `verify --trace` does (a key search under TCG takes
+//!    about 45 s instead of 1 s, hence the split), and compares the random
+//!    draws' answers with the model for the guest's release;
+//! 3. **writes** the table, and with `--write-record` the verification
+//!    record the site shows.
 //!
 //! A kernel counts as verified only when its guest booted, reported its
 //! release, recorded every layout, and the model agreed with every recorded
 //! choice ([`KernelRow::verified`]); every other outcome names the step that
-//! failed.
+//! failed (fetch, initramfs, boot, record, check).
 
 use std::fs;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
-use clap::{Args, Parser};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -41,29 +33,13 @@ use crate::cmd::verify::calldraw::CallLogs;
 use crate::cmd::verify::differential::{check_kernel_answers, Draw, LayoutsAgreement, Words};
 use crate::cmd::verify::layouts::Layouts;
 use crate::cmd::verify::{LayoutName, LayoutResult, VerifyArgs};
+use crate::lab::{self, Accel, GuestOutput, GuestRun, LabOptions, Request, MIRROR};
 
-/// The Debian suites `verify --kernels` knows, with the kernel series each
-/// ships (`None` for sid, whose series moves; 7.2 when this was written).
-pub const SUITES: &[(&str, Option<&str>)] = &[
-    ("bullseye", Some("5.10")),
-    ("bookworm", Some("6.1")),
-    ("trixie", Some("6.12")),
-    ("sid", None),
-];
-
-/// Largest kernel package `fetch` downloads (the 6.12 image is about 108 MB).
-pub const MAX_PACKAGE_BYTES: u64 = 256 << 20;
-/// Largest guest output read back (a 1,000-event trace is about 150 kB).
-pub const MAX_GUEST_OUTPUT: u64 = 64 << 20;
 /// The verification record's `format`.
 pub const RECORD_FORMAT: &str = "reuseport-lab-verification";
 /// The JSON Schema every verification record satisfies.
 pub const RECORD_SCHEMA: &str =
     include_str!("../../../../public/verification/verification-v1.schema.json");
-/// The Debian mirror kernels are fetched from unless `--mirror` says otherwise.
-pub const MIRROR: &str = "http://deb.debian.org/debian";
-/// Where the guest's output lines begin; every marker line starts with this.
-pub const MARK: &str = "@@RPL-";
 
 /// Options of `verify --kernels` (flattened into [`VerifyArgs`]).
 #[derive(Debug, Clone, Default, Args)]
@@ -94,22 +70,17 @@ pub struct KernelsArgs {
     pub write_record: Option<PathBuf>,
 }
 
-/// QEMU's accelerator.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Accel {
-    /// Emulation (TCG): slow, works on any host.
-    #[default]
-    Tcg,
-    /// Hardware virtualisation.
-    Kvm,
-}
-
-impl Accel {
-    /// QEMU's name for it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Accel::Tcg => "tcg",
-            Accel::Kvm => "kvm",
+impl KernelsArgs {
+    /// What the lab needs of these options; `who` prefixes its progress.
+    pub fn lab(&self, who: &str) -> LabOptions {
+        LabOptions {
+            who: who.to_string(),
+            cache: self.kernel_cache.clone(),
+            guest_agent: self.guest_agent.clone(),
+            refresh: self.refresh,
+            mirror: self.mirror.clone(),
+            accel: self.accel,
+            boot_timeout: self.boot_timeout,
         }
     }
 }
@@ -139,65 +110,6 @@ impl KernelsError {
     pub fn is_broken_pipe(&self) -> bool {
         matches!(self, KernelsError::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
     }
-}
-
-/// One kernel asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Request {
-    /// As named on the command line (`6.1`, `sid`, `7.2`).
-    pub name: String,
-    /// The Debian suite it comes from.
-    pub suite: String,
-    /// The series required (`None`: whatever the suite ships).
-    pub series: Option<String>,
-}
-
-/// Turns `--kernels` into requests, in the order given, without repeats.
-pub fn requests(list: &[String]) -> Result<Vec<Request>, KernelsError> {
-    let mut out: Vec<Request> = Vec::new();
-    let mut push = |r: Request| {
-        if !out
-            .iter()
-            .any(|o| o.suite == r.suite && o.series == r.series)
-        {
-            out.push(r);
-        }
-    };
-    for item in list {
-        let item = item.trim();
-        if item == "all" {
-            for (suite, series) in SUITES {
-                push(Request {
-                    name: series.unwrap_or(suite).to_string(),
-                    suite: suite.to_string(),
-                    series: series.map(String::from),
-                });
-            }
-            continue;
-        }
-        if let Some((suite, series)) = SUITES.iter().find(|(s, v)| *s == item || *v == Some(item)) {
-            push(Request {
-                name: item.to_string(),
-                suite: suite.to_string(),
-                series: series.map(String::from),
-            });
-            continue;
-        }
-        // Any other MAJOR.MINOR can only be sid's (checked once resolved).
-        let mut parts = item.split('.');
-        let numeric = matches!((parts.next(), parts.next(), parts.next()),
-            (Some(a), Some(b), None) if !a.is_empty() && !b.is_empty()
-                && a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit()));
-        if !numeric {
-            return Err(KernelsError::Unknown(item.to_string()));
-        }
-        push(Request {
-            name: item.to_string(),
-            suite: "sid".into(),
-            series: Some(item.to_string()),
-        });
-    }
-    Ok(out)
 }
 
 /// The step of a kernel's run.
@@ -236,24 +148,6 @@ pub struct Failure {
     pub step: Step,
     /// What went wrong, and what to do.
     pub message: String,
-}
-
-/// The image used for a kernel.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Image {
-    /// Debian package.
-    pub package: String,
-    /// Its version.
-    pub version: String,
-    /// The release in the package (`uname -r` once booted).
-    pub release: String,
-    /// The kernel file (in `image.json`: its name in the suite's cache directory).
-    pub vmlinuz: PathBuf,
-    /// Its size in bytes.
-    pub bytes: u64,
-    /// When it was downloaded.
-    pub fetched: String,
 }
 
 /// Seconds spent per step.
@@ -479,125 +373,6 @@ impl KernelRow {
     }
 }
 
-/// What the guest printed on its data port, parsed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GuestOutput {
-    /// `@@RPL-BEGIN` was seen: `/init` ran.
-    pub began: bool,
-    /// The release the guest reported.
-    pub release: Option<String>,
-    /// The guest's `/proc/version` (Debian's package version is in it).
-    pub version: Option<String>,
-    /// CPUs the guest saw.
-    pub cpus: Option<u32>,
-    /// Per layout, in order: the trace text, or why recording failed.
-    pub traces: Vec<(String, Result<String, String>)>,
-    /// `@@RPL-DONE` was seen: every layout was attempted.
-    pub done: bool,
-}
-
-/// Parses the guest's data port. The protocol, one marker per line
-/// (`\r` ignored):
-///
-/// ```text
-/// @@RPL-BEGIN 1
-/// @@RPL-KERNEL <uname -r>
-/// @@RPL-VERSION </proc/version>
-/// @@RPL-CPUS <n>
-/// @@RPL-TRACE <layout>      the trace JSON follows, up to
-/// @@RPL-END <layout>
-/// @@RPL-FAILED <layout> rc=<status>   the recorder's stderr follows, up to
-/// @@RPL-END <layout>
-/// @@RPL-DONE
-/// ```
-///
-/// A section cut off by the end of the output (the guest died or was
-/// killed) becomes a failure of that layout.
-pub fn parse_guest_output(text: &str) -> GuestOutput {
-    let mut out = GuestOutput::default();
-    // (layout, failed?, body)
-    let mut open: Option<(String, Option<String>, String)> = None;
-    for raw in text.split('\n') {
-        let line = raw.trim_end_matches('\r');
-        if let Some(rest) = line.strip_prefix(MARK) {
-            let (word, arg) = rest.split_once(' ').unwrap_or((rest, ""));
-            let arg = arg.trim();
-            match word {
-                "END" => {
-                    if let Some((name, failed, body)) = open.take() {
-                        let result = match failed {
-                            None => Ok(body),
-                            Some(status) => Err(format!(
-                                "the recorder exited with {status}: {}",
-                                body.trim()
-                            )),
-                        };
-                        out.traces.push((name, result));
-                    }
-                    continue;
-                }
-                "BEGIN" => out.began = true,
-                "KERNEL" if !arg.is_empty() => out.release = Some(arg.to_string()),
-                "VERSION" if !arg.is_empty() => out.version = Some(arg.to_string()),
-                "CPUS" => out.cpus = arg.parse().ok(),
-                "TRACE" => open = Some((arg.to_string(), None, String::new())),
-                "FAILED" => {
-                    let (name, status) = arg.split_once(' ').unwrap_or((arg, "rc=?"));
-                    open = Some((name.to_string(), Some(status.to_string()), String::new()));
-                }
-                "DONE" => out.done = true,
-                _ => {}
-            }
-            if word != "TRACE" && word != "FAILED" {
-                if let Some((name, _, _)) = open.take() {
-                    out.traces
-                        .push((name, Err("the trace was cut off by another marker".into())));
-                }
-            }
-            continue;
-        }
-        if let Some((_, _, body)) = open.as_mut() {
-            body.push_str(line);
-            body.push('\n');
-        }
-    }
-    if let Some((name, _, _)) = open {
-        out.traces.push((
-            name,
-            Err("the output ended inside this layout (the guest stopped or was killed while recording)".into()),
-        ));
-    }
-    out
-}
-
-/// How the QEMU process ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BootEnd {
-    /// It exited by itself (the guest powered off, or QEMU gave up).
-    Exited {
-        /// Its exit status (`None`: killed by a signal).
-        code: Option<i32>,
-    },
-    /// It ran past the timeout and was killed.
-    TimedOut {
-        /// The timeout, in seconds.
-        after: u64,
-    },
-    /// It could not be started.
-    NotStarted(String),
-}
-
-/// One guest run, as seen from the host.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GuestRun {
-    /// How QEMU ended.
-    pub end: BootEnd,
-    /// The data port's text.
-    pub output: String,
-    /// The last lines of the console (kernel messages), for the report.
-    pub console_tail: String,
-}
-
 /// Fills `row` from one guest run: the release, and per trace the result of
 /// `check` (the host's recovery and prediction). A run that did not reach
 /// `/init` and report the release fails at [`Step::Boot`], whatever else it
@@ -608,32 +383,14 @@ pub fn assess(
     expected: &[&str],
     check: &mut dyn FnMut(&str, &str) -> Result<LayoutCheck, String>,
 ) {
-    let out = parse_guest_output(&run.output);
-    let how = match &run.end {
-        BootEnd::Exited { code: Some(c) } => format!("QEMU exited with status {c}"),
-        BootEnd::Exited { code: None } => "QEMU was killed by a signal".to_string(),
-        BootEnd::TimedOut { after } => {
-            format!("the guest was still running after {after} s and QEMU was killed")
+    let (how, tail) = lab::guest::ending(run);
+    let (release, out) = match lab::guest::booted(run) {
+        Ok(b) => b,
+        Err(why) => {
+            row.fail(Step::Boot, why);
+            row.settle();
+            return;
         }
-        BootEnd::NotStarted(why) => why.clone(),
-    };
-    let tail = if run.console_tail.trim().is_empty() {
-        String::new()
-    } else {
-        format!("; console ends: {}", one_line(&run.console_tail, 300))
-    };
-    if let BootEnd::NotStarted(_) = run.end {
-        row.fail(Step::Boot, how);
-        row.settle();
-        return;
-    }
-    let Some(release) = out.release.clone().filter(|_| out.began) else {
-        row.fail(
-            Step::Boot,
-            format!("the guest never reached /init and reported its release ({how}){tail}"),
-        );
-        row.settle();
-        return;
     };
     row.booted = true;
     row.profile = reuseport_model::Profile::for_release(&release)
@@ -673,897 +430,22 @@ pub fn assess(
     row.settle();
 }
 
-fn one_line(s: &str, max: usize) -> String {
-    let s: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if s.len() <= max {
-        s
-    } else {
-        let mut start = s.len() - max;
-        while !s.is_char_boundary(start) {
-            start += 1;
-        }
-        format!("…{}", &s[start..])
-    }
-}
-
-/// The `/init` of the guest: mounts, `lo` up, then `reuseport-agent record`
-/// per layout with its arguments, every result on `/dev/ttyS1` between
-/// markers ([`parse_guest_output`]), then power off.
-pub fn init_script(layouts: &[(String, Vec<String>)]) -> String {
-    let mut s = String::from(
-        "#!/bin/busybox sh\n\
-         # /init of the verify --kernels guest, written by reuseport-agent (agent/src/kernels.rs).\n\
-         /bin/busybox --install -s /bin\n\
-         export PATH=/bin\n\
-         mount -t proc proc /proc\n\
-         mount -t sysfs sysfs /sys\n\
-         mount -t devtmpfs devtmpfs /dev\n\
-         ip link set lo up\n\
-         stty -F /dev/ttyS1 raw -echo 2>/dev/null\n\
-         exec 3>/dev/ttyS1\n\
-         say() { echo \"$*\" >&3; }\n\
-         say @@RPL-BEGIN 1\n\
-         say @@RPL-KERNEL \"$(cat /proc/sys/kernel/osrelease)\"\n\
-         say @@RPL-VERSION \"$(cat /proc/version)\"\n\
-         say @@RPL-CPUS \"$(nproc)\"\n",
-    );
-    for (name, args) in layouts {
-        let quoted: Vec<String> = args.iter().map(|a| sh_quote(a)).collect();
-        let name_q = sh_quote(name);
-        s.push_str(&format!(
-            "if /reuseport-agent {} --output /tmp/trace.json 2>/tmp/record.err; then\n  \
-               say @@RPL-TRACE {name_q}; cat /tmp/trace.json >&3; echo >&3\n\
-             else\n  \
-               say @@RPL-FAILED {name_q} rc=$?; tail -c 2000 /tmp/record.err >&3; echo >&3\n\
-             fi\n\
-             say @@RPL-END {name_q}\n\
-             rm -f /tmp/trace.json /tmp/record.err\n",
-            quoted.join(" ")
-        ));
-    }
-    s.push_str("say @@RPL-DONE\nexec 3>&-\nsync\npoweroff -f\n");
-    s
-}
-
-fn sh_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b".,:_=/+-".contains(&c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
-/// Whether `bytes` is an x86-64 ELF executable with no program interpreter
-/// (statically linked, so it runs in an initramfs without a libc).
-pub fn is_static_x86_64_elf(bytes: &[u8]) -> Result<(), String> {
-    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
-        return Err("not an ELF file".into());
-    }
-    if bytes[4] != 2 || bytes[5] != 1 {
-        return Err("not a 64-bit little-endian ELF file".into());
-    }
-    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]);
-    let u64_at = |o: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&bytes[o..o + 8]);
-        u64::from_le_bytes(b)
-    };
-    if u16_at(18) != 0x3e {
-        return Err("not an x86-64 executable".into());
-    }
-    let (phoff, phentsize, phnum) = (
-        u64_at(32) as usize,
-        u16_at(54) as usize,
-        u16_at(56) as usize,
-    );
-    for i in 0..phnum {
-        let o = phoff + i * phentsize;
-        if o + 4 > bytes.len() {
-            return Err("its program headers are cut off".into());
-        }
-        if u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]) == 3 {
-            return Err("it is dynamically linked (it names a program interpreter)".into());
-        }
-    }
-    Ok(())
-}
-
-/// From `apt-cache show` output, the names in the first stanza's `Depends`
-/// (first alternative of each, versions dropped).
-pub fn depends(show: &str) -> Vec<String> {
-    let stanza = show.split("\n\n").next().unwrap_or("");
-    let Some(line) = stanza.lines().find_map(|l| l.strip_prefix("Depends:")) else {
-        return Vec::new();
-    };
-    line.split(',')
-        .filter_map(|d| d.split('|').next())
-        .filter_map(|d| d.split_whitespace().next())
-        .map(|d| d.split(':').next().unwrap_or(d).to_string())
-        .collect()
-}
-
-/// A field of the first stanza of `apt-cache show` output.
-pub fn field(show: &str, name: &str) -> Option<String> {
-    let stanza = show.split("\n\n").next().unwrap_or("");
-    stanza
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .map(|v| v.trim().to_string())
-}
-
-/// The release of a kernel file from its path in the package:
-/// `boot/vmlinuz-<release>`, or `usr/lib/modules/<release>/vmlinuz` (the
-/// `linux-binary-*` packages of 7.x).
-pub fn release_from_path(path: &str) -> Option<String> {
-    let path = path.trim_start_matches("./");
-    if let Some(r) = path.strip_prefix("boot/vmlinuz-") {
-        return (!r.is_empty() && !r.contains('/')).then(|| r.to_string());
-    }
-    let rest = path
-        .strip_prefix("usr/lib/modules/")
-        .or_else(|| path.strip_prefix("lib/modules/"))?;
-    let (release, file) = rest.split_once('/')?;
-    (file == "vmlinuz" && !release.is_empty()).then(|| release.to_string())
-}
-
-// --- the steps that touch the machine -----------------------------------------------------
-
-/// The source tree this agent was built from, if it is still there.
-fn workspace() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()?
-        .to_path_buf();
-    dir.join("Cargo.toml").is_file().then_some(dir)
-}
-
-/// Runs a command with stdin empty and stdout and stderr to files, killed
-/// after `timeout`. Returns its stdout (at most `max` bytes) or a message
-/// with the tail of its stderr.
-fn run_bounded(
-    cmd: &mut Command,
-    what: &str,
-    timeout: Duration,
-    logs: &Path,
-    max: u64,
-) -> Result<String, String> {
-    let out_path = logs.join("cmd.out");
-    let err_path = logs.join("cmd.err");
-    let open = |p: &Path| {
-        fs::File::create(p).map_err(|e| format!("{what}: cannot create {}: {e}", p.display()))
-    };
-    cmd.stdin(Stdio::null())
-        .stdout(open(&out_path)?)
-        .stderr(open(&err_path)?);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("{what}: cannot start it: {e}"))?;
-    let t0 = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if t0.elapsed() > timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{what}: still running after {} s, killed",
-                    timeout.as_secs()
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return Err(format!("{what}: {e}")),
-        }
-    };
-    let stdout = read_limited(&out_path, max).unwrap_or_default();
-    if !status.success() {
-        let err = read_tail(&err_path, 1500);
-        return Err(format!(
-            "{what} failed ({status}): {}",
-            one_line(&err, 1500)
-        ));
-    }
-    Ok(stdout)
-}
-
-/// QEMU gets SIGKILL when the agent dies (Ctrl-C, a test runner's
-/// timeout), so no guest is ever left running.
-fn die_with_parent(cmd: &mut Command) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cmd;
-}
-
-fn read_limited(path: &Path, max: u64) -> std::io::Result<String> {
-    let mut s = Vec::new();
-    fs::File::open(path)?.take(max).read_to_end(&mut s)?;
-    Ok(String::from_utf8_lossy(&s).into_owned())
-}
-
-fn read_tail(path: &Path, max: u64) -> String {
-    let Ok(mut f) = fs::File::open(path) else {
-        return String::new();
-    };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    use std::io::Seek;
-    let _ = f.seek(std::io::SeekFrom::Start(len.saturating_sub(max)));
-    let mut s = Vec::new();
-    let _ = f.take(max).read_to_end(&mut s);
-    String::from_utf8_lossy(&s).into_owned()
-}
-
-const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
-
-/// Resolves, downloads and caches one suite's kernel image.
-fn fetch(
-    req: &Request,
-    args: &KernelsArgs,
-    cache: &Path,
-    err: &mut dyn Write,
-) -> Result<Image, String> {
-    let dir = cache.join(&req.suite);
-    let meta = dir.join("image.json");
-    if !args.refresh {
-        if let Ok(text) = fs::read_to_string(&meta) {
-            if let Ok(img) = serde_json::from_str::<Image>(&text) {
-                let img = Image {
-                    vmlinuz: dir.join(&img.vmlinuz),
-                    ..img
-                };
-                if img.vmlinuz.is_file() {
-                    let _ = writeln!(
-                        err,
-                        "verify --kernels: {}: cached {} ({})",
-                        req.name, img.package, img.version
-                    );
-                    return Ok(img);
-                }
-            }
-        }
-    }
-    if !Path::new(KEYRING).is_file() {
-        return Err(format!("{KEYRING} is missing, so Debian's archive cannot be authenticated; install the debian-archive-keyring package"));
-    }
-    for tool in ["apt-get", "apt-cache", "dpkg-deb", "tar"] {
-        if which(tool).is_none() {
-            return Err(format!("{tool} not found; fetching Debian's kernels needs apt and dpkg (a Debian or Ubuntu host)"));
-        }
-    }
-    let apt = cache.join("apt").join(&req.suite);
-    let _ = fs::remove_dir_all(&apt);
-    // The lists and the package go whatever happens (about 50 MB and 70–110 MB):
-    // only the kernel stays.
-    let result = download(req, args, &dir, &apt, err);
-    let _ = fs::remove_dir_all(&apt);
-    let _ = fs::remove_dir(cache.join("apt"));
-    result
-}
-
-/// Whether a kernel version or release (`6.1.176-1`, `6.1.0-50-amd64`,
-/// `7.2.13+deb14-amd64`) is of `series` (`6.1`).
-pub fn in_series(version: &str, series: &str) -> bool {
-    version
-        .strip_prefix(series)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '-', '+']))
-}
-
-/// `fetch` past the cache: apt under its own configuration in `apt`, the
-/// kernel into `dir`.
-fn download(
-    req: &Request,
-    args: &KernelsArgs,
-    dir: &Path,
-    apt: &Path,
-    err: &mut dyn Write,
-) -> Result<Image, String> {
-    let meta = dir.join("image.json");
-    let mkdir =
-        |p: &Path| fs::create_dir_all(p).map_err(|e| format!("cannot create {}: {e}", p.display()));
-    for d in [
-        "lists/partial",
-        "cache/archives/partial",
-        "empty",
-        "download",
-        "logs",
-    ] {
-        mkdir(&apt.join(d))?;
-    }
-    let abs = fs::canonicalize(apt).map_err(|e| format!("{}: {e}", apt.display()))?;
-    fs::write(
-        abs.join("sources.list"),
-        format!(
-            "deb [signed-by={KEYRING}] {} {} main\n",
-            args.mirror, req.suite
-        ),
-    )
-    .map_err(|e| format!("cannot write the apt sources: {e}"))?;
-    // A configuration of its own: no /etc/apt/apt.conf.d (its hooks and extra
-    // index targets), no dpkg status, amd64 and main only.
-    let conf = format!(
-        "Dir::Etc::Parts \"{d}/empty\";\nDir::Etc::Main \"{d}/empty/none\";\nDir::Etc::SourceList \"{d}/sources.list\";\n\
-         Dir::Etc::SourceParts \"{d}/empty\";\nDir::Etc::Preferences \"{d}/empty/none\";\nDir::Etc::PreferencesParts \"{d}/empty\";\n\
-         Dir::State \"{d}\";\nDir::State::Lists \"{d}/lists\";\nDir::State::status \"/dev/null\";\nDir::Cache \"{d}/cache\";\n\
-         Dir::Log \"{d}/logs\";\nAcquire::Languages \"none\";\nAPT::Architectures {{ \"amd64\"; }};\n\
-         APT::Sandbox::User \"root\";\nAcquire::Check-Valid-Until \"false\";\nAcquire::Retries \"2\";\nAcquire::http::Timeout \"60\";\n",
-        d = abs.display()
-    );
-    let conf_path = abs.join("apt.conf");
-    fs::write(&conf_path, conf).map_err(|e| format!("cannot write the apt configuration: {e}"))?;
-    let logs = abs.join("logs");
-    let apt_cmd = |prog: &str| {
-        let mut c = Command::new(prog);
-        c.env("APT_CONFIG", &conf_path)
-            .env("DEBIAN_FRONTEND", "noninteractive");
-        c
-    };
-    let _ = writeln!(
-        err,
-        "verify --kernels: {}: apt-get update ({} {} main)",
-        req.name, args.mirror, req.suite
-    );
-    run_bounded(
-        apt_cmd("apt-get").args(["-q", "update"]),
-        "apt-get update",
-        Duration::from_secs(600),
-        &logs,
-        1 << 20,
-    )?;
-    let show = |pkg: &str| {
-        run_bounded(
-            apt_cmd("apt-cache").args(["show", "--no-all-versions", pkg]),
-            &format!("apt-cache show {pkg}"),
-            Duration::from_secs(120),
-            &logs,
-            1 << 20,
-        )
-    };
-    let meta_show = show("linux-image-amd64")?;
-    let image = depends(&meta_show)
-        .into_iter()
-        .find(|d| d.starts_with("linux-image-"))
-        .ok_or_else(|| {
-            format!(
-                "linux-image-amd64 in {} depends on no linux-image-* package",
-                req.suite
-            )
-        })?;
-    let image_show = show(&image)?;
-    // From 7.x the image package is an empty dependency package; the kernel
-    // itself is in linux-binary-*.
-    let package = depends(&image_show)
-        .into_iter()
-        .find(|d| d.starts_with("linux-binary-"))
-        .unwrap_or(image);
-    let pkg_show = if package.starts_with("linux-binary-") {
-        show(&package)?
-    } else {
-        image_show
-    };
-    let version = field(&pkg_show, "Version").unwrap_or_default();
-    let wrong_series = |found: &str| {
-        match &req.series {
-        Some(series) if !in_series(found, series) => Some(format!(
-            "{} ships {found}, not a {series} kernel (bullseye has 5.10, bookworm 6.1, trixie 6.12, sid the newest)",
-            req.suite
-        )),
-        _ => None,
-    }
-    };
-    if let Some(e) = wrong_series(&version) {
-        return Err(e);
-    }
-    let size: u64 = field(&pkg_show, "Size")
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    if size > MAX_PACKAGE_BYTES {
-        return Err(format!(
-            "{package} is {} MB, more than the {} MB this command downloads",
-            size >> 20,
-            MAX_PACKAGE_BYTES >> 20
-        ));
-    }
-    let _ = writeln!(
-        err,
-        "verify --kernels: {}: downloading {package} {version} ({} MB)",
-        req.name,
-        size >> 20
-    );
-    let download = abs.join("download");
-    run_bounded(
-        apt_cmd("apt-get")
-            .args(["-q", "download", &package])
-            .current_dir(&download),
-        &format!("apt-get download {package}"),
-        Duration::from_secs(1200),
-        &logs,
-        1 << 20,
-    )?;
-    let deb = fs::read_dir(&download)
-        .map_err(|e| format!("{}: {e}", download.display()))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "deb"))
-        .ok_or_else(|| format!("apt-get download {package} left no .deb"))?;
-    let extract = abs.join("extract");
-    mkdir(&extract)?;
-    let script = "dpkg-deb --fsys-tarfile \"$1\" | tar -x -C \"$2\" --wildcards '*vmlinuz*'";
-    run_bounded(
-        Command::new("sh")
-            .args(["-c", script, "sh"])
-            .arg(&deb)
-            .arg(&extract),
-        &format!("extracting the kernel from {}", deb.display()),
-        Duration::from_secs(300),
-        &logs,
-        1 << 20,
-    )?;
-    let mut found = None;
-    for rel in ["boot", "usr/lib/modules", "lib/modules"] {
-        let base = extract.join(rel);
-        let Ok(entries) = fs::read_dir(&base) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            let candidates = if p.is_dir() {
-                vec![p.join("vmlinuz")]
-            } else {
-                vec![p]
-            };
-            for c in candidates {
-                let inside = c
-                    .strip_prefix(&extract)
-                    .map(|x| x.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                if let (true, Some(r)) = (c.is_file(), release_from_path(&inside)) {
-                    found = Some((c, r));
-                }
-            }
-        }
-    }
-    let (file, release) = found
-        .ok_or_else(|| format!("{package} holds no boot/vmlinuz-* or usr/lib/modules/*/vmlinuz"))?;
-    if let Some(e) = wrong_series(&release) {
-        return Err(e);
-    }
-    mkdir(dir)?;
-    let vmlinuz = dir.join(format!("vmlinuz-{release}"));
-    fs::copy(&file, &vmlinuz)
-        .map_err(|e| format!("cannot copy the kernel into {}: {e}", dir.display()))?;
-    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        let name = p
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if name.starts_with("vmlinuz-") && p != vmlinuz {
-            let _ = fs::remove_file(&p);
-        }
-    }
-    let mut img = Image {
-        package,
-        version,
-        bytes: fs::metadata(&vmlinuz).map(|m| m.len()).unwrap_or(0),
-        // Stored relative to the suite's directory, so the cache can move.
-        vmlinuz: PathBuf::from(format!("vmlinuz-{release}")),
-        release,
-        fetched: crate::cmd::record::rfc3339(SystemTime::now()),
-    };
-    fs::write(
-        &meta,
-        serde_json::to_string_pretty(&img).unwrap_or_default(),
-    )
-    .map_err(|e| format!("cannot write {}: {e}", meta.display()))?;
-    img.vmlinuz = vmlinuz;
-    Ok(img)
-}
-
-fn which(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(tool))
-            .find(|p| p.is_file())
-    })
-}
-
-/// The static agent for the guests: `--guest-agent`, or built from the
-/// source tree.
-fn guest_agent(args: &KernelsArgs, scratch: &Path, err: &mut dyn Write) -> Result<PathBuf, String> {
-    let path = match &args.guest_agent {
-        Some(p) => p.clone(),
-        None => {
-            let ws = workspace().ok_or("no --guest-agent given and the source tree this agent was built from is gone; build one with `cargo build --release --target x86_64-unknown-linux-musl -p reuseport-agent --no-default-features` and pass it with --guest-agent")?;
-            let _ = writeln!(err, "verify --kernels: building the static guest agent (cargo build --release --target x86_64-unknown-linux-musl)");
-            run_bounded(
-                Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-                    .args(["build", "--release", "-q", "--target", "x86_64-unknown-linux-musl", "-p", "reuseport-agent", "--no-default-features"])
-                    .current_dir(&ws),
-                "building the static guest agent (needs `rustup target add x86_64-unknown-linux-musl`, done by scripts/setup.sh)",
-                Duration::from_secs(1800),
-                scratch,
-                1 << 20,
-            )?;
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| ws.join("target"));
-            target.join("x86_64-unknown-linux-musl/release/reuseport-agent")
-        }
-    };
-    let bytes = fs::read(&path).map_err(|e| format!("guest agent {}: {e}", path.display()))?;
-    is_static_x86_64_elf(&bytes).map_err(|e| {
-        format!("guest agent {}: {e}; build it with `cargo build --release --target x86_64-unknown-linux-musl -p reuseport-agent --no-default-features`", path.display())
-    })?;
-    Ok(path)
-}
-
-/// Packs the initramfs: `/init`, `/bin/busybox`, `/reuseport-agent`.
-fn initramfs(
-    agent: &Path,
-    layouts: &[(String, Vec<String>)],
-    dir: &Path,
-) -> Result<PathBuf, String> {
-    let busybox = Path::new("/bin/busybox");
-    let bytes = fs::read(busybox).map_err(|_| {
-        "/bin/busybox is missing; install busybox-static (scripts/setup.sh does)".to_string()
-    })?;
-    is_static_x86_64_elf(&bytes).map_err(|e| {
-        format!("/bin/busybox: {e}; install busybox-static (scripts/setup.sh does)")
-    })?;
-    if which("cpio").is_none() {
-        return Err("cpio not found; install it (scripts/setup.sh does)".into());
-    }
-    let root = dir.join("root");
-    let _ = fs::remove_dir_all(&root);
-    let mk = |p: &Path| fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()));
-    for d in ["bin", "proc", "sys", "dev", "tmp"] {
-        mk(&root.join(d))?;
-    }
-    let copy = |from: &Path, to: &Path| {
-        fs::copy(from, to)
-            .map(|_| ())
-            .map_err(|e| format!("copying {}: {e}", from.display()))
-    };
-    copy(busybox, &root.join("bin/busybox"))?;
-    copy(agent, &root.join("reuseport-agent"))?;
-    fs::write(root.join("init"), init_script(layouts))
-        .map_err(|e| format!("writing /init: {e}"))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        for f in ["init", "bin/busybox", "reuseport-agent"] {
-            fs::set_permissions(root.join(f), fs::Permissions::from_mode(0o755))
-                .map_err(|e| format!("chmod {f}: {e}"))?;
-        }
-    }
-    let cpio = dir.join("initramfs.cpio");
-    let script = "cd \"$1\" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 > \"$2\"";
-    run_bounded(
-        Command::new("sh")
-            .args(["-c", script, "sh"])
-            .arg(&root)
-            .arg(&cpio),
-        "cpio",
-        Duration::from_secs(120),
-        dir,
-        1 << 16,
-    )?;
-    let _ = fs::remove_dir_all(&root);
-    Ok(cpio)
-}
-
-/// Boots `vmlinuz` with `initrd` on `cpus` vCPUs, the data port going to a
-/// file in `dir`.
-fn boot(
-    vmlinuz: &Path,
-    initrd: &Path,
-    dir: &Path,
-    timeout: u64,
-    accel: Accel,
-    cpus: u32,
-) -> GuestRun {
-    let data = dir.join("guest.out");
-    let console = dir.join("console.log");
-    let _ = fs::remove_file(&data);
-    let _ = fs::remove_file(&console);
-    let qemu = "qemu-system-x86_64";
-    if which(qemu).is_none() {
-        return GuestRun {
-            end: BootEnd::NotStarted(format!(
-                "{qemu} not found; install qemu-system-x86 (scripts/setup.sh does)"
-            )),
-            output: String::new(),
-            console_tail: String::new(),
-        };
-    }
-    let mut cmd = Command::new(qemu);
-    cmd.args(["-accel", accel.name()])
-        .args([
-            "-m",
-            "512",
-            "-smp",
-            &cpus.to_string(),
-            "-display",
-            "none",
-            "-monitor",
-            "none",
-            "-nic",
-            "none",
-            "-no-reboot",
-        ])
-        .arg("-kernel")
-        .arg(vmlinuz)
-        .arg("-initrd")
-        .arg(initrd)
-        .args(["-append", "console=ttyS0 panic=-1 quiet"])
-        .arg("-serial")
-        .arg(format!("file:{}", console.display()))
-        .arg("-serial")
-        .arg(format!("file:{}", data.display()))
-        .stdin(Stdio::null());
-    die_with_parent(&mut cmd);
-    let qlog = dir.join("qemu.log");
-    match fs::File::create(&qlog).and_then(|f| Ok((f.try_clone()?, f))) {
-        Ok((a, b)) => {
-            cmd.stdout(a).stderr(b);
-        }
-        Err(_) => {
-            cmd.stdout(Stdio::null()).stderr(Stdio::null());
-        }
-    }
-    let end = match cmd.spawn() {
-        Err(e) => BootEnd::NotStarted(format!("{qemu} could not be started: {e}")),
-        Ok(mut child) => {
-            let t0 = Instant::now();
-            loop {
-                match child.try_wait() {
-                    Ok(Some(s)) => break BootEnd::Exited { code: s.code() },
-                    Ok(None) if t0.elapsed().as_secs() >= timeout => {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break BootEnd::TimedOut { after: timeout };
-                    }
-                    Ok(None) if crate::signals::stopped() => {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break BootEnd::NotStarted("stopped by a signal".into());
-                    }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(100)),
-                    Err(e) => {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break BootEnd::NotStarted(format!("waiting for {qemu}: {e}"));
-                    }
-                }
-            }
-        }
-    };
-    let mut console_tail = read_tail(&console, 600);
-    let qemu_says = read_tail(&qlog, 400);
-    if !qemu_says.trim().is_empty() {
-        console_tail = format!("{console_tail} [qemu: {}]", qemu_says.trim());
-    }
-    GuestRun {
-        end,
-        output: read_limited(&data, MAX_GUEST_OUTPUT).unwrap_or_default(),
-        console_tail,
-    }
-}
-
-#[derive(Parser)]
-struct VerifyOnly {
-    #[command(flatten)]
-    args: VerifyArgs,
-}
-
-/// Recovers and predicts one guest trace on the host, as `verify --trace`.
+/// Recovers and predicts one guest trace on the host, as `verify --trace`
+/// does.
 fn check_on_host(
-    path: &Path,
+    name: &str,
+    json: &str,
     verify: &VerifyArgs,
     err: &mut dyn Write,
 ) -> Result<LayoutCheck, String> {
-    let mut argv = vec![
-        "verify".to_string(),
-        "--trace".into(),
-        path.display().to_string(),
-    ];
-    argv.extend(["--train".into(), verify.train().to_string()]);
-    if let Some(t) = verify.threads {
-        argv.extend(["--threads".into(), t.to_string()]);
-    }
-    let args = VerifyOnly::try_parse_from(argv)
-        .map_err(|e| e.to_string())?
-        .args;
-    let report = crate::cmd::verify::run(&args, std::io::sink(), err).map_err(|e| e.to_string())?;
-    report
-        .layouts
-        .into_iter()
-        .next()
+    let trace = crate::trace::Trace::parse(json, name).map_err(|e| e.to_string())?;
+    super::check_trace(name.to_string(), &trace, verify, err)
         .map(LayoutCheck::from)
-        .ok_or_else(|| "no result".to_string())
-}
-
-/// The kernel cache of `args` (`--kernel-cache`, or `.cache/kernels` in the
-/// source tree), created and made absolute: cpio runs in another
-/// directory, and QEMU is given file paths.
-fn cache_dir(args: &KernelsArgs) -> Result<PathBuf, KernelsError> {
-    let cache = args.kernel_cache.clone().unwrap_or_else(|| {
-        workspace()
-            .unwrap_or_else(|| PathBuf::from("."))
-            .join(".cache/kernels")
-    });
-    let io = |source| KernelsError::Io {
-        what: cache.display().to_string(),
-        source,
-    };
-    fs::create_dir_all(&cache).map_err(io)?;
-    fs::canonicalize(&cache).map_err(io)
-}
-
-/// One run's own directory under `CACHE/runs/`, named `PID-N`, locked
-/// (flock on its `.lock`) while the run lives: two runs at once never share
-/// a directory (they did, and one of them failed at boot when the other
-/// removed its files). Directories of earlier runs whose lock is free are
-/// removed when a run starts, as a run used to remove its predecessor's.
-pub struct RunDir {
-    /// The directory.
-    pub path: PathBuf,
-    /// Held while this lives.
-    _lock: fs::File,
-}
-
-/// Makes this run's [`RunDir`] under `cache`, removing those of runs that
-/// have ended.
-pub fn run_dir(cache: &Path) -> Result<RunDir, String> {
-    use std::os::fd::AsRawFd;
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let runs = cache.join("runs");
-    let flock = |f: &fs::File| {
-        // SAFETY: flock on a descriptor the caller owns.
-        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
-    };
-    for e in fs::read_dir(&runs).into_iter().flatten().flatten() {
-        let lock = e.path().join(".lock");
-        // Only this layout's directories; a free lock is a run that ended.
-        if let Ok(f) = fs::File::open(&lock) {
-            if flock(&f) {
-                let _ = fs::remove_dir_all(e.path());
-            }
-        }
-    }
-    let name = format!(
-        "{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let path = runs.join(name);
-    let _ = fs::remove_dir_all(&path);
-    fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let lock =
-        fs::File::create(path.join(".lock")).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !flock(&lock) {
-        return Err(format!("{}: cannot lock {}", path.display(), ".lock"));
-    }
-    Ok(RunDir { path, _lock: lock })
+        .map_err(|e| e.to_string())
 }
 
 /// vCPUs of a `verify --kernels` guest.
 pub const VERIFY_GUEST_CPUS: u32 = 2;
-/// vCPUs of a `scenario --kernel` guest: the four CPUs of the curated
-/// scenarios (`incoming-cpu` pins a worker and a client to each).
-pub const SCENARIO_GUEST_CPUS: u32 = 4;
-
-/// A scenario run inside a booted guest ([`run_scenario`]).
-#[derive(Debug, Clone)]
-pub struct GuestScenario {
-    /// The trace the guest's agent wrote (JSON text, not yet checked).
-    pub trace: String,
-    /// The image booted.
-    pub image: Image,
-    /// The guest's `uname -r`.
-    pub release: String,
-    /// The guest's `/proc/version`.
-    pub version: Option<String>,
-    /// CPUs the guest saw.
-    pub cpus: Option<u32>,
-    /// From starting QEMU until the guest powered off.
-    pub seconds: f64,
-}
-
-/// Boots the one kernel `args.kernels` names on [`SCENARIO_GUEST_CPUS`]
-/// vCPUs and runs `reuseport-agent scenario` there with `guest_argv`
-/// (without `--output`), bringing its trace back: fetch (or the cache), the
-/// static guest agent, an initramfs whose `/init` runs that one command, the
-/// boot, and the data port read as `verify --kernels` reads it. Err: the
-/// step that failed and why.
-pub fn run_scenario(
-    args: &KernelsArgs,
-    guest_argv: &[String],
-    err: &mut dyn Write,
-) -> Result<GuestScenario, String> {
-    let list = args.kernels.clone().unwrap_or_default();
-    let reqs = requests(&list).map_err(|e| match e {
-        KernelsError::Unknown(k) => format!(
-            "`{k}` is not a Debian kernel this command boots; name one of 5.10, 6.1, 6.12, sid (or bullseye, bookworm, trixie, or sid's series such as 7.2)"
-        ),
-        e => e.to_string(),
-    })?;
-    let [req] = reqs.as_slice() else {
-        return Err(format!(
-            "--kernel names one kernel to boot; `{}` names {}",
-            list.join(","),
-            reqs.len()
-        ));
-    };
-    let cache = cache_dir(args).map_err(|e| e.to_string())?;
-    let run = run_dir(&cache)?;
-    let dir = run.path.join(format!("scenario-{}", req.suite));
-    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let image = fetch(req, args, &cache, err).map_err(|e| format!("fetch: {e}"))?;
-    let scratch = dir.join("initramfs");
-    fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
-    let name = "scenario".to_string();
-    let initrd = guest_agent(args, &scratch, err)
-        .and_then(|a| initramfs(&a, &[(name.clone(), guest_argv.to_vec())], &scratch))
-        .map_err(|e| format!("initramfs: {e}"))?;
-    let _ = writeln!(
-        err,
-        "scenario --kernel {}: booting {} under QEMU ({}, {SCENARIO_GUEST_CPUS} vCPUs, at most {} s): reuseport-agent {}",
-        req.name,
-        image.release,
-        args.accel.name(),
-        args.boot_timeout,
-        guest_argv.join(" ")
-    );
-    let t0 = Instant::now();
-    let run = boot(
-        &image.vmlinuz,
-        &initrd,
-        &dir,
-        args.boot_timeout,
-        args.accel,
-        SCENARIO_GUEST_CPUS,
-    );
-    let seconds = t0.elapsed().as_secs_f64();
-    // Judged as verify's guests are (booted, reported its release, the
-    // command's output between its markers); the trace is only kept, there
-    // is nothing to recover and predict.
-    let mut row = KernelRow::new(req, 1);
-    let mut trace = None;
-    assess(&mut row, &run, &[name.as_str()], &mut |_, json| {
-        trace = Some(json.to_string());
-        Err(String::new())
-    });
-    if let (Some(trace), Some(release)) = (trace, row.release.clone()) {
-        return Ok(GuestScenario {
-            trace,
-            image,
-            release,
-            version: row.version,
-            cpus: parse_guest_output(&run.output).cpus,
-            seconds,
-        });
-    }
-    Err(match row.failure {
-        Some(f) => format!(
-            "{}: {}",
-            f.step.name(),
-            f.message.replacen("layout scenario: ", "", 1)
-        ),
-        None => "the guest printed no trace".into(),
-    })
-}
 
 /// The verification record: what was proven, on which kernels, when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1746,7 +628,7 @@ fn check_draw<D: Draw>(
 /// Compares both random draws' answers with the model, and settles the
 /// row again.
 fn check_random(row: &mut KernelRow, guest: &GuestRun, seed: u64) {
-    let out = parse_guest_output(&guest.output);
+    let out = lab::parse_guest_output(&guest.output);
     match check_draw::<Layouts>(row, &out, RANDOM_LAYOUTS, seed) {
         Ok(a) => row.random_layouts = Some(a),
         Err((step, e)) => row.fail(step, e),
@@ -1790,7 +672,7 @@ pub fn run(
     } else {
         list
     };
-    let reqs = requests(&list)?;
+    let reqs = lab::requests(&list).map_err(|u| KernelsError::Unknown(u.0))?;
     verify.check().map_err(KernelsError::Options)?;
     // Until the run ends, a terminating signal stops it: the guest is
     // killed, and the rows finished so far are printed (exit status 130).
@@ -1841,8 +723,9 @@ pub fn run(
         args.push("--call-logs".to_string());
         layouts.push((RANDOM_CALL_LOGS.to_string(), args));
     }
-    let cache = cache_dir(args)?;
-    let run = run_dir(&cache).map_err(|e| KernelsError::Io {
+    let lab = args.lab("verify --kernels");
+    let cache = lab::cache_dir(&lab).map_err(|(what, source)| KernelsError::Io { what, source })?;
+    let run = lab::run_dir(&cache).map_err(|e| KernelsError::Io {
         what: "the run directory".into(),
         source: std::io::Error::other(e),
     })?;
@@ -1863,7 +746,7 @@ pub fn run(
         let _ = fs::remove_dir_all(&dir);
         let _ = fs::create_dir_all(&dir);
         let t0 = Instant::now();
-        let image = fetch(req, args, &cache, err);
+        let image = lab::fetch(req, &lab, &cache, err);
         row.seconds.fetch = t0.elapsed().as_secs_f64();
         let image = match image {
             Ok(i) => i,
@@ -1881,7 +764,8 @@ pub fn run(
             .get_or_insert_with(|| {
                 let scratch = runs.join("initramfs");
                 let _ = fs::create_dir_all(&scratch);
-                guest_agent(args, &scratch, err).and_then(|a| initramfs(&a, &layouts, &scratch))
+                lab::guest_agent(&lab, &scratch, err)
+                    .and_then(|a| lab::initramfs(&a, &layouts, &scratch))
             })
             .clone();
         let initrd = match initrd {
@@ -1902,7 +786,7 @@ pub fn run(
             args.boot_timeout
         );
         let t1 = Instant::now();
-        let guest = boot(
+        let guest = lab::boot(
             &image.vmlinuz,
             &initrd,
             &dir,
@@ -1915,7 +799,7 @@ pub fn run(
         let mut check = |name: &str, json: &str| -> Result<LayoutCheck, String> {
             let path = dir.join(format!("{name}.json"));
             fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
-            check_on_host(&path, verify, err)
+            check_on_host(name, json, verify, err)
         };
         if crate::signals::stopped() {
             // This kernel's run was cut short: not a row.
@@ -1961,7 +845,7 @@ pub fn run(
     let record = VerificationRecord {
         format: RECORD_FORMAT.into(),
         version: 1,
-        date: crate::cmd::record::rfc3339(SystemTime::now()),
+        date: crate::rfc3339(SystemTime::now()),
         agent: AgentInfo {
             version: env!("CARGO_PKG_VERSION").into(),
         },
@@ -2045,41 +929,17 @@ impl crate::exit::Ending for VerificationRecord {
 crate::exit::refusing!(KernelsError);
 
 #[cfg(test)]
-mod run_dir_tests {
-    use super::*;
-
-    /// Why: two `verify --kernels` runs at once shared `runs/SUITE/`, and
-    /// one removed the other's files ("FAILED at boot: the guest never
-    /// reached /init"). Each run has its own directory, locked while it
-    /// lives; a later run removes only those of runs that have ended.
-    #[test]
-    fn runs_at_once_get_their_own_directories_and_only_ended_ones_are_removed() {
-        let cache = std::env::temp_dir().join(format!("run-dir-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&cache);
-        let first = run_dir(&cache).unwrap();
-        let second = run_dir(&cache).unwrap();
-        assert_ne!(first.path, second.path);
-        fs::write(first.path.join("trace.json"), "{}").unwrap();
-        let third = run_dir(&cache).unwrap();
-        assert!(
-            first.path.join("trace.json").exists(),
-            "a live run's files stay"
-        );
-        let ended = first.path.clone();
-        drop(first);
-        let fourth = run_dir(&cache).unwrap();
-        assert!(!ended.exists(), "an ended run's directory goes");
-        assert!(second.path.exists() && third.path.exists() && fourth.path.exists());
-        drop((second, third, fourth));
-        let _ = fs::remove_dir_all(&cache);
-    }
-}
-
-#[cfg(test)]
 mod method_tests {
     use super::*;
 
+    #[derive(clap::Parser)]
+    struct VerifyOnly {
+        #[command(flatten)]
+        args: VerifyArgs,
+    }
+
     fn args(argv: &[&str]) -> VerifyArgs {
+        use clap::Parser;
         VerifyOnly::try_parse_from(argv).unwrap().args
     }
 
