@@ -15,8 +15,10 @@
 //! - [`report`]: what it measures;
 //! - [`curated`]: the gallery's scenarios, which the agent also runs on the
 //!   real kernel;
-//! - [`matcher`]: which of them looks like what a user observed.
+//! - [`matcher`]: which of them looks like what a user observed;
+//! - [`calibrate`]: the simulator's free parameters fitted to recorded runs.
 
+pub mod calibrate;
 pub mod curated;
 pub mod engine;
 pub mod matcher;
