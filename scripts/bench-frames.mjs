@@ -158,7 +158,7 @@ try {
     });
     await page.close();
     // On the default kernel, and on 3.9, whose lookup scans every listener of the port list for each SYN
-    // (issue 30 measured 2.9 fps there against 27-47 on 6.18).
+    // (a report measured 2.9 fps there against 27-47 on 6.18).
     for (const kernel of ['6.18', '3.9']) {
       await run(
         `controls at their maximum on ${kernel} (speed ${max.speed}×)`,

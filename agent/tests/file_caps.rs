@@ -1,5 +1,5 @@
 //! Whole-file reads have a byte cap above the largest legal input, named
-//! in the refusal (issue 30): `predict --layout`, `calibrate --check` and
+//! in the refusal: `predict --layout`, `calibrate --check` and
 //! `calibrate --traces` read `/dev/zero` until the process held 10 to
 //! 12 GB.
 

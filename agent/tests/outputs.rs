@@ -2,7 +2,7 @@
 //! `calibrate --output`, `verify --kernels --write-record`): a path is
 //! checked before anything is measured, a regular file is replaced only by
 //! a whole result (also on a full disk), and a link, a device, a FIFO or
-//! standard output is written through, never replaced (issue 30). The
+//! standard output is written through, never replaced. The
 //! tests that need root (a device node, a small file system) fail instead
 //! of skipping under `REUSEPORT_REQUIRE_ROOT=1` ([`common`]).
 

@@ -1,8 +1,10 @@
-// Over 800 lines on purpose: one suite per subcommand, in sections by independent source.
 //! `reuseport-agent predict` end to end, checked against facts found
 //! independently of this code: the reference vectors of kernel-history.md
 //! §1.5, the IPv4 hash vectors in tests/fixtures/vectors/ipv4-hash.jsonl,
 //! and the close experiment E4 measured on a real 6.18 kernel (§10).
+//!
+//! One file on purpose: one suite for the subcommand, in sections by the
+//! independent source each section checks against.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;

@@ -1,4 +1,3 @@
-// Over 800 lines on purpose: one suite per subcommand, sharing one lock, the ports and the root checks.
 //! `reuseport-agent record` on the running kernel, over loopback: every
 //! trace must validate against the schema, and the listeners it names must
 //! follow the kernel's documented structure (kernel-history.md §3, §6.2,
@@ -7,6 +6,9 @@
 //! (with the reason); a test that needs root or a newer kernel says
 //! `SKIPPED` on stderr, and fails instead under `REUSEPORT_REQUIRE_ROOT=1`
 //! when root is what it lacks ([`common`]).
+//!
+//! One file on purpose: its tests share one lock (they bind the same
+//! loopback ports), the port choice and the root checks.
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, TcpListener};

@@ -1,4 +1,3 @@
-// Over 800 lines on purpose: one suite per subcommand, sharing the oracle (`predict`) and the key windows.
 //! `reuseport-agent recover` end to end. The observations are made by
 //! `reuseport-agent predict` (the oracle: which listener a kernel with a
 //! given key picks), written as lines or as trace files, and `recover` must
@@ -8,6 +7,9 @@
 //! time, so the searches use `--range` windows holding the key; the full
 //! range is measured in release (`cargo bench -p reuseport-model --bench
 //! recover`, or `reuseport-agent recover` built with `--release`).
+//!
+//! One file on purpose: its tests share the oracle (`predict`) and the
+//! key windows they search.
 
 use std::io::Read;
 use std::path::PathBuf;

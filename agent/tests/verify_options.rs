@@ -1,7 +1,7 @@
 //! `verify`'s options and its stop: options that would be ignored or give
 //! a wrong answer are refused naming them, and a terminating signal ends
 //! the run with the rows finished so far and exit status 130, as the exit
-//! table says (issue 30).
+//! table says.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};

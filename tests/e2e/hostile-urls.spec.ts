@@ -1,5 +1,5 @@
 /**
- * Hostile and extreme URL values (issue 14): each page names the parameter it
+ * Hostile and extreme URL values: each page names the parameter it
  * refused, runs with its defaults in place of it, and stays responsive.
  * Responsive is checked as behaviour, never as a time: the page keeps drawing
  * frames and answers the test's calls, and long work is done in slices whose

@@ -288,7 +288,7 @@ test('a line whose sides cannot be decided is listed under Unusable lines with i
   expect(pairsOf(rows)).toEqual(['127.0.0.5:40001 127.0.0.1:18080', '127.0.0.6:40002 127.0.0.1:18080', '127.0.0.8:40004 127.0.0.1:18080']);
 });
 
-// ---- 3b. output as people paste it (issue 26) --------------------------------------
+// ---- 3b. output as people paste it --------------------------------------------
 
 test('conntrack DNAT rows are answered for the translated tuple with a note, and a UDP row under TCP is refused by name', async ({ page }) => {
   // conntrack-dnat.txt (hand-written, README there): lines 1, 2, 3 and 5

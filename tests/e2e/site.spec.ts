@@ -215,7 +215,7 @@ test('the Chinese search says its results in Chinese', async ({ page }) => {
 });
 
 test('the Chinese search finds most of the pages that say 哈希, not two', async ({ page }) => {
-  // Pagefind 1.5 segments a Chinese query unlike its index (Pagefind issue #1237): 31 Chinese pages say 哈希,
+  // Pagefind 1.5 segments a Chinese query unlike its index (https://github.com/CloudCannon/pagefind/issues/1237): 31 Chinese pages say 哈希,
   // 1.5.2 found 2 of them, 1.4.0 (and 1.6.0) find 26.
   const message = await searchChinese(page, '哈希');
   await expect(message).toHaveText(/^找到 \d+ 个 哈希 的相关结果$/, { timeout: 30_000 });

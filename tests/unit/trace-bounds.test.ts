@@ -1,5 +1,5 @@
 /**
- * Every string of a trace is bounded (issue 30): a 1 MB `command` made a
+ * Every string of a trace is bounded: a 1 MB `command` made a
  * 57–66 s long task in the trace viewer, which drew it as one span per
  * word. The schema refuses a string past its bound, naming the field, and
  * the viewer cuts the longest legal command to what a reader can use.

@@ -1,5 +1,5 @@
 //! Spread speed: boots × tuples per second for [`SpreadRun`], on the
-//! figures of issue 9 (10,000 boots of 10,000 IPv4 connections, 1,000 boots
+//! sizes a reader asks for (10,000 boots of 10,000 IPv4 connections, 1,000 boots
 //! of 10,000 IPv6 ones). Prints numbers; asserts nothing about time.
 //!
 //! `cargo bench -p reuseport-model --bench spread`; `--json` prints JSON Lines.

@@ -1,4 +1,4 @@
-//! Layouts as call logs (issue 12): the model replays the calls in order and
+//! Layouts as call logs: the model replays the calls in order and
 //! answers each one. The fixtures of `tests/fixtures/calllogs/` carry the
 //! answers the running kernel gave (recorded by the agent's test
 //! `call_log_kernel.rs`, which checks them again on every root run); the

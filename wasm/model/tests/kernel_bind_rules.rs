@@ -1,10 +1,12 @@
-// Over 800 lines: every bind rule the kernel was measured to disagree on lives here, one test each, with its measurement beside it.
 //! The three kinds of disagreement `verify --layouts` found between the
-//! model and the running kernel (issue 12), each pinned to the kernel code
+//! model and the running kernel, each pinned to the kernel code
 //! behind it. Every expected value is what Linux 6.18.44 answered when the
 //! same calls were made in a private network namespace on this project's
 //! machine (recorded 2026-11-23 with `verify --layouts` and by hand); the
 //! eras before are read from source, and say so.
+//!
+//! One file on purpose: every bind rule the kernel was measured to
+//! disagree on, one test each, with its measurement beside it.
 
 use reuseport_model::lookup::{Family, Host, Layout, Packet, SockState, SocketSpec};
 use reuseport_model::message::Errno;

@@ -1,5 +1,5 @@
 //! A layout that cannot describe a real host is refused with the field
-//! named (issue 14): an empty or zero-based ephemeral range, a socket closed
+//! named: an empty or zero-based ephemeral range, a socket closed
 //! twice.
 
 use reuseport_model::lookup::{Ephemeral, Family, Host, Layout, SockState, SocketSpec};

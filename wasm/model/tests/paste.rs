@@ -1,8 +1,10 @@
-// Over 800 lines on purpose: one suite of the paste parsers against captured output, a test per format beside its fixture's expected tuples.
 //! The paste parsers against real command output captured on a Linux
 //! machine (tests/fixtures/paste/, whose README lists the connections that
 //! were open), with the expected tuples written from that list — never
 //! from the parser's own output.
+//!
+//! One file on purpose: a test per format beside its fixture's expected
+//! tuples, all read from the one fixtures README.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;

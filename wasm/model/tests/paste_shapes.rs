@@ -1,4 +1,4 @@
-//! Output as people paste it (issue 26): address translation, cut netstat
+//! Output as people paste it: address translation, cut netstat
 //! columns, the protocol of each line, IPv6 zones, UDP members, older and
 //! richer `ss` layouts, shell debris, other systems and per-worker counts.
 //! The fixtures in tests/fixtures/paste/ were captured in a network

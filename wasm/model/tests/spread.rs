@@ -1,4 +1,4 @@
-//! The spread over random boots (issue 9, "What holds without the secret"):
+//! The spread over random boots ("What holds without the secret"):
 //! each expectation is derived here from the counting argument it pins
 //! (uniform placement, binomial counts), not read off the code's output.
 

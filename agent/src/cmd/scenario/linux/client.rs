@@ -202,7 +202,7 @@ pub(super) fn client_main(p: ClientPlan, sh: &Shared, lay: Layout) -> ! {
         .min();
         if let Some(d) = due {
             // tv_sec is a time_t, whose width musl 1.2 changed on 32-bit
-            // targets (libc issue #1848): the conversion names no type and
+            // targets (https://github.com/rust-lang/libc/issues/1848): the conversion names no type and
             // is checked, so it is right for either width. A CLOCK_MONOTONIC
             // second count (time since boot) fits both.
             let ts = libc::itimerspec {
