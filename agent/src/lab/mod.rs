@@ -5,15 +5,15 @@
 //! curated scenario inside another kernel) each give it the argument lists
 //! to run and judge what comes back.
 //!
-//! 1. **fetch** ([`fetch`]): the suite's `linux-image-amd64` resolved to the
+//! 1. **fetch** ([`mod@fetch`]): the suite's `linux-image-amd64` resolved to the
 //!    image package (on sid, 7.x: the `linux-binary-*` package it depends
 //!    on) with `apt-get` under a throw-away configuration, downloaded with
 //!    `apt-get download`, and only the `vmlinuz` kept in the cache
 //!    (`.cache/kernels/<suite>/`, reused on the next run);
-//! 2. **initramfs** ([`initramfs`]): busybox (static), the statically linked
+//! 2. **initramfs** ([`mod@initramfs`]): busybox (static), the statically linked
 //!    agent (`x86_64-unknown-linux-musl`) and an `/init` that brings up `lo`
 //!    and runs the agent once per program, packed with `cpio`;
-//! 3. **boot** ([`boot`]): QEMU (TCG by default: KVM is often unusable in
+//! 3. **boot** ([`mod@boot`]): QEMU (TCG by default: KVM is often unusable in
 //!    CI), killed after its timeout; the guest prints its `uname -r` and
 //!    each program's output between markers on its second serial port
 //!    (`ttyS1`, a file on the host), so kernel messages on the console
