@@ -702,3 +702,382 @@ fn alert_rules_fire_on_hand_written_series_as_promtool_tests_say() {
         );
     }
 }
+
+/// `observe --trace` on `port` for `secs` seconds: `drive` makes the
+/// traffic once the program is attached. The report, the trace file, stderr.
+fn traced(
+    name: &str,
+    port: u16,
+    proto: &str,
+    secs: u32,
+    drive: impl FnOnce(),
+) -> (i32, serde_json::Value, serde_json::Value, String) {
+    use std::io::BufRead;
+    let out = std::env::temp_dir().join(format!(
+        "reuseport-trace-{name}-{}.json",
+        std::process::id()
+    ));
+    let mut child = Command::new(common::BIN)
+        .args([
+            "observe",
+            "--port",
+            &port.to_string(),
+            "--proto",
+            proto,
+            "--trace",
+            "--for",
+            &format!("{secs}s"),
+            "--json",
+            "-",
+            "--threads",
+            "2",
+            "--trace-out",
+            &out.display().to_string(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the agent runs");
+    let mut err_lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut stderr = String::new();
+    // Traffic only once the program is attached (or tracing was refused).
+    for l in err_lines.by_ref() {
+        let l = l.unwrap();
+        stderr.push_str(&l);
+        stderr.push('\n');
+        if l.starts_with("observe: tracing") || l.contains("--trace refused") {
+            break;
+        }
+    }
+    drive();
+    for l in err_lines {
+        stderr.push_str(&l.unwrap());
+        stderr.push('\n');
+    }
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let code = child.wait().unwrap().code().unwrap_or(-1);
+    let r: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    let t: serde_json::Value = std::fs::read_to_string(&out)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let _ = std::fs::remove_file(&out);
+    (code, r, t, stderr)
+}
+
+/// Whether tracing runs here; if not, says SKIPPED with the agent's own
+/// reason (a fact of this kernel or its policy, never a pass).
+fn trace_ran(test: &str, r: &serde_json::Value) -> bool {
+    if r["trace"]["status"] == "refused" {
+        common::skip_fact(
+            test,
+            &format!("the agent refused --trace here: {}", r["trace"]["reason"]),
+        );
+        return false;
+    }
+    true
+}
+
+/// The trace must match the model on every record, and lose none.
+fn every_record_agrees(r: &serde_json::Value, t: &serde_json::Value, err: &str) {
+    let tr = &r["trace"];
+    let c = &tr["check"];
+    assert_eq!(c["keyFound"], true, "{tr}\n{err}");
+    assert_eq!(tr["lostRingFull"], 0, "{tr}");
+    assert_eq!(tr["lostRate"], 0, "{tr}");
+    assert_eq!(c["hashAgreed"], c["hashTested"], "{c}");
+    assert_eq!(c["choiceAgreed"], c["choiceTested"], "{c}");
+    assert!(c["choiceTested"].as_u64().unwrap() > 0, "{c}");
+    assert_eq!(t["format"], "reuseport-lab-trace", "{t}");
+    assert_eq!(
+        t["events"].as_array().unwrap().len() as u64,
+        tr["kept"].as_u64().unwrap(),
+        "{tr}"
+    );
+}
+
+/// Per traced event (client address and port), the inode of the socket
+/// the kernel chose.
+fn chosen_inodes(
+    r: &serde_json::Value,
+    t: &serde_json::Value,
+) -> std::collections::BTreeMap<String, u64> {
+    let inode_of: std::collections::BTreeMap<u64, u64> = r["trace"]["perListener"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| Some((l["slot"].as_u64()?, l["inode"].as_u64()?)))
+        .collect();
+    t["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let client = format!("{}:{}", e["saddr"].as_str().unwrap(), e["sport"]);
+            (client, inode_of[&e["listener"].as_u64().unwrap()])
+        })
+        .collect()
+}
+
+#[test]
+fn trace_nginx_workers_every_record_matches_the_model_and_the_accepting_worker() {
+    // nginx with 4 reuseport workers: each traced connection went to the
+    // listener whose worker (as /proc shows) holds it afterwards.
+    if !ready("trace_nginx", NGINX) {
+        return;
+    }
+    let port = 18_478;
+    let _nginx = start_nginx("trace", port, 4, true);
+    let mut conns = Vec::new();
+    let (code, r, t, err) = traced("nginx", port, "tcp", 6, || {
+        for i in 0..120 {
+            let mut c = connect_from(11_000 + i, port);
+            request(&mut c).unwrap();
+            conns.push(c);
+        }
+    });
+    if !trace_ran("trace_nginx", &r) {
+        return;
+    }
+    assert!(code == 0 || code == 1, "{err}");
+    every_record_agrees(&r, &t, &err);
+    let chosen = chosen_inodes(&r, &t);
+    let worker_of: std::collections::BTreeMap<u64, u64> = r["listeners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["id"].as_str().unwrap().parse().unwrap(),
+                l["accepting"][0].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut compared = 0;
+    for c in r["connections"].as_array().unwrap() {
+        let Some(inode) = chosen.get(c["client"].as_str().unwrap()) else {
+            continue;
+        };
+        assert_eq!(Some(worker_of[inode]), c["pid"].as_u64(), "{c}");
+        compared += 1;
+    }
+    assert!(compared >= 100, "{compared} connections compared\n{err}");
+    drop(conns);
+}
+
+#[test]
+fn trace_python_asyncio_processes_every_record_matches_the_model_and_the_owner() {
+    // Four asyncio processes, one SO_REUSEPORT listener each.
+    if !ready("trace_asyncio", "/usr/bin/python3") {
+        return;
+    }
+    let port = 18_479;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/servers/asyncio_reuseport.py"
+    );
+    let _procs = Procs(
+        (0..4)
+            .map(|_| {
+                Command::new("python3")
+                    .args([script, "127.0.0.1", &port.to_string()])
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .expect("python3 runs")
+            })
+            .collect(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while observe(port, &["--no-search"]).1["listeners"]
+        .as_array()
+        .is_none_or(|l| l.len() < 4)
+    {
+        assert!(Instant::now() < deadline, "the four servers never listened");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut conns = Vec::new();
+    let (code, r, t, err) = traced("asyncio", port, "tcp", 6, || {
+        for i in 0..120 {
+            let mut c = connect_from(12_000 + i, port);
+            ask(&mut c, b"hello\n").unwrap();
+            conns.push(c);
+        }
+    });
+    if !trace_ran("trace_asyncio", &r) {
+        return;
+    }
+    assert!(code == 0 || code == 1, "{err}");
+    every_record_agrees(&r, &t, &err);
+    let chosen = chosen_inodes(&r, &t);
+    let owner_of: std::collections::BTreeMap<u64, u64> = r["listeners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["id"].as_str().unwrap().parse().unwrap(),
+                l["owners"][0]["pid"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut compared = 0;
+    for c in r["connections"].as_array().unwrap() {
+        if let Some(inode) = chosen.get(c["client"].as_str().unwrap()) {
+            assert_eq!(Some(owner_of[inode]), c["pid"].as_u64(), "{c}");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 120, "{err}");
+    drop(conns);
+}
+
+#[test]
+fn trace_haproxy_threads_of_one_process_each_listener_told_apart() {
+    // HAProxy, one SO_REUSEPORT listener per thread of one process (as
+    // Envoy runs): the tables cannot say which listener took a connection,
+    // the trace says it for every one, and the model agrees.
+    if !ready("trace_haproxy_threads", HAPROXY) {
+        return;
+    }
+    let port = 18_480;
+    let _hp = start_haproxy(
+        "trace-hp",
+        port,
+        &["thread 1", "thread 2", "thread 3", "thread 4"],
+    );
+    let mut conns = Vec::new();
+    let (code, r, t, err) = traced("haproxy", port, "tcp", 6, || {
+        for i in 0..120 {
+            let mut c = connect_from(13_000 + i, port);
+            request(&mut c).unwrap();
+            conns.push(c);
+        }
+    });
+    if !trace_ran("trace_haproxy_threads", &r) {
+        return;
+    }
+    assert!(code == 0 || code == 1, "{err}");
+    every_record_agrees(&r, &t, &err);
+    let per = &r["trace"]["perListener"];
+    assert_eq!(per.as_array().unwrap().len(), 4, "{per}");
+    for l in per.as_array().unwrap() {
+        assert!(
+            l["records"].as_u64().unwrap() > 0,
+            "a listener took nothing: {per}"
+        );
+    }
+    drop(conns);
+}
+
+#[test]
+fn trace_udp_socket_per_thread_every_datagram_matches_the_model_and_the_thread() {
+    // One SO_REUSEPORT UDP socket per thread; each thread answers with its
+    // index. The socket the trace names for each datagram must be the one of
+    // the thread that answered it.
+    if !ready("trace_udp_threads", "/usr/bin/python3") {
+        return;
+    }
+    use std::io::BufRead;
+    let port = 18_481;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/servers/udp_reuseport_threads.py"
+    );
+    let mut child = Command::new("python3")
+        .args([script, "127.0.0.1", &port.to_string(), "4"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _server = Procs(vec![child]);
+    let inodes: Vec<u64> = line
+        .strip_prefix("READY ")
+        .unwrap_or_else(|| panic!("the server said {line:?}"))
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    let mut answered: std::collections::BTreeMap<String, u64> = Default::default();
+    let (code, r, t, err) = traced("udp", port, "udp", 6, || {
+        for i in 0..150u32 {
+            let a = Ipv4Addr::from(
+                0x7f00_0000 | (((i.wrapping_mul(2_654_435_761)) >> 8) & 0x00ff_fffe) | 2,
+            );
+            let s = std::net::UdpSocket::bind((a, 0)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            s.send_to(b"which", ("127.0.0.1", port)).unwrap();
+            let mut b = [0u8; 16];
+            let n = s.recv(&mut b).unwrap();
+            let thread: usize = std::str::from_utf8(&b[..n]).unwrap().parse().unwrap();
+            answered.insert(s.local_addr().unwrap().to_string(), inodes[thread]);
+        }
+    });
+    if !trace_ran("trace_udp_threads", &r) {
+        return;
+    }
+    assert!(code == 0 || code == 1, "{err}");
+    every_record_agrees(&r, &t, &err);
+    let chosen = chosen_inodes(&r, &t);
+    for (client, inode) in &answered {
+        assert_eq!(chosen.get(client), Some(inode), "{client}");
+    }
+    assert_eq!(chosen.len(), 150, "{err}");
+}
+
+#[test]
+fn trace_without_privileges_refuses_and_falls_back_to_the_tables() {
+    // As nobody (no CAP_BPF, no CAP_PERFMON): --trace must say why it
+    // cannot, and observe must still report the listener from the tables.
+    if !common::is_root() || !Path::new("/usr/bin/setpriv").exists() {
+        common::skip(
+            "trace_refuses_unprivileged",
+            "needs root to become nobody (setpriv)",
+        );
+        return;
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port().to_string();
+    let out = Command::new("/usr/bin/setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .args([
+            common::BIN,
+            "observe",
+            "--port",
+            &port,
+            "--trace",
+            "--for",
+            "1s",
+            "--json",
+            "-",
+            "--no-search",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(r["trace"]["status"], "refused", "{stderr}");
+    let why = r["trace"]["reason"].as_str().unwrap();
+    assert!(
+        why.contains("CAP_BPF") && why.contains("CAP_PERFMON"),
+        "{why}"
+    );
+    assert!(stderr.contains("--trace refused"), "{stderr}");
+    assert_eq!(r["listeners"].as_array().unwrap().len(), 1, "{r}");
+}

@@ -423,6 +423,7 @@ fn trace(
                 cpu: None,
                 t_ns: None,
                 latency_ns: None,
+                hash: None,
             }
         })
         .collect();

@@ -207,6 +207,10 @@ pub struct Event {
     /// connect()/send() to accept()/receive, nanoseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<u64>,
+    /// The hash the kernel computed for the packet, as it passed it to
+    /// `reuseport_select_sock` (`observe --trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<u32>,
 }
 
 impl Event {
@@ -712,6 +716,7 @@ mod tests {
                 cpu: Some(0),
                 t_ns: Some(10),
                 latency_ns: Some(5),
+                hash: None,
             }],
         }
     }

@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
+use reuseport_model::batch::Isa;
 use reuseport_model::diagnose::{
     prepare, Connection, Diagnosis, Listener, ListenerSample, Sample, Snapshot, VerdictKind,
     WorkerSample,
 };
 use reuseport_model::profile::Profile;
-use reuseport_model::recover::{Found, SPACE};
+use reuseport_model::recover::{Found, Plan, SPACE};
 use reuseport_model::Proto;
 
 use crate::cmd::recover::parallel_search;
@@ -29,6 +30,7 @@ use crate::exit::{Failure, Status};
 pub mod serve;
 #[cfg(target_os = "linux")]
 mod tables;
+pub mod trace;
 
 /// `observe`'s options.
 #[derive(Debug, Clone, Args)]
@@ -63,6 +65,9 @@ pub struct ObserveArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics, a new look every --every, until a signal (or --for) ends it; ADDR defaults to 127.0.0.1:9477 and is another address only when named.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = serve::DEFAULT_ADDR)]
     pub serve: Option<SocketAddr>,
+    /// --trace and its options.
+    #[command(flatten)]
+    pub tracing: trace::TraceArgs,
 }
 
 /// Parses `10s`, `500ms`, `2m`, or plain seconds; at most one day.
@@ -143,6 +148,9 @@ pub struct Report {
     /// The diagnosis.
     #[serde(flatten)]
     pub diagnosis: Diagnosis,
+    /// What --trace recorded and how it compares with the model, or why it refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<trace::TraceReport>,
 }
 
 impl Report {
@@ -152,6 +160,11 @@ impl Report {
             Status::Interrupted
         } else if self.diagnosis.verdict.kind == VerdictKind::Undecided
             || self.diagnosis.agreement.is_some_and(|(a, n)| a != n)
+            || self
+                .trace
+                .as_ref()
+                .and_then(|t| t.check.as_ref())
+                .is_some_and(|c| !c.exact())
         {
             Status::Partial
         } else {
@@ -249,6 +262,17 @@ pub fn run(
         )?),
         _ => None,
     };
+    let trace_output = match &args.tracing.trace_out {
+        Some(p) => {
+            Some(
+                crate::output::Output::prepare(p).map_err(|source| ObserveError::Write {
+                    path: p.display().to_string(),
+                    source,
+                })?,
+            )
+        }
+        None => None,
+    };
     let server = match args.serve {
         Some(addr) => {
             let s = serve::Server::start(addr)
@@ -258,6 +282,32 @@ pub fn run(
         }
         None => None,
     };
+    // --trace: refused with the reason (the tables alone then), or attached now.
+    let mut trace_report = None;
+    let tracer = if args.tracing.trace {
+        match trace::Tracer::start(&args.tracing, args.port, args.proto, running.as_deref()) {
+            Ok(t) => {
+                let _ = writeln!(
+                    err,
+                    "observe: tracing {} with {} on {}",
+                    args.port,
+                    t.attach,
+                    trace::point(t.attach)
+                );
+                Some(t)
+            }
+            Err(why) => {
+                let _ = writeln!(
+                    err,
+                    "observe: --trace refused: {why}; observing the socket tables alone"
+                );
+                trace_report = Some(trace::refused(why));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let mut served = Served::default();
     let started = Instant::now();
     let (mut listeners, mut connections, mut unreadable) = look(args)?;
@@ -265,8 +315,11 @@ pub fn run(
     if let Some(s) = &server {
         s.publish(served.look(profile, args, &listeners, &connections, &samples, stop, err));
     }
-    // --serve watches until a signal, or for --for when given.
-    let watch = args.duration.or(server.as_ref().map(|_| Duration::MAX));
+    // --serve watches until a signal, or for --for when given; --trace for 10 s unless --for says.
+    let watch = args
+        .duration
+        .or(server.as_ref().map(|_| Duration::MAX))
+        .or(args.tracing.trace.then_some(Duration::from_secs(10)));
     if let Some(total) = watch {
         while started.elapsed() < total && !stop.load(Ordering::Relaxed) {
             let wake = Instant::now() + args.every;
@@ -282,6 +335,14 @@ pub fn run(
             (listeners, connections, unreadable) = look(args)?;
             let t = started.elapsed().as_millis() as u64;
             samples.push(sample_of(t, &listeners, &connections));
+            if let (Some(t), Some(_)) = (&tracer, &server) {
+                let (per_inode, full, rate) = t.live();
+                served.totals.selected = per_inode
+                    .into_iter()
+                    .map(|(inode, n)| (inode.to_string(), n))
+                    .collect();
+                served.totals.lost = [("ring-full", full), ("rate", rate)].into();
+            }
             if let Some(s) = &server {
                 // A long watch keeps the last samples only (the diagnosis reads trends from them).
                 if samples.len() > SERVE_SAMPLES {
@@ -317,6 +378,48 @@ pub fn run(
         connections,
         samples,
     };
+    if let Some(t) = tracer {
+        let threads = search_threads(args);
+        let locals: BTreeMap<u64, SocketAddr> = snapshot
+            .listeners
+            .iter()
+            .filter_map(|l| Some((l.id.parse().ok()?, l.local.parse().ok()?)))
+            .collect();
+        trace_report = Some(match t.finish() {
+            Err(why) => trace::refused(why),
+            Ok(c) => {
+                let mut search = |plan: &Plan| {
+                    let s = parallel_search(
+                        &|r, f: &mut Found| plan.search(Isa::Best, r, f),
+                        0..SPACE,
+                        threads,
+                        stop,
+                        " (observe --trace)",
+                        false,
+                        err,
+                    );
+                    (s.searched.end == SPACE).then_some(s.found)
+                };
+                let built = trace::build(
+                    &c,
+                    profile,
+                    running.as_deref().unwrap_or(""),
+                    args.proto,
+                    args.port,
+                    &locals,
+                    &mut search,
+                );
+                let mut report = built.report;
+                if let (Some(tr), Some(o), Some(path)) =
+                    (&built.trace, trace_output, &args.tracing.trace_out)
+                {
+                    write_trace(tr, o, path)?;
+                    report.file = Some(path.display().to_string());
+                }
+                report
+            }
+        });
+    }
     let prepared = prepare(profile, &snapshot)?;
     // With --serve a signal is how the watch ends, not an interruption.
     let mut interrupted = stop.load(Ordering::Relaxed) && server.is_none();
@@ -328,11 +431,7 @@ pub fn run(
         && !interrupted
         && !stop.load(Ordering::Relaxed)
     {
-        let threads = args.threads.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get() as u32)
-                .unwrap_or(1)
-        });
+        let threads = search_threads(args);
         let s = parallel_search(
             &|r, f: &mut Found| prepared.search(r, f),
             0..SPACE,
@@ -359,6 +458,7 @@ pub fn run(
         unreadable_processes: unreadable,
         interrupted,
         diagnosis,
+        trace: trace_report,
     };
     let summary = summary(&report);
     let json = serde_json::to_string_pretty(&report).expect("the report serialises");
@@ -388,6 +488,29 @@ pub fn run(
         })?,
     }
     Ok(report)
+}
+
+/// The key search's threads: --threads, or every CPU.
+fn search_threads(args: &ObserveArgs) -> u32 {
+    args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1)
+    })
+}
+
+/// Writes the trace to `path` whole or not at all (crate::output).
+fn write_trace(
+    t: &crate::trace::Trace,
+    o: crate::output::Output,
+    path: &std::path::Path,
+) -> Result<(), ObserveError> {
+    let bad = |source| ObserveError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let json = serde_json::to_string(t).expect("a trace serialises");
+    o.commit(format!("{json}\n").as_bytes()).map_err(bad)
 }
 
 /// Samples a `--serve` watch keeps for the diagnosis.
@@ -537,6 +660,9 @@ fn summary(r: &Report) -> String {
             "  predicted: {a} of {n} connections where their owner accepts\n"
         ));
     }
+    if let Some(t) = &r.trace {
+        s.push_str(&trace_summary(t));
+    }
     s.push_str(&format!("verdict: {kind}"));
     if !d.verdict.pids.is_empty() {
         s.push_str(&format!(" (pids {:?})", d.verdict.pids));
@@ -554,4 +680,55 @@ impl crate::exit::Ending for Report {
     fn status(&self) -> crate::exit::Status {
         self.ending()
     }
+}
+
+/// The summary's lines for --trace.
+fn trace_summary(t: &trace::TraceReport) -> String {
+    let mut s = String::new();
+    if let Some(why) = &t.reason {
+        s.push_str(&format!("  trace refused: {why}\n"));
+        return s;
+    }
+    s.push_str(&format!(
+        "  trace: {} on {}: {} records, {} kept; lost {} (ring buffer full) and {} (over the rate)\n",
+        t.attach.unwrap_or("?"),
+        t.symbol,
+        t.records,
+        t.kept,
+        t.lost_ring_full,
+        t.lost_rate
+    ));
+    for l in &t.per_listener {
+        s.push_str(&format!(
+            "    slot {} inode {} records {}\n",
+            l.slot,
+            l.inode.map(|i| i.to_string()).unwrap_or_else(|| "?".into()),
+            l.records
+        ));
+    }
+    if let Some(c) = &t.check {
+        match &c.key_reason {
+            Some(why) => s.push_str(&format!("  trace not checked: {why}\n")),
+            None => s.push_str(&format!(
+                "  trace against the model ({}): hash {} of {}, chosen socket {} of {}{}\n",
+                c.profile,
+                c.hash_agreed,
+                c.hash_tested,
+                c.choice_agreed,
+                c.choice_tested,
+                if c.not_by_hash > 0 {
+                    format!(
+                        " ({} a program or SO_INCOMING_CPU could decide)",
+                        c.not_by_hash
+                    )
+                } else {
+                    String::new()
+                }
+            )),
+        }
+        for m in &c.mismatches {
+            s.push_str(&format!("    differs: {m}\n"));
+        }
+    }
+    s
 }

@@ -256,6 +256,7 @@ pub fn record(
                         cpu,
                         t_ns: Some(now.as_nanos() as u64),
                         latency_ns: Some(latency_ns),
+                        hash: None,
                     });
                 }
                 received += 1;

@@ -12,6 +12,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+#define AF_INET6 10
 
 // The kernel only lets GPL-compatible programs call the helpers used here.
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -22,6 +25,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define F_NO_SOCKET 4    // the selection returned NULL
 #define F_SLOT_UNKNOWN 8 // the chosen socket is past the scanned part of socks[]
 #define F_IPV6 16        // the packet is IPv6
+#define F_EHASH 32       // tracepoint, TCP: the hash is the connection's ehash
+#define F_NO_HASH 64     // tracepoint, UDP: no hash is kept for a datagram
 
 #define MAX_SCAN 256     // socks[] entries searched for the chosen socket
 
@@ -41,6 +46,10 @@ struct record {
 	__u32 reuseport_id;   // the group's id (4.19+; 0 before)
 	__u32 flags;
 };
+
+// Never written: it makes the skeleton carry `struct record`, so that the
+// agent checks its decoder's offsets against clang's layout (load.rs).
+struct record layout_record = {};
 
 // Set by the agent before loading.
 const volatile __u16 target_port = 0;     // host order
@@ -119,56 +128,11 @@ static __always_inline int over_rate(void)
 	return 0;
 }
 
-static __always_inline void emit(struct sock *sk, __u32 hash, struct sk_buff *skb, struct sock *ret)
+// The group's state and where `ret` sits in socks[].
+static __always_inline void group_of(struct record *r, struct sock *sk, struct sock *ret)
 {
 	struct sock_reuseport *reuse;
-	struct record *r;
-	unsigned char *head;
-	__u16 nh, th, port;
-	__u8 version;
 	int i;
-
-	if (!sk)
-		return;
-	port = BPF_CORE_READ(sk, __sk_common.skc_num);
-	if (port != target_port)
-		return;
-	if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != target_proto)
-		return;
-	count(C_SEEN);
-	if (!skb) {
-		count(C_NO_SKB);
-		return;
-	}
-	if (over_rate()) {
-		count(C_RATE);
-		return;
-	}
-	r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
-	if (!r) {
-		count(C_FULL);
-		return;
-	}
-	__builtin_memset(r, 0, sizeof(*r));
-	r->t_ns = bpf_ktime_get_ns();
-	r->hash = hash;
-	r->cpu = bpf_get_smp_processor_id();
-
-	head = BPF_CORE_READ(skb, head);
-	nh = BPF_CORE_READ(skb, network_header);
-	th = BPF_CORE_READ(skb, transport_header);
-	bpf_probe_read_kernel(&version, 1, head + nh);
-	if ((version >> 4) == 6) {
-		r->flags |= F_IPV6;
-		bpf_probe_read_kernel(r->saddr, 16, head + nh + 8);
-		bpf_probe_read_kernel(r->daddr, 16, head + nh + 24);
-	} else {
-		bpf_probe_read_kernel(&r->saddr[0], 4, head + nh + 12);
-		bpf_probe_read_kernel(&r->daddr[0], 4, head + nh + 16);
-	}
-	// TCP and UDP both open with the source and destination ports.
-	bpf_probe_read_kernel(&r->sport, 2, head + th);
-	bpf_probe_read_kernel(&r->dport, 2, head + th + 2);
 
 	reuse = BPF_CORE_READ(sk, sk_reuseport_cb);
 	if (reuse) {
@@ -193,12 +157,15 @@ static __always_inline void emit(struct sock *sk, __u32 hash, struct sk_buff *sk
 		r->slot = 0xffff;
 		r->flags |= F_SLOT_UNKNOWN;
 		if (reuse) {
+			// socks[] is a flexible array: its offset is relocated, the index added here.
+			unsigned long base = (unsigned long)reuse + bpf_core_field_offset(reuse->socks);
+
 			for (i = 0; i < MAX_SCAN; i++) {
 				struct sock *s = NULL;
 
 				if (i >= r->num_socks)
 					break;
-				bpf_core_read(&s, sizeof(s), &reuse->socks[i]);
+				bpf_probe_read_kernel(&s, sizeof(s), (void *)(base + i * sizeof(struct sock *)));
 				if (s == ret) {
 					r->slot = i;
 					r->flags &= ~F_SLOT_UNKNOWN;
@@ -207,6 +174,78 @@ static __always_inline void emit(struct sock *sk, __u32 hash, struct sk_buff *sk
 			}
 		}
 	}
+}
+
+// The packet's addresses and ports from its headers.
+static __always_inline void tuple_of(struct record *r, struct sk_buff *skb)
+{
+	unsigned char *head = BPF_CORE_READ(skb, head);
+	__u16 nh = BPF_CORE_READ(skb, network_header);
+	__u16 th = BPF_CORE_READ(skb, transport_header);
+	__u8 version = 0;
+
+	bpf_probe_read_kernel(&version, 1, head + nh);
+	if ((version >> 4) == 6) {
+		r->flags |= F_IPV6;
+		bpf_probe_read_kernel(r->saddr, 16, head + nh + 8);
+		bpf_probe_read_kernel(r->daddr, 16, head + nh + 24);
+	} else {
+		bpf_probe_read_kernel(&r->saddr[0], 4, head + nh + 12);
+		bpf_probe_read_kernel(&r->daddr[0], 4, head + nh + 16);
+	}
+	// TCP and UDP both open with the source and destination ports.
+	bpf_probe_read_kernel(&r->sport, 2, head + th);
+	bpf_probe_read_kernel(&r->dport, 2, head + th + 2);
+}
+
+// Whether a call is about the watched port and protocol (counted as seen).
+static __always_inline int watched(struct sock *sk)
+{
+	if (!sk)
+		return 0;
+	if (BPF_CORE_READ(sk, __sk_common.skc_num) != target_port)
+		return 0;
+	if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != target_proto)
+		return 0;
+	count(C_SEEN);
+	return 1;
+}
+
+static __always_inline struct record *reserve(void)
+{
+	struct record *r;
+
+	if (over_rate()) {
+		count(C_RATE);
+		return NULL;
+	}
+	r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	if (!r) {
+		count(C_FULL);
+		return NULL;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->t_ns = bpf_ktime_get_ns();
+	r->cpu = bpf_get_smp_processor_id();
+	return r;
+}
+
+static __always_inline void emit(struct sock *sk, __u32 hash, struct sk_buff *skb, struct sock *ret)
+{
+	struct record *r;
+
+	if (!watched(sk))
+		return;
+	if (!skb) {
+		count(C_NO_SKB);
+		return;
+	}
+	r = reserve();
+	if (!r)
+		return;
+	r->hash = hash;
+	tuple_of(r, skb);
+	group_of(r, sk, ret);
 	bpf_ringbuf_submit(r, 0);
 }
 
@@ -242,5 +281,60 @@ int BPF_KRETPROBE(kretprobe_select, struct sock *ret)
 		return 0;
 	p->valid = 0;
 	emit(p->sk, p->hash, p->skb, ret);
+	return 0;
+}
+
+// Where fexit and kprobes are not to be had: the tracepoint every default
+// sk_data_ready() fires (6.8+), on the socket the kernel chose, right after
+// it queued what arrived. TCP: a listener whose accept queue just took a
+// connection (the request at its tail holds the 4-tuple and its ehash);
+// UDP: a socket whose receive queue just took a datagram (its tail).
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(data_ready, struct sock *sk)
+{
+	struct record *r;
+
+	if (!watched(sk))
+		return 0;
+	if (target_proto == IPPROTO_TCP) {
+		struct request_sock *req;
+
+		if (BPF_CORE_READ(sk, __sk_common.skc_state) != TCP_LISTEN)
+			return 0;
+		req = BPF_CORE_READ((struct inet_connection_sock *)sk, icsk_accept_queue.rskq_accept_tail);
+		if (!req) {
+			count(C_NO_SKB);
+			return 0;
+		}
+		r = reserve();
+		if (!r)
+			return 0;
+		r->flags |= F_EHASH;
+		r->hash = BPF_CORE_READ(req, __req_common.skc_hash);
+		if (BPF_CORE_READ(req, __req_common.skc_family) == AF_INET6) {
+			r->flags |= F_IPV6;
+			BPF_CORE_READ_INTO(&r->saddr, req, __req_common.skc_v6_daddr.in6_u.u6_addr32);
+			BPF_CORE_READ_INTO(&r->daddr, req, __req_common.skc_v6_rcv_saddr.in6_u.u6_addr32);
+		} else {
+			r->saddr[0] = BPF_CORE_READ(req, __req_common.skc_daddr);
+			r->daddr[0] = BPF_CORE_READ(req, __req_common.skc_rcv_saddr);
+		}
+		r->sport = BPF_CORE_READ(req, __req_common.skc_dport);
+		r->dport = bpf_htons(BPF_CORE_READ(req, __req_common.skc_num));
+	} else {
+		struct sk_buff *tail = BPF_CORE_READ(sk, sk_receive_queue.prev);
+
+		if (!tail || (void *)tail == (void *)&sk->sk_receive_queue) {
+			count(C_NO_SKB);
+			return 0;
+		}
+		r = reserve();
+		if (!r)
+			return 0;
+		r->flags |= F_NO_HASH;
+		tuple_of(r, tail);
+	}
+	group_of(r, sk, sk);
+	bpf_ringbuf_submit(r, 0);
 	return 0;
 }
