@@ -283,15 +283,9 @@ impl Drop for Procs {
     }
 }
 
-#[test]
-fn python_asyncio_one_reuseport_listener_per_process_key_recovered() {
-    // Four copies of an asyncio server, each its own SO_REUSEPORT listener
-    // (agent/tests/servers/asyncio_reuseport.py): the pids are the labels,
-    // and every connection's process is predicted.
-    if !ready("python_asyncio_reuseport", "/usr/bin/python3") {
-        return;
-    }
-    let port = 18_474;
+/// Four copies of agent/tests/servers/asyncio_reuseport.py on `port`,
+/// once all four listen (bounded generously).
+fn start_asyncio(port: u16) -> Procs {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/servers/asyncio_reuseport.py"
@@ -307,12 +301,11 @@ fn python_asyncio_one_reuseport_listener_per_process_key_recovered() {
             })
             .collect(),
     );
-    // Ready when all four listen (bounded generously).
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (_, r, _) = observe(port, &["--no-search"]);
         if r["listeners"].as_array().is_some_and(|l| l.len() == 4) {
-            break;
+            return procs;
         }
         assert!(
             Instant::now() < deadline,
@@ -321,6 +314,18 @@ fn python_asyncio_one_reuseport_listener_per_process_key_recovered() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+#[test]
+fn python_asyncio_one_reuseport_listener_per_process_key_recovered() {
+    // Four copies of an asyncio server, each its own SO_REUSEPORT listener
+    // (agent/tests/servers/asyncio_reuseport.py): the pids are the labels,
+    // and every connection's process is predicted.
+    if !ready("python_asyncio_reuseport", "/usr/bin/python3") {
+        return;
+    }
+    let port = 18_474;
+    let procs = start_asyncio(port);
     let mut conns: Vec<TcpStream> = (0..120).map(|i| connect_from(5000 + i, port)).collect();
     for c in conns.iter_mut() {
         ask(c, b"hello\n").unwrap();
@@ -880,29 +885,7 @@ fn trace_python_asyncio_processes_every_record_matches_the_model_and_the_owner()
         return;
     }
     let port = 18_479;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/servers/asyncio_reuseport.py"
-    );
-    let _procs = Procs(
-        (0..4)
-            .map(|_| {
-                Command::new("python3")
-                    .args([script, "127.0.0.1", &port.to_string()])
-                    .stdin(Stdio::null())
-                    .spawn()
-                    .expect("python3 runs")
-            })
-            .collect(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while observe(port, &["--no-search"]).1["listeners"]
-        .as_array()
-        .is_none_or(|l| l.len() < 4)
-    {
-        assert!(Instant::now() < deadline, "the four servers never listened");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let _procs = start_asyncio(port);
     let mut conns = Vec::new();
     let (code, r, t, err) = traced("asyncio", port, "tcp", 6, || {
         for i in 0..120 {
