@@ -72,6 +72,10 @@ export default defineConfig({
       expressiveCode: { defaultProps: { wrap: true } },
       lastUpdated: false,
       pagination: true,
+      // The pages live in content/, outside Starlight's own docs folder: without this its Markdown pipeline skips them,
+      // and a `:::note[…]` aside prints as a paragraph of colons. Every aside carries its own title (content.test.ts),
+      // because Starlight tells a page's language by the docs folder and would title an untitled Chinese aside "Note".
+      markdown: { processedDirs: ['./content'], headingLinks: false },
     }),
     strictCsp(),
   ],
