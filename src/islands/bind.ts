@@ -265,7 +265,14 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
       text(row, ')');
       const l = row.append('label').attr('class', 'rl-bind-field');
       l.append('span').text(w.uid);
-      const uid = l.append('input').attr('type', 'number').attr('min', 0).style('width', '5rem').property('value', c.uid);
+      // Named per socket, like the other fields of the call: every socket's UID input said only "UID".
+      const uid = l
+        .append('input')
+        .attr('type', 'number')
+        .attr('min', 0)
+        .attr('aria-label', `${w.socket} ${fd}: ${w.uid}`)
+        .style('width', 'calc(5 * var(--rl-rem))')
+        .property('value', c.uid);
       uid.on('change', () => {
         const v = Number(uid.property('value'));
         if (Number.isInteger(v) && v >= 0 && v < 2 ** 32) {

@@ -119,7 +119,8 @@ export interface PasteText {
   byListenersHead: string[];
   barsTitle: string;
   barsTitleSockets: string;
-  barsNeedSecret: string;
+  /** Why there are no bars; `spread` is the title of the section that gives any one listener's range over random boots, when it is on the page. */
+  barsNeedSecret: (spread: string | null) => string;
   barsUnder: (secret: string) => string;
   barsObserved: string;
   barsTyped: string;
@@ -231,9 +232,9 @@ const en: PasteText = {
     tcpdump: 'tcpdump output',
     'proc-net': '/proc/net/tcp',
     csv: 'the CSV',
-    pairs: 'an address pair',
-    observed: 'an observed line',
-    page: 'a line of this page',
+    pairs: 'the address-pair format',
+    observed: 'the address-pair-and-listener format',
+    page: "this page's export format",
     bsd: 'FreeBSD or macOS output',
   },
   bind: 'Listening on',
@@ -312,7 +313,7 @@ const en: PasteText = {
       Object.entries(s.skipped)
         .map(([k, v]) => `${w(k)} ${n(v)}`)
         .join(', ') || 'none'
-    }), ${n(s.listening)} listening sockets, ${n(s.bad + s.undecided)} unusable.`,
+    }), ${n(s.listening)} listening socket${s.listening === 1 ? '' : 's'}, ${n(s.bad + s.undecided)} unusable.`,
   serverSide: 'Server side',
   decision: (d, flipped) => {
     const base =
@@ -400,9 +401,9 @@ const en: PasteText = {
   byListenersHead: ['listeners', 'busiest ÷ quietest, median / 95th percentile', 'listeners left empty'],
   barsTitle: 'Per listener',
   barsTitleSockets: 'Per socket',
-  barsNeedSecret:
-    'Name a secret, or give the observed listener per line or per worker, to see counts per listener. What any one listener gets over random boots is ' +
-    'given above.',
+  barsNeedSecret: (spread) =>
+    'Name a secret, or give the observed listener per line or per worker, to see counts per listener.' +
+    (spread ? ` What any one listener gets over random boots is under “${spread}”.` : ''),
   barsUnder: (s) =>
     `Counts under ${s}. The shaded band is the 5th–95th percentile any one listener gets over random boots; the dashed line its mean. Bars outside it ` +
     `are outlined.`,
@@ -515,11 +516,11 @@ const zh: PasteText = {
     netstat: 'netstat 输出',
     conntrack: 'conntrack -L 输出',
     tcpdump: 'tcpdump 输出',
-    'proc-net': '/proc/net/tcp',
-    csv: 'CSV',
-    pairs: '地址对',
-    observed: '带观测值的行',
-    page: '本页导出的行',
+    'proc-net': '/proc/net/tcp 的内容',
+    csv: 'CSV 文件',
+    pairs: '地址对格式',
+    observed: '地址对加监听套接字编号的格式',
+    page: '本页的导出格式',
     bsd: 'FreeBSD 或 macOS 的输出',
   },
   bind: '监听地址',
@@ -679,7 +680,8 @@ const zh: PasteText = {
   byListenersHead: ['监听套接字数', '最忙与最闲之比，中位数 / 第 95 百分位', '空闲的监听套接字'],
   barsTitle: '各监听套接字',
   barsTitleSockets: '各套接字',
-  barsNeedSecret: '指定密钥，或给出每行（或每个 worker）实际观测到的监听套接字，才能看到各监听套接字的连接数。随机开机时任一监听套接字分到的数量见上文。',
+  barsNeedSecret: (spread) =>
+    `指定密钥，或给出每行（或每个工作进程）实际观测到的监听套接字，才能看到各监听套接字的连接数。${spread ? `随机开机时任一监听套接字分到的数量见“${spread}”一节。` : ''}`,
   barsUnder: (s) => `使用${s}时的连接数。阴影带是随机开机时任一监听套接字分到数量的第 5 至第 95 百分位，虚线是均值；超出阴影带的柱子加了描边。`,
   barsObserved: '粘贴内容中观测到的连接数。阴影带是随机开机时任一监听套接字分到数量的第 5 至第 95 百分位；超出阴影带的柱子加了描边。',
   barsTyped: '你给出的连接数。阴影带是随机开机时任一监听套接字分到数量的第 5 至第 95 百分位；超出阴影带的柱子加了描边。',

@@ -273,7 +273,7 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
       sec.append(el('p', { class: 'rl-warn' }, t.mismatched(k, why)));
     }
     if (!counts) {
-      sec.append(el('p', {}, t.barsNeedSecret));
+      sec.append(el('p', {}, t.barsNeedSecret(spread ? t.spreadTitle : null)));
       return sec;
     }
     const which = bySocket ? t.barsSockets(secretLabel()) : a?.counts ? t.barsUnder(secretLabel()) : a?.observed ? t.barsObserved : t.barsTyped;
@@ -482,18 +482,18 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
     json.addEventListener('click', () => void download('json'));
     share.addEventListener('click', async () => {
       const st = urlState();
-      const url = writeUrlState(location.href, st);
-      if (!url) {
-        note.textContent = t.tooBigForUrl(MAX_URL_TEXT);
-        return;
-      }
+      // Input too large for a link (or a file): the link carries the settings alone, as the message says.
+      const whole = st.text === null ? undefined : writeUrlState(location.href, st);
+      const url = whole ?? writeUrlState(location.href, { ...st, text: null })!;
       history.replaceState(null, '', url);
+      let said: string;
       try {
         await navigator.clipboard.writeText(url);
-        note.textContent = t.copied;
+        said = t.copied;
       } catch {
-        note.textContent = t.linkInAddressBar;
+        said = t.linkInAddressBar;
       }
+      note.textContent = whole ? said : `${t.tooBigForUrl(MAX_URL_TEXT)} ${said}`;
     });
     sec.append(el('div', { class: 'rl-actions' }, csv, json, share), note);
     return sec;

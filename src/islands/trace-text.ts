@@ -32,7 +32,7 @@ export interface TraceText {
   kernelLine: (release: string, profile: string) => string;
   groupLine: (g: GroupFacts) => string;
   selection: (s: SelectionFacts) => string;
-  /** The comparison with the seed article under a benchmark, for a machine of `nproc` CPUs. */
+  /** The comparison with the fork-against-reuseport article under a benchmark, for a machine of `nproc` CPUs. */
   benchNote: (nproc: number) => string;
   choose: string;
   orDrop: string;
@@ -196,7 +196,7 @@ const ZH_SHOWS: Readonly<Record<string, string>> = {
   'udp-v4-bpf-payload-mod-4.json': '8 个 UDP 套接字挂上返回“负载 mod 4”的程序：第 k 个数据报落到 k mod 4 号套接字',
   'tcp-v6-wildcard-netns.json': '8 个 TCP 监听套接字绑定 [::]，在独立的网络命名空间中，客户端地址来自 fd00::/112',
   'bench-fork-vs-reuseport.json':
-    '种子文章的基准测试在本机上的结果：fork() 后多个工作进程共享一个监听套接字，对比每个工作进程一个 SO_REUSEPORT 监听套接字；耗时与各工作进程接收的连接数',
+    '那篇比较 fork 与 reuseport 的文章中的基准测试，在本机上的结果：fork() 后多个工作进程共享一个监听套接字，对比每个工作进程一个 SO_REUSEPORT 监听套接字；耗时与各工作进程接收的连接数',
   'bench-fork-vs-reuseport-epoll.json':
     '同一基准测试，工作进程改用 epoll：fork 模式下所有工作进程都在 epoll 中等待同一个共享监听套接字；各工作进程的接收数显示出偏斜',
 };

@@ -137,7 +137,10 @@ function sources(lang: Lang, value: object): Record<string, string> {
 
 /** Says one outcome in `lang`; `given` says fields the caller words itself (a field's name in this language). */
 export function say<G extends keyof Messages>(lang: Lang, group: G, value: Messages[G], given: Record<string, string> = {}): string {
-  return fill(template(lang, keyOf(group, value)), value, { ...sources(lang, value), ...given });
+  const out = fill(template(lang, keyOf(group, value)), value, { ...sources(lang, value), ...given });
+  // A Chinese template spaces a placeholder off for a Latin word ("ss 输出"); filled with a Chinese one ("地址对格式"), the
+  // space would stand between two Chinese characters, where Chinese writes none.
+  return lang === 'zh-CN' ? out.replace(CJK_GAP, '$1') : out;
 }
 
 /** The interface sentences of the catalogue: the keys `ui.<name>` of both tables, by name. */
@@ -151,7 +154,8 @@ export type UiCountKey = { [K in UiKey]: K extends `${infer R}.one` ? R : never 
  * model's outcomes are by {@link say}.
  */
 export function sayUi(lang: Lang, key: UiKey, fields: Record<string, string | number> = {}): string {
-  return fill(template(lang, `ui.${key}`), {}, stringsOf(fields));
+  const out = fill(template(lang, `ui.${key}`), {}, stringsOf(fields));
+  return lang === 'zh-CN' ? out.replace(CJK_GAP, '$1') : out;
 }
 
 /** Says `ui.<key>.one` when `n` is 1, else `ui.<key>.other`, with `n` among the fields. */
@@ -163,6 +167,9 @@ export function sayUiCount(lang: Lang, key: UiCountKey, n: number, fields: Recor
 function stringsOf(fields: Record<string, string | number>): Record<string, string> {
   return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, String(v)]));
 }
+
+/** A run of spaces between two Chinese characters (or Chinese punctuation). */
+const CJK_GAP = /([\p{Script=Han}，。：；、（）“”])[ \t]+(?=[\p{Script=Han}，。：；、（）“”])/gu;
 
 /** A refused call in one sentence: the rule and where the kernel applies it. */
 export function sayRefusal(lang: Lang, r: Refusal): string {

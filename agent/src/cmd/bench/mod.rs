@@ -1,4 +1,4 @@
-//! `bench`: the seed articles' benchmark, one listening socket shared by
+//! `bench`: the fork-against-reuseport article's benchmark, one listening socket shared by
 //! forked server processes against one SO_REUSEPORT listener per process.
 //!
 //! The article (Krishna Kumar, "Linux TCP SO_REUSEPORT: Usage and

@@ -119,7 +119,7 @@ pub fn traces() -> Vec<CuratedTrace> {
 const BENCHES: [(&str, &str, &[&str]); 2] = [
     (
         "bench-fork-vs-reuseport.json",
-        "The seed articles benchmark on this machine: workers sharing one listener after fork() against one SO_REUSEPORT listener each; times and per-worker accepts",
+        "The fork-against-reuseport article's benchmark on this machine: workers sharing one listener after fork() against one SO_REUSEPORT listener each; times and per-worker accepts",
         &["bench", "--workers", "4", "--clients", "4", "--connections", "5000", "--json"],
     ),
     (

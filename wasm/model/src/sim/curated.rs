@@ -225,7 +225,7 @@ fn incoming_cpu() -> Scenario {
     scenario(4, 4, 8_000, poisson(4_000.0), exp(200.0))
 }
 
-/// The seed article's benchmark: 48 processes, short connections at about
+/// The fork-against-reuseport article's benchmark: 48 processes, short connections at about
 /// 70% of what two CPUs serve.
 fn fork_vs_reuseport() -> Scenario {
     Scenario {
