@@ -287,3 +287,68 @@ test('the trace viewer ends in a terminal state after a refused file', async ({ 
   await input.setInputFiles({ name: 'mine.json', mimeType: 'application/json', buffer: readFileSync('public/traces/tcp-v4-specific-8.json') });
   await expect(viewer).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
 });
+
+test('a hostile host page (huge root and body fonts, coloured, spaced, upper-case text) does not reach into the widgets', async ({ page, baseURL }) => {
+  // What inherits crosses a shadow boundary, and a rem is the host's root font size: with `html { font-size: 30px }` the
+  // widgets' hints grew to twice their labels and the visualizer's figures ran off its edge.
+  const site = baseURL!.replace(/\/$/, '');
+  const hostile = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Course</title><style>
+    html { font-size: 30px; }
+    body { font: italic 40px/2 serif; color: rgb(200, 0, 100); letter-spacing: 3px; word-spacing: 10px; text-align: center;
+           text-transform: uppercase; white-space: pre; }
+    </style></head><body>
+    <reuseport-dispatch id="dv" listeners="4" clients="20" autoplay="false" compact></reuseport-dispatch>
+    <reuseport-lookup id="lk" kernel="6.18" listeners="4" secret="0x2f3923d9" tuples="10.0.0.2 40000 10.0.0.1 80"></reuseport-lookup>
+    <script type="module" src="${site}/embed/reuseport-lab.js"></script></body></html>`;
+  await course(page, baseURL!, hostile);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${HOST}/`);
+  for (const id of ['dv', 'lk']) await expect(page.locator(`#${id}`)).toHaveAttribute('data-mounted', '', { timeout: 30_000 });
+  await expect(page.locator('#lk table.rl-answers')).toBeVisible();
+  const look = await page.evaluate(() => {
+    const out: Record<string, Record<string, string>> = {};
+    for (const id of ['dv', 'lk']) {
+      const root = document.getElementById(id)!.shadowRoot!;
+      const s = getComputedStyle(root.querySelector('.rl-root')!);
+      const hint = root.querySelector('.rl-hint, .rl-dv-summary');
+      out[id] = {
+        fontSize: s.fontSize,
+        fontStyle: s.fontStyle,
+        serif: String(/(^|, )serif/.test(s.fontFamily)),
+        color: s.color,
+        letterSpacing: s.letterSpacing,
+        textTransform: s.textTransform,
+        whiteSpace: s.whiteSpace,
+        hint: hint ? getComputedStyle(hint).fontSize : 'none',
+      };
+    }
+    return out;
+  });
+  for (const id of ['dv', 'lk']) {
+    expect(look[id], `#${id}: the widget's own type and colour`).toMatchObject({
+      fontSize: '16px',
+      fontStyle: 'normal',
+      serif: 'false',
+      color: 'rgb(29, 29, 31)',
+      letterSpacing: 'normal',
+      textTransform: 'none',
+      whiteSpace: 'normal',
+    });
+    // Its small print is small: at most 16 px, not 0.85 of the host's 30 px root.
+    expect(Number.parseFloat(look[id]!.hint!), `#${id}: small print in the widget's own units`).toBeLessThanOrEqual(16);
+  }
+  // Nothing of a widget sticks out of its box.
+  const out = await page.evaluate(() =>
+    ['dv', 'lk'].flatMap((id) => {
+      const host = document.getElementById(id)!;
+      const right = host.getBoundingClientRect().right;
+      return [...host.shadowRoot!.querySelectorAll('*')]
+        .filter((e) => {
+          const b = e.getBoundingClientRect();
+          return b.width > 0 && b.right > right + 1;
+        })
+        .map((e) => `#${id} ${e.localName}.${e.getAttribute('class') ?? ''}`);
+    }),
+  );
+  expect(out, 'elements wider than their widget').toEqual([]);
+});
