@@ -1,30 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type Page } from '@playwright/test';
 import { AGENT } from '../agent';
-
-/** The production build the server serves: PW_DIST, as playwright.config.ts hands it to `astro preview` (default dist/). */
-const DIST = process.env.PW_DIST ?? 'dist';
-
-/** Every built page, as a path under the site root. */
-function builtPages(dir = DIST, prefix = ''): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) {
-      if (['_astro', 'pagefind'].includes(name) && prefix === '') continue;
-      out.push(...builtPages(p, `${prefix}${name}/`));
-    } else if (name === 'index.html') out.push(prefix);
-  }
-  return out;
-}
-
-const WIDGETS =
-  'reuseport-dispatch, reuseport-lookup, reuseport-paste, reuseport-bind, reuseport-bind-check, reuseport-trace, reuseport-traces, reuseport-exercise, ' +
-  'reuseport-scenario, reuseport-scenario-match, reuseport-server';
+import { builtPages, DIST, WIDGETS } from './pages';
 
 /** Scrolls to each widget (they hydrate when seen) and waits for its first frame. */
 async function widgetsMounted(page: Page): Promise<number> {

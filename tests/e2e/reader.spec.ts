@@ -1,0 +1,113 @@
+/**
+ * The site as a reader meets it (issue 29):
+ * - every page, in both languages, fits a 390 px phone: nothing makes the page
+ *   scroll sideways once its widgets have mounted;
+ * - the asides (`:::note[…]`) are drawn as asides, with their titles, on every
+ *   page that has one, and nowhere as a paragraph of colons;
+ * - on a phone the front page's headline and buttons come before the animation.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, test, type Page } from '@playwright/test';
+import { builtPages, DIST, WIDGETS } from './pages';
+
+/** Every page a reader opens, in both languages (not the iframe pages, which a course page sizes). */
+const PAGES = builtPages().filter((p) => !p.startsWith('embed/'));
+
+/** Scrolls each widget into view (they mount when seen) and waits until it has mounted. */
+async function mountAll(page: Page): Promise<void> {
+  const widgets = page.locator(WIDGETS);
+  const n = await widgets.count();
+  for (let i = 0; i < n; i++) {
+    const w = widgets.nth(i);
+    await w.scrollIntoViewIfNeeded();
+    await expect(w, `widget ${i} mounted`).toHaveAttribute('data-mounted', '', { timeout: 30_000 });
+  }
+}
+
+test('the phone crawl covers every page in both languages', () => {
+  expect(PAGES.length).toBeGreaterThanOrEqual(40);
+  expect(PAGES.filter((p) => p.startsWith('zh-cn/')).length * 2).toBe(PAGES.length);
+});
+
+test.describe('at 390 px no page scrolls sideways', () => {
+  test.use({ viewport: { width: 390, height: 844 }, isMobile: false });
+  for (const path of PAGES) {
+    test(`/${path}`, async ({ page }) => {
+      await page.goto(`./${path}`);
+      await mountAll(page);
+      // A scenario card fills in when its simulation ends: wait for the widgets that run one to be ready.
+      for (const w of await page.locator('reuseport-scenario, reuseport-scenario-match, reuseport-server').all())
+        await expect(w).toHaveAttribute('data-state', 'ready', { timeout: 60_000 });
+      const wide = await page.evaluate(() => {
+        const width = document.documentElement.clientWidth;
+        const out: string[] = [];
+        const walk = (root: Document | ShadowRoot, where: string) => {
+          for (const e of root.querySelectorAll('*')) {
+            const b = e.getBoundingClientRect();
+            // Inside a scroller of its own (a wide table, a code block) an element may be wider; the page may not.
+            if (b.width > 0 && b.right > width + 1 && !e.closest('pre, .expressive-code, .sl-markdown-content table, [data-scrolls]'))
+              out.push(`${where}${e.localName}.${String(e.getAttribute('class') ?? '').replace(/ /g, '.')} right ${Math.round(b.right)}`);
+            if (e.shadowRoot) walk(e.shadowRoot, `${where}${e.localName} › `);
+          }
+        };
+        walk(document, '');
+        return { scroll: document.documentElement.scrollWidth, width, out: out.slice(0, 5) };
+      });
+      expect(wide.scroll, `scrollWidth of /${path}; wider than the screen: ${wide.out.join('; ')}`).toBeLessThanOrEqual(wide.width);
+    });
+  }
+});
+
+test('every aside in the content is drawn as an aside with its title, in both languages', () => {
+  // Built HTML against the Markdown: as many asides on the built pages as `:::note[…]` in the content, each titled.
+  const md = (lang: string): string[] => {
+    const walk = (d: string): string[] =>
+      readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : e.name.endsWith('.md') ? [join(d, e.name)] : []));
+    return walk(`content/${lang}`).flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/^:::\w+\[([^\]]+)\]/gm)].map((m) => m[1]!));
+  };
+  for (const [lang, prefix] of [
+    ['en', ''],
+    ['zh-CN', 'zh-cn/'],
+  ] as const) {
+    const titles: string[] = [];
+    let colons = 0;
+    for (const p of PAGES.filter((x) => (prefix ? x.startsWith(prefix) : !x.startsWith('zh-cn/')))) {
+      const html = readFileSync(join(DIST, p, 'index.html'), 'utf8');
+      for (const m of html.matchAll(/<aside aria-label="([^"]*)" class="starlight-aside starlight-aside--note"/g)) titles.push(m[1]!);
+      colons += (html.match(/<p>:::/g) ?? []).length;
+    }
+    expect(colons, `${lang}: no aside left as a paragraph of colons`).toBe(0);
+    expect(titles.sort(), `${lang}: every aside of the content, titled as written`).toEqual(md(lang).sort());
+  }
+});
+
+test('an aside looks like one: a tinted box with its title above the text', async ({ page }) => {
+  for (const path of ['accept-models/', 'zh-cn/accept-models/']) {
+    await page.goto(`./${path}`);
+    const aside = page.locator('aside.starlight-aside').first();
+    await expect(aside).toBeVisible();
+    const look = await aside.evaluate((a) => {
+      const s = getComputedStyle(a);
+      const p = getComputedStyle(a.closest('.sl-markdown-content')!);
+      return { border: s.borderInlineStartWidth, bg: s.backgroundColor, pageBg: p.backgroundColor };
+    });
+    expect(Number.parseFloat(look.border), `${path}: the aside's side rule`).toBeGreaterThan(0);
+    expect(look.bg, `${path}: the aside's tint`).not.toBe(look.pageBg);
+    await expect(aside.locator('.starlight-aside__title')).toHaveText(path.startsWith('zh') ? '这里建模了什么' : 'What is modelled here');
+  }
+});
+
+test('on a phone the front page says what it is, and offers its buttons, before the animation', async ({ page }) => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const path of ['', 'zh-cn/']) {
+    await page.goto(`./${path}`);
+    const y = async (sel: string) => (await page.locator(sel).first().boundingBox())!.y;
+    const h1 = await y('.hero h1');
+    const button = await y('.hero .actions a');
+    const scene = await y('.hero reuseport-dispatch');
+    expect(h1, `/${path}: the headline above the animation`).toBeLessThan(scene);
+    expect(button, `/${path}: the first button above the animation`).toBeLessThan(scene);
+    expect(button + 40, `/${path}: the first button on the first screen`).toBeLessThan(844);
+  }
+});
