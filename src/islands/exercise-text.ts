@@ -220,7 +220,7 @@ const zh: ExerciseText = {
   fresh: '换一组题',
   card: { kernel: (s) => `内核：${s}`, fallback: (s) => `回退：${s}`, caveats: '注意事项' },
   workload: (title, w, c, n, k) =>
-    `${title}：${c} 个 CPU 上 ${w} 个 worker 进程，共 ${n.toLocaleString('zh-CN')} 个连接，Linux ${k}。模拟器用下面某一种 accept 模型跑了这组负载。`,
+    `${title}：${c} 个 CPU 上 ${w} 个工作进程，共 ${n.toLocaleString('zh-CN')} 个连接，Linux ${k}。模拟器用下面某一种 accept 模型跑了这组负载。`,
   simSeed: (s) => `模拟器种子 ${s}`,
   simulating: (d, n) => `正在模拟第 ${d + 1} 次运行，共 ${n} 次……`,
   simStopped: '题目准备好之前模拟就停止了。',
@@ -229,15 +229,16 @@ const zh: ExerciseText = {
   sameWorkload: '同一组负载、同一个种子，在每个选项下的结果：',
   shownRun: '题目中的那次运行',
   tell: {
-    blocking: '阻塞的 accept() 唤醒等待最久的 worker，连接依次轮流分给各个 worker，直方图很平均。',
-    epoll: '普通 epoll 每来一个连接就唤醒所有空闲的 worker，只有一个抢到：分布比较均匀，但大多数唤醒都是无效唤醒（惊群效应）。',
-    'epoll-exclusive': 'EPOLLEXCLUSIVE 只唤醒等待队列上第一个空闲的等待者，所以排在前面的 worker 拿得最多：直方图呈阶梯状下降，负载轻时几乎全给了一个 worker。',
-    'accept-mutex': 'nginx 的 accept_mutex 同一时刻只让一个 worker 接受连接，其余的 500 毫秒后再试：各 worker 的数量不均，尾延迟高达数百毫秒。',
+    blocking: '阻塞的 accept() 唤醒等待最久的工作进程，连接依次轮流分给各个工作进程，直方图很平均。',
+    epoll: '普通 epoll 每来一个连接就唤醒所有空闲的工作进程，只有一个抢到：分布比较均匀，但大多数唤醒都是无效唤醒（惊群效应）。',
+    'epoll-exclusive':
+      'EPOLLEXCLUSIVE 只唤醒等待队列上第一个空闲的等待者，所以排在前面的工作进程拿得最多：直方图呈阶梯状下降，负载轻时几乎全给了一个工作进程。',
+    'accept-mutex': 'nginx 的 accept_mutex 同一时刻只让一个工作进程接受连接，其余的 500 毫秒后再试：各工作进程的数量不均，尾延迟高达数百毫秒。',
     reuseport:
-      'SO_REUSEPORT 给每个 worker 一个独立的队列，按四元组哈希选择：没有无效唤醒，各 worker 的数量只能和哈希一样均匀；慢的或停住的 worker 照样分到同样多的连接，所以尾延迟变大。',
+      'SO_REUSEPORT 给每个工作进程一个独立的队列，按四元组哈希选择：没有无效唤醒，各工作进程的数量只能和哈希一样均匀；慢的或停住的工作进程照样分到同样多的连接，所以尾延迟变大。',
     'reuseport-incoming-cpu': 'SO_INCOMING_CPU 把连接交给绑定在接收该连接的 CPU 上的监听套接字：分布跟随接收 CPU 的分布。',
     'reuseport-bpf-cpu': '按 CPU 选择监听套接字的 BPF 程序，使连接的分布与接收 CPU 的分布一致。',
-    'reuseport-least-loaded': '“最少负载”的 BPF 程序选队列最短的监听套接字：没有无效唤醒，慢的或停住的 worker 分到的连接更少。',
+    'reuseport-least-loaded': '“最少负载”的 BPF 程序选队列最短的监听套接字：没有无效唤醒，慢的或停住的工作进程分到的连接更少。',
   },
 };
 

@@ -538,9 +538,9 @@ const zh: PasteText = {
   closed: '已关闭的监听套接字',
   closedHint: '全部开始监听后按此顺序关闭，例如 1,3',
   closedBad: (k) => `已关闭的监听套接字：请输入小于 ${k} 的编号，用逗号分隔，例如 1,3。`,
-  observedCounts: '你看到的各 worker 连接数（可选）',
+  observedCounts: '你看到的各工作进程连接数（可选）',
   observedCountsHint: '按监听套接字编号顺序，每个一个数，用来与单纯哈希的结果比较',
-  countsBad: (k) => `各 worker 连接数：请给出 ${zn(k)} 个整数（每个监听套接字一个），用逗号或空格分隔。`,
+  countsBad: (k) => `各工作进程连接数：请给出 ${zn(k)} 个整数（每个监听套接字一个），用逗号或空格分隔。`,
   secret: '密钥（每次开机生成的哈希密钥）',
   secretNone: '不指定：只看对任何密钥都成立的结论',
   secretTyped: '我的密钥，在下面填写',
@@ -722,7 +722,7 @@ const zh: PasteText = {
   recoverFailed: (m) => `无法进行搜索：${m}`,
   recovered: (r) =>
     `${r.complete ? '已搜索全部密钥' : `已在搜索了 ${pct((r.keysPerSecond * r.seconds) / 2 ** 32)} 后停止`}，用时 ${r.seconds.toFixed(1)} 秒，${zn(r.workers)} 个 ` +
-    `worker（每秒 ${(r.keysPerSecond / 1e9).toFixed(2)} G 个密钥，${r.plan.isa}）。有 ${zn(r.candidates)} ` +
+    `Web Worker（每秒 ${(r.keysPerSecond / 1e9).toFixed(2)} G 个密钥，${r.plan.isa}）。有 ${zn(r.candidates)} ` +
     `个密钥符合全部观测；${r.plan.expectedFalseMatches < 0.01 ? '偶然符合的预期不到 0.01 个，所以第一个就是你的密钥' : `约 ${r.plan.expectedFalseMatches.toPrecision(3)} 个会偶然符合`}${
       r.plan.moreNeeded ? `；再有约 ${zn(r.plan.moreNeeded)} 个观测即可唯一确定` : ''
     }。${r.leftOut ? `前 2,000 个之后的 ${zn(r.leftOut)} 个观测用不上，未使用。` : ''}`,

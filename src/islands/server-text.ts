@@ -170,10 +170,10 @@ const zh: ServerText = {
     evidence: '依据',
     readMore: '延伸阅读：',
     sockets: '监听套接字',
-    workers: '各 worker 的连接数',
-    queues: '各 accept 队列随时间的变化',
+    workers: '各工作进程的连接数',
+    queues: '各全连接队列随时间的变化',
   },
-  input: '粘贴 ss -tanpe 的输出（或 ss -ltnpe 与 ss -tnpe 两者）、observe 报告，或每个 worker 一个连接数',
+  input: '粘贴 ss -tanpe 的输出（或 ss -ltnpe 与 ss -tnpe 两者）、observe 报告，或每个工作进程一个连接数',
   inputHint: '请以 root 身份运行，ss 才会列出所有进程。数据不会离开你的浏览器。',
   file: '或打开文件',
   kernel: '内核',
@@ -184,31 +184,31 @@ const zh: ServerText = {
   diagnose: '诊断',
   search: '求出密钥',
   stop: '停止',
-  socketsCaption: '该端口上的每个监听套接字、持有它的进程，以及它的 accept 队列',
+  socketsCaption: '该端口上的每个监听套接字、持有它的进程，以及它的全连接队列',
   socketsHead: ['套接字（inode）', '地址', '持有进程', '在其上 accept 的进程', '队列 / backlog', 'socks[] 中的槽位'],
-  workersCaption: '每个 worker 持有的连接数，以及在求出的密钥下它从 socks[] 的哪个槽位 accept',
+  workersCaption: '每个工作进程持有的连接数，以及在求出的密钥下它从 socks[] 的哪个槽位 accept',
   workersHead: ['工作进程', '连接数', '槽位'],
-  workersChart: '各 worker 的连接数，背景为哈希分给单个 worker 的范围（阴影：第 5 至第 95 百分位；虚线：均值）',
-  workersAxis: 'worker（pid）',
-  queueChart: '每次采样时各监听套接字的 accept 队列长度；横轴为秒',
+  workersChart: '各工作进程的连接数，背景为哈希分给单个工作进程的范围（阴影：第 5 至第 95 百分位；虚线：均值）',
+  workersAxis: '工作进程（pid）',
+  queueChart: '每次采样时各监听套接字的全连接队列长度；横轴为秒',
   queueNote: (id, peak) => `彩色线：监听套接字 ${id}，队列最深（最多 ${peak.toLocaleString('zh-CN')}）；其余为灰色。横轴为秒。`,
   worker: (comm, pid) => (comm ? `${comm} ${pid}` : String(pid)),
   slot: (s) => (s === null ? '?' : String(s)),
   unknown: '?',
   keyFound: (iv, n, e) => `本次启动的密钥是 ${iv}：由 ${n} 个连接及其所属进程求出，偶然也符合的其他密钥预计有 ${e.toExponential(1)} 个。`,
-  agreement: (a, n) => `在该密钥下，模型把 ${n} 个连接中的 ${a} 个分给了实际持有它们的 worker。`,
-  percentile: (p, boots) => `这些客户端在各 worker 间的分布，比模拟的 ${boots} 次启动中 ${fmt('zh-CN', p, 1)}% 的情形更偏斜。`,
+  agreement: (a, n) => `在该密钥下，模型把 ${n} 个连接中的 ${a} 个分给了实际持有它们的工作进程。`,
+  percentile: (p, boots) => `这些客户端在各工作进程间的分布，比模拟的 ${boots} 次启动中 ${fmt('zh-CN', p, 1)}% 的情形更偏斜。`,
   expectedEmpty: (e, n) =>
     e < 0.005
-      ? `对这些客户端做哈希，${n} 个 worker 几乎不会有分不到连接的。`
-      : `对这些客户端做哈希，${n} 个 worker 中平均有 ${fmt('zh-CN', e, 2)} 个分不到连接。`,
+      ? `对这些客户端做哈希，${n} 个工作进程几乎不会有分不到连接的。`
+      : `对这些客户端做哈希，${n} 个工作进程中平均有 ${fmt('zh-CN', e, 2)} 个分不到连接。`,
   band: (p5, p95, n, total) =>
-    `${total.toLocaleString('zh-CN')} 个连接分给 ${n} 个 worker 时，` +
-    `哈希分给单个 worker 的连接数在 ${p5.toLocaleString('zh-CN')} 到 ${p95.toLocaleString('zh-CN')} 之间（第 5 至第 95 百分位）。`,
+    `${total.toLocaleString('zh-CN')} 个连接分给 ${n} 个工作进程时，` +
+    `哈希分给单个工作进程的连接数在 ${p5.toLocaleString('zh-CN')} 到 ${p95.toLocaleString('zh-CN')} 之间（第 5 至第 95 百分位）。`,
   reason: (r: Reason) => {
     switch (r.kind) {
       case 'no-owners':
-        return '没有哪个连接显示其所属进程：请以 root 身份运行带 -p 的 ss，让每个连接都标出它的 worker。';
+        return '没有哪个连接显示其所属进程：请以 root 身份运行带 -p 的 ss，让每个连接都标出它的工作进程。';
       case 'no-connections':
         return '没有粘贴到这个端口上的已建立连接：请补上 ss -tnpe 的输出（或改用 ss -tanpe）。';
       case 'one-process':
@@ -231,23 +231,23 @@ const zh: ServerText = {
   countsVerdict: (c: CountsDiagnosis) => {
     switch (c.verdict) {
       case 'few-clients':
-        return `连接太少，任何哈希都分散不开：${c.total} 个连接分给 ${c.workers} 个 worker，无论密钥如何，平均约有 ${fmt('zh-CN', c.expectedEmpty, 1)} 个 worker 分不到连接。`;
+        return `连接太少，任何哈希都分散不开：${c.total} 个连接分给 ${c.workers} 个工作进程，无论密钥如何，平均约有 ${fmt('zh-CN', c.expectedEmpty, 1)} 个工作进程分不到连接。`;
       case 'beyond-hash':
         return (
-          `哈希不会给出这样的分布：最忙的 worker 拿到了 ${c.total.toLocaleString('zh-CN')} 个连接中的 ${fmt('zh-CN', c.observed.maxShare * 100, 1)}%，` +
-          `而 1000 次启动中有 999 次，哈希给最忙 worker 的连接都不超过 ${c.maxP999.toLocaleString('zh-CN')} 个。决定由谁 accept 的不是 reuseport 哈希。`
+          `哈希不会给出这样的分布：最忙的工作进程拿到了 ${c.total.toLocaleString('zh-CN')} 个连接中的 ${fmt('zh-CN', c.observed.maxShare * 100, 1)}%，` +
+          `而 1000 次启动中有 999 次，哈希给最忙工作进程的连接都不超过 ${c.maxP999.toLocaleString('zh-CN')} 个。决定由谁 accept 的不是 reuseport 哈希。`
         );
       default:
-        return `哈希可以解释这些数字：${c.total.toLocaleString('zh-CN')} 个连接分给 ${c.workers} 个 worker，有 ${fmt('zh-CN', c.pValue * 100, 1)}% 的启动会出现这样或更不均的分布。`;
+        return `哈希可以解释这些数字：${c.total.toLocaleString('zh-CN')} 个连接分给 ${c.workers} 个工作进程，有 ${fmt('zh-CN', c.pValue * 100, 1)}% 的启动会出现这样或更不均的分布。`;
     }
   },
   countsShape: (c) =>
     ({
       even: '形态：在哈希给出的范围之内。',
       'one-dominant':
-        '形态：一个 worker 拿走一半或更多。多个进程共用一个套接字、且按后进先出唤醒等待者时（带 EPOLLEXCLUSIVE 的 epoll，或某个忙碌的 worker 循环 accept），就会这样。',
-      'idle-workers': '形态：有的 worker 一个也没拿到，有的却拿了很多：有 worker 从不 accept（被停止或没有监听），或者共用了一个套接字。',
-      uneven: '形态：不均程度超出哈希，但没有某个 worker 独占：长连接、变慢的 worker，或有程序在引导流量。',
+        '形态：一个工作进程拿走一半或更多。多个进程共用一个套接字、且按后进先出唤醒等待者时（带 EPOLLEXCLUSIVE 的 epoll，或某个忙碌的工作进程循环 accept），就会这样。',
+      'idle-workers': '形态：有的工作进程一个也没拿到，有的却拿了很多：有工作进程从不 accept（被停止或没有监听），或者共用了一个套接字。',
+      uneven: '形态：不均程度超出哈希，但没有某个工作进程独占：长连接、变慢的工作进程，或有程序在引导流量。',
     })[c.shape],
   link: {
     'hash/': '哈希及其偏斜',
@@ -259,7 +259,7 @@ const zh: ServerText = {
     'scenarios/six-connections/': '场景：六个连接',
     'scenarios/long-lived-favourite/': '场景：长连接偏爱',
     'scenarios/shared-queue-under-load/': '场景：高负载下的共享队列',
-    'scenarios/stalled-worker/': '场景：停顿的 worker',
+    'scenarios/stalled-worker/': '场景：停顿的工作进程',
     'scenarios/few-clients/': '场景：客户端太少',
   },
   readSockets: (r) =>
@@ -268,12 +268,12 @@ const zh: ServerText = {
     (r.duplicates ? `；${r.duplicates} 行与已读到的套接字重复` : '') +
     (r.other ? `；另有 ${r.other} 行属于其他端口或其他状态，未计入` : '') +
     '。',
-  readCounts: (n) => `读到 ${n} 个 worker 的连接数。没有连接本身就无法搜索密钥；这里按总数来判断这些数字。`,
+  readCounts: (n) => `读到 ${n} 个工作进程的连接数。没有连接本身就无法搜索密钥；这里按总数来判断这些数字。`,
   readReport: (k) => `读到一份 reuseport-agent observe 报告${k ? `（内核 ${k}）` : ''}。`,
   noOwners: '没有哪个套接字显示其所属进程：请以 root 身份运行带 -p 的 ss，让每一行都标出进程。',
   badLines: (n, first) => `有 ${n} 行无法读取（第一行是第 ${first} 行）：请用带 -n 的 ss，例如 ss -tanpe。`,
   searchOffer: (c, l, m) =>
-    `可以由 ${l} 个 worker 的 ${c} 个连接（共 ${m} 个监听套接字）求出本次启动的密钥：在本浏览器中逐一尝试全部 2³² 个密钥，每个 CPU 核一个 Web Worker，运行时会显示剩余时间。`,
+    `可以由 ${l} 个工作进程的 ${c} 个连接（共 ${m} 个监听套接字）求出本次启动的密钥：在本浏览器中逐一尝试全部 2³² 个密钥，每个 CPU 核一个 Web Worker，运行时会显示剩余时间。`,
   searching: (p, eta) => `正在搜索密钥：${fmt('zh-CN', p, 0)}%${eta !== undefined ? `，约剩 ${Math.ceil(eta)} 秒` : ''}`,
   searched: (s, c) => `已在 ${fmt('zh-CN', s, 1)} 秒内搜索全部 2³² 个密钥：${c === 1 ? '恰有一个密钥符合' : `有 ${c.toLocaleString('zh-CN')} 个密钥符合`}。`,
   stopped: '已停止：下面的诊断没有用到密钥。',
