@@ -14,6 +14,7 @@
 import { SimSession, type CuratedView, type Scenario, type SimReport } from '../model/sim';
 import { renderLines, renderWorkerBars } from '../render/scenario-charts';
 import { tableElement } from '../render/table';
+import { type Agreement, saturatedRuns, verdictOf } from '../scene/scenario-verdict';
 import { scenarioCards, type VariantCard } from '../scene/scenario-view';
 import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
 import { formatFigure, scenarioText, variantTitle, type ScenarioText } from './scenario-text';
@@ -34,13 +35,6 @@ function scaled(s: Scenario, seed: number, load: number): Scenario {
   const arrivals =
     a.kind === 'poisson' || a.kind === 'bursty' ? { ...a, ratePerSec: a.ratePerSec * load } : a.kind === 'paced' ? { ...a, gapUs: a.gapUs / load } : a;
   return { ...s, seed, arrivals };
-}
-
-/** How a recorded run compares with the simulator on the same (adapted) workload, from calibration.json. */
-interface Agreement {
-  shareError: number;
-  latencyDistance: number;
-  agrees: boolean;
 }
 
 /** A recording of this machine: measured reports by variant id, the workload as run, and the calibration's agreement figures. */
@@ -75,10 +69,22 @@ async function measuredOf(name: string, el: HTMLElement): Promise<Measured> {
     if (manifest.traces?.some((t) => t.file === 'calibration.json')) {
       const cal = await fetch(siteUrl('traces/calibration.json', false, el));
       if (cal.ok) {
-        const c = (await cal.json()) as { shareThreshold: number; latencyThreshold: number; runs: ({ scenario: string; variant: string } & Agreement)[] };
+        const c = (await cal.json()) as {
+          shareThreshold: number;
+          latencyThreshold: number;
+          leftOut?: string[];
+          runs: ({ scenario: string; variant: string } & Omit<Agreement, 'saturated'>)[];
+        };
         out.thresholds = { share: c.shareThreshold, latency: c.latencyThreshold };
+        const saturated = saturatedRuns(c.leftOut ?? []);
         for (const r of c.runs ?? [])
-          if (r.scenario === name) out.agreement[r.variant] = { shareError: r.shareError, latencyDistance: r.latencyDistance, agrees: r.agrees };
+          if (r.scenario === name)
+            out.agreement[r.variant] = {
+              shareError: r.shareError,
+              latencyDistance: r.latencyDistance,
+              agrees: r.agrees,
+              saturated: saturated.has(`${r.scenario}/${r.variant}`),
+            };
       }
     }
     return out;
@@ -130,15 +136,17 @@ function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: 
   );
   const ran = m.ranAs[c.variant.id];
   if (hasMeasured && ran) card.append(h('p', 'rl-hint rl-sc-ran', t.ranAs(ran.cpus, ran.connections, measuredKernel)));
+  // The two counts of wasted wake-ups are of different things: say so beside them.
+  if (c.figures.some((f) => f.key === 'wasted' && 'measured' in f)) card.append(h('p', 'rl-hint rl-sc-wasted', t.wastedCounted));
   const ag = m.agreement[c.variant.id];
   if (hasMeasured && ag && m.thresholds) {
-    const f = (v: number) => v.toLocaleString(lang, { maximumFractionDigits: 3 });
-    card.append(
-      h(
-        'p',
-        `rl-sc-agree ${ag.agrees ? 'rl-sc-yes' : 'rl-sc-no'}`,
-        t.agreement(f(ag.shareError), f(m.thresholds.share), f(ag.latencyDistance), f(m.thresholds.latency), ag.agrees),
-      ),
+    // A verdict per measure: shares that agree to a tenth of a percent are not "disagreeing" because a saturated
+    // recording's latency differs.
+    const v = verdictOf(ag, m.thresholds);
+    const box = card.appendChild(h('div', 'rl-sc-verdict'));
+    box.append(
+      h('p', `rl-sc-agree ${v.shares.agrees ? 'rl-sc-yes' : 'rl-sc-no'}`, t.sharesVerdict(v.shares, lang)),
+      h('p', `rl-sc-agree ${v.latency.agrees ? 'rl-sc-yes' : 'rl-sc-no'}`, t.latencyVerdict(v.latency, ran?.cpus ?? 0, lang)),
     );
   }
   const charts = card.appendChild(h('div', 'rl-sc-charts'));
