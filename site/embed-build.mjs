@@ -1,15 +1,20 @@
 // The embed script for other people's pages: after `astro build`, a second
-// Vite build writes `<outDir>/embed/reuseport-lab.js` (a stable name a course
-// page can link to) and its lazily loaded chunks and wasm under
+// Vite build writes `<outDir>/embed/reuseport-lab-main.js`, and beside it the
+// stable name a course page links to, `reuseport-lab.js`, a small classic
+// script that imports it and, where the import fails (a host without CORS),
+// says so in the widget elements (src/embed/bootstrap.js). The lazily loaded
+// chunks and wasm go under
 // `<outDir>/embed/`, all addressed relative to the script itself, so it works
 // from any base path and any origin (with CORS: see README). In `astro dev`
 // the same URL serves a module that imports the source entry.
+import { copyFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'vite';
 import traceValidator from './trace-validator-plugin.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const entry = fileURLToPath(new URL('../src/embed/index.ts', import.meta.url));
+const bootstrap = fileURLToPath(new URL('../src/embed/bootstrap.js', import.meta.url));
 
 export default function embedBuild() {
   let base = '/';
@@ -47,13 +52,14 @@ export default function embedBuild() {
               input: entry,
               preserveEntrySignatures: false,
               output: {
-                entryFileNames: 'reuseport-lab.js',
+                entryFileNames: 'reuseport-lab-main.js',
                 chunkFileNames: 'chunks/[name]-[hash].js',
                 assetFileNames: 'assets/[name]-[hash][extname]',
               },
             },
           },
         });
+        copyFileSync(bootstrap, `${outDir}reuseport-lab.js`);
         logger.info(`embed script: ${outDir}reuseport-lab.js`);
       },
     },

@@ -1,6 +1,7 @@
 /**
- * The embed script: one stable URL (`<site>/embed/reuseport-lab.js`) a
- * course page loads with `<script type="module" src="…">`. It defines every
+ * The embed script's code (`<site>/embed/reuseport-lab-main.js`), imported by
+ * the one stable URL a course page loads, `<site>/embed/reuseport-lab.js`
+ * (src/embed/bootstrap.js). It defines every
  * `reuseport-*` element lazily: each element pulls only its own code and wasm
  * when it comes near the viewport. It changes nothing else on the host page:
  * no global, no style outside the widgets' shadow roots.

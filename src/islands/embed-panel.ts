@@ -58,7 +58,7 @@ export function snippets(host: HTMLElement): { script: string | null; iframe: st
     script:
       w.script === false
         ? null
-        : `<script type="module" src="${base}embed/reuseport-lab.js"></script>\n<${w.tag}${attrs}${lang !== 'en' ? ` lang="${lang}"` : ''}></${w.tag}>`,
+        : `<script defer src="${base}embed/reuseport-lab.js"></script>\n<${w.tag}${attrs}${lang !== 'en' ? ` lang="${lang}"` : ''}></${w.tag}>`,
     iframe:
       `<iframe src="${base}embed/${w.name}/${qs ? `?${qs}` : ''}" title="${esc(title)}" width="100%" height="${w.height}" style="border:0" ` +
       `loading="lazy"></iframe>`,

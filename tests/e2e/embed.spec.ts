@@ -131,7 +131,7 @@ test('a script-tag embed on another origin works, keeps to itself, and sends its
 
 test('an element added after the page loaded is found and started', async ({ page, baseURL }) => {
   const site = baseURL!.replace(/\/$/, '');
-  await course(page, baseURL!, hostPage(`<script type="module" src="${site}/embed/reuseport-lab.js"></script>`));
+  await course(page, baseURL!, hostPage(`<script defer src="${site}/embed/reuseport-lab.js"></script>`));
   await page.goto(`${HOST}/`);
   await page.evaluate(() => {
     const el = document.createElement('reuseport-bind-check');
@@ -251,9 +251,7 @@ test('"Embed this" writes a script snippet and an iframe snippet for the setting
   const panel = lookup.locator('details.rl-embed');
   await panel.locator('summary').click();
   const snippet = panel.getByRole('textbox');
-  await expect(snippet).toHaveValue(
-    /<script type="module" src="http:\/\/127\.0\.0\.1:\d+\/embed\/reuseport-lab\.js"><\/script>\n<reuseport-lookup [^>]*listeners="5"/,
-  );
+  await expect(snippet).toHaveValue(/<script defer src="http:\/\/127\.0\.0\.1:\d+\/embed\/reuseport-lab\.js"><\/script>\n<reuseport-lookup [^>]*listeners="5"/);
   await panel.getByRole('radio', { name: 'iframe' }).check();
   const iframe = await snippet.inputValue();
   const src = /src="([^"]+)"/.exec(iframe)![1]!.replaceAll('&amp;', '&');
@@ -351,4 +349,44 @@ test('a hostile host page (huge root and body fonts, coloured, spaced, upper-cas
     }),
   );
   expect(out, 'elements wider than their widget').toEqual([]);
+});
+
+test('on a host that sends no CORS header, each widget says what failed and which header its site must send', async ({ page, baseURL }) => {
+  // A module script from another site loads only with Access-Control-Allow-Origin: the element stayed empty, with
+  // nothing on screen. The embed script is a classic script, which loads without CORS and says so in every element.
+  const site = baseURL!.replace(/\/$/, '');
+  await page.route(`${HOST}/**`, (r) =>
+    r.fulfill({
+      contentType: 'text/html',
+      body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Course</title></head><body>
+        <reuseport-dispatch id="en" listeners="4"></reuseport-dispatch>
+        <reuseport-lookup id="zh" lang="zh-CN"></reuseport-lookup>
+        <script defer src="${site}/embed/reuseport-lab.js"></script></body></html>`,
+    }),
+  );
+  // The site answers as astro preview does: without the header.
+  await page.route(`${site}/**`, async (r) => {
+    const res = await r.fetch();
+    const headers = { ...res.headers() };
+    delete headers['access-control-allow-origin'];
+    await r.fulfill({ response: res, headers });
+  });
+  await page.goto(`${HOST}/`);
+  const en = page.locator('#en').getByRole('alert');
+  await expect(en).toContainText('could not load its code');
+  await expect(en).toContainText('"Access-Control-Allow-Origin: *"');
+  await expect(en).toContainText(new URL(site).origin);
+  await expect(page.locator('#zh').getByRole('alert')).toContainText('Access-Control-Allow-Origin: *');
+  await expect(page.locator('#zh').getByRole('alert')).toContainText('此组件无法');
+  // One added later says it too.
+  await page.evaluate(() => document.body.append(Object.assign(document.createElement('reuseport-bind-check'), { id: 'late' })));
+  await expect(page.locator('#late').getByRole('alert')).toContainText('Access-Control-Allow-Origin');
+});
+
+test('the classic embed script also works loaded as a module, as older snippets load it', async ({ page, baseURL }) => {
+  const site = baseURL!.replace(/\/$/, '');
+  await course(page, baseURL!, hostPage(`<reuseport-bind-check id="old" kernel="6.1"></reuseport-bind-check>`));
+  await page.goto(`${HOST}/`);
+  await page.addScriptTag({ url: `${site}/embed/reuseport-lab.js`, type: 'module' });
+  await expect.poll(async () => (await events(page)).filter((e) => e.type === 'ready').map((e) => e.id), { timeout: 30_000 }).toEqual(['old']);
 });

@@ -1,0 +1,59 @@
+// The embed script a course page loads (`<site>/embed/reuseport-lab.js`), copied as it is by site/embed-build.mjs.
+// A classic script, which a browser runs from another site without any CORS header, that imports the widgets' code
+// (reuseport-lab-main.js, a module). A module from another site loads only when that site sends
+// Access-Control-Allow-Origin: where the import fails, every widget element on the page says so, and names the header
+// its site must send, instead of staying empty. Loaded as a module it works the same. It defines no global.
+(() => {
+  const mine = (s) => /\/embed\/reuseport-lab\.js(?:[?#]|$)/.test(s);
+  const src = document.currentScript?.src || [...document.scripts].map((s) => s.src).find(mine);
+  if (!src) return;
+  const main = new URL('reuseport-lab-main.js', src);
+
+  /** The words, in the language around the element. */
+  const say = (el, err) => {
+    const lang = el.getAttribute('lang') || el.closest('[lang]')?.getAttribute('lang') || document.documentElement.lang || 'en';
+    const zh = lang.toLowerCase().startsWith('zh');
+    const site = main.origin;
+    const why = err instanceof Error ? err.message : String(err);
+    if (site === location.origin)
+      return zh ? `此组件无法从 ${main.href} 加载代码（${why}）。` : `This widget could not load its code from ${main.href} (${why}).`;
+    return zh
+      ? `此组件无法从 ${site} 加载代码（${why}）。其他站点上的页面要使用它，${site} 必须为 /embed/ 和 /traces/ 下的文件发送响应头 ` +
+          '“Access-Control-Allow-Origin: *”（或本页面的源）：没有这个响应头，浏览器不会从其他站点加载模块脚本。'
+      : `This widget could not load its code from ${site} (${why}). For a page on another site to use it, ${site} must send the header ` +
+          '"Access-Control-Allow-Origin: *" (or this page\'s origin) with the files under /embed/ and /traces/: without it, browsers refuse ' +
+          "another site's module scripts.";
+  };
+
+  /** Writes the failure into a widget element that has not started, once. */
+  const tell = (el, err) => {
+    if (!el.localName.startsWith('reuseport-') || el.shadowRoot || customElements.get(el.localName)) return;
+    const p = document.createElement('p');
+    p.setAttribute('role', 'alert');
+    p.textContent = say(el, err);
+    // CSSOM, not a style attribute: allowed under a Content-Security-Policy without 'unsafe-inline'.
+    Object.assign(p.style, {
+      margin: '0',
+      padding: '0.5em 0.75em',
+      border: '1px solid #a04000',
+      color: '#7a2e00',
+      background: '#fff',
+      font: '16px/1.5 system-ui, sans-serif',
+    });
+    el.attachShadow({ mode: 'open' }).append(p);
+    el.dispatchEvent(new CustomEvent('reuseport:error', { detail: { message: p.textContent }, bubbles: true, composed: true }));
+  };
+
+  import(main.href).catch((err) => {
+    const all = () => [...document.querySelectorAll('*')].filter((el) => el.localName.startsWith('reuseport-'));
+    const now = () => {
+      for (const el of all()) tell(el, err);
+    };
+    if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', now, { once: true });
+    else now();
+    // An element a course platform adds later says it too.
+    new MutationObserver((records) => {
+      for (const r of records) for (const n of r.addedNodes) if (n instanceof Element) for (const el of [n, ...n.querySelectorAll('*')]) tell(el, err);
+    }).observe(document.documentElement, { childList: true, subtree: true });
+  });
+})();
