@@ -215,7 +215,8 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
       badTable = renderVirtualTable(holder, {
         caption: t.badTitle(s.bad + s.undecided),
         columns: t.badColumns,
-        rows: async (start, count) => (await session.bad(start, count)).map((b: BadLine) => [String(b.line), b.format ?? '–', sayReason(b), b.text]),
+        // The line's own text next to its number: after the reason, a long sentence, it sat scrolled out of view.
+        rows: async (start, count) => (await session.bad(start, count)).map((b: BadLine) => [String(b.line), b.text, sayReason(b), b.format ?? '–']),
         rowHeight: 30,
       });
       badTable.setCount(s.bad + s.undecided);

@@ -255,14 +255,23 @@ test('server-first pairs are oriented by the port common to every line, the page
 
 // ---- 3. undecided lines ------------------------------------------------------------
 
-/** The rows of the "Unusable lines" table as text cells (line, format, why, text); opens it first. */
+/**
+ * The rows of the "Unusable lines" table as text cells (line, format, why, text); opens it first. The table shows
+ * them as line, text, why, format: the line's own text was last, scrolled out of view behind a long reason, so the
+ * helper also checks that the text cell starts inside the table's visible box.
+ */
 async function unusable(w: Locator, count: number): Promise<string[][]> {
   const det = w.locator('details', { has: w.page().locator('summary', { hasText: 'Unusable lines' }) });
   await expect(det.locator('summary')).toHaveText(`Unusable lines: ${count.toLocaleString('en-US')}`);
   if ((await det.getAttribute('open')) === null) await det.locator('summary').click();
   const rows = det.locator('tbody tr');
   await expect(rows).toHaveCount(count);
-  return rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+  await expect(det.locator('thead th').nth(1)).toHaveText('text');
+  const box = (await det.locator('.rl-vt').boundingBox())!;
+  const text = (await rows.first().locator('td').nth(1).boundingBox())!;
+  expect(text.x, "the first line's text starts inside the visible box").toBeLessThan(box.x + box.width - 40);
+  const cells = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+  return cells.map(([line = '', t = '', why = '', format = '']) => [line, format, why, t]);
 }
 
 test('a line whose sides cannot be decided is listed under Unusable lines with its number, not answered', async ({ page }) => {
