@@ -10,6 +10,9 @@ import remarkCjkNewlines from './site/remark-cjk-newlines.mjs';
 import traceValidator from './site/trace-validator-plugin.mjs';
 import embedBuild from './site/embed-build.mjs';
 import strictCsp from './site/csp.mjs';
+import packBuild from './site/pack-build.mjs';
+import remarkProject from './site/remark-project.mjs';
+import { REPO_URL } from './site/project.mjs';
 
 const base = process.env.BASE_PATH ?? '/';
 
@@ -24,7 +27,7 @@ export default defineConfig({
   publicDir: './public',
   // No image processing (no sharp): the site has no raster images to optimise.
   image: { service: passthroughImageService() },
-  markdown: { remarkPlugins: [remarkCjkNewlines] },
+  markdown: { remarkPlugins: [remarkCjkNewlines, remarkProject] },
   server: { host: '127.0.0.1', port: 5173 },
   vite: {
     plugins: [traceValidator()],
@@ -48,14 +51,17 @@ export default defineConfig({
         Head: './site/components/Head.astro',
         SiteTitle: './site/components/SiteTitle.astro',
         FallbackContentNotice: './site/components/FallbackContentNotice.astro',
+        Footer: './site/components/Footer.astro',
         MarkdownContent: './site/components/MarkdownContent.astro',
       },
       customCss: ['./site/site.css'],
+      // The source repository, from one value (site/project.mjs), in the header of every page.
+      social: [{ icon: 'github', label: 'Source code', href: REPO_URL }],
       sidebar: [
         {
           label: 'Tools',
           translations: { 'zh-CN': '工具' },
-          items: ['lookup', 'dispatch', 'traces', 'embedding'],
+          items: ['lookup', 'dispatch', 'traces', 'embedding', 'get'],
         },
         {
           label: 'Why is my load uneven?',
@@ -78,5 +84,7 @@ export default defineConfig({
       markdown: { processedDirs: ['./content'], headingLinks: false },
     }),
     strictCsp(),
+    // Last: it zips the finished output.
+    packBuild(),
   ],
 });

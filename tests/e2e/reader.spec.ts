@@ -111,3 +111,46 @@ test('on a phone the front page says what it is, and offers its buttons, before 
     expect(button + 40, `/${path}: the first button on the first screen`).toBeLessThan(844);
   }
 });
+
+test('every page says where the project lives: the source, the CLI and the course pack, which downloads', async ({ page, request }) => {
+  const repo = (JSON.parse(readFileSync('package.json', 'utf8')) as { repository: { url: string } }).repository.url;
+  for (const path of ['', 'hash/', 'zh-cn/scenarios/', 'zh-cn/']) {
+    await page.goto(`./${path}`);
+    const nav = page.locator('nav.rl-project');
+    await expect(nav.getByRole('link').first(), `/${path}: the source`).toHaveAttribute('href', repo);
+    await expect(nav.getByRole('link').nth(1), `/${path}: the CLI`).toHaveAttribute('href', path.startsWith('zh') ? '/zh-cn/get/' : '/get/');
+    await expect(nav.getByRole('link').nth(2), `/${path}: the pack`).toHaveAttribute('href', '/reuseport-lab-pack.zip');
+    await expect(page.locator(`header a[href="${repo}"]`), `/${path}: the source in the header`).toHaveCount(1);
+  }
+  // The "get" page's commands carry the same URL, from the same value.
+  await page.goto('./get/');
+  await expect(page.locator('main')).toContainText(`cargo install --locked --git ${repo} reuseport-agent`);
+  await expect(page.locator('main')).not.toContainText('{repo}');
+  await page.goto('./zh-cn/get/');
+  await expect(page.locator('main')).toContainText(`git clone ${repo}`);
+  // The pack is a zip of the site, with its README.
+  const res = await request.get('./reuseport-lab-pack.zip');
+  expect(res.ok()).toBe(true);
+  const zip = await res.body();
+  expect(zip.subarray(0, 2).toString('latin1'), 'a zip').toBe('PK');
+  expect(zip.includes(Buffer.from('reuseport-lab/PACK-README.txt'))).toBe(true);
+  expect(zip.includes(Buffer.from('reuseport-lab/zh-cn/get/index.html'))).toBe(true);
+  expect(zip.includes(Buffer.from('reuseport-lab/reuseport-lab-pack.zip')), 'not itself').toBe(false);
+});
+
+test('the journeys: the server page leads from each verdict to a chapter and a scenario, the lookup and the matcher to each other', async ({ page }) => {
+  await page.goto('./server/');
+  const table = page.locator('table', { has: page.locator('th', { hasText: 'A scenario that shows it' }) });
+  await expect(table.locator('tbody tr')).toHaveCount(6);
+  for (const row of await table.locator('tbody tr').all()) {
+    await expect(row.locator('td').nth(1).locator('a').first()).toHaveAttribute('href', /^\.\.\/[a-z-]+\/$/);
+    await expect(row.locator('td').nth(2).locator('a').first()).toHaveAttribute('href', /^\.\.\/scenarios\/[a-z-]+\/$/);
+  }
+  await page.goto('./lookup/');
+  await expect(page.locator('main a[href="../scenarios/#which-scenario-looks-like-mine"]')).toHaveCount(1);
+  await page.goto('./scenarios/');
+  await expect(page.locator('main a[href="../lookup/"]').first()).toBeVisible();
+  await expect(page.locator('main a[href="../server/"]').first()).toBeVisible();
+  await page.goto('./zh-cn/lookup/');
+  await expect(page.locator('main a[href="../scenarios/#哪个场景像我的情况"]')).toHaveCount(1);
+});
