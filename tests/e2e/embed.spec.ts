@@ -15,6 +15,8 @@
  */
 import { expect, test, type Page } from '@playwright/test';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 const HOST = 'http://course.test';
 
@@ -351,36 +353,43 @@ test('a hostile host page (huge root and body fonts, coloured, spaced, upper-cas
   expect(out, 'elements wider than their widget').toEqual([]);
 });
 
-test('on a host that sends no CORS header, each widget says what failed and which header its site must send', async ({ page, baseURL }) => {
+test('on a host that sends no CORS header, each widget says what failed and which header its site must send', async ({ baseURL, page }) => {
   // A module script from another site loads only with Access-Control-Allow-Origin: the element stayed empty, with
   // nothing on screen. The embed script is a classic script, which loads without CORS and says so in every element.
-  const site = baseURL!.replace(/\/$/, '');
-  await page.route(`${HOST}/**`, (r) =>
-    r.fulfill({
-      contentType: 'text/html',
-      body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Course</title></head><body>
-        <reuseport-dispatch id="en" listeners="4"></reuseport-dispatch>
-        <reuseport-lookup id="zh" lang="zh-CN"></reuseport-lookup>
-        <script defer src="${site}/embed/reuseport-lab.js"></script></body></html>`,
-    }),
-  );
-  // The site answers as astro preview does: without the header.
-  await page.route(`${site}/**`, async (r) => {
-    const res = await r.fetch();
-    const headers = { ...res.headers() };
-    delete headers['access-control-allow-origin'];
-    await r.fulfill({ response: res, headers });
+  // Two servers of this test: the course page at http://localhost:<a>, and the site at http://127.0.0.1:<b>, relayed
+  // from the preview without any CORS header (the preview answers a localhost origin with one, a routed response
+  // passes the browser's CORS check, and a made-up public host may not load from loopback at all).
+  const preview = baseURL!.replace(/\/$/, '');
+  const listen = async (handle: Parameters<typeof createServer>[1]) => {
+    const server = createServer(handle);
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    return { server, port: (server.address() as AddressInfo).port };
+  };
+  const site = await listen(async (req, res) => {
+    const r = await fetch(`${preview}${req.url}`);
+    res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/octet-stream' }).end(Buffer.from(await r.arrayBuffer()));
   });
-  await page.goto(`${HOST}/`);
-  const en = page.locator('#en').getByRole('alert');
-  await expect(en).toContainText('could not load its code');
-  await expect(en).toContainText('"Access-Control-Allow-Origin: *"');
-  await expect(en).toContainText(new URL(site).origin);
-  await expect(page.locator('#zh').getByRole('alert')).toContainText('Access-Control-Allow-Origin: *');
-  await expect(page.locator('#zh').getByRole('alert')).toContainText('此组件无法');
-  // One added later says it too.
-  await page.evaluate(() => document.body.append(Object.assign(document.createElement('reuseport-bind-check'), { id: 'late' })));
-  await expect(page.locator('#late').getByRole('alert')).toContainText('Access-Control-Allow-Origin');
+  const origin = `http://127.0.0.1:${site.port}`;
+  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Course</title></head><body>
+    <reuseport-dispatch id="en" listeners="4"></reuseport-dispatch>
+    <reuseport-lookup id="zh" lang="zh-CN"></reuseport-lookup>
+    <script defer src="${origin}/embed/reuseport-lab.js"></script></body></html>`;
+  const course = await listen((_req, res) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(body));
+  try {
+    await page.goto(`http://localhost:${course.port}/`);
+    const en = page.locator('#en').getByRole('alert');
+    await expect(en).toContainText('could not load its code');
+    await expect(en).toContainText('"Access-Control-Allow-Origin: *"');
+    await expect(en).toContainText(origin);
+    await expect(page.locator('#zh').getByRole('alert')).toContainText('Access-Control-Allow-Origin: *');
+    await expect(page.locator('#zh').getByRole('alert')).toContainText('此组件无法');
+    // One added later says it too.
+    await page.evaluate(() => document.body.append(Object.assign(document.createElement('reuseport-bind-check'), { id: 'late' })));
+    await expect(page.locator('#late').getByRole('alert')).toContainText('Access-Control-Allow-Origin');
+  } finally {
+    site.server.close();
+    course.server.close();
+  }
 });
 
 test('the classic embed script also works loaded as a module, as older snippets load it', async ({ page, baseURL }) => {

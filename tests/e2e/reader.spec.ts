@@ -152,5 +152,5 @@ test('the journeys: the server page leads from each verdict to a chapter and a s
   await expect(page.locator('main a[href="../lookup/"]').first()).toBeVisible();
   await expect(page.locator('main a[href="../server/"]').first()).toBeVisible();
   await page.goto('./zh-cn/lookup/');
-  await expect(page.locator('main a[href="../scenarios/#哪个场景像我的情况"]')).toHaveCount(1);
+  await expect(page.locator(`main a[href="../scenarios/#${encodeURIComponent('哪个场景像我的情况')}"]`)).toHaveCount(1);
 });

@@ -96,7 +96,7 @@ test('long-lived connections: where both counts of wasted wake-ups show, the car
   const w = page.locator('reuseport-scenario');
   await w.scrollIntoViewIfNeeded();
   await expect(w).toHaveAttribute('data-state', 'ready', { timeout: 60_000 });
-  const epoll = w.locator('.rl-sc-card', { hasText: 'Shared socket, epoll' });
+  const epoll = w.locator('.rl-sc-card', { has: page.locator('h3', { hasText: /^Shared socket, epoll$/ }) });
   const row = epoll.locator('tr', { hasText: 'Wake-ups that found nothing' }).locator('td');
   expect(Number((await row.nth(0).textContent())!.replace(/,/g, ''))).toBeGreaterThan(Number((await row.nth(1).textContent())!.replace(/,/g, '')));
   await expect(epoll.locator('.rl-sc-wasted')).toContainText('the kernel checks the socket again before epoll_wait() returns');
