@@ -154,3 +154,15 @@ test('the journeys: the server page leads from each verdict to a chapter and a s
   await page.goto('./zh-cn/lookup/');
   await expect(page.locator(`main a[href="../scenarios/#${encodeURIComponent('哪个场景像我的情况')}"]`)).toHaveCount(1);
 });
+
+test("the bind checker names each socket's UID input for its socket", async ({ page }) => {
+  // Every UID input was named only "UID": a screen reader could not tell whose it was.
+  await page.goto('./bind-rules/');
+  const w = page.locator('reuseport-bind, reuseport-bind-check').first();
+  await w.scrollIntoViewIfNeeded();
+  await expect(w).toHaveAttribute('data-mounted', '', { timeout: 30_000 });
+  const uids = w.getByRole('spinbutton', { name: /^Socket \d+: UID$/ });
+  expect(await uids.count()).toBeGreaterThanOrEqual(2);
+  const names = await uids.evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')));
+  expect(new Set(names).size, 'one name per socket').toBe(names.length);
+});
