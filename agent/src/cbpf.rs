@@ -42,6 +42,16 @@ pub fn instructions(p: &Program) -> Option<Vec<libc::sock_filter>> {
         ],
         // return index.
         Program::Index { index } => vec![insn(ret_k, *index)],
+        // The user's own instructions, as given.
+        Program::Cbpf { insns } => insns
+            .iter()
+            .map(|i| libc::sock_filter {
+                code: i.code,
+                jt: i.jt,
+                jf: i.jf,
+                k: i.k,
+            })
+            .collect(),
         Program::SockArray { .. } | Program::Pass | Program::Drop => return None,
     })
 }
@@ -53,8 +63,12 @@ pub fn attach(fd: RawFd, p: &Program) -> io::Result<()> {
     let Some(mut filter) = instructions(p) else {
         return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
     };
+    // `sock_fprog.len` is 16 bits: a longer program cannot be given at all.
+    let Ok(len) = u16::try_from(filter.len()) else {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    };
     let prog = libc::sock_fprog {
-        len: filter.len() as u16,
+        len,
         filter: filter.as_mut_ptr(),
     };
     // SAFETY: `prog` points at `filter`, alive for the call; the kernel

@@ -74,6 +74,9 @@ pub enum LineError {
         /// Its first bytes, escaped and cut.
         start: String,
     },
+    /// A `payload=HEX` field that is not hex.
+    #[error("{0}; write the payload as payload=HEX, such as payload=c000000001")]
+    Payload(String),
     /// The line is not UTF-8.
     #[error("the line is not UTF-8 text; write tuples as plain ASCII such as `10.0.0.2 40000 10.0.0.1 8080`")]
     NotText,

@@ -92,6 +92,42 @@ pub enum SetupError {
         "an IPv6 tuple needs both IPv6 hash values: give the inner secret as well (--inner-secret)"
     )]
     MissingInnerSecret,
+    /// A payload longer than a datagram can be.
+    #[error("a payload of {len} bytes is longer than a UDP datagram can carry ({max})")]
+    PayloadTooLong {
+        /// Its length.
+        len: usize,
+        /// The most.
+        max: usize,
+    },
+    /// A classic program read a value the packet context does not give.
+    #[error("the program's instruction {pc} reads {}, which the model does not know for this packet; give it in the packet context to decide", unknown_words(.what))]
+    ProgramReadsUnknown {
+        /// The instruction.
+        pc: u32,
+        /// What it read.
+        what: crate::reuseport::cbpf::Unknown,
+    },
+}
+
+fn unknown_words(u: &crate::reuseport::cbpf::Unknown) -> String {
+    use crate::reuseport::cbpf::Unknown as U;
+    match u {
+        U::Ancillary { field } => format!("the ancillary value SKF_AD_{} (`anc.{}`)", format!("{field:?}").to_uppercase(), anc_field(*field)),
+        U::NetworkHeader { offset } => format!("byte {offset} of the IP/transport headers (SKF_NET_OFF + {offset})"),
+        U::LinkHeader { offset } => format!("byte {offset} of the link-layer header (SKF_LL_OFF + {offset})"),
+        U::Nonlinear { len } => format!("a netlink attribute of a {len}-byte datagram, which may not be in one piece (skb_is_nonlinear)"),
+    }
+}
+
+fn anc_field(a: crate::reuseport::cbpf::Ancillary) -> &'static str {
+    use crate::reuseport::cbpf::Ancillary as A;
+    match a {
+        A::Rxhash => "rxhash",
+        A::Random => "random",
+        A::PayOffset => "payOffset",
+        _ => "?",
+    }
 }
 
 /// A line of tuple text that does not parse.

@@ -101,6 +101,11 @@ pub enum Pick {
         /// The selection that followed, when the program did not decide.
         #[cfg_attr(feature = "ts", ts(as = "Option<Pick>"))]
         then: Option<Box<Pick>>,
+        /// A classic program's run: the instructions taken, with A and X
+        /// after each, and how it ended.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        run: Option<crate::reuseport::cbpf::CbpfRun>,
     },
     /// The 3.9–4.5 reservoir scan over the listener chain.
     Reservoir {

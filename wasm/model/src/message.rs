@@ -156,6 +156,58 @@ pub enum RefusalRule {
     },
     /// A classic BPF program dividing by the constant 0.
     PayloadModZero,
+    /// A classic program of 0 or more than 4096 instructions.
+    CbpfLength {
+        /// Its length.
+        len: u32,
+    },
+    /// An opcode the kernel's classic table does not have.
+    CbpfOpcode {
+        /// The instruction.
+        pc: u32,
+        /// The opcode.
+        code: u16,
+    },
+    /// Division or modulo by the constant 0.
+    CbpfDivZero {
+        /// The instruction.
+        pc: u32,
+    },
+    /// A shift by a constant of 32 or more.
+    CbpfShift {
+        /// The instruction.
+        pc: u32,
+        /// The shift.
+        k: u32,
+    },
+    /// A scratch cell past M[15].
+    CbpfMemCell {
+        /// The instruction.
+        pc: u32,
+        /// The cell.
+        k: u32,
+    },
+    /// A jump past the last instruction.
+    CbpfJumpOut {
+        /// The instruction.
+        pc: u32,
+    },
+    /// An offset in the ancillary range that names no ancillary field.
+    CbpfAncillary {
+        /// The instruction.
+        pc: u32,
+        /// The offset.
+        k: u32,
+    },
+    /// The last instruction is not a return.
+    CbpfNoRet,
+    /// A scratch cell read before it is written on some path.
+    CbpfMemUnset {
+        /// The instruction.
+        pc: u32,
+        /// The cell.
+        k: u32,
+    },
     /// A call on an fd already closed.
     FdClosed,
     /// `bind()` of a socket that already has a port.
@@ -267,6 +319,11 @@ pub enum ProgramSummary {
     Pass,
     /// SK_REUSEPORT returning SK_DROP.
     Drop,
+    /// A classic BPF program of the user's own.
+    Cbpf {
+        /// Its instructions.
+        len: u32,
+    },
 }
 
 /// What a program returned.

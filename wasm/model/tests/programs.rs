@@ -70,10 +70,7 @@ fn reuseport_bpf_test_recv_order_payload_mod_then_reattach() {
                     let c = g
                         .select_ctx(
                             &packet(data),
-                            &PacketCtx {
-                                cpu: 0,
-                                payload: Some(data),
-                            },
+                            &PacketCtx::with_word(0, data),
                         )
                         .unwrap();
                     assert_eq!(
@@ -89,10 +86,7 @@ fn reuseport_bpf_test_recv_order_payload_mod_then_reattach() {
                     let c = g
                         .select_ctx(
                             &packet(data),
-                            &PacketCtx {
-                                cpu: 0,
-                                payload: Some(data),
-                            },
+                            &PacketCtx::with_word(0, data),
                         )
                         .unwrap();
                     assert_eq!(
@@ -115,7 +109,7 @@ fn reuseport_bpf_cpu_each_cpu_lands_on_its_index() {
             let g = ReuseportGroup::build(p, &spec(proto, 4, Some(Program::Cpu))).unwrap();
             for cpu in [0u32, 1, 2, 3, 3, 2, 1, 0, 0, 2, 1, 3] {
                 let c = g
-                    .select_ctx(&packet(cpu * 7 + 1), &PacketCtx { cpu, payload: None })
+                    .select_ctx(&packet(cpu * 7 + 1), &PacketCtx::on_cpu(cpu))
                     .unwrap();
                 assert_eq!(c.listener, Some(cpu), "{} {proto:?}", p.release);
             }
@@ -150,10 +144,7 @@ fn an_invalid_index_falls_back_to_the_hash_from_4_16() {
         let bad = ReuseportGroup::build(p, &spec(Proto::Tcp, 4, Some(Program::Index { index: 9 })))
             .unwrap();
         for i in 0..200 {
-            let ctx = PacketCtx {
-                cpu: 0,
-                payload: None,
-            };
+            let ctx = PacketCtx::on_cpu(0);
             assert_eq!(
                 bad.select_ctx(&packet(i), &ctx).unwrap(),
                 plain.select_ctx(&packet(i), &ctx).unwrap(),
@@ -223,10 +214,7 @@ fn select_reuseport_test_pass_sockarray_and_failures() {
             let c = g
                 .select_ctx(
                     &packet(i),
-                    &PacketCtx {
-                        cpu: 0,
-                        payload: Some(i),
-                    },
+                    &PacketCtx::with_word(0, i),
                 )
                 .unwrap();
             assert_eq!(c.listener, Some(sockarray[i as usize]));
@@ -235,10 +223,7 @@ fn select_reuseport_test_pass_sockarray_and_failures() {
         let c = g
             .select_ctx(
                 &packet(1),
-                &PacketCtx {
-                    cpu: 0,
-                    payload: Some(n),
-                },
+                &PacketCtx::with_word(0, n),
             )
             .unwrap();
         assert_eq!(c.listener, None);
@@ -258,10 +243,7 @@ fn select_reuseport_test_pass_sockarray_and_failures() {
         let c = pass
             .select_ctx(
                 &packet(5),
-                &PacketCtx {
-                    cpu: 0,
-                    payload: Some(n + 3),
-                },
+                &PacketCtx::with_word(0, n + 3),
             )
             .unwrap();
         assert_eq!(c.listener, Some(scale(c.hash, n)));

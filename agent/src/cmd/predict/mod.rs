@@ -35,7 +35,7 @@ use clap::{Args, ValueEnum};
 use reuseport_model::paste::{
     self, Basis, Decision, Detected, Format, Line, LineNote, Parser, Sides,
 };
-use reuseport_model::reuseport::CpuPin;
+use reuseport_model::reuseport::{CpuPin, PacketCtx, Payload, Program};
 use reuseport_model::tuple::{parse_bind, parse_hex32, parse_tuple_line};
 use reuseport_model::{
     GroupSpec, Keys, ParseError, Profile, Proto, Release, ReuseportGroup, SetupError, Tuple,
@@ -228,6 +228,10 @@ pub struct PredictArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub cpu: u32,
 
+    /// A program attached to the group after all members joined: a JSON program (`{"kind": "cbpf", "insns": [[code, jt, jf, k], ...]}` or any other kind the model runs), bpf_asm text, or the C array `tcpdump -dd` prints. Tuple lines may then end with `payload=HEX`, the datagram's payload the program reads.
+    #[arg(long, value_name = "FILE", value_parser = program_arg)]
+    pub program: Option<Program>,
+
     /// Print the model's full explain record for each line (hash inputs, every slot or chain step visited) instead of the short object.
     #[arg(long)]
     pub explain: bool,
@@ -248,7 +252,18 @@ impl PredictArgs {
         };
         let proto = self.proto.expect("required without --layout");
         let listeners = self.listeners.expect("required without --layout");
-        self.group.spec(proto.into(), listeners, keys, bind, port)
+        GroupSpec {
+            program: self.program.clone(),
+            ..self.group.spec(proto.into(), listeners, keys, bind, port)
+        }
+    }
+
+    /// The packet context of a line: the receiving CPU and its payload.
+    fn ctx(&self, payload: Option<Payload>) -> PacketCtx {
+        PacketCtx {
+            payload,
+            ..PacketCtx::on_cpu(self.cpu)
+        }
     }
 
     fn build(
@@ -327,9 +342,56 @@ fn emit(out: &mut impl Write, value: &impl Serialize) -> Result<(), Error> {
     out.write_all(b"\n").map_err(Error::Output)
 }
 
-fn parse_line(bytes: &[u8]) -> Result<Option<Tuple>, LineError> {
+/// The longest program file read (4096 instructions of `tcpdump -dd`
+/// text take under 150 KiB).
+const MAX_PROGRAM_FILE: u64 = 1 << 20;
+
+/// Reads `--program FILE`: JSON, or classic BPF text in one of the forms
+/// [`reuseport_model::reuseport::cbpf::parse`] reads.
+pub fn program_arg(path: &str) -> Result<Program, String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_PROGRAM_FILE + 1).read_to_string(&mut text))
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    if text.len() as u64 > MAX_PROGRAM_FILE {
+        return Err(format!("{path} is over {MAX_PROGRAM_FILE} bytes; a program is far shorter"));
+    }
+    program_text(&text).map_err(|e| format!("{path}: {e}"))
+}
+
+/// A program from its text: JSON when it starts with `{"`, else classic
+/// BPF text.
+pub fn program_text(text: &str) -> Result<Program, String> {
+    let t = text.trim_start();
+    let json = t
+        .strip_prefix('{')
+        .is_some_and(|rest| rest.trim_start().starts_with('"'));
+    if json {
+        serde_json::from_str(t).map_err(|e| format!("not a program: {e}"))
+    } else {
+        reuseport_model::reuseport::cbpf::parse(text)
+            .map(|insns| Program::Cbpf { insns })
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Splits a trailing `payload=HEX` field off a tuple line.
+fn split_payload(text: &str) -> Result<(&str, Option<Payload>), LineError> {
+    let trimmed = text.trim_end();
+    match trimmed.rsplit_once(char::is_whitespace) {
+        Some((head, last)) if last.starts_with("payload=") => {
+            let p = Payload::from_hex(&last["payload=".len()..]).map_err(LineError::Payload)?;
+            Ok((head, Some(p)))
+        }
+        _ => Ok((text, None)),
+    }
+}
+
+fn parse_line(bytes: &[u8]) -> Result<Option<(Tuple, Option<Payload>)>, LineError> {
     let text = std::str::from_utf8(bytes).map_err(|_| LineError::NotText)?;
-    Ok(parse_tuple_line(text)?)
+    let (text, payload) = split_payload(text)?;
+    Ok(parse_tuple_line(text)?.map(|t| (t, payload)))
 }
 
 /// Runs `predict`: reads tuple lines from `input`, writes one JSON object
@@ -390,11 +452,12 @@ pub fn run_reporting(
             group = Some(args.build(profile, bind, port)?);
         }
         let g = group.as_ref().expect("built above");
+        let ctx = args.ctx(note.payload.clone());
         let written = if args.explain {
-            g.explain(&t, args.cpu)
+            g.explain_ctx(&t, &ctx)
                 .map(|x| emit(out, &Explained { line, explain: &x }))
         } else {
-            g.select(&t, args.cpu).map(|c| {
+            g.select_ctx(&t, &ctx).map(|c| {
                 emit(
                     out,
                     &Prediction {
@@ -486,10 +549,12 @@ type Answer = Result<Result<(), LineError>, Error>;
 
 /// What a paste line says beside its tuple: its note, and what decided its
 /// server side when each line is decided on its own.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Beside {
     note: Option<LineNote>,
     basis: Option<Basis>,
+    /// The line's `payload=HEX` (plain pairs only).
+    payload: Option<Payload>,
 }
 
 impl Beside {
@@ -666,7 +731,15 @@ fn answer_pairs<W: Write, R: Read>(
         line += 1;
         let result = match read.and_then(|()| parse_line(&buf)) {
             Ok(None) => continue,
-            Ok(Some(t)) => answer(out, line, bound.orient(t), Beside::default())?,
+            Ok(Some((t, payload))) => answer(
+                out,
+                line,
+                bound.orient(t),
+                Beside {
+                    payload,
+                    ..Beside::default()
+                },
+            )?,
             Err(e) => Err(e),
         };
         match result {
@@ -754,6 +827,7 @@ fn answer_paste<W: Write, R: Read>(
                     }
                     Ok((t, basis)) => {
                         let beside = Beside {
+                            payload: None,
                             note: c.note,
                             basis: (decision.basis == Basis::PerLine).then_some(basis),
                         };
@@ -1026,10 +1100,7 @@ fn run_layout(
             proto,
             tuple: t,
             device: None,
-            ctx: reuseport_model::reuseport::PacketCtx {
-                cpu: args.cpu,
-                payload: None,
-            },
+            ctx: args.ctx(note.payload.clone()),
         };
         let x = host.lookup(&packet);
         if args.explain {
@@ -1105,6 +1176,27 @@ mod tests {
                 .map(|l| serde_json::from_str(l).unwrap())
                 .collect(),
         )
+    }
+
+    #[test]
+    fn a_program_file_and_payload_fields_route_each_datagram() {
+        // ldb [1]; ret a: the second payload byte is the index.
+        let dir = std::env::temp_dir().join(format!("predict-program-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("p.bpf");
+        std::fs::write(&file, "; second byte\nldb [1]\nret a\n").unwrap();
+        let argv = format!(
+            "--kernel 6.12 --proto udp --listeners 4 --secret 0x1 --bind 127.0.0.1:53 --program {}",
+            file.display()
+        );
+        let input = "127.0.0.9 4000 127.0.0.1 53 payload=0002\n\
+                     127.0.0.9 4001 127.0.0.1 53 payload=ff03aa\n\
+                     127.0.0.9 4002 127.0.0.1 53 payload=zz\n";
+        let (r, v) = predict(&argv, input);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(r.unwrap(), Outcome { answered: 2, failed: 1 });
+        assert_eq!((v[0]["slot"].as_u64(), v[1]["slot"].as_u64()), (Some(2), Some(3)));
+        assert!(v[2]["error"].as_str().unwrap().contains("payload"), "{}", v[2]);
     }
 
     #[test]

@@ -42,17 +42,95 @@ pub struct CpuPin {
 }
 
 /// The receiving side of one packet: what programs and the CPU preference see.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct PacketCtx {
     /// The CPU that processes the packet (`raw_smp_processor_id()`; on
     /// loopback, the sender's CPU).
     pub cpu: u32,
-    /// The first four payload bytes as a big-endian u32, when the packet
-    /// carries any (a UDP datagram, a TCP Fast Open SYN).
-    pub payload: Option<u32>,
+    /// The payload, when the packet carries one (a UDP datagram, a TCP
+    /// Fast Open SYN): a number stands for its four bytes, big-endian.
+    pub payload: Option<Payload>,
+    /// Ancillary values classic BPF programs may read that the tuple does
+    /// not give ([`cbpf::AncInputs`]).
+    #[serde(default, skip_serializing_if = "cbpf::AncInputs::is_empty")]
+    #[cfg_attr(feature = "ts", ts(optional, as = "Option<cbpf::AncInputs>"))]
+    pub anc: cbpf::AncInputs,
 }
 
+impl PacketCtx {
+    /// Received on `cpu`, no payload.
+    pub fn on_cpu(cpu: u32) -> PacketCtx {
+        PacketCtx {
+            cpu,
+            ..PacketCtx::default()
+        }
+    }
+
+    /// Received on `cpu` with a four-byte payload, `word` big-endian.
+    pub fn with_word(cpu: u32, word: u32) -> PacketCtx {
+        PacketCtx {
+            cpu,
+            payload: Some(Payload::Word(word)),
+            ..PacketCtx::default()
+        }
+    }
+}
+
+/// A packet's payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(untagged)]
+pub enum Payload {
+    /// Four bytes: this number, big-endian (a datagram's sequence number).
+    Word(u32),
+    /// These bytes.
+    Bytes(Vec<u8>),
+}
+
+/// The longest payload the model takes: a UDP datagram's most over IPv4
+/// (65535 less the IP and UDP headers).
+pub const MAX_PAYLOAD: usize = 65507;
+
+impl Payload {
+    /// The bytes.
+    pub fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            Payload::Word(w) => std::borrow::Cow::Owned(w.to_be_bytes().to_vec()),
+            Payload::Bytes(b) => std::borrow::Cow::Borrowed(b),
+        }
+    }
+
+    /// The first four bytes as a big-endian number, when there are four.
+    pub fn word(&self) -> Option<u32> {
+        match self {
+            Payload::Word(w) => Some(*w),
+            Payload::Bytes(b) => b.get(..4).map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]])),
+        }
+    }
+
+    /// Reads hex digits (`payload=HEX` in tuple lines): pairs of digits,
+    /// any case, an optional `0x`.
+    pub fn from_hex(s: &str) -> Result<Payload, String> {
+        let h = s.strip_prefix("0x").unwrap_or(s);
+        if h.len() % 2 != 0 {
+            return Err(format!("payload `{s}` has an odd number of hex digits"));
+        }
+        if h.len() / 2 > MAX_PAYLOAD {
+            return Err(format!("payload of {} bytes is longer than a UDP datagram can be ({MAX_PAYLOAD})", h.len() / 2));
+        }
+        (0..h.len())
+            .step_by(2)
+            .map(|i| {
+                u8::from_str_radix(&h[i..i + 2], 16)
+                    .map_err(|_| format!("payload `{s}`: `{}` is not two hex digits", &h[i..i + 2]))
+            })
+            .collect::<Result<Vec<u8>, String>>()
+            .map(Payload::Bytes)
+    }
+}
+
+pub mod cbpf;
 mod program;
 mod select;
 
@@ -701,6 +779,17 @@ impl ReuseportGroup {
                 KernelSource::new("bpf_check_classic", "net/core/filter.c", release),
             ));
         }
+        if let Program::Cbpf { insns } = program {
+            if let Err(e) = cbpf::check(insns) {
+                let func = match e {
+                    cbpf::CheckError::Length { .. } => "bpf_check_basics_ok",
+                    cbpf::CheckError::MemUnset { .. } => "check_load_and_stores",
+                    cbpf::CheckError::Opcode { .. } => "chk_code_allowed",
+                    _ => "bpf_check_classic",
+                };
+                return Some((e.into(), KernelSource::new(func, "net/core/filter.c", release)));
+            }
+        }
         None
     }
 
@@ -735,11 +824,21 @@ impl ReuseportGroup {
                         ),
                     })
                 }
-                Some(_) => {
+                Some(RefusalRule::PayloadModZero) => {
                     return Err(GroupError::Unsupported {
                         what: "a payload modulo 0".into(),
                         why: "the classic BPF verifier refuses a division by the constant 0 (EINVAL)".into(),
                     })
+                }
+                Some(_) => {
+                    let Program::Cbpf { insns } = p else {
+                        unreachable!("only classic programs have other refusals")
+                    };
+                    let e = cbpf::check(insns).expect_err("refused above");
+                    return Err(GroupError::Unsupported {
+                        what: "this classic BPF program".into(),
+                        why: format!("the kernel refuses it with EINVAL: {e}"),
+                    });
                 }
                 None => {}
             },

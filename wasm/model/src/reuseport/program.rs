@@ -42,12 +42,21 @@ pub enum Program {
     Pass,
     /// SK_REUSEPORT returning SK_DROP.
     Drop,
+    /// A classic BPF program of the user's own: the kernel's
+    /// `struct sock_filter` array, `[[code, jt, jf, k], ...]`.
+    Cbpf {
+        /// The instructions.
+        #[cfg_attr(feature = "ts", ts(as = "Vec<(u16, u8, u8, u32)>"))]
+        insns: Vec<cbpf::Insn>,
+    },
 }
 
 /// What a program decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum ProgramResult {
     Index(u32),
+    /// A classic program read what the model does not know.
+    Unknown(cbpf::Unknown),
     Selected(u32),
     PassWithoutSelection(Miss),
     Drop(Miss),
@@ -118,7 +127,26 @@ impl Program {
             }
             Program::Pass => ProgramSummary::Pass,
             Program::Drop => ProgramSummary::Drop,
+            Program::Cbpf { insns } => ProgramSummary::Cbpf {
+                len: insns.len() as u32,
+            },
         }
+    }
+
+    /// A classic program's run on this packet (`None` for the others).
+    pub(super) fn cbpf_run(&self, ctx: &PacketCtx, proto: Proto, ipv6: bool) -> Option<cbpf::CbpfRun> {
+        let Program::Cbpf { insns } = self else {
+            return None;
+        };
+        let bytes = ctx.payload.as_ref().map(|p| p.bytes());
+        let input = cbpf::Input {
+            payload: bytes.as_deref().unwrap_or(&[]),
+            proto,
+            ipv6,
+            cpu: ctx.cpu,
+            anc: &ctx.anc,
+        };
+        Some(cbpf::run(insns, &input))
     }
 
     /// Runs the program. A classic BPF load past the end of the packet ends
@@ -126,13 +154,23 @@ impl Program {
     pub(super) fn run(
         &self,
         ctx: &PacketCtx,
+        (proto, ipv6): (Proto, bool),
         listening: &[u32],
         is_listening: impl Fn(u32) -> bool,
     ) -> ProgramResult {
+        let word = ctx.payload.as_ref().and_then(Payload::word);
         match self {
             Program::Cpu => ProgramResult::Index(ctx.cpu),
             Program::PayloadMod { modulus } => {
-                ProgramResult::Index(ctx.payload.map_or(0, |w| w % modulus))
+                ProgramResult::Index(word.map_or(0, |w| w % modulus))
+            }
+            Program::Cbpf { .. } => {
+                let run = self.cbpf_run(ctx, proto, ipv6).expect("a classic program");
+                match (run.value(), run.end) {
+                    (Some(v), _) => ProgramResult::Index(v),
+                    (None, cbpf::End::Unknown { what, .. }) => ProgramResult::Unknown(what),
+                    (None, _) => unreachable!("only an unknown end has no value"),
+                }
             }
             Program::Index { index } => ProgramResult::Index(*index),
             Program::SockArray {
@@ -146,7 +184,7 @@ impl Program {
                         ProgramResult::Drop(why)
                     }
                 };
-                let Some(key) = ctx.payload else {
+                let Some(key) = word else {
                     return failed(Miss::NoPayload);
                 };
                 match sockarray.get(key as usize) {

@@ -81,6 +81,28 @@ impl ReuseportGroup {
         }
     }
 
+    /// Refuses a packet whose answer the model cannot give: a payload
+    /// longer than a datagram, or a classic program that reads a value the
+    /// packet context does not hold (the error names it).
+    fn decided(&self, t: &Tuple, ctx: &PacketCtx) -> Result<(), SetupError> {
+        if let Some(p) = &ctx.payload {
+            let len = p.bytes().len();
+            if len > MAX_PAYLOAD {
+                return Err(SetupError::PayloadTooLong { len, max: MAX_PAYLOAD });
+            }
+        }
+        if self.selection() == Selection::Reservoir {
+            return Ok(());
+        }
+        let Some(program) = &self.program else {
+            return Ok(());
+        };
+        match program.cbpf_run(ctx, self.proto, t.saddr.is_ipv6()).map(|r| r.end) {
+            Some(cbpf::End::Unknown { pc, what }) => Err(SetupError::ProgramReadsUnknown { pc, what }),
+            _ => Ok(()),
+        }
+    }
+
     /// Which rule decides the hashed local address for this packet.
     fn laddr_rule(&self) -> LaddrRule {
         if !self.bind.is_unspecified() {
@@ -178,12 +200,13 @@ impl ReuseportGroup {
 
     /// Which listener the kernel picks for this packet, received on `cpu`.
     pub fn select(&self, t: &Tuple, cpu: u32) -> Result<Choice, SetupError> {
-        self.select_ctx(t, &PacketCtx { cpu, payload: None })
+        self.select_ctx(t, &PacketCtx::on_cpu(cpu))
     }
 
     /// Which listener the kernel picks for this packet in this context.
     pub fn select_ctx(&self, t: &Tuple, ctx: &PacketCtx) -> Result<Choice, SetupError> {
         let t = self.accepts(t)?;
+        self.decided(&t, ctx)?;
         let hash = self.hash_of(&t);
         let o = self.pick(&t, hash, ctx, false, true);
         Ok(Choice {
@@ -195,12 +218,13 @@ impl ReuseportGroup {
 
     /// The whole path of one packet, received on `cpu`.
     pub fn explain(&self, t: &Tuple, cpu: u32) -> Result<Explain, SetupError> {
-        self.explain_ctx(t, &PacketCtx { cpu, payload: None })
+        self.explain_ctx(t, &PacketCtx::on_cpu(cpu))
     }
 
     /// The whole path of one packet in this context.
     pub fn explain_ctx(&self, t: &Tuple, ctx: &PacketCtx) -> Result<Explain, SetupError> {
         let t = self.accepts(t)?;
+        self.decided(&t, ctx)?;
         let hash = self.hash_trace(&t);
         Ok(self.explain_from(t, hash, ctx, true).1)
     }
@@ -241,6 +265,7 @@ impl ReuseportGroup {
             t.sport,
             &self.keys,
         );
+        self.decided(&t, ctx)?;
         let (answer, e) = self.explain_from(t, hash, ctx, false);
         Ok((answer, e))
     }
@@ -333,7 +358,8 @@ impl ReuseportGroup {
             return self.by_hash(a, h, ctx.cpu, record);
         };
         let n = a.num_socks();
-        let ran = program.run(ctx, a.listening(), |l| {
+        let ipv6 = t.saddr.is_ipv6();
+        let ran = program.run(ctx, (self.proto, ipv6), a.listening(), |l| {
             self.members[l as usize].state == MemberState::Listening
         });
         let describe = |then: Option<Box<Pick>>,
@@ -344,6 +370,7 @@ impl ReuseportGroup {
             returned,
             outcome,
             then,
+            run: program.cbpf_run(ctx, self.proto, ipv6),
         };
         match ran {
             ProgramResult::Index(i) if i < n => {
@@ -441,6 +468,11 @@ impl ReuseportGroup {
                     }),
                     ..inner
                 }
+            }
+            ProgramResult::Unknown(_) => {
+                // The entry points refuse such a packet first (`decided`).
+                debug_assert!(false, "a program run the model cannot decide");
+                self.by_hash(a, h, ctx.cpu, record)
             }
             ProgramResult::Drop(why) => {
                 o.fallback = Some(Fallback::SkDrop);

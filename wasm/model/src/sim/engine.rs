@@ -464,10 +464,7 @@ impl Simulation {
                 });
         }
         let g = self.group.as_ref().expect("per-worker model");
-        let ctx = PacketCtx {
-            cpu: self.conns[c as usize].cpu,
-            payload: None,
-        };
+        let ctx = PacketCtx::on_cpu(self.conns[c as usize].cpu);
         g.select_ctx(&self.tuple(c), &ctx)
             .ok()
             .and_then(|ch| ch.listener)

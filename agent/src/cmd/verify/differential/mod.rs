@@ -156,10 +156,7 @@ pub(crate) fn model_lookups(host: &Host, proto: Proto, port: u16) -> Lookups {
                             dport: port,
                         },
                         device: None,
-                        ctx: PacketCtx {
-                            cpu: PROBE_CPU,
-                            payload: None,
-                        },
+                        ctx: PacketCtx::on_cpu(PROBE_CPU),
                     };
                     host.lookup(&packet).socket
                 })
