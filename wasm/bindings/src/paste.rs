@@ -599,10 +599,7 @@ impl WasmPaste {
         let n = host.results().len();
         let mut counts = vec![0u32; n];
         let mut unrouted = 0;
-        let ctx = PacketCtx {
-            cpu: req.cpu,
-            payload: None,
-        };
+        let ctx = PacketCtx::on_cpu(req.cpu);
         let (mut mismatched, mut mismatch) = (0u32, None);
         let format = self.format();
         for (i, r) in self.rows.iter().enumerate() {
@@ -616,7 +613,7 @@ impl WasmPaste {
                 proto: req.proto,
                 tuple: r.tuple,
                 device: None,
-                ctx,
+                ctx: ctx.clone(),
             };
             let s = host.lookup(&p).socket;
             match s {
@@ -674,7 +671,7 @@ impl WasmPaste {
             proto: *proto,
             tuple: r.tuple,
             device: None,
-            ctx: PacketCtx { cpu, payload: None },
+            ctx: PacketCtx::on_cpu(cpu),
         };
         to_js(&Out {
             line: r.line,

@@ -47,28 +47,52 @@ fn ret(v: u32) -> End {
 fn the_checker_refuses_each_rule_it_has_and_names_the_instruction() {
     let ok = s(RET_K, 0);
     assert_eq!(check(&[]), Err(CheckError::Length { len: 0 }));
-    assert_eq!(check(&vec![ok; 4097]), Err(CheckError::Length { len: 4097 }));
+    assert_eq!(
+        check(&vec![ok; 4097]),
+        Err(CheckError::Length { len: 4097 })
+    );
     assert_eq!(check(&vec![ok; 4096]), Ok(()));
     // BPF_ALU|BPF_NEG|BPF_X (0x8c) is not in the kernel's table.
-    assert_eq!(check(&[s(0x8c, 0), ok]), Err(CheckError::Opcode { pc: 0, code: 0x8c }));
+    assert_eq!(
+        check(&[s(0x8c, 0), ok]),
+        Err(CheckError::Opcode { pc: 0, code: 0x8c })
+    );
     assert_eq!(check(&[s(0x34, 0), ok]), Err(CheckError::DivZero { pc: 0 }));
     assert_eq!(check(&[s(0x94, 0), ok]), Err(CheckError::DivZero { pc: 0 }));
     // Division by X is checked at run time, not here.
     assert_eq!(check(&[s(0x3c, 0), ok]), Ok(()));
-    assert_eq!(check(&[s(0x64, 32), ok]), Err(CheckError::Shift { pc: 0, k: 32 }));
+    assert_eq!(
+        check(&[s(0x64, 32), ok]),
+        Err(CheckError::Shift { pc: 0, k: 32 })
+    );
     assert_eq!(check(&[s(0x74, 31), ok]), Ok(()));
-    assert_eq!(check(&[s(0x02, 16), ok]), Err(CheckError::MemCell { pc: 0, k: 16 }));
+    assert_eq!(
+        check(&[s(0x02, 16), ok]),
+        Err(CheckError::MemCell { pc: 0, k: 16 })
+    );
     // JA 1 from the second-to-last instruction lands one past the end.
     assert_eq!(check(&[s(0x05, 1), ok]), Err(CheckError::JumpOut { pc: 0 }));
     assert_eq!(check(&[s(0x05, 0), ok]), Ok(()));
-    assert_eq!(check(&[j(0x15, 0, 0, 1), ok]), Err(CheckError::JumpOut { pc: 0 }));
+    assert_eq!(
+        check(&[j(0x15, 0, 0, 1), ok]),
+        Err(CheckError::JumpOut { pc: 0 })
+    );
     // SKF_AD_OFF + 64 is SKF_AD_MAX; + 2 is between two fields.
     let ad = cbpf::SKF_AD_OFF;
-    assert_eq!(check(&[s(0x20, ad + 64), ok]), Err(CheckError::Ancillary { pc: 0, k: ad + 64 }));
-    assert_eq!(check(&[s(0x30, ad + 2), ok]), Err(CheckError::Ancillary { pc: 0, k: ad + 2 }));
+    assert_eq!(
+        check(&[s(0x20, ad + 64), ok]),
+        Err(CheckError::Ancillary { pc: 0, k: ad + 64 })
+    );
+    assert_eq!(
+        check(&[s(0x30, ad + 2), ok]),
+        Err(CheckError::Ancillary { pc: 0, k: ad + 2 })
+    );
     assert_eq!(check(&[s(0x30, ad + 36), ok]), Ok(()));
     assert_eq!(check(&[s(0x00, 1)]), Err(CheckError::NoRet));
-    assert_eq!(check(&[s(0x60, 2), ok]), Err(CheckError::MemUnset { pc: 0, k: 2 }));
+    assert_eq!(
+        check(&[s(0x60, 2), ok]),
+        Err(CheckError::MemUnset { pc: 0, k: 2 })
+    );
     // Written on one branch only: refused at the join.
     let one_branch = [
         j(0x15, 0, 0, 1), // jeq #0, +0, +1
@@ -76,7 +100,10 @@ fn the_checker_refuses_each_rule_it_has_and_names_the_instruction() {
         s(0x60, 5),       // ld M[5]
         ok,
     ];
-    assert_eq!(check(&one_branch), Err(CheckError::MemUnset { pc: 2, k: 5 }));
+    assert_eq!(
+        check(&one_branch),
+        Err(CheckError::MemUnset { pc: 2, k: 5 })
+    );
     let both = [s(0x02, 5), j(0x15, 0, 0, 0), s(0x60, 5), ok];
     assert_eq!(check(&both), Ok(()));
 }
@@ -89,47 +116,91 @@ fn loads_read_the_payload_big_endian_and_past_its_end_return_0() {
     assert_eq!(run_on(&[s(0x30, 4), s(RET_A, 0)], &p), ret(0x9a));
     // A word at 2 needs bytes 2..6: one past the end.
     let past = run_on(&[s(0x20, 2), s(RET_K, 7)], &p);
-    assert_eq!(past, End::LoadFailed { pc: 0, offset: 2, size: 4 });
+    assert_eq!(
+        past,
+        End::LoadFailed {
+            pc: 0,
+            offset: 2,
+            size: 4
+        }
+    );
     // ld [x + 1] with X = 3; len; ldx 4*([0]&0xf) = 4 * 2.
-    assert_eq!(run_on(&[s(0x01, 3), s(0x48, 0), s(RET_A, 0)], &p), ret(0x789a));
+    assert_eq!(
+        run_on(&[s(0x01, 3), s(0x48, 0), s(RET_A, 0)], &p),
+        ret(0x789a)
+    );
     assert_eq!(run_on(&[s(0x80, 0), s(RET_A, 0)], &p), ret(5));
     assert_eq!(run_on(&[s(0xb1, 0), s(0x87, 0), s(RET_A, 0)], &p), ret(8));
     // X + k wrapping to -1: below the network header's range start it is
     // SKF_NET_OFF + 0xfffff, far past the packet: the load fails.
     let neg = run_on(&[s(0x01, u32::MAX), s(0x50, 0), s(RET_K, 7)], &p);
-    assert_eq!(neg, End::LoadFailed { pc: 1, offset: -1, size: 1 });
+    assert_eq!(
+        neg,
+        End::LoadFailed {
+            pc: 1,
+            offset: -1,
+            size: 1
+        }
+    );
 }
 
 #[test]
 fn alu_wraps_at_32_bits_shifts_by_x_take_its_low_5_bits_and_x_0_divides_to_0() {
     let p = [];
     // A = 0xffffffff + 2 = 1.
-    assert_eq!(run_on(&[s(0x00, u32::MAX), s(0x04, 2), s(RET_A, 0)], &p), ret(1));
+    assert_eq!(
+        run_on(&[s(0x00, u32::MAX), s(0x04, 2), s(RET_A, 0)], &p),
+        ret(1)
+    );
     // A = 1 << (33 & 31) = 2.
-    assert_eq!(run_on(&[s(0x00, 1), s(0x01, 33), s(0x6c, 0), s(RET_A, 0)], &p), ret(2));
+    assert_eq!(
+        run_on(&[s(0x00, 1), s(0x01, 33), s(0x6c, 0), s(RET_A, 0)], &p),
+        ret(2)
+    );
     // A = 0x80000000 >> (63 & 31) = 1.
     let rsh = [s(0x00, 0x8000_0000), s(0x01, 63), s(0x7c, 0), s(RET_A, 0)];
     assert_eq!(run_on(&rsh, &p), ret(1));
     // A / X with X = 0 ends the program with 0, whatever follows.
     let div = [s(0x00, 9), s(0x3c, 0), s(RET_K, 5)];
     assert_eq!(run_on(&div, &p), End::DivByZero { pc: 1 });
-    assert_eq!(run_on(&[s(0x00, 9), s(0x9c, 0), s(RET_K, 5)], &p), End::DivByZero { pc: 1 });
+    assert_eq!(
+        run_on(&[s(0x00, 9), s(0x9c, 0), s(RET_K, 5)], &p),
+        End::DivByZero { pc: 1 }
+    );
     // neg, mod and xor.
-    assert_eq!(run_on(&[s(0x00, 1), s(0x84, 0), s(RET_A, 0)], &p), ret(u32::MAX));
-    assert_eq!(run_on(&[s(0x00, 17), s(0x94, 5), s(0xa4, 6), s(RET_A, 0)], &p), ret(4));
+    assert_eq!(
+        run_on(&[s(0x00, 1), s(0x84, 0), s(RET_A, 0)], &p),
+        ret(u32::MAX)
+    );
+    assert_eq!(
+        run_on(&[s(0x00, 17), s(0x94, 5), s(0xa4, 6), s(RET_A, 0)], &p),
+        ret(4)
+    );
 }
 
 #[test]
 fn jumps_compare_unsigned_and_scratch_cells_keep_values() {
     let p = [];
     // 0x80000000 > 1 unsigned: takes jt to ret #1.
-    let jgt = [s(0x00, 0x8000_0000), j(0x25, 1, 0, 1), s(RET_K, 1), s(RET_K, 2)];
+    let jgt = [
+        s(0x00, 0x8000_0000),
+        j(0x25, 1, 0, 1),
+        s(RET_K, 1),
+        s(RET_K, 2),
+    ];
     assert_eq!(run_on(&jgt, &p), ret(1));
     // jset #4 on 3: false.
     let jset = [s(0x00, 3), j(0x45, 4, 0, 1), s(RET_K, 1), s(RET_K, 2)];
     assert_eq!(run_on(&jset, &p), ret(2));
     // st M[3]; ld #0; ldx M[3]; txa; ret a.
-    let mem = [s(0x00, 42), s(0x02, 3), s(0x00, 0), s(0x61, 3), s(0x87, 0), s(RET_A, 0)];
+    let mem = [
+        s(0x00, 42),
+        s(0x02, 3),
+        s(0x00, 0),
+        s(0x61, 3),
+        s(0x87, 0),
+        s(RET_A, 0),
+    ];
     assert_eq!(run_on(&mem, &p), ret(42));
     // ja +1 skips ret #1.
     assert_eq!(run_on(&[s(0x05, 1), s(RET_K, 1), s(RET_K, 2)], &p), ret(2));
@@ -141,7 +212,10 @@ fn ancillary_loads_the_model_knows_and_those_it_must_be_given() {
     let anc = |a: Ancillary| [s(0x20, a.k()), s(RET_A, 0)];
     assert_eq!(run_on(&anc(Ancillary::Cpu), &p), ret(3));
     // A byte-sized load of SKF_AD_CPU loads the whole value all the same.
-    assert_eq!(run_on(&[s(0x30, Ancillary::Cpu.k()), s(RET_A, 0)], &p), ret(3));
+    assert_eq!(
+        run_on(&[s(0x30, Ancillary::Cpu.k()), s(RET_A, 0)], &p),
+        ret(3)
+    );
     assert_eq!(run_on(&anc(Ancillary::Protocol), &p), ret(0x0800));
     assert_eq!(run_on(&anc(Ancillary::Queue), &p), ret(0));
     assert_eq!(run_on(&anc(Ancillary::Ifindex), &p), ret(1));
@@ -167,7 +241,10 @@ fn ancillary_loads_the_model_knows_and_those_it_must_be_given() {
         anc: &given,
     };
     assert_eq!(cbpf::run(&anc(Ancillary::Rxhash), &input).end, ret(77));
-    assert_eq!(cbpf::run(&anc(Ancillary::Protocol), &input).end, ret(0x86dd));
+    assert_eq!(
+        cbpf::run(&anc(Ancillary::Protocol), &input).end,
+        ret(0x86dd)
+    );
 }
 
 #[test]
@@ -191,7 +268,14 @@ fn network_header_loads_reach_the_payload_after_the_ip_and_udp_headers() {
 fn netlink_attribute_search_finds_the_type_in_host_order() {
     // Two attributes: len 5 type 1 (padded to 8), len 4 type 7.
     let p = [5, 0, 1, 0, 0xee, 0, 0, 0, 4, 0, 7, 0];
-    let find = |x: u32| [s(0x00, 0), s(0x01, x), s(0x20, Ancillary::Nlattr.k()), s(RET_A, 0)];
+    let find = |x: u32| {
+        [
+            s(0x00, 0),
+            s(0x01, x),
+            s(0x20, Ancillary::Nlattr.k()),
+            s(RET_A, 0),
+        ]
+    };
     assert_eq!(run_on(&find(7), &p), ret(8));
     assert_eq!(run_on(&find(1), &p), ret(0));
     assert_eq!(run_on(&find(9), &p), ret(0));
@@ -223,7 +307,9 @@ fn reuseport_bpf_c_classic_program_sends_data_mod_n_to_index_data_mod_n() {
     let insns = vec![s(0x20, 0), s(0x94, 4), s(RET_A, 0)];
     let g = group(Program::Cbpf { insns });
     for k in 0..16u32 {
-        let c = g.select_ctx(&tuple(20000 + k as u16), &PacketCtx::with_word(0, k)).unwrap();
+        let c = g
+            .select_ctx(&tuple(20000 + k as u16), &PacketCtx::with_word(0, k))
+            .unwrap();
         assert_eq!(c.slot, Some(k % 4), "datagram {k}");
     }
 }
@@ -248,7 +334,10 @@ fn a_program_reading_what_the_model_lacks_is_an_error_naming_it() {
         insns: vec![s(0x20, Ancillary::Random.k()), s(RET_A, 0)],
     });
     let e = g.select_ctx(&tuple(1), &PacketCtx::on_cpu(0)).unwrap_err();
-    assert!(matches!(e, SetupError::ProgramReadsUnknown { pc: 0, .. }), "{e}");
+    assert!(
+        matches!(e, SetupError::ProgramReadsUnknown { pc: 0, .. }),
+        "{e}"
+    );
     assert!(e.to_string().contains("SKF_AD_RANDOM"), "{e}");
     let ctx = PacketCtx {
         anc: AncInputs {
@@ -274,7 +363,9 @@ fn the_explain_record_carries_the_run() {
     let g = group(Program::Cbpf {
         insns: vec![s(0x20, 0), s(0x94, 4), s(RET_A, 0)],
     });
-    let e = g.explain_ctx(&tuple(1), &PacketCtx::with_word(0, 7)).unwrap();
+    let e = g
+        .explain_ctx(&tuple(1), &PacketCtx::with_word(0, 7))
+        .unwrap();
     let reuseport_model::explain::Pick::Program { run: Some(run), .. } = e.pick else {
         panic!("{:?}", e.pick)
     };
@@ -303,7 +394,9 @@ fn a_refused_attach_in_a_call_log_is_einval_and_the_old_program_stays() {
     let h = Host::run(Profile::named("6.12").unwrap(), &log).unwrap();
     let answers = h.answers();
     assert!(answers[6].is_none(), "{:?}", answers[6]);
-    let refused = answers[7].as_ref().expect("division by constant 0 is refused");
+    let refused = answers[7]
+        .as_ref()
+        .expect("division by constant 0 is refused");
     assert_eq!(refused.rule, RefusalRule::CbpfDivZero { pc: 0 });
     assert_eq!(refused.errno, reuseport_model::message::Errno::Einval);
     let no_reuseport = answers[10].as_ref().expect("no SO_REUSEPORT");
@@ -358,7 +451,11 @@ fn parse_errors_name_the_line() {
     let e = parse("ld [0]\njeq #1, nowhere\nret a").unwrap_err();
     assert_eq!(e.line, 2, "{e}");
     let e = parse("back:\nld [0]\nja back\nret a").unwrap_err();
-    assert_eq!((e.line, e.to_string().contains("forward")), (3, true), "{e}");
+    assert_eq!(
+        (e.line, e.to_string().contains("forward")),
+        (3, true),
+        "{e}"
+    );
     let e = parse("{ 0x20, 0, 0, 0 },\n{ 0x16, 0, 300, 0 },").unwrap_err();
     assert_eq!(e.line, 2, "{e}");
     let e = parse("{ 0x20, 0, 0 },").unwrap_err();
@@ -367,7 +464,9 @@ fn parse_errors_name_the_line() {
 
 #[test]
 fn a_program_is_json_data_with_the_kernel_array() {
-    let p: Program = serde_json::from_str(r#"{"kind": "cbpf", "insns": [[32, 0, 0, 0], [22, 0, 0, 0]]}"#).unwrap();
+    let p: Program =
+        serde_json::from_str(r#"{"kind": "cbpf", "insns": [[32, 0, 0, 0], [22, 0, 0, 0]]}"#)
+            .unwrap();
     assert_eq!(
         p,
         Program::Cbpf {

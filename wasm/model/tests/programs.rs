@@ -68,10 +68,7 @@ fn reuseport_bpf_test_recv_order_payload_mod_then_reattach() {
                 .unwrap();
                 for data in 0..2 * n {
                     let c = g
-                        .select_ctx(
-                            &packet(data),
-                            &PacketCtx::with_word(0, data),
-                        )
+                        .select_ctx(&packet(data), &PacketCtx::with_word(0, data))
                         .unwrap();
                     assert_eq!(
                         c.listener,
@@ -84,10 +81,7 @@ fn reuseport_bpf_test_recv_order_payload_mod_then_reattach() {
                     .unwrap();
                 for data in 2 * n..4 * n {
                     let c = g
-                        .select_ctx(
-                            &packet(data),
-                            &PacketCtx::with_word(0, data),
-                        )
+                        .select_ctx(&packet(data), &PacketCtx::with_word(0, data))
                         .unwrap();
                     assert_eq!(
                         c.listener,
@@ -212,19 +206,13 @@ fn select_reuseport_test_pass_sockarray_and_failures() {
         .unwrap();
         for i in 0..n {
             let c = g
-                .select_ctx(
-                    &packet(i),
-                    &PacketCtx::with_word(0, i),
-                )
+                .select_ctx(&packet(i), &PacketCtx::with_word(0, i))
                 .unwrap();
             assert_eq!(c.listener, Some(sockarray[i as usize]));
         }
         // An index past the map: SK_DROP, nothing received.
         let c = g
-            .select_ctx(
-                &packet(1),
-                &PacketCtx::with_word(0, n),
-            )
+            .select_ctx(&packet(1), &PacketCtx::with_word(0, n))
             .unwrap();
         assert_eq!(c.listener, None);
         // pass_on_failure: received on the hash-chosen socket.
@@ -241,10 +229,7 @@ fn select_reuseport_test_pass_sockarray_and_failures() {
         )
         .unwrap();
         let c = pass
-            .select_ctx(
-                &packet(5),
-                &PacketCtx::with_word(0, n + 3),
-            )
+            .select_ctx(&packet(5), &PacketCtx::with_word(0, n + 3))
             .unwrap();
         assert_eq!(c.listener, Some(scale(c.hash, n)));
     }

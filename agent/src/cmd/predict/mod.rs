@@ -355,7 +355,9 @@ pub fn program_arg(path: &str) -> Result<Program, String> {
         .and_then(|f| f.take(MAX_PROGRAM_FILE + 1).read_to_string(&mut text))
         .map_err(|e| format!("cannot read {path}: {e}"))?;
     if text.len() as u64 > MAX_PROGRAM_FILE {
-        return Err(format!("{path} is over {MAX_PROGRAM_FILE} bytes; a program is far shorter"));
+        return Err(format!(
+            "{path} is over {MAX_PROGRAM_FILE} bytes; a program is far shorter"
+        ));
     }
     program_text(&text).map_err(|e| format!("{path}: {e}"))
 }
@@ -1194,9 +1196,22 @@ mod tests {
                      127.0.0.9 4002 127.0.0.1 53 payload=zz\n";
         let (r, v) = predict(&argv, input);
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(r.unwrap(), Outcome { answered: 2, failed: 1 });
-        assert_eq!((v[0]["slot"].as_u64(), v[1]["slot"].as_u64()), (Some(2), Some(3)));
-        assert!(v[2]["error"].as_str().unwrap().contains("payload"), "{}", v[2]);
+        assert_eq!(
+            r.unwrap(),
+            Outcome {
+                answered: 2,
+                failed: 1
+            }
+        );
+        assert_eq!(
+            (v[0]["slot"].as_u64(), v[1]["slot"].as_u64()),
+            (Some(2), Some(3))
+        );
+        assert!(
+            v[2]["error"].as_str().unwrap().contains("payload"),
+            "{}",
+            v[2]
+        );
     }
 
     #[test]

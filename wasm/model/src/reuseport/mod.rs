@@ -105,7 +105,9 @@ impl Payload {
     pub fn word(&self) -> Option<u32> {
         match self {
             Payload::Word(w) => Some(*w),
-            Payload::Bytes(b) => b.get(..4).map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]])),
+            Payload::Bytes(b) => b
+                .get(..4)
+                .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]])),
         }
     }
 
@@ -113,11 +115,14 @@ impl Payload {
     /// any case, an optional `0x`.
     pub fn from_hex(s: &str) -> Result<Payload, String> {
         let h = s.strip_prefix("0x").unwrap_or(s);
-        if h.len() % 2 != 0 {
+        if !h.len().is_multiple_of(2) {
             return Err(format!("payload `{s}` has an odd number of hex digits"));
         }
         if h.len() / 2 > MAX_PAYLOAD {
-            return Err(format!("payload of {} bytes is longer than a UDP datagram can be ({MAX_PAYLOAD})", h.len() / 2));
+            return Err(format!(
+                "payload of {} bytes is longer than a UDP datagram can be ({MAX_PAYLOAD})",
+                h.len() / 2
+            ));
         }
         (0..h.len())
             .step_by(2)
@@ -787,7 +792,10 @@ impl ReuseportGroup {
                     cbpf::CheckError::Opcode { .. } => "chk_code_allowed",
                     _ => "bpf_check_classic",
                 };
-                return Some((e.into(), KernelSource::new(func, "net/core/filter.c", release)));
+                return Some((
+                    e.into(),
+                    KernelSource::new(func, "net/core/filter.c", release),
+                ));
             }
         }
         None

@@ -134,7 +134,12 @@ impl Program {
     }
 
     /// A classic program's run on this packet (`None` for the others).
-    pub(super) fn cbpf_run(&self, ctx: &PacketCtx, proto: Proto, ipv6: bool) -> Option<cbpf::CbpfRun> {
+    pub(super) fn cbpf_run(
+        &self,
+        ctx: &PacketCtx,
+        proto: Proto,
+        ipv6: bool,
+    ) -> Option<cbpf::CbpfRun> {
         let Program::Cbpf { insns } = self else {
             return None;
         };

@@ -88,7 +88,10 @@ impl ReuseportGroup {
         if let Some(p) = &ctx.payload {
             let len = p.bytes().len();
             if len > MAX_PAYLOAD {
-                return Err(SetupError::PayloadTooLong { len, max: MAX_PAYLOAD });
+                return Err(SetupError::PayloadTooLong {
+                    len,
+                    max: MAX_PAYLOAD,
+                });
             }
         }
         if self.selection() == Selection::Reservoir {
@@ -97,8 +100,13 @@ impl ReuseportGroup {
         let Some(program) = &self.program else {
             return Ok(());
         };
-        match program.cbpf_run(ctx, self.proto, t.saddr.is_ipv6()).map(|r| r.end) {
-            Some(cbpf::End::Unknown { pc, what }) => Err(SetupError::ProgramReadsUnknown { pc, what }),
+        match program
+            .cbpf_run(ctx, self.proto, t.saddr.is_ipv6())
+            .map(|r| r.end)
+        {
+            Some(cbpf::End::Unknown { pc, what }) => {
+                Err(SetupError::ProgramReadsUnknown { pc, what })
+            }
             _ => Ok(()),
         }
     }

@@ -21,7 +21,9 @@ pub enum CheckError {
         len: u32,
     },
     /// `chk_code_allowed`: an opcode classic BPF does not have.
-    #[error("instruction {pc}: opcode 0x{code:02x} is not a classic BPF instruction the kernel accepts")]
+    #[error(
+        "instruction {pc}: opcode 0x{code:02x} is not a classic BPF instruction the kernel accepts"
+    )]
     Opcode {
         /// The instruction.
         pc: u32,
@@ -136,19 +138,19 @@ pub fn check(insns: &[Insn]) -> Result<(), CheckError> {
             });
         }
         match i.code {
-            0x34 | 0x94 if i.k == 0 => {
-                return Err(CheckError::DivZero { pc: pcu })
-            }
+            0x34 | 0x94 if i.k == 0 => return Err(CheckError::DivZero { pc: pcu }),
             0x64 | 0x74 if i.k >= 32 => return Err(CheckError::Shift { pc: pcu, k: i.k }),
             0x60 | 0x61 | 0x02 | 0x03 if i.k >= MEMWORDS => {
                 return Err(CheckError::MemCell { pc: pcu, k: i.k })
             }
             0x05 if i.k >= (flen - pc - 1) as u32 => return Err(CheckError::JumpOut { pc: pcu }),
-            c if c & 0x07 == JMP && c != 0x05 => {
-                if pc + i.jt as usize + 1 >= flen || pc + i.jf as usize + 1 >= flen {
-                    return Err(CheckError::JumpOut { pc: pcu });
-                }
+            c if c & 0x07 == JMP
+                && c != 0x05
+                && (pc + i.jt as usize + 1 >= flen || pc + i.jf as usize + 1 >= flen) =>
+            {
+                return Err(CheckError::JumpOut { pc: pcu })
             }
+            c if c & 0x07 == JMP && c != 0x05 => {}
             0x20 | 0x28 | 0x30 if i.k >= SKF_AD_OFF && Ancillary::from_k(i.k).is_none() => {
                 return Err(CheckError::Ancillary { pc: pcu, k: i.k })
             }
@@ -172,13 +174,11 @@ fn loads_and_stores(insns: &[Insn]) -> Result<(), CheckError> {
         valid &= masks[pc];
         match i.code {
             0x02 | 0x03 => valid |= 1 << i.k,
-            0x60 | 0x61 => {
-                if valid & (1 << i.k) == 0 {
-                    return Err(CheckError::MemUnset {
-                        pc: pc as u32,
-                        k: i.k,
-                    });
-                }
+            0x60 | 0x61 if valid & (1 << i.k) == 0 => {
+                return Err(CheckError::MemUnset {
+                    pc: pc as u32,
+                    k: i.k,
+                });
             }
             0x05 => {
                 masks[pc + 1 + i.k as usize] &= valid;

@@ -186,7 +186,11 @@ impl Ancillary {
 
     /// Its offset from `SKF_AD_OFF` (`SKF_AD_PROTOCOL` 0 … `SKF_AD_VLAN_TPID` 60).
     pub fn offset(self) -> u32 {
-        Ancillary::ALL.iter().position(|&a| a == self).expect("listed") as u32 * 4
+        Ancillary::ALL
+            .iter()
+            .position(|&a| a == self)
+            .expect("listed") as u32
+            * 4
     }
 
     /// The `k` of a load of it.

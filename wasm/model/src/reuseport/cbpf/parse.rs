@@ -37,7 +37,10 @@ pub fn parse(text: &str) -> Result<Vec<Insn>, ParseError> {
     if text.len() > MAX_TEXT {
         return Err(err(
             1,
-            format!("the text is {} bytes; programs are read up to {MAX_TEXT}", text.len()),
+            format!(
+                "the text is {} bytes; programs are read up to {MAX_TEXT}",
+                text.len()
+            ),
         ));
     }
     let lines: Vec<(usize, &str)> = text
@@ -69,7 +72,10 @@ pub fn parse(text: &str) -> Result<Vec<Insn>, ParseError> {
     if insns.len() > MAX_INSNS {
         return Err(err(
             lines.last().map_or(1, |l| l.0),
-            format!("{} instructions; the kernel takes at most {MAX_INSNS}", insns.len()),
+            format!(
+                "{} instructions; the kernel takes at most {MAX_INSNS}",
+                insns.len()
+            ),
         ));
     }
     Ok(insns)
@@ -114,7 +120,10 @@ fn four(line: usize, parts: &[&str]) -> Result<Insn, ParseError> {
     let [code, jt, jf, k] = parts else {
         return Err(err(
             line,
-            format!("expected 4 numbers (code, jt, jf, k), found {}", parts.len()),
+            format!(
+                "expected 4 numbers (code, jt, jf, k), found {}",
+                parts.len()
+            ),
         ));
     };
     Ok(Insn {
@@ -132,7 +141,12 @@ fn c_array(lines: &[(usize, &str)]) -> Result<Vec<Insn>, ParseError> {
         .map(|&(n, l)| {
             let inner = l
                 .strip_prefix('{')
-                .and_then(|r| r.trim_end().trim_end_matches(',').trim_end().strip_suffix('}'))
+                .and_then(|r| {
+                    r.trim_end()
+                        .trim_end_matches(',')
+                        .trim_end()
+                        .strip_suffix('}')
+                })
                 .ok_or_else(|| err(n, "expected `{ code, jt, jf, k },` as tcpdump -dd prints"))?;
             four(n, &inner.split(',').collect::<Vec<_>>())
         })
@@ -150,7 +164,10 @@ fn decimal(lines: &[(usize, &str)]) -> Result<Vec<Insn>, ParseError> {
     if insns.len() != count {
         return Err(err(
             n0,
-            format!("the count says {count} instructions, {} follow", insns.len()),
+            format!(
+                "the count says {count} instructions, {} follow",
+                insns.len()
+            ),
         ));
     }
     Ok(insns)
@@ -332,7 +349,12 @@ fn asm(lines: &[(usize, &str)]) -> Result<Vec<Insn>, ParseError> {
                 let (t, f) = match &args[1..] {
                     [t] => (Some(t.to_string()), None),
                     [t, f] => (Some(t.to_string()), Some(f.to_string())),
-                    _ => return Err(err(n, format!("`{m}` takes an operand and one or two labels"))),
+                    _ => {
+                        return Err(err(
+                            n,
+                            format!("`{m}` takes an operand and one or two labels"),
+                        ))
+                    }
                 };
                 if swap {
                     p.jt = f;
