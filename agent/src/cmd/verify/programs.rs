@@ -1,0 +1,423 @@
+//! `verify --programs N` and `verify --program FILE`: classic BPF programs
+//! on the live kernel. Each drawn program (of the kinds people write:
+//! payload loads of bytes, halfwords and words, some past the end,
+//! ancillary loads, ALU with K and X, scratch cells, forward jumps,
+//! `ret a` and `ret #k`) is attached with SO_ATTACH_REUSEPORT_CBPF to a
+//! UDP group on 127.0.0.1 in a private network namespace; datagrams with
+//! random payloads from random loopback sources, sent from a thread pinned
+//! to one CPU, land where the kernel puts them, and each is compared with
+//! the model's slot. A disagreement is shrunk (instructions dropped while
+//! it stays) and printed as `bpf_asm`-free `[code, jt, jf, k]` data.
+//!
+//! An index the model says is out of range falls back to the hash, whose
+//! key this run does not recover: those datagrams are counted as
+//! `fallback`, not compared.
+//!
+//! The checker: mutated programs (a field set to a value a rule is about)
+//! are attached too; the kernel must answer EINVAL exactly when the model
+//! refuses.
+
+#![cfg(target_os = "linux")]
+
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use reuseport_model::reuseport::cbpf::{self, Ancillary, Insn};
+use reuseport_model::reuseport::{PacketCtx, Payload, Program};
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
+use serde::Serialize;
+use socket2::{Domain, Socket, Type};
+
+use crate::cmd::verify::differential::Rng;
+
+/// The most programs one run draws.
+pub const MAX_PROGRAMS: u32 = 100_000;
+/// Datagrams sent to each program.
+const DATAGRAMS: usize = 24;
+/// How long a datagram may take to arrive: generous, loopback takes
+/// microseconds.
+const WAIT: Duration = Duration::from_secs(2);
+
+/// What the run found.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgramsReport {
+    /// Programs run on packets.
+    pub programs: u32,
+    /// Datagrams compared.
+    pub datagrams: u64,
+    /// Datagrams where kernel and model chose the same slot.
+    pub agreed: u64,
+    /// Datagrams whose index was out of range (the hash decides; not compared).
+    pub fallback: u64,
+    /// Programs given to the checker.
+    pub checked: u32,
+    /// Of those, where the kernel's answer (EINVAL or not) was the model's.
+    pub checks_agreed: u32,
+    /// The first disagreements, shrunk.
+    pub mismatches: Vec<String>,
+}
+
+impl ProgramsReport {
+    /// Every comparison agreed and something was compared.
+    pub fn exact(&self) -> bool {
+        self.agreed == self.datagrams
+            && self.checks_agreed == self.checked
+            && self.datagrams + self.checked as u64 > 0
+    }
+}
+
+/// Payload loads the draws make: offsets up to 24, past the end of short
+/// payloads.
+fn draw_insn(r: &mut Rng, stored: &mut u16, len: usize, pc: usize) -> Insn {
+    const ANC: [Ancillary; 12] = [
+        Ancillary::Cpu,
+        Ancillary::Protocol,
+        Ancillary::Queue,
+        Ancillary::Ifindex,
+        Ancillary::Hatype,
+        Ancillary::Pkttype,
+        Ancillary::Mark,
+        Ancillary::AluXorX,
+        Ancillary::VlanTag,
+        Ancillary::VlanTagPresent,
+        Ancillary::VlanTpid,
+        Ancillary::Nlattr,
+    ];
+    let size = [0x00u16, 0x08, 0x10][r.below(3)];
+    match r.below(14) {
+        0 | 1 => Insn::stmt(0x20 | size, r.below(24) as u32),
+        2 => Insn::stmt(0x40 | size, r.below(8) as u32),
+        3 => Insn::stmt(0x80, 0),
+        4 => Insn::stmt(0x20 | size, ANC[r.below(ANC.len())].k()),
+        5 => Insn::stmt([0x01, 0x81, 0xb1][r.below(3)], r.below(16) as u32),
+        6 | 7 => {
+            const OPS: [u16; 10] = [0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x90, 0xa0];
+            let op = OPS[r.below(OPS.len())];
+            if r.chance(40) {
+                Insn::stmt(0x04 | op | 0x08, 0)
+            } else {
+                let k = match op {
+                    0x30 | 0x90 => 1 + r.below(9) as u32,
+                    0x60 | 0x70 => r.below(32) as u32,
+                    _ => r.below(1 << 16) as u32,
+                };
+                Insn::stmt(0x04 | op, k)
+            }
+        }
+        8 => Insn::stmt(0x84, 0),
+        9 => {
+            let cell = r.below(4) as u32;
+            *stored |= 1 << cell;
+            Insn::stmt([0x02, 0x03][r.below(2)], cell)
+        }
+        10 if *stored != 0 => {
+            let cells: Vec<u32> = (0..16).filter(|c| *stored & (1 << c) != 0).collect();
+            Insn::stmt([0x60, 0x61][r.below(2)], cells[r.below(cells.len())])
+        }
+        11 => Insn::stmt([0x07, 0x87][r.below(2)], 0),
+        12 | 13 if pc + 2 < len => {
+            let room = (len - pc - 2).min(255);
+            let code = [0x15u16, 0x25, 0x35, 0x45, 0x1d, 0x2d, 0x3d, 0x4d][r.below(8)];
+            Insn::jump(
+                code,
+                r.below(8) as u32,
+                r.below(room + 1) as u8,
+                r.below(room + 1) as u8,
+            )
+        }
+        _ => Insn::stmt(0x00, r.below(1 << 20) as u32),
+    }
+}
+
+/// A valid program: a drawn body, then `A %= n` (usually) and `ret a`,
+/// or `ret #k`.
+pub fn draw_program(r: &mut Rng, n: u32) -> Vec<Insn> {
+    loop {
+        let body_len = 1 + r.below(10);
+        let total = body_len + 2;
+        let mut stored = 0u16;
+        let mut v: Vec<Insn> = (0..body_len)
+            .map(|pc| draw_insn(r, &mut stored, total, pc))
+            .collect();
+        if r.chance(80) {
+            v.push(Insn::stmt(0x94, n));
+            v.push(Insn::stmt(0x16, 0));
+        } else {
+            v.push(Insn::stmt(0x16, 0));
+            v.push(Insn::stmt(0x06, r.below(n as usize + 2) as u32));
+        }
+        if cbpf::check(&v).is_ok() {
+            return v;
+        }
+    }
+}
+
+/// A program with one field set to what a checker rule is about.
+fn mutate(r: &mut Rng, mut v: Vec<Insn>) -> Vec<Insn> {
+    let pc = r.below(v.len());
+    match r.below(9) {
+        0 => v[pc].code = r.below(0x100) as u16,
+        1 => v[pc] = Insn::stmt([0x34, 0x94][r.below(2)], 0),
+        2 => v[pc] = Insn::stmt([0x64, 0x74][r.below(2)], 30 + r.below(4) as u32),
+        3 => v[pc] = Insn::stmt([0x02, 0x60, 0x61, 0x03][r.below(4)], 14 + r.below(4) as u32),
+        4 => v[pc] = Insn::jump(0x15, 0, r.below(v.len() + 1) as u8, 0),
+        5 => v[pc] = Insn::stmt(0x05, r.below(v.len()) as u32),
+        6 => v[pc] = Insn::stmt(0x20, cbpf::SKF_AD_OFF + r.below(70) as u32),
+        7 => {
+            v.pop();
+        }
+        _ => v = vec![Insn::stmt(0x06, 0); [0, 4096, 4097][r.below(3)]],
+    }
+    v
+}
+
+/// Attaches `insns` to `fd`: the errno, or 0.
+fn attach(fd: i32, insns: &[Insn]) -> i32 {
+    match crate::cbpf::attach(
+        fd,
+        &Program::Cbpf {
+            insns: insns.to_vec(),
+        },
+    ) {
+        Ok(()) => 0,
+        Err(e) => e.raw_os_error().unwrap_or(-1),
+    }
+}
+
+fn reuseport_udp(port: u16) -> std::io::Result<Socket> {
+    let s = Socket::new(Domain::IPV4, Type::DGRAM, None)?;
+    s.set_reuse_port(true)?;
+    s.bind(&SocketAddr::from((Ipv4Addr::LOCALHOST, port)).into())?;
+    Ok(s)
+}
+
+/// One program on one live group: per datagram, the kernel's slot, or
+/// `None` when none arrived in time.
+struct Live {
+    socks: Vec<UdpSocket>,
+    port: u16,
+}
+
+impl Live {
+    fn new(n: u32) -> std::io::Result<Live> {
+        let first = reuseport_udp(0)?;
+        let port = first.local_addr()?.as_socket().map_or(0, |a| a.port());
+        let mut socks = vec![UdpSocket::from(first)];
+        for _ in 1..n {
+            socks.push(UdpSocket::from(reuseport_udp(port)?));
+        }
+        for s in &socks {
+            s.set_nonblocking(true)?;
+        }
+        Ok(Live { socks, port })
+    }
+
+    fn send(&self, from: &UdpSocket, payload: &[u8]) -> std::io::Result<Option<u32>> {
+        from.send_to(payload, (Ipv4Addr::LOCALHOST, self.port))?;
+        let src = from.local_addr()?;
+        let deadline = Instant::now() + WAIT;
+        let mut buf = vec![0u8; 2048];
+        while Instant::now() < deadline {
+            for (i, s) in self.socks.iter().enumerate() {
+                if let Ok((n, peer)) = s.recv_from(&mut buf) {
+                    if peer == src && buf[..n] == *payload {
+                        return Ok(Some(i as u32));
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(None)
+    }
+}
+
+/// Runs the program on `count` datagrams: `(agreed, fallback, compared,
+/// first disagreement)`.
+fn packets(
+    r: &mut Rng,
+    profile: &'static Profile,
+    n: u32,
+    insns: &[Insn],
+    cpu: u32,
+) -> std::io::Result<(u64, u64, u64, Option<String>)> {
+    let live = Live::new(n)?;
+    let e = attach(live.socks[0].as_raw_fd(), insns);
+    if e != 0 {
+        return Ok((
+            0,
+            0,
+            1,
+            Some(format!(
+                "the kernel refused a program the model takes (errno {e})"
+            )),
+        ));
+    }
+    let spec = GroupSpec {
+        program: Some(Program::Cbpf {
+            insns: insns.to_vec(),
+        }),
+        ..GroupSpec::new(
+            Proto::Udp,
+            n,
+            Ipv4Addr::LOCALHOST.into(),
+            live.port,
+            Keys::default(),
+        )
+    };
+    let group =
+        ReuseportGroup::build(profile, &spec).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let (mut agreed, mut fallback, mut compared) = (0, 0, 0);
+    let mut first = None;
+    for _ in 0..DATAGRAMS {
+        let src = Ipv4Addr::new(
+            127,
+            r.below(250) as u8 + 1,
+            r.below(256) as u8,
+            r.below(254) as u8 + 1,
+        );
+        let from = UdpSocket::bind((src, 0))?;
+        let len = r.below(25);
+        let payload: Vec<u8> = (0..len).map(|_| r.below(256) as u8).collect();
+        let sport = from.local_addr()?.port();
+        let t = Tuple::v4(src, sport, Ipv4Addr::LOCALHOST, live.port);
+        let ctx = PacketCtx {
+            payload: Some(Payload::Bytes(payload.clone())),
+            ..PacketCtx::on_cpu(cpu)
+        };
+        let input = cbpf::Input {
+            payload: &payload,
+            proto: Proto::Udp,
+            ipv6: false,
+            cpu,
+            anc: &ctx.anc,
+        };
+        let value = cbpf::run(insns, &input).value();
+        let kernel = live.send(&from, &payload)?;
+        match value {
+            Some(v) if v < n => {
+                compared += 1;
+                let model = group.select_ctx(&t, &ctx).ok().and_then(|c| c.slot);
+                if model == kernel {
+                    agreed += 1;
+                } else if first.is_none() {
+                    first = Some(format!(
+                        "payload {} from {src}:{sport} on CPU {cpu}: kernel slot {kernel:?}, model slot {model:?}",
+                        hex(&payload)
+                    ));
+                }
+            }
+            _ => fallback += 1,
+        }
+    }
+    Ok((agreed, fallback, compared, first))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Drops instructions while the disagreement stays (jumps over a dropped
+/// one are shortened; a candidate the checker refuses is skipped).
+fn shrink(seed: u64, profile: &'static Profile, n: u32, insns: Vec<Insn>, cpu: u32) -> Vec<Insn> {
+    let mut best = insns;
+    let mut d = 0;
+    while d + 1 < best.len() {
+        let mut cand = best.clone();
+        cand.remove(d);
+        for (pc, i) in cand.iter_mut().enumerate().take(d) {
+            let jumps = i.code & 0x07 == 0x05;
+            if jumps && i.code == 0x05 && pc + 1 + i.k as usize > d {
+                i.k -= 1;
+            } else if jumps && i.code != 0x05 {
+                if pc + 1 + i.jt as usize > d {
+                    i.jt -= 1;
+                }
+                if pc + 1 + i.jf as usize > d {
+                    i.jf -= 1;
+                }
+            }
+        }
+        let still = cbpf::check(&cand).is_ok()
+            && packets(&mut Rng::new(seed), profile, n, &cand, cpu).is_ok_and(|(a, _, c, _)| a < c);
+        if still {
+            best = cand;
+        } else {
+            d += 1;
+        }
+    }
+    best
+}
+
+/// Runs the drawn programs (or `given`), writing progress to `err`.
+pub fn run(
+    profile: &'static Profile,
+    count: u32,
+    seed: u64,
+    given: Option<&[Insn]>,
+    err: &mut dyn std::io::Write,
+) -> std::io::Result<ProgramsReport> {
+    if !crate::calllog::private_netns() {
+        return Err(std::io::Error::other(
+            "verify --programs needs a private network namespace (unshare(CLONE_NEWNET)): run it as root",
+        ));
+    }
+    let cpu = crate::process::allowed_cpus()?
+        .first()
+        .copied()
+        .unwrap_or(0);
+    crate::process::pin_to(cpu)?;
+    let mut r = Rng::new(seed);
+    let mut rep = ProgramsReport::default();
+    let total = if given.is_some() { 1 } else { count };
+    for i in 0..total {
+        if crate::cmd::verify::stopping() {
+            break;
+        }
+        let n = 2 + r.below(7) as u32;
+        let insns = match given {
+            Some(g) => g.to_vec(),
+            None => draw_program(&mut r, n),
+        };
+        let pseed = seed ^ (i as u64).wrapping_mul(0x9e37_79b9);
+        let (a, f, c, first) = packets(&mut Rng::new(pseed), profile, n, &insns, cpu)?;
+        rep.programs += 1;
+        rep.agreed += a;
+        rep.fallback += f;
+        rep.datagrams += c;
+        if let Some(what) = first {
+            let small = if given.is_some() {
+                insns.clone()
+            } else {
+                shrink(pseed, profile, n, insns.clone(), cpu)
+            };
+            let data: Vec<(u16, u8, u8, u32)> = small.iter().map(|&i| i.into()).collect();
+            rep.mismatches
+                .push(format!("{n} sockets, program {data:?}: {what}"));
+        }
+        if given.is_none() {
+            let valid = draw_program(&mut r, n);
+            let bad = mutate(&mut r, valid);
+            let s = reuseport_udp(0)?;
+            let kernel = attach(s.as_raw_fd(), &bad);
+            let model = cbpf::check(&bad);
+            rep.checked += 1;
+            if (kernel == libc::EINVAL) == model.is_err() && (kernel == 0) == model.is_ok() {
+                rep.checks_agreed += 1;
+            } else {
+                let data: Vec<(u16, u8, u8, u32)> =
+                    bad.iter().take(12).map(|&i| i.into()).collect();
+                rep.mismatches.push(format!(
+                    "checker: kernel errno {kernel}, model {:?}, program ({} insns) {data:?}",
+                    model.err(),
+                    bad.len()
+                ));
+            }
+        }
+        if (i + 1) % 50 == 0 {
+            writeln!(err, "verify: {} of {total} programs", i + 1)?;
+        }
+    }
+    Ok(rep)
+}
