@@ -110,13 +110,7 @@ fn packets(spec: &GroupSpec) -> Vec<(Tuple, PacketCtx)> {
                 daddr,
                 dport: spec.port,
             };
-            (
-                t,
-                PacketCtx {
-                    cpu: next() % 4,
-                    payload: None,
-                },
-            )
+            (t, PacketCtx::on_cpu(next() % 4))
         })
         .collect()
 }
