@@ -18,7 +18,7 @@ import { pageLang } from './site';
 import { renderExplain } from '../render/explain-card';
 import type { Marker } from '../render/dispatch/overlay';
 import { hitTest, px, py } from '../render/dispatch/particles';
-import { StageCanvas, type StageFrame } from '../render/dispatch/stage';
+import { StageCanvas, type QueueBar, type StageFrame } from '../render/dispatch/stage';
 import { explainView } from '../scene/explain-view';
 import { parseClients } from '../scene/dispatch/clients';
 import type { DispatchEvent } from '../scene/dispatch/events';
@@ -577,8 +577,19 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     one.seq[0] = e.seq;
     return { route: route.pts, packet: one, seq: e.seq };
   };
+  // One bar per listener row, rewritten in place every frame (no allocation per frame at 1024 listeners).
+  const queues: QueueBar[] = [];
   const render = (now: number) => {
     sim.frame(frameBuf);
+    const rows = s.struct.rows;
+    queues.length = rows.length;
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]!;
+      const q = (queues[i] ??= { y: 0, length: 0, stalled: false });
+      q.y = sim.listenerY(r.listener);
+      q.length = sim.queue[r.listener] ?? 0;
+      q.stalled = r.stalled;
+    }
     const focus = focusOf(now);
     focusRoute = focus ? focus.route : null;
     stageCanvas.draw({
@@ -586,7 +597,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
       cssW: s.cssW,
       clientListener: sim.clientListener,
       packets: frameBuf,
-      queues: s.struct.rows.map((r) => ({ y: sim.listenerY(r.listener), length: sim.queue[r.listener] ?? 0, stalled: r.stalled })),
+      queues,
       moved: movedNow(),
       focus,
       inspected: s.playing === false ? s.inspected : null,
