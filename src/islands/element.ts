@@ -10,6 +10,7 @@
  * - A change to an observed attribute remounts it with the new options
  *   (coalesced: several attribute changes in one task remount once).
  */
+import { langOf, sayUi, type Lang } from '../model/messages';
 import { widgetSheets } from '../styles/index';
 import { isEmbedded } from './context';
 import { embedPanel } from './embed-panel';
@@ -91,7 +92,7 @@ export function islandElement<O>(
           const p = document.createElement('p');
           p.className = 'rl-error';
           p.setAttribute('role', 'alert');
-          p.textContent = `${failedToStart(this)}${err instanceof Error ? err.message : String(err)}`;
+          p.textContent = sayUi(langAround(this), 'widget.failed', { message: err instanceof Error ? err.message : String(err) });
           target.replaceChildren(p);
           this.toggleAttribute('data-mounted', true);
           emit(target, 'error', { message: p.textContent });
@@ -108,10 +109,9 @@ export function islandElement<O>(
   };
 }
 
-/** The start of a failed widget's message, in the language around the widget (the page's, or an iframe's `?lang=`). */
-function failedToStart(host: HTMLElement): string {
-  const lang = host.closest('[lang]')?.getAttribute('lang') ?? document.documentElement.lang;
-  return lang.toLowerCase().startsWith('zh') ? '此组件未能启动：' : 'This widget failed to start: ';
+/** The language around the widget (the page's, or an iframe's `?lang=`). */
+function langAround(host: HTMLElement): Lang {
+  return langOf(host.closest('[lang]')?.getAttribute('lang') ?? document.documentElement.lang);
 }
 
 /** Defines `name` once (a page may load several islands that register it). */

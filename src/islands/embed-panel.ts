@@ -7,30 +7,8 @@
 import { EMBED_WIDGETS } from '../embed/widgets';
 import { siteBase } from './context';
 import { currentSettings } from './host';
+import { sayUi } from '../model/messages';
 import { pageLang } from './site';
-
-const TEXT = {
-  en: {
-    embed: 'Embed this',
-    script: 'Script tag',
-    iframe: 'iframe',
-    snippet: 'Snippet',
-    copy: 'Copy',
-    copied: 'Copied.',
-    copyFailed: 'Select the snippet and copy it.',
-    how: 'How embedding works',
-  },
-  'zh-CN': {
-    embed: '嵌入到你的页面',
-    script: '脚本标签',
-    iframe: 'iframe',
-    snippet: '代码片段',
-    copy: '复制',
-    copied: '已复制。',
-    copyFailed: '请选中代码片段后手动复制。',
-    how: '嵌入说明',
-  },
-};
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 
@@ -71,17 +49,18 @@ let uid = 0;
 export function embedPanel(host: HTMLElement, shadow: ShadowRoot): (() => void) | undefined {
   const first = snippets(host);
   if (!first) return undefined;
-  const t = TEXT[pageLang(host)];
+  const lang = pageLang(host);
+  const t = (key: 'embed' | 'script' | 'iframe' | 'snippet' | 'copy' | 'copied' | 'copy_failed' | 'how') => sayUi(lang, `embed.${key}`);
   const id = `rl-embed-${++uid}`;
   const details = document.createElement('details');
   details.className = 'rl-embed';
   const summary = document.createElement('summary');
-  summary.textContent = t.embed;
+  summary.textContent = t('embed');
   const body = document.createElement('div');
   body.className = 'rl-embed-body';
   const kinds = document.createElement('div');
   kinds.setAttribute('role', 'radiogroup');
-  kinds.setAttribute('aria-label', t.embed);
+  kinds.setAttribute('aria-label', t('embed'));
   kinds.className = 'rl-embed-kinds';
   const kindsOffered = first.script === null ? (['iframe'] as const) : (['script', 'iframe'] as const);
   const radios = kindsOffered.map((k, i) => {
@@ -91,13 +70,13 @@ export function embedPanel(host: HTMLElement, shadow: ShadowRoot): (() => void) 
     r.name = id;
     r.value = k;
     r.checked = i === 0;
-    label.append(r, ` ${t[k]}`);
+    label.append(r, ` ${t(k)}`);
     kinds.append(label);
     return r;
   });
   const taLabel = document.createElement('label');
   taLabel.htmlFor = `${id}-ta`;
-  taLabel.textContent = t.snippet;
+  taLabel.textContent = t('snippet');
   const ta = document.createElement('textarea');
   ta.id = `${id}-ta`;
   ta.readOnly = true;
@@ -107,12 +86,12 @@ export function embedPanel(host: HTMLElement, shadow: ShadowRoot): (() => void) 
   row.className = 'rl-embed-row';
   const copy = document.createElement('button');
   copy.type = 'button';
-  copy.textContent = t.copy;
+  copy.textContent = t('copy');
   const status = document.createElement('span');
   status.setAttribute('role', 'status');
   const how = document.createElement('a');
   how.href = `${siteBase()}${pageLang(host) === 'zh-CN' ? 'zh-cn/' : ''}embedding/`;
-  how.textContent = t.how;
+  how.textContent = t('how');
   row.append(copy, status, how);
   body.append(kinds, taLabel, ta, row);
   details.append(summary, body);
@@ -130,10 +109,10 @@ export function embedPanel(host: HTMLElement, shadow: ShadowRoot): (() => void) 
     const copied = navigator.clipboard?.writeText(ta.value);
     if (copied)
       copied.then(
-        () => say(t.copied),
-        () => say(t.copyFailed),
+        () => say(t('copied')),
+        () => say(t('copy_failed')),
       );
-    else say(t.copyFailed);
+    else say(t('copy_failed'));
   };
   details.addEventListener('toggle', fill);
   kinds.addEventListener('change', fill);
