@@ -1,6 +1,7 @@
 /** The trace widgets' words, once per language (chosen from the page's `lang`). */
 import { langOf } from '../model/messages';
 import type { Spread, TraceSummary } from '../scene/trace-view';
+import type { TraceViewText } from '../render/trace-view';
 
 /** What a manifest entry says of itself: its file (the key) and the agent's English sentence for it. */
 export interface Described {
@@ -25,7 +26,8 @@ export interface SelectionFacts {
   incomingCpu?: { listener: number; cpu: number }[];
 }
 
-export interface TraceText {
+/** The trace widget's words; those its views say (render/trace-view.ts) are declared there. */
+export interface TraceText extends TraceViewText {
   /** What a curated recording shows, in this language (the manifest's sentence is the agent's English). */
   shows: (e: Described) => string;
   /** The kernel line: release and the model's profile for it. */
@@ -62,12 +64,6 @@ export interface TraceText {
   agreementAll: (a: TraceSummary['all'], n: number) => string;
   agreementHeld: (a: TraceSummary['heldOut'], train: number) => string;
   spread: (s: Spread) => string;
-  barsLabel: (s: Spread) => string;
-  listenerAxis: string;
-  countsTable: string;
-  listener: string;
-  count: string;
-  vsExpected: string;
   events: string;
   seq: string;
   tuple: string;
@@ -75,12 +71,6 @@ export interface TraceText {
   kernelPick: string;
   modelPick: string;
   agrees: string;
-  needsKey: string;
-  noSocket: string;
-  yes: string;
-  no: string;
-  explain: string;
-  explainRow: (seq: number) => string;
   onlyMismatches: string;
   prev: string;
   next: string;
