@@ -162,6 +162,10 @@ if [[ $(uname -s) == Linux ]]; then
   # groups in a private namespace, 24 datagrams each compared with the model, and 100 mutated
   # programs the kernel must refuse exactly when the model does.
   stage "verify --programs on the running kernel (classic BPF)" "$AGENT" verify --programs 100
+  # The kernel selftests' own classic programs (tests/fixtures/cbpf/): every datagram must agree.
+  for f in tests/fixtures/cbpf/*.dd; do
+    stage "verify --program $(basename "$f") on the running kernel" "$AGENT" verify --program "$f"
+  done
   bg_wait
   # Another kernel than this one: Debian 6.1 booted under QEMU, recorded inside, checked here
   # (agent/src/cmd/verify/kernels.rs). No QEMU, no download or no boot fails this stage; it never skips.

@@ -484,3 +484,64 @@ fn a_program_is_json_data_with_the_kernel_array() {
     let ctx: PacketCtx = serde_json::from_str(r#"{"cpu": 1, "payload": 5}"#).unwrap();
     assert_eq!(ctx.payload, Some(Payload::Word(5)));
 }
+
+fn fixture(name: &str) -> Vec<Insn> {
+    let path = format!(
+        "{}/../../tests/fixtures/cbpf/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    parse(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_selftests_programs_route_as_the_selftests_expect() {
+    // reuseport_bpf.c test_recv_order: with 10 sockets, datagram `data`
+    // (its 4 bytes big-endian) lands on socket data % 10; after the
+    // re-attach with mod 5, on data % 5.
+    for (file, m) in [("reuseport_bpf-mod10.dd", 10), ("reuseport_bpf-mod5.dd", 5)] {
+        let spec = GroupSpec {
+            program: Some(Program::Cbpf {
+                insns: fixture(file),
+            }),
+            ..GroupSpec::new(
+                Proto::Udp,
+                10,
+                Ipv4Addr::UNSPECIFIED.into(),
+                8001,
+                Keys::default(),
+            )
+        };
+        let g = ReuseportGroup::build(Profile::named("6.12").unwrap(), &spec).unwrap();
+        for data in 0..20u32 {
+            let t = Tuple::v4(
+                Ipv4Addr::LOCALHOST,
+                9020 + data as u16,
+                Ipv4Addr::LOCALHOST,
+                8001,
+            );
+            let c = g.select_ctx(&t, &PacketCtx::with_word(0, data)).unwrap();
+            assert_eq!(c.slot, Some(data % m), "{file} data {data}");
+        }
+    }
+    // reuseport_bpf_cpu.c: the datagram lands on the socket of its CPU.
+    let spec = GroupSpec {
+        program: Some(Program::Cbpf {
+            insns: fixture("reuseport_bpf_cpu.dd"),
+        }),
+        ..GroupSpec::new(
+            Proto::Udp,
+            4,
+            Ipv4Addr::UNSPECIFIED.into(),
+            8888,
+            Keys::default(),
+        )
+    };
+    let g = ReuseportGroup::build(Profile::named("6.12").unwrap(), &spec).unwrap();
+    for cpu in 0..4 {
+        let t = Tuple::v4(Ipv4Addr::LOCALHOST, 4000, Ipv4Addr::LOCALHOST, 8888);
+        assert_eq!(
+            g.select_ctx(&t, &PacketCtx::on_cpu(cpu)).unwrap().slot,
+            Some(cpu)
+        );
+    }
+}

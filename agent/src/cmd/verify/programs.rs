@@ -240,7 +240,7 @@ fn packets(
     profile: &'static Profile,
     n: u32,
     insns: &[Insn],
-    cpu: u32,
+    cpus: &[u32],
 ) -> std::io::Result<(u64, u64, u64, Option<String>)> {
     let live = Live::new(n)?;
     let e = attach(live.socks[0].as_raw_fd(), insns);
@@ -270,7 +270,11 @@ fn packets(
         ReuseportGroup::build(profile, &spec).map_err(|e| std::io::Error::other(e.to_string()))?;
     let (mut agreed, mut fallback, mut compared) = (0, 0, 0);
     let mut first = None;
-    for _ in 0..DATAGRAMS {
+    for d in 0..DATAGRAMS {
+        // Each datagram from the next CPU this process may use: on
+        // loopback the receiving CPU is the sender's.
+        let cpu = cpus[d % cpus.len()];
+        crate::process::pin_to(cpu)?;
         let src = Ipv4Addr::new(
             127,
             r.below(250) as u8 + 1,
@@ -320,7 +324,13 @@ fn hex(b: &[u8]) -> String {
 
 /// Drops instructions while the disagreement stays (jumps over a dropped
 /// one are shortened; a candidate the checker refuses is skipped).
-fn shrink(seed: u64, profile: &'static Profile, n: u32, insns: Vec<Insn>, cpu: u32) -> Vec<Insn> {
+fn shrink(
+    seed: u64,
+    profile: &'static Profile,
+    n: u32,
+    insns: Vec<Insn>,
+    cpus: &[u32],
+) -> Vec<Insn> {
     let mut best = insns;
     let mut d = 0;
     while d + 1 < best.len() {
@@ -340,7 +350,8 @@ fn shrink(seed: u64, profile: &'static Profile, n: u32, insns: Vec<Insn>, cpu: u
             }
         }
         let still = cbpf::check(&cand).is_ok()
-            && packets(&mut Rng::new(seed), profile, n, &cand, cpu).is_ok_and(|(a, _, c, _)| a < c);
+            && packets(&mut Rng::new(seed), profile, n, &cand, cpus)
+                .is_ok_and(|(a, _, c, _)| a < c);
         if still {
             best = cand;
         } else {
@@ -363,11 +374,10 @@ pub fn run(
             "verify --programs needs a private network namespace (unshare(CLONE_NEWNET)): run it as root",
         ));
     }
-    let cpu = crate::process::allowed_cpus()?
-        .first()
-        .copied()
-        .unwrap_or(0);
-    crate::process::pin_to(cpu)?;
+    let mut cpus = crate::process::allowed_cpus()?;
+    if cpus.is_empty() {
+        cpus.push(0);
+    }
     let mut r = Rng::new(seed);
     let mut rep = ProgramsReport::default();
     let total = if given.is_some() { 1 } else { count };
@@ -375,13 +385,18 @@ pub fn run(
         if crate::cmd::verify::stopping() {
             break;
         }
-        let n = 2 + r.below(7) as u32;
+        // A program of your own meets a group of 10, as the selftests'.
+        let n = if given.is_some() {
+            10
+        } else {
+            2 + r.below(7) as u32
+        };
         let insns = match given {
             Some(g) => g.to_vec(),
             None => draw_program(&mut r, n),
         };
         let pseed = seed ^ (i as u64).wrapping_mul(0x9e37_79b9);
-        let (a, f, c, first) = packets(&mut Rng::new(pseed), profile, n, &insns, cpu)?;
+        let (a, f, c, first) = packets(&mut Rng::new(pseed), profile, n, &insns, &cpus)?;
         rep.programs += 1;
         rep.agreed += a;
         rep.fallback += f;
@@ -390,7 +405,7 @@ pub fn run(
             let small = if given.is_some() {
                 insns.clone()
             } else {
-                shrink(pseed, profile, n, insns.clone(), cpu)
+                shrink(pseed, profile, n, insns.clone(), &cpus)
             };
             let data: Vec<(u16, u8, u8, u32)> = small.iter().map(|&i| i.into()).collect();
             rep.mismatches
@@ -420,4 +435,46 @@ pub fn run(
         }
     }
     Ok(rep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drawn_programs_pass_the_checker_and_use_every_kind() {
+        let mut r = Rng::new(3);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..500 {
+            let v = draw_program(&mut r, 5);
+            assert!(cbpf::check(&v).is_ok(), "{v:?}");
+            for i in &v {
+                seen.insert(i.code & 0x07);
+                if Ancillary::from_k(i.k).is_some() && i.code & 0xe0 == 0x20 {
+                    seen.insert(100);
+                }
+            }
+        }
+        // LD, LDX, ST/STX, ALU, JMP, RET, MISC and an ancillary load.
+        for class in [0, 1, 2, 3, 4, 5, 6, 7, 100] {
+            assert!(seen.contains(&class), "class {class} never drawn");
+        }
+    }
+
+    #[test]
+    fn mutations_give_the_checker_both_answers() {
+        let mut r = Rng::new(9);
+        let (mut refused, mut taken) = (0, 0);
+        for _ in 0..400 {
+            let valid = draw_program(&mut r, 4);
+            match cbpf::check(&mutate(&mut r, valid)) {
+                Ok(()) => taken += 1,
+                Err(_) => refused += 1,
+            }
+        }
+        assert!(
+            refused > 100 && taken > 20,
+            "refused {refused}, taken {taken}"
+        );
+    }
 }
