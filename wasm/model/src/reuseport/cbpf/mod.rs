@@ -9,9 +9,11 @@
 //! `bpf_convert_filter`, `convert_bpf_extensions`, `convert_bpf_ld_abs`,
 //! `bpf_skb_load_helper_*`, `bpf_internal_load_pointer_neg_helper`),
 //! `kernel/bpf/core.c` (`___bpf_prog_run`) and `net/core/sock_reuseport.c`
-//! (`run_bpf_filter`, `reuseport_select_sock`), read at 4.5, 4.16, 6.12; the
-//! rules below did not change between them unless a comment says so. The
-//! live kernel checks them: `reuseport-agent verify --programs`.
+//! (`run`/`run_bpf_filter`, `reuseport_select_sock`). The checker's rules,
+//! the shift check among them, and the ancillary conversions were read in
+//! the 4.5-era filter.c; the same rules hold on 6.18, where the live kernel
+//! checks them (`reuseport-agent verify --programs`). Later kernels moved
+//! the length check into `bpf_check_basics_ok` without changing it.
 
 use serde::{Deserialize, Serialize};
 

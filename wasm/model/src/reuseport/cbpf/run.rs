@@ -8,7 +8,8 @@
 //! (`bpf_convert_filter`, net/core/filter.c) and interpreted or JITed; the
 //! rules here are those of the converted program, which the JIT keeps:
 //!
-//! - A and X start at 0 (the conversion's prologue clears them);
+//! - A and X start at 0 (cleared before a converted classic program runs:
+//!   by the interpreter and JITs in 4.x, by the conversion's prologue later);
 //! - ALU is 32-bit and wraps; a shift by X uses X & 31 (the interpreter
 //!   masks it, `___bpf_prog_run`, kernel/bpf/core.c 5.x on; the x86-64 JIT's
 //!   `shl`/`shr` by `cl` do the same in every era);
