@@ -4,6 +4,7 @@
  * values: every number shown is one the model reported.
  */
 import type { Explain, SelectionPath } from '../model/index';
+import type { CbpfRun } from '../model/generated/CbpfRun';
 import { say, type Lang } from '../model/messages';
 
 /** A labelled value; `mono` marks hex and code. */
@@ -91,6 +92,12 @@ interface Words {
   /** The chain's listeners the record leaves out: past its first `shown`, those that did not take the lead. */
   chainOmitted: (omitted: number, shown: number) => string;
   notListed: string;
+  /** A classic program's run: the instructions taken, with A and X after each. */
+  run: string;
+  runHead: [string, string, string];
+  /** How the run ended. */
+  ended: string;
+  end: (end: CbpfRun['end']) => string;
 }
 
 const EN: Words = {
@@ -133,6 +140,21 @@ const EN: Words = {
   chainHead: ['position', 'listener', 'score', 'matches', 'phash', 'scaled', 'what happened'],
   chainOmitted: (omitted, shown) => `${omitted.toLocaleString('en')} listeners: past the first ${shown}, only those that took the lead are listed`,
   notListed: 'Not listed',
+  run: 'Instructions taken',
+  runHead: ['instruction', 'A after it', 'X after it'],
+  ended: 'Ended',
+  end: (e) => {
+    switch (e.kind) {
+      case 'returned':
+        return `ret: returns ${e.value}`;
+      case 'load_failed':
+        return `instruction ${e.pc} reads ${e.size} byte(s) at offset ${e.offset}, past the end of the data: the program returns 0`;
+      case 'div_by_zero':
+        return `instruction ${e.pc} divides by X = 0: the program returns 0`;
+      default:
+        return `instruction ${e.pc} reads a value the model does not hold`;
+    }
+  },
 };
 
 const ZH: Words = {
@@ -174,6 +196,21 @@ const ZH: Words = {
   chainHead: ['位置', '监听套接字', '得分', '匹配数', 'phash', '缩放值', '发生了什么'],
   chainOmitted: (omitted, shown) => `${omitted.toLocaleString('zh-CN')} 个监听套接字：前 ${shown} 个之后，只列出取得领先的那些`,
   notListed: '未列出',
+  run: '执行过的指令',
+  runHead: ['指令', '执行后的 A', '执行后的 X'],
+  ended: '结束方式',
+  end: (e) => {
+    switch (e.kind) {
+      case 'returned':
+        return `ret：返回 ${e.value}`;
+      case 'load_failed':
+        return `第 ${e.pc} 条指令在偏移 ${e.offset} 处读取 ${e.size} 字节，超出了数据末尾：程序返回 0`;
+      case 'div_by_zero':
+        return `第 ${e.pc} 条指令除以 X = 0：程序返回 0`;
+      default:
+        return `第 ${e.pc} 条指令读取了模型不掌握的值`;
+    }
+  },
 };
 
 const wordsOf = (lang: Lang): Words => (lang === 'zh-CN' ? ZH : EN);
@@ -243,6 +280,18 @@ function listedInFull(steps: readonly { position: number }[]): number {
   return gap === -1 ? steps.length : gap;
 }
 
+const hex32 = (v: number): string => `0x${(v >>> 0).toString(16).padStart(8, '0')}`;
+
+/** A classic program's run as the model recorded it: one row per instruction taken. */
+function runTable(run: CbpfRun, w: Words): Table {
+  return {
+    caption: w.run,
+    head: [...w.runHead],
+    rows: run.steps.map((st) => [String(st.pc), hex32(st.a), hex32(st.x)]),
+    highlight: run.steps.length - 1,
+  };
+}
+
 /** The selection steps as sections: a program, then what it handed over to. */
 function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
   const w = wordsOf(lang);
@@ -274,8 +323,9 @@ function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
         { label: w.program, value: say(lang, 'program_summary', pick.program) },
         { label: w.returned, value: say(lang, 'program_return', pick.returned), mono: true },
         { label: w.outcome, value: say(lang, 'program_outcome', pick.outcome) },
+        ...(pick.run ? [{ label: w.ended, value: w.end(pick.run.end) }] : []),
       ],
-      tables: [],
+      tables: pick.run ? [runTable(pick.run, w)] : [],
     };
     return pick.then ? [own, ...pickSections(pick.then, e, lang)] : [own];
   }

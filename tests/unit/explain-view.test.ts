@@ -47,6 +47,29 @@ describe('explain view (scene, no DOM)', () => {
     expect(notListed.value).toContain('past the first 256');
   });
 
+  it('shows a classic program run: each instruction taken with A and X, and how it ended', () => {
+    // ld [0]; mod #4; ret a on payload word 7: instructions 0, 1, 2; A = 7, then 3.
+    const program = {
+      kind: 'cbpf' as const,
+      insns: [
+        [0x20, 0, 0, 0],
+        [0x94, 0, 0, 4],
+        [0x16, 0, 0, 0],
+      ] as [number, number, number, number][],
+    };
+    const e = new Group('6.12', { proto: 'udp', listeners: 4, bind: '127.0.0.1', port: 8080, program }).explain(T, 0, 7);
+    const section = explainView(e).sections.find((s) => s.title === 'Program attached to the group')!;
+    expect(section.tables[0]!.rows).toEqual([
+      ['0', '0x00000007', '0x00000000'],
+      ['1', '0x00000003', '0x00000000'],
+      ['2', '0x00000003', '0x00000000'],
+    ]);
+    expect(section.rows.find((r) => r.label === 'Ended')!.value).toBe('ret: returns 3');
+    expect(e.slot).toBe(3);
+    const zh = explainView(e, 'zh-CN').sections.find((s) => s.title === '挂在组上的程序')!;
+    expect(zh.rows.find((r) => r.label === '结束方式')!.value).toBe('ret：返回 3');
+  });
+
   it('counts connections per listener, none last', () => {
     expect(countByListener([2, 0, 2, null, 0, 2])).toEqual([
       { listener: 0, count: 2 },
