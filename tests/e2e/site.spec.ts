@@ -51,7 +51,7 @@ test.describe('every page, in both languages: its widgets mount and show their f
       });
       const failures: string[] = [];
       await page.goto(`./${path}`);
-      const chapter = /^(zh-cn\/)?[a-z-]+\/$/.test(path) && !/^(zh-cn\/)?(lookup|dispatch|traces)\/$/.test(path);
+      const chapter = /^(zh-cn\/)?[a-z-]+\/$/.test(path) && !/^(zh-cn\/)?(lookup|dispatch|traces|get)\/$/.test(path);
       // Every page exists in both languages: a Chinese page must not be Starlight's English fallback.
       if (path.startsWith('zh-cn') && (await page.locator('main').getAttribute('lang')) !== 'zh-CN') failures.push(`${path}: shows the English fallback`);
       const n = await widgetsMounted(page);
