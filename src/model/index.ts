@@ -13,6 +13,7 @@ import init, {
   maxListeners as wasmMaxListeners,
   modelVersion,
   parseBind as wasmParseBind,
+  parseCbpf as wasmParseCbpf,
   parseTuples as wasmParseTuples,
   profiles as wasmProfiles,
   resolveNotes as wasmResolveNotes,
@@ -31,6 +32,7 @@ import type { Member } from './generated/Member';
 import type { Profile } from './generated/Profile';
 import type { Tuple } from './generated/Tuple';
 import type { Note } from './generated/message/Note';
+import type { Program } from './generated/Program';
 
 export type { Change, Explain, GroupSpec, GroupSummary, Keys, Member, Profile, Tuple, LineAnswer, ParsedLine, ParsedBind };
 export type { CpuPin } from './generated/CpuPin';
@@ -223,6 +225,14 @@ export function parseTuples(text: string): ParsedLine[] {
 /** Parses a bound address with an optional port (`0.0.0.0`, `[::1]:8080`); throws naming the problem. */
 export function parseBind(text: string): ParsedBind {
   return wasmParseBind(text);
+}
+
+/**
+ * Reads a classic BPF program from `bpf_asm` text or the C array `tcpdump -dd` prints
+ * (`{ 0x28, 0, 0, 0x0000000c },`); throws an error naming the line.
+ */
+export function parseCbpf(text: string): Program {
+  return wasmParseCbpf(text) as Program;
 }
 
 /** The model crate's version. */

@@ -8,6 +8,7 @@ import {
   V4Batch,
   groupSpec,
   parseBind,
+  parseCbpf,
   parseTuples,
   profiles,
   resolveProfile,
@@ -140,5 +141,27 @@ describe('payload programs through the facade', () => {
       expect(e.pick.kind).toBe('program');
     }
     g.dispose();
+  });
+});
+
+describe('classic BPF text (the model parses)', () => {
+  beforeAll(loadModelForTests);
+
+  it('reads bpf_asm text and the tcpdump -dd array into the same program', () => {
+    const asm = parseCbpf('ld [0]\nmod #4\nret a\n');
+    const dd = parseCbpf('{ 0x20, 0, 0, 0x00000000 },\n{ 0x94, 0, 0, 0x00000004 },\n{ 0x16, 0, 0, 0x00000000 },\n');
+    expect(asm).toEqual({
+      kind: 'cbpf',
+      insns: [
+        [0x20, 0, 0, 0],
+        [0x94, 0, 0, 4],
+        [0x16, 0, 0, 0],
+      ],
+    });
+    expect(dd).toEqual(asm);
+  });
+
+  it('names the line of a bad instruction', () => {
+    expect(() => parseCbpf('ld [0]\nfrob #1\nret a')).toThrow(/line 2/);
   });
 });

@@ -164,6 +164,15 @@ pub fn wasm_parse_bind(text: &str) -> JsResult<JsValue> {
     })
 }
 
+/// Reads a classic BPF program in the forms people have: `bpf_asm` text,
+/// the C array `tcpdump -dd` prints, or `tcpdump -ddd`'s decimal lines.
+/// Returns the program (`{ kind: "cbpf", insns }`); throws naming the line.
+#[wasm_bindgen(js_name = parseCbpf, unchecked_return_type = "Program")]
+pub fn wasm_parse_cbpf(text: &str) -> JsResult<JsValue> {
+    let insns = reuseport_model::reuseport::cbpf::parse(text).js()?;
+    to_js(&reuseport_model::reuseport::Program::Cbpf { insns })
+}
+
 #[wasm_bindgen(typescript_custom_section)]
 const TS_BOUNDARY: &str = r#"
 /** A bound address and its port (null when none was given). */
