@@ -14,8 +14,9 @@
 //! `fallback`, not compared.
 //!
 //! The checker: mutated programs (a field set to a value a rule is about)
-//! are attached too; the kernel must answer EINVAL exactly when the model
-//! refuses.
+//! are attached too, one socket in ten without SO_REUSEPORT; the kernel
+//! must answer as the model's call log does (EINVAL exactly when it
+//! refuses).
 
 #![cfg(target_os = "linux")]
 
@@ -171,6 +172,46 @@ fn mutate(r: &mut Rng, mut v: Vec<Insn>) -> Vec<Insn> {
         _ => v = vec![Insn::stmt(0x06, 0); [0, 4096, 4097][r.below(3)]],
     }
     v
+}
+
+/// One attach on the kernel and in the model's call log (`socket`,
+/// SO_REUSEPORT or not, `bind` to 127.0.0.1, the attach): the errno each
+/// answers, 0 for success.
+fn checker_case(
+    profile: &'static Profile,
+    reuseport: bool,
+    insns: &[Insn],
+) -> std::io::Result<(i32, i32)> {
+    let s = Socket::new(Domain::IPV4, Type::DGRAM, None)?;
+    s.set_reuse_port(reuseport)?;
+    s.bind(&SocketAddr::from((Ipv4Addr::LOCALHOST, 0)).into())?;
+    let port = s.local_addr()?.as_socket().map_or(0, |a| a.port());
+    let kernel = attach(s.as_raw_fd(), insns);
+    let program = Program::Cbpf {
+        insns: insns.to_vec(),
+    };
+    let log = serde_json::json!({"calls": [
+        {"call": "socket", "family": "inet", "proto": "udp"},
+        {"call": "setsockopt", "fd": 0, "opt": {"reuseport": reuseport}},
+        {"call": "bind", "fd": 0, "addr": "127.0.0.1", "port": port},
+        {"call": "setsockopt", "fd": 0, "opt": {"attachReuseport": program}},
+    ]});
+    let log: reuseport_model::lookup::CallLog =
+        serde_json::from_value(log).map_err(std::io::Error::other)?;
+    let host = reuseport_model::lookup::Host::run(profile, &log)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let model = match host.answers().last().and_then(|a| a.as_ref()) {
+        None => 0,
+        Some(refusal) => match refusal.errno {
+            reuseport_model::message::Errno::Einval => libc::EINVAL,
+            other => {
+                return Err(std::io::Error::other(format!(
+                    "the model answers {other:?} to an attach"
+                )))
+            }
+        },
+    };
+    Ok((kernel, model))
 }
 
 /// Attaches `insns` to `fd`: the errno, or 0.
@@ -414,18 +455,18 @@ pub fn run(
         if given.is_none() {
             let valid = draw_program(&mut r, n);
             let bad = mutate(&mut r, valid);
-            let s = reuseport_udp(0)?;
-            let kernel = attach(s.as_raw_fd(), &bad);
-            let model = cbpf::check(&bad);
+            // One socket in ten without SO_REUSEPORT (reuseport_bpf.c
+            // test_filter_no_reuseport): EINVAL whatever the program.
+            let reuseport = !r.chance(10);
+            let (kernel, model) = checker_case(profile, reuseport, &bad)?;
             rep.checked += 1;
-            if (kernel == libc::EINVAL) == model.is_err() && (kernel == 0) == model.is_ok() {
+            if kernel == model {
                 rep.checks_agreed += 1;
             } else {
                 let data: Vec<(u16, u8, u8, u32)> =
                     bad.iter().take(12).map(|&i| i.into()).collect();
                 rep.mismatches.push(format!(
-                    "checker: kernel errno {kernel}, model {:?}, program ({} insns) {data:?}",
-                    model.err(),
+                    "checker (SO_REUSEPORT {reuseport}): kernel errno {kernel}, model errno {model}, program ({} insns) {data:?}",
                     bad.len()
                 ));
             }
