@@ -22,6 +22,15 @@ describe('trace string bounds', () => {
     expect(checkTrace(trace()).trace).toBeDefined();
   });
 
+  it("takes the kernel's hash that observe --trace writes on each event, a 32-bit value", () => {
+    const t = trace();
+    const events = t.events as Record<string, unknown>[];
+    events[0].hash = 0xffffffff;
+    expect(checkTrace(t).trace).toBeDefined();
+    events[0].hash = 2 ** 32;
+    expect(checkTrace(t).errors?.join('; ')).toMatch(/^\/events\/0\/hash: must be <= 4294967295/);
+  });
+
   it('cuts the longest command the schema allows to its start and the count of the rest', () => {
     const command = 'a '.repeat(32_768);
     const { shown, left } = cutText(command, SHOWN_COMMAND);
