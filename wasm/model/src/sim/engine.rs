@@ -12,7 +12,8 @@
 //!   it after 1, 2, 4, … s (`TCP_TIMEOUT_INIT`, include/net/tcp.h), six
 //!   times (`TCP_SYN_RETRIES`); a closed listener's queue is reset, or
 //!   moved with `tcp_migrate_req` ([`ReuseportGroup::migrate`]); the wake-up
-//!   order of each accept model (see [`AcceptModel`]).
+//!   order of each accept model (see [`super::spec::AcceptModel`] and its rules in
+//!   [`super::accept`]).
 //! - **Assumptions** (the site says so): the handshake is instant (loopback);
 //!   a SYN is received on a CPU drawn uniformly; each CPU runs its workers'
 //!   work in arrival order, one item at a time, without preemption; the
@@ -27,9 +28,10 @@ use crate::reuseport::{GroupSpec, Migration, PacketCtx, Program, ReuseportGroup}
 use crate::spread::{boot_keys, Skew};
 use crate::tuple::{Proto, Tuple};
 
+use super::accept::{AcceptRules, Steering, Wake};
 use super::report::{Histogram, Outcomes, Series, SimReport, WorkerReport};
 use super::rng::Rng;
-use super::spec::{AcceptModel, Arrivals, Checked, Event, Params, Scenario, ServiceDist};
+use super::spec::{Arrivals, Checked, Event, Params, Scenario, ServiceDist};
 
 /// `TCP_SYN_RETRIES` (include/net/tcp.h): the default `net.ipv4.tcp_syn_retries`.
 const SYN_RETRIES: u8 = 6;
@@ -170,7 +172,8 @@ struct Queue {
 #[derive(Debug)]
 pub struct Simulation {
     s: Scenario,
-    model: AcceptModel,
+    /// The accept model's row of rules ([`super::accept::ACCEPT_MODELS`]).
+    rules: &'static AcceptRules,
     p: Params,
     heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
     seq: u64,
@@ -220,7 +223,7 @@ impl Simulation {
             .div_ceil(buckets as u64)
             .max(1);
         let mut sim = Simulation {
-            model: s.accept,
+            rules: s.accept.rules(),
             p,
             heap: BinaryHeap::new(),
             seq: 0,
@@ -261,7 +264,7 @@ impl Simulation {
         sim.next_port = (0..sim.s.clients.count)
             .map(|_| ports.below(range))
             .collect();
-        if sim.model.per_worker_queues() {
+        if sim.rules.per_worker_queues() {
             let spec = GroupSpec::new(Proto::Tcp, 0, IpAddr::V4(SERVER), sim.s.clients.port, keys);
             let mut g = ReuseportGroup::build_empty(profile, &spec);
             if sim.s.tcp_migrate_req {
@@ -277,7 +280,7 @@ impl Simulation {
         for _ in 0..sim.s.workers {
             sim.add_worker();
         }
-        if sim.model == AcceptModel::ReuseportBpfCpu {
+        if sim.rules.steering == Steering::BpfCpu {
             let g = sim.group.as_mut().expect("per-worker model");
             g.attach_program(Program::Cpu)
                 .expect("checked: 4.6 or later");
@@ -347,7 +350,7 @@ impl Simulation {
             let l = g.members().len() as u32;
             g.join()
                 .expect("at most 256 members, far below the group's cap");
-            if self.model == AcceptModel::ReuseportIncomingCpu {
+            if self.rules.steering == Steering::IncomingCpu {
                 g.set_incoming_cpu(l, Some(self.workers[w as usize].cpu))
                     .expect("checked: 4.4 or later");
             }
@@ -448,10 +451,10 @@ impl Simulation {
 
     /// The listener the kernel gives connection `c`'s SYN, if any.
     fn choose(&self, c: u32) -> Option<u32> {
-        if !self.model.per_worker_queues() {
+        if !self.rules.per_worker_queues() {
             return Some(0);
         }
-        if self.model == AcceptModel::ReuseportLeastLoaded {
+        if self.rules.steering == Steering::LeastLoaded {
             // The program's own rule (user space's choice, not the kernel's):
             // the listening socket whose worker has the least waiting and
             // in service; ties to the earliest listener.
@@ -575,14 +578,14 @@ impl Simulation {
     /// A connection was queued on `q`: wake whom the accept model wakes.
     fn notify(&mut self, q: u32) {
         let n = self.workers.len() as u32;
-        match self.model {
+        match self.rules.wake {
             // inet_csk_wait_for_connect: exclusive waiters, the longest
             // asleep first (net/ipv4/inet_connection_sock.c).
-            AcceptModel::Blocking => {
+            Wake::LongestAsleep => {
                 self.wake_first_by(q, |wk| wk.idle_seq);
             }
             // Non-exclusive epoll entries: every one is woken (fs/eventpoll.c).
-            AcceptModel::Epoll => {
+            Wake::Everyone => {
                 for w in 0..n {
                     if self.waits_on(w, q) {
                         self.wake_to_accept(w);
@@ -591,17 +594,17 @@ impl Simulation {
             }
             // EPOLLEXCLUSIVE: entries in registration order, stop at the
             // first with a sleeper (fs/eventpoll.c, 4.5).
-            AcceptModel::EpollExclusive => {
+            Wake::FirstRegistered => {
                 self.wake_first_by(q, |wk| wk.reg_seq);
             }
-            AcceptModel::AcceptMutex => {
+            Wake::MutexHolder => {
                 if let Some(h) = self.holder {
                     if self.waits_on(h, q) {
                         self.wake_to_accept(h);
                     }
                 }
             }
-            _ => {
+            Wake::Owner => {
                 if let Some(w) = self.queues[q as usize].owner {
                     if self.waits_on(w, q) {
                         self.wake_to_accept(w);
@@ -643,7 +646,7 @@ impl Simulation {
     /// Worker `w` is free to run: decide what it does next.
     fn worker_next(&mut self, w: u32) {
         let now = self.now;
-        let model = self.model;
+        let rules = self.rules;
         let wi = w as usize;
         if self.holder == Some(w) && self.workers[wi].state == WState::Busy {
             // nginx unlocks the mutex once the accept events are processed.
@@ -671,7 +674,7 @@ impl Simulation {
                 || wk
                     .queue
                     .is_some_and(|q| !self.queues[q as usize].conns.is_empty()));
-        if model == AcceptModel::Blocking {
+        if rules.blocking_accept {
             if wk.current.is_some() {
                 if has_ready {
                     self.submit_serve(w);
@@ -688,7 +691,7 @@ impl Simulation {
             return;
         }
         let mut may_accept = queued;
-        if model == AcceptModel::AcceptMutex && wk.accepting {
+        if rules.wake == Wake::MutexHolder && wk.accepting {
             let locked = match self.holder {
                 None => {
                     self.holder = Some(w);
@@ -714,7 +717,7 @@ impl Simulation {
             self.submit_serve(w);
         } else {
             self.go_idle(w);
-            if model == AcceptModel::AcceptMutex
+            if rules.wake == Wake::MutexHolder
                 && self.workers[wi].accepting
                 && self.holder != Some(w)
                 && self.work_may_come()
@@ -796,7 +799,7 @@ impl Simulation {
                         qu.lock_free_at = returned;
                         self.depth_changed(q);
                         let mut end = start + ns(self.p.accept_us + self.p.conn_cpu_us);
-                        if self.model == AcceptModel::ReuseportLeastLoaded {
+                        if self.rules.map_update_per_accept {
                             end += ns(self.p.map_update_us);
                         }
                         let k = &mut self.conns[c as usize];
@@ -817,7 +820,7 @@ impl Simulation {
                         wk.open += 1;
                         wk.ready.push_back(c);
                         wk.accepted_last = true;
-                        if self.model == AcceptModel::Blocking {
+                        if self.rules.blocking_accept {
                             wk.current = Some(c);
                         }
                         end

@@ -10,6 +10,7 @@
 //! in [`engine`].
 //!
 //! - [`spec`]: the scenario, with a bound on every field;
+//! - [`accept`]: the accept models as data, a row of rules each;
 //! - [`engine`]: the run, stepped in slices so a caller can show progress
 //!   and stop;
 //! - [`report`]: what it measures;
@@ -18,6 +19,7 @@
 //! - [`matcher`]: which of them looks like what a user observed;
 //! - [`calibrate`]: the simulator's free parameters fitted to recorded runs.
 
+pub mod accept;
 pub mod calibrate;
 pub mod curated;
 pub mod engine;

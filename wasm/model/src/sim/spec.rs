@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::profile::{Profile, Selection};
+use crate::profile::Profile;
 use crate::release::{ProfileError, Release};
 
 /// Workers (processes or threads serving the port).
@@ -143,34 +143,16 @@ impl AcceptModel {
     ];
 
     /// One listening socket per worker (a reuseport group), rather than
-    /// one shared by all.
+    /// one shared by all ([`super::accept::AcceptRules::per_worker_queues`]).
     pub fn per_worker_queues(self) -> bool {
-        matches!(
-            self,
-            AcceptModel::Reuseport
-                | AcceptModel::ReuseportIncomingCpu
-                | AcceptModel::ReuseportBpfCpu
-                | AcceptModel::ReuseportLeastLoaded
-        )
+        self.rules().per_worker_queues()
     }
 
-    /// Whether a kernel of this profile has what the model needs:
-    /// `EPOLLEXCLUSIVE` (4.5, fs/eventpoll.c), `SO_INCOMING_CPU` writable
-    /// (4.4, net/core/sock.c), a classic BPF program on a TCP group (4.6,
-    /// net/core/sock_reuseport.c), `SK_REUSEPORT` programs (4.19,
-    /// net/core/filter.c), or SO_REUSEPORT itself, which every profile has
-    /// (3.9). Read from the profile's fields, never from its number.
+    /// Whether a kernel of this profile has what the model needs
+    /// ([`super::accept::Needs`]): read from the profile's fields, never
+    /// from its number.
     pub fn runs_on(self, p: &Profile) -> bool {
-        match self {
-            AcceptModel::Blocking
-            | AcceptModel::Epoll
-            | AcceptModel::AcceptMutex
-            | AcceptModel::Reuseport => true,
-            AcceptModel::EpollExclusive => p.epoll_exclusive,
-            AcceptModel::ReuseportIncomingCpu => p.incoming_cpu_writable,
-            AcceptModel::ReuseportBpfCpu => p.tcp_selection == Selection::Group,
-            AcceptModel::ReuseportLeastLoaded => p.sk_reuseport_prog,
-        }
+        self.rules().needs.met_by(p)
     }
 
     /// The oldest profile that runs the model ([`Self::runs_on`]), from the
@@ -657,7 +639,7 @@ impl Scenario {
                 range: "0 to params.acceptUs (the lock is held inside accept())",
             });
         }
-        if s.accept == AcceptModel::ReuseportBpfCpu && s.workers < s.cpus {
+        if s.accept.rules().steering == super::accept::Steering::BpfCpu && s.workers < s.cpus {
             return Err(SimError::Range {
                 field: "workers",
                 value: s.workers.to_string(),
