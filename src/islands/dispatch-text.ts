@@ -1,5 +1,7 @@
-// Over 800 lines on purpose: the visualizer's words as two tables, English and Chinese, side by side; data per language, no logic to split.
-/** The dispatch visualizer's interface words, once per language (chosen from the page's `lang`). */
+/**
+ * The dispatch visualizer's interface words, once per language (chosen from the page's `lang`). One file on purpose:
+ * two tables of words side by side, English and Chinese, data per language with no logic to split.
+ */
 import { langOf, say } from '../model/messages';
 import type { DispatchEvent, EventWhat, NoTaker } from '../scene/dispatch/events';
 import { remapPhrase, type DispatchSim, type Remap } from '../scene/dispatch/sim';

@@ -1,4 +1,3 @@
-// Over 800 lines on purpose: one state machine, one `impl Simulation` whose event handlers call each other and share its private queues.
 //! The discrete-event engine: connections arrive, are queued on a listening
 //! socket, workers are woken by the accept model's rule, and every worker's
 //! accepts and requests take turns on its CPU.
@@ -18,6 +17,9 @@
 //!   a SYN is received on a CPU drawn uniformly; each CPU runs its workers'
 //!   work in arrival order, one item at a time, without preemption; the
 //!   costs are the [`Params`].
+//!
+//! One file on purpose: one state machine, one `impl Simulation` whose
+//! event handlers call each other and share its private queues.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
