@@ -585,7 +585,8 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     queues.length = rows.length;
     for (let i = 0; i < rows.length; i++) {
       const r = rows[i]!;
-      const q = (queues[i] ??= { y: 0, length: 0, stalled: false });
+      if (queues[i] === undefined) queues[i] = { y: 0, length: 0, stalled: false };
+      const q = queues[i]!;
       q.y = sim.listenerY(r.listener);
       q.length = sim.queue[r.listener] ?? 0;
       q.stalled = r.stalled;
