@@ -3,12 +3,11 @@
 //! connection. It holds the connections in wasm memory and hands the page
 //! counts and the rows in view; it decides nothing the model does not.
 
-use std::collections::HashSet;
 use std::net::SocketAddr;
 
+use reuseport_model::paste::session::{self, Read, Session, Unused as Why};
 use reuseport_model::paste::{
-    self, Conn, Decision, Detected, Evidence, Format, Line, LineError, LineNote, Parser, Sides,
-    Undecided,
+    self, Conn, Decision, Detected, Evidence, Format, LineError, LineNote,
 };
 use reuseport_model::spread::SpreadRun;
 use reuseport_model::tuple::parse_bind;
@@ -39,8 +38,6 @@ import type { Spread } from "../generated/Spread";
 /// Lines longer than the model's bound are cut here first, so a huge line
 /// never has to be buffered whole.
 const MAX_PENDING: usize = 2 * paste::MAX_LINE_BYTES;
-/// Non-blank lines the format is detected from.
-const DETECT_LINES: usize = 64;
 /// Unusable lines kept for listing (all are counted).
 const MAX_BAD_KEPT: usize = 100_000;
 /// Connections kept (the rest are counted as cut).
@@ -58,14 +55,6 @@ struct PasteConfig {
     bind: Option<String>,
     #[serde(default)]
     flip: bool,
-}
-
-/// Why a line is not used: the parser's reason, or an undecidable side.
-#[derive(Clone, Serialize)]
-#[serde(untagged)]
-enum Why {
-    Line(LineError),
-    Side(Undecided),
 }
 
 #[derive(Clone)]
@@ -177,26 +166,17 @@ struct RowOut {
 /// A paste being read, then answered.
 #[wasm_bindgen(js_name = Paste)]
 pub struct WasmPaste {
-    named: Option<Format>,
-    flip: bool,
-    parser: Option<Parser>,
-    detected: Option<Detected>,
-    /// Lines held back until the format is known.
-    sample: Vec<String>,
-    sample_nonblank: usize,
+    /// The model's reading of the lines ([`paste::Session`]).
+    session: Session<Why>,
+    /// What the session handed out and is not yet kept below.
+    ready: Vec<Read<Why>>,
     pending: String,
     skipping_long: bool,
-    lines: u32,
-    conns: Vec<(u32, Conn)>,
-    listening: Vec<SocketAddr>,
-    listening_count: u32,
-    sides: Sides,
-    skipped: std::collections::BTreeMap<String, u32>,
     bad: Vec<Bad>,
-    bad_count: u32,
-    cut: u32,
     notes: Vec<Noted>,
     notes_count: u32,
+    /// Under a per-line decision: the rows each line basis decided.
+    sides: std::collections::BTreeMap<String, u32>,
     rows: Vec<Rec>,
     answers: Vec<u32>,
     view: Option<Vec<u32>>,
@@ -257,38 +237,28 @@ impl WasmPaste {
             },
         };
         // Columns the reader chose make the format CSV with exactly those roles.
-        let (parser, detected) = match cfg.columns {
-            Some(c) => {
-                let d = Detected {
-                    format: Format::Csv,
-                    header: c.header,
-                    columns: Some(c),
-                    evidence: Evidence::default(),
-                };
-                (Some(Parser::new(&d)), Some(d))
-            }
-            None => (None, None),
-        };
+        let detected = cfg.columns.map(|c| Detected {
+            format: Format::Csv,
+            header: c.header,
+            columns: Some(c),
+            evidence: Evidence::default(),
+        });
         Ok(WasmPaste {
-            named,
-            flip: cfg.flip,
-            parser,
-            detected,
-            sample: Vec::new(),
-            sample_nonblank: 0,
+            session: Session::new(session::Options {
+                detected,
+                named,
+                bind,
+                flip: cfg.flip,
+                proto: None,
+                max_rows: Some(MAX_ROWS),
+            }),
+            ready: Vec::new(),
             pending: String::new(),
             skipping_long: false,
-            lines: 0,
-            conns: Vec::new(),
-            listening: Vec::new(),
-            listening_count: 0,
-            sides: Sides::new(bind),
-            skipped: Default::default(),
             bad: Vec::new(),
-            bad_count: 0,
-            cut: 0,
             notes: Vec::new(),
             notes_count: 0,
+            sides: Default::default(),
             rows: Vec::new(),
             answers: Vec::new(),
             view: None,
@@ -333,76 +303,50 @@ impl WasmPaste {
         if line.ends_with('\r') {
             line.pop();
         }
-        if self.parser.is_none() {
-            if !line.trim().is_empty() {
-                self.sample_nonblank += 1;
-            }
-            self.sample.push(if long {
-                line + &"x".repeat(paste::MAX_LINE_BYTES)
-            } else {
-                line
-            });
-            if self.sample_nonblank >= DETECT_LINES {
-                self.detect_now();
-            }
-            return;
+        if long {
+            // Past the model's bound: the parser refuses it as too long.
+            line.push_str(&"x".repeat(paste::MAX_LINE_BYTES));
         }
-        self.lines += 1;
-        let no = self.lines;
-        let text = if long {
-            line + &"x".repeat(paste::MAX_LINE_BYTES)
-        } else {
-            line
-        };
-        self.parse_one(no, &text);
+        let ready = &mut self.ready;
+        self.session.line(&line, &mut |r| ready.push(r));
+        self.keep_ready();
     }
 
-    fn detect_now(&mut self) {
-        let sample = std::mem::take(&mut self.sample);
-        let refs: Vec<&str> = sample.iter().map(String::as_str).collect();
-        let d = match self.named {
-            Some(f) => Detected::named(f, &refs),
-            None => paste::detect(&refs),
-        };
-        self.parser = Some(Parser::new(&d));
-        self.detected = Some(d);
-        for l in sample {
-            self.lines += 1;
-            let no = self.lines;
-            self.parse_one(no, &l);
-        }
-    }
-
-    fn parse_one(&mut self, no: u32, text: &str) {
-        let parser = self.parser.as_ref().expect("detected");
-        match parser.line(text) {
-            Ok(Line::Conn(c)) => {
-                self.sides.add(&c);
-                if self.conns.len() < MAX_ROWS {
-                    self.conns.push((no, c));
-                } else {
-                    self.cut += 1;
-                }
-            }
-            Ok(Line::Listening { addr, .. }) => {
-                self.sides.listening(addr);
-                self.listening_count += 1;
-                if self.listening.len() < 16 && !self.listening.contains(&addr) {
-                    self.listening.push(addr);
-                }
-            }
-            Ok(Line::Skip(why)) => {
-                let key = serde_plain(&why);
-                *self.skipped.entry(key).or_default() += 1;
-            }
-            Err(e) => {
-                self.bad_count += 1;
-                if self.bad.len() < MAX_BAD_KEPT {
-                    self.bad.push(Bad {
-                        line: no,
-                        why: Why::Line(e),
-                        text: paste::shown(text),
+    /// Keeps what the session handed out: rows, notes, and unusable lines
+    /// for listing (all are counted).
+    fn keep_ready(&mut self) {
+        for r in self.ready.drain(..) {
+            match r {
+                Read::Row {
+                    line,
+                    tuple,
+                    conn,
+                    basis,
+                } => {
+                    if let Some(b) = basis {
+                        *self.sides.entry(serde_plain(&b)).or_default() += 1;
+                    }
+                    self.rows.push(Rec {
+                        line,
+                        tuple,
+                        observed: conn.listener.unwrap_or(NONE),
+                        proto: conn.proto,
                     });
+                    if let Some(note) = conn.note {
+                        self.notes_count += 1;
+                        if self.notes.len() < MAX_NOTES_KEPT {
+                            self.notes.push(Noted { line, note });
+                        }
+                    }
+                }
+                Read::Bad { line, error, text } => {
+                    if self.bad.len() < MAX_BAD_KEPT {
+                        self.bad.push(Bad {
+                            line,
+                            why: error,
+                            text,
+                        });
+                    }
                 }
             }
         }
@@ -419,52 +363,9 @@ impl WasmPaste {
             let long = std::mem::replace(&mut self.skipping_long, false);
             self.take_line(line, long);
         }
-        if self.parser.is_none() {
-            self.detect_now();
-        }
-        let decision = self.sides.decide();
-        let mut seen: HashSet<Tuple> = HashSet::with_capacity(self.conns.len());
-        let mut undecided = 0u32;
-        let mut duplicates = 0u32;
-        self.rows.clear();
-        self.notes.clear();
-        self.notes_count = 0;
-        let mut sides = std::collections::BTreeMap::new();
-        for (no, c) in std::mem::take(&mut self.conns) {
-            match decision.orient_basis(&c, self.flip) {
-                Ok((t, basis)) => {
-                    if seen.insert(t) {
-                        if decision.basis == paste::Basis::PerLine {
-                            *sides.entry(serde_plain(&basis)).or_default() += 1;
-                        }
-                        self.rows.push(Rec {
-                            line: no,
-                            tuple: t,
-                            observed: c.listener.unwrap_or(NONE),
-                            proto: c.proto,
-                        });
-                        if let Some(note) = c.note {
-                            self.notes_count += 1;
-                            if self.notes.len() < MAX_NOTES_KEPT {
-                                self.notes.push(Noted { line: no, note });
-                            }
-                        }
-                    } else {
-                        duplicates += 1;
-                    }
-                }
-                Err(u) => {
-                    undecided += 1;
-                    if self.bad.len() < MAX_BAD_KEPT {
-                        self.bad.push(Bad {
-                            line: no,
-                            why: Why::Side(u),
-                            text: format!("{} {}", c.a, c.b),
-                        });
-                    }
-                }
-            }
-        }
+        let ready = &mut self.ready;
+        let decision = self.session.finish(&mut |r| ready.push(r));
+        self.keep_ready();
         self.bad.sort_by_key(|b| b.line);
         self.answers = vec![NONE; self.rows.len()];
         self.view = None;
@@ -473,24 +374,33 @@ impl WasmPaste {
             port: r.tuple.dport,
         });
         let observed = self.rows.iter().filter(|r| r.observed != NONE).count() as u32;
+        let counts = self.session.counts();
         // The counts by reason are a plain object for the page, not a Map.
         let summary = Summary {
-            detected: self.detected.clone(),
-            lines: self.lines,
-            connections: self.rows.len() as u32 + duplicates + undecided,
-            listening: self.listening_count,
-            listening_addrs: self.listening.iter().map(|a| a.to_string()).collect(),
-            skipped: self.skipped.clone(),
-            bad: self.bad_count,
+            detected: self.session.detected().cloned(),
+            lines: counts.lines,
+            connections: self.rows.len() as u32 + counts.duplicates + counts.undecided,
+            listening: counts.listening,
+            listening_addrs: counts
+                .listening_addrs
+                .iter()
+                .map(|a| a.to_string())
+                .collect(),
+            skipped: counts
+                .skipped
+                .iter()
+                .map(|(k, n)| (serde_plain(k), *n))
+                .collect(),
+            bad: counts.bad,
             decision,
-            sides,
-            undecided,
-            duplicates,
+            sides: self.sides.clone(),
+            undecided: counts.undecided,
+            duplicates: counts.duplicates,
             rows: self.rows.len() as u32,
             observed,
             server,
             partial,
-            cut: self.cut,
+            cut: counts.cut,
             v6: self.rows.iter().filter(|r| r.tuple.is_v6()).count() as u32,
             notes: self.notes_count,
         };
@@ -563,7 +473,7 @@ impl WasmPaste {
 
     /// The format read (CSV before any line).
     fn format(&self) -> Format {
-        self.detected.as_ref().map_or(Format::Csv, |d| d.format)
+        self.session.detected().map_or(Format::Csv, |d| d.format)
     }
 
     /// Rows read with a note, `start .. start + count` (`{ line, note: LineNote }[]`).

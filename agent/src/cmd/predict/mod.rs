@@ -26,15 +26,12 @@
 //! object and the next line is tried. An impossible group is refused before
 //! any input is read, so nothing reaches stdout.
 
-use std::collections::HashSet;
 use std::fmt::{self, Display};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr};
 
 use clap::{Args, ValueEnum};
-use reuseport_model::paste::{
-    self, Basis, Decision, Detected, Format, Line, LineNote, Parser, Sides,
-};
+use reuseport_model::paste::{self, session, Basis, Decision, Detected, Format, LineNote, Sides};
 use reuseport_model::reuseport::{CpuPin, PacketCtx, Payload, Program};
 use reuseport_model::tuple::{parse_bind, parse_hex32, parse_tuple_line};
 use reuseport_model::{
@@ -792,7 +789,10 @@ struct Tally {
     bad: u64,
 }
 
-/// A paste format: parsed, oriented, de-duplicated, answered.
+/// A paste format: read by the model's [`paste::Session`] (parsed,
+/// oriented, de-duplicated), each connection answered as the session hands
+/// it out: at once when `--bind` gives the port, after the whole input
+/// otherwise.
 fn answer_paste<W: Write, R: Read>(
     mut reader: BufReader<R>,
     out: &mut W,
@@ -801,88 +801,65 @@ fn answer_paste<W: Write, R: Read>(
     mut answer: impl Answerer<W>,
 ) -> Result<Outcome, Error> {
     let format = detected.format;
-    let proto = reading.proto;
-    let parser = Parser::new(detected);
-    let mut sides = Sides::new(reading.bind.map(|b| (b.addr, b.port)));
-    // With the port given, each line can be answered as it arrives.
-    let streaming = sides.decide().basis == Basis::Bind;
-    let mut pending: Vec<(u64, Result<paste::Conn, LineError>)> = Vec::new();
-    let mut seen: HashSet<Tuple> = HashSet::new();
+    let mut session: paste::Session<LineError> = paste::Session::new(session::Options {
+        detected: Some(detected.clone()),
+        bind: reading.bind.map(|b| (b.addr, b.port)),
+        proto: reading.proto,
+        ..session::Options::default()
+    });
     let mut tally = Tally::default();
-
-    let mut handle = |out: &mut W,
-                      decision: &Decision,
-                      tally: &mut Tally,
-                      line: u64,
-                      r: Result<paste::Conn, LineError>|
-     -> Result<(), Error> {
-        let result = match r {
-            Err(e) => Err(e),
-            // Another protocol's line is refused as that, before its sides.
-            Ok(c) => match proto.map_or(Ok(()), |p| c.check_proto(format, p)) {
-                Err(e) => Err(LineError::from(e)),
-                Ok(()) => match decision.orient_basis(&c, false) {
-                    Err(u) => Err(LineError::from(u)),
-                    Ok((t, _)) if !seen.insert(t) => {
-                        tally.duplicate += 1;
-                        return Ok(());
-                    }
-                    Ok((t, basis)) => {
-                        let beside = Beside {
-                            payload: None,
-                            note: c.note,
-                            basis: (decision.basis == Basis::PerLine).then_some(basis),
-                        };
-                        answer(out, line, t, beside)?
-                    }
-                },
-            },
+    let mut handle = |out: &mut W, tally: &mut Tally, r: session::Read<LineError>| {
+        let (line, result) = match r {
+            session::Read::Bad { line, error, .. } => (line, Err(error)),
+            session::Read::Row {
+                line,
+                tuple,
+                conn,
+                basis,
+            } => {
+                let beside = Beside {
+                    payload: None,
+                    note: conn.note,
+                    basis,
+                };
+                (line, answer(out, u64::from(line), tuple, beside)?)
+            }
         };
         match result {
             Ok(()) => tally.used += 1,
             Err(e) => {
-                fail(out, line, Some(format), &e)?;
+                fail(out, u64::from(line), Some(format), &e)?;
                 tally.bad += 1;
             }
         }
-        Ok(())
+        Ok::<(), Error>(())
     };
 
-    let now = sides.decide();
+    let mut ready = Vec::new();
     let mut buf = Vec::with_capacity(128);
-    let mut line = 0u64;
     while let Some(read) = next_line(&mut reader, &mut buf, out)? {
-        line += 1;
-        let parsed = match read.map(|()| std::str::from_utf8(&buf)) {
-            Err(e) => Err(e),
-            Ok(Err(_)) => Err(LineError::NotText),
-            Ok(Ok(text)) => match parser.line(text) {
-                Ok(Line::Conn(c)) => {
-                    sides.add(&c);
-                    Ok(c)
-                }
-                Ok(Line::Listening { addr, .. }) => {
-                    sides.listening(addr);
-                    tally.listening += 1;
-                    continue;
-                }
-                Ok(Line::Skip(_)) => {
-                    tally.skipped += 1;
-                    continue;
-                }
-                Err(e) => Err(LineError::from(e)),
-            },
-        };
-        if streaming {
-            handle(out, &now, &mut tally, line, parsed)?;
-        } else {
-            pending.push((line, parsed));
+        let mut take = |r| ready.push(r);
+        match read.map(|()| std::str::from_utf8(&buf)) {
+            Err(e) => session.failed_line(e, &String::from_utf8_lossy(&buf), &mut take),
+            Ok(Err(_)) => session.failed_line(
+                LineError::NotText,
+                &String::from_utf8_lossy(&buf),
+                &mut take,
+            ),
+            Ok(Ok(text)) => session.line(text, &mut take),
+        }
+        for r in ready.drain(..) {
+            handle(out, &mut tally, r)?;
         }
     }
-    let decision = sides.decide();
-    for (line, parsed) in pending {
-        handle(out, &decision, &mut tally, line, parsed)?;
+    let decision = session.finish(&mut |r| ready.push(r));
+    for r in ready.drain(..) {
+        handle(out, &mut tally, r)?;
     }
+    let counts = session.counts();
+    tally.skipped = counts.skipped.iter().map(|&(_, n)| u64::from(n)).sum();
+    tally.listening = u64::from(counts.listening);
+    tally.duplicate = u64::from(counts.duplicates);
     out.flush().map_err(Error::Output)?;
     // The summary is advice to a person: a closed stderr does not fail the run.
     let _ = writeln!(

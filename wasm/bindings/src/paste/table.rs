@@ -72,7 +72,7 @@ impl WasmPaste {
     /// Unusable lines `start .. start + count` (`BadLine[]`).
     #[wasm_bindgen(unchecked_return_type = "BadLine[]")]
     pub fn bad(&self, start: u32, count: u32) -> JsResult<JsValue> {
-        let fmt = self.detected.as_ref().map(|d| d.format);
+        let fmt = self.session.detected().map(|d| d.format);
         let out: Vec<BadOut> = self
             .bad
             .iter()

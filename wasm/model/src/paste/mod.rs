@@ -20,6 +20,7 @@
 pub mod counts;
 mod csv;
 mod formats;
+pub mod session;
 mod sides;
 
 use std::net::SocketAddr;
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use csv::{Column, Columns, Role, Side};
+pub use session::Session;
 pub use sides::{
     port_rule, Basis, Decision, ListenPorts, Sides, Undecided, EPHEMERAL_LOW, MAX_LISTENING,
     SERVICE_PORTS,
