@@ -106,12 +106,12 @@ pub enum SetupError {
         /// The instruction.
         pc: u32,
         /// What it read.
-        what: crate::reuseport::cbpf::Unknown,
+        what: crate::reuseport::cbpf::ancillary::Unknown,
     },
 }
 
-fn unknown_words(u: &crate::reuseport::cbpf::Unknown) -> String {
-    use crate::reuseport::cbpf::Unknown as U;
+fn unknown_words(u: &crate::reuseport::cbpf::ancillary::Unknown) -> String {
+    use crate::reuseport::cbpf::ancillary::Unknown as U;
     match u {
         U::Ancillary { field } => format!("the ancillary value SKF_AD_{} (`anc.{}`)", format!("{field:?}").to_uppercase(), anc_field(*field)),
         U::NetworkHeader { offset } => format!("byte {offset} of the IP/transport headers (SKF_NET_OFF + {offset})"),
@@ -120,8 +120,8 @@ fn unknown_words(u: &crate::reuseport::cbpf::Unknown) -> String {
     }
 }
 
-fn anc_field(a: crate::reuseport::cbpf::Ancillary) -> &'static str {
-    use crate::reuseport::cbpf::Ancillary as A;
+fn anc_field(a: crate::reuseport::cbpf::ancillary::Ancillary) -> &'static str {
+    use crate::reuseport::cbpf::ancillary::Ancillary as A;
     match a {
         A::Rxhash => "rxhash",
         A::Random => "random",

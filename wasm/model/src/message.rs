@@ -180,7 +180,7 @@ pub enum RefusalRule {
         /// The shift.
         k: u32,
     },
-    /// A scratch cell past M[15].
+    /// A scratch cell past `M[15]`.
     CbpfMemCell {
         /// The instruction.
         pc: u32,

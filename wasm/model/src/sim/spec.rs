@@ -11,6 +11,8 @@ use thiserror::Error;
 use crate::profile::Profile;
 use crate::release::{ProfileError, Release};
 
+use super::accept::Steering;
+
 /// Workers (processes or threads serving the port).
 pub const MAX_WORKERS: u32 = 256;
 /// CPUs the workers run on.
@@ -89,78 +91,7 @@ fn default_buckets() -> u32 {
     60
 }
 
-/// How a new connection reaches a worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(rename_all = "kebab-case")]
-pub enum AcceptModel {
-    /// One listening socket shared by every worker (created before
-    /// `fork()`), each worker blocked in `accept()` and serving one
-    /// connection at a time. Sleepers queue as exclusive waiters at the tail
-    /// of the socket's wait queue and a connection wakes the head
-    /// (`inet_csk_wait_for_connect`, net/ipv4/inet_connection_sock.c, 3.9).
-    Blocking,
-    /// One shared socket in every worker's epoll set without
-    /// `EPOLLEXCLUSIVE`: every idle worker is woken, one wins `accept()`,
-    /// the rest get `EAGAIN` (fs/eventpoll.c).
-    Epoll,
-    /// One shared socket with `EPOLLEXCLUSIVE` (4.5, fs/eventpoll.c): the
-    /// wake-up walks the entries in registration order and stops at the
-    /// first worker asleep in `epoll_wait()`.
-    EpollExclusive,
-    /// nginx's `accept_mutex` (on by default before nginx 1.11.3): only the
-    /// worker holding a lock in shared memory has the socket in its epoll
-    /// set; the others retry after `accept_mutex_delay`.
-    AcceptMutex,
-    /// One `SO_REUSEPORT` listener per worker; the kernel picks one per SYN
-    /// with the model's selection for the scenario's kernel.
-    Reuseport,
-    /// As `reuseport`, with worker `w` pinned to CPU `w % cpus` and its
-    /// listener's `SO_INCOMING_CPU` set to that CPU.
-    ReuseportIncomingCpu,
-    /// As `reuseport`, with the classic BPF program that returns the
-    /// receiving CPU (tools/testing/selftests/net/reuseport_bpf_cpu.c):
-    /// needs a listener per CPU, in CPU order.
-    ReuseportBpfCpu,
-    /// As `reuseport`, with an `SK_REUSEPORT` program that picks the
-    /// listener whose worker has the fewest connections waiting or in
-    /// service, from a map the workers update on every accept and close
-    /// (each update costs `params.mapUpdateUs` of the worker's CPU).
-    ReuseportLeastLoaded,
-}
-
-impl AcceptModel {
-    /// Every model, in the order the gallery shows them.
-    pub const ALL: [AcceptModel; 8] = [
-        AcceptModel::Blocking,
-        AcceptModel::Epoll,
-        AcceptModel::EpollExclusive,
-        AcceptModel::AcceptMutex,
-        AcceptModel::Reuseport,
-        AcceptModel::ReuseportIncomingCpu,
-        AcceptModel::ReuseportBpfCpu,
-        AcceptModel::ReuseportLeastLoaded,
-    ];
-
-    /// One listening socket per worker (a reuseport group), rather than
-    /// one shared by all ([`super::accept::AcceptRules::per_worker_queues`]).
-    pub fn per_worker_queues(self) -> bool {
-        self.rules().per_worker_queues()
-    }
-
-    /// Whether a kernel of this profile has what the model needs
-    /// ([`super::accept::Needs`]): read from the profile's fields, never
-    /// from its number.
-    pub fn runs_on(self, p: &Profile) -> bool {
-        self.rules().needs.met_by(p)
-    }
-
-    /// The oldest profile that runs the model ([`Self::runs_on`]), from the
-    /// era table; `None` if no profile does.
-    pub fn since(self) -> Option<Release> {
-        Profile::first_with(|p| self.runs_on(p))
-    }
-}
+pub use super::accept::AcceptModel;
 
 /// When connections arrive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -639,7 +570,7 @@ impl Scenario {
                 range: "0 to params.acceptUs (the lock is held inside accept())",
             });
         }
-        if s.accept.rules().steering == super::accept::Steering::BpfCpu && s.workers < s.cpus {
+        if s.accept.rules().steering == Steering::BpfCpu && s.workers < s.cpus {
             return Err(SimError::Range {
                 field: "workers",
                 value: s.workers.to_string(),

@@ -32,7 +32,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::op::*;
-use super::{Ancillary, Insn, SKF_LL_OFF, SKF_NET_OFF};
+use super::{Ancillary, Insn, Unknown, SKF_LL_OFF, SKF_NET_OFF};
 use crate::tuple::Proto;
 
 /// Ancillary values a packet carries that the model does not derive from
@@ -103,39 +103,6 @@ pub struct Step {
     pub a: u32,
     /// X after it.
     pub x: u32,
-}
-
-/// What the model does not know, that the run needed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(
-    tag = "kind",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
-pub enum Unknown {
-    /// An ancillary value not given ([`AncInputs`]).
-    Ancillary {
-        /// Which.
-        field: Ancillary,
-    },
-    /// Bytes of the IP or transport header (IP ID, TTL, checksums, TCP
-    /// options), read at `SKF_NET_OFF + offset`.
-    NetworkHeader {
-        /// The offset from the network header.
-        offset: u32,
-    },
-    /// Bytes of the link-layer header, read at `SKF_LL_OFF + offset`.
-    LinkHeader {
-        /// The offset from the link-layer header.
-        offset: u32,
-    },
-    /// A netlink attribute search on a datagram that may not be in one
-    /// piece (`skb_is_nonlinear`: the search then returns 0).
-    Nonlinear {
-        /// The payload's length.
-        len: u32,
-    },
 }
 
 /// How a run ended.
