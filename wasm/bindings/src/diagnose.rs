@@ -20,11 +20,13 @@ import type { Diagnosis } from "../generated/Diagnosis";
 import type { Reason } from "../generated/Reason";
 import type { CountsDiagnosis } from "../generated/CountsDiagnosis";
 import type { ServerInput } from "../generated/ServerInput";
-/** What the labelled key search works with: the connections it takes, the labels (pids) among them, and the keys expected to fit by chance. */
-export type DiagnosePlan = { connections: number; labels: number; members: number; expectedFalseMatches: number; moreNeeded: number | null };
+import type { DiagnosePlan } from "../generated/DiagnosePlan";
+export type { DiagnosePlan };
 "#;
 
-/// The plan's figures (TypeScript: `DiagnosePlan`).
+/// What the labelled key search works with: the connections it takes, the
+/// labels (pids) among them, and the keys expected to fit by chance.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DiagnosePlan {
@@ -172,4 +174,12 @@ impl WasmDiagnose {
         let found = (self.covered >= SPACE).then_some(&self.found);
         to_js(&self.prepared.finish(found))
     }
+}
+
+/// Writes this module's records as TypeScript (see `ts_export` in lib.rs).
+#[cfg(all(test, feature = "ts"))]
+pub(crate) fn export_ts(cfg: &ts_rs::Config) -> Result<(), ts_rs::ExportError> {
+    use ts_rs::TS;
+    DiagnosePlan::export_all(cfg)?;
+    Ok(())
 }

@@ -26,6 +26,8 @@ mod diagnose;
 mod paste;
 #[cfg(feature = "lookup")]
 mod sim;
+#[cfg(all(test, feature = "ts"))]
+mod ts_export;
 
 use reuseport_model::batch::V4Batch;
 #[cfg(feature = "lookup")]

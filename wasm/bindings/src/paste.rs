@@ -22,14 +22,23 @@ use crate::{from_js, to_js, IntoJs, JsResult};
 mod spread;
 mod table;
 
-// The TypeScript of the session's requests and answers is src/model/paste-protocol.ts
-// (the page and the paste worker speak it); the model's own types are generated.
+// The session's requests and answers are the records below, written as
+// TypeScript by ts-rs (feature `ts`) into src/model/generated/;
+// src/model/paste-protocol.ts names them for the page and the paste worker.
 #[wasm_bindgen(typescript_custom_section)]
 const TS_PASTE_TYPES: &str = r#"
-import type {
-  AnswerRequest, Answered, BadLine, ByListeners, ExplainedRow, LayoutAnswered, LayoutRequest, LookupRow, NotedLine, Observations, ReadOptions,
-  ReadSummary, Row,
-} from "../paste-protocol";
+import type { AnswerRequest } from "../generated/AnswerRequest";
+import type { Answered } from "../generated/Answered";
+import type { BadLine } from "../generated/BadLine";
+import type { ByListeners } from "../generated/ByListeners";
+import type { ExplainedRow } from "../generated/ExplainedRow";
+import type { LayoutAnswered } from "../generated/LayoutAnswered";
+import type { LookupRow } from "../generated/LookupRow";
+import type { NotedLine } from "../generated/NotedLine";
+import type { Observation } from "../generated/Observation";
+import type { ReadOptions } from "../generated/ReadOptions";
+import type { Row } from "../generated/Row";
+import type { LayoutRequest, ReadSummary } from "../paste-protocol";
 import type { Counted } from "../generated/Counted";
 import type { Comparison } from "../generated/Comparison";
 import type { Spread } from "../generated/Spread";
@@ -45,6 +54,7 @@ pub const MAX_ROWS: usize = 5_000_000;
 /// No listener.
 const NONE: u32 = u32::MAX;
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "ReadOptions"))]
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PasteConfig {
@@ -64,14 +74,26 @@ struct Bad {
     text: String,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "BadLine"))]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct BadOut<'a> {
     line: u32,
     format: Option<Format>,
-    group: &'static str,
+    group: BadGroup,
     reason: &'a Why,
     text: &'a str,
+}
+
+/// Which message table says a bad line's reason.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Clone, Copy, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum BadGroup {
+    /// A line the parser refused (`LineError`).
+    LineError,
+    /// A connection whose sides were not decided (`Undecided`).
+    Undecided,
 }
 
 #[derive(Clone, Copy)]
@@ -87,6 +109,7 @@ struct Rec {
 const MAX_NOTES_KEPT: usize = 100_000;
 
 /// A line read with a note (`LineNote`), for the page's list.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "NotedLine"))]
 #[derive(Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Noted {
@@ -94,6 +117,7 @@ struct Noted {
     note: LineNote,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "PasteServer"))]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Server {
@@ -101,6 +125,7 @@ struct Server {
     port: u16,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "PasteSummary"))]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Summary {
@@ -128,6 +153,7 @@ struct Summary {
     notes: u32,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "AnswerRequest"))]
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct AnswerRequest {
@@ -138,6 +164,7 @@ struct AnswerRequest {
     cpu: u32,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "Answered"))]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Answered {
@@ -153,6 +180,7 @@ struct Answered {
     mismatch: Option<LineError>,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "Row"))]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RowOut {
@@ -186,6 +214,7 @@ pub struct WasmPaste {
 }
 
 /// A layout request: several sockets, as a call log, instead of one group.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "LayoutRequest"))]
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct LayoutRequest {
@@ -195,6 +224,39 @@ struct LayoutRequest {
     proto: Proto,
     #[serde(default)]
     cpu: u32,
+}
+
+/// The layout's answers (`answerLayout`): each socket's calls, and
+/// per-socket counts under the keys.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LayoutAnswered {
+    results: Vec<reuseport_model::lookup::CallResult>,
+    sockets: u32,
+    counts: Option<Vec<u32>>,
+    unrouted: u32,
+    /// Rows whose line shows another protocol than the packets': not
+    /// answered.
+    mismatched: u32,
+    /// The first of them, as the model refuses it.
+    mismatch: Option<LineError>,
+}
+
+/// The full lookup's record for one row, under the layout answered last.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Serialize)]
+struct LookupRow {
+    line: u32,
+    explain: reuseport_model::lookup::LookupExplain,
+}
+
+/// The model's record for one row of the table (under a named secret).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Serialize)]
+struct ExplainedRow {
+    line: u32,
+    explain: reuseport_model::Explain,
 }
 
 fn group_of(req: &AnswerRequest, keys: Keys) -> JsResult<ReuseportGroup> {
@@ -354,7 +416,7 @@ impl WasmPaste {
 
     /// Ends the input (`partial`: the reader stopped early): decides the
     /// sides, orients every connection, drops repeated 4-tuples, and
-    /// returns the summary (`ReadSummary`).
+    /// returns the summary (`ReadSummary`: the generated `PasteSummary`).
     #[wasm_bindgen(unchecked_return_type = "ReadSummary")]
     pub fn finish(&mut self, partial: bool) -> JsResult<JsValue> {
         // The last line, unless the reading stopped in the middle of it.
@@ -535,17 +597,7 @@ impl WasmPaste {
                 _ => NONE,
             };
         }
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Out {
-            results: Vec<reuseport_model::lookup::CallResult>,
-            sockets: u32,
-            counts: Option<Vec<u32>>,
-            unrouted: u32,
-            mismatched: u32,
-            mismatch: Option<LineError>,
-        }
-        let out = Out {
+        let out = LayoutAnswered {
             results: host.results(),
             sockets: n as u32,
             counts: req.keys.is_some().then_some(counts),
@@ -572,18 +624,13 @@ impl WasmPaste {
             .index(index as usize)
             .ok_or_else(|| JsError::new(&format!("row {index} is not in the table")))?;
         let r = &self.rows[k];
-        #[derive(Serialize)]
-        struct Out {
-            line: u32,
-            explain: reuseport_model::lookup::LookupExplain,
-        }
         let p = Packet {
             proto: *proto,
             tuple: r.tuple,
             device: None,
             ctx: PacketCtx::on_cpu(cpu),
         };
-        to_js(&Out {
+        to_js(&LookupRow {
             line: r.line,
             explain: host.lookup(&p),
         })
@@ -611,13 +658,8 @@ impl WasmPaste {
             .index(index as usize)
             .ok_or_else(|| JsError::new(&format!("row {index} is not in the table")))?;
         let group = group_of(&req, keys)?;
-        #[derive(Serialize)]
-        struct Out {
-            line: u32,
-            explain: reuseport_model::Explain,
-        }
         let r = &self.rows[k];
-        to_js(&Out {
+        to_js(&ExplainedRow {
             line: r.line,
             explain: group.explain(&r.tuple, req.cpu).js()?,
         })
@@ -658,4 +700,25 @@ fn serde_plain<T: Serialize>(v: &T) -> String {
         }),
         Err(_) => "other".into(),
     }
+}
+
+/// Writes this module's records as TypeScript (see `ts_export` in lib.rs).
+#[cfg(all(test, feature = "ts"))]
+pub(crate) fn export_ts(cfg: &ts_rs::Config) -> Result<(), ts_rs::ExportError> {
+    use ts_rs::TS;
+    PasteConfig::export_all(cfg)?;
+    BadOut::export_all(cfg)?;
+    Noted::export_all(cfg)?;
+    Server::export_all(cfg)?;
+    Summary::export_all(cfg)?;
+    AnswerRequest::export_all(cfg)?;
+    Answered::export_all(cfg)?;
+    RowOut::export_all(cfg)?;
+    LayoutRequest::export_all(cfg)?;
+    LayoutAnswered::export_all(cfg)?;
+    LookupRow::export_all(cfg)?;
+    ExplainedRow::export_all(cfg)?;
+    table::Observation::export_all(cfg)?;
+    spread::ByListeners::export_all(cfg)?;
+    Ok(())
 }

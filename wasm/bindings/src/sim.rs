@@ -15,8 +15,8 @@ import type { Observed } from "../generated/Observed";
 import type { Scenario } from "../generated/Scenario";
 import type { Shape } from "../generated/Shape";
 import type { SimReport } from "../generated/SimReport";
-/** The runs ranked against an observation: the observation's shape, and the runs closest first. */
-export type RankAnswer = { observed: Shape; ranked: Match[] };
+import type { RankAnswer } from "../generated/RankAnswer";
+export type { RankAnswer };
 "#;
 
 /// One run (`Scenario` in, `SimReport` out).
@@ -90,9 +90,19 @@ pub fn wasm_rank_scenarios(
     })
 }
 
-/// TypeScript: `RankAnswer`.
+/// The runs ranked against an observation: the observation's shape, and
+/// the runs closest first.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(serde::Serialize)]
 struct RankAnswer {
     observed: reuseport_model::sim::matcher::Shape,
     ranked: Vec<reuseport_model::sim::matcher::Match>,
+}
+
+/// Writes this module's records as TypeScript (see `ts_export` in lib.rs).
+#[cfg(all(test, feature = "ts"))]
+pub(crate) fn export_ts(cfg: &ts_rs::Config) -> Result<(), ts_rs::ExportError> {
+    use ts_rs::TS;
+    RankAnswer::export_all(cfg)?;
+    Ok(())
 }

@@ -74,13 +74,16 @@ impl WasmPaste {
         let req: AnswerRequest = from_js(req, "answer request")?;
         let profile = Profile::resolve(&req.kernel, None).js()?;
         let tuples: Vec<Tuple> = self.rows.iter().map(|r| r.tuple).collect();
-        #[derive(Serialize)]
-        struct Out {
-            rows: Vec<reuseport_model::spread::ListenerRow>,
-        }
         let rows =
             reuseport_model::spread::by_listeners(profile, &req.group, &tuples, 0x5eed, boots)
                 .js()?;
-        to_js(&Out { rows })
+        to_js(&ByListeners { rows })
     }
+}
+
+/// The expected skew of the same connections over other group sizes.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Serialize)]
+pub(super) struct ByListeners {
+    rows: Vec<reuseport_model::spread::ListenerRow>,
 }

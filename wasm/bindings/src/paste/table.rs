@@ -4,7 +4,7 @@
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use super::{endpoint, BadOut, RowOut, WasmPaste, Why, NONE};
+use super::{endpoint, BadGroup, BadOut, RowOut, WasmPaste, Why, NONE};
 use crate::{to_js, JsResult};
 use reuseport_model::Tuple;
 
@@ -82,8 +82,8 @@ impl WasmPaste {
                 line: b.line,
                 format: fmt,
                 group: match b.why {
-                    Why::Line(_) => "line_error",
-                    Why::Side(_) => "undecided",
+                    Why::Line(_) => BadGroup::LineError,
+                    Why::Side(_) => BadGroup::Undecided,
                 },
                 reason: &b.why,
                 text: &b.text,
@@ -93,19 +93,14 @@ impl WasmPaste {
     }
 
     /// Up to `max` rows that carry an observed listener: `{ tuple, listener }[]`.
-    #[wasm_bindgen(unchecked_return_type = "Observations")]
+    #[wasm_bindgen(unchecked_return_type = "Observation[]")]
     pub fn observations(&self, max: u32) -> JsResult<JsValue> {
-        #[derive(Serialize)]
-        struct Obs {
-            tuple: Tuple,
-            listener: u32,
-        }
-        let out: Vec<Obs> = self
+        let out: Vec<Observation> = self
             .rows
             .iter()
             .filter(|r| r.observed != NONE)
             .take(max as usize)
-            .map(|r| Obs {
+            .map(|r| Observation {
                 tuple: r.tuple,
                 listener: r.observed,
             })
@@ -178,4 +173,12 @@ impl WasmPaste {
         }
         parts.join(",")
     }
+}
+
+/// A row that carries an observed listener: what a key search uses.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Serialize)]
+pub(super) struct Observation {
+    tuple: Tuple,
+    listener: u32,
 }

@@ -44,6 +44,7 @@ pub struct Options {
 /// Why a line is not used: the parser's reason, or an undecidable side
 /// (an error type for a [`Session`] whose caller keeps the two apart).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "BadReason"))]
 #[serde(untagged)]
 pub enum Unused {
     /// The line does not parse, or shows another protocol.
