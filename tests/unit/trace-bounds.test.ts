@@ -24,10 +24,10 @@ describe('trace string bounds', () => {
 
   it("takes the kernel's hash that observe --trace writes on each event, a 32-bit value", () => {
     const t = trace();
-    const events = t.events as Record<string, unknown>[];
-    events[0].hash = 0xffffffff;
+    const first = (t.events as Record<string, unknown>[])[0]!;
+    first.hash = 0xffffffff;
     expect(checkTrace(t).trace).toBeDefined();
-    events[0].hash = 2 ** 32;
+    first.hash = 2 ** 32;
     expect(checkTrace(t).errors?.join('; ')).toMatch(/^\/events\/0\/hash: must be <= 4294967295/);
   });
 
