@@ -216,7 +216,14 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
         caption: t.badTitle(s.bad + s.undecided),
         columns: t.badColumns,
         // The line's own text next to its number: after the reason, a long sentence, it sat scrolled out of view.
-        rows: async (start, count) => (await session.bad(start, count)).map((b: BadLine) => [String(b.line), b.text, sayReason(b), b.format ?? '–']),
+        rows: async (start, count) =>
+          (await session.bad(start, count)).map((b: BadLine) => [
+            String(b.line),
+            b.text,
+            sayReason(b),
+            // The format in the page's words ("地址对格式"), never its id ("pairs").
+            b.format ? (t.formatWords[b.format] ?? b.format) : '–',
+          ]),
         rowHeight: 30,
       });
       badTable.setCount(s.bad + s.undecided);

@@ -290,6 +290,8 @@ test('a line whose sides cannot be decided is listed under Unusable lines with i
   const bad = await unusable(w, 2);
   expect(bad.map((r) => r[0])).toEqual(['3', '4']);
   expect(bad[0]![3]!).toContain('127.0.0.7:40003');
+  // The format in the reader's words, not the parser's id (`pairs`).
+  expect(bad[0]![1]!).toBe('the address-pair format');
   expect(bad[0]![2]!).toContain('18080');
   expect(bad[1]![2]!).toContain('18080');
   const { rows } = await exported(page);
