@@ -171,16 +171,28 @@ fn recorded(traces: &[(String, ScenarioTrace)]) -> (Vec<Recorded>, Vec<String>) 
 /// Runs `calibrate`: the model's fit over the complete runs of the traces
 /// in `--traces`, or with `--check` the file's parameters evaluated again;
 /// progress goes to `err`.
-pub fn run(args: &CalibrateArgs, mut err: impl Write) -> Result<Calibration, CalibrateError> {
+pub fn run(args: &CalibrateArgs, err: impl Write) -> Result<Calibration, CalibrateError> {
+    match &args.check {
+        Some(path) => rerun(args, &read_calibration(path)?),
+        None => fit(args, err),
+    }
+}
+
+/// `claimed` with its runs' agreement evaluated again under its own
+/// parameters, over the traces in `--traces` (`--check`).
+fn rerun(args: &CalibrateArgs, claimed: &Calibration) -> Result<Calibration, CalibrateError> {
+    let (runs, _) = recorded(&load(&args.traces)?);
+    let (agreements, _) = evaluate(&runs, &claimed.params)?;
+    Ok(Calibration {
+        runs: agreements,
+        ..claimed.clone()
+    })
+}
+
+/// The model's fit over the complete runs of the traces in `--traces`.
+fn fit(args: &CalibrateArgs, mut err: impl Write) -> Result<Calibration, CalibrateError> {
     let traces = load(&args.traces)?;
     let (runs, left_out) = recorded(&traces);
-    if let Some(path) = &args.check {
-        let claimed = read_calibration(path)?;
-        let (agreements, _) = evaluate(&runs, &claimed.params)?;
-        let mut c = claimed.clone();
-        c.runs = agreements;
-        return Ok(c);
-    }
     let (_, first) = &traces[0];
     Ok(calibrate(
         traces.iter().map(|(n, _)| n.clone()).collect(),
@@ -232,11 +244,16 @@ pub fn command(args: &CalibrateArgs, mut err: impl Write) -> Result<Done, Calibr
             )
         }
     };
-    let now = run(args, &mut err)?;
+    // With --check the file is read once: re-evaluated, then compared.
+    let claimed = args.check.as_deref().map(read_calibration).transpose()?;
+    let now = match &claimed {
+        Some(c) => rerun(args, c)?,
+        None => fit(args, &mut err)?,
+    };
     let mut diverted = false;
-    let differences = match &args.check {
-        Some(path) => {
-            let differences = check(&read_calibration(path)?, &now);
+    let differences = match &claimed {
+        Some(claimed) => {
+            let differences = check(claimed, &now);
             for d in &differences {
                 let _ = writeln!(err, "calibrate --check: {d}");
             }
