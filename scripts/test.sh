@@ -81,7 +81,7 @@ stage setup bash scripts/setup.sh
 stage "rustfmt (cargo fmt --check)" cargo fmt --all --check
 stage "biome (format and lint: src, site, scripts, tests, configs)" biome check --error-on-warnings
 stage "line width (strings the formatter cannot break)" node scripts/check-line-width.mjs
-stage "import cycles in src/ (none allowed)" node scripts/check-cycles.mjs
+stage "import cycles and layers in src/ (dependency-cruiser, .dependency-cruiser.cjs)" depcruise --validate --output-type err src
 # Not --quiet: the per-test lines carry the reasons of ignored tests; the passes are not shown.
 cargo_test() {
   cargo test "$@" 2>&1 | tee "$LOGS/cargo.log" | grep -vE '^test .* \.\.\. ok$|^running [0-9]+ tests?$|^$'
