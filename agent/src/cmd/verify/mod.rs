@@ -400,7 +400,7 @@ fn check_trace(
 
 /// The flag a terminating signal sets while `verify` runs
 /// ([`crate::signals::STOP`]).
-fn stop_flag() -> &'static AtomicBool {
+pub(crate) fn stop_flag() -> &'static AtomicBool {
     #[cfg(unix)]
     return &crate::signals::STOP;
     #[cfg(not(unix))]
@@ -700,9 +700,21 @@ fn live_programs(
     } else {
         writeln!(
             out,
-            "programs {}  datagrams compared {}  agreed {}  out of range (hash decides, not compared) {}  checker {}/{}",
-            rep.programs, rep.datagrams, rep.agreed, rep.fallback, rep.checks_agreed, rep.checked
+            "programs {}  datagrams compared {}  agreed {}  checker {}/{}",
+            rep.programs, rep.datagrams, rep.agreed, rep.checks_agreed, rep.checked
         )?;
+        match &rep.hash_key {
+            Some(k) => writeln!(
+                out,
+                "  of them, index out of range (the hash decides, key {k}): {}, agreed {}",
+                rep.fallback, rep.fallback_agreed
+            )?,
+            None => writeln!(
+                out,
+                "  index out of range (the hash decides; its key was not recovered, not compared): {}",
+                rep.fallback
+            )?,
+        }
         for m in &rep.mismatches {
             writeln!(out, "  mismatch: {m}")?;
         }

@@ -9,9 +9,15 @@
 //! the model's slot. A disagreement is shrunk (instructions dropped while
 //! it stays) and printed as `bpf_asm`-free `[code, jt, jf, k]` data.
 //!
-//! An index the model says is out of range falls back to the hash, whose
-//! key this run does not recover: those datagrams are counted as
-//! `fallback`, not compared.
+//! An index out of range falls back to the hash (`reuseport_select_sock`,
+//! net/core/sock_reuseport.c: `select_by_hash` when `run_bpf_filter`
+//! finds no socket, from 4.16, 61b7c691c731; before, the lookup's
+//! reservoir walk took over). That hash is keyed per network
+//! namespace (`udp_ehash_secret + net_hash_mix(net)`), so the run first
+//! recovers this namespace's key from a hash-only group of 16 sockets, as
+//! `recover` does, and then compares those datagrams too, counted apart as
+//! `fallback`. Without a key (the search found none or several) they are
+//! counted and not compared, and the report says so.
 //!
 //! The checker: mutated programs (a field set to a value a rule is about)
 //! are attached too, one socket in ten without SO_REUSEPORT; the kernel
@@ -24,6 +30,8 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
+use reuseport_model::batch::Isa;
+use reuseport_model::recover::Plan;
 use reuseport_model::reuseport::cbpf::{self, Ancillary, Insn};
 use reuseport_model::reuseport::{PacketCtx, Payload, Program};
 use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
@@ -50,8 +58,15 @@ pub struct ProgramsReport {
     pub datagrams: u64,
     /// Datagrams where kernel and model chose the same slot.
     pub agreed: u64,
-    /// Datagrams whose index was out of range (the hash decides; not compared).
+    /// Of the datagrams, those whose index was out of range, so that the
+    /// hash decided (compared when `hash_key` is known).
     pub fallback: u64,
+    /// Of those, where kernel and model chose the same slot.
+    pub fallback_agreed: u64,
+    /// The namespace's IPv4 UDP hash key the fallback is predicted with,
+    /// recovered at the start of the run; `None` when the search did not
+    /// find exactly one (the fallback datagrams are then not compared).
+    pub hash_key: Option<String>,
     /// Programs given to the checker.
     pub checked: u32,
     /// Of those, where the kernel's answer (EINVAL or not) was the model's.
@@ -274,26 +289,116 @@ impl Live {
     }
 }
 
-/// Runs the program on `count` datagrams: `(agreed, fallback, compared,
-/// first disagreement)`.
+/// What one program's datagrams found.
+#[derive(Default)]
+struct Sent {
+    /// Compared (in range, or out of range with the key known).
+    compared: u64,
+    agreed: u64,
+    /// Out of range: the hash decided.
+    fallback: u64,
+    fallback_agreed: u64,
+    first: Option<String>,
+}
+
+/// A random source on 127.0.0.0/8 other than the group's own address, and
+/// a socket bound to it.
+fn source(r: &mut Rng) -> std::io::Result<(UdpSocket, Ipv4Addr, u16)> {
+    let src = Ipv4Addr::new(
+        127,
+        r.below(250) as u8 + 1,
+        r.below(256) as u8,
+        r.below(254) as u8 + 1,
+    );
+    let from = UdpSocket::bind((src, 0))?;
+    let sport = from.local_addr()?.port();
+    Ok((from, src, sport))
+}
+
+/// The members of the group that recovers the key.
+const KEY_GROUP: u32 = 16;
+
+/// This namespace's IPv4 UDP hash key: datagrams from random sources to a
+/// hash-only group of [`KEY_GROUP`] sockets, each a constraint on the key
+/// (the model's [`Plan`]), then the search over all 2^32 values, as
+/// `recover` does. `None` unless exactly one value fits.
+fn udp_key(
+    r: &mut Rng,
+    profile: &'static Profile,
+    err: &mut dyn std::io::Write,
+) -> std::io::Result<Option<u32>> {
+    let live = Live::new(KEY_GROUP)?;
+    let spec = GroupSpec::new(
+        Proto::Udp,
+        KEY_GROUP,
+        Ipv4Addr::LOCALHOST.into(),
+        live.port,
+        Keys::default(),
+    );
+    let other = |e: String| std::io::Error::other(e);
+    let group = ReuseportGroup::build(profile, &spec).map_err(|e| other(e.to_string()))?;
+    let mut plan = match Plan::new(&group) {
+        Ok(p) => p,
+        Err(e) => {
+            writeln!(err, "verify: the fallback is not compared: {e}")?;
+            return Ok(None);
+        }
+    };
+    // Twice what leaves 0.01 false keys among 2^32: a spare for lost datagrams.
+    let wanted = 2 * crate::cmd::verify::events_needed(KEY_GROUP);
+    for _ in 0..wanted {
+        let (from, src, sport) = source(r)?;
+        if let Some(slot) = live.send(&from, b"key")? {
+            let t = Tuple::v4(src, sport, Ipv4Addr::LOCALHOST, live.port);
+            plan.add(0, &t, slot).map_err(|e| other(e.to_string()))?;
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let searched = crate::cmd::recover::parallel_search(
+        &|range, f| plan.search(Isa::Best, range, f),
+        0..1u64 << 32,
+        threads,
+        crate::cmd::verify::stop_flag(),
+        " the namespace's UDP key",
+        true,
+        err,
+    );
+    let key = (searched.found.count == 1).then(|| searched.found.values[0]);
+    match key {
+        Some(k) => writeln!(
+            err,
+            "verify: this namespace's UDP hash key is 0x{k:08x} ({} datagrams, {:.1} s); out-of-range indexes are compared",
+            plan.observations().len(),
+            searched.seconds
+        )?,
+        None => writeln!(
+            err,
+            "verify: the UDP hash key search found {} values, not one: out-of-range indexes are counted, not compared",
+            searched.found.count
+        )?,
+    }
+    Ok(key)
+}
+
+/// Runs the program on [`DATAGRAMS`] datagrams.
 fn packets(
     r: &mut Rng,
     profile: &'static Profile,
     n: u32,
     insns: &[Insn],
     cpus: &[u32],
-) -> std::io::Result<(u64, u64, u64, Option<String>)> {
+    key: Option<u32>,
+) -> std::io::Result<Sent> {
     let live = Live::new(n)?;
     let e = attach(live.socks[0].as_raw_fd(), insns);
     if e != 0 {
-        return Ok((
-            0,
-            0,
-            1,
-            Some(format!(
+        return Ok(Sent {
+            compared: 1,
+            first: Some(format!(
                 "the kernel refused a program the model takes (errno {e})"
             )),
-        ));
+            ..Sent::default()
+        });
     }
     let spec = GroupSpec {
         program: Some(Program::Cbpf {
@@ -304,28 +409,23 @@ fn packets(
             n,
             Ipv4Addr::LOCALHOST.into(),
             live.port,
-            Keys::default(),
+            Keys {
+                v4: key.unwrap_or(0),
+                ..Keys::default()
+            },
         )
     };
     let group =
         ReuseportGroup::build(profile, &spec).map_err(|e| std::io::Error::other(e.to_string()))?;
-    let (mut agreed, mut fallback, mut compared) = (0, 0, 0);
-    let mut first = None;
+    let mut sent = Sent::default();
     for d in 0..DATAGRAMS {
         // Each datagram from the next CPU this process may use: on
         // loopback the receiving CPU is the sender's.
         let cpu = cpus[d % cpus.len()];
         crate::process::pin_to(cpu)?;
-        let src = Ipv4Addr::new(
-            127,
-            r.below(250) as u8 + 1,
-            r.below(256) as u8,
-            r.below(254) as u8 + 1,
-        );
-        let from = UdpSocket::bind((src, 0))?;
+        let (from, src, sport) = source(r)?;
         let len = r.below(25);
         let payload: Vec<u8> = (0..len).map(|_| r.below(256) as u8).collect();
-        let sport = from.local_addr()?.port();
         let t = Tuple::v4(src, sport, Ipv4Addr::LOCALHOST, live.port);
         let ctx = PacketCtx {
             payload: Some(Payload::Bytes(payload.clone())),
@@ -340,23 +440,27 @@ fn packets(
         };
         let value = cbpf::run(insns, &input).value();
         let kernel = live.send(&from, &payload)?;
-        match value {
-            Some(v) if v < n => {
-                compared += 1;
-                let model = group.select_ctx(&t, &ctx).ok().and_then(|c| c.slot);
-                if model == kernel {
-                    agreed += 1;
-                } else if first.is_none() {
-                    first = Some(format!(
-                        "payload {} from {src}:{sport} on CPU {cpu}: kernel slot {kernel:?}, model slot {model:?}",
-                        hex(&payload)
-                    ));
-                }
+        let in_range = matches!(value, Some(v) if v < n);
+        if !in_range {
+            sent.fallback += 1;
+            if key.is_none() {
+                continue;
             }
-            _ => fallback += 1,
+        }
+        sent.compared += 1;
+        let model = group.select_ctx(&t, &ctx).ok().and_then(|c| c.slot);
+        if model == kernel {
+            sent.agreed += 1;
+            sent.fallback_agreed += u64::from(!in_range);
+        } else if sent.first.is_none() {
+            sent.first = Some(format!(
+                "payload {} from {src}:{sport} on CPU {cpu}{}: kernel slot {kernel:?}, model slot {model:?}",
+                hex(&payload),
+                if in_range { "" } else { " (index out of range: the hash)" }
+            ));
         }
     }
-    Ok((agreed, fallback, compared, first))
+    Ok(sent)
 }
 
 fn hex(b: &[u8]) -> String {
@@ -371,6 +475,7 @@ fn shrink(
     n: u32,
     insns: Vec<Insn>,
     cpus: &[u32],
+    key: Option<u32>,
 ) -> Vec<Insn> {
     let mut best = insns;
     let mut d = 0;
@@ -391,8 +496,8 @@ fn shrink(
             }
         }
         let still = cbpf::check(&cand).is_ok()
-            && packets(&mut Rng::new(seed), profile, n, &cand, cpus)
-                .is_ok_and(|(a, _, c, _)| a < c);
+            && packets(&mut Rng::new(seed), profile, n, &cand, cpus, key)
+                .is_ok_and(|s| s.agreed < s.compared);
         if still {
             best = cand;
         } else {
@@ -421,6 +526,8 @@ pub fn run(
     }
     let mut r = Rng::new(seed);
     let mut rep = ProgramsReport::default();
+    let key = udp_key(&mut Rng::new(seed ^ 0x006b_6579), profile, err)?;
+    rep.hash_key = key.map(|k| format!("0x{k:08x}"));
     let total = if given.is_some() { 1 } else { count };
     for i in 0..total {
         if crate::cmd::verify::stopping() {
@@ -437,16 +544,17 @@ pub fn run(
             None => draw_program(&mut r, n),
         };
         let pseed = seed ^ (i as u64).wrapping_mul(0x9e37_79b9);
-        let (a, f, c, first) = packets(&mut Rng::new(pseed), profile, n, &insns, &cpus)?;
+        let sent = packets(&mut Rng::new(pseed), profile, n, &insns, &cpus, key)?;
         rep.programs += 1;
-        rep.agreed += a;
-        rep.fallback += f;
-        rep.datagrams += c;
-        if let Some(what) = first {
+        rep.agreed += sent.agreed;
+        rep.fallback += sent.fallback;
+        rep.fallback_agreed += sent.fallback_agreed;
+        rep.datagrams += sent.compared;
+        if let Some(what) = sent.first {
             let small = if given.is_some() {
                 insns.clone()
             } else {
-                shrink(pseed, profile, n, insns.clone(), &cpus)
+                shrink(pseed, profile, n, insns.clone(), &cpus, key)
             };
             let data: Vec<(u16, u8, u8, u32)> = small.iter().map(|&i| i.into()).collect();
             rep.mismatches
