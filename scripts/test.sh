@@ -158,9 +158,10 @@ if [[ $(uname -s) == Linux ]]; then
   # The same with call logs as programs make them (agent/src/cmd/verify/calldraw.rs): options after bind,
   # binds out of order, shutdown and listen again, closes between binds; every call's answer compared.
   stage "verify --layouts --call-logs on the running kernel (every call, lookup)" "$AGENT" verify --layouts 500 --call-logs
-  # Classic BPF programs (agent/src/cmd/verify/programs.rs): 100 random programs attached to UDP
-  # groups in a private namespace, 24 datagrams each compared with the model, and 100 mutated
-  # programs the kernel must refuse exactly when the model does.
+  # Classic BPF programs (agent/src/cmd/verify/programs.rs): 100 random programs attached to a UDP
+  # and a TCP group in a private namespace, 24 datagrams and 12 SYNs (with Fast Open payloads) each
+  # compared with the model, out-of-range indexes with the namespace's recovered keys, and 100
+  # mutated programs the kernel must refuse exactly when the model does.
   stage "verify --programs on the running kernel (classic BPF)" "$AGENT" verify --programs 100
   # The kernel selftests' own classic programs (tests/fixtures/cbpf/): every datagram must agree.
   for f in tests/fixtures/cbpf/*.dd; do

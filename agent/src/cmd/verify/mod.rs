@@ -700,20 +700,32 @@ fn live_programs(
     } else {
         writeln!(
             out,
-            "programs {}  datagrams compared {}  agreed {}  checker {}/{}",
-            rep.programs, rep.datagrams, rep.agreed, rep.checks_agreed, rep.checked
+            "programs {}  checker {}/{}",
+            rep.programs, rep.checks_agreed, rep.checked
         )?;
-        match &rep.hash_key {
-            Some(k) => writeln!(
+        let payloads = if rep.syn_payloads {
+            "SYNs with Fast Open payloads"
+        } else {
+            "SYNs (no payload: Fast Open could not be set)"
+        };
+        for (what, c) in [("UDP datagrams", &rep.udp), (payloads, &rep.tcp)] {
+            writeln!(
                 out,
-                "  of them, index out of range (the hash decides, key {k}): {}, agreed {}",
-                rep.fallback, rep.fallback_agreed
-            )?,
-            None => writeln!(
-                out,
-                "  index out of range (the hash decides; its key was not recovered, not compared): {}",
-                rep.fallback
-            )?,
+                "  {what}: compared {}  agreed {}",
+                c.compared, c.agreed
+            )?;
+            match &c.hash_key {
+                Some(k) => writeln!(
+                    out,
+                    "    of them, index out of range (the hash decides, key {k}): {}, agreed {}",
+                    c.fallback, c.fallback_agreed
+                )?,
+                None => writeln!(
+                    out,
+                    "    index out of range (the hash decides; its key was not recovered, not compared): {}",
+                    c.fallback
+                )?,
+            }
         }
         for m in &rep.mismatches {
             writeln!(out, "  mismatch: {m}")?;

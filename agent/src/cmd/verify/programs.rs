@@ -26,7 +26,7 @@
 
 #![cfg(target_os = "linux")]
 
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -44,9 +44,39 @@ use crate::cmd::verify::differential::Rng;
 pub const MAX_PROGRAMS: u32 = 100_000;
 /// Datagrams sent to each program.
 const DATAGRAMS: usize = 24;
+/// SYNs sent to each program (a connection each, so fewer).
+const SYNS: usize = 12;
 /// How long a datagram may take to arrive: generous, loopback takes
 /// microseconds.
 const WAIT: Duration = Duration::from_secs(2);
+
+/// What one protocol's packets found.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Packets compared (datagrams, or SYNs).
+    pub compared: u64,
+    /// Where kernel and model chose the same slot.
+    pub agreed: u64,
+    /// Packets whose index was out of range, so that the hash decided
+    /// (compared when `hash_key` is known).
+    pub fallback: u64,
+    /// Of those, where kernel and model chose the same slot.
+    pub fallback_agreed: u64,
+    /// This namespace's IPv4 hash key for the protocol, recovered at the
+    /// start of the run; `None` when the search did not find exactly one
+    /// (the fallback packets are then not compared).
+    pub hash_key: Option<String>,
+}
+
+impl Counts {
+    fn add(&mut self, s: &Sent) {
+        self.compared += s.compared;
+        self.agreed += s.agreed;
+        self.fallback += s.fallback;
+        self.fallback_agreed += s.fallback_agreed;
+    }
+}
 
 /// What the run found.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -54,19 +84,13 @@ const WAIT: Duration = Duration::from_secs(2);
 pub struct ProgramsReport {
     /// Programs run on packets.
     pub programs: u32,
-    /// Datagrams compared.
-    pub datagrams: u64,
-    /// Datagrams where kernel and model chose the same slot.
-    pub agreed: u64,
-    /// Of the datagrams, those whose index was out of range, so that the
-    /// hash decided (compared when `hash_key` is known).
-    pub fallback: u64,
-    /// Of those, where kernel and model chose the same slot.
-    pub fallback_agreed: u64,
-    /// The namespace's IPv4 UDP hash key the fallback is predicted with,
-    /// recovered at the start of the run; `None` when the search did not
-    /// find exactly one (the fallback datagrams are then not compared).
-    pub hash_key: Option<String>,
+    /// Each program on a UDP group: datagrams.
+    pub udp: Counts,
+    /// Each program on a TCP group: SYNs.
+    pub tcp: Counts,
+    /// Whether the SYNs carried payloads (TCP Fast Open without a cookie,
+    /// set in the run's own namespace); without, every SYN's is empty.
+    pub syn_payloads: bool,
     /// Programs given to the checker.
     pub checked: u32,
     /// Of those, where the kernel's answer (EINVAL or not) was the model's.
@@ -78,9 +102,10 @@ pub struct ProgramsReport {
 impl ProgramsReport {
     /// Every comparison agreed and something was compared.
     pub fn exact(&self) -> bool {
-        self.agreed == self.datagrams
+        self.udp.agreed == self.udp.compared
+            && self.tcp.agreed == self.tcp.compared
             && self.checks_agreed == self.checked
-            && self.datagrams + self.checked as u64 > 0
+            && self.udp.compared + self.tcp.compared + self.checked as u64 > 0
     }
 }
 
@@ -242,51 +267,99 @@ fn attach(fd: i32, insns: &[Insn]) -> i32 {
     }
 }
 
-fn reuseport_udp(port: u16) -> std::io::Result<Socket> {
-    let s = Socket::new(Domain::IPV4, Type::DGRAM, None)?;
+/// A member of a live group: SO_REUSEPORT, bound to 127.0.0.1:`port`
+/// (0: any free port), listening when TCP.
+fn member(proto: Proto, port: u16) -> std::io::Result<Socket> {
+    let ty = match proto {
+        Proto::Udp => Type::DGRAM,
+        Proto::Tcp => Type::STREAM,
+    };
+    let s = Socket::new(Domain::IPV4, ty, None)?;
     s.set_reuse_port(true)?;
     s.bind(&SocketAddr::from((Ipv4Addr::LOCALHOST, port)).into())?;
+    if proto == Proto::Tcp {
+        s.listen(64)?;
+    }
+    s.set_nonblocking(true)?;
     Ok(s)
 }
 
-/// One program on one live group: per datagram, the kernel's slot, or
-/// `None` when none arrived in time.
+/// One program on one live group: per packet, the kernel's slot, or
+/// `None` when nothing arrived in time.
 struct Live {
-    socks: Vec<UdpSocket>,
+    proto: Proto,
+    socks: Vec<Socket>,
     port: u16,
 }
 
 impl Live {
-    fn new(n: u32) -> std::io::Result<Live> {
-        let first = reuseport_udp(0)?;
+    fn new(proto: Proto, n: u32) -> std::io::Result<Live> {
+        let first = member(proto, 0)?;
         let port = first.local_addr()?.as_socket().map_or(0, |a| a.port());
-        let mut socks = vec![UdpSocket::from(first)];
+        let mut socks = vec![first];
         for _ in 1..n {
-            socks.push(UdpSocket::from(reuseport_udp(port)?));
+            socks.push(member(proto, port)?);
         }
-        for s in &socks {
-            s.set_nonblocking(true)?;
-        }
-        Ok(Live { socks, port })
+        Ok(Live { proto, socks, port })
     }
 
-    fn send(&self, from: &UdpSocket, payload: &[u8]) -> std::io::Result<Option<u32>> {
-        from.send_to(payload, (Ipv4Addr::LOCALHOST, self.port))?;
-        let src = from.local_addr()?;
+    /// Sends `payload` from `src` (a datagram, or a SYN carrying it with TCP
+    /// Fast Open, [`tcp_fastopen_without_cookie`]): the source port and the
+    /// slot of the member that received it.
+    fn send(&self, src: Ipv4Addr, payload: &[u8]) -> std::io::Result<(u16, Option<u32>)> {
+        let to: socket2::SockAddr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port)).into();
+        let ty = match self.proto {
+            Proto::Udp => Type::DGRAM,
+            Proto::Tcp => Type::STREAM,
+        };
+        let from = Socket::new(Domain::IPV4, ty, None)?;
+        from.bind(&SocketAddr::from((src, 0)).into())?;
+        let me = from.local_addr()?.as_socket();
+        let sport = me.map_or(0, |a| a.port());
+        match (self.proto, payload.is_empty()) {
+            (Proto::Udp, _) => {
+                from.send_to(payload, &to)?;
+            }
+            (Proto::Tcp, true) => from.connect(&to)?,
+            (Proto::Tcp, false) => {
+                from.send_to_with_flags(payload, &to, libc::MSG_FASTOPEN)?;
+            }
+        }
         let deadline = Instant::now() + WAIT;
-        let mut buf = vec![0u8; 2048];
+        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 2048];
         while Instant::now() < deadline {
             for (i, s) in self.socks.iter().enumerate() {
-                if let Ok((n, peer)) = s.recv_from(&mut buf) {
-                    if peer == src && buf[..n] == *payload {
-                        return Ok(Some(i as u32));
-                    }
+                let arrived = match self.proto {
+                    Proto::Udp => s.recv_from(&mut buf).ok().and_then(|(n, peer)| {
+                        // SAFETY: recv_from initialised the first n bytes.
+                        let got =
+                            unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
+                        (peer.as_socket() == me && got == payload).then_some(())
+                    }),
+                    // A connection from another source (none is expected) is dropped.
+                    Proto::Tcp => s
+                        .accept()
+                        .ok()
+                        .and_then(|(_, peer)| (peer.as_socket() == me).then_some(())),
+                };
+                if arrived.is_some() {
+                    return Ok((sport, Some(i as u32)));
                 }
             }
             std::thread::sleep(Duration::from_micros(200));
         }
-        Ok(None)
+        Ok((sport, None))
     }
+}
+
+/// Lets a client put data in its SYN without a cookie (`tcp_fastopen`
+/// bits 0x1 and 0x4, Documentation/networking/ip-sysctl.rst), in this
+/// process's private network namespace only: the SYN then carries the
+/// payload the program reads (the listener itself keeps Fast Open off and
+/// takes the data after the handshake). `false` when the setting cannot be
+/// written.
+fn tcp_fastopen_without_cookie() -> bool {
+    std::fs::write("/proc/sys/net/ipv4/tcp_fastopen", "5").is_ok()
 }
 
 /// What one program's datagrams found.
@@ -301,35 +374,34 @@ struct Sent {
     first: Option<String>,
 }
 
-/// A random source on 127.0.0.0/8 other than the group's own address, and
-/// a socket bound to it.
-fn source(r: &mut Rng) -> std::io::Result<(UdpSocket, Ipv4Addr, u16)> {
-    let src = Ipv4Addr::new(
+/// A random source on 127.0.0.0/8 other than the group's own address.
+fn source(r: &mut Rng) -> Ipv4Addr {
+    Ipv4Addr::new(
         127,
         r.below(250) as u8 + 1,
         r.below(256) as u8,
         r.below(254) as u8 + 1,
-    );
-    let from = UdpSocket::bind((src, 0))?;
-    let sport = from.local_addr()?.port();
-    Ok((from, src, sport))
+    )
 }
 
 /// The members of the group that recovers the key.
 const KEY_GROUP: u32 = 16;
 
-/// This namespace's IPv4 UDP hash key: datagrams from random sources to a
-/// hash-only group of [`KEY_GROUP`] sockets, each a constraint on the key
-/// (the model's [`Plan`]), then the search over all 2^32 values, as
-/// `recover` does. `None` unless exactly one value fits.
-fn udp_key(
+/// This namespace's IPv4 hash key for `proto` (UDP's and TCP's differ):
+/// packets from random sources to a hash-only group of [`KEY_GROUP`]
+/// sockets, each a constraint on the key (the model's [`Plan`]), then the
+/// search over all 2^32 values, as `recover` does. `None` unless exactly
+/// one value fits.
+fn hash_key(
     r: &mut Rng,
     profile: &'static Profile,
+    proto: Proto,
     err: &mut dyn std::io::Write,
 ) -> std::io::Result<Option<u32>> {
-    let live = Live::new(KEY_GROUP)?;
+    let live = Live::new(proto, KEY_GROUP)?;
+    let name = proto_name(proto);
     let spec = GroupSpec::new(
-        Proto::Udp,
+        proto,
         KEY_GROUP,
         Ipv4Addr::LOCALHOST.into(),
         live.port,
@@ -347,8 +419,9 @@ fn udp_key(
     // Twice what leaves 0.01 false keys among 2^32: a spare for lost datagrams.
     let wanted = 2 * crate::cmd::verify::events_needed(KEY_GROUP);
     for _ in 0..wanted {
-        let (from, src, sport) = source(r)?;
-        if let Some(slot) = live.send(&from, b"key")? {
+        let src = source(r);
+        let payload: &[u8] = if proto == Proto::Udp { b"key" } else { b"" };
+        if let (sport, Some(slot)) = live.send(src, payload)? {
             let t = Tuple::v4(src, sport, Ipv4Addr::LOCALHOST, live.port);
             plan.add(0, &t, slot).map_err(|e| other(e.to_string()))?;
         }
@@ -359,7 +432,7 @@ fn udp_key(
         0..1u64 << 32,
         threads,
         crate::cmd::verify::stop_flag(),
-        " the namespace's UDP key",
+        &format!(" the namespace's {name} key"),
         true,
         err,
     );
@@ -367,144 +440,169 @@ fn udp_key(
     match key {
         Some(k) => writeln!(
             err,
-            "verify: this namespace's UDP hash key is 0x{k:08x} ({} datagrams, {:.1} s); out-of-range indexes are compared",
+            "verify: this namespace's {name} hash key is 0x{k:08x} ({} packets, {:.1} s); out-of-range indexes are compared",
             plan.observations().len(),
             searched.seconds
         )?,
         None => writeln!(
             err,
-            "verify: the UDP hash key search found {} values, not one: out-of-range indexes are counted, not compared",
+            "verify: the {name} hash key search found {} values, not one: out-of-range indexes are counted, not compared",
             searched.found.count
         )?,
     }
     Ok(key)
 }
 
-/// Runs the program on [`DATAGRAMS`] datagrams.
-fn packets(
-    r: &mut Rng,
-    profile: &'static Profile,
-    n: u32,
-    insns: &[Insn],
-    cpus: &[u32],
-    key: Option<u32>,
-) -> std::io::Result<Sent> {
-    let live = Live::new(n)?;
-    let e = attach(live.socks[0].as_raw_fd(), insns);
-    if e != 0 {
-        return Ok(Sent {
-            compared: 1,
-            first: Some(format!(
-                "the kernel refused a program the model takes (errno {e})"
-            )),
-            ..Sent::default()
-        });
+fn proto_name(proto: Proto) -> &'static str {
+    match proto {
+        Proto::Udp => "UDP",
+        Proto::Tcp => "TCP",
     }
-    let spec = GroupSpec {
-        program: Some(Program::Cbpf {
-            insns: insns.to_vec(),
-        }),
-        ..GroupSpec::new(
-            Proto::Udp,
+}
+
+/// One program's group: its kernel profile, protocol, size and the hash key
+/// of its namespace.
+struct Case {
+    profile: &'static Profile,
+    proto: Proto,
+    /// SYNs may carry a payload ([`tcp_fastopen_without_cookie`]).
+    fastopen: bool,
+    n: u32,
+    key: Option<u32>,
+}
+
+impl Case {
+    /// Runs the program on [`DATAGRAMS`] datagrams, or [`SYNS`] SYNs (with a
+    /// payload when `fastopen`).
+    fn packets(&self, r: &mut Rng, insns: &[Insn], cpus: &[u32]) -> std::io::Result<Sent> {
+        let Case {
+            profile,
+            proto,
+            fastopen,
             n,
-            Ipv4Addr::LOCALHOST.into(),
-            live.port,
-            Keys {
-                v4: key.unwrap_or(0),
-                ..Keys::default()
-            },
-        )
-    };
-    let group =
-        ReuseportGroup::build(profile, &spec).map_err(|e| std::io::Error::other(e.to_string()))?;
-    let mut sent = Sent::default();
-    for d in 0..DATAGRAMS {
-        // Each datagram from the next CPU this process may use: on
-        // loopback the receiving CPU is the sender's.
-        let cpu = cpus[d % cpus.len()];
-        crate::process::pin_to(cpu)?;
-        let (from, src, sport) = source(r)?;
-        let len = r.below(25);
-        let payload: Vec<u8> = (0..len).map(|_| r.below(256) as u8).collect();
-        let t = Tuple::v4(src, sport, Ipv4Addr::LOCALHOST, live.port);
-        let ctx = PacketCtx {
-            payload: Some(Payload::Bytes(payload.clone())),
-            ..PacketCtx::on_cpu(cpu)
-        };
-        let input = cbpf::Input {
-            payload: &payload,
-            proto: Proto::Udp,
-            ipv6: false,
-            cpu,
-            anc: &ctx.anc,
-        };
-        let value = cbpf::run(insns, &input).value();
-        let kernel = live.send(&from, &payload)?;
-        let in_range = matches!(value, Some(v) if v < n);
-        if !in_range {
-            sent.fallback += 1;
-            if key.is_none() {
-                continue;
-            }
+            key,
+        } = *self;
+        let live = Live::new(proto, n)?;
+        let e = attach(live.socks[0].as_raw_fd(), insns);
+        if e != 0 {
+            return Ok(Sent {
+                compared: 1,
+                first: Some(format!(
+                    "the kernel refused a program the model takes (errno {e})"
+                )),
+                ..Sent::default()
+            });
         }
-        sent.compared += 1;
-        let model = group.select_ctx(&t, &ctx).ok().and_then(|c| c.slot);
-        if model == kernel {
-            sent.agreed += 1;
-            sent.fallback_agreed += u64::from(!in_range);
-        } else if sent.first.is_none() {
-            sent.first = Some(format!(
-                "payload {} from {src}:{sport} on CPU {cpu}{}: kernel slot {kernel:?}, model slot {model:?}",
+        let spec = GroupSpec {
+            program: Some(Program::Cbpf {
+                insns: insns.to_vec(),
+            }),
+            ..GroupSpec::new(
+                proto,
+                n,
+                Ipv4Addr::LOCALHOST.into(),
+                live.port,
+                Keys {
+                    v4: key.unwrap_or(0),
+                    ..Keys::default()
+                },
+            )
+        };
+        let group = ReuseportGroup::build(profile, &spec)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let mut sent = Sent::default();
+        let count = match proto {
+            Proto::Udp => DATAGRAMS,
+            Proto::Tcp => SYNS,
+        };
+        for d in 0..count {
+            // Each datagram from the next CPU this process may use: on
+            // loopback the receiving CPU is the sender's.
+            let cpu = cpus[d % cpus.len()];
+            crate::process::pin_to(cpu)?;
+            let src = source(r);
+            // A SYN carries a payload only with Fast Open; without, it has none.
+            let len = if proto == Proto::Udp || fastopen {
+                r.below(25)
+            } else {
+                0
+            };
+            let payload: Vec<u8> = (0..len).map(|_| r.below(256) as u8).collect();
+            let (sport, kernel) = live.send(src, &payload)?;
+            let t = Tuple::v4(src, sport, Ipv4Addr::LOCALHOST, live.port);
+            let ctx = PacketCtx {
+                payload: Some(Payload::Bytes(payload.clone())),
+                ..PacketCtx::on_cpu(cpu)
+            };
+            let input = cbpf::Input {
+                payload: &payload,
+                proto,
+                ipv6: false,
+                cpu,
+                anc: &ctx.anc,
+            };
+            let value = cbpf::run(insns, &input).value();
+            let in_range = matches!(value, Some(v) if v < n);
+            if !in_range {
+                sent.fallback += 1;
+                if key.is_none() {
+                    continue;
+                }
+            }
+            sent.compared += 1;
+            let model = group.select_ctx(&t, &ctx).ok().and_then(|c| c.slot);
+            if model == kernel {
+                sent.agreed += 1;
+                sent.fallback_agreed += u64::from(!in_range);
+            } else if sent.first.is_none() {
+                sent.first = Some(format!(
+                "{} payload {} from {src}:{sport} on CPU {cpu}{}: kernel slot {kernel:?}, model slot {model:?}",
+                proto_name(proto),
                 hex(&payload),
                 if in_range { "" } else { " (index out of range: the hash)" }
             ));
+            }
         }
+        Ok(sent)
     }
-    Ok(sent)
+
+    /// Drops instructions while the disagreement stays (jumps over a dropped
+    /// one are shortened; a candidate the checker refuses is skipped).
+    fn shrink(&self, seed: u64, insns: Vec<Insn>, cpus: &[u32]) -> Vec<Insn> {
+        let mut best = insns;
+        let mut d = 0;
+        while d + 1 < best.len() {
+            let mut cand = best.clone();
+            cand.remove(d);
+            for (pc, i) in cand.iter_mut().enumerate().take(d) {
+                let jumps = i.code & 0x07 == 0x05;
+                if jumps && i.code == 0x05 && pc + 1 + i.k as usize > d {
+                    i.k -= 1;
+                } else if jumps && i.code != 0x05 {
+                    if pc + 1 + i.jt as usize > d {
+                        i.jt -= 1;
+                    }
+                    if pc + 1 + i.jf as usize > d {
+                        i.jf -= 1;
+                    }
+                }
+            }
+            let still = cbpf::check(&cand).is_ok()
+                && self
+                    .packets(&mut Rng::new(seed), &cand, cpus)
+                    .is_ok_and(|s| s.agreed < s.compared);
+            if still {
+                best = cand;
+            } else {
+                d += 1;
+            }
+        }
+        best
+    }
 }
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// Drops instructions while the disagreement stays (jumps over a dropped
-/// one are shortened; a candidate the checker refuses is skipped).
-fn shrink(
-    seed: u64,
-    profile: &'static Profile,
-    n: u32,
-    insns: Vec<Insn>,
-    cpus: &[u32],
-    key: Option<u32>,
-) -> Vec<Insn> {
-    let mut best = insns;
-    let mut d = 0;
-    while d + 1 < best.len() {
-        let mut cand = best.clone();
-        cand.remove(d);
-        for (pc, i) in cand.iter_mut().enumerate().take(d) {
-            let jumps = i.code & 0x07 == 0x05;
-            if jumps && i.code == 0x05 && pc + 1 + i.k as usize > d {
-                i.k -= 1;
-            } else if jumps && i.code != 0x05 {
-                if pc + 1 + i.jt as usize > d {
-                    i.jt -= 1;
-                }
-                if pc + 1 + i.jf as usize > d {
-                    i.jf -= 1;
-                }
-            }
-        }
-        let still = cbpf::check(&cand).is_ok()
-            && packets(&mut Rng::new(seed), profile, n, &cand, cpus, key)
-                .is_ok_and(|s| s.agreed < s.compared);
-        if still {
-            best = cand;
-        } else {
-            d += 1;
-        }
-    }
-    best
 }
 
 /// Runs the drawn programs (or `given`), writing progress to `err`.
@@ -525,9 +623,21 @@ pub fn run(
         cpus.push(0);
     }
     let mut r = Rng::new(seed);
-    let mut rep = ProgramsReport::default();
-    let key = udp_key(&mut Rng::new(seed ^ 0x006b_6579), profile, err)?;
-    rep.hash_key = key.map(|k| format!("0x{k:08x}"));
+    let mut rep = ProgramsReport {
+        syn_payloads: tcp_fastopen_without_cookie(),
+        ..ProgramsReport::default()
+    };
+    let mut keys = [None, None];
+    for (p, proto) in [Proto::Udp, Proto::Tcp].into_iter().enumerate() {
+        keys[p] = hash_key(
+            &mut Rng::new(seed ^ 0x006b_6579 ^ p as u64),
+            profile,
+            proto,
+            err,
+        )?;
+    }
+    rep.udp.hash_key = keys[0].map(|k| format!("0x{k:08x}"));
+    rep.tcp.hash_key = keys[1].map(|k| format!("0x{k:08x}"));
     let total = if given.is_some() { 1 } else { count };
     for i in 0..total {
         if crate::cmd::verify::stopping() {
@@ -544,21 +654,30 @@ pub fn run(
             None => draw_program(&mut r, n),
         };
         let pseed = seed ^ (i as u64).wrapping_mul(0x9e37_79b9);
-        let sent = packets(&mut Rng::new(pseed), profile, n, &insns, &cpus, key)?;
         rep.programs += 1;
-        rep.agreed += sent.agreed;
-        rep.fallback += sent.fallback;
-        rep.fallback_agreed += sent.fallback_agreed;
-        rep.datagrams += sent.compared;
-        if let Some(what) = sent.first {
-            let small = if given.is_some() {
-                insns.clone()
-            } else {
-                shrink(pseed, profile, n, insns.clone(), &cpus, key)
+        for (p, proto) in [Proto::Udp, Proto::Tcp].into_iter().enumerate() {
+            let live = Case {
+                profile,
+                proto,
+                fastopen: rep.syn_payloads,
+                n,
+                key: keys[p],
             };
-            let data: Vec<(u16, u8, u8, u32)> = small.iter().map(|&i| i.into()).collect();
-            rep.mismatches
-                .push(format!("{n} sockets, program {data:?}: {what}"));
+            let sent = live.packets(&mut Rng::new(pseed), &insns, &cpus)?;
+            match proto {
+                Proto::Udp => rep.udp.add(&sent),
+                Proto::Tcp => rep.tcp.add(&sent),
+            }
+            if let Some(what) = sent.first {
+                let small = if given.is_some() {
+                    insns.clone()
+                } else {
+                    live.shrink(pseed, insns.clone(), &cpus)
+                };
+                let data: Vec<(u16, u8, u8, u32)> = small.iter().map(|&i| i.into()).collect();
+                rep.mismatches
+                    .push(format!("{n} sockets, program {data:?}: {what}"));
+            }
         }
         if given.is_none() {
             let valid = draw_program(&mut r, n);
