@@ -163,6 +163,58 @@ export function sayUiCount(lang: Lang, key: UiCountKey, n: number, fields: Recor
   return sayUi(lang, `${key}.${n === 1 ? 'one' : 'other'}` as UiKey, { n, ...fields });
 }
 
+/** The names of one widget's sentences: the keys `ui.<widget>.<name>`, by name. */
+export type WidgetKey<W extends string> = { [K in UiKey]: K extends `${W}.${infer R}` ? R : never }[UiKey];
+
+/** One widget's words in one language: its sentences (`ui.<widget>.*`) and the catalogue's shared ones, with numbers as `lang` writes them. */
+export interface Words<W extends string> {
+  lang: Lang;
+  /** Says `ui.<widget>.<key>` with its fields. */
+  say(key: WidgetKey<W>, fields?: Record<string, string | number>): string;
+  /** Says `ui.<widget>.<key>.one` when `n` is 1, else `.other`, with `n` (written as `lang` writes numbers) among the fields. */
+  count(key: WidgetKey<W> extends infer K ? (K extends `${infer R}.one` ? R : never) : never, n: number, fields?: Record<string, string | number>): string;
+  /** A number as `lang` writes it (digit groups), with at most `digits` decimals (default 3). */
+  num(x: number, digits?: number): string;
+  /** The sentences `ui.<widget>.<key>.0` … `.<length - 1>`, in order. */
+  list(key: string, length: number): string[];
+  /** The sentences `ui.<widget>.<key>.<id>` for each id, by id. */
+  record<K extends string>(key: string, ids: readonly K[]): Record<K, string>;
+}
+
+/** A Chinese character or Chinese punctuation. */
+const HAN = /[\p{Script=Han}，。：；、（）“”]/u;
+
+/**
+ * Fills a template's placeholders from `fields`. In Chinese, a space the
+ * template sets beside a placeholder (for a Latin word or a number) is
+ * dropped when the value put there starts or ends with a Chinese character;
+ * spaces the template writes elsewhere stay as written.
+ */
+function fillSpaced(lang: Lang, template: string, fields: Record<string, string>): string {
+  if (lang !== 'zh-CN') return fill(template, {}, fields);
+  return template.replace(/( *)\{([A-Za-z0-9_]+)\}( *)/g, (whole: string, before: string, name: string, after: string, at: number, all: string) => {
+    const value = fields[name];
+    if (value === undefined) return whole;
+    const gapBefore = before && HAN.test(all[at - 1] ?? '') && HAN.test(value[0] ?? '') ? '' : before;
+    const gapAfter = after && HAN.test(all[at + whole.length] ?? '') && HAN.test(value.at(-1) ?? '') ? '' : after;
+    return gapBefore + value + gapAfter;
+  });
+}
+
+/** The words of the widget `widget` in `lang` (see {@link Words}). */
+export function words<W extends string>(lang: Lang, widget: W): Words<W> {
+  const num = (x: number, digits = 3) => x.toLocaleString(lang, { maximumFractionDigits: digits });
+  const say = (key: string, fields: Record<string, string | number> = {}) => fillSpaced(lang, template(lang, `ui.${widget}.${key}`), stringsOf(fields));
+  return {
+    lang,
+    say,
+    count: (key, n, fields = {}) => say(`${key}.${n === 1 ? 'one' : 'other'}`, { n: num(n), ...fields }),
+    num,
+    list: (key, length) => Array.from({ length }, (_, i) => say(`${key}.${i}`)),
+    record: <K extends string>(key: string, ids: readonly K[]) => Object.fromEntries(ids.map((id) => [id, say(`${key}.${id}`)])) as Record<K, string>,
+  };
+}
+
 /** Fields as they read: numbers in decimal, strings as they are. */
 function stringsOf(fields: Record<string, string | number>): Record<string, string> {
   return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, String(v)]));

@@ -16,6 +16,18 @@ import type { Shape } from './generated/Shape';
 
 export type { Scenario, SimReport, CuratedView, Variant, AcceptModel, Latency, WorkerReport, Observed, Shape };
 
+/** The simulator's accept models, in the order the pages list them. */
+export const ACCEPT_MODELS: readonly AcceptModel[] = [
+  'blocking',
+  'epoll',
+  'epoll-exclusive',
+  'accept-mutex',
+  'reuseport',
+  'reuseport-incoming-cpu',
+  'reuseport-bpf-cpu',
+  'reuseport-least-loaded',
+];
+
 /** The curated variants ranked against an observation (closest first). */
 export interface MatchAnswer {
   /** The observation's shape. */

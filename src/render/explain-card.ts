@@ -5,6 +5,7 @@
 import { select, type Selection } from 'd3';
 import type { ExplainView, Section } from '../scene/explain-view';
 import { renderNotes, renderTextTable } from './table';
+import { words, type Lang } from '../model/messages';
 
 type Sel = Selection<HTMLElement, unknown, null, undefined>;
 
@@ -15,7 +16,13 @@ export interface ExplainCardText {
   caveats: string;
 }
 
-const EN: ExplainCardText = { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' };
+/** The card's words in `lang`, from the catalogue (`ui.card.*`). */
+export function cardText(lang: Lang): ExplainCardText {
+  const w = words(lang, 'card');
+  return { kernel: (source) => w.say('kernel', { source }), fallback: (fallback) => w.say('fallback', { fallback }), caveats: w.say('caveats') };
+}
+
+const EN: ExplainCardText = cardText('en');
 
 function renderSection(parent: Sel, s: Section, level: number, w: ExplainCardText): void {
   const sec = parent.append('section').attr('class', 'rl-section');

@@ -7,7 +7,7 @@ import { chartSvg } from './svg';
 import type { Spread, TraceRow } from '../scene/trace-view';
 import { renderTextTable } from './table';
 
-/** The words these views say (the trace widget's words, islands/trace-text.ts, hold them). */
+/** The words these views say (the catalogue says them: ui.trace.* of messages/*.json, through islands/trace-text.ts). */
 export interface TraceViewText {
   barsLabel: (s: Spread) => string;
   listenerAxis: string;

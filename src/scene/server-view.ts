@@ -10,7 +10,7 @@
 import type { CountsDiagnosis, Diagnosis, Reason, Snapshot, VerdictKind } from '../model/diagnose';
 import { say, type Lang } from '../model/messages';
 
-/** The widget's words the scene needs, in one language (src/islands/server-text.ts). */
+/** The widget's words the scene needs, in one language (the catalogue's ui.server.*, shaped by src/islands/server-text.ts). */
 export interface ServerWords {
   socketsCaption: string;
   socketsHead: readonly string[];

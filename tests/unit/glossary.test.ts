@@ -1,7 +1,7 @@
 /**
  * One glossary for both languages (messages/glossary.json): every page in
  * content/, every sentence of the model (messages/*.json) and every widget's
- * words (src/islands/*-text.ts) use the project's term, never a form the
+ * words (the ui.* sentences of messages/*.json) use the project's term, never a form the
  * glossary lists under "avoid". The Chinese scenario pages wrote "worker" 3
  * to 14 times a page where the guide wrote 工作进程, and "seed article" was
  * translated word for word as 种子文章.
@@ -29,11 +29,25 @@ function prose(md: string): string {
     .replace(/\]\([^)]*\)/g, ']');
 }
 
+/** A sentence table's templates, `ui.*` (the widgets' words) or the others (the model's outcomes), without their {placeholders}. */
+function table(file: string, ui: boolean): string {
+  const t = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
+  return Object.entries(t)
+    .filter(([k]) => k.startsWith('ui.') === ui)
+    .map(([, v]) => v.replace(/\{\w+\}/g, ' '))
+    .join('\n');
+}
+
 /**
- * The widgets' words in one language: the string literals of every *-text.ts, without ${…} expressions; Chinese
- * ones are those with a Chinese character in them, English ones those of the `const en` tables.
+ * The widgets' words in one language: the `ui.*` templates of the language's sentence table, and the string literals
+ * of any *-text.ts still holding words, without ${…} expressions (Chinese ones are those with a Chinese character in
+ * them, English ones those of the `const en` tables).
  */
 function catalogue(lang: 'en' | 'zh'): string {
+  return [table(lang === 'en' ? 'messages/en.json' : 'messages/zh-CN.json', true), textFiles(lang)].join('\n');
+}
+
+function textFiles(lang: 'en' | 'zh'): string {
   const literal = /'((?:[^'\\\n]|\\.)*)'|`((?:[^`\\]|\\.)*)`|"((?:[^"\\\n]|\\.)*)"/g;
   return walk('src/islands')
     .filter((f) => f.endsWith('-text.ts'))
@@ -52,13 +66,13 @@ function catalogue(lang: 'en' | 'zh'): string {
 const sources = {
   en: [
     ...walk('content/en').map((f) => ({ name: f, text: prose(readFileSync(f, 'utf8')) })),
-    { name: 'messages/en.json', text: prose(Object.values(JSON.parse(readFileSync('messages/en.json', 'utf8')) as Record<string, string>).join('\n')) },
-    { name: 'src/islands/*-text.ts (en)', text: catalogue('en') },
+    { name: 'messages/en.json', text: prose(table('messages/en.json', false)) },
+    { name: 'messages/en.json ui.* and src/islands/*-text.ts (en)', text: catalogue('en') },
   ],
   'zh-CN': [
     ...walk('content/zh-CN').map((f) => ({ name: f, text: prose(readFileSync(f, 'utf8')) })),
-    { name: 'messages/zh-CN.json', text: prose(Object.values(JSON.parse(readFileSync('messages/zh-CN.json', 'utf8')) as Record<string, string>).join('\n')) },
-    { name: 'src/islands/*-text.ts (zh)', text: catalogue('zh') },
+    { name: 'messages/zh-CN.json', text: prose(table('messages/zh-CN.json', false)) },
+    { name: 'messages/zh-CN.json ui.* and src/islands/*-text.ts (zh)', text: catalogue('zh') },
   ],
 };
 
