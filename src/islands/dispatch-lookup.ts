@@ -1,66 +1,46 @@
 /**
  * The dispatch visualizer's Listener lookup panel: the inspected packet
- * looked up by the full model (the larger `pkg-lookup` package, fetched when
- * the panel is first opened) in a layout of sockets that mirrors the scene's
- * group, or in the wildcard-and-specific layout. Its answer is shown in the
- * panel, in one line under the scene, and in one line of the inspector.
+ * looked up by the model's full lookup in the scene's own Host (the one the
+ * controls step and the animation asks, so the panel and the dots cannot
+ * disagree), or in a second Host made by the addr_any selftest's calls. Its
+ * answer is shown in the panel, in one line under the scene, and in one line
+ * of the inspector.
  */
+import { Host } from '../model/index';
 import { renderLookup } from '../render/dispatch/lookup';
 import { addrAnyPlan, describePlan, groupPlan, hostPacket, lookupView, type HostPlan, type LookupScene, type LookupView } from '../scene/dispatch/lookup';
-import type { DispatchSim } from '../scene/dispatch/sim';
 import type { DispatchCtx } from './dispatch-dom';
 
-type LookupModule = typeof import('../model/lookup');
-
-/** The panel: its drawing, the inspector's line it fills, and the Host it holds. */
+/** The panel: its drawing, the inspector's line it fills, and the addr_any Host it holds. */
 export function lookupPanel({ t, lang, sim, dom, s, on }: DispatchCtx) {
   const { lkBody, lkSel, lookupSec, stageLookup } = dom;
-  // The lookup model, its Host for the current layout, and the last answer.
-  let lk: LookupModule | null = null;
-  let lkHost: { key: string; host: InstanceType<LookupModule['Host']> } | null = null;
+  /** The addr_any preset's Host, for the kernel and secret it was made with. */
+  let anyHost: { key: string; host: Host } | null = null;
   /** The inspector's line about the lookup (the inspector makes a new one per packet). */
   let inspLookup: HTMLElement | null = null;
-  let lkReady: Promise<void> | null = null;
-  /** Fetches the larger lookup package, once, when the Listener lookup panel is first opened. */
-  const loadLookupModel = (): Promise<void> => {
-    lkReady ??= import('../model/lookup').then(async (m) => {
-      await m.loadLookup();
-      lk = m;
-    });
-    lkReady.catch((e: unknown) => lkBody.text(t.lookupFailed(e instanceof Error ? e.message : String(e))));
-    return lkReady;
-  };
   const lookupOpen = () => (lookupSec.node() as HTMLDetailsElement).open;
-  const planFor = (scene: LookupScene): HostPlan => {
-    const s = sim.summary();
-    return scene === 'addr_any'
-      ? addrAnyPlan(sim.opts.proto, sim.opts.secret)
-      : groupPlan({
-          proto: sim.opts.proto,
-          bind: s.bind,
-          port: s.port,
-          secret: sim.opts.secret,
-          program: sim.opts.program,
-          members: sim.group.members(),
-          closedOrder: closedOrderOf(sim),
-        });
-  };
-  const hostFor = (m: LookupModule, plan: HostPlan) => {
-    const key = `${sim.opts.kernel}|${JSON.stringify(plan.layout)}`;
-    if (lkHost?.key !== key) {
-      lkHost?.host.dispose();
-      lkHost = null;
-      lkHost = { key, host: new m.Host(sim.opts.kernel, plan.layout) };
+  /** The Host `scene` is asked in, and what its sockets are in the scene. */
+  const hostOf = (scene: LookupScene): { plan: HostPlan; host: Host } => {
+    if (scene === 'group') {
+      const sum = sim.summary();
+      return { plan: groupPlan(sim.host.results(), sim.opts.proto, sum.bind, sum.port), host: sim.host };
     }
-    return lkHost.host;
+    const plan = addrAnyPlan(sim.opts.proto, sim.opts.secret);
+    const key = `${sim.opts.kernel}|${sim.opts.proto}|${sim.opts.secret}`;
+    if (anyHost?.key !== key) {
+      anyHost?.host.dispose();
+      anyHost = null;
+      anyHost = { key, host: new Host(sim.opts.kernel, plan.layout) };
+    }
+    return { plan, host: anyHost.host };
   };
-  /** The model's lookup of the inspected packet in `scene`'s layout. */
+  /** The model's lookup of the inspected packet in `scene`'s layout (the event's own answer for the scene's Host). */
   const lookupOf = (scene: LookupScene, seq: number): { plan: HostPlan; view: LookupView } | { error: string } | null => {
     const e = sim.log.get(seq);
-    if (!e || !lk) return null;
-    const plan = planFor(scene);
+    if (!e) return null;
     try {
-      const host = hostFor(lk, plan);
+      const { plan, host } = hostOf(scene);
+      // The scene's packets were looked up when they were sent: a change since then is in the Host, not in the event.
       const ex = host.lookup(hostPacket(plan, sim.opts.proto, e.tuple, e.cpu, e.payload));
       return { plan, view: lookupView(plan, host.results(), ex, lang) };
     } catch (err) {
@@ -73,12 +53,6 @@ export function lookupPanel({ t, lang, sim, dom, s, on }: DispatchCtx) {
       return;
     }
     const seq = s.inspected;
-    if (!lk) {
-      lkBody.selectAll('*').remove();
-      lkBody.append('p').text(t.lookupLoading);
-      void loadLookupModel().then(() => s.inspected === seq && showLookup());
-      return;
-    }
     const scene = lkSel.property('value') as LookupScene;
     const r = lookupOf(scene, seq);
     lkBody.selectAll('*').remove();
@@ -112,7 +86,7 @@ export function lookupPanel({ t, lang, sim, dom, s, on }: DispatchCtx) {
       stageLookup.text('');
       return;
     }
-    void loadLookupModel().then(showLookup, () => {});
+    showLookup();
     if (s.inspected === null) {
       lkBody.selectAll('*').remove();
       lkBody.append('p').text(t.lookupHint);
@@ -132,16 +106,16 @@ export function lookupPanel({ t, lang, sim, dom, s, on }: DispatchCtx) {
       lkBody.selectAll('*').remove();
       lkBody.append('p').text(t.lookupHint);
     },
+    /** Draws the scene's Host's lookup of event `seq` into `node` (the inspector's record when no group picked). */
+    renderWalk: (node: HTMLElement, seq: number) => {
+      const r = lookupOf('group', seq);
+      if (r && !('error' in r)) renderLookup(node, describePlan(r.plan, lang), r.view, 4, lang);
+    },
     /** Opens the panel on `scene`'s layout. */
     open: (scene: LookupScene) => {
       lkSel.property('value', scene);
       (lookupSec.node() as HTMLDetailsElement).open = true;
     },
-    dispose: () => lkHost?.host.dispose(),
+    dispose: () => anyHost?.host.dispose(),
   };
-}
-
-function closedOrderOf(sim: DispatchSim): number[] | undefined {
-  const h = sim.closeHistory();
-  return h.joinAfterClose ? undefined : h.order;
 }

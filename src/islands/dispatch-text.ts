@@ -79,7 +79,7 @@ export function tourFacts(sim: DispatchSim, e: DispatchEvent | undefined, stalle
     udp: sim.opts.proto === 'udp',
     kernel: sim.opts.kernel,
     pick: s.selection !== 'group' ? 'reservoir' : p?.kind === 'program' ? 'program' : 'hash',
-    hashHex: ex ? ex.hash.hashHex : '',
+    hashHex: e?.hashHex ?? '',
     n: p?.kind === 'by_hash' ? p.numSocks : s.listening,
     productHex: p?.kind === 'by_hash' ? p.productHex : '',
     slot: ex?.slot ?? null,
@@ -180,8 +180,8 @@ export interface DispatchText {
   lookupLayout: string;
   lookupScenes: [string, string];
   lookupHint: string;
-  lookupLoading: string;
-  lookupFailed: (msg: string) => string;
+  /** A control's call the kernel refused: the call's name, the errno and the model's rule in words. */
+  callRefused: (call: string, errno: string, why: string) => string;
   lookupRefused: (msg: string) => string;
   inspectEvent: (seq: number) => string;
   none: string;
@@ -199,6 +199,8 @@ export interface DispatchText {
   headline: (e: DispatchEvent, mark: string) => string;
   belongsTo: (e: DispatchEvent) => string;
   notDelivered: string;
+  /** The inspector's record when no group picked (the reservoir era): the lookup's walk follows. */
+  chainRecord: string;
   step: (e: DispatchEvent) => string;
   /** What happened to a packet (the event list's last column, and the sentences above). */
   what: (w: EventWhat) => string;
@@ -446,8 +448,7 @@ const en: DispatchText = {
   lookupLayout: 'Lookup layout',
   lookupScenes: ['the visualized group', 'several groups: 0.0.0.0, :: and 127.0.0.1 (reuseport_addr_any)'],
   lookupHint: 'Inspect a packet to see the tables the kernel walked, every candidate socket’s compute_score, and the group’s pick.',
-  lookupLoading: 'Loading the lookup model…',
-  lookupFailed: (m) => `The lookup model failed to load: ${m}`,
+  callRefused: (call, errno, why) => `The kernel refused ${call}() with ${errno}: ${why}`,
   lookupRefused: (m) => `The model refuses this layout: ${m}`,
   inspectEvent: (s) => `Inspect event ${s}`,
   none: 'none',
@@ -473,6 +474,9 @@ const en: DispatchText = {
   headline: (e, m) => `Event ${e.seq}: ${e.kind} at ${e.t.toFixed(3)} s, ${enEvent(e.what)}. Listener mark: ${m}.`,
   belongsTo: (e) => `This ${e.kind} belongs to connection ${e.conn}; the record below is its SYN's dispatch.`,
   notDelivered: 'The model did not deliver this packet to the group.',
+  chainRecord:
+    'Reservoir scan over the chain: no reuseport group picked this packet (kernels before 4.6, UDP before 4.5, keep none); ' +
+    'the lookup walks the listening chain and draws among equal scores. Its walk, as the model recorded it:',
   // The tuple is the client's: a SYN-ACK goes to it, so the client is named as such, not as where the packet came from.
   step: (e) => `Event ${e.seq} (client ${e.tuple.saddr}:${e.tuple.sport}): ${enEvent(e.what)}.`,
   what: enEvent,
@@ -508,7 +512,9 @@ const en: DispatchText = {
   more: (n) => `+${n} more`,
   lookupOf: (seq, any) => `Lookup of event ${seq}${any ? ' (several groups, to 127.0.0.1:8888)' : ''}`,
   inspLookupRefused: (m) => `Listener lookup: the model refuses this layout: ${m}`,
-  liveDiffers: (a) => ` The live group answered ${a}: the Host's group is rebuilt without the closes, so its socks[] order differs.`,
+  liveDiffers: (a) =>
+    ` When it was sent it went to ${a}; the server has changed since (a close, a new listener or a new secret), ` +
+    'and this lookup is of the server as it is now.',
   inspLookup: (walks, reason, agree) => `Listener lookup (Host model): ${walks}. ${reason}.${agree} The Listener lookup panel lists every candidate and score.`,
   candidates: (c, n) => `${c}, ${n} candidate${n === 1 ? '' : 's'}`,
 };
@@ -749,8 +755,7 @@ const zh: DispatchText = {
   lookupLayout: '查找布局',
   lookupScenes: ['可视化中的这个组', '多个组：0.0.0.0、:: 和 127.0.0.1（reuseport_addr_any）'],
   lookupHint: '检查一个数据包，即可看到内核遍历的表、每个候选套接字的 compute_score，以及组的选择。',
-  lookupLoading: '正在加载查找模型…',
-  lookupFailed: (m) => `查找模型加载失败：${m}`,
+  callRefused: (call, errno, why) => `内核以 ${errno} 拒绝了 ${call}()：${why}`,
   lookupRefused: (m) => `模型拒绝此布局：${m}`,
   inspectEvent: (s) => `检查第 ${s} 个事件`,
   none: '无',
@@ -775,6 +780,8 @@ const zh: DispatchText = {
   headline: (e, m) => `第 ${e.seq} 个事件：${e.kind}，时间 ${e.t.toFixed(3)} 秒，${zhEvent(e.what)}。监听套接字标记：${m}。`,
   belongsTo: (e) => `此 ${e.kind} 属于第 ${e.conn} 个连接；下面的记录是其 SYN 的分发过程。`,
   notDelivered: '模型没有把这个数据包交给该组。',
+  chainRecord:
+    '对监听链的蓄水池扫描：这个数据包不是由 reuseport 组挑选的（4.6 之前的内核、UDP 为 4.5 之前，没有组）；查找遍历监听链，在得分相同的套接字之间抽取。模型记录的遍历过程如下：',
   step: (e) => `第 ${e.seq} 个事件（客户端 ${e.tuple.saddr}:${e.tuple.sport}）：${zhEvent(e.what)}。`,
   what: zhEvent,
   wholeNumber: (n, lo, hi) => `${n}：请输入 ${lo} 到 ${hi} 之间的整数。`,
@@ -808,7 +815,7 @@ const zh: DispatchText = {
   more: (n) => `另有 ${n} 个`,
   lookupOf: (seq, any) => `第 ${seq} 个事件的查找${any ? '（多个组，发往 127.0.0.1:8888）' : ''}`,
   inspLookupRefused: (m) => `监听套接字查找：模型拒绝此布局：${m}`,
-  liveDiffers: (a) => `实时组的回答是 ${a}：Host 中的组重建时没有执行关闭操作，因此其 socks[] 顺序不同。`,
+  liveDiffers: (a) => `发送时它去了 ${a}；此后服务器已有变化（关闭、新的监听套接字或新的密钥），这次查找针对的是服务器现在的状态。`,
   inspLookup: (walks, reason, agree) => `监听套接字查找（Host 模型）：${walks}。${reason}。${agree}“监听套接字查找”面板列出了每个候选及其得分。`,
   candidates: (c, n) => `${c}，${n} 个候选`,
 };

@@ -25,8 +25,9 @@ import type { DispatchEvent } from '../scene/dispatch/events';
 import { along, COL, hashToY } from '../scene/dispatch/layout';
 import { KINDS, listenerMark } from '../scene/dispatch/palette';
 import { bootSecret, hex32, parseHex32 } from '../scene/dispatch/rng';
-import { DispatchSim, KIND_OF_CODE, newFrame, type SimOptions } from '../scene/dispatch/sim';
-import { markerText, structure, type RowView } from '../scene/dispatch/structure';
+import { DispatchSim, KIND_OF_CODE, newFrame, RefusedCall, type SimOptions } from '../scene/dispatch/sim';
+import { sayRefusal } from '../model/messages';
+import { chainMarkerText, markerText, structure, type RowView } from '../scene/dispatch/structure';
 import { dispatchText, nowView } from './dispatch-text';
 import { formatRates, RATE_BOUNDS } from '../scene/dispatch/workers';
 import { ROW_PARTS } from '../scene/dispatch/tour';
@@ -227,13 +228,17 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const selected = (e: DispatchEvent) => e.kind === 'SYN' || e.kind === 'UDP';
   const markerFor = (): Marker | null => {
     const e = focusedEvent();
-    if (!e?.explain || !selected(e)) return null;
-    return { y: hashToY(e.explain.hash.hash), text: `0x${e.explain.hash.hashHex}` };
+    if (!e || e.hash === null || !selected(e)) return null;
+    return { y: hashToY(e.hash), text: `0x${e.hashHex}` };
   };
+  /** The marker's formula: the group's record, or (no group picked: the reservoir era) the hash and the scan's pick. */
+  const formula = (e: DispatchEvent): string | null =>
+    e.explain ? markerText(e.explain, lang) : e.hashHex !== null ? chainMarkerText(e.hashHex, e.listener, sim.rows.length, lang) : null;
   const showFocused = () => {
     overlay.marker(markerFor(), s.box);
     const e = focusedEvent();
-    stageLine.text(!e ? '' : selected(e) && e.explain ? t.stageLine(e, markerText(e.explain, lang)) : t.stageLineUnselected(e));
+    const f = e && selected(e) ? formula(e) : null;
+    stageLine.text(!e ? '' : f !== null ? t.stageLine(e, f) : t.stageLineUnselected(e));
   };
 
   const inspect = (seq: number) => {
@@ -246,7 +251,11 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     inspBody.append('p').attr('class', 'rl-headline').text(t.headline(e, m.label));
     if (!selected(e)) inspBody.append('p').text(t.belongsTo(e));
     if (e.explain) renderExplain(inspBody.append('div').node()!, explainView(e.explain, lang), 3, t.card);
-    else inspBody.append('p').text(t.notDelivered);
+    else if (e.listener !== null) {
+      // No group picked (3.9–4.5 keep none): the record is the lookup's walk of the listening chain.
+      inspBody.append('p').text(t.chainRecord);
+      lookup.renderWalk(inspBody.append('div').node()!, e.seq);
+    } else inspBody.append('p').text(t.notDelivered);
     lookup.setInspectorLine(inspBody.append('p').attr('class', 'rl-dv-insp-lookup').node());
     showFocused();
     lookup.show();
@@ -375,7 +384,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     } catch (e) {
       sim.opts = prev;
       sim.rebuild();
-      setError(t.cannotBuild((e as Error).message));
+      setError(t.cannotBuild(e instanceof RefusedCall ? t.callRefused(e.call.call, e.refusal.errno, sayRefusal(lang, e.refusal)) : (e as Error).message));
       ok = false;
     }
     sim.boot = 0;
@@ -397,7 +406,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     try {
       fn();
     } catch (e) {
-      setError((e as Error).message);
+      setError(e instanceof RefusedCall ? t.callRefused(e.call.call, e.refusal.errno, sayRefusal(lang, e.refusal)) : (e as Error).message);
     }
     if (reduced) sim.snapRows();
     refreshStructure();

@@ -7,6 +7,7 @@
  */
 import init, {
   Group as WasmGroup,
+  Host as WasmHost,
   V4Batch as WasmV4Batch,
   initSync,
   maxGroupMembers as wasmMaxGroupMembers,
@@ -18,6 +19,8 @@ import init, {
   profiles as wasmProfiles,
   resolveNotes as wasmResolveNotes,
   resolveProfile as wasmResolveProfile,
+  type Dispatched,
+  type HostChange,
   type LineAnswer,
   type ParsedBind,
   type ParsedLine,
@@ -33,7 +36,17 @@ import type { Profile } from './generated/Profile';
 import type { Tuple } from './generated/Tuple';
 import type { Note } from './generated/message/Note';
 import type { Program } from './generated/Program';
+import type { Call } from './generated/Call';
+import type { CallLog } from './generated/CallLog';
+import type { CallResult } from './generated/CallResult';
+import type { Layout } from './generated/Layout';
+import type { LookupExplain } from './generated/LookupExplain';
+import type { LookupRules } from './generated/LookupRules';
+import type { Packet } from './generated/Packet';
+import type { Proto } from './generated/Proto';
+import type { Refusal } from './generated/message/Refusal';
 
+export type { Call, CallLog, CallResult, Dispatched, HostChange, LookupExplain, LookupRules, Packet, Refusal };
 export type { Change, Explain, GroupSpec, GroupSummary, Keys, Member, Profile, Tuple, LineAnswer, ParsedLine, ParsedBind };
 export type { CpuPin } from './generated/CpuPin';
 export type { Program } from './generated/Program';
@@ -155,6 +168,110 @@ export class Group {
    */
   selectBatchV4(batch: V4Batch, len: number, cpu = 0): void {
     this.#inner.selectBatchV4(batch.raw, len, cpu);
+  }
+
+  /** Frees the wasm memory. */
+  dispose(): void {
+    this.#inner.free();
+  }
+}
+
+/**
+ * A host's sockets held in wasm memory, stepped by calls as a program makes
+ * them (`socket`, `setsockopt`, `bind`, `listen`, `close`): the model's
+ * `Host`. Every answer (a refusal, a group's change, the full lookup of a
+ * packet) is the model's. Call {@link Host.dispose} when done.
+ */
+export class Host {
+  #inner: WasmHost;
+
+  /**
+   * Replays a layout: a call log, the earlier form (converted), or `{ group }`, the shorthand for the calls a
+   * program makes for one group (listener `i` is socket `i`). Throws naming the call and field at fault. `wasm`:
+   * the package's Host to use (the core one; the lookup package, which has the same, for its own pages).
+   */
+  constructor(kernel: string, layout: CallLog | Layout | { group: GroupInput }, wasm: typeof WasmHost = WasmHost) {
+    this.#inner = 'group' in layout ? wasm.fromGroup({ kernel, group: groupSpec(layout.group) }) : new wasm({ kernel, layout });
+  }
+
+  /** One more call: null for success, or the kernel's refusal. Throws when the model cannot replay it. */
+  apply(call: Call): Refusal | null {
+    return this.#inner.apply(call);
+  }
+
+  /** What the last call did to a reuseport group (members named by socket), or undefined. */
+  lastChange(): HostChange | undefined {
+    return this.#inner.lastChange();
+  }
+
+  /** A new boot: the same sockets, new hash keys. */
+  setKeys(keys: Keys): void {
+    this.#inner.setKeys(keys);
+  }
+
+  /** Each call's answer, in call order: null for ok, else the kernel's refusal. */
+  answers(): (Refusal | null)[] {
+    return this.#inner.answers();
+  }
+
+  /** Every call applied so far, with the host's settings (an earlier-form layout as the model converted it), so a page shows and edits calls only. */
+  calls(): CallLog {
+    return this.#inner.calls();
+  }
+
+  /** Each socket's last bind()/listen()/attach answer and where it is now. */
+  results(): CallResult[] {
+    return this.#inner.results();
+  }
+
+  /** The lookup rules of the profile. */
+  rules(): LookupRules {
+    return this.#inner.rules();
+  }
+
+  /** The full lookup of one packet: tables walked, candidates, the group's pick, the receiving socket. */
+  lookup(packet: Packet): LookupExplain {
+    return this.#inner.lookup(packet);
+  }
+
+  /** One packet's lookup as an animation needs it: the receiving socket, the kernel's hash for the choice, the group's record. */
+  dispatch(packet: Packet): Dispatched {
+    return this.#inner.dispatch(packet);
+  }
+
+  /** The receiving socket of each of the first `len` packets of `batch` ({@link NO_LISTENER} for none) in `batch.out()`. */
+  lookupBatchV4(batch: V4Batch, len: number, proto: Proto, cpu = 0): void {
+    this.#inner.lookupBatchV4(batch.raw, len, proto, cpu);
+  }
+
+  /** The group socket `fd` is in now, if any. */
+  groupOf(fd: number): number | undefined {
+    return this.#inner.groupOf(fd);
+  }
+
+  /** Group `g` at a glance. */
+  groupSummary(g: number): GroupSummary {
+    return this.#inner.groupSummary(g);
+  }
+
+  /** Group `g`'s members by member number. */
+  groupMemberStates(g: number): Member[] {
+    return this.#inner.groupMemberStates(g);
+  }
+
+  /** The socket of each of group `g`'s members, by member number. */
+  groupMembers(g: number): Uint32Array {
+    return this.#inner.groupMembers(g);
+  }
+
+  /** Group `g`'s listening members as sockets, in slot order. */
+  groupListening(g: number): Uint32Array {
+    return this.#inner.groupListening(g);
+  }
+
+  /** The receiving sockets on a protocol, address and port, in the order a lookup walks them. */
+  receivingOn(proto: Proto, addr: string, port: number): Uint32Array {
+    return this.#inner.receivingOn(proto, addr, port);
   }
 
   /** Frees the wasm memory. */

@@ -2,14 +2,12 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Group } from '../../src/model/index';
-import { Host, loadLookupSync, type Call } from '../../src/model/lookup';
+import { Host, loadLookupSync } from '../../src/model/lookup';
 import { say } from '../../src/model/messages';
 import { SERVER } from '../../src/scene/dispatch/clients';
-import { addrAnyPlan, groupPlan, hostPacket, lookupView, type HostPlan } from '../../src/scene/dispatch/lookup';
+import { addrAnyPlan, groupPlan, hostPacket, lookupView } from '../../src/scene/dispatch/lookup';
 
-/** The plan's calls (its layout is a call log). */
-const callsOf = (plan: HostPlan): Call[] => ('calls' in plan.layout ? plan.layout.calls : []);
-import { DispatchSim, type SimOptions } from '../../src/scene/dispatch/sim';
+import { DispatchSim, RefusedCall, type SimOptions } from '../../src/scene/dispatch/sim';
 import { loadModelForTests } from './setup-model';
 
 const wasm = fileURLToPath(new URL('../../src/model/pkg-lookup/reuseport_bg.wasm', import.meta.url));
@@ -28,7 +26,7 @@ const base: SimOptions = {
 
 const planOf = (sim: DispatchSim) => {
   const s = sim.summary();
-  return groupPlan({ proto: sim.opts.proto, bind: s.bind, port: s.port, secret: sim.opts.secret, program: sim.opts.program, members: sim.group.members() });
+  return groupPlan(sim.host.results(), sim.opts.proto, s.bind, s.port);
 };
 
 const dispatched = (sim: DispatchSim, n: number) => {
@@ -53,7 +51,7 @@ describe('dispatch: listener lookup panel', () => {
     for (const c of cases) {
       const sim = new DispatchSim({ ...base, ...c });
       const plan = planOf(sim);
-      const host = new Host(sim.opts.kernel, plan.layout);
+      const host = sim.host;
       const results = host.results();
       expect(
         results.filter((r) => !r.receiving),
@@ -72,7 +70,6 @@ describe('dispatch: listener lookup panel', () => {
             cands.map((x) => [`socket ${x.socket}`, String(x.score), say('en', 'candidate_outcome', x.outcome)]),
           );
         });
-        // Nothing closed: the Host's answer is the live group's, numbered the same way.
         expect(v.listener).toBe(e.listener);
         if (ex.group) {
           expect(ex.group.members[ex.group.explain.listener!]).toBe(ex.socket);
@@ -83,62 +80,85 @@ describe('dispatch: listener lookup panel', () => {
       const first = v0(host, plan, evs[0]!);
       if (sim.opts.proto === 'tcp')
         expect(first).toMatch(/^[56]\./.test(sim.opts.kernel) ? /^lhash2 \(10\.0\.0\.1, 8080\)/ : /^listening_hash \(port-keyed, 32 buckets\)/);
-      host.dispose();
       sim.dispose();
     }
   });
 
-  it('leaves closed listeners out and keeps each socket tied to its listener number', () => {
+  it("the scene's controls are calls on its Host: close, then SO_INCOMING_CPU on and off", () => {
     const sim = new DispatchSim({ ...base, listeners: 5 });
     sim.close(1);
     sim.setIncomingCpu(3, 2);
+    const calls = sim.host.calls().calls;
+    // The group shorthand's calls for five listeners, then exactly the controls' calls.
+    expect(calls.slice(-2)).toEqual([
+      { call: 'close', fd: 1 },
+      { call: 'setsockopt', fd: 3, opt: { incomingCpu: 2 } },
+    ]);
+    expect(sim.members()[3]!.incomingCpu).toBe(2);
+    expect(sim.summary().incomingCpu).toBe(1);
+    // Unsetting is setsockopt(-1): the kernel reads an int.
+    sim.setIncomingCpu(3, undefined);
+    expect(sim.host.calls().calls.at(-1)).toEqual({ call: 'setsockopt', fd: 3, opt: { incomingCpu: 0xffffffff } });
+    expect(sim.members()[3]!.incomingCpu).toBe(-1);
+    expect(sim.summary().incomingCpu).toBe(0);
     const plan = planOf(sim);
-    expect(plan.listenerOf).toEqual([0, 2, 3, 4]);
-    // Listener 3 is socket 2, and only it sets SO_INCOMING_CPU (to 2).
-    const cpus = callsOf(plan).flatMap((c) => (c.call === 'setsockopt' && 'incomingCpu' in c.opt ? [[c.fd, c.opt.incomingCpu]] : []));
-    expect(cpus).toEqual([[2, 2]]);
-    const host = new Host('6.18', plan.layout);
+    expect(plan.listenerOf).toEqual([0, 1, 2, 3, 4]);
+    expect(plan.facts).toMatchObject({ sockets: 5, closed: 1 });
     for (const e of dispatched(sim, 10)) {
-      const v = lookupView(plan, host.results(), host.lookup(hostPacket(plan, 'tcp', e.tuple, e.cpu, null)));
+      const v = lookupView(plan, sim.host.results(), sim.host.lookup(hostPacket(plan, 'tcp', e.tuple, e.cpu, null)));
       expect(sim.rows).toContain(v.listener);
+      expect(v.listener).toBe(e.listener);
     }
-    host.dispose();
+    // A second close of the same socket is the kernel's EBADF, not a scene error.
+    expect(() => sim.close(1)).toThrow(RefusedCall);
+    try {
+      sim.close(1);
+    } catch (e) {
+      expect((e as RefusedCall).refusal.errno).toBe('EBADF');
+    }
     sim.dispose();
   });
 
-  it('replays the closes in order, so the Host picks exactly what the live group picks', () => {
+  it('a listener that joins after a close: the scene, its lookup and a separately built group agree', () => {
+    // The earlier scene rebuilt a layout for the lookup from the group's state, which could not say
+    // "joined after a close", and left closed listeners out. Now the panel asks the scene's Host.
     const sim = new DispatchSim({ ...base, listeners: 6 });
     sim.close(1);
-    sim.close(3);
-    const h = sim.closeHistory();
-    expect(h).toEqual({ order: [1, 3], joinAfterClose: false });
-    const s = sim.summary();
-    const plan = groupPlan({
-      proto: 'tcp',
-      bind: s.bind,
-      port: s.port,
-      secret: sim.opts.secret,
-      program: null,
-      members: sim.group.members(),
-      closedOrder: h.order,
-    });
-    expect(plan.listenerOf).toEqual([0, 1, 2, 3, 4, 5]);
-    expect(callsOf(plan).flatMap((c) => (c.call === 'close' ? [c.fd] : []))).toEqual([1, 3]);
-    const host = new Host('6.18', plan.layout);
-    for (const e of dispatched(sim, 30)) {
-      const x = host.lookup(hostPacket(plan, 'tcp', e.tuple, e.cpu, null));
-      // The live group answered this connection with e.listener (the model's Group).
+    const c = sim.join();
+    // By hand from reuseport_detach_sock and reuseport_add_sock: closing slot 1 moves the last
+    // member (5) into it; the new socket (fd 6) is appended at slot 5.
+    expect(c).toMatchObject({ kind: 'joined', listener: 6, slot: 5 });
+    expect(sim.rows).toEqual([0, 5, 2, 3, 4, 6]);
+    // An independent path: the model's group type, changed by the same operations (no Host).
+    const g = new Group('6.18', { proto: 'tcp', listeners: 6, bind: SERVER.addr, port: SERVER.port, keys: { v4: base.secret, v6Outer: 0, v6Inner: 0 } });
+    g.close(1);
+    g.join();
+    const plan = planOf(sim);
+    for (const e of dispatched(sim, 40)) {
+      expect(e.listener).toBe(g.explain(e.tuple, e.cpu).listener);
+      const x = sim.host.lookup(hostPacket(plan, 'tcp', e.tuple, e.cpu, null));
       expect(x.socket).toBe(e.listener);
-      // The scene's chips are the model's candidates, in list order, labelled by listener.
-      const v = lookupView(plan, host.results(), x);
+      const v = lookupView(plan, sim.host.results(), x);
       v.walks.forEach((w, i) => {
-        const c = x.tables[i]!.candidates;
-        expect(w.chips).toEqual(c.map((k) => ({ label: `L${k.socket}`, score: k.score, chosen: k.socket === x.socket })));
+        const k = x.tables[i]!.candidates;
+        expect(w.chips).toEqual(k.map((q) => ({ label: `L${q.socket}`, score: q.score, chosen: q.socket === x.socket })));
       });
     }
-    sim.join();
-    expect(sim.closeHistory().joinAfterClose).toBe(true);
-    host.dispose();
+    g.dispose();
+    sim.dispose();
+  });
+
+  it('a new secret re-hashes the scene and its lookup alike', () => {
+    const sim = new DispatchSim({ ...base, listeners: 7 });
+    const secret = 0x0badf00d;
+    sim.setSecret(secret);
+    const g = new Group('6.18', { proto: 'tcp', listeners: 7, bind: SERVER.addr, port: SERVER.port, keys: { v4: secret, v6Outer: 0, v6Inner: 0 } });
+    const plan = planOf(sim);
+    for (const e of dispatched(sim, 30)) {
+      expect(e.listener).toBe(g.explain(e.tuple, e.cpu).listener);
+      expect(sim.host.lookup(hostPacket(plan, 'tcp', e.tuple, e.cpu, null)).socket).toBe(e.listener);
+    }
+    g.dispose();
     sim.dispose();
   });
 
@@ -201,7 +221,15 @@ describe('dispatch: listener lookup panel', () => {
     }
     g.dispose();
     sim.dispose();
-    expect(() => new DispatchSim({ ...base, kernel: '4.17', program: { kind: 'drop' } })).toThrow(/SK_REUSEPORT/);
+    // The attach is a setsockopt the kernel refuses: the scene cannot have that setting.
+    expect(() => new DispatchSim({ ...base, kernel: '4.17', program: { kind: 'drop' } })).toThrow(RefusedCall);
+    try {
+      new DispatchSim({ ...base, kernel: '4.17', program: { kind: 'drop' } });
+    } catch (e) {
+      const r = e as RefusedCall;
+      expect(r.call).toMatchObject({ call: 'setsockopt', opt: { attachReuseport: { kind: 'drop' } } });
+      expect([r.refusal.errno, say('en', 'refusal_rule', r.refusal.rule)]).toEqual(['EINVAL', expect.stringMatching(/SK_REUSEPORT/)]);
+    }
     const drop = new DispatchSim({ ...base, kernel: '5.0', program: { kind: 'drop' } });
     expect(dispatched(drop, 3).every((e) => e.listener === null)).toBe(true);
     drop.dispose();
@@ -212,7 +240,7 @@ describe('dispatch: listener lookup panel', () => {
 });
 
 function v0(
-  host: Host,
+  host: Pick<Host, 'lookup' | 'results'>,
   plan: ReturnType<typeof groupPlan>,
   e: { tuple: { saddr: string; sport: number; daddr: string; dport: number }; cpu: number; payload: number | null },
 ): string {

@@ -148,13 +148,22 @@ describe('dispatch scene', () => {
     sim.dispose();
   });
 
-  it('batch flow map agrees with explain per client', () => {
+  it("the flow map (the Host's batch lookup) agrees with a separately built group per client", () => {
     const sim = new DispatchSim({ ...base, incomingCpu: [{ listener: 1, cpu: 2 }] });
-    const map = selectClients(sim.group, sim.clients);
+    const map = selectClients(sim.host, 'tcp', sim.clients);
+    const g = new Group('6.18', {
+      proto: 'tcp',
+      listeners: base.listeners,
+      bind: SERVER.addr,
+      port: SERVER.port,
+      keys: { v4: base.secret, v6Outer: 0, v6Inner: 0 },
+      incomingCpu: [{ listener: 1, cpu: 2 }],
+    });
     sim.clients.forEach((c, i) => {
-      const l = sim.group.explain({ saddr: c.saddr, sport: c.sport, daddr: SERVER.addr, dport: SERVER.port }, c.cpu).listener;
+      const l = g.explain({ saddr: c.saddr, sport: c.sport, daddr: SERVER.addr, dport: SERVER.port }, c.cpu).listener;
       expect(map[i] === NO_LISTENER ? null : map[i]).toBe(l);
     });
+    g.dispose();
     sim.dispose();
   });
 

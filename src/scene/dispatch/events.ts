@@ -46,7 +46,7 @@ export interface DispatchEvent {
   /** The model's hash (a number) and its hex, when explained. */
   hash: number | null;
   hashHex: string | null;
-  /** The model's whole record for the dispatch this packet belongs to. */
+  /** The group's whole record for the dispatch this packet belongs to (null when no group picked: the reservoir era's scan is the lookup's walk). */
   explain: Explain | null;
   /** What happened to it (said in the page's language where shown). */
   what: EventWhat;

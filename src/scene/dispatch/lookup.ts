@@ -1,25 +1,24 @@
 /**
  * The listener lookup behind a dispatched packet, as the model's full lookup
- * (`Host` of `pkg-lookup`) reports it: the tables (buckets) walked, every
- * candidate socket with its `compute_score` and outcome, the reuseport
- * group's pick and the receiving socket. No DOM and no kernel arithmetic:
- * this file writes the calls that make the visualized group (or a preset
- * with several groups) and turns the model's answer into rows. Its words
+ * (its `Host`) reports it: the tables (buckets) walked, every candidate socket
+ * with its `compute_score` and outcome, the reuseport group's pick and the
+ * receiving socket. No DOM and no kernel arithmetic. For the visualized
+ * group the Host is the scene's own (the one the controls' calls stepped, so
+ * a close, a late join or a new secret is in it as it happened); the
+ * addr_any preset is a second Host made by the selftest's calls. Its words
  * are the catalogue's (`ui.lookup.*` in messages/*.json), in the page's
  * language.
  */
-import type { Member, Program, Proto, Tuple } from '../../model/index';
-import { callLog, setupAll, type CallLog, type CallResult, type Layout, type LookupExplain, type Packet, type SocketSetup } from '../../model/lookup';
+import type { CallResult, LookupExplain, Packet, Proto, Tuple } from '../../model/index';
+import { callLog, setupAll, type CallLog, type SocketSetup } from '../../model/lookup';
 import { say, sayRefusal, sayUi, sayUiCount, type Lang } from '../../model/messages';
 
 /** Which layout the lookup panel asks about. */
 export type LookupScene = 'group' | 'addr_any';
 
-/** A layout for the model's Host, with what each socket is in the scene. */
+/** What a lookup is asked in: what each socket is in the scene, and where packets go. */
 export interface HostPlan {
   scene: LookupScene;
-  /** What the Host replays: a call log (a pasted layout may be in the earlier form, which the model converts). */
-  layout: CallLog | Layout;
   /** The visualized group's listener number of each socket index (null: not one of its listeners). */
   listenerOf: (number | null)[];
   /** Where packets go in this layout (the visualized group's address, or the preset's). */
@@ -29,10 +28,8 @@ export interface HostPlan {
   facts: PlanFacts;
 }
 
-/** What a layout is: the visualized group (its sockets, closes replayed or left out), or the addr_any preset. */
-export type PlanFacts =
-  | { scene: 'group'; sockets: number; proto: Proto; bind: string; port: number; replayed: number[] | null; omitted: number }
-  | { scene: 'addr_any'; port: number };
+/** What a layout is: the visualized server's sockets (how many, how many closed), or the addr_any preset. */
+export type PlanFacts = { scene: 'group'; sockets: number; closed: number; proto: Proto; bind: string; port: number } | { scene: 'addr_any'; port: number };
 
 /** One sentence about the layout, in `lang`. */
 export function describePlan(plan: HostPlan, lang: Lang): string {
@@ -42,24 +39,23 @@ export function describePlan(plan: HostPlan, lang: Lang): string {
     sockets: sayUiCount(lang, 'lookup.sockets', f.sockets, { proto: f.proto.toUpperCase() }),
     bind: f.bind,
     port: f.port,
-    replayed: f.replayed?.length ? sayUi(lang, 'lookup.replayed', { order: f.replayed.join(', ') }) : '',
-    omitted: f.omitted ? sayUiCount(lang, 'lookup.omitted', f.omitted) : '',
+    closed: f.closed ? sayUiCount(lang, 'lookup.closed', f.closed) : '',
   });
 }
 
-/** What of the visualized group a layout needs (all from the model or the run's options). */
-export interface GroupSource {
-  proto: Proto;
-  /** Bound address and port of the group. */
-  bind: string;
-  port: number;
-  /** The IPv4 hash key. */
-  secret: number;
-  program: Program | null;
-  /** `Group.members()`, indexed by listener number. */
-  members: Member[];
-  /** Listeners closed, in order, when no listener joined after a close; the layout then replays the closes. */
-  closedOrder?: number[];
+/**
+ * The visualized server as a plan: its own Host's sockets (`results`), socket
+ * `i` being listener `i`; packets go to the bound address (10.0.0.1 for a
+ * wildcard group, the scene's server address).
+ */
+export function groupPlan(results: CallResult[], proto: Proto, bind: string, port: number): HostPlan {
+  return {
+    scene: 'group',
+    listenerOf: results.map((r) => r.socket),
+    daddr: bind === '0.0.0.0' ? '10.0.0.1' : bind,
+    dport: port,
+    facts: { scene: 'group', sockets: results.length, closed: results.filter((r) => r.closed).length, proto, bind, port },
+  };
 }
 
 /** A receiving socket: TCP listens after bind; UDP receives from bind on. */
@@ -69,40 +65,9 @@ function sock(proto: Proto, family: 'inet' | 'inet6', addr: string, port: number
 
 const keys = (secret: number, v6Outer = 0) => ({ v4: secret >>> 0, v6Outer: v6Outer >>> 0, v6Inner: 0 });
 
-/**
- * The visualized group as a call log: one socket per listening member, in
- * listener-number order (so they join the Host's group in the same order),
- * with its SO_INCOMING_CPU; closed members are omitted. The group's program
- * is attached on the first socket after all have joined (the selftests' order).
- */
-export function groupPlan(g: GroupSource): HostPlan {
-  const listenerOf: number[] = [];
-  const sockets: SocketSetup[] = [];
-  const replay = g.closedOrder !== undefined;
-  g.members.forEach((m, l) => {
-    // With the close order known, every member binds and listens, then the
-    // closes run in order: the Host's socks[] is then the live group's.
-    if (!replay && m.state !== 'listening') return;
-    listenerOf.push(l);
-    sockets.push({ ...sock(g.proto, 'inet', g.bind, g.port), incomingCpu: m.incomingCpu >= 0 ? m.incomingCpu : null });
-  });
-  const calls = setupAll(sockets);
-  if (g.program && sockets.length) calls.push({ call: 'setsockopt', fd: 0, opt: { attachReuseport: g.program } });
-  if (replay) for (const fd of g.closedOrder!) calls.push({ call: 'close', fd });
-  const omitted = g.members.length - sockets.length;
-  return {
-    scene: 'group',
-    layout: callLog(calls, keys(g.secret)),
-    listenerOf,
-    daddr: g.bind === '0.0.0.0' ? '10.0.0.1' : g.bind,
-    dport: g.port,
-    facts: { scene: 'group', sockets: sockets.length, proto: g.proto, bind: g.bind, port: g.port, replayed: replay ? g.closedOrder! : null, omitted },
-  };
-}
-
 /** reuseport_addr_any (selftests): wildcard IPv4 and IPv6 groups, a specific 127.0.0.1 group, and a socket without SO_REUSEPORT whose bind fails. */
 export const ADDR_ANY_PORT = 8888;
-export function addrAnyPlan(proto: Proto, secret: number): HostPlan {
+export function addrAnyPlan(proto: Proto, secret: number): HostPlan & { layout: CallLog } {
   const p = ADDR_ANY_PORT;
   const v4 = () => sock(proto, 'inet', '0.0.0.0', p);
   const v6 = () => sock(proto, 'inet6', '::', p);

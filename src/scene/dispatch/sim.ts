@@ -1,11 +1,28 @@
 /**
- * The dispatch scene's state: a model group, the clients, the event list,
- * the packets in flight, per-listener counts and queues. No DOM: every
- * kernel answer (hash, product, slot, listener, fallbacks) comes from the
- * model (`Group.explain` per dispatched packet, `selectBatchV4` for the
- * flow map); this file only moves dots along the path the model reported.
+ * The dispatch scene's state: one model `Host` (the server's sockets,
+ * stepped by the calls a program makes: socket, setsockopt, bind, listen,
+ * close), the clients, the event list, the packets in flight, per-listener
+ * counts and queues. A listener is a socket: listener `i` is fd `i`. No DOM:
+ * every kernel answer (the lookup, hash, product, slot, listener,
+ * fallbacks, what a call did to the group) comes from that Host
+ * (`Host.lookup` per dispatched packet, `lookupBatchV4` for the flow map);
+ * this file only moves dots along the path the model reported.
  */
-import { Group, NO_LISTENER, V4Batch, type Change, type CpuPin, type Explain, type GroupSummary, type Program, type Proto } from '../../model/index';
+import {
+  Host,
+  NO_LISTENER,
+  V4Batch,
+  type Call,
+  type Change,
+  type CpuPin,
+  type Explain,
+  type GroupSummary,
+  type Dispatched,
+  type Member,
+  type Program,
+  type Proto,
+  type Refusal,
+} from '../../model/index';
 import { ephemeralRange } from '../../model/index';
 import { makeClients, SERVER, type Client } from './clients';
 import { EventLog, type DispatchEvent, type EventWhat, type NoTaker } from './events';
@@ -58,6 +75,8 @@ export interface Remap {
   /** The change itself (for words in another language): the operation and the model's record of it. */
   op: Op;
   change: Change | undefined;
+  /** The calls it made, each with the kernel's answer (null: success). */
+  calls: { call: Call; answer: Refusal | null }[];
   /** Client indexes whose listener changed. */
   moved: number[];
   total: number;
@@ -157,8 +176,8 @@ export function newFrame(cap = 1024): Frame {
   return { n: 0, x: new Float32Array(cap), y: new Float32Array(cap), kind: new Uint8Array(cap), listener: new Uint32Array(cap), seq: new Float64Array(cap) };
 }
 
-/** Selects a listener for every client with the batch API, one call per receiving CPU. */
-export function selectClients(group: Group, clients: readonly Client[], batch?: V4Batch): Uint32Array {
+/** The receiving socket of every client's packets: the Host's full lookup through the batch API, one call per receiving CPU. */
+export function selectClients(host: Host, proto: Proto, clients: readonly Client[], batch?: V4Batch): Uint32Array {
   const out = new Uint32Array(clients.length).fill(NO_LISTENER);
   if (clients.length === 0) return out;
   const b = batch ?? new V4Batch(clients.length);
@@ -177,7 +196,7 @@ export function selectClients(group: Group, clients: readonly Client[], batch?: 
         v.daddr[k] = SERVER.addrNum;
         v.dport[k] = SERVER.port;
       });
-      group.selectBatchV4(b, idx.length, cpu);
+      host.lookupBatchV4(b, idx.length, proto, cpu);
       idx.forEach((ci, k) => {
         out[ci] = v.out[k]!;
       });
@@ -188,21 +207,46 @@ export function selectClients(group: Group, clients: readonly Client[], batch?: 
   return out;
 }
 
-/** A group change the scene can make. */
+/** A change the scene's controls make: a new listener, a close, SO_INCOMING_CPU, or a new boot's secret. */
 export type Op = { op: 'join' } | { op: 'close'; listener: number } | { op: 'cpu'; listener: number; cpu: number | undefined } | { op: 'keys'; secret: number };
 
-/** Makes one group change on `g`; the model's record of it (none for new keys). */
-function applyOp(g: Group, op: Op): Change | undefined {
+/** SO_INCOMING_CPU's value that unsets it: the kernel reads an int, and this is -1. */
+export const UNSET_CPU = 0xffffffff;
+
+/**
+ * The calls a program makes for a control, on a host with `sockets` sockets
+ * so far (a new socket is fd `sockets`): a new listener is socket, SO_REUSEPORT,
+ * bind and (TCP) listen; a close is close; SO_INCOMING_CPU is setsockopt. A
+ * new secret is no call (the keys are drawn at boot).
+ */
+export function callsOf(op: Op, sockets: number, proto: Proto, bind: string, port: number): Call[] {
   switch (op.op) {
-    case 'join':
-      return g.join();
+    case 'join': {
+      const fd = sockets;
+      const calls: Call[] = [
+        { call: 'socket', family: 'inet', proto, uid: 0 },
+        { call: 'setsockopt', fd, opt: { reuseport: true } },
+        { call: 'bind', fd, addr: bind, port },
+      ];
+      if (proto === 'tcp') calls.push({ call: 'listen', fd });
+      return calls;
+    }
     case 'close':
-      return g.close(op.listener);
+      return [{ call: 'close', fd: op.listener }];
     case 'cpu':
-      return g.setIncomingCpu(op.listener, op.cpu);
+      return [{ call: 'setsockopt', fd: op.listener, opt: { incomingCpu: op.cpu ?? UNSET_CPU } }];
     case 'keys':
-      g.setKeys({ v4: op.secret >>> 0, v6Outer: 0, v6Inner: 0 });
-      return undefined;
+      return [];
+  }
+}
+
+/** A call the kernel refused, as an error: the call and the model's refusal (errno and rule). */
+export class RefusedCall extends Error {
+  constructor(
+    readonly call: Call,
+    readonly refusal: Refusal,
+  ) {
+    super(`${call.call} refused: ${refusal.errno} (${refusal.rule})`);
   }
 }
 
@@ -219,7 +263,8 @@ export class DispatchSim {
   readonly log: EventLog;
   readonly particles = new Particles();
   opts: SimOptions;
-  group!: Group;
+  /** The server's sockets: the one model state the animation and the lookup panel ask. */
+  host!: Host;
   clients: Client[] = [];
   /** Simulated seconds. */
   time = 0;
@@ -255,14 +300,17 @@ export class DispatchSim {
   boot = 0;
   /** Each worker accepts this many connections per simulated second, as a multiple of its fair share. @default 1.2 */
   workerHeadroom = 1.2;
-  #ops: Op[] = [];
+  /** The group the listeners are in (undefined: none, as in the reservoir era). */
+  #group: number | undefined;
+  #summary!: GroupSummary;
+  #members: Member[] = [];
   /**
    * The model's record per client for the group as it stands (cleared by every
    * group change). A client's packets all carry the same tuple and CPU, so the
    * model's answer for them is the same until the group changes; only a payload
    * program reads the datagram's number, and then nothing is kept.
    */
-  #explained: (Explain | string | undefined)[] = [];
+  #explained: (Dispatched | string | undefined)[] = [];
   /** Connections dispatched to listeners that have since closed. */
   closedCounts = 0;
   #carry = 0;
@@ -275,22 +323,36 @@ export class DispatchSim {
     this.rebuild();
   }
 
-  /** Builds the group again from the options, replaying adds, closes, SO_INCOMING_CPU and keys; clears the run. */
-  rebuild(keepOps = false): void {
+  /** The address the listeners bind. */
+  get bindAddr(): string {
+    return this.opts.wildcard ? '0.0.0.0' : SERVER.addr;
+  }
+
+  /** Builds the host again from the options (the calls a program makes for the group, replayed); clears the run. */
+  rebuild(): void {
     const o = this.opts;
-    const g = new Group(o.kernel, {
-      proto: o.proto,
-      listeners: o.listeners,
-      bind: o.wildcard ? '0.0.0.0' : SERVER.addr,
-      port: SERVER.port,
-      keys: { v4: o.secret >>> 0, v6Outer: 0, v6Inner: 0 },
-      incomingCpu: o.incomingCpu ?? [],
-      program: o.program,
+    const h = new Host(o.kernel, {
+      group: {
+        proto: o.proto,
+        listeners: o.listeners,
+        bind: this.bindAddr,
+        port: SERVER.port,
+        keys: { v4: o.secret >>> 0, v6Outer: 0, v6Inner: 0 },
+        incomingCpu: o.incomingCpu ?? [],
+        program: o.program,
+      },
     });
-    if (!keepOps) this.#ops = [];
-    for (const op of this.#ops) applyOp(g, op);
-    this.group?.dispose();
-    this.group = g;
+    // A call of the group's the kernel refuses (a program it cannot attach) is a setting it cannot have.
+    const answers = h.answers();
+    const at = answers.findIndex((a) => a !== null);
+    if (at >= 0) {
+      const refused = new RefusedCall(h.calls().calls[at]!, answers[at]!);
+      h.dispose();
+      throw refused;
+    }
+    this.host?.dispose();
+    this.host = h;
+    this.#readHost();
     this.clients = o.clientList ?? makeClients(o.seed, o.clients, o.cpus, ephemeralRange(o.kernel));
     this.#batch?.dispose();
     this.#batch = this.clients.length ? new V4Batch(this.clients.length) : null;
@@ -317,35 +379,64 @@ export class DispatchSim {
     // no single listener: leave it uncoloured rather than show the answer for
     // an empty payload.
     if (this.opts.program?.kind === 'payload_mod') return new Uint32Array(this.clients.length).fill(NO_LISTENER);
-    return selectClients(this.group, this.clients, this.#batch ?? undefined);
+    return selectClients(this.host, this.opts.proto, this.clients, this.#batch ?? undefined);
   }
 
   /**
-   * Listeners closed so far, in order, and whether a listener joined after a
-   * close (a Host layout replays every join before any close, so it can only
-   * mirror the live group when none did).
+   * Reads what the scene shows of the host after a change: the listeners' group
+   * (that of a socket still receiving; a group emptied by closes is gone, and the
+   * next listener makes a new one), its summary, each socket's member record and
+   * the rows: listening members in slot order, or the listening list in the
+   * order a lookup walks it when the kernel keeps no group (reservoir era).
    */
-  closeHistory(): { order: number[]; joinAfterClose: boolean } {
-    const order: number[] = [];
-    let joinAfterClose = false;
-    for (const op of this.#ops) {
-      if (op.op === 'close') order.push(op.listener);
-      else if (op.op === 'join' && order.length) joinAfterClose = true;
+  #readHost(): void {
+    const h = this.host;
+    const results = h.results();
+    const live = results.filter((r) => r.receiving && !r.closed);
+    this.#group = live.map((r) => h.groupOf(r.socket)).find((g) => g !== undefined);
+    const g = this.#group;
+    const states = g === undefined ? [] : h.groupMemberStates(g);
+    const fds = g === undefined ? new Uint32Array(0) : h.groupMembers(g);
+    const members: Member[] = results.map((r) => ({ state: r.closed ? 'closed' : r.receiving ? 'listening' : 'shut_down', incomingCpu: -1, connected: false }));
+    fds.forEach((fd, m) => {
+      if (states[m]) members[fd] = states[m]!;
+    });
+    this.#members = members;
+    const rows = g !== undefined ? h.groupListening(g) : h.receivingOn(this.opts.proto, this.bindAddr, SERVER.port);
+    this.rows = [...rows];
+    if (g !== undefined) this.#summary = h.groupSummary(g);
+    else {
+      const rules = h.rules();
+      const scan = this.opts.proto === 'tcp' ? rules.tcpScan : rules.udpScan;
+      this.#summary = {
+        bind: this.bindAddr,
+        port: SERVER.port,
+        selection: scan === 'reservoir' ? 'reservoir' : 'group',
+        listening: this.rows.length,
+        maxSocks: null,
+        closedTail: 0,
+        incomingCpu: 0,
+        hasConns: false,
+      };
     }
-    return { order, joinAfterClose };
   }
 
+  /** The listeners' group at a glance (the model's summary; made of the host's lists when the kernel keeps no group). */
   summary(): GroupSummary {
-    return this.group.summary();
+    return this.#summary;
   }
 
-  /** Members ever joined. */
+  /** Every socket's member record, indexed by listener (socket) number. */
+  members(): Member[] {
+    return this.#members;
+  }
+
+  /** Sockets ever made. */
   memberCount(): number {
-    return this.group.members().length;
+    return this.#members.length;
   }
 
   #layoutRows(snap: boolean): void {
-    this.rows = [...this.group.listening()];
     const n = this.memberCount();
     while (this.rowY.length < n) {
       this.rowY.push(0.5);
@@ -366,12 +457,29 @@ export class DispatchSim {
     return this.rows.indexOf(listener);
   }
 
-  /** Applies a group change and records which client flows now land elsewhere (the model's answers before and after). */
+  /**
+   * Makes a control's calls on the host, in order, and records which client
+   * flows now land elsewhere (the model's answers before and after). A call
+   * the kernel refuses stops the rest and throws {@link RefusedCall}, after
+   * the scene has taken in what the calls before it did.
+   */
   #change(op: Op, what: (c: Change | undefined) => string, snap: boolean): Change | undefined {
     const before = this.clientListener;
     const oldY = [...this.rowY];
-    const change = applyOp(this.group, op);
-    this.#ops.push(op);
+    const made: { call: Call; answer: Refusal | null }[] = [];
+    let change: Change | undefined;
+    let refused: RefusedCall | null = null;
+    if (op.op === 'keys') this.host.setKeys({ v4: op.secret >>> 0, v6Outer: 0, v6Inner: 0 });
+    for (const call of callsOf(op, this.memberCount(), this.opts.proto, this.bindAddr, SERVER.port)) {
+      const answer = this.host.apply(call);
+      made.push({ call, answer });
+      change = this.host.lastChange()?.change ?? change;
+      if (answer) {
+        refused = new RefusedCall(call, answer);
+        break;
+      }
+    }
+    this.#readHost();
     this.#explained = [];
     this.slide = null;
     if (op.op === 'close') this.closedCounts += this.counts[op.listener] ?? 0;
@@ -390,7 +498,8 @@ export class DispatchSim {
         from.push(before[i]!);
         to.push(after[i]!);
       }
-    this.lastRemap = { what: what(change), op, change, moved, total: after.length, from, to, t: this.time };
+    this.lastRemap = { what: what(change), op, change, calls: made, moved, total: after.length, from, to, t: this.time };
+    if (refused) throw refused;
     return change;
   }
 
@@ -457,21 +566,24 @@ export class DispatchSim {
     const tuple = { saddr: c.saddr, sport: c.sport, daddr: SERVER.addr, dport: SERVER.port };
     // A datagram's payload is its number (payload_mod programs read it); a SYN carries none.
     const payload = this.opts.proto === 'udp' ? n >>> 0 : null;
-    let ex: Explain | null = null;
+    let lk: Dispatched | null = null;
     let err = '';
     const cached = this.opts.program?.kind === 'payload_mod' ? undefined : this.#explained[ci];
     if (cached !== undefined) {
       if (typeof cached === 'string') err = cached;
-      else ex = cached;
+      else lk = cached;
     } else {
       try {
-        ex = this.group.explain(tuple, c.cpu, payload);
+        lk = this.host.dispatch({ proto: this.opts.proto, tuple, device: null, ctx: { cpu: c.cpu, payload } });
       } catch (e) {
         err = (e as Error).message;
       }
-      if (this.opts.program?.kind !== 'payload_mod') this.#explained[ci] = ex ?? err;
+      if (this.opts.program?.kind !== 'payload_mod') this.#explained[ci] = lk ?? err;
     }
-    const listener = ex?.listener ?? null;
+    // The group's own record (hash, product, slot) when a group picked; the
+    // reservoir era's scan is the lookup's walk, which the inspector asks for.
+    const ex: Explain | null = lk?.explain ?? null;
+    const listener = lk?.socket ?? null;
     const base = {
       conn: n,
       t,
@@ -481,8 +593,8 @@ export class DispatchSim {
       payload,
       listener,
       slot: ex?.slot ?? null,
-      hash: ex ? ex.hash.hash : null,
-      hashHex: ex ? ex.hash.hashHex : null,
+      hash: lk?.hash ?? null,
+      hashHex: lk?.hash === null || lk?.hash === undefined ? null : hex32(lk.hash).slice(2),
       explain: ex,
     };
     const seq0 = this.log.nextSeq;
@@ -689,6 +801,6 @@ export class DispatchSim {
   dispose(): void {
     this.#batch?.dispose();
     this.#batch = null;
-    this.group.dispose();
+    this.host.dispose();
   }
 }

@@ -64,7 +64,7 @@ const EN: StructureText = {
 
 export function structure(sim: DispatchSim, t: StructureText = EN): Structure {
   const s = sim.summary();
-  const members = sim.group.members();
+  const members = sim.members();
   const rows = sim.rows.map((l, i) => {
     const m = listenerMark(l);
     return {
@@ -115,4 +115,9 @@ function pickText(p: SelectionPath, lang: Lang): string {
 /** The hash marker's label: the model's hash, product and slot for one packet. */
 export function markerText(e: Explain, lang: Lang = 'en'): string {
   return `hash 0x${e.hash.hashHex} ${pickText(e.pick, lang)} → ${e.listener === null ? PICK_WORDS[lang].none : `L${e.listener}`}`;
+}
+
+/** The hash marker's label when no group picked (the reservoir era): the kernel's hash and the listener its scan took. */
+export function chainMarkerText(hashHex: string, listener: number | null, listening: number, lang: Lang = 'en'): string {
+  return `hash 0x${hashHex} ${PICK_WORDS[lang].reservoir(listening)} → ${listener === null ? PICK_WORDS[lang].none : `L${listener}`}`;
 }

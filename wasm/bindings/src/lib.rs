@@ -14,7 +14,8 @@
 //!   (`unchecked_param_type` / `unchecked_return_type`); the boundary's own
 //!   small shapes are declared in TypeScript beside their Rust structs.
 //! - Errors cross as `JsError` whose message is the model's full sentence.
-//! - Group state lives here behind an opaque handle ([`WasmGroup`]).
+//! - Group state lives here behind an opaque handle ([`WasmGroup`]); a
+//!   host's sockets too ([`WasmHost`]), stepped by calls.
 //! - Bulk packets cross as typed arrays living in wasm memory
 //!   ([`WasmV4Batch`]), so a million selections cost no copying.
 
@@ -30,11 +31,13 @@ mod sim;
 mod ts_export;
 
 use reuseport_model::batch::V4Batch;
-#[cfg(feature = "lookup")]
-use reuseport_model::lookup::{CallLog, Host, Packet};
-use reuseport_model::tuple::{parse_bind, parse_tuple_line, Tuple};
+use reuseport_model::group::AddEffect;
+use reuseport_model::lookup::{Call, CallLog, Host, Packet};
+use reuseport_model::reuseport::{Change, PacketCtx};
+use reuseport_model::tuple::{parse_bind, parse_tuple_line, Proto, Tuple};
 use reuseport_model::{GroupSpec, Profile, ReuseportGroup};
 use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
 use wasm_bindgen::prelude::*;
 
 // The model's types the declarations below name (ts-rs writes them to
@@ -442,41 +445,57 @@ impl WasmV4Batch {
     }
 }
 
-#[cfg(feature = "lookup")]
 #[wasm_bindgen(typescript_custom_section)]
 const TS_HOST: &str = r#"
+import type { Call } from "../generated/Call";
 import type { CallLog } from "../generated/CallLog";
 import type { CallResult } from "../generated/CallResult";
 import type { Layout } from "../generated/Layout";
 import type { LookupExplain } from "../generated/LookupExplain";
 import type { LookupRules } from "../generated/LookupRules";
 import type { Packet } from "../generated/Packet";
+import type { Proto } from "../generated/Proto";
 import type { Refusal } from "../generated/message/Refusal";
 /** A kernel and a layout: a call log, or the earlier {sockets, listenOrder, closed} form (`Layout`), which the model converts. */
 export type HostConfig = { kernel: string; layout: CallLog | Layout };
+/** One packet's lookup as an animation needs it: the receiving socket, the hash the kernel computed for the choice (none when no reuseport choice was made), the group's own record when a group picked. */
+export type Dispatched = { socket: number | null; hash: number | null; explain: Explain | null };
+/** What the last call did to a reuseport group: the group, and its record with members named by socket (fd). */
+export type HostChange = { group: number; change: Change };
 "#;
 
 /// The input of [`WasmHost::new`] (TypeScript: `HostConfig`): a kernel and
 /// a layout, a call log (the earlier `{sockets, listenOrder, closed}` form
 /// is read too, converted).
-#[cfg(feature = "lookup")]
 #[derive(Deserialize)]
 struct HostConfig {
     kernel: String,
     layout: CallLog,
 }
 
-/// Several sockets on one host after their calls: the full listener
-/// lookup (feature `lookup`).
-#[cfg(feature = "lookup")]
+/// One packet's lookup as an animation needs it (TypeScript: `Dispatched`).
+#[derive(Serialize)]
+struct Dispatched {
+    socket: Option<usize>,
+    hash: Option<u32>,
+    explain: Option<reuseport_model::Explain>,
+}
+
+/// What the last call did to a group (TypeScript: `HostChange`).
+#[derive(Serialize)]
+struct HostChange {
+    group: usize,
+    change: Change,
+}
+
+/// Several sockets on one host, stepped by calls ([`Host::apply`]): the
+/// full listener lookup, and the groups inside for the hot paths. In the
+/// core package: the visualizer steps one as its scene.
 #[wasm_bindgen(js_name = Host)]
 pub struct WasmHost {
     inner: Host,
-    /// The calls replayed (an earlier-form layout as the model converted it).
-    log: CallLog,
 }
 
-#[cfg(feature = "lookup")]
 #[wasm_bindgen(js_class = Host)]
 impl WasmHost {
     /// Replays `{ kernel, layout: CallLog }`; throws naming the call and
@@ -486,19 +505,87 @@ impl WasmHost {
         #[wasm_bindgen(unchecked_param_type = "HostConfig")] config: JsValue,
     ) -> JsResult<WasmHost> {
         let cfg: HostConfig = from_js(config, "host configuration")?;
-        let profile = Profile::resolve(&cfg.kernel, None).js()?;
-        Ok(WasmHost {
-            inner: Host::run(profile, &cfg.layout).js()?,
-            log: cfg.layout,
-        })
+        WasmHost::on(&cfg.kernel, |p| Host::run(p, &cfg.layout))
     }
 
-    /// The call log replayed: the one given, or the calls an earlier-form
-    /// layout stood for, as the model converted it (`CallLog`), so a page
-    /// shows and edits calls only.
+    /// The host a group shorthand stands for (`{ kernel, group: GroupSpec }`):
+    /// the calls a program makes for it ([`CallLog::from_group`]), replayed;
+    /// listener `i` is socket (fd) `i`.
+    #[wasm_bindgen(js_name = fromGroup)]
+    pub fn from_group(
+        #[wasm_bindgen(unchecked_param_type = "GroupConfig")] config: JsValue,
+    ) -> JsResult<WasmHost> {
+        let cfg: GroupConfig = from_js(config, "group configuration")?;
+        WasmHost::on(&cfg.kernel, |p| Host::from_group(p, &cfg.group))
+    }
+
+    /// The calls applied so far with the host's settings (`CallLog`): the
+    /// log given, or the calls an earlier-form layout stood for as the
+    /// model converted it, then every call applied since, so a page shows
+    /// and edits calls only.
     #[wasm_bindgen(unchecked_return_type = "CallLog")]
     pub fn calls(&self) -> JsResult<JsValue> {
-        to_js(&self.log)
+        to_js(&self.inner.log())
+    }
+
+    /// Steps the host by one call (`Call`): the kernel's answer, `null`
+    /// for success or the `Refusal`; throws naming the field when the
+    /// model cannot replay the call.
+    #[wasm_bindgen(unchecked_return_type = "Refusal | null")]
+    pub fn apply(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Call")] call: JsValue,
+    ) -> JsResult<JsValue> {
+        let c: Call = from_js(call, "call")?;
+        to_js(&self.inner.apply(c).js()?)
+    }
+
+    /// What the last call did to a reuseport group (`HostChange`), its
+    /// members named by socket; `undefined` when it changed none.
+    #[wasm_bindgen(js_name = lastChange, unchecked_return_type = "HostChange | undefined")]
+    pub fn last_change(&self) -> JsResult<JsValue> {
+        let Some((g, c)) = self.inner.last_change() else {
+            return Ok(JsValue::UNDEFINED);
+        };
+        let fds = self.inner.group_members(g).unwrap_or_default();
+        let fd = |m: u32| fds.get(m as usize).map_or(m, |&f| f as u32);
+        let change = match c {
+            Change::Joined {
+                listener,
+                slot,
+                effect,
+            } => Change::Joined {
+                listener: fd(listener),
+                slot,
+                effect: match effect {
+                    AddEffect::EvictedClosed { listener } => AddEffect::EvictedClosed {
+                        listener: fd(listener),
+                    },
+                    e => e,
+                },
+            },
+            Change::Left {
+                listener,
+                slot,
+                moved,
+            } => Change::Left {
+                listener: fd(listener),
+                slot,
+                moved: moved.map(fd),
+            },
+            Change::Unchanged => Change::Unchanged,
+        };
+        to_js(&HostChange { group: g, change })
+    }
+
+    /// A new boot: the same sockets, hashed with new keys (`Keys`).
+    #[wasm_bindgen(js_name = setKeys)]
+    pub fn set_keys(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Keys")] keys: JsValue,
+    ) -> JsResult<()> {
+        self.inner.set_keys(from_js(keys, "keys")?);
+        Ok(())
     }
 
     /// Each call's answer, in call order (`null` for ok).
@@ -527,6 +614,154 @@ impl WasmHost {
     ) -> JsResult<JsValue> {
         let p: Packet = from_js(packet, "packet")?;
         to_js(&self.inner.lookup(&p))
+    }
+
+    /// Looks up one packet and hands back what an animation of it needs
+    /// (`Dispatched`): the receiving socket, the reuseport hash the kernel
+    /// computed for the choice, and the group's own record when a group
+    /// picked. The walk's candidates stay here ([`WasmHost::lookup`] gives
+    /// them): in the 3.9–4.5 reservoir era a packet meets every listener.
+    #[wasm_bindgen(unchecked_return_type = "Dispatched")]
+    pub fn dispatch(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Packet")] packet: JsValue,
+    ) -> JsResult<JsValue> {
+        use reuseport_model::message::CandidateOutcome;
+        let p: Packet = from_js(packet, "packet")?;
+        let x = self.inner.lookup(&p);
+        let explain = x.group.map(|g| g.explain);
+        // The reservoir scan records the value it tests per equal score; the
+        // first one tested (at the second match) is the packet's hash.
+        let reservoir = || {
+            x.tables
+                .iter()
+                .flat_map(|t| &t.candidates)
+                .find_map(|c| match &c.outcome {
+                    CandidateOutcome::ReservoirTaken { phash, matches: 2 }
+                    | CandidateOutcome::ReservoirNotTaken {
+                        phash, matches: 2, ..
+                    } => u32::from_str_radix(phash, 16).ok(),
+                    _ => None,
+                })
+        };
+        let hash = explain.as_ref().map(|e| e.hash.hash).or_else(reservoir);
+        to_js(&Dispatched {
+            socket: x.socket,
+            hash,
+            explain,
+        })
+    }
+
+    /// Looks up every packet in `batch` (its first `len` entries, `proto`,
+    /// received on `cpu`), writing the receiving socket (or `0xffffffff`
+    /// for none) into the batch's output: the full lookup per packet, with
+    /// nothing crossing the boundary but the arrays.
+    #[wasm_bindgen(js_name = lookupBatchV4)]
+    pub fn lookup_batch_v4(
+        &self,
+        batch: &mut WasmV4Batch,
+        len: usize,
+        #[wasm_bindgen(unchecked_param_type = "Proto")] proto: JsValue,
+        cpu: u32,
+    ) -> JsResult<()> {
+        let proto: Proto = from_js(proto, "proto")?;
+        let n = len.min(batch.out.len());
+        for i in 0..n {
+            let p = Packet {
+                proto,
+                tuple: Tuple {
+                    saddr: Ipv4Addr::from(batch.saddr[i]).into(),
+                    sport: batch.sport[i],
+                    daddr: Ipv4Addr::from(batch.daddr[i]).into(),
+                    dport: batch.dport[i],
+                },
+                device: None,
+                ctx: PacketCtx::on_cpu(cpu),
+            };
+            batch.out[i] = self.inner.lookup(&p).socket.map_or(u32::MAX, |s| s as u32);
+        }
+        Ok(())
+    }
+
+    /// The group socket `fd` is in now (`undefined`: none, as in the
+    /// 3.9–4.5 reservoir era or after its close).
+    #[wasm_bindgen(js_name = groupOf)]
+    pub fn group_of(&self, fd: usize) -> Option<usize> {
+        self.inner.group_of(fd)
+    }
+
+    /// Group `g` at a glance (`GroupSummary`).
+    #[wasm_bindgen(js_name = groupSummary, unchecked_return_type = "GroupSummary")]
+    pub fn group_summary(&self, g: usize) -> JsResult<JsValue> {
+        to_js(&self.group(g)?.summary())
+    }
+
+    /// Group `g`'s members by member number (`Member[]`).
+    #[wasm_bindgen(js_name = groupMemberStates, unchecked_return_type = "Member[]")]
+    pub fn group_member_states(&self, g: usize) -> JsResult<JsValue> {
+        to_js(&self.group(g)?.members())
+    }
+
+    /// The socket (fd) of each of group `g`'s members, by member number.
+    #[wasm_bindgen(js_name = groupMembers)]
+    pub fn group_members(&self, g: usize) -> JsResult<Vec<u32>> {
+        let fds = self
+            .inner
+            .group_members(g)
+            .ok_or_else(|| JsError::new(&format!("the host has no group {g}")))?;
+        Ok(fds.iter().map(|&f| f as u32).collect())
+    }
+
+    /// Group `g`'s listening members as sockets (fds), in slot order.
+    #[wasm_bindgen(js_name = groupListening)]
+    pub fn group_listening(&self, g: usize) -> JsResult<Vec<u32>> {
+        let fds = self.inner.group_members(g).unwrap_or_default();
+        Ok(self
+            .group(g)?
+            .listening()
+            .iter()
+            .map(|&m| fds.get(m as usize).map_or(m, |&f| f as u32))
+            .collect())
+    }
+
+    /// The receiving sockets on (`proto`, `addr`, `port`), in the order a
+    /// lookup walks them: the reservoir era's chain.
+    #[wasm_bindgen(js_name = receivingOn)]
+    pub fn receiving_on(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Proto")] proto: JsValue,
+        addr: &str,
+        port: u16,
+    ) -> JsResult<Vec<u32>> {
+        let proto: Proto = from_js(proto, "proto")?;
+        let a: std::net::IpAddr = addr
+            .parse()
+            .map_err(|_| JsError::new(&format!("address: `{addr}` is not an IP address")))?;
+        Ok(self
+            .inner
+            .receiving_on(proto, a, port)
+            .iter()
+            .map(|&f| f as u32)
+            .collect())
+    }
+}
+
+impl WasmHost {
+    /// The host `build` makes in the profile `kernel` resolves to.
+    fn on(
+        kernel: &str,
+        build: impl FnOnce(&'static Profile) -> Result<Host, reuseport_model::lookup::LayoutError>,
+    ) -> JsResult<WasmHost> {
+        let profile = Profile::resolve(kernel, None).js()?;
+        Ok(WasmHost {
+            inner: build(profile).js()?,
+        })
+    }
+
+    fn group(&self, g: usize) -> JsResult<&ReuseportGroup> {
+        self.inner
+            .group(g)
+            .ok_or_else(|| JsError::new(&format!("the host has no group {g}")))
     }
 }
 

@@ -273,12 +273,7 @@ fn a_host_stepped_call_by_call_answers_as_the_whole_log_replayed() {
     assert_eq!(refused, vec![log.calls.len() - 1]);
     assert_eq!(stepped.log(), log);
     for (t, ctx) in packets(&spec) {
-        let p = reuseport_model::lookup::Packet {
-            proto: Proto::Tcp,
-            tuple: t,
-            device: None,
-            ctx,
-        };
+        let p = tcp(t, ctx);
         assert_eq!(whole.lookup(&p).socket, stepped.lookup(&p).socket);
     }
 }
@@ -295,4 +290,126 @@ fn a_call_the_model_cannot_replay_is_an_error_and_changes_nothing() {
     assert!(e.to_string().contains("socket 7 does not exist yet"), "{e}");
     assert_eq!(host.log(), before);
     assert_eq!(host.answers().len(), before.calls.len());
+}
+
+/// Six TCP listeners on 127.0.0.1:8080 (fds 0 to 5), one group.
+fn six() -> Host {
+    let spec = GroupSpec::new(Proto::Tcp, 6, IpAddr::V4(Ipv4Addr::LOCALHOST), 8080, keys());
+    Host::from_group(Profile::resolve("6.18", None).unwrap(), &spec).unwrap()
+}
+
+/// A page draws what a close or a join did to `socks[]` from the host it
+/// steps, with no second group beside it: the host hands back the group's own
+/// record of the call.
+#[test]
+fn the_last_call_s_change_is_the_group_s_own_record() {
+    use reuseport_model::group::AddEffect;
+    use reuseport_model::reuseport::Change;
+    let mut h = six();
+    let mut g = ReuseportGroup::build(
+        Profile::resolve("6.18", None).unwrap(),
+        &GroupSpec::new(Proto::Tcp, 6, IpAddr::V4(Ipv4Addr::LOCALHOST), 8080, keys()),
+    )
+    .unwrap();
+    assert_eq!(h.apply(Call::Close { fd: 1 }).unwrap(), None);
+    // By hand (reuseport_detach_sock): slot 1 freed, the last member (5) moved into it.
+    let expected = Change::Left {
+        listener: 1,
+        slot: Some(1),
+        moved: Some(5),
+    };
+    assert_eq!(h.last_change().map(|(_, c)| c), Some(expected));
+    assert_eq!(g.close(1).unwrap(), expected);
+    // A new listener after the close: socket, SO_REUSEPORT, bind, listen.
+    let fd = h.sockets();
+    h.apply(Call::Socket {
+        family: reuseport_model::lookup::Family::Inet,
+        proto: Proto::Tcp,
+        uid: 0,
+    })
+    .unwrap();
+    assert!(h.last_change().is_none(), "socket() changes no group");
+    h.apply(Call::Setsockopt {
+        fd,
+        opt: reuseport_model::lookup::SockOpt::Reuseport(true),
+    })
+    .unwrap();
+    h.apply(Call::Bind {
+        fd,
+        addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        port: 8080,
+    })
+    .unwrap();
+    h.apply(Call::Listen { fd }).unwrap();
+    let (gi, c) = h.last_change().expect("listen() joined the group");
+    assert_eq!(
+        c,
+        Change::Joined {
+            listener: 6,
+            slot: Some(5),
+            effect: AddEffect::Appended
+        }
+    );
+    assert_eq!(h.group_members(gi).unwrap()[6], fd);
+    assert_eq!(g.join().unwrap(), c);
+}
+
+/// SO_INCOMING_CPU takes an int: -1 (4294967295 as the call's u32) unsets
+/// it, and the 6.2+ group count goes down again.
+#[test]
+fn incoming_cpu_minus_one_unsets_it() {
+    use reuseport_model::lookup::SockOpt;
+    let mut h = six();
+    let g = h.group_of(0).unwrap();
+    h.apply(Call::Setsockopt {
+        fd: 3,
+        opt: SockOpt::IncomingCpu(2),
+    })
+    .unwrap();
+    assert_eq!(h.group(g).unwrap().members()[3].incoming_cpu, 2);
+    assert_eq!(h.group(g).unwrap().summary().incoming_cpu, 1);
+    h.apply(Call::Setsockopt {
+        fd: 3,
+        opt: SockOpt::IncomingCpu(u32::MAX),
+    })
+    .unwrap();
+    assert_eq!(h.group(g).unwrap().members()[3].incoming_cpu, -1);
+    assert_eq!(h.group(g).unwrap().summary().incoming_cpu, 0);
+}
+
+/// A new boot's keys reach the host's lookups and its groups alike: every
+/// answer is then that of a host built with those keys from the start.
+#[test]
+fn new_keys_answer_as_a_host_built_with_them() {
+    let mut h = six();
+    let other = Keys {
+        v4: 0x0bad_f00d,
+        ..keys()
+    };
+    h.set_keys(other);
+    let spec = GroupSpec::new(Proto::Tcp, 6, IpAddr::V4(Ipv4Addr::LOCALHOST), 8080, other);
+    let fresh = Host::from_group(Profile::resolve("6.18", None).unwrap(), &spec).unwrap();
+    let mut differs = 0;
+    let before = six();
+    for (t, ctx) in packets(&spec) {
+        let p = tcp(t, ctx);
+        assert_eq!(h.lookup(&p).socket, fresh.lookup(&p).socket);
+        if h.lookup(&p).socket != before.lookup(&p).socket {
+            differs += 1;
+        }
+    }
+    assert!(
+        differs > 0,
+        "the new keys moved no packet: the test would pass with the old ones"
+    );
+}
+
+/// A TCP packet with this tuple and context, arriving on `lo`.
+fn tcp(tuple: Tuple, ctx: PacketCtx) -> reuseport_model::lookup::Packet {
+    reuseport_model::lookup::Packet {
+        proto: Proto::Tcp,
+        tuple,
+        device: None,
+        ctx,
+    }
 }

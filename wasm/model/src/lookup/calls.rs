@@ -52,7 +52,8 @@ pub enum SockOpt {
     V6only(bool),
     /// SO_BINDTODEVICE, by name; `null` unbinds.
     Bindtodevice(Option<String>),
-    /// SO_INCOMING_CPU.
+    /// SO_INCOMING_CPU. The kernel reads an int: 4294967295 (-1) and any
+    /// value of 2^31 or more is negative, which unsets it.
     IncomingCpu(u32),
     /// SO_LINGER: on with this timeout in seconds, or `null` for off (the
     /// default). It changes what `close()` of a connected TCP socket leaves

@@ -12,7 +12,7 @@ use crate::hash::Keys;
 use crate::message::Refusal;
 use crate::profile::rules::{Ephemeral, LookupRules, ScanRule};
 use crate::profile::Profile;
-use crate::reuseport::ReuseportGroup;
+use crate::reuseport::{Change, ReuseportGroup};
 use crate::tuple::Proto;
 
 pub(super) struct Sock {
@@ -125,6 +125,8 @@ pub struct Host {
     pub(super) calls: Vec<Call>,
     /// The next bind's sequence number.
     pub(super) next_seq: u64,
+    /// What the last call did to a reuseport group ([`Host::last_change`]).
+    pub(super) last_change: Option<(usize, Change)>,
 }
 
 impl Host {
@@ -312,5 +314,36 @@ impl Host {
     /// The socket index of each member of group `g`.
     pub fn group_members(&self, g: usize) -> Option<&[usize]> {
         self.groups.get(g).map(|e| e.members.as_slice())
+    }
+
+    /// What the last call did to a reuseport group, as that group's own
+    /// record: the group and its [`Change`] (the slot a joining member
+    /// took and any growth of `socks[]`; the slot a closing one freed and
+    /// the last member moved into it), in the group's member numbers
+    /// ([`Host::group_members`] maps them to sockets). `None` when the
+    /// last call changed no group.
+    pub fn last_change(&self) -> Option<(usize, Change)> {
+        self.last_change
+    }
+
+    /// A new boot: the same sockets hashed with new per-boot keys
+    /// (`net_secret` and `net_hash_mix` are drawn once per boot, so no
+    /// call changes them; a page that asks "what if the secret were
+    /// this" replaces them here). Every group hashes with them from now.
+    pub fn set_keys(&mut self, keys: Keys) {
+        self.keys = keys;
+        for e in &mut self.groups {
+            e.group.set_keys(keys);
+        }
+    }
+
+    /// The receiving sockets in the listening list of (`proto`, `addr`,
+    /// `port`), in the order a lookup walks them (head first): in the
+    /// 3.9–4.5 reservoir era, where the kernel keeps no group, this list
+    /// is the chain the reservoir scan draws from.
+    pub fn receiving_on(&self, proto: Proto, addr: IpAddr, port: u16) -> &[usize] {
+        self.addr_list
+            .get(&(proto, super::bucket::bucket_addr(addr), port))
+            .map_or(&[], Vec::as_slice)
     }
 }

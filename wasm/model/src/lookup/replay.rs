@@ -108,6 +108,7 @@ impl Host {
             answers: Vec::with_capacity(log.calls.len()),
             calls: Vec::with_capacity(log.calls.len()),
             next_seq: 0,
+            last_change: None,
         };
         for call in &log.calls {
             host.apply(call.clone())?;
@@ -142,6 +143,7 @@ impl Host {
                 self.socks.len() + 1
             )));
         }
+        self.last_change = None;
         let answer = self.call(index, &call)?;
         if self.undecided_draw {
             let range = self.rules.default_port_range;
@@ -456,9 +458,16 @@ impl Host {
             }
             SockOpt::Linger(l) => self.socks[i].linger = *l,
             SockOpt::IncomingCpu(cpu) => {
-                self.socks[i].spec.incoming_cpu = Some(*cpu);
+                // The kernel reads an int: 2^31 and above are negative, and
+                // a negative sk_incoming_cpu is "none" (-1 unsets it; on
+                // 6.2+ reuseport_update_incoming_cpu,
+                // net/core/sock_reuseport.c, then lowers the group's count).
+                let cpu = i32::try_from(*cpu).ok().map(|c| c as u32);
+                self.socks[i].spec.incoming_cpu = cpu;
                 if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
-                    let _ = self.groups[g].group.set_incoming_cpu(m, Some(*cpu));
+                    if let Ok(c) = self.groups[g].group.set_incoming_cpu(m, cpu) {
+                        self.last_change = Some((g, c));
+                    }
                 }
             }
             SockOpt::AttachReuseport(p) => {
@@ -550,7 +559,9 @@ impl Host {
         }
         self.leave_lists(i);
         if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
-            let _ = self.groups[g].group.close(m);
+            if let Ok(c) = self.groups[g].group.close(m) {
+                self.last_change = Some((g, c));
+            }
         }
     }
 
@@ -638,7 +649,9 @@ impl Host {
             }
             let entry = &mut self.groups[g];
             match entry.group.join() {
-                Ok(_) => {
+                Ok(change) => {
+                    self.last_change = Some((g, change));
+                    let entry = &mut self.groups[g];
                     let member = entry.members.len() as u32;
                     entry.members.push(i);
                     if let Some(cpu) = spec.incoming_cpu {
