@@ -4,7 +4,7 @@
 #   --quick   the inner loop (npm run test:quick): rustfmt, Biome, line width, import cycles, clippy, the wasm package
 #             (when its inputs changed), the model's tests, typecheck and Vitest; no agent, site or
 #             browser builds. Vitest's comparisons with the agent run only if a release agent has been
-#             built (they say they were skipped otherwise).
+#             built since its sources last changed (they say they were skipped otherwise).
 set -euo pipefail
 quick=0
 case "${1:-}" in
