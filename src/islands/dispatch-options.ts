@@ -9,6 +9,9 @@ import type { LookupScene } from '../scene/dispatch/lookup';
 import { parseHex32 } from '../scene/dispatch/rng';
 import { parseRates, RATE_BOUNDS } from '../scene/dispatch/workers';
 
+/** A file name of the site's traces/ (no path): what the `replay` setting takes. */
+export const TRACE_FILE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.json$/;
+
 export interface DispatchOptions {
   /** Kernel profile (one of `profiles()`, e.g. "6.18"). @default "6.18" */
   kernel?: string;
@@ -42,6 +45,12 @@ export interface DispatchOptions {
    * accepts 1.2 times the worker's fair share of arrivals. @default []
    */
   rates?: number[];
+  /**
+   * A trace of the site's traces/ to replay ("your server, replayed"): its file name, such as
+   * `tcp-v4-specific-8.json`. The model hashes with `secret` when given, else with the key the
+   * traces' manifest names for it. @default none
+   */
+  replay?: string;
 }
 
 /** The playback speeds offered (simulated seconds per wall-clock second). */
@@ -81,6 +90,7 @@ export type Refused = { name: string; value: string } & (
   | { rule: 'one-of'; allowed: string[] }
   | { rule: 'hex32' }
   | { rule: 'rates'; lo: number; hi: number; max: number; entry: number; bad: string }
+  | { rule: 'file' }
 );
 
 /** A refused setting in words: what was given and what the control takes. */
@@ -89,6 +99,7 @@ export function refusedText(t: DispatchText, r: Refused): string {
   if (r.rule === 'int') return t.wholeNumber(given, r.lo, r.hi);
   if (r.rule === 'hex32') return `${given}: ${t.secretBad}`;
   if (r.rule === 'rates') return t.ratesBad(given, r.lo, r.hi, r.max, r.entry, r.bad);
+  if (r.rule === 'file') return t.replayFileBad(given);
   return t.badSetting(given, r.allowed.length > 8 ? `${r.allowed.slice(0, 8).join(', ')}, …` : r.allowed.join(', '));
 }
 
@@ -125,6 +136,8 @@ export function readDispatch(el: HTMLElement): DispatchOptions & { refused: Refu
   const secret = secretText === null ? undefined : parseHex32(secretText);
   if (secretText !== null && secret === undefined) refused.push({ name: 'secret', value: secretText, rule: 'hex32' });
   const speed = get('speed');
+  const replayText = get('replay');
+  const replay = replayText === null ? undefined : TRACE_FILE.test(replayText) ? replayText : refuse({ name: 'replay', value: replayText, rule: 'file' });
   const bind = oneOf('bind', ['specific', 'wildcard']);
   const ratesText = get('rates');
   let rates: number[] | undefined;
@@ -163,6 +176,7 @@ export function readDispatch(el: HTMLElement): DispatchOptions & { refused: Refu
     autoplay: oneOf('autoplay', ['true', 'false']) !== 'false',
     compact: el.hasAttribute('compact'),
     rates,
+    replay,
     refused,
   };
 }

@@ -44,7 +44,7 @@ export function dispatchPanels({ el, t, sim, dom, s }: DispatchCtx) {
     e.listener === null ? t.none : `L${e.listener}`,
     e.slot === null ? '—' : String(e.slot),
     e.hashHex ? `0x${e.hashHex}` : '—',
-    t.what(e.what),
+    e.replay ? `${t.what(e.what)}${t.replayCheck(e.replay)}` : t.what(e.what),
   ];
 
   // The event list reuses its row elements (row i shows the i-th event of the window), and holds

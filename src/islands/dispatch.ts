@@ -35,6 +35,8 @@ import { buildDispatchDom, type DispatchCtx, type On, type ViewState } from './d
 import { LIMITS, PRESET_BASE, readDispatch, refusedText, type DispatchOptions, type Preset, type Refused } from './dispatch-options';
 import { dispatchPanels } from './dispatch-panels';
 import { lookupPanel } from './dispatch-lookup';
+import { fetchReplay, replayPanel } from './dispatch-replay';
+import type { Replay } from '../scene/dispatch/replay';
 import { dispatchTour } from './dispatch-tour';
 
 export { LIMITS, readDispatch, type DispatchOptions } from './dispatch-options';
@@ -76,6 +78,15 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     rates: (options.rates ?? []).slice(0, LIMITS.listeners),
   };
   let speed = options.speed ?? 1;
+  // "Your server, replayed": a trace of the site's, fetched before the scene is built from it.
+  let replayError = '';
+  if (options.replay) {
+    try {
+      opts.replay = await fetchReplay(options.replay, options.secret, t);
+    } catch (e) {
+      replayError = (e as Error).message;
+    }
+  }
   const sim = new DispatchSim(opts, options.logMax ?? 20000);
   // The first build is split into tasks (the group here; the elements; the scene; the panels), so none blocks input for long.
   await yieldToMain();
@@ -118,9 +129,9 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const stageCanvas = new StageCanvas(canvas.node()!);
 
   const setError = (msg: string) => errors.text(msg);
-  if (refused.length) {
+  if (refused.length || replayError) {
     // The refusal sits in the Settings panel, beside the controls that take the values: open it.
-    setError(refused.map((r) => refusedText(t, r)).join(' '));
+    setError([...refused.map((r) => refusedText(t, r)), replayError].filter(Boolean).join(' '));
     settingsBtn.attr('aria-expanded', 'true');
     settings.property('hidden', false);
   }
@@ -186,6 +197,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     const paused = s.playing && !s.visible;
     now.text(s.lesson ?? t.now(nowView(sim, s.playing, paused)));
     summary.text(t.summary(sim));
+    replay?.show();
   };
 
   // ---- The lists beside and under the scene, and the Listener lookup panel -----------------------
@@ -196,6 +208,8 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   const drawSide: typeof panels.drawSide = options.compact ? () => {} : panels.drawSide;
   const { showRemap } = panels;
   const lookup = lookupPanel(c);
+  // Declared before describe() first runs; set once the panel's elements exist (below).
+  let replay: ReturnType<typeof replayPanel> | null = null;
 
   /** The stage width and pixel ratio, which set the scene's size; a ResizeObserver report at the size last drawn redraws nothing. */
   const sizeKey = () => `${stage.node()!.clientWidth}@${globalThis.devicePixelRatio || 1}`;
@@ -370,23 +384,38 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     };
   };
 
+  /** An error in words: a call the kernel refused with its errno and rule, else the error's own sentence. */
+  const errorText = (e: unknown): string =>
+    e instanceof RefusedCall ? t.callRefused(e.call.call, e.refusal.errno, sayRefusal(lang, e.refusal)) : (e as Error).message;
+
+  /** Builds the scene from `next`; when the model cannot (a refused program), builds it back from the options before and says why. */
+  const rebuildWith = (next: SimOptions): boolean => {
+    const prev = sim.opts;
+    sim.opts = next;
+    try {
+      sim.rebuild();
+      return true;
+    } catch (e) {
+      sim.opts = prev;
+      sim.rebuild();
+      setError(t.cannotBuild(errorText(e)));
+      return false;
+    }
+  };
+
   const restart = (): boolean => {
     if (tour.isOpen()) tour.close(false);
     setError('');
     s.lesson = null;
     const next = readForm();
     if (!next) return false;
-    const prev = sim.opts;
-    sim.opts = next;
-    let ok = true;
-    try {
-      sim.rebuild();
-    } catch (e) {
-      sim.opts = prev;
-      sim.rebuild();
-      setError(t.cannotBuild(e instanceof RefusedCall ? t.callRefused(e.call.call, e.refusal.errno, sayRefusal(lang, e.refusal)) : (e as Error).message));
-      ok = false;
-    }
+    const ok = rebuildWith(next);
+    afterRestart();
+    return ok;
+  };
+
+  /** The widget after the scene was built again: nothing inspected, the lists and the structure redrawn. */
+  const afterRestart = () => {
     sim.boot = 0;
     s.inspected = null;
     s.focus = null;
@@ -397,8 +426,21 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     showRemap();
     showFocused();
     describe();
-    return ok;
   };
+
+  /** Replays `r` (null: stops replaying); the Settings form then shows the trace's kernel, protocol, group and key. */
+  const startReplay = (r: Replay | null) => {
+    if (tour.isOpen()) tour.close(false);
+    setError('');
+    s.lesson = null;
+    rebuildWith({ ...sim.opts, replay: r });
+    kernelSel.property('value', sim.opts.kernel);
+    protoSel.property('value', sim.opts.proto);
+    listenersIn.property('value', String(sim.opts.listeners));
+    secretIn.property('value', hex32(sim.opts.secret));
+    afterRestart();
+  };
+  replay = replayPanel(c, startReplay, setError);
 
   const live = (fn: () => void) => () => {
     setError('');
@@ -406,7 +448,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
     try {
       fn();
     } catch (e) {
-      setError(e instanceof RefusedCall ? t.callRefused(e.call.call, e.refusal.errno, sayRefusal(lang, e.refusal)) : (e as Error).message);
+      setError(errorText(e));
     }
     if (reduced) sim.snapRows();
     refreshStructure();
@@ -749,6 +791,7 @@ export const ReuseportDispatchElement = islandElement(mount, readDispatch, [
   'autoplay',
   'compact',
   'rates',
+  'replay',
   'lang',
 ]);
 

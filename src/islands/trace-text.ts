@@ -51,6 +51,9 @@ export interface TraceText extends TraceViewText {
   notJson: (name: string, msg: string) => string;
   invalid: (name: string) => string;
   fetchFailed: (url: string, status: string) => string;
+  /** The link to the visualizer's replay of a trace of the site, and what to do with a file of one's own. */
+  replay: string;
+  replayFile: string;
   layout: string;
   kernel: string;
   group: string;
@@ -146,6 +149,8 @@ function build(lang: Lang): TraceText {
     notJson: (name, message) => w.say('not_json', { name, message }),
     invalid: (name) => w.say('invalid', { name }),
     fetchFailed: (url, status) => w.say('fetch_failed', { url, status }),
+    replay: w.say('replay'),
+    replayFile: w.say('replay_file'),
     layout: w.say('layout'),
     kernel: w.say('kernel'),
     group: w.say('group'),

@@ -104,6 +104,18 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
   fileWrap.append('span').text(`${t.orDrop}: `);
   const fileInput = fileWrap.append('input').attr('type', 'file').attr('accept', '.json,application/json');
   const status = root.append('p').attr('class', 'rl-tv-status').attr('role', 'status').attr('aria-live', 'polite');
+  // "Your server, replayed": the visualizer replays a trace of the site by name; a file of one's own is picked there.
+  const replayLine = root.append('p').attr('class', 'rl-tv-replay').property('hidden', true);
+  const showReplay = (file: string | null) => {
+    replayLine.property('hidden', false).selectAll('*').remove();
+    if (file === null) replayLine.text(t.replayFile);
+    else
+      replayLine
+        .text('')
+        .append('a')
+        .attr('href', siteUrl(`dispatch/?replay=${encodeURIComponent(file)}`, true))
+        .text(t.replay);
+  };
   // Idle, the progress row is invisible but keeps its height: shown and hidden around each prediction,
   // it moved the whole report down and up (a layout shift).
   const progress = root.append('div').attr('class', 'rl-tv-progress rl-tv-idle');
@@ -318,6 +330,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     }
     try {
       const tr = await fetchTrace(file, t);
+      showReplay(tr.group.bind.includes(':') ? null : file);
       const entry = traces.find((e) => e.file === file);
       await predict(tr, file, entry?.key ? parseHex32(entry.key) : undefined, entry?.keyFrom);
     } catch (err) {
@@ -355,6 +368,7 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         .text((d) => d);
       return refused();
     }
+    showReplay(null);
     await predict(checked.trace!, f.name, undefined);
   }
 

@@ -21,6 +21,8 @@ export interface TraceEvent {
   listener: number;
   slot?: number | null;
   cpu?: number | null;
+  /** The hash the kernel computed for it (`observe --trace` records it). */
+  hash?: number;
 }
 
 /** A trace file, as the schema describes it (the fields the viewer uses). */

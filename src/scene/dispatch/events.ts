@@ -7,6 +7,7 @@
 import type { Explain, Tuple } from '../../model/index';
 import type { Messages } from '../../model/messages';
 import type { PacketKind } from './palette';
+import type { ReplayCheck } from './replay';
 
 /** Why nothing took a packet: the model's fallback (a tagged outcome), its error message, or neither. */
 export type NoTaker = { fallback: Messages['fallback'] } | { error: string } | null;
@@ -50,6 +51,8 @@ export interface DispatchEvent {
   explain: Explain | null;
   /** What happened to it (said in the page's language where shown). */
   what: EventWhat;
+  /** Replaying a trace: the kernel's record of it and the model's answer beside it (the listener is the kernel's). */
+  replay?: ReplayCheck;
 }
 
 export class EventLog {

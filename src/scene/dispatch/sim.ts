@@ -25,6 +25,7 @@ import {
 } from '../../model/index';
 import { ephemeralRange } from '../../model/index';
 import { makeClients, SERVER, type Client } from './clients';
+import { emptyTally, replayGroup, replayPayload, tallyCheck, type Replay, type ReplayCheck, type ReplayTally } from './replay';
 import { EventLog, type DispatchEvent, type EventWhat, type NoTaker } from './events';
 import { COL, clientY, hashToY, along } from './layout';
 import type { PacketKind } from './palette';
@@ -61,6 +62,8 @@ export interface SimOptions {
    * normal rate; workers past the list keep 1. Workload, not kernel. @default []
    */
   rates?: number[];
+  /** A trace to replay: its group, clients and records replace the generated ones (kernel, protocol and group come from it). @default null */
+  replay?: Replay | null;
 }
 
 /** Simulated seconds a packet takes. */
@@ -177,7 +180,13 @@ export function newFrame(cap = 1024): Frame {
 }
 
 /** The receiving socket of every client's packets: the Host's full lookup through the batch API, one call per receiving CPU. */
-export function selectClients(host: Host, proto: Proto, clients: readonly Client[], batch?: V4Batch): Uint32Array {
+export function selectClients(
+  host: Host,
+  proto: Proto,
+  clients: readonly Client[],
+  batch?: V4Batch,
+  server: { addrNum: number; port: number } = SERVER,
+): Uint32Array {
   const out = new Uint32Array(clients.length).fill(NO_LISTENER);
   if (clients.length === 0) return out;
   const b = batch ?? new V4Batch(clients.length);
@@ -193,8 +202,8 @@ export function selectClients(host: Host, proto: Proto, clients: readonly Client
         const c = clients[ci]!;
         v.saddr[k] = c.addr;
         v.sport[k] = c.sport;
-        v.daddr[k] = SERVER.addrNum;
-        v.dport[k] = SERVER.port;
+        v.daddr[k] = server.addrNum;
+        v.dport[k] = server.port;
       });
       host.lookupBatchV4(b, idx.length, proto, cpu);
       idx.forEach((ci, k) => {
@@ -323,24 +332,43 @@ export class DispatchSim {
     this.rebuild();
   }
 
+  /** The replay's counts so far (null when not replaying). */
+  replayTally: ReplayTally | null = null;
+
   /** The address the listeners bind. */
   get bindAddr(): string {
+    if (this.opts.replay) return this.opts.replay.trace.group.bind;
     return this.opts.wildcard ? '0.0.0.0' : SERVER.addr;
+  }
+
+  /** Where packets go: the scene's server, or the replayed trace's. */
+  get server(): { addr: string; addrNum: number; port: number } {
+    return this.opts.replay?.server ?? SERVER;
   }
 
   /** Builds the host again from the options (the calls a program makes for the group, replayed); clears the run. */
   rebuild(): void {
     const o = this.opts;
+    const r = o.replay ?? null;
+    if (r) {
+      // The trace says the kernel, the protocol and the group; the key is the replay's.
+      o.kernel = r.trace.kernel.profile;
+      o.proto = r.trace.group.proto;
+      o.listeners = r.trace.group.listeners;
+      o.secret = (r.key ?? 0) >>> 0;
+    }
     const h = new Host(o.kernel, {
-      group: {
-        proto: o.proto,
-        listeners: o.listeners,
-        bind: this.bindAddr,
-        port: SERVER.port,
-        keys: { v4: o.secret >>> 0, v6Outer: 0, v6Inner: 0 },
-        incomingCpu: o.incomingCpu ?? [],
-        program: o.program,
-      },
+      group: r
+        ? replayGroup(r)
+        : {
+            proto: o.proto,
+            listeners: o.listeners,
+            bind: this.bindAddr,
+            port: SERVER.port,
+            keys: { v4: o.secret >>> 0, v6Outer: 0, v6Inner: 0 },
+            incomingCpu: o.incomingCpu ?? [],
+            program: o.program,
+          },
     });
     // A call of the group's the kernel refuses (a program it cannot attach) is a setting it cannot have.
     const answers = h.answers();
@@ -353,7 +381,8 @@ export class DispatchSim {
     this.host?.dispose();
     this.host = h;
     this.#readHost();
-    this.clients = o.clientList ?? makeClients(o.seed, o.clients, o.cpus, ephemeralRange(o.kernel));
+    this.clients = r ? r.clients : (o.clientList ?? makeClients(o.seed, o.clients, o.cpus, ephemeralRange(o.kernel)));
+    this.replayTally = r ? emptyTally(r.trace.events.length) : null;
     this.#batch?.dispose();
     this.#batch = this.clients.length ? new V4Batch(this.clients.length) : null;
     this.log.clear();
@@ -379,7 +408,7 @@ export class DispatchSim {
     // no single listener: leave it uncoloured rather than show the answer for
     // an empty payload.
     if (this.opts.program?.kind === 'payload_mod') return new Uint32Array(this.clients.length).fill(NO_LISTENER);
-    return selectClients(this.host, this.opts.proto, this.clients, this.#batch ?? undefined);
+    return selectClients(this.host, this.opts.proto, this.clients, this.#batch ?? undefined, this.server);
   }
 
   /**
@@ -402,7 +431,7 @@ export class DispatchSim {
       if (states[m]) members[fd] = states[m]!;
     });
     this.#members = members;
-    const rows = g !== undefined ? h.groupListening(g) : h.receivingOn(this.opts.proto, this.bindAddr, SERVER.port);
+    const rows = g !== undefined ? h.groupListening(g) : h.receivingOn(this.opts.proto, this.bindAddr, this.server.port);
     this.rows = [...rows];
     if (g !== undefined) this.#summary = h.groupSummary(g);
     else {
@@ -410,7 +439,7 @@ export class DispatchSim {
       const scan = this.opts.proto === 'tcp' ? rules.tcpScan : rules.udpScan;
       this.#summary = {
         bind: this.bindAddr,
-        port: SERVER.port,
+        port: this.server.port,
         selection: scan === 'reservoir' ? 'reservoir' : 'group',
         listening: this.rows.length,
         maxSocks: null,
@@ -470,7 +499,7 @@ export class DispatchSim {
     let change: Change | undefined;
     let refused: RefusedCall | null = null;
     if (op.op === 'keys') this.host.setKeys({ v4: op.secret >>> 0, v6Outer: 0, v6Inner: 0 });
-    for (const call of callsOf(op, this.memberCount(), this.opts.proto, this.bindAddr, SERVER.port)) {
+    for (const call of callsOf(op, this.memberCount(), this.opts.proto, this.bindAddr, this.server.port)) {
       const answer = this.host.apply(call);
       made.push({ call, answer });
       change = this.host.lastChange()?.change ?? change;
@@ -559,17 +588,25 @@ export class DispatchSim {
 
   /** The packets of connection `n` (deterministic from the seed and n), explained by the model. */
   #connection(n: number, t: number): DispatchEvent[] {
+    const r = this.opts.replay ?? null;
+    if (r && n >= r.trace.events.length) return [];
     const rng = new Rng(mix32(this.opts.seed, n + 1));
-    const ci = this.clients.length ? rng.below(this.clients.length) : -1;
+    const ci = r ? r.clientOf[n]! : this.clients.length ? rng.below(this.clients.length) : -1;
     if (ci < 0) return [];
     const c = this.clients[ci]!;
-    const tuple = { saddr: c.saddr, sport: c.sport, daddr: SERVER.addr, dport: SERVER.port };
+    const server = this.server;
+    const tuple = { saddr: c.saddr, sport: c.sport, daddr: server.addr, dport: server.port };
     // A datagram's payload is its number (payload_mod programs read it); a SYN carries none.
-    const payload = this.opts.proto === 'udp' ? n >>> 0 : null;
+    const payload = r ? replayPayload(r, n) : this.opts.proto === 'udp' ? n >>> 0 : null;
+    const perPacket = r ? payload !== null : this.opts.program?.kind === 'payload_mod';
     let lk: Dispatched | null = null;
     let err = '';
-    const cached = this.opts.program?.kind === 'payload_mod' ? undefined : this.#explained[ci];
-    if (cached !== undefined) {
+    // A replay without the key does not ask the model: its answer would be for a key that is not the kernel's.
+    const ask = !r || r.key !== null;
+    const cached = perPacket || !ask ? undefined : this.#explained[ci];
+    if (!ask) {
+      // Nothing to ask.
+    } else if (cached !== undefined) {
       if (typeof cached === 'string') err = cached;
       else lk = cached;
     } else {
@@ -578,12 +615,31 @@ export class DispatchSim {
       } catch (e) {
         err = (e as Error).message;
       }
-      if (this.opts.program?.kind !== 'payload_mod') this.#explained[ci] = lk ?? err;
+      if (!perPacket) this.#explained[ci] = lk ?? err;
     }
     // The group's own record (hash, product, slot) when a group picked; the
     // reservoir era's scan is the lookup's walk, which the inspector asks for.
     const ex: Explain | null = lk?.explain ?? null;
-    const listener = lk?.socket ?? null;
+    let listener = lk?.socket ?? null;
+    let hash = lk?.hash ?? null;
+    let slot = ex?.slot ?? null;
+    let replay: ReplayCheck | undefined;
+    if (r) {
+      // The packet goes where the kernel sent it; the model's answer is checked beside it.
+      const rec = r.trace.events[n]!;
+      const kernelHash = rec.hash ?? null;
+      replay = {
+        record: n,
+        kernel: rec.listener,
+        model: ask ? listener : undefined,
+        kernelHash,
+        hashAgrees: kernelHash === null || !ask || lk === null ? null : lk.hash === kernelHash,
+      };
+      tallyCheck(this.replayTally!, replay);
+      listener = rec.listener;
+      hash = kernelHash ?? hash;
+      slot = rec.slot ?? (replay.model === listener ? slot : null);
+    }
     const base = {
       conn: n,
       t,
@@ -592,16 +648,16 @@ export class DispatchSim {
       cpu: c.cpu,
       payload,
       listener,
-      slot: ex?.slot ?? null,
-      hash: lk?.hash ?? null,
-      hashHex: lk?.hash === null || lk?.hash === undefined ? null : hex32(lk.hash).slice(2),
+      slot,
+      hash,
+      hashHex: hash === null ? null : hex32(hash).slice(2),
       explain: ex,
+      replay,
     };
     const seq0 = this.log.nextSeq;
     const ev = (k: number, kind: PacketKind, dt: number, what: EventWhat): DispatchEvent => ({ ...base, seq: seq0 + k, kind, t: t + dt, what });
     // Data, not words: the page says each event in its language.
     const why: NoTaker = ex?.fallback ? { fallback: ex.fallback } : err ? { error: err } : null;
-    const slot = ex?.slot ?? null;
     if (this.opts.proto === 'udp') return [ev(0, 'UDP', 0, listener === null ? { kind: 'datagram-dropped', n, why } : { kind: 'datagram', n, listener, slot })];
     if (listener === null) return [ev(0, 'SYN', 0, { kind: 'syn-dropped', why }), ev(1, 'RST', TRAVEL.SYN * 0.4, { kind: 'rst' })];
     return [
@@ -622,8 +678,15 @@ export class DispatchSim {
     }
   }
 
+  /** Whether a replay has sent every record. */
+  get replayDone(): boolean {
+    const r = this.opts.replay;
+    return !!r && this.conns >= r.trace.events.length;
+  }
+
   /** Generates the next connection without animating it (stepping); returns its events. */
   nextConnection(): DispatchEvent[] {
+    if (this.replayDone) return [];
     const evs = this.#connection(this.conns++, this.time);
     this.#record(evs, false);
     return evs;
@@ -663,7 +726,7 @@ export class DispatchSim {
       this.#carry += this.opts.rate * dt;
       const k = Math.floor(this.#carry);
       this.#carry -= k;
-      for (let i = 0; i < k; i++) {
+      for (let i = 0; i < k && !this.replayDone; i++) {
         const t = this.time + (dt * (i + 1)) / (k + 1);
         this.#record(this.#connection(this.conns++, t), true);
       }
