@@ -2,7 +2,8 @@
  * The dispatch visualizer's interface words, once per language (chosen from the page's `lang`). One file on purpose:
  * two tables of words side by side, English and Chinese, data per language with no logic to split.
  */
-import { langOf, say } from '../model/messages';
+import { langOf, say, words, type Lang } from '../model/messages';
+import type { Explain, SelectionPath } from '../model/index';
 import type { DispatchEvent, EventWhat, NoTaker } from '../scene/dispatch/events';
 import { remapPhrase, type DispatchSim, type Remap } from '../scene/dispatch/sim';
 import type { StructureText } from '../scene/dispatch/structure';
@@ -241,6 +242,10 @@ export interface DispatchText {
   /** A figure that has no value yet (max/min and Jain's index before any connection). */
   notApplicable: string;
   structure: StructureText;
+  /** The hash marker's label: the model's hash, product and slot for one packet. */
+  marker: (e: Explain) => string;
+  /** The hash marker's label when no group picked (the reservoir era): the kernel's hash and the listener its scan took. */
+  chainMarker: (hashHex: string, listener: number | null, listening: number) => string;
   card: ExplainCardText;
   /** Words of the one-line lookup under the scene and in the inspector. */
   noSocket: string;
@@ -543,14 +548,9 @@ const en: DispatchText = {
   chartLabel: (f, ratio) =>
     `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${ratio}; Jain ` +
     `${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`,
-  structure: {
-    clients: (n) => `Clients (${n})`,
-    hashBands: (n) => `Hash range, ${n} bands`,
-    hashReservoir: 'Hash (reservoir, no bands)',
-    noSocks: 'no socks[] yet',
-    listeners: 'Listeners · accept queue',
-    stalled: '×0',
-  },
+  structure: structureWords('en'),
+  marker: (e) => markerWords('en', e),
+  chainMarker: (hashHex, listener, listening) => chainMarkerWords('en', hashHex, listener, listening),
   card: { kernel: (s) => `Kernel: ${s}`, fallback: (s) => `Fallback: ${s}`, caveats: 'Caveats' },
   noSocket: 'no socket',
   socket: (n) => `socket ${n}`,
@@ -871,14 +871,9 @@ const zh: DispatchText = {
   notApplicable: '不适用',
   chartLabel: (f, ratio) =>
     `各监听套接字的连接数：共 ${f.total} 个，若哈希均匀，每个期望 ${f.expected.toFixed(1)} 个；最大/最小 ${ratio}；Jain 指数 ${f.jain === null ? '不适用' : f.jain.toFixed(3)}`,
-  structure: {
-    clients: (n) => `客户端（${n}）`,
-    hashBands: (n) => `哈希范围，${n} 段`,
-    hashReservoir: '哈希（蓄水池，不分段）',
-    noSocks: '尚无 socks[]',
-    listeners: '监听套接字 · 全连接队列',
-    stalled: '卡住',
-  },
+  structure: structureWords('zh-CN'),
+  marker: (e) => markerWords('zh-CN', e),
+  chainMarker: (hashHex, listener, listening) => chainMarkerWords('zh-CN', hashHex, listener, listening),
   card: { kernel: (s) => `内核：${s}`, fallback: (s) => `回退：${s}`, caveats: '注意事项' },
   noSocket: '没有套接字',
   socket: (n) => `套接字 ${n}`,
@@ -890,6 +885,45 @@ const zh: DispatchText = {
   inspLookup: (walks, reason, agree) => `监听套接字查找（Host 模型）：${walks}。${reason}。${agree}“监听套接字查找”面板列出了每个候选及其得分。`,
   candidates: (c, n) => `${c}，${n} 个候选`,
 };
+
+/** The scene's column headings, from the catalogue (`ui.dispatch.head_*`). */
+function structureWords(lang: Lang): StructureText {
+  const w = words(lang, 'dispatch');
+  return {
+    clients: (n) => w.say('head_clients', { n }),
+    hashBands: (n) => w.say('head_hash_bands', { n }),
+    hashReservoir: w.say('head_hash_reservoir'),
+    noSocks: w.say('head_no_socks'),
+    listeners: w.say('head_listeners'),
+    stalled: w.say('stalled_tag'),
+  };
+}
+
+/** A selection path in the marker's few words (the numbers and kernel names as they are). */
+function pickWords(lang: Lang, p: SelectionPath): string {
+  const w = words(lang, 'dispatch');
+  if (p.kind === 'by_hash') return w.say('marker_slot', { n: p.numSocks, product: p.productHex, slot: p.scaled });
+  if (p.kind === 'program') {
+    const program = say(lang, 'program_summary', p.program);
+    const returned = say(lang, 'program_return', p.returned);
+    return p.then ? w.say('marker_then', { program, returned, next: pickWords(lang, p.then) }) : w.say('marker_program', { program, returned });
+  }
+  return w.say('marker_reservoir', { n: p.steps.length + p.omitted });
+}
+
+function markerWords(lang: Lang, e: Explain): string {
+  const w = words(lang, 'dispatch');
+  return w.say('marker', { hash: e.hash.hashHex, pick: pickWords(lang, e.pick), listener: e.listener === null ? w.say('marker_none') : `L${e.listener}` });
+}
+
+function chainMarkerWords(lang: Lang, hashHex: string, listener: number | null, listening: number): string {
+  const w = words(lang, 'dispatch');
+  return w.say('marker', {
+    hash: hashHex,
+    pick: w.say('marker_reservoir', { n: listening }),
+    listener: listener === null ? w.say('marker_none') : `L${listener}`,
+  });
+}
 
 /** The words for the page's language. */
 export function dispatchText(lang = document.documentElement.lang): DispatchText {

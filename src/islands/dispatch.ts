@@ -27,7 +27,7 @@ import { KINDS, listenerMark } from '../scene/dispatch/palette';
 import { bootSecret, hex32, parseHex32 } from '../scene/dispatch/rng';
 import { DispatchSim, KIND_OF_CODE, newFrame, RefusedCall, type SimOptions } from '../scene/dispatch/sim';
 import { sayRefusal } from '../model/messages';
-import { chainMarkerText, markerText, structure, type RowView } from '../scene/dispatch/structure';
+import { structure, type RowView } from '../scene/dispatch/structure';
 import { dispatchText, nowView } from './dispatch-text';
 import { formatRates, RATE_BOUNDS } from '../scene/dispatch/workers';
 import { ROW_PARTS } from '../scene/dispatch/tour';
@@ -247,7 +247,7 @@ export async function mount(el: HTMLElement, options: DispatchOptions & { refuse
   };
   /** The marker's formula: the group's record, or (no group picked: the reservoir era) the hash and the scan's pick. */
   const formula = (e: DispatchEvent): string | null =>
-    e.explain ? markerText(e.explain, lang) : e.hashHex !== null ? chainMarkerText(e.hashHex, e.listener, sim.rows.length, lang) : null;
+    e.explain ? t.marker(e.explain) : e.hashHex !== null ? t.chainMarker(e.hashHex, e.listener, sim.rows.length) : null;
   const showFocused = () => {
     overlay.marker(markerFor(), s.box);
     const e = focusedEvent();

@@ -89,7 +89,7 @@ describe('workers in the scene', () => {
     expect(sim.queue[2]!).toBeGreaterThan(normal + 100);
     expect(sim.accepted[2]!).toBeGreaterThan(0);
     expect(sim.describe()).toContain('worker L2 at 0.5× rate');
-    const rows = structure(sim).rows;
+    const rows = structure(sim, DISPATCH_TEXT.en.structure).rows;
     expect(rows[2]!.tag).toBe('×0.5');
     expect(rows[5]).toMatchObject({ stalled: true, tag: '×0' });
     sim.rebuild();

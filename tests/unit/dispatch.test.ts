@@ -7,7 +7,7 @@ import { bandEdges, COL, hashToY } from '../../src/scene/dispatch/layout';
 import { listenerMark, OKABE_ITO } from '../../src/scene/dispatch/palette';
 import { bootSecret } from '../../src/scene/dispatch/rng';
 import { DispatchSim, newFrame, selectClients, type SimOptions } from '../../src/scene/dispatch/sim';
-import { dispatchText } from '../../src/islands/dispatch-text';
+import { DISPATCH_TEXT, dispatchText } from '../../src/islands/dispatch-text';
 import { fairness } from '../../src/scene/dispatch/stats';
 import { loadModelForTests } from './setup-model';
 
@@ -220,7 +220,7 @@ describe('dispatch scene structure', () => {
     const { structure } = await import('../../src/scene/dispatch/structure');
     const sim = new DispatchSim({ ...base, listeners: 4, clients: 6 });
     sim.close(1, true);
-    const s = structure(sim);
+    const s = structure(sim, DISPATCH_TEXT.en.structure);
     expect(s.selection).toBe('group');
     expect(s.bands).toBe(3);
     expect(s.rows.map((r) => [r.index, r.label])).toEqual([
@@ -251,7 +251,7 @@ describe('dispatch scene structure', () => {
   it('describes the reservoir era without socks[]', async () => {
     const { structure } = await import('../../src/scene/dispatch/structure');
     const sim = new DispatchSim({ ...base, kernel: '3.9', listeners: 3 });
-    const s = structure(sim);
+    const s = structure(sim, DISPATCH_TEXT.en.structure);
     expect([s.selection, s.maxSocks, s.bands]).toEqual(['reservoir', null, 0]);
     expect(sim.describe()).toMatch(/reservoir scan/);
     sim.dispose();

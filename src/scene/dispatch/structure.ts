@@ -1,9 +1,8 @@
 /**
  * The static part of the scene as plain data (labels, rows, bands, the
- * capacity of socks[]), from the model's group state. No DOM.
+ * capacity of socks[]), from the model's group state. No DOM, and no words of
+ * its own: the headings are said by the catalogue the caller passes.
  */
-import type { Explain, SelectionPath } from '../../model/index';
-import { say, type Lang } from '../../model/messages';
 import { listenerMark, type FillStyle } from './palette';
 import type { DispatchSim } from './sim';
 import { workerTag } from './workers';
@@ -53,16 +52,8 @@ export interface StructureText {
   stalled: string;
 }
 
-const EN: StructureText = {
-  clients: (n) => `Clients (${n})`,
-  hashBands: (n) => `Hash range, ${n} bands`,
-  hashReservoir: 'Hash (reservoir, no bands)',
-  noSocks: 'no socks[] yet',
-  listeners: 'Listeners · accept queue',
-  stalled: '×0',
-};
-
-export function structure(sim: DispatchSim, t: StructureText = EN): Structure {
+/** The scene's rows and columns from the model's group state; the headings in `t`'s words (the page's catalogue). */
+export function structure(sim: DispatchSim, t: StructureText): Structure {
   const s = sim.summary();
   const members = sim.members();
   const rows = sim.rows.map((l, i) => {
@@ -96,28 +87,4 @@ export function structure(sim: DispatchSim, t: StructureText = EN): Structure {
       listeners: t.listeners,
     },
   };
-}
-
-/** The few words of the marker's formula, per language (the numbers and kernel names stay as they are). */
-const PICK_WORDS: Record<Lang, { slot: string; thenWord: string; reservoir: (n: number) => string; none: string }> = {
-  en: { slot: 'slot', thenWord: 'then', reservoir: (n) => `reservoir scan over ${n} listeners`, none: 'no socket' },
-  'zh-CN': { slot: '槽位', thenWord: '然后', reservoir: (n) => `蓄水池扫描 ${n} 个监听套接字`, none: '没有套接字' },
-};
-
-function pickText(p: SelectionPath, lang: Lang): string {
-  const w = PICK_WORDS[lang];
-  if (p.kind === 'by_hash') return `× ${p.numSocks} = 0x${p.productHex}, >> 32 = ${w.slot} ${p.scaled}`;
-  if (p.kind === 'program')
-    return `${say(lang, 'program_summary', p.program)}: ${say(lang, 'program_return', p.returned)}${p.then ? `; ${w.thenWord} ${pickText(p.then, lang)}` : ''}`;
-  return w.reservoir(p.steps.length + p.omitted);
-}
-
-/** The hash marker's label: the model's hash, product and slot for one packet. */
-export function markerText(e: Explain, lang: Lang = 'en'): string {
-  return `hash 0x${e.hash.hashHex} ${pickText(e.pick, lang)} → ${e.listener === null ? PICK_WORDS[lang].none : `L${e.listener}`}`;
-}
-
-/** The hash marker's label when no group picked (the reservoir era): the kernel's hash and the listener its scan took. */
-export function chainMarkerText(hashHex: string, listener: number | null, listening: number, lang: Lang = 'en'): string {
-  return `hash 0x${hashHex} ${PICK_WORDS[lang].reservoir(listening)} → ${listener === null ? PICK_WORDS[lang].none : `L${listener}`}`;
 }
