@@ -2,7 +2,7 @@
  * The dispatch visualizer's interface words, once per language (chosen from the page's `lang`). One file on purpose:
  * two tables of words side by side, English and Chinese, data per language with no logic to split.
  */
-import { langOf, say, words, type Lang } from '../model/messages';
+import { langOf, say, words, type Lang, type WidgetKey } from '../model/messages';
 import type { Explain, SelectionPath } from '../model/index';
 import type { DispatchEvent, EventWhat, NoTaker } from '../scene/dispatch/events';
 import { remapPhrase, type DispatchSim, type Remap } from '../scene/dispatch/sim';
@@ -495,39 +495,7 @@ const en: DispatchText = {
   headline: (e, m) => `Event ${e.seq}: ${e.kind} at ${e.t.toFixed(3)} s, ${enEvent(e.what)}. Listener mark: ${m}.`,
   belongsTo: (e) => `This ${e.kind} belongs to connection ${e.conn}; the record below is its SYN's dispatch.`,
   notDelivered: 'The model did not deliver this packet to the group.',
-  chainRecord:
-    'Reservoir scan over the chain: no reuseport group picked this packet (kernels before 4.6, UDP before 4.5, keep none); ' +
-    'the lookup walks the listening chain and draws among equal scores. Its walk, as the model recorded it:',
-  replayLegend: 'Your server, replayed',
-  replayHint:
-    'A trace from reuseport-agent record or observe --trace: each recorded SYN or datagram goes to the listener your kernel chose, ' +
-    'and the model’s answer is checked beside it. The hash secret above is the key the model uses for a file you pick.',
-  replayFile: 'Trace file (JSON)',
-  replayStop: 'Stop replaying',
-  replayStatus: (name, release, key, x) =>
-    `Replaying ${name} (kernel ${release}): ${x.sent} of ${x.records} records sent. ` +
-    (key === null
-      ? 'No key is known for it, so the model was not asked (give the secret in Settings and pick the file again).'
-      : `Under key ${hex32(key)} the model agrees on ${x.agreed} and differs on ${x.disagreed.length}` +
-        `${x.hashDiffers.length ? `; its hash differs from the kernel’s on ${x.hashDiffers.length}` : ''}.`),
-  replayDiffers: (r, n) => `The model differs on record${n === 1 ? '' : 's'} ${r.join(', ')}${n > r.length ? ` and ${n - r.length} more` : ''}.`,
-  replayCheck: (c) =>
-    c.model === undefined
-      ? ' (kernel’s choice; the model was not asked)'
-      : c.model === c.kernel
-        ? ' (kernel’s choice; the model agrees)'
-        : ` (kernel’s choice; the model says ${c.model === null ? 'no socket' : `L${c.model}`})`,
-  replayFetch: (url, why) => `The trace ${url} could not be fetched: ${why}.`,
-  replayInvalid: (name, why) => `${name} is not a trace in the project’s format: ${why}`,
-  replayRefused: (name, field, p) =>
-    `${name} cannot be replayed: ${field} ` +
-    (p === 'ipv6'
-      ? 'is IPv6, and the scene draws IPv4 flows only.'
-      : p === 'empty'
-        ? 'holds no record.'
-        : 'sends to another address or port than the first record.'),
-  replayTooBig: (name, mib, max) => `${name} is ${mib.toFixed(1)} MiB; a replay reads at most ${max} MiB.`,
-  replayFileBad: (given) => `${given}: give the file name of a trace in the site’s traces/, such as tcp-v4-specific-8.json.`,
+  ...replayWords('en'),
   // The tuple is the client's: a SYN-ACK goes to it, so the client is named as such, not as where the packet came from.
   step: (e) => `Event ${e.seq} (client ${e.tuple.saddr}:${e.tuple.sport}): ${enEvent(e.what)}.`,
   what: enEvent,
@@ -826,33 +794,7 @@ const zh: DispatchText = {
   headline: (e, m) => `第 ${e.seq} 个事件：${e.kind}，时间 ${e.t.toFixed(3)} 秒，${zhEvent(e.what)}。监听套接字标记：${m}。`,
   belongsTo: (e) => `此 ${e.kind} 属于第 ${e.conn} 个连接；下面的记录是其 SYN 的分发过程。`,
   notDelivered: '模型没有把这个数据包交给该组。',
-  replayLegend: '重放你的服务器',
-  replayHint:
-    '来自 reuseport-agent record 或 observe --trace 的跟踪文件：每个记录下来的 SYN 或数据报都送往你的内核所选的监听套接字，并在旁边核对模型的回答。对你选择的文件，模型使用上面的哈希密钥。',
-  replayFile: '跟踪文件（JSON）',
-  replayStop: '停止重放',
-  replayStatus: (name, release, key, x) =>
-    `正在重放 ${name}（内核 ${release}）：已发送 ${x.records} 条记录中的 ${x.sent} 条。` +
-    (key === null
-      ? '不知道它的密钥，因此没有询问模型（在设置中填写密钥后重新选择文件）。'
-      : `在密钥 ${hex32(key)} 下，模型与内核一致 ${x.agreed} 条，不一致 ${x.disagreed.length} 条` +
-        `${x.hashDiffers.length ? `；有 ${x.hashDiffers.length} 条的哈希与内核不同` : ''}。`),
-  replayDiffers: (r, n) => `模型在第 ${r.join('、')} 条记录上与内核不一致${n > r.length ? `，另有 ${n - r.length} 条` : ''}。`,
-  replayCheck: (c) =>
-    c.model === undefined
-      ? '（内核的选择；未询问模型）'
-      : c.model === c.kernel
-        ? '（内核的选择；模型一致）'
-        : `（内核的选择；模型给出 ${c.model === null ? '没有套接字' : `L${c.model}`}）`,
-  replayFetch: (url, why) => `无法获取跟踪文件 ${url}：${why}。`,
-  replayInvalid: (name, why) => `${name} 不是本项目格式的跟踪文件：${why}`,
-  replayRefused: (name, field, p) =>
-    `${name} 无法重放：${field} ` +
-    (p === 'ipv6' ? '是 IPv6，而场景只绘制 IPv4 流。' : p === 'empty' ? '没有任何记录。' : '发往的地址或端口与第一条记录不同。'),
-  replayTooBig: (name, mib, max) => `${name} 有 ${mib.toFixed(1)} MiB；重放最多读取 ${max} MiB。`,
-  replayFileBad: (given) => `${given}：请给出站点 traces/ 中某个跟踪文件的文件名，例如 tcp-v4-specific-8.json。`,
-  chainRecord:
-    '对监听链的蓄水池扫描：这个数据包不是由 reuseport 组挑选的（4.6 之前的内核、UDP 为 4.5 之前，没有组）；查找遍历监听链，在得分相同的套接字之间抽取。模型记录的遍历过程如下：',
+  ...replayWords('zh-CN'),
   step: (e) => `第 ${e.seq} 个事件（客户端 ${e.tuple.saddr}:${e.tuple.sport}）：${zhEvent(e.what)}。`,
   what: zhEvent,
   wholeNumber: (n, lo, hi) => `${n}：请输入 ${lo} 到 ${hi} 之间的整数。`,
@@ -885,6 +827,60 @@ const zh: DispatchText = {
   inspLookup: (walks, reason, agree) => `监听套接字查找（Host 模型）：${walks}。${reason}。${agree}“监听套接字查找”面板列出了每个候选及其得分。`,
   candidates: (c, n) => `${c}，${n} 个候选`,
 };
+
+/** "Your server, replayed" and the reservoir era's record, from the catalogue (`ui.dispatch.replay_*`, `chain_record`). */
+function replayWords(lang: Lang): Pick<DispatchText, ReplayWord> {
+  const w = words(lang, 'dispatch');
+  const listener = (l: number | null) => (l === null ? w.say('marker_none') : `L${l}`);
+  return {
+    chainRecord: w.say('chain_record'),
+    replayLegend: w.say('replay_legend'),
+    replayHint: w.say('replay_hint'),
+    replayFile: w.say('replay_file'),
+    replayStop: w.say('replay_stop'),
+    replayStatus: (name, release, key, x) =>
+      w.say('replay_status', {
+        name,
+        release,
+        sent: w.num(x.sent),
+        records: w.num(x.records),
+        model:
+          key === null
+            ? w.say('replay_no_key')
+            : w.say('replay_agreement', {
+                key: hex32(key),
+                agreed: w.num(x.agreed),
+                differs: w.num(x.disagreed.length),
+                hash: x.hashDiffers.length ? w.say('replay_hash_differs', { n: w.num(x.hashDiffers.length) }) : '',
+              }),
+      }),
+    replayDiffers: (r, n) =>
+      w.count('replay_differs', n, { records: r.join(w.say('replay_sep')), more: n > r.length ? w.say('replay_more', { n: w.num(n - r.length) }) : '' }),
+    replayCheck: (c) =>
+      c.model === undefined ? w.say('replay_unasked') : c.model === c.kernel ? w.say('replay_agrees') : w.say('replay_says', { listener: listener(c.model) }),
+    replayFetch: (url, why) => w.say('replay_fetch', { url, why }),
+    replayInvalid: (name, why) => w.say('replay_invalid', { name, why }),
+    replayRefused: (name, field, problem) => w.say(`replay_refused.${problem}` as WidgetKey<'dispatch'>, { name, field }),
+    replayTooBig: (name, mib, max) => w.say('replay_too_big', { name, size: mib.toFixed(1), max }),
+    replayFileBad: (given) => w.say('replay_file_bad', { given }),
+  };
+}
+
+/** The words {@link replayWords} says. */
+type ReplayWord =
+  | 'chainRecord'
+  | 'replayLegend'
+  | 'replayHint'
+  | 'replayFile'
+  | 'replayStop'
+  | 'replayStatus'
+  | 'replayDiffers'
+  | 'replayCheck'
+  | 'replayFetch'
+  | 'replayInvalid'
+  | 'replayRefused'
+  | 'replayTooBig'
+  | 'replayFileBad';
 
 /** The scene's column headings, from the catalogue (`ui.dispatch.head_*`). */
 function structureWords(lang: Lang): StructureText {

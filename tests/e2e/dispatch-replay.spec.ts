@@ -39,7 +39,8 @@ function handCount(n: number, key: string): { agreed: number; differs: number[] 
 async function sendRecords(page: Page, n: number) {
   const fwd = page.getByRole('button', { name: 'Step forward' });
   for (let i = 0; i < 3 * n; i++) await fwd.click();
-  await expect(page.locator('.rl-dv-replay')).toContainText(`${n} of ${trace.events.length} records sent`);
+  // The page writes the record count with its digit groups (1,000).
+  await expect(page.locator('.rl-dv-replay')).toContainText(`${n} of ${trace.events.length.toLocaleString('en')} records sent`);
 }
 
 test('a measured trace replays record by record; the agreement the page counts is the hand count from the file', async ({ page }) => {
