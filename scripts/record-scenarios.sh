@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p reuseport-agent </dev/null
 agent="${CARGO_TARGET_DIR:-target}/release/reuseport-agent"
+# The QUIC reload scenario (UDP in a private namespace, root): kernel beside model, datagram by datagram.
+"$agent" scenario quic-reload -o public/traces/quic-reload.json
 for name in $("$agent" scenario --list | awk 'NF > 2 && $2 == "scale" { print $1 }'); do
   start=$(date +%s.%N)
   "$agent" scenario "$name" -o "public/traces/scenario-$name.json"

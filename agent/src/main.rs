@@ -26,6 +26,10 @@ fn main() -> ExitCode {
         }
         Command::Verify(args) => finish(verify::run(&args, io::stdout().lock(), &mut io::stderr())),
         Command::Scenario(args) if args.list => finish(scenario::list(io::stdout().lock())),
+        #[cfg(target_os = "linux")]
+        Command::Scenario(args) if args.name.as_deref() == Some("quic-reload") => {
+            finish(scenario::run_quic_reload(&args, io::stdout().lock()))
+        }
         Command::Scenario(args) => finish(scenario::run(&args, io::stdout().lock())),
         Command::Calibrate(args) => finish(calibrate::command(&args, io::stderr())),
         Command::Curated => finish(curated::run(io::stdout().lock())),

@@ -20,6 +20,7 @@ export const islands: Record<string, () => Promise<{ define: () => void }>> = {
   'reuseport-scenario': () => import('./scenario').then((m) => ({ define: m.defineScenarioElement })),
   'reuseport-scenario-match': () => import('./scenario-match').then((m) => ({ define: m.defineScenarioMatchElement })),
   'reuseport-server': () => import('./server').then((m) => ({ define: m.defineServerElement })),
+  'reuseport-editor': () => import('./editor').then((m) => ({ define: m.defineEditorElement })),
 };
 
 const started = new Set<string>();

@@ -11,6 +11,7 @@ import paste from './paste.css?inline';
 import exercise from './exercise.css?inline';
 import scenario from './scenario.css?inline';
 import server from './server.css?inline';
+import editor from './editor.css?inline';
 
 let sheets: CSSStyleSheet[] | null = null;
 
@@ -18,7 +19,7 @@ let sheets: CSSStyleSheet[] | null = null;
 export function widgetSheets(): CSSStyleSheet[] {
   if (!sheets) {
     const s = new CSSStyleSheet();
-    s.replaceSync([widget, dispatch, trace, bind, paste, exercise, scenario, server].join('\n'));
+    s.replaceSync([widget, dispatch, trace, bind, paste, exercise, scenario, server, editor].join('\n'));
     sheets = [s];
   }
   return sheets;

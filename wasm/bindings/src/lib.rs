@@ -24,6 +24,8 @@
 #[cfg(feature = "lookup")]
 mod diagnose;
 #[cfg(feature = "lookup")]
+mod editor;
+#[cfg(feature = "lookup")]
 mod paste;
 #[cfg(feature = "lookup")]
 mod sim;

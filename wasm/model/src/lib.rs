@@ -59,6 +59,7 @@ pub mod lookup;
 pub mod message;
 pub mod paste;
 pub mod profile;
+pub mod quic;
 pub mod recover;
 pub mod release;
 pub mod reuseport;

@@ -56,4 +56,7 @@ fn export_typescript_declarations() {
     reuseport_model::sim::matcher::Observed::export_all(&cfg).unwrap();
     reuseport_model::sim::matcher::Match::export_all(&cfg).unwrap();
     reuseport_model::diagnose::paste::ServerInput::export_all(&cfg).unwrap();
+    reuseport_model::quic::QuicPacketSpec::export_all(&cfg).unwrap();
+    reuseport_model::quic::reload::ReloadReport::export_all(&cfg).unwrap();
+    reuseport_model::reuseport::datagram::Datagram::export_all(&cfg).unwrap();
 }

@@ -42,6 +42,8 @@ use thiserror::Error;
 mod guest;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+pub mod quic_reload;
 mod report;
 
 pub use report::{bucket_ns, build_report, no_latency, ConnOutcome, ConnRecord, Measured};
@@ -403,8 +405,28 @@ pub fn list(mut out: impl Write) -> io::Result<()> {
     }
     writeln!(
         out,
+        "{:<28} the UDP group of a QUIC server across a reload: no-program cid-program",
+        "quic-reload"
+    )?;
+    writeln!(
+        out,
         "(variants in parentheses cannot be measured here and are listed as skipped)"
     )
+}
+
+/// Runs `scenario quic-reload` ([`quic_reload`]) and writes its trace to
+/// `--output` or `out`.
+#[cfg(target_os = "linux")]
+pub fn run_quic_reload(
+    args: &ScenarioArgs,
+    mut out: impl Write,
+) -> Result<quic_reload::QuicReloadTrace, ScenarioError> {
+    let sink = sink_of(args)?;
+    let trace = quic_reload::run(running_kernel()?, command_line(), io::stderr())?;
+    let mut text = serde_json::to_string(&trace).expect("the trace serializes");
+    text.push('\n');
+    write_text(sink, &text, &mut out)?;
+    Ok(trace)
 }
 
 /// The variants to run: those asked for (checked), or all.
@@ -483,17 +505,7 @@ pub fn run(args: &ScenarioArgs, out: impl Write) -> Result<ScenarioTrace, Scenar
     }
     // Checked before anything runs: a path that cannot take the trace
     // fails now, not after the measurement.
-    let sink = match &args.output {
-        Some(p) => {
-            Some(
-                crate::output::Output::prepare(p).map_err(|source| ScenarioError::Output {
-                    path: p.display().to_string(),
-                    source,
-                })?,
-            )
-        }
-        None => None,
-    };
+    let sink = sink_of(args)?;
     if let Some(kernel) = &args.kernel {
         let trace = guest::run(args, c, kernel, scale)?;
         write_trace(sink, &trace, out)?;
@@ -521,6 +533,42 @@ pub fn run(args: &ScenarioArgs, out: impl Write) -> Result<ScenarioTrace, Scenar
     Ok(trace)
 }
 
+/// `--output`, checked before anything runs: a path that cannot take the
+/// trace fails now, not after the measurement.
+fn sink_of(args: &ScenarioArgs) -> Result<Option<crate::output::Output>, ScenarioError> {
+    args.output
+        .as_deref()
+        .map(|p| {
+            crate::output::Output::prepare(p).map_err(|source| ScenarioError::Output {
+                path: p.display().to_string(),
+                source,
+            })
+        })
+        .transpose()
+}
+
+/// Writes a trace's text to `--output` (`sink`) or `out`.
+fn write_text(
+    sink: Option<crate::output::Output>,
+    text: &str,
+    out: &mut impl Write,
+) -> Result<(), ScenarioError> {
+    match sink {
+        Some(sink) => {
+            sink.commit_or_stdout(text.as_bytes(), "scenario")
+                .map_err(|(path, source)| ScenarioError::Output { path, source })?;
+            Ok(())
+        }
+        None => out
+            .write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|source| ScenarioError::Output {
+                path: "standard output".into(),
+                source,
+            }),
+    }
+}
+
 /// Writes the trace to `--output` (or, when that fails, to standard
 /// output, said on standard error) or `out`, and then checks it against
 /// the schema (written either way, so nothing measured is lost).
@@ -533,19 +581,7 @@ fn write_trace(
     text.push('\n');
     let value: serde_json::Value = serde_json::from_str(&text).expect("just written");
     let problems = schema_problems(&value);
-    match sink {
-        Some(sink) => {
-            sink.commit_or_stdout(text.as_bytes(), "scenario")
-                .map_err(|(path, source)| ScenarioError::Output { path, source })?;
-        }
-        None => out
-            .write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|source| ScenarioError::Output {
-                path: "standard output".into(),
-                source,
-            })?,
-    }
+    write_text(sink, &text, &mut out)?;
     if !problems.is_empty() {
         // Written anyway (the measurements are not lost): the schema and
         // the simulator's report have drifted apart.

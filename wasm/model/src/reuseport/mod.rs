@@ -135,6 +135,7 @@ impl Payload {
 }
 
 pub mod cbpf;
+pub mod datagram;
 mod members;
 mod program;
 mod select;

@@ -24,7 +24,7 @@ mod run;
 
 pub use ancillary::{Ancillary, Unknown};
 pub use check::{check, CheckError};
-pub use parse::{parse, ParseError as CbpfParseError};
+pub use parse::{parse, parse_located, ParseError as CbpfParseError, MAX_TEXT};
 pub use run::{run, AncInputs, CbpfRun, End, Input, Step};
 
 /// `BPF_MAXINSNS` (include/uapi/linux/bpf_common.h, 3.x to 7.2).

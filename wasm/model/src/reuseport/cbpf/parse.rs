@@ -34,6 +34,12 @@ pub const MAX_TEXT: usize = 1 << 20;
 
 /// Parses a program in any of the three forms, told apart by their lines.
 pub fn parse(text: &str) -> Result<Vec<Insn>, ParseError> {
+    parse_located(text).map(|v| v.into_iter().map(|(insn, _)| insn).collect())
+}
+
+/// As [`parse`], with the line (from 1) each instruction was read from, so
+/// a refusal that names instruction `pc` can name the reader's line.
+pub fn parse_located(text: &str) -> Result<Vec<(Insn, usize)>, ParseError> {
     if text.len() > MAX_TEXT {
         return Err(err(
             1,
@@ -135,7 +141,7 @@ fn four(line: usize, parts: &[&str]) -> Result<Insn, ParseError> {
 }
 
 /// `{ 0x28, 0, 0, 0x0000000c },` lines.
-fn c_array(lines: &[(usize, &str)]) -> Result<Vec<Insn>, ParseError> {
+fn c_array(lines: &[(usize, &str)]) -> Result<Vec<(Insn, usize)>, ParseError> {
     lines
         .iter()
         .map(|&(n, l)| {
@@ -148,18 +154,18 @@ fn c_array(lines: &[(usize, &str)]) -> Result<Vec<Insn>, ParseError> {
                         .strip_suffix('}')
                 })
                 .ok_or_else(|| err(n, "expected `{ code, jt, jf, k },` as tcpdump -dd prints"))?;
-            four(n, &inner.split(',').collect::<Vec<_>>())
+            Ok((four(n, &inner.split(',').collect::<Vec<_>>())?, n))
         })
         .collect()
 }
 
 /// A count, then `code jt jf k` lines.
-fn decimal(lines: &[(usize, &str)]) -> Result<Vec<Insn>, ParseError> {
+fn decimal(lines: &[(usize, &str)]) -> Result<Vec<(Insn, usize)>, ParseError> {
     let (n0, count) = lines[0];
     let count: usize = count.parse().map_err(|_| err(n0, "expected the count"))?;
     let insns = lines[1..]
         .iter()
-        .map(|&(n, l)| four(n, &l.split_whitespace().collect::<Vec<_>>()))
+        .map(|&(n, l)| Ok((four(n, &l.split_whitespace().collect::<Vec<_>>())?, n)))
         .collect::<Result<Vec<_>, _>>()?;
     if insns.len() != count {
         return Err(err(
@@ -227,7 +233,7 @@ fn ld_operand(n: usize, size: u16, arg: &str, imm_ok: bool) -> Result<Insn, Pars
 }
 
 /// `bpf_asm` source.
-fn asm(lines: &[(usize, &str)]) -> Result<Vec<Insn>, ParseError> {
+fn asm(lines: &[(usize, &str)]) -> Result<Vec<(Insn, usize)>, ParseError> {
     let mut labels: HashMap<String, usize> = HashMap::new();
     let mut pending: Vec<Pending> = Vec::new();
     for &(n, raw) in lines {
@@ -399,7 +405,7 @@ fn asm(lines: &[(usize, &str)]) -> Result<Vec<Insn>, ParseError> {
                 }
             }
         }
-        out.push(insn);
+        out.push((insn, p.line));
     }
     if out.is_empty() {
         return Err(err(1, "no instructions: the program is empty"));
