@@ -21,6 +21,7 @@ export const islands: Record<string, () => Promise<{ define: () => void }>> = {
   'reuseport-scenario-match': () => import('./scenario-match').then((m) => ({ define: m.defineScenarioMatchElement })),
   'reuseport-server': () => import('./server').then((m) => ({ define: m.defineServerElement })),
   'reuseport-editor': () => import('./editor').then((m) => ({ define: m.defineEditorElement })),
+  'reuseport-quic-reload': () => import('./quic-reload').then((m) => ({ define: m.defineQuicReloadElement })),
 };
 
 const started = new Set<string>();

@@ -7,11 +7,14 @@ import {
   cidProgram as wasmCidProgram,
   parseDatagrams as wasmParseDatagrams,
   quicPacket as wasmQuicPacket,
+  quicReload as wasmQuicReload,
   readProgram as wasmReadProgram,
   type DatagramLine,
   type ReadProgram,
 } from './pkg-lookup/reuseport.js';
 import type { QuicPacketSpec } from './generated/QuicPacketSpec';
+import type { ReloadReport } from './generated/ReloadReport';
+import type { ReloadSpec } from './generated/ReloadSpec';
 
 export type { DatagramLine, ReadProgram, QuicPacketSpec };
 
@@ -28,6 +31,11 @@ export function parseDatagrams(text: string, max: number): DatagramLine[] {
 /** A QUIC packet's bytes as hex (the model's builder, RFC 9000 §17). */
 export function quicPacket(spec: QuicPacketSpec): string {
   return wasmQuicPacket(spec);
+}
+
+/** The QUIC reload scenario in the model: `spec` on kernel `kernel` under the IPv4 hash key `key`. */
+export function quicReload(spec: ReloadSpec, kernel: string, key: number): ReloadReport {
+  return wasmQuicReload(spec, kernel, key >>> 0);
 }
 
 /** The connection-ID program (nginx's helper logic in classic BPF), as bpf_asm text. */

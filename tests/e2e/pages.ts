@@ -21,4 +21,4 @@ export function builtPages(dir = DIST, prefix = ''): string[] {
 /** Every widget's element name, as one selector. */
 export const WIDGETS =
   'reuseport-dispatch, reuseport-lookup, reuseport-paste, reuseport-bind, reuseport-bind-check, reuseport-trace, reuseport-traces, reuseport-exercise, ' +
-  'reuseport-scenario, reuseport-scenario-match, reuseport-server';
+  'reuseport-scenario, reuseport-scenario-match, reuseport-server, reuseport-editor, reuseport-quic-reload';

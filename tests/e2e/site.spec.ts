@@ -26,6 +26,9 @@ async function widgetsMounted(page: Page): Promise<number> {
       // With a secret it answers at once; without one (the bare iframe page /embed/lookup/) it waits for one.
       if (await w.getAttribute('secret')) await expect(w.locator('.rl-lookup table').first(), `lookup widget ${i} answered`).toBeVisible();
       else await expect(w.locator('.rl-lookup form'), `lookup widget ${i} mounted`).toBeVisible();
+    } else if (tag === 'reuseport-editor') {
+      // The editor routes its example's datagrams as it mounts.
+      await expect(w, `editor ${i} routed`).toHaveAttribute('data-state', 'routed', { timeout: 20_000 });
     } else {
       await expect(w, `${tag} ${i} ready`).toHaveAttribute('data-state', 'ready', { timeout: 20_000 });
     }

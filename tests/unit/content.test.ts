@@ -73,7 +73,7 @@ describe('content', () => {
         const { front, body } = split(read(lang, `scenarios/${f}`));
         const r = pageFields.safeParse(front);
         expect(r.success, r.success ? '' : JSON.stringify(r.error.issues)).toBe(true);
-        expect(body, 'the scenario widget').toMatch(/<reuseport-scenario name="[a-z0-9-]+">/);
+        expect(body, 'the scenario widget').toMatch(/<reuseport-(scenario name="[a-z0-9-]+"|quic-reload)>/);
         expect(body, 'internal links are relative').not.toMatch(/\]\(\/(?!\/)/);
       }
       const h2 = (lang: string) =>
