@@ -167,6 +167,10 @@ if [[ $(uname -s) == Linux ]]; then
   for f in tests/fixtures/cbpf/*.dd; do
     stage "verify --program $(basename "$f") on the running kernel" "$AGENT" verify --program "$f"
   done
+  # The QUIC reload scenario (agent/src/cmd/scenario/quic_reload.rs): a UDP group in a private namespace
+  # across a reload, with and without the connection-ID program; every datagram compared with the model.
+  stage "scenario quic-reload on the running kernel (every datagram, both variants)" \
+    "$AGENT" scenario quic-reload -o "$LOGS/quic-reload.json"
   bg_wait
   # Another kernel than this one: Debian 6.1 booted under QEMU, recorded inside, checked here
   # (agent/src/cmd/verify/kernels.rs). No QEMU, no download or no boot fails this stage; it never skips.
