@@ -21,7 +21,7 @@ import {
   type LineAnswer,
   type Proto,
 } from '../model/index';
-import { say, sayBasis } from '../model/messages';
+import { say, sayBasis, sayLineError } from '../model/messages';
 import { countByListener, explainView } from '../scene/explain-view';
 import { PROTO_OPTIONS, selectOptions } from './dom';
 import { renderTextTable } from '../render/table';
@@ -240,7 +240,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
         .data(problems)
         .join('li')
         .text((d) => d);
-      for (const p of parsed.filter((x) => x.error)) errors.append('p').text(t.lineError(p.line, p.error!));
+      for (const p of parsed) if (p.error) errors.append('p').text(t.lineError(p.line, sayLineError(lang, p.error)));
       return;
     }
 
@@ -280,7 +280,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
     } finally {
       group.dispose();
     }
-    const bad = answers.filter((a) => a.error !== undefined);
+    const bad = answers.filter((a) => a.explain === undefined);
     if (bad.length) {
       const box = errors.append('div').attr('role', 'alert');
       box.append('p').text(t.notAnswered(bad.length));
@@ -289,7 +289,7 @@ export async function mountLookup(el: HTMLElement, options: LookupOptions = {}):
         .selectAll('li')
         .data(bad.slice(0, 100))
         .join('li')
-        .text((a) => t.lineError(a.line, String(a.error)));
+        .text((a) => t.lineError(a.line, a.error ? sayLineError(lang, a.error) : (a.refused ?? '')));
     }
     const good = answers.filter((a): a is Extract<LineAnswer, { explain: object }> => a.explain !== undefined);
     emit(el, 'answered', {

@@ -223,6 +223,17 @@ function stringsOf(fields: Record<string, string | number>): Record<string, stri
 /** A run of spaces between two Chinese characters (or Chinese punctuation). */
 const CJK_GAP = /([\p{Script=Han}，。：；、（）“”])[ \t]+(?=[\p{Script=Han}，。：；、（）“”])/gu;
 
+/**
+ * A line that is not what its format says (the model's `LineError`), in `lang`: the field and the format in the
+ * page's words (`ui.paste.field_words.*`, `ui.paste.format_words.*`), never their ids.
+ */
+export function sayLineError(lang: Lang, e: LineError): string {
+  const given: Record<string, string> = {};
+  if ('field' in e) given.field = sayUi(lang, `paste.field_words.${e.field}` as UiKey);
+  if ('format' in e) given.format = sayUi(lang, `paste.format_words.${e.format}` as UiKey);
+  return say(lang, 'line_error', e, given);
+}
+
 /** A refused call in one sentence: the rule and where the kernel applies it. */
 export function sayRefusal(lang: Lang, r: Refusal): string {
   return fill(template(lang, 'refusal'), r, { ...sources(lang, r), rule: say(lang, 'refusal_rule', r.rule) });

@@ -46,6 +46,27 @@ test('a bad line is reported with its number and field while the others are answ
   await expect(answerRows(page)).toHaveCount(2);
 });
 
+test('on the Chinese page a bad line is said in Chinese, with its number and field', async ({ page }) => {
+  // The model's tuple-parse error crossed the wasm boundary as an English sentence, and the Chinese page showed it.
+  await page.goto('./zh-cn/lookup/');
+  const w = one(page);
+  await w.scrollIntoViewIfNeeded();
+  await w.getByLabel('四元组').fill(`${REF}\n127.0.0.9 99999 127.0.0.1 8080\n127.0.0.10 40001 127.0.0.1 8080\n127.0.0.11 40002 ::1 8080`);
+  await w.getByLabel('内核', { exact: true }).fill('6.18');
+  await w.getByLabel('监听套接字数', { exact: true }).fill('8');
+  await w.getByLabel('哈希密钥（IPv4）').fill('0xacf13568');
+  await w.getByRole('button', { name: '解释' }).click();
+  const alert = w.getByRole('alert');
+  await expect(alert).toContainText('第 2 行：');
+  await expect(alert).toContainText('源端口 `99999`');
+  await expect(alert).toContainText('不是端口号（0 到 65535）');
+  await expect(alert).toContainText('第 4 行：');
+  await expect(alert).toContainText('混用了 IPv4 和 IPv6');
+  await expect(alert).not.toContainText('source port');
+  await expect(alert).not.toContainText(' is not ');
+  await expect(w.getByRole('table', { name: '每行选中的套接字' }).locator('tbody tr')).toHaveCount(2);
+});
+
 test('an impossible group is refused with the kernel reason', async ({ page }) => {
   await page.goto('./lookup/');
   await fill(page, { tuples: REF, kernel: '6.18', listeners: 32769 });

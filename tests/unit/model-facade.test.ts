@@ -15,6 +15,7 @@ import {
   version,
   type Explain,
 } from '../../src/model/index';
+import { sayLineError } from '../../src/model/messages';
 import { loadModelForTests } from './setup-model';
 
 // kernel-history.md §1.5: 127.0.0.9:40000 -> 127.0.0.1:8080, secret 0x12345678 + mix 0x9abcdef0.
@@ -44,7 +45,8 @@ describe('model facade over wasm', () => {
     const answers = refGroup('6.18').explainText('127.0.0.9 40000 127.0.0.1 8080\n127.0.0.9 99999 127.0.0.1 8080\n\n# note\n127.0.0.9:40000 127.0.0.1:8080\n');
     expect(answers.map((a) => a.line)).toEqual([1, 2, 5]);
     expect(answers[0]!.explain!.listener).toBe(6);
-    expect(answers[1]!.error).toMatch(/source port `99999`/);
+    // The model's structured line error, said in English by the sentence tables.
+    expect(sayLineError('en', answers[1]!.error!)).toMatch(/source port `99999`/);
     expect(answers[2]!.explain!.listener).toBe(6);
   });
 

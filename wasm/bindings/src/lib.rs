@@ -35,6 +35,7 @@ mod ts_export;
 use reuseport_model::batch::V4Batch;
 use reuseport_model::group::AddEffect;
 use reuseport_model::lookup::{Call, CallLog, Host, Packet};
+use reuseport_model::paste::LineError;
 use reuseport_model::reuseport::{Change, PacketCtx};
 use reuseport_model::tuple::{parse_bind, parse_tuple_line, Proto, Tuple};
 use reuseport_model::{GroupSpec, Profile, ReuseportGroup};
@@ -56,6 +57,7 @@ import type { PacketCtx } from "../generated/PacketCtx";
 import type { Profile } from "../generated/Profile";
 import type { Tuple } from "../generated/Tuple";
 import type { Note } from "../generated/message/Note";
+import type { LineError } from "../generated/message/LineError";
 "#;
 
 /// Every fallible export returns this.
@@ -117,8 +119,18 @@ pub fn wasm_resolve_profile(kernel: &str) -> JsResult<JsValue> {
 #[wasm_bindgen(typescript_custom_section)]
 const TS_PARSED_LINE: &str = r#"
 /** One parsed line of pasted text: its tuple, or why it is not one. */
-export type ParsedLine = { line: number; tuple: Tuple; error?: undefined } | { line: number; error: string; tuple?: undefined };
+export type ParsedLine = { line: number; tuple: Tuple; error?: undefined } | { line: number; error: LineError; tuple?: undefined };
 "#;
+
+/// A tuple line's parse error as the model's structured line error, which
+/// the pages say in their language. Every error of `parse_tuple_line` is
+/// about the line; the fallback is never reached.
+fn line_error(e: &reuseport_model::ParseError) -> LineError {
+    LineError::from_tuple(e).unwrap_or(LineError::Unrecognized {
+        format: reuseport_model::paste::Format::Pairs,
+        value: e.to_string(),
+    })
+}
 
 /// One parsed line of [`wasm_parse_tuples`] (TypeScript: `ParsedLine`).
 #[derive(Serialize)]
@@ -127,7 +139,7 @@ struct ParsedLine {
     #[serde(skip_serializing_if = "Option::is_none")]
     tuple: Option<Tuple>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
+    error: Option<LineError>,
 }
 
 /// Parses pasted tuple text with the model's parser:
@@ -147,7 +159,7 @@ pub fn wasm_parse_tuples(text: &str) -> JsResult<JsValue> {
             Err(e) => out.push(ParsedLine {
                 line,
                 tuple: None,
-                error: Some(e.to_string()),
+                error: Some(line_error(&e)),
             }),
         }
     }
@@ -187,7 +199,10 @@ export type ParsedBind = { addr: string; port: number | null };
 /** A kernel profile name or release (`6.18`, `5.19.3`), and a group. */
 export type GroupConfig = { kernel: string; group: GroupSpec };
 /** One answered line of pasted text: the model's record, or why there is none. */
-export type LineAnswer = { line: number; explain: Explain; error?: undefined } | { line: number; error: string; explain?: undefined };
+export type LineAnswer =
+  | { line: number; explain: Explain; error?: undefined; refused?: undefined }
+  | { line: number; error: LineError; explain?: undefined; refused?: undefined }
+  | { line: number; refused: string; explain?: undefined; error?: undefined };
 "#;
 
 /// The input of [`WasmGroup::new`]: a kernel profile name or release, and
@@ -215,8 +230,12 @@ struct LineAnswer {
     line: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     explain: Option<reuseport_model::Explain>,
+    /// The line is not a tuple.
     #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
+    error: Option<LineError>,
+    /// The tuple is one the group cannot answer (the model's sentence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refused: Option<String>,
 }
 
 /// A reuseport group in one kernel era, held in wasm memory.
@@ -263,29 +282,29 @@ impl WasmGroup {
 
     /// Explains every line of pasted text (`SADDR SPORT DADDR DPORT` or
     /// `SADDR:SPORT DADDR:DPORT`); blank and `#` lines are skipped. Returns
-    /// `{ line, explain } | { line, error }[]`, never throwing for a bad line.
+    /// `{ line, explain } | { line, error } | { line, refused }[]` (`error`:
+    /// the model's structured line error; `refused`: why the group cannot
+    /// answer the tuple), never throwing for a bad line.
     #[wasm_bindgen(js_name = explainText, unchecked_return_type = "LineAnswer[]")]
     pub fn explain_text(&self, text: &str, cpu: u32) -> JsResult<JsValue> {
         let mut out = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let line_no = i as u32 + 1;
-            let answer = match parse_tuple_line(line) {
-                Ok(None) => continue,
-                Ok(Some(t)) => self.inner.explain(&t, cpu).map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
+            let mut answer = LineAnswer {
+                line: line_no,
+                explain: None,
+                error: None,
+                refused: None,
             };
-            out.push(match answer {
-                Ok(x) => LineAnswer {
-                    line: line_no,
-                    explain: Some(x),
-                    error: None,
+            match parse_tuple_line(line) {
+                Ok(None) => continue,
+                Ok(Some(t)) => match self.inner.explain(&t, cpu) {
+                    Ok(x) => answer.explain = Some(x),
+                    Err(e) => answer.refused = Some(e.to_string()),
                 },
-                Err(e) => LineAnswer {
-                    line: line_no,
-                    explain: None,
-                    error: Some(e),
-                },
-            });
+                Err(e) => answer.error = Some(line_error(&e)),
+            }
+            out.push(answer);
         }
         to_js(&out)
     }

@@ -618,6 +618,51 @@ pub enum LineError {
 }
 
 impl LineError {
+    /// A tuple line's parse error ([`crate::tuple::parse_tuple_line`],
+    /// [`crate::tuple::parse_observed_line`]) as the line error of the
+    /// address-pair formats, with its field named by [`Field`], so that the
+    /// sentence tables say it in the reader's language; `None` for an error
+    /// that is not about a line (a secret, a list).
+    pub fn from_tuple(e: &crate::ParseError) -> Option<LineError> {
+        use crate::ParseError as P;
+        let field = |f: &str| match f {
+            "source port" => Field::SourcePort,
+            "destination address" => Field::DestinationAddress,
+            "destination port" => Field::DestinationPort,
+            _ => Field::SourceAddress,
+        };
+        Some(match e {
+            P::FieldCount { found, extra } => LineError::FieldCount {
+                format: if extra.is_empty() {
+                    Format::Pairs
+                } else {
+                    Format::Observed
+                },
+                found: *found,
+            },
+            P::Address { field: f, value } => LineError::Address {
+                format: Format::Pairs,
+                field: field(f),
+                value: value.clone(),
+            },
+            P::Port { field: f, value } => LineError::Port {
+                format: Format::Pairs,
+                field: field(f),
+                value: value.clone(),
+            },
+            P::MixedFamilies { saddr, daddr } => LineError::MixedFamilies {
+                format: Format::Pairs,
+                a: saddr.clone(),
+                b: daddr.clone(),
+            },
+            P::Listener(value) => LineError::Listener {
+                format: Format::Observed,
+                value: value.clone(),
+            },
+            P::Secret(_) | P::List { .. } => return None,
+        })
+    }
+
     /// The format the error is about, when it names one.
     pub fn format(&self) -> Option<Format> {
         match self {
