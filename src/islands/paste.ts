@@ -225,6 +225,8 @@ export async function mountPaste(host: HTMLElement, options: PasteOptions = {}):
             b.format ? (t.formatWords[b.format] ?? b.format) : '–',
           ]),
         rowHeight: 30,
+        // The reason is a sentence: it wraps, so the format column beside it stays in view.
+        wrap: true,
       });
       badTable.setCount(s.bad + s.undecided);
     }

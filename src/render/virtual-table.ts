@@ -18,6 +18,13 @@ export interface VirtualTableOptions {
   action?: { label: (row: number, cells: Cells) => string; text: string; run: (row: number) => void };
   /** Pixels per row (fixed, so the spacer's height is exact). @default 28 */
   rowHeight?: number;
+  /**
+   * Cells wrap instead of running on in one line, so a long sentence does not push the last columns out of view;
+   * on a narrow screen each row stacks its cells, each labelled with its column. A row is then as tall as its text,
+   * and the scroll range is built on an estimate (three lines a row, or seven when stacked) in place of `rowHeight`.
+   * @default false
+   */
+  wrap?: boolean;
 }
 
 export interface VirtualTable {
@@ -32,9 +39,11 @@ export interface VirtualTable {
 const MAX_SCROLL_PX = 8_000_000;
 
 export function renderVirtualTable(parent: HTMLElement, opts: VirtualTableOptions): VirtualTable {
-  const rowH = opts.rowHeight ?? 28;
+  const fixedH = opts.rowHeight ?? 28;
+  // Wrapped rows: about three lines of text each, or seven when a narrow screen stacks the cells (styles/paste.css).
+  const rowH = () => (opts.wrap ? (box.clientWidth >= 640 ? 72 : 168) : fixedH);
   const box = document.createElement('div');
-  box.className = 'rl-vt';
+  box.className = opts.wrap ? 'rl-vt rl-vt-wrap' : 'rl-vt';
   box.tabIndex = 0;
   box.setAttribute('role', 'region');
   box.setAttribute('aria-label', opts.caption);
@@ -70,29 +79,38 @@ export function renderVirtualTable(parent: HTMLElement, opts: VirtualTableOption
   let count = 0;
   let gen = 0;
   let frame = 0;
-  const scale = () => Math.min(1, MAX_SCROLL_PX / Math.max(1, count * rowH));
+  const scale = () => Math.min(1, MAX_SCROLL_PX / Math.max(1, count * rowH()));
+
+  /** The scroll range: every row at its estimated height (the header row is one row tall too). */
+  const size = () => {
+    spacer.style.height = `${Math.round((count + 1) * rowH() * scale())}px`;
+  };
 
   const draw = () => {
     frame = 0;
+    // A wrapped row's estimate follows the box's width (a closed <details> has none until it opens).
+    if (opts.wrap) size();
     const s = scale();
-    const first = Math.max(0, Math.floor(box.scrollTop / s / rowH));
-    const visible = Math.ceil(box.clientHeight / rowH) + 2;
+    const first = Math.max(0, Math.floor(box.scrollTop / s / rowH()));
+    const visible = Math.ceil(box.clientHeight / rowH()) + 2;
     const n = Math.max(0, Math.min(visible, count - first));
     const mine = ++gen;
     void opts.rows(first, n).then((rows) => {
       if (mine !== gen) return;
       // The table sits where its first row belongs in the (possibly scaled) scroll range.
-      table.style.transform = `translateY(${Math.round(first * rowH * s)}px)`;
+      table.style.transform = `translateY(${Math.round(first * rowH() * s)}px)`;
       const focused = body.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.row : undefined;
       body.replaceChildren(
         ...rows.map((cells, i) => {
           const tr = document.createElement('tr');
           tr.setAttribute('aria-rowindex', String(first + i + 2));
-          for (const c of cells) {
+          cells.forEach((c, k) => {
             const td = document.createElement('td');
             td.textContent = c;
+            // A stacked row (narrow screens) names each cell's column.
+            if (opts.wrap) td.dataset.label = opts.columns[k] ?? '';
             tr.appendChild(td);
-          }
+          });
           if (opts.action) {
             const td = document.createElement('td');
             const b = document.createElement('button');
@@ -123,7 +141,7 @@ export function renderVirtualTable(parent: HTMLElement, opts: VirtualTableOption
       count = n;
       table.setAttribute('aria-rowcount', String(n + 1));
       // The header row is one row tall too: a short table's box fits it exactly.
-      spacer.style.height = `${Math.round((n + 1) * rowH * scale())}px`;
+      size();
       box.scrollTop = 0;
       schedule();
     },
