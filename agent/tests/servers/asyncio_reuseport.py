@@ -1,6 +1,7 @@
 """One worker of a Python asyncio server that sets SO_REUSEPORT per process,
 as people run it (several copies, one listener each). Answers every line
-with "ok" and keeps the connection open. argv: HOST PORT."""
+with "ok" and keeps the connection open. argv: HOST PORT (an IPv6 HOST
+such as ::1 listens on IPv6)."""
 import asyncio
 import socket
 import sys
@@ -14,7 +15,8 @@ async def handle(reader, writer):
 
 
 async def main(host, port):
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
     server = await asyncio.start_server(handle, sock=sock, backlog=512)

@@ -708,6 +708,10 @@ fn trace_summary(t: &trace::TraceReport) -> String {
     }
     if let Some(c) = &t.check {
         match &c.key_reason {
+            Some(why) if c.choice_tested > 0 => s.push_str(&format!(
+                "  trace: hashes not checked ({why}); chosen socket {} of {} against the model ({})\n",
+                c.choice_agreed, c.choice_tested, c.profile
+            )),
             Some(why) => s.push_str(&format!("  trace not checked: {why}\n")),
             None => s.push_str(&format!(
                 "  trace against the model ({}): hash {} of {}, chosen socket {} of {}{}\n",

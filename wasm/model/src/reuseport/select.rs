@@ -224,6 +224,24 @@ impl ReuseportGroup {
         })
     }
 
+    /// Which listener the group picks for this packet when the hash is given
+    /// rather than computed: a trace's record carries the kernel's own hash,
+    /// and an IPv6 record's hash has two per-boot secrets a trace cannot pin
+    /// down, so the pick from the kernel's hash is what can be checked. The
+    /// selection is the one [`Self::select`] runs (`reuseport_select_sock`,
+    /// net/core/sock_reuseport.c), from `hash` instead of the group's keys.
+    pub fn select_with_hash(&self, t: &Tuple, hash: u32, cpu: u32) -> Result<Choice, SetupError> {
+        let ctx = PacketCtx::on_cpu(cpu);
+        let t = self.accepts(t)?;
+        self.decided(&t, &ctx)?;
+        let o = self.pick(&t, hash, &ctx, false, true);
+        Ok(Choice {
+            listener: o.listener,
+            slot: o.slot,
+            hash,
+        })
+    }
+
     /// The whole path of one packet, received on `cpu`.
     pub fn explain(&self, t: &Tuple, cpu: u32) -> Result<Explain, SetupError> {
         self.explain_ctx(t, &PacketCtx::on_cpu(cpu))
