@@ -59,7 +59,7 @@ export class QuicReloadCard {
       recorded.addEventListener('click', () => this.#show(rec.key!), { signal: this.#ac.signal });
     }
     this.#keyLine = box.appendChild(h('p', 'rl-hint', '', { 'aria-live': 'polite' }));
-    this.#table = box.appendChild(h('div', 'rl-scroll'));
+    this.#table = box.appendChild(h('div', 'rl-ed-scroll', undefined, { tabindex: '0', role: 'region', 'aria-label': t('quic_reload.caption') }));
     if (rec) {
       const a = agreementOf(rec);
       box.append(

@@ -73,8 +73,12 @@ export function renderEditorRoutes(el: HTMLElement, r: EditorRoutes, t: EditorRo
       row.socket === null ? t.none : t.socket(row.socket),
     ];
   });
+  // A region that scrolls sideways on a narrow screen; focusable, so the keyboard scrolls it too.
   const wrap = document.createElement('div');
-  wrap.className = 'rl-scroll';
+  wrap.className = 'rl-ed-scroll';
+  wrap.tabIndex = 0;
+  wrap.setAttribute('role', 'region');
+  wrap.setAttribute('aria-label', t.routes);
   wrap.append(
     tableElement({ caption: t.routes, head: t.head, rows, className: 'rl-table rl-ed-routes', data: (i) => ({ socket: String(r.rows[i]!.socket ?? 'none') }) }),
   );
