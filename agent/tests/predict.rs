@@ -688,13 +688,14 @@ fn the_reservoir_era_has_no_group_cap() {
 // Options that shape the group
 
 #[test]
-fn connected_udp_members_are_stepped_over() {
-    // UDP keeps the classic form in 6.18: with secret 0 the §1.5 tuple hashes
-    // to 0x1c1dac00, slot 0 of 8. From 5.4 (and the 5.0 stable backport) the
-    // group steps forward past connected members (kernel-history.md §3.4).
+fn connected_udp_members_are_stepped_over_from_5_4_to_6_12() {
+    // UDP keeps the classic form: with secret 0 the §1.5 tuple hashes to
+    // 0x1c1dac00, slot 0 of 8. From 5.4 (and the 5.0 stable backport) the
+    // group steps forward past connected members (kernel-history.md §3.4),
+    // until 6.13 takes them out of the group instead (the next test).
     let base = [
         "--kernel",
-        "6.18",
+        "6.12",
         "--proto",
         "udp",
         "--listeners",
@@ -740,6 +741,45 @@ fn connected_udp_members_are_stepped_over() {
         V4_LINE,
     );
     assert_eq!(r.lines()[0]["listener"], 0);
+}
+
+#[test]
+fn connected_udp_members_leave_the_group_from_6_13() {
+    // udp_lib_hash4 (6.13+) detaches a member as it connects, the last
+    // member moving into its slot (reuseport_detach_sock), as 6.18.44 does
+    // (tests/udp_connect_leaves.rs). Counted by hand with the hash above,
+    // 0x1c1dac00, and reciprocal_scale(h, n) = h * n >> 32:
+    // - member 0 leaves: socks[] = 7 1 2 3 4 5 6, n = 7, slot 0: listener 7;
+    // - then 1 and 2: socks[] = 7 6 5 3 4, n = 5, slot 0: listener 7.
+    let base = [
+        "--kernel",
+        "6.18",
+        "--proto",
+        "udp",
+        "--listeners",
+        "8",
+        "--secret",
+        "0",
+    ];
+    let r = agent(&[&base[..], &["--connected", "0"]].concat(), V4_LINE);
+    assert_eq!(
+        (
+            r.lines()[0]["listener"].as_u64(),
+            r.lines()[0]["slot"].as_u64()
+        ),
+        (Some(7), Some(0)),
+        "{}",
+        r.stderr
+    );
+    let r = agent(&[&base[..], &["--connected", "1,2"]].concat(), V4_LINE);
+    // 1 leaves: 0 7 2 3 4 5 6; 2 leaves: 0 7 6 3 4 5; n = 6, slot 0.
+    assert_eq!(r.lines()[0]["listener"], 0);
+    let r = agent(
+        &[&base[..], &["--connected", "0,1,2,3,4,5,6,7"]].concat(),
+        V4_LINE,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.lines()[0]["listener"].is_null() && r.lines()[0]["slot"].is_null());
 }
 
 #[test]

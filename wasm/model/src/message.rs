@@ -230,6 +230,8 @@ pub enum RefusalRule {
     V6onlyOnInet,
     /// SO_BINDTODEVICE with a name no device of the namespace has.
     UnknownDevice,
+    /// SO_INCOMING_CPU set before 4.4, when it could only be read.
+    IncomingCpuReadOnly,
 }
 
 /// What happened to one socket during a lookup's table scan.

@@ -369,10 +369,12 @@ impl Host {
                 self.socks[i].spec.state = SockState::Connected;
                 self.socks[i].spec.peer = Some(peer);
                 if let (Some(g), Some(m)) = (self.socks[i].group, self.socks[i].member) {
-                    let _ = self.groups[g].group.connect(m);
+                    // From 6.13 the member leaves its group as it connects
+                    // (udp_lib_hash4: reuseport_detach_sock).
+                    if let Ok(c) = self.groups[g].group.connect(m) {
+                        self.last_change = Some((g, c));
+                    }
                     if self.rules.udp_connect_leaves_group {
-                        // udp_lib_hash4 (6.13+): reuseport_detach_sock.
-                        let _ = self.groups[g].group.close(m);
                         self.socks[i].group = None;
                         self.socks[i].member = None;
                     }
@@ -458,6 +460,17 @@ impl Host {
             }
             SockOpt::Linger(l) => self.socks[i].linger = *l,
             SockOpt::IncomingCpu(cpu) => {
+                if !self.profile.incoming_cpu_writable {
+                    // sock_setsockopt (net/core/sock.c) has no SO_INCOMING_CPU
+                    // case to set before 70da268b569d ("net: SO_INCOMING_CPU
+                    // setsockopt() support", 4.4): its default, ENOPROTOOPT.
+                    return Some(self.refusal(
+                        Errno::Enoprotoopt,
+                        RefusalRule::IncomingCpuReadOnly,
+                        "sock_setsockopt",
+                        "net/core/sock.c",
+                    ));
+                }
                 // The kernel reads an int: 2^31 and above are negative, and
                 // a negative sk_incoming_cpu is "none" (-1 unsets it; on
                 // 6.2+ reuseport_update_incoming_cpu,
@@ -659,12 +672,10 @@ impl Host {
                     }
                     let mut left = false;
                     if spec.state == SockState::Connected {
+                        // From 6.13 it leaves as it connects (udp_lib_hash4:
+                        // reuseport_detach_sock).
                         let _ = entry.group.connect(member);
-                        if self.rules.udp_connect_leaves_group {
-                            // udp_lib_hash4: reuseport_detach_sock.
-                            let _ = entry.group.close(member);
-                            left = true;
-                        }
+                        left = self.rules.udp_connect_leaves_group;
                     }
                     if let Some(p) = &spec.program {
                         if let Some((rule, source)) = entry.group.attach_refusal(p) {

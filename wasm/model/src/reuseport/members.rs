@@ -103,7 +103,7 @@ impl ReuseportGroup {
     /// `n` sockets join in order, as `n` calls of [`ReuseportGroup::join`]
     /// would leave the group, in time linear in `n` (a chain built by head
     /// insertions one by one is quadratic: 54 s for a million members).
-    pub(super) fn join_all(&mut self, n: u32) -> Result<(), GroupError> {
+    pub(crate) fn join_all(&mut self, n: u32) -> Result<(), GroupError> {
         if let Layout::Chain(c) = &mut self.layout {
             let first = self.members.len() as u32;
             let mut fresh: Vec<u32> = (first..first + n).rev().collect();
@@ -179,6 +179,10 @@ impl ReuseportGroup {
                 Change::Unchanged
             }
             MemberState::ShutDown => Change::Unchanged,
+            // Out of the group since its connect() (6.13+): the file closes.
+            MemberState::Closed if m.connected && self.connect_leaves() => {
+                return Ok(Change::Unchanged)
+            }
             MemberState::Closed => return Err(self.wrong_state(l, "close", "open")),
         };
         if Self::in_group(m.state) && m.incoming_cpu >= 0 && self.selection() == Selection::Group {
@@ -288,8 +292,18 @@ impl ReuseportGroup {
         Ok(Change::Unchanged)
     }
 
+    /// Whether `connect()` takes a UDP member out of its group: 6.13+,
+    /// `udp_lib_hash4` -> `reuseport_detach_sock` (net/ipv4/udp.c, commit
+    /// 78c91ae2c6de), seen on 6.18.44 (agent/tests/udp_connect_leaves.rs).
+    fn connect_leaves(&self) -> bool {
+        self.proto == Proto::Udp && self.profile.lookup.udp_connect_leaves_group
+    }
+
     /// `connect()` on a UDP member: it becomes TCP_ESTABLISHED and the group
-    /// records `has_conns` (5.4+), which is never cleared.
+    /// records `has_conns` (5.4+), which is never cleared. From 6.13 the
+    /// member then leaves the group as on `close()`, the last member moving
+    /// into its slot ([`ReuseportGroup::close`]); closing it later changes
+    /// nothing more.
     pub fn connect(&mut self, l: u32) -> Result<Change, GroupError> {
         if self.proto != Proto::Udp {
             return Err(GroupError::Unsupported {
@@ -303,6 +317,9 @@ impl ReuseportGroup {
         }
         self.members[l as usize].connected = true;
         self.has_conns = true;
+        if self.connect_leaves() {
+            return self.close(l);
+        }
         Ok(Change::Unchanged)
     }
 

@@ -1,0 +1,136 @@
+//! Where a UDP member that `connect()`s goes, asked of the running kernel:
+//! from 6.13 it leaves its reuseport group (`udp_lib_hash4` ->
+//! `reuseport_detach_sock`, net/ipv4/udp.c, 78c91ae2c6de), the last member
+//! moving into its slot; from 5.4 to 6.12 it stays in `socks[]` and select
+//! by hash steps over it (acdcecc61285). The model once held both rules at
+//! once for 6.13+ (the host let the member leave, the group built from a
+//! spec kept it), so this pins which one the kernel follows.
+//!
+//! Four sockets on 127.0.0.1:8080 made by the group shorthand's calls
+//! (`CallLog::from_group`), member 1 connected to a peer that never sends;
+//! then datagrams from other clients. Left: the other three receive a third
+//! each. Stepped over: member 2 receives member 1's slot as well, half of
+//! all. The bound between the two, 0.42, is more than four standard
+//! deviations from either at 600 datagrams. The model's group, from the
+//! host and from the spec, must hold the members the kernel's rule leaves.
+//! Needs root for a private network namespace; otherwise `SKIPPED`.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use reuseport_model::lookup::{CallLog, Host};
+use reuseport_model::{GroupSpec, Keys, Proto, ReuseportGroup};
+
+mod common;
+
+/// Datagrams sent; each from a fresh ephemeral port of one of several
+/// loopback sources.
+const DATAGRAMS: usize = 600;
+
+fn spec() -> GroupSpec {
+    GroupSpec {
+        connected: vec![1],
+        ..GroupSpec::new(
+            Proto::Udp,
+            4,
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            8080,
+            Keys::default(),
+        )
+    }
+}
+
+/// Datagrams received per fd, on this kernel, in a private namespace.
+#[cfg(target_os = "linux")]
+fn received() -> Vec<usize> {
+    use reuseport_agent::calllog::{self, source};
+    use std::time::Duration;
+    std::thread::spawn(|| {
+        assert!(
+            calllog::private_netns(),
+            "a private network namespace could not be made"
+        );
+        let log = CallLog::from_group(&spec());
+        let run = calllog::replay(&log);
+        assert!(
+            run.answers.iter().all(Option::is_none),
+            "every call of the shorthand succeeds: {:?}",
+            run.answers
+        );
+        let to = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let mut counts = vec![0; 4];
+        for k in 0..DATAGRAMS {
+            // The first source is the group's own address; the peer is
+            // 127.0.0.1:9, which these probes never come from.
+            let from = source(to, k + 1);
+            if let Some(fd) = run.probe(Proto::Udp, from, to, 8080, Duration::from_secs(2)) {
+                counts[fd] += 1;
+            }
+        }
+        counts
+    })
+    .join()
+    .expect("the probe thread panicked")
+}
+
+#[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "builds a UDP group on Linux")]
+fn a_connected_udp_member_leaves_its_group_from_6_13_and_is_stepped_over_before() {
+    if !common::is_root() {
+        common::skip(
+            "udp_connect_leaves",
+            "needs root for a private network namespace",
+        );
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let release = reuseport_agent::kernel::running_release().unwrap();
+        let Ok(profile) = reuseport_agent::kernel::resolve("auto") else {
+            common::skip_fact(
+                "udp_connect_leaves",
+                &format!("no model profile for {release}"),
+            );
+            return;
+        };
+        if !profile.lookup.udp_has_conns {
+            common::skip_fact(
+                "udp_connect_leaves",
+                &format!("{release} predates 5.4: a connected member is not told apart"),
+            );
+            return;
+        }
+        let counts = received();
+        let total: usize = counts.iter().sum();
+        assert!(
+            total >= DATAGRAMS * 9 / 10,
+            "few datagrams arrived: {counts:?}"
+        );
+        assert_eq!(
+            counts[1], 0,
+            "the connected member receives only from its peer"
+        );
+        let share2 = counts[2] as f64 / total as f64;
+        let leaves = share2 < 0.42;
+        assert_eq!(
+            leaves, profile.lookup.udp_connect_leaves_group,
+            "{release}: member 2 received {share2:.3} of {total} ({counts:?}); the model's profile {} says the connected member {}",
+            profile.release,
+            if profile.lookup.udp_connect_leaves_group { "leaves" } else { "is stepped over" }
+        );
+        // The model, both ways in: the members its group still holds.
+        let want: Vec<u32> = if leaves {
+            vec![0, 3, 2]
+        } else {
+            vec![0, 1, 2, 3]
+        };
+        let host = Host::from_group(profile, &spec()).unwrap();
+        let from_host = host.group(0).unwrap().listening().to_vec();
+        let built = ReuseportGroup::build(profile, &spec()).unwrap();
+        assert_eq!(from_host, want, "the host's group");
+        assert_eq!(
+            built.listening().to_vec(),
+            want,
+            "the group built from the spec"
+        );
+    }
+}
