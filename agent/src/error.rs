@@ -29,6 +29,23 @@ pub enum Error {
     /// The kernel would refuse the group the options describe.
     #[error("the group cannot be built: {0}")]
     Group(#[source] SetupError),
+    /// A call the group options stand for, refused by the kernel (the
+    /// 32769th member, SO_INCOMING_CPU before 4.4, a second close).
+    #[error("the group cannot be built: call {call} of the calls the options stand for, {what}, fails with {errno}: {why}")]
+    Refused {
+        /// The call's index.
+        call: usize,
+        /// The call as JSON.
+        what: String,
+        /// The errno's name.
+        errno: String,
+        /// The rule, in words.
+        why: String,
+    },
+    /// The calls the group options stand for are beyond what the model
+    /// replays (a `connect()` from a wildcard address).
+    #[error("the group cannot be built: {0}")]
+    Shorthand(String),
     /// A `--incoming-cpu` item that is not `LISTENER=CPU`.
     #[error("`{0}` is not a LISTENER=CPU pair such as 0=2 (the listener's number in listen order, then the CPU given to SO_INCOMING_CPU)")]
     Pin(String),

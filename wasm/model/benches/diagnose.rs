@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use reuseport_model::diagnose::{prepare, Connection, Listener, Owner, Snapshot, VerdictKind};
 use reuseport_model::recover::Found;
-use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, Tuple};
 
 fn main() {
     let count: u32 = common::option("--connections").unwrap_or(100_000);
@@ -27,7 +27,7 @@ fn main() {
             ..Keys::default()
         },
     );
-    let g = ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec).unwrap();
+    let g = common::group_of(Profile::named("6.18").unwrap(), &spec);
     let pid = |l: u32| 2000 + l;
     let owner = |p| Owner {
         pid: p,

@@ -64,7 +64,7 @@ fn group_and_flows(n: u32, count: u32, key: u32) -> (ReuseportGroup, Vec<Tuple>)
             ..Keys::default()
         },
     );
-    let g = ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec).unwrap();
+    let g = common::group_of(Profile::named("6.18").unwrap(), &spec);
     let tuples = (0..count)
         .map(|i| {
             Tuple::v4(

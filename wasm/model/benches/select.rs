@@ -15,7 +15,7 @@ use std::net::Ipv4Addr;
 use std::time::Instant;
 
 use reuseport_model::batch::{Isa, V4Batch};
-use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, Tuple};
 
 struct Packets {
     saddr: Vec<u32>,
@@ -114,7 +114,7 @@ fn main() {
                 ..Keys::default()
             },
         );
-        let g = ReuseportGroup::build(Profile::named(kernel).unwrap(), &spec).unwrap();
+        let g = common::group_of(Profile::named(kernel).unwrap(), &spec);
         let mut out = vec![0u32; n];
         for (name, isa) in [
             (Isa::best_name(), Isa::Best),

@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
 
 use reuseport_model::spread::SpreadRun;
-use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, Tuple};
 
 /// `n` connections from the benchmarks' clients to port 8080 of the
 /// loopback address of the family.
@@ -69,7 +69,7 @@ fn main() {
             Ipv4Addr::new(127, 0, 0, 1).into()
         };
         let spec = GroupSpec::new(Proto::Tcp, listeners, bind, 8080, Keys::default());
-        let g = ReuseportGroup::build(Profile::named(kernel).unwrap(), &spec).unwrap();
+        let g = common::group_of(Profile::named(kernel).unwrap(), &spec);
         let t = generate(tuples, v6);
         let run = SpreadRun::new(g, &t, 1).unwrap();
         let run = if one { run.one_at_a_time() } else { run };

@@ -174,19 +174,6 @@ fn the_host_a_group_spec_stands_for_picks_as_the_spec_built_directly() {
                 // call: a call log carries it as a setting, not an answer.
                 continue;
             }
-            if !spec.incoming_cpu.is_empty() && !profile.incoming_cpu_writable {
-                // setsockopt(SO_INCOMING_CPU) before 4.4 fails with
-                // ENOPROTOOPT; the group refuses it, the host does not yet
-                // (it only ignores the CPU there): not compared until it does.
-                continue;
-            }
-            if !spec.connected.is_empty() && profile.lookup.udp_connect_leaves_group {
-                // From 6.13 a connect()ed UDP socket leaves its group
-                // (udp_lib_hash4); the host follows that, the directly built
-                // group keeps it as a connected member: they differ, and
-                // the direct build is the one to mend.
-                continue;
-            }
             let Ok(direct) = ReuseportGroup::build(profile, &spec) else {
                 // An option this era lacks (SO_INCOMING_CPU before 4.4,
                 // migration before 5.14): the host answers that call with
@@ -205,6 +192,20 @@ fn the_host_a_group_spec_stands_for_picks_as_the_spec_built_directly() {
                 // no group: the lookup's reservoir scan over the listener
                 // chain picks, and the host holds none to hand out.
                 assert!((0..host.sockets()).all(|fd| host.group_of(fd).is_none()));
+                // It hands out the listener chain the scan walks instead,
+                // which picks as the spec's own chain, fd for listener.
+                let Some((chain, fds)) = (0..host.sockets()).find_map(|fd| host.chain_of(fd))
+                else {
+                    panic!("{} {spec:?}: no receiving socket", profile.release);
+                };
+                for (t, ctx) in packets(&spec) {
+                    let a = direct.select_ctx(&t, &ctx).map(|c| (c.listener, c.hash));
+                    let b = chain
+                        .select_ctx(&t, &ctx)
+                        .map(|c| (c.listener.map(|m| fds[m as usize] as u32), c.hash));
+                    assert_eq!(a, b, "{} {spec:?} {t:?}", profile.release);
+                }
+                compared += 1;
                 continue;
             }
             let g = host
@@ -411,5 +412,35 @@ fn tcp(tuple: Tuple, ctx: PacketCtx) -> reuseport_model::lookup::Packet {
         tuple,
         device: None,
         ctx,
+    }
+}
+
+#[test]
+fn so_incoming_cpu_is_refused_with_enoprotoopt_before_4_4() {
+    // sock_setsockopt (net/core/sock.c) learnt to set SO_INCOMING_CPU in 4.4
+    // (70da268b569d); before, the option falls to its default case,
+    // ENOPROTOOPT, and the socket keeps sk_incoming_cpu = -1.
+    use reuseport_model::lookup::SockOpt;
+    use reuseport_model::message::Errno;
+    for (kernel, refused) in [
+        ("3.9", true),
+        ("4.1", true),
+        ("4.4", false),
+        ("6.18", false),
+    ] {
+        let profile = Profile::named(kernel).unwrap();
+        let spec = GroupSpec::new(Proto::Tcp, 1, IpAddr::V4(Ipv4Addr::LOCALHOST), 80, keys());
+        let mut host = Host::from_group(profile, &spec).unwrap();
+        let a = host
+            .apply(Call::Setsockopt {
+                fd: 0,
+                opt: SockOpt::IncomingCpu(1),
+            })
+            .unwrap();
+        assert_eq!(
+            a.as_ref().map(|r| r.errno),
+            refused.then_some(Errno::Enoprotoopt),
+            "{kernel}: {a:?}"
+        );
     }
 }

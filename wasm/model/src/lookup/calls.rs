@@ -26,9 +26,11 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use serde::{Deserialize, Serialize};
 
 use super::types::{Family, Layout, LayoutError, SkLookup, SockState, SocketSpec};
+use crate::error::{GroupError, SetupError};
 use crate::hash::Keys;
 use crate::profile::rules::Ephemeral;
-use crate::reuseport::{GroupSpec, Program};
+use crate::profile::Profile;
+use crate::reuseport::{GroupSpec, Program, ReuseportGroup};
 use crate::tuple::Proto;
 
 /// The most sockets a call log creates: an input bound of the model (the
@@ -424,6 +426,65 @@ impl CallLog {
 }
 
 impl CallLog {
+    /// [`CallLog::from_group`] for a spec that must name a group: at least
+    /// one listener and at most [`MAX_SOCKETS`], every listener it names
+    /// among them, connections only for UDP members, shutdowns only for
+    /// TCP ones, and `tcpMigrateReq` only where the sysctl exists. These
+    /// are the shorthand's own words; what the kernel then refuses is in
+    /// the replayed host's answers.
+    pub fn from_group_checked(
+        profile: &'static Profile,
+        spec: &GroupSpec,
+    ) -> Result<CallLog, SetupError> {
+        if spec.listeners == 0 {
+            return Err(SetupError::NoListeners);
+        }
+        if spec.listeners as usize > MAX_SOCKETS {
+            return Err(SetupError::TooManyListeners {
+                given: spec.listeners,
+                max: MAX_SOCKETS as u32,
+            });
+        }
+        ReuseportGroup::empty(profile, spec.proto, spec.bind, spec.port, spec.keys)
+            .set_tcp_migrate_req(spec.tcp_migrate_req)?;
+        let named = spec
+            .closed
+            .iter()
+            .chain(&spec.shutdown)
+            .chain(&spec.connected)
+            .chain(spec.incoming_cpu.iter().map(|p| &p.listener));
+        for &listener in named {
+            if listener >= spec.listeners {
+                return Err(GroupError::NoSuchListener {
+                    listener,
+                    count: spec.listeners,
+                    order: spec.proto.join_call(),
+                }
+                .into());
+            }
+        }
+        let only = |what: &str, why: &str| -> Result<(), SetupError> {
+            Err(GroupError::Unsupported {
+                what: what.into(),
+                why: why.into(),
+            }
+            .into())
+        };
+        if !spec.connected.is_empty() && spec.proto != Proto::Udp {
+            only(
+                "connect() on a member",
+                "only UDP members connect; a TCP listener cannot",
+            )?;
+        }
+        if !spec.shutdown.is_empty() && spec.proto != Proto::Tcp {
+            only(
+                "shutdown of a member",
+                "a UDP socket stays bound after shutdown(); close it instead",
+            )?;
+        }
+        Ok(CallLog::from_group(spec))
+    }
+
     /// The calls a program makes for the group a [`GroupSpec`] describes,
     /// in the order [`crate::ReuseportGroup::build`] applies them: per
     /// listener `socket` (AF_INET for an IPv4 address, AF_INET6 for an

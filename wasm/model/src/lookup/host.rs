@@ -2,7 +2,7 @@
 //! with the upkeep every call shares (moving a socket between lists) and
 //! what a caller reads back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 
 use super::bucket::{Bucket, Class, TbFast};
@@ -12,7 +12,7 @@ use crate::hash::Keys;
 use crate::message::Refusal;
 use crate::profile::rules::{Ephemeral, LookupRules, ScanRule};
 use crate::profile::Profile;
-use crate::reuseport::{Change, ReuseportGroup};
+use crate::reuseport::{Change, GroupSpec, ReuseportGroup};
 use crate::tuple::Proto;
 
 pub(super) struct Sock {
@@ -97,10 +97,12 @@ pub struct Host {
     pub(super) rules: LookupRules,
     pub(super) socks: Vec<Sock>,
     pub(super) groups: Vec<GroupEntry>,
-    /// Receiving sockets per protocol, in port-list order (head first).
-    pub(super) port_list: BTreeMap<(Proto, u16), Vec<usize>>,
+    /// Receiving sockets per protocol, in port-list order (head first;
+    /// a deque, as sockets join at the head: a group of 32768 builds in
+    /// linear time).
+    pub(super) port_list: BTreeMap<(Proto, u16), VecDeque<usize>>,
     /// Receiving sockets per (protocol, bucket address, port), in list order.
-    pub(super) addr_list: BTreeMap<(Proto, IpAddr, u16), Vec<usize>>,
+    pub(super) addr_list: BTreeMap<(Proto, IpAddr, u16), VecDeque<usize>>,
     /// Sockets that bound each (protocol, port), in bind order: the kernel's
     /// bind bucket, which the conflict rules walk (so a layout over many
     /// ports builds in near-linear time).
@@ -277,6 +279,50 @@ impl Host {
         self.groups.get(g).map(|e| &e.group)
     }
 
+    /// The reservoir era's stand-in for a group (TCP before 4.6, UDP
+    /// before 4.5), for the hot paths: the kernel keeps no group there, and
+    /// the lookup's reservoir scan picks among the receiving SO_REUSEPORT
+    /// sockets that share socket `fd`'s family, address, port, device,
+    /// `ipv6only` and owner (the attributes a group would share). The
+    /// returned group holds them as the kernel's listener chain does,
+    /// members numbered oldest first, with the fd of each member. `None`
+    /// in the group era ([`Host::group`]) or when `fd` is not receiving
+    /// with SO_REUSEPORT.
+    pub fn chain_of(&self, fd: usize) -> Option<(ReuseportGroup, Vec<usize>)> {
+        let s = self.socks.get(fd)?;
+        if self.group_era(s.spec.proto) || !s.listening || s.closed || !s.spec.reuseport {
+            return None;
+        }
+        let spec = &s.spec;
+        let list = self.port_list.get(&(spec.proto, spec.port))?;
+        // The list is head first, newest first: the chain joins oldest first.
+        let fds: Vec<usize> = list
+            .iter()
+            .rev()
+            .copied()
+            .filter(|&j| {
+                let o = &self.socks[j];
+                o.listening && !o.closed && super::bind::same_group(&o.spec, spec)
+            })
+            .collect();
+        let gs = GroupSpec {
+            v6only: spec.v6only,
+            ..GroupSpec::new(spec.proto, 0, spec.addr, spec.port, self.keys)
+        };
+        let mut g = ReuseportGroup::build_empty(self.profile, &gs);
+        g.join_all(fds.len() as u32).ok()?;
+        for (m, &j) in fds.iter().enumerate() {
+            let o = &self.socks[j].spec;
+            if let Some(cpu) = o.incoming_cpu {
+                let _ = g.set_incoming_cpu(m as u32, Some(cpu));
+            }
+            if o.state == SockState::Connected {
+                let _ = g.connect(m as u32);
+            }
+        }
+        Some((g, fds))
+    }
+
     /// The group socket `fd` is in now, if any.
     pub fn group_of(&self, fd: usize) -> Option<usize> {
         let s = self.socks.get(fd)?;
@@ -341,9 +387,9 @@ impl Host {
     /// `port`), in the order a lookup walks them (head first): in the
     /// 3.9–4.5 reservoir era, where the kernel keeps no group, this list
     /// is the chain the reservoir scan draws from.
-    pub fn receiving_on(&self, proto: Proto, addr: IpAddr, port: u16) -> &[usize] {
+    pub fn receiving_on(&self, proto: Proto, addr: IpAddr, port: u16) -> Vec<usize> {
         self.addr_list
             .get(&(proto, super::bucket::bucket_addr(addr), port))
-            .map_or(&[], Vec::as_slice)
+            .map_or_else(Vec::new, |l| l.iter().copied().collect())
     }
 }

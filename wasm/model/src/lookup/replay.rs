@@ -726,9 +726,9 @@ impl Host {
                 .or_default(),
         ] {
             if tail {
-                list.push(i);
+                list.push_back(i);
             } else {
-                list.insert(0, i);
+                list.push_front(i);
             }
         }
         None
@@ -768,25 +768,20 @@ impl Host {
     /// net/core/sock_reuseport.c).
     fn udp_group_to_join(&mut self, i: usize, keys: Keys) -> Option<usize> {
         let spec = self.socks[i].spec.clone();
-        let mut matches: Vec<usize> = (0..self.socks.len())
-            .filter(|&j| {
-                let o = &self.socks[j];
-                j != i && o.bound && !o.closed && o.listening && same_group(&o.spec, &spec)
-            })
-            .collect();
         // The slot's order: sockets hashed at its head, newest first, then
         // those at its tail, oldest first (each placed by its SO_REUSEPORT
-        // when it bound).
-        let tail = self.rules.v6_reuseport_tail;
-        matches.sort_by_key(|&j| {
-            let o = &self.socks[j];
-            if tail && o.slot_tail {
-                (1, o.bind_seq)
-            } else {
-                (0, u64::MAX - o.bind_seq)
-            }
-        });
-        let j = matches.first().copied()?;
+        // when it bound), which is the order of the address's list, kept
+        // beside the port's by the same inserts ([`Host::receive`]).
+        let j = self
+            .addr_list
+            .get(&(spec.proto, bucket_addr(spec.addr), spec.port))
+            .into_iter()
+            .flatten()
+            .copied()
+            .find(|&j| {
+                let o = &self.socks[j];
+                j != i && o.bound && !o.closed && o.listening && same_group(&o.spec, &spec)
+            })?;
         if let Some(g) = self.socks[j].group {
             return Some(g);
         }

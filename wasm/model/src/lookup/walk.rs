@@ -1,6 +1,7 @@
 //! The walk: one packet through `sk_lookup`, the 4-tuple hash and the
 //! listener tables, scoring each candidate and asking its group.
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 
 use super::bucket::bucket_addr;
@@ -17,6 +18,9 @@ use crate::message::{
 use crate::profile::rules::{ScanRule, TcpTables, UdpTables};
 use crate::reuseport::GroupAnswer;
 use crate::tuple::{unspecified_like, Proto};
+
+/// The list of a port or address no socket receives on.
+static NO_SOCKETS: VecDeque<usize> = VecDeque::new();
 
 impl Host {
     /// Looks up one packet.
@@ -49,7 +53,10 @@ impl Host {
                         self.walk_port(p, &mut x);
                     }
                     TcpTables::PortListOrLhash2 => {
-                        let count = self.port_list.get(&(p.proto, t.dport)).map_or(0, Vec::len);
+                        let count = self
+                            .port_list
+                            .get(&(p.proto, t.dport))
+                            .map_or(0, VecDeque::len);
                         if count <= 10 {
                             x.notes.push(Note::PortListWalked {
                                 count: count as u32,
@@ -86,7 +93,10 @@ impl Host {
                     self.walk_addr(p, zero, zero, &mut x);
                 }
                 UdpTables::PortSlotOrHash2 => {
-                    let count = self.port_list.get(&(p.proto, t.dport)).map_or(0, Vec::len);
+                    let count = self
+                        .port_list
+                        .get(&(p.proto, t.dport))
+                        .map_or(0, VecDeque::len);
                     if count > 10 {
                         x.notes.push(Note::Hash2Walked {
                             count: count as u32,
@@ -202,7 +212,7 @@ impl Host {
         let chain = self
             .port_list
             .get(&(p.proto, p.tuple.dport))
-            .map_or(&[][..], Vec::as_slice);
+            .unwrap_or(&NO_SOCKETS);
         let port = p.tuple.dport;
         // The port-keyed tables of 3.9 – 4.20.
         let (table, func, file) = match p.proto {
@@ -236,7 +246,7 @@ impl Host {
         let chain = self
             .addr_list
             .get(&(p.proto, bucket_addr(bucket), p.tuple.dport))
-            .map_or(&[][..], Vec::as_slice);
+            .unwrap_or(&NO_SOCKETS);
         let (addr, port) = (bucket.to_string(), p.tuple.dport);
         let (func, file) = match (p.proto, p.tuple.daddr.is_ipv6()) {
             (Proto::Tcp, false) => ("inet_lhash2_lookup", "net/ipv4/inet_hashtables.c"),
@@ -257,7 +267,7 @@ impl Host {
     fn scan(
         &self,
         p: &Packet,
-        chain: &[usize],
+        chain: &VecDeque<usize>,
         daddr: IpAddr,
         laddr: IpAddr,
         table: TableName,
