@@ -352,8 +352,10 @@ fn unusable_input_is_refused_naming_the_line() {
         ok,
         "SO_INCOMING_CPU",
     );
+    // 5.4 - 6.12 step over a connected member; from 6.13 it leaves the
+    // group as it connects, so 6.18 has nothing to refuse here.
     refused(
-        &args("6.18", "udp", "8", &["--lines", "-", "--connected", "1"]),
+        &args("6.12", "udp", "8", &["--lines", "-", "--connected", "1"]),
         ok,
         "listener 1 is connected",
     );
