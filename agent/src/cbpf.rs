@@ -52,7 +52,9 @@ pub fn instructions(p: &Program) -> Option<Vec<libc::sock_filter>> {
                 k: i.k,
             })
             .collect(),
-        Program::SockArray { .. } | Program::Pass | Program::Drop => return None,
+        Program::SockArray { .. } | Program::Pass | Program::Drop | Program::Ebpf { .. } => {
+            return None
+        }
     })
 }
 

@@ -56,6 +56,8 @@ import type { Member } from "../generated/Member";
 import type { PacketCtx } from "../generated/PacketCtx";
 import type { Profile } from "../generated/Profile";
 import type { Tuple } from "../generated/Tuple";
+import type { EbpfObject } from "../generated/EbpfObject";
+import type { MapFill } from "../generated/MapFill";
 import type { Note } from "../generated/message/Note";
 import type { LineError } from "../generated/message/LineError";
 "#;
@@ -192,6 +194,44 @@ pub fn wasm_parse_cbpf(text: &str) -> JsResult<JsValue> {
     to_js(&reuseport_model::reuseport::Program::Cbpf { insns })
 }
 
+/// Reads the ELF object clang wrote for eBPF programs (`clang -target bpf
+/// -O2 -c`; the bytes of a dropped `.o` file). Returns an `EbpfObject`:
+///
+/// - `programs`: each function of an executable section, with its `name`,
+///   `section`, `kind` (`"sk_reuseport"`, `"sk_reuseport_migrate"`,
+///   `"socket_filter"`, or `null` when the section name does not say it:
+///   the page then asks the reader), its relocated `insns` as
+///   `[code, dst, src, off, imm]`, and the object's `maps`;
+/// - `maps`: each map's `name`, `mapType` (the uapi number; see
+///   [`wasm_ebpf_map_type_name`]), `keySize`, `valueSize`, `maxEntries`;
+/// - `license`.
+///
+/// To run one program in a group, give the group (`new Group({ kernel,
+/// group })`) the program `{ kind: "ebpf", program, maps, extraMaps, seed }`
+/// where `program` is one of `programs` (its `kind` set), `maps` is
+/// `MapFill[]` (`{ map: "name", entries: [[key, value], ...] }`; a key is a
+/// number or hex; a value is `{ socket: N }` for a socket map (listener N by
+/// join order), `{ map: "name" }` for an array of maps, or a number or hex
+/// bytes), `extraMaps` the maps user space made that the object does not
+/// define (e.g. the inner `REUSEPORT_SOCKARRAY`), and `seed` the seed of
+/// `bpf_get_prandom_u32`. Then `group.explainCtx(tuple, { cpu, payload: {
+/// bytes: "hex" } })` returns the `Explain`, whose program pick holds
+/// `ebpfRun`: the instructions taken, the helper calls with their results,
+/// and how the run ended; `group.ebpfMapsAfter(tuple, ctx)` gives the maps
+/// after that packet, to carry into the next. Throws a sentence naming the
+/// section or instruction for a bad object.
+#[wasm_bindgen(js_name = readEbpf, unchecked_return_type = "EbpfObject")]
+pub fn wasm_read_ebpf(bytes: &[u8]) -> JsResult<JsValue> {
+    to_js(&reuseport_model::reuseport::ebpf::read(bytes).js()?)
+}
+
+/// The uapi name of a map type number (`BPF_MAP_TYPE_REUSEPORT_SOCKARRAY`
+/// for 20), for the map table's labels.
+#[wasm_bindgen(js_name = ebpfMapTypeName)]
+pub fn wasm_ebpf_map_type_name(map_type: u32) -> String {
+    reuseport_model::reuseport::ebpf::map_type::name(map_type).to_string()
+}
+
 #[wasm_bindgen(typescript_custom_section)]
 const TS_BOUNDARY: &str = r#"
 /** A bound address and its port (null when none was given). */
@@ -278,6 +318,21 @@ impl WasmGroup {
         let t: Tuple = from_js(tuple, "tuple")?;
         let c: reuseport_model::reuseport::PacketCtx = from_js(ctx, "packet context")?;
         to_js(&self.inner.explain_ctx(&t, &c).js()?)
+    }
+
+    /// The maps of the group's eBPF program after its run on this packet
+    /// (`Tuple`, `PacketCtx`): `MapFill[]` with the program's updates, to
+    /// give the next packet's group, or `null` when the group has no eBPF
+    /// program. Throws, as `explainCtx` does, when the run does not decide.
+    #[wasm_bindgen(js_name = ebpfMapsAfter, unchecked_return_type = "MapFill[] | null")]
+    pub fn ebpf_maps_after(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Tuple")] tuple: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "PacketCtx")] ctx: JsValue,
+    ) -> JsResult<JsValue> {
+        let t: Tuple = from_js(tuple, "tuple")?;
+        let c: reuseport_model::reuseport::PacketCtx = from_js(ctx, "packet context")?;
+        to_js(&self.inner.ebpf_maps_after(&t, &c).js()?)
     }
 
     /// Explains every line of pasted text (`SADDR SPORT DADDR DPORT` or

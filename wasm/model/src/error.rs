@@ -108,6 +108,22 @@ pub enum SetupError {
         /// What it read.
         what: crate::reuseport::cbpf::ancillary::Unknown,
     },
+    /// An eBPF program's run that does not decide: it read what the
+    /// packet does not hold, or did what the verifier refuses.
+    #[error("the eBPF program's instruction {pc} {what}")]
+    EbpfUndecided {
+        /// The instruction.
+        pc: u32,
+        /// What happened, in words.
+        what: String,
+    },
+    /// An eBPF program that cannot run here: its kind is not said, or its
+    /// maps' contents are wrong.
+    #[error("the eBPF program cannot run: {why}")]
+    EbpfInput {
+        /// Why.
+        why: String,
+    },
 }
 
 fn unknown_words(u: &crate::reuseport::cbpf::ancillary::Unknown) -> String {

@@ -106,6 +106,11 @@ pub enum Pick {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[cfg_attr(feature = "ts", ts(optional))]
         run: Option<crate::reuseport::cbpf::CbpfRun>,
+        /// An eBPF program's run: the instructions taken, the helper calls
+        /// with their results, and how it ended.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        ebpf_run: Option<crate::reuseport::ebpf::EbpfRun>,
     },
     /// The 3.9–4.5 reservoir scan over the listener chain.
     Reservoir {

@@ -326,6 +326,17 @@ pub enum ProgramSummary {
         /// Its instructions.
         len: u32,
     },
+    /// An eBPF program of the user's own.
+    Ebpf {
+        /// The function's name.
+        name: String,
+        /// Its ELF section.
+        section: String,
+        /// An SK_REUSEPORT program (else a socket filter returning an index).
+        sk_reuseport: bool,
+        /// Its instructions.
+        len: u32,
+    },
 }
 
 /// What a program returned.

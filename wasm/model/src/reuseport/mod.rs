@@ -136,12 +136,13 @@ impl Payload {
 
 pub mod cbpf;
 pub mod datagram;
+pub mod ebpf;
 mod members;
 mod program;
 mod select;
 
 pub use program::Program;
-use program::ProgramResult;
+use program::{EbpfFacts, ProgramResult};
 pub use select::{GroupAnswer, Migration};
 
 /// Everything that describes one group: one typed object, the same across

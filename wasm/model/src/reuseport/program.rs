@@ -49,6 +49,35 @@ pub enum Program {
         #[cfg_attr(feature = "ts", ts(as = "Vec<(u16, u8, u8, u32)>"))]
         insns: Vec<cbpf::Insn>,
     },
+    /// An eBPF program of the user's own, read from the ELF object clang
+    /// wrote ([`ebpf::read`]), with what user space put in its maps.
+    Ebpf {
+        /// The program, its instructions relocated.
+        program: ebpf::EbpfProgram,
+        /// The maps' contents: which socket at which key, and so on.
+        #[serde(default)]
+        maps: Vec<ebpf::MapFill>,
+        /// Maps user space made that the object does not define (an
+        /// inner map of an array of maps, say).
+        #[serde(default)]
+        extra_maps: Vec<ebpf::MapDef>,
+        /// The seed of the model's `bpf_get_prandom_u32` draws (the
+        /// kernel's per-CPU state cannot be read; the model's draws are
+        /// its own, reproducible from this seed).
+        #[serde(default)]
+        seed: u64,
+    },
+}
+
+/// What an eBPF program sees of the group and the packet, beyond the
+/// packet context.
+pub(super) struct EbpfFacts<'a> {
+    pub(super) tuple: &'a Tuple,
+    pub(super) proto: Proto,
+    pub(super) hash: u32,
+    pub(super) bind_inany: bool,
+    pub(super) in_group: &'a [u32],
+    pub(super) members: u32,
 }
 
 /// What a program decided.
@@ -92,10 +121,59 @@ impl Miss {
 
 impl Program {
     pub(super) fn is_sk_reuseport(&self) -> bool {
-        matches!(
-            self,
-            Program::SockArray { .. } | Program::Pass | Program::Drop
-        )
+        match self {
+            Program::SockArray { .. } | Program::Pass | Program::Drop => true,
+            Program::Ebpf { program, .. } => program.kind.is_some_and(|k| k.is_sk_reuseport()),
+            _ => false,
+        }
+    }
+
+    /// An eBPF program's run on this packet (`None` for the others), or why
+    /// it cannot run: its kind is not said, or its maps are not right.
+    pub(super) fn ebpf_run(
+        &self,
+        ctx: &PacketCtx,
+        f: &EbpfFacts,
+    ) -> Option<Result<ebpf::EbpfRun, String>> {
+        let Program::Ebpf {
+            program,
+            maps,
+            extra_maps,
+            seed,
+        } = self
+        else {
+            return None;
+        };
+        if program.kind.is_none() {
+            return Some(Err(format!(
+                "section `{}` does not say the program's kind: give `kind` (sk_reuseport, \
+                 sk_reuseport_migrate or socket_filter)",
+                program.section
+            )));
+        }
+        let mut defs = program.maps.clone();
+        defs.extend(extra_maps.iter().cloned());
+        let state = match ebpf::MapState::build(&defs, maps, f.members) {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        let bytes = ctx.payload.as_ref().map(|p| p.bytes()).unwrap_or_default();
+        let pkt = ebpf::Packet {
+            proto: f.proto,
+            saddr: f.tuple.saddr,
+            daddr: f.tuple.daddr,
+            sport: f.tuple.sport,
+            dport: f.tuple.dport,
+            payload: &bytes,
+            cpu: ctx.cpu,
+            hash: f.hash,
+            bind_inany: f.bind_inany,
+            in_group: f.in_group,
+            first: f.in_group.first().copied().unwrap_or(0),
+            anc: &ctx.anc,
+            seed: *seed,
+        };
+        Some(Ok(ebpf::run(program, &state, &pkt)))
     }
 
     /// Where the kernel runs the program: `bpf_run_sk_reuseport` (4.19+,
@@ -130,6 +208,12 @@ impl Program {
             Program::Cbpf { insns } => ProgramSummary::Cbpf {
                 len: insns.len() as u32,
             },
+            Program::Ebpf { program, .. } => ProgramSummary::Ebpf {
+                name: program.name.clone(),
+                section: program.section.clone(),
+                sk_reuseport: self.is_sk_reuseport(),
+                len: program.insns.len() as u32,
+            },
         }
     }
 
@@ -162,6 +246,7 @@ impl Program {
         (proto, ipv6): (Proto, bool),
         listening: &[u32],
         is_listening: impl Fn(u32) -> bool,
+        erun: Option<&ebpf::EbpfRun>,
     ) -> ProgramResult {
         let word = ctx.payload.as_ref().and_then(Payload::word);
         match self {
@@ -178,6 +263,26 @@ impl Program {
                 }
             }
             Program::Index { index } => ProgramResult::Index(*index),
+            Program::Ebpf { .. } => {
+                let run = erun.expect("an eBPF program's run");
+                let Some(v) = run.value() else {
+                    // The entry points refuse such a packet first (`decided`).
+                    return ProgramResult::Drop(Miss::ReturnedDrop);
+                };
+                if !self.is_sk_reuseport() {
+                    // `run_bpf_filter` takes the u32 the program returns
+                    // (net/core/sock_reuseport.c 4.5+).
+                    return ProgramResult::Index(v as u32);
+                }
+                // bpf_run_sk_reuseport (net/core/filter.c 4.19+): SK_PASS
+                // (1) returns the selected socket, or NULL and the hash
+                // decides; anything else is ERR_PTR(-ECONNREFUSED), a drop.
+                match (v as u32, run.selected) {
+                    (1, Some(l)) => ProgramResult::Selected(l),
+                    (1, None) => ProgramResult::PassWithoutSelection(Miss::SelectedNothing),
+                    _ => ProgramResult::Drop(Miss::ReturnedDrop),
+                }
+            }
             Program::SockArray {
                 sockarray,
                 pass_on_failure,

@@ -100,6 +100,27 @@ impl ReuseportGroup {
         let Some(program) = &self.program else {
             return Ok(());
         };
+        if let Layout::Array(a) = &self.layout {
+            let h = self.hash_of(t);
+            match program.ebpf_run(ctx, &self.ebpf_facts(t, h, a)) {
+                Some(Err(why)) => return Err(SetupError::EbpfInput { why }),
+                Some(Ok(run)) => match run.end {
+                    ebpf::EbpfEnd::Unknown { pc, what } => {
+                        return Err(SetupError::EbpfUndecided {
+                            pc,
+                            what: format!(
+                                "reads {what}, which the model does not know for this packet"
+                            ),
+                        })
+                    }
+                    ebpf::EbpfEnd::Fault { pc, why } => {
+                        return Err(SetupError::EbpfUndecided { pc, what: why })
+                    }
+                    ebpf::EbpfEnd::Returned { .. } => {}
+                },
+                None => {}
+            }
+        }
         match program
             .cbpf_run(ctx, self.proto, t.saddr.is_ipv6())
             .map(|r| r.end)
@@ -108,6 +129,18 @@ impl ReuseportGroup {
                 Err(SetupError::ProgramReadsUnknown { pc, what })
             }
             _ => Ok(()),
+        }
+    }
+
+    /// What an eBPF program sees of this group.
+    fn ebpf_facts<'a>(&self, t: &'a Tuple, h: u32, a: &'a SockArray) -> EbpfFacts<'a> {
+        EbpfFacts {
+            tuple: t,
+            proto: self.proto,
+            hash: h,
+            bind_inany: self.bind.is_unspecified(),
+            in_group: a.listening(),
+            members: self.members.len() as u32,
         }
     }
 
@@ -240,6 +273,29 @@ impl ReuseportGroup {
             slot: o.slot,
             hash,
         })
+    }
+
+    /// The maps of the group's eBPF program after its run on this packet
+    /// (the program's updates included), in the form a [`Program::Ebpf`]
+    /// takes, so the next packet runs on them as it would in the kernel,
+    /// where map contents outlive a run. `None` when the group has no eBPF
+    /// program, or selects without running it (a reservoir era).
+    pub fn ebpf_maps_after(
+        &self,
+        t: &Tuple,
+        ctx: &PacketCtx,
+    ) -> Result<Option<Vec<ebpf::MapFill>>, SetupError> {
+        let t = self.accepts(t)?;
+        self.decided(&t, ctx)?;
+        let (Some(program), Layout::Array(a)) = (&self.program, &self.layout) else {
+            return Ok(None);
+        };
+        let h = self.hash_of(&t);
+        Ok(program
+            .ebpf_run(ctx, &self.ebpf_facts(&t, h, a))
+            .and_then(Result::ok)
+            .and_then(|r| r.maps_after)
+            .map(|m| m.to_fills()))
     }
 
     /// The whole path of one packet, received on `cpu`.
@@ -385,9 +441,16 @@ impl ReuseportGroup {
         };
         let n = a.num_socks();
         let ipv6 = t.saddr.is_ipv6();
-        let ran = program.run(ctx, (self.proto, ipv6), a.listening(), |l| {
-            self.members[l as usize].state == MemberState::Listening
-        });
+        let erun = program
+            .ebpf_run(ctx, &self.ebpf_facts(t, h, a))
+            .and_then(Result::ok);
+        let ran = program.run(
+            ctx,
+            (self.proto, ipv6),
+            a.listening(),
+            |l| self.members[l as usize].state == MemberState::Listening,
+            erun.as_ref(),
+        );
         let describe = |then: Option<Box<Pick>>,
                         returned: ProgramReturn,
                         outcome: ProgramOutcome| Pick::Program {
@@ -397,6 +460,7 @@ impl ReuseportGroup {
             outcome,
             then,
             run: program.cbpf_run(ctx, self.proto, ipv6),
+            ebpf_run: erun.clone(),
         };
         match ran {
             ProgramResult::Index(i) if i < n => {
