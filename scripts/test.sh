@@ -171,6 +171,15 @@ if [[ $(uname -s) == Linux ]]; then
   # across a reload, with and without the connection-ID program; every datagram compared with the model.
   stage "scenario quic-reload on the running kernel (every datagram, both variants)" \
     "$AGENT" scenario quic-reload -o "$LOGS/quic-reload.json"
+  # The kernel selftests' SK_REUSEPORT program and nginx 1.26's QUIC helper (tests/fixtures/ebpf/),
+  # compiled by clang here, loaded with libbpf, attached with SO_ATTACH_REUSEPORT_EBPF: 64 datagrams
+  # each, every datagram the program decides compared with the model (agent/src/cmd/verify/ebpf.rs).
+  ebpf_dir=$(mktemp -d)
+  stage "compile the eBPF fixtures (clang)" bash scripts/ebpf-fixtures.sh "$ebpf_dir"
+  stage "verify --program test_select_reuseport_kern.o on the running kernel (eBPF)" \
+    "$AGENT" verify --program "$ebpf_dir/test_select_reuseport_kern.o" --ebpf-kind sk_reuseport
+  stage "verify --program ngx_quic_reuseport_helper.o on the running kernel (eBPF)" \
+    "$AGENT" verify --program "$ebpf_dir/ngx_quic_reuseport_helper.o" --ebpf-kind sk_reuseport
   bg_wait
   # Another kernel than this one: Debian 6.1 booted under QEMU, recorded inside, checked here
   # (agent/src/cmd/verify/kernels.rs). No QEMU, no download or no boot fails this stage; it never skips.

@@ -293,6 +293,29 @@ const MAX_PROGRAM_FILE: u64 = 1 << 20;
 /// [`reuseport_model::reuseport::cbpf::parse`] reads.
 pub fn program_arg(path: &str) -> Result<Program, String> {
     use std::io::Read as _;
+    let mut head = [0u8; 4];
+    let elf = std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head == *b"\x7fELF";
+    if elf {
+        // An ELF object clang wrote: its first program, maps empty (the
+        // reader fills them; verify fills them by its rule).
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let obj =
+            reuseport_model::reuseport::ebpf::read(&bytes).map_err(|e| format!("{path}: {e}"))?;
+        let program = obj
+            .programs
+            .into_iter()
+            .next()
+            .ok_or(format!("{path}: no program"))?;
+        return Ok(Program::Ebpf {
+            program,
+            maps: Vec::new(),
+            extra_maps: Vec::new(),
+            seed: 0,
+        });
+    }
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_PROGRAM_FILE + 1).read_to_string(&mut text))

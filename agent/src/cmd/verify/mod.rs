@@ -9,6 +9,7 @@
 
 pub mod calldraw;
 pub mod differential;
+pub mod ebpf;
 pub mod kernels;
 pub mod layouts;
 pub mod programs;
@@ -200,10 +201,18 @@ pub struct VerifyArgs {
     /// exactly those the model refuses. Drawn from --seed.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=programs::MAX_PROGRAMS as i64), conflicts_with_all = ["layouts", "traces", "program"])]
     pub programs: Option<u32>,
-    /// One classic BPF program of your own, checked the same way: JSON
-    /// (`{"kind": "cbpf", "insns": [...]}`), bpf_asm text or tcpdump -dd.
+    /// One program of your own, checked the same way: a classic program as
+    /// JSON (`{"kind": "cbpf", "insns": [...]}`), bpf_asm text or
+    /// tcpdump -dd; or an ELF object clang wrote (its first program; see
+    /// --ebpf-kind), loaded with libbpf and attached with
+    /// SO_ATTACH_REUSEPORT_EBPF.
     #[arg(long, value_name = "FILE", value_parser = crate::cmd::predict::program_arg, conflicts_with_all = ["layouts", "traces"])]
     pub program: Option<reuseport_model::reuseport::Program>,
+    /// The kind of an ELF program whose section name does not say it
+    /// (sk_reuseport, sk_reuseport_migrate or socket_filter), as a loader
+    /// sets it in code.
+    #[arg(long, value_name = "KIND", requires = "program")]
+    pub ebpf_kind: Option<String>,
     /// `--kernels`: the same proof in Debian's kernels booted under QEMU (agent/src/kernels.rs).
     #[command(flatten)]
     pub kernels: crate::cmd::verify::kernels::KernelsArgs,
@@ -664,6 +673,69 @@ fn write_table(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `verify --program FILE.o` ([`ebpf`]).
+#[cfg(feature = "trace")]
+fn live_ebpf(
+    args: &VerifyArgs,
+    program: &reuseport_model::reuseport::ebpf::EbpfProgram,
+    profile: &'static reuseport_model::Profile,
+    mut out: impl Write,
+    err: &mut dyn Write,
+) -> Result<Report, VerifyError> {
+    use reuseport_model::reuseport::ebpf::ProgKind;
+    let mut program = program.clone();
+    if let Some(k) = &args.ebpf_kind {
+        program.kind = Some(match k.as_str() {
+            "sk_reuseport" => ProgKind::SkReuseport,
+            "sk_reuseport_migrate" => ProgKind::SkReuseportMigrate,
+            "socket_filter" => ProgKind::SocketFilter,
+            other => {
+                return Err(VerifyError::Options(format!(
+                    "--ebpf-kind {other}: give sk_reuseport, sk_reuseport_migrate or socket_filter"
+                )))
+            }
+        });
+    }
+    if program.kind.is_none() {
+        return Err(VerifyError::Options(format!(
+            "section `{}` does not say the program's kind: give --ebpf-kind",
+            program.section
+        )));
+    }
+    let rep = ebpf::run(profile, &program, args.seed, err)?;
+    if args.json {
+        serde_json::to_writer(&mut out, &rep).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "ebpf {}: sent {}  compared {}  agreed {}  not compared (the hash decides, or hash/random read) {}  undecided {}",
+            rep.program, rep.sent, rep.compared, rep.agreed, rep.not_compared, rep.undecided
+        )?;
+        for m in &rep.mismatches {
+            writeln!(out, "  mismatch: {m}")?;
+        }
+    }
+    Ok(Report {
+        layouts: Vec::new(),
+        exact: rep.exact(),
+        interrupted: stopping(),
+    })
+}
+
+#[cfg(not(feature = "trace"))]
+fn live_ebpf(
+    _: &VerifyArgs,
+    _: &reuseport_model::reuseport::ebpf::EbpfProgram,
+    _: &'static reuseport_model::Profile,
+    _: impl Write,
+    _: &mut dyn Write,
+) -> Result<Report, VerifyError> {
+    Err(VerifyError::Options(
+        "this build has no libbpf (feature `trace`): it cannot load an ELF object".into(),
+    ))
+}
+
 /// `verify --programs N` / `--program FILE` ([`programs`]).
 fn live_programs(
     args: &VerifyArgs,
@@ -674,6 +746,7 @@ fn live_programs(
     let profile =
         crate::kernel::resolve("auto").map_err(|e| VerifyError::Options(e.to_string()))?;
     let given = match &args.program {
+        Some(Program::Ebpf { program, .. }) => return live_ebpf(args, program, profile, out, err),
         Some(Program::Cbpf { insns }) => Some(insns.clone()),
         Some(_) => {
             return Err(VerifyError::Options(

@@ -75,7 +75,7 @@ pub struct Packet<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
-pub struct Step {
+pub struct EbpfStep {
     /// The instruction's index.
     pub pc: u32,
     /// The register written, if any.
@@ -93,7 +93,7 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
-pub struct Call {
+pub struct EbpfCall {
     /// The call instruction.
     pub pc: u32,
     /// The helper (`bpf_map_lookup_elem`, ...).
@@ -145,11 +145,11 @@ pub struct EbpfRun {
     /// The program's name and kind.
     pub program: String,
     /// The first [`MAX_RECORDED_STEPS`] instructions taken.
-    pub steps: Vec<Step>,
+    pub steps: Vec<EbpfStep>,
     /// Instructions taken in all.
     pub taken: u32,
     /// The helper calls, in order.
-    pub calls: Vec<Call>,
+    pub calls: Vec<EbpfCall>,
     /// How it ended.
     pub end: EbpfEnd,
     /// The listener `bpf_sk_select_reuseport` chose last (SK_REUSEPORT).
@@ -236,7 +236,7 @@ struct Vm<'a, 'p> {
     cb: [u8; 20],
     rng: u64,
     selected: Option<u32>,
-    calls: Vec<Call>,
+    calls: Vec<EbpfCall>,
     read_hash: bool,
     drew_random: bool,
 }
@@ -356,7 +356,7 @@ pub fn run(prog: &EbpfProgram, maps: &MapState, pkt: &Packet) -> EbpfRun {
         match vm.step(pc, insn) {
             Ok(Flow::Next(n, written)) => {
                 if steps.len() < MAX_RECORDED_STEPS {
-                    steps.push(Step {
+                    steps.push(EbpfStep {
                         pc: pc as u32,
                         reg: written,
                         value: written.map(|r| vm.show(&vm.reg[r as usize])),
@@ -366,7 +366,7 @@ pub fn run(prog: &EbpfProgram, maps: &MapState, pkt: &Packet) -> EbpfRun {
             }
             Ok(Flow::Exit(v)) => {
                 if steps.len() < MAX_RECORDED_STEPS {
-                    steps.push(Step {
+                    steps.push(EbpfStep {
                         pc: pc as u32,
                         reg: None,
                         value: None,
@@ -1392,7 +1392,7 @@ impl Vm<'_, '_> {
             _ => "?".into(),
         };
         if self.calls.len() < MAX_RECORDED_CALLS {
-            self.calls.push(Call {
+            self.calls.push(EbpfCall {
                 pc: pc as u32,
                 helper: helper.into(),
                 args: shown,
