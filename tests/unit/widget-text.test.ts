@@ -57,6 +57,12 @@ const SAMPLE: Record<string, unknown[]> = {
   reason: [{ kind: 'ambiguous', candidates: 3, moreNeeded: 10 }],
   keyFound: ['0x5eedcafe', 120, 0.001],
   band: [23, 38, 4, 120],
+  replayStatus: ['trace.json', '6.18', 0x5eedcafe, { records: 40, sent: 12, agreed: 11, disagreed: [3], unchecked: 0, hashDiffers: [] }],
+  replayDiffers: [[3, 7], 40],
+  replayCheck: [{ record: 3, kernel: 1, model: 2, kernelHash: null }],
+  replayRefused: ['trace.json', '/group/bind', 'ipv6'],
+  replayTooBig: ['trace.json', 12.5, 8],
+  marker: [{ hash: { hashHex: '0x1234abcd' }, pick: { kind: 'by_hash', numSocks: 4, productHex: '0x00000001', scaled: 2 }, listener: 2 }],
 };
 
 describe.each([
