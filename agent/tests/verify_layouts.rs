@@ -52,7 +52,7 @@ fn the_same_seed_draws_the_same_layouts_and_another_seed_others() {
 /// keeps SO_INCOMING_CPU 0, which is not a default.
 #[test]
 fn draws_reach_time_wait_connected_udp_and_incoming_cpu_where_the_model_replays_them() {
-    use reuseport_model::lookup::{Host, SockState};
+    use reuseport_model::lookup::{CallLog, Host, SockState};
     let profile = reuseport_model::Profile::for_release("6.18").unwrap();
     let mut rng = Rng::new(9);
     let drawn: Vec<_> = (0..400).map(|_| layouts::draw(&mut rng, 9000)).collect();
@@ -64,7 +64,12 @@ fn draws_reach_time_wait_connected_udp_and_incoming_cpu_where_the_model_replays_
     assert!(time_wait > 20 && connected > 20, "{time_wait} {connected}");
     assert!(cpu0 > 20 && cpu1 > 20, "{cpu0} {cpu1}");
     for l in &drawn {
-        assert!(Host::build(profile, l).is_ok(), "{}", layouts::compact(l));
+        let log = CallLog::from_layout(l);
+        assert!(
+            log.is_ok_and(|log| Host::run(profile, &log).is_ok()),
+            "{}",
+            layouts::compact(l)
+        );
         for (i, s) in l.sockets.iter().enumerate() {
             if matches!(s.state, SockState::TimeWait | SockState::Connected) {
                 assert!(!s.addr.is_unspecified() && s.addr.to_string() != "::ffff:0.0.0.0");

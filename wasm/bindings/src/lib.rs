@@ -532,7 +532,7 @@ import type { LookupRules } from "../generated/LookupRules";
 import type { Packet } from "../generated/Packet";
 import type { Proto } from "../generated/Proto";
 import type { Refusal } from "../generated/message/Refusal";
-/** A kernel and a layout: a call log, or the earlier {sockets, listenOrder, closed} form (`Layout`), which the model converts. */
+/** A kernel and a layout: a call log, or the socket-list form {sockets, listenOrder, closed} (`Layout`), which the reader converts into calls. */
 export type HostConfig = { kernel: string; layout: CallLog | Layout };
 /** One packet's lookup as an animation needs it: the receiving socket, the hash the kernel computed for the choice (none when no reuseport choice was made), the group's own record when a group picked. */
 export type Dispatched = { socket: number | null; hash: number | null; explain: Explain | null };
@@ -541,7 +541,7 @@ export type HostChange = { group: number; change: Change };
 "#;
 
 /// The input of [`WasmHost::new`] (TypeScript: `HostConfig`): a kernel and
-/// a layout, a call log (the earlier `{sockets, listenOrder, closed}` form
+/// a layout, a call log (the socket-list `{sockets, listenOrder, closed}` form
 /// is read too, converted).
 #[derive(Deserialize)]
 struct HostConfig {
@@ -596,7 +596,7 @@ impl WasmHost {
     }
 
     /// The calls applied so far with the host's settings (`CallLog`): the
-    /// log given, or the calls an earlier-form layout stood for as the
+    /// log given, or the calls a socket-list layout stands for as the
     /// model converted it, then every call applied since, so a page shows
     /// and edits calls only.
     #[wasm_bindgen(unchecked_return_type = "CallLog")]

@@ -75,7 +75,7 @@ fn a_million_member_chain_builds_and_past_the_bound_is_refused() {
 /// layout of the same shape.
 #[test]
 fn a_full_group_on_one_address_and_many_addresses_on_one_port_build() {
-    use reuseport_model::lookup::{Host, Layout};
+    use reuseport_model::lookup::Layout;
     let sock = |addr: String, uid: u32| {
         format!(
             r#"{{"family":"inet","proto":"tcp","addr":"{addr}","port":8080,"reuseport":true,"uid":{uid}}}"#
@@ -87,7 +87,7 @@ fn a_full_group_on_one_address_and_many_addresses_on_one_port_build() {
     socks.extend((0..20_000u32).map(|i| sock(format!("127.1.{}.{}", i >> 8, (i & 255) | 1), 0)));
     let layout: Layout =
         serde_json::from_str(&format!(r#"{{"sockets":[{}]}}"#, socks.join(","))).unwrap();
-    let host = Host::build(Profile::named("6.18").unwrap(), &layout).unwrap();
+    let host = replay_layout(Profile::named("6.18").unwrap(), &layout).unwrap();
     let results = host.results();
     assert_eq!(host.group_members(0).unwrap().len(), 32_768);
     let refused = serde_json::to_value(&results[32_768]).unwrap();
@@ -142,4 +142,13 @@ fn a_million_member_chain_explains_with_a_bounded_record() {
         );
         assert_eq!(e.listener, chosen);
     }
+}
+
+/// The host a socket-list layout stands for: its calls, replayed (the
+/// reader's conversion, then the one replay).
+fn replay_layout(
+    p: &'static reuseport_model::Profile,
+    l: &reuseport_model::lookup::Layout,
+) -> Result<reuseport_model::lookup::Host, reuseport_model::lookup::LayoutError> {
+    reuseport_model::lookup::Host::run(p, &reuseport_model::lookup::CallLog::from_layout(l)?)
 }

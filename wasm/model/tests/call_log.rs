@@ -2,7 +2,7 @@
 //! answers each one. The fixtures of `tests/fixtures/calllogs/` carry the
 //! answers the running kernel gave (recorded by the agent's test
 //! `call_log_kernel.rs`, which checks them again on every root run); the
-//! model must give the same. The earlier `{sockets, listenOrder, closed}`
+//! model must give the same. The socket-list `{sockets, listenOrder, closed}`
 //! form is converted to the calls it stood for, pinned here on the
 //! repository's example layout.
 
@@ -113,10 +113,10 @@ fn every_fixture_call_log_gets_the_kernels_recorded_answers() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-/// The example layout in the earlier form becomes, call for call, the call
+/// The example layout in the socket-list form becomes, call for call, the call
 /// log written by hand next to it; both give the same answers.
 #[test]
-fn the_earlier_sockets_form_converts_to_the_calls_it_stood_for() {
+fn the_socket_list_form_converts_to_the_calls_it_stands_for() {
     let old = std::fs::read_to_string(format!("{FIXTURES}/layouts/addr-any.json")).unwrap();
     let new = std::fs::read_to_string(format!("{FIXTURES}/layouts/addr-any.calls.json")).unwrap();
     let converted: CallLog = serde_json::from_str(&old).unwrap();
@@ -125,7 +125,7 @@ fn the_earlier_sockets_form_converts_to_the_calls_it_stood_for() {
     let layout: Layout = serde_json::from_str(&old).unwrap();
     let p = Profile::named("6.18").unwrap();
     assert_eq!(
-        Host::build(p, &layout).unwrap().results(),
+        replay_layout(p, &layout).unwrap().results(),
         Host::run(p, &written).unwrap().results()
     );
 }
@@ -271,4 +271,13 @@ fn bindtodevice_answers_enodev_for_a_device_the_namespace_lacks() {
             ("sock_setbindtodevice", "net/core/sock.c")
         );
     }
+}
+
+/// The host a socket-list layout stands for: its calls, replayed (the
+/// reader's conversion, then the one replay).
+fn replay_layout(
+    p: &'static reuseport_model::Profile,
+    l: &reuseport_model::lookup::Layout,
+) -> Result<reuseport_model::lookup::Host, reuseport_model::lookup::LayoutError> {
+    reuseport_model::lookup::Host::run(p, &reuseport_model::lookup::CallLog::from_layout(l)?)
 }

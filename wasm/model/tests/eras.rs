@@ -14,7 +14,7 @@ use std::net::IpAddr;
 
 use reuseport_model::hash::{trace, Keys};
 use reuseport_model::lookup::rules::LookupRules;
-use reuseport_model::lookup::{Family, Host, Layout, Packet, SockState, SocketSpec};
+use reuseport_model::lookup::{Family, Layout, Packet, SockState, SocketSpec};
 use reuseport_model::message::{Errno, LaddrReason};
 use reuseport_model::profile::{
     r, BasisTree, EraBasis, GroupScan, Profile, V4Form, V6Form, P3_9, P5_0, P5_15, P5_4, P6_12,
@@ -114,7 +114,7 @@ type Calls = Vec<(Option<Errno>, Option<Errno>)>;
 
 /// Which socket each of 48 packets reaches, and each socket's bind/listen errno.
 fn host_answers(p: &'static Profile) -> (Vec<Option<usize>>, Calls) {
-    let h = Host::build(p, &busy_layout()).unwrap();
+    let h = replay_layout(p, &busy_layout()).unwrap();
     let mut sockets = Vec::new();
     for proto in [Proto::Tcp, Proto::Udp] {
         for to in ["127.0.0.1", "127.0.0.2", "::1"] {
@@ -406,7 +406,7 @@ fn undoing_the_5_7_bind_cache_fix_on_6_18_is_one_lookup_field() {
     ]);
     l.listen_order = Some(vec![]);
     let binds = |p: &'static Profile| -> Vec<Option<Errno>> {
-        Host::build(p, &l)
+        replay_layout(p, &l)
             .unwrap()
             .results()
             .iter()
@@ -483,7 +483,7 @@ fn acdcecc61285_a_connected_udp_socket_enters_its_group_in_5_0_and_not_from_5_4(
     }];
     tuples.extend((0..32).map(|i| flow(i, daddr)));
     let reached = |p: &'static Profile, t: &Tuple| {
-        let h = Host::build(p, &l).unwrap();
+        let h = replay_layout(p, &l).unwrap();
         h.lookup(&Packet {
             proto: Proto::Udp,
             tuple: *t,
@@ -780,4 +780,13 @@ fn the_markdown_shows_a_one_field_backport_as_one_change() {
         md.contains("| `lookup.tcpFastStrict` | yes | yes | no |"),
         "{md}"
     );
+}
+
+/// The host a socket-list layout stands for: its calls, replayed (the
+/// reader's conversion, then the one replay).
+fn replay_layout(
+    p: &'static reuseport_model::Profile,
+    l: &reuseport_model::lookup::Layout,
+) -> Result<reuseport_model::lookup::Host, reuseport_model::lookup::LayoutError> {
+    reuseport_model::lookup::Host::run(p, &reuseport_model::lookup::CallLog::from_layout(l)?)
 }

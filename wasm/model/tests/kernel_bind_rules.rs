@@ -102,7 +102,7 @@ fn binding_ipv6_loopback_sets_v6only_so_tcp_sockets_on_1_share_one_group() {
         Some(vec![0, 1]),
     );
     for p in PROFILES.iter().filter(|p| p.release >= Release::new(4, 6)) {
-        let h = Host::build(p, &l).unwrap();
+        let h = replay_layout(p, &l).unwrap();
         assert_eq!(binds(&h), [None, None], "{}", p.release);
         assert_eq!(listens(&h), [None, None], "{}", p.release);
         let r = h.results();
@@ -123,7 +123,7 @@ fn binding_ipv6_loopback_sets_v6only_so_udp_sockets_on_1_share_one_group() {
         None,
     );
     for p in PROFILES.iter().filter(|p| p.release >= Release::new(4, 5)) {
-        let h = Host::build(p, &l).unwrap();
+        let h = replay_layout(p, &l).unwrap();
         let r = h.results();
         assert_eq!(binds(&h), [None, None], "{}", p.release);
         assert_eq!(r[0].group, r[1].group, "{}: one group", p.release);
@@ -152,11 +152,11 @@ fn udp_wildcard_reuseport_bind_stops_at_the_newest_overlapping_reuseport_socket(
         ],
         None,
     );
-    let h = Host::build(profile(6, 18), &l).unwrap();
+    let h = replay_layout(profile(6, 18), &l).unwrap();
     assert_eq!(binds(&h), [None, None, None]);
     // Before 4.5 any conflicting socket refuses (udp_lib_lport_inuse in
     // 3.9.6 and 4.4, read from source).
-    let h = Host::build(profile(4, 4), &l).unwrap();
+    let h = replay_layout(profile(4, 4), &l).unwrap();
     assert_eq!(binds(&h), [None, None, Some(Errno::Eaddrinuse)]);
 }
 
@@ -173,13 +173,13 @@ fn udp_af_inet6_reuseport_sockets_sit_at_the_slot_tail_so_an_older_conflict_is_m
         ],
         None,
     );
-    let h = Host::build(profile(6, 18), &l).unwrap();
+    let h = replay_layout(profile(6, 18), &l).unwrap();
     assert_eq!(binds(&h), [None, None, Some(Errno::Eaddrinuse)]);
     // The same with an AF_INET wildcard in the middle: it is at the head,
     // met first, and the bind succeeds (6.18: all three bind).
     let mut l2 = l.clone();
     l2.sockets[1] = ra(rp(sock(V4, Proto::Udp, "0.0.0.0")));
-    let h = Host::build(profile(6, 18), &l2).unwrap();
+    let h = replay_layout(profile(6, 18), &l2).unwrap();
     assert_eq!(binds(&h), [None, None, None]);
 }
 
@@ -206,7 +206,7 @@ fn tcp_reuseport_bind_matching_the_buckets_recorded_address_skips_the_conflict_s
         ],
         Some(vec![0, 2]),
     );
-    let h = Host::build(profile(6, 18), &l).unwrap();
+    let h = replay_layout(profile(6, 18), &l).unwrap();
     assert_eq!(binds(&h), [None, None, None]);
     assert_eq!(listens(&h), [Some(Errno::Eaddrinuse), None, None]);
     // 6.18: without the middle socket nothing is recorded, the scan runs,
@@ -215,7 +215,7 @@ fn tcp_reuseport_bind_matching_the_buckets_recorded_address_skips_the_conflict_s
         vec![l.sockets[0].clone(), l.sockets[2].clone()],
         Some(vec![0, 1]),
     );
-    let h = Host::build(profile(6, 18), &l2).unwrap();
+    let h = replay_layout(profile(6, 18), &l2).unwrap();
     assert_eq!(binds(&h), [None, Some(Errno::Eaddrinuse)]);
 }
 
@@ -233,15 +233,15 @@ fn tcp_wildcard_reuseport_bind_no_longer_matches_a_recorded_specific_address_fro
         ],
         Some(vec![]),
     );
-    let h = Host::build(profile(6, 18), &l).unwrap();
+    let h = replay_layout(profile(6, 18), &l).unwrap();
     assert_eq!(binds(&h), [None, None, Some(Errno::Eaddrinuse)]);
     // 4.14 – 5.6 (from the fix's own description, "Still Succeed where it
     // shouldn't"): the wildcard matched the record and the bind succeeded.
-    let h = Host::build(profile(5, 0), &l).unwrap();
+    let h = replay_layout(profile(5, 0), &l).unwrap();
     assert_eq!(binds(&h), [None, None, None]);
     // Before 4.14 nothing was recorded once a non-SO_REUSEPORT socket
     // owned the port: the scan refuses (4.6.2, read from source).
-    let h = Host::build(profile(4, 6), &l).unwrap();
+    let h = replay_layout(profile(4, 6), &l).unwrap();
     assert_eq!(binds(&h), [None, None, Some(Errno::Eaddrinuse)]);
 }
 
@@ -287,7 +287,7 @@ fn udp_bind_past_ten_sockets_walks_the_address_slot_then_the_wildcard_slot() {
             .iter()
             .filter(|p| p.lookup.udp_first_overlap_decides)
         {
-            let got = binds(&Host::build(p, &layout(v.clone(), None)).unwrap());
+            let got = binds(&replay_layout(p, &layout(v.clone(), None)).unwrap());
             assert_eq!(got[..n - 1], vec![None; n - 1], "{} pad {pad}", p.release);
             assert_eq!(got[n - 1], want, "{} with {} before", p.release, n - 1);
         }
@@ -309,7 +309,7 @@ fn udp_wildcard_bind_past_ten_sees_specific_sockets_only_after_the_2026_fix() {
         v.extend(padding(pad));
         v.push(sock(V4, Proto::Udp, "0.0.0.0"));
         let last = |p: &'static Profile| {
-            *binds(&Host::build(p, &layout(v.clone(), None)).unwrap())
+            *binds(&replay_layout(p, &layout(v.clone(), None)).unwrap())
                 .last()
                 .unwrap()
         };
@@ -385,7 +385,7 @@ fn udp_connect_leaves_the_group_from_6_13_so_the_next_bind_groups_with_the_conne
         ],
         None,
     );
-    let h = Host::build(profile(6, 18), &l).unwrap();
+    let h = replay_layout(profile(6, 18), &l).unwrap();
     assert_eq!(receivers(&h, "127.0.0.2"), [2].into());
     let r = h.results();
     assert_eq!(
@@ -396,7 +396,7 @@ fn udp_connect_leaves_the_group_from_6_13_so_the_next_bind_groups_with_the_conne
     // 6.12 (read from source: no 4-tuple hash): the connected socket stays
     // in the one group, which skips it, and has_conns keeps the scan going;
     // sockets 0 and 2 share the datagrams.
-    let h = Host::build(profile(6, 12), &l).unwrap();
+    let h = replay_layout(profile(6, 12), &l).unwrap();
     assert_eq!(receivers(&h, "127.0.0.2"), [0, 2].into());
 }
 
@@ -430,19 +430,19 @@ fn udp_inet6_bind_after_a_connect_joins_the_earlier_unconnected_group_as_the_slo
         ("::1", "[::1]:4001"),
         ("::ffff:127.0.0.2", "[::ffff:127.0.0.5]:4001"),
     ] {
-        let h = Host::build(profile(6, 18), &udp_with_connected(v6, addr, 3, 1, peer)).unwrap();
+        let h = replay_layout(profile(6, 18), &udp_with_connected(v6, addr, 3, 1, peer)).unwrap();
         assert_eq!(
             receivers(&h, addr),
             [0, 2].into(),
             "{addr}: [0, 1 connected, 2]"
         );
-        let h = Host::build(profile(6, 18), &udp_with_connected(v6, addr, 4, 1, peer)).unwrap();
+        let h = replay_layout(profile(6, 18), &udp_with_connected(v6, addr, 4, 1, peer)).unwrap();
         assert_eq!(
             receivers(&h, addr),
             [0, 2, 3].into(),
             "{addr}: [0, 1 connected, 2, 3]"
         );
-        let h = Host::build(profile(6, 18), &udp_with_connected(v6, addr, 4, 2, peer)).unwrap();
+        let h = replay_layout(profile(6, 18), &udp_with_connected(v6, addr, 4, 2, peer)).unwrap();
         assert_eq!(
             receivers(&h, addr),
             [0, 1, 3].into(),
@@ -450,13 +450,13 @@ fn udp_inet6_bind_after_a_connect_joins_the_earlier_unconnected_group_as_the_slo
         );
     }
     let v4 = |n, c| udp_with_connected(V4, "127.0.0.2", n, c, "127.0.0.5:4001");
-    let h = Host::build(profile(6, 18), &v4(4, 1)).unwrap();
+    let h = replay_layout(profile(6, 18), &v4(4, 1)).unwrap();
     assert_eq!(
         receivers(&h, "127.0.0.2"),
         [2, 3].into(),
         "AF_INET [0, 1 connected, 2, 3]"
     );
-    let h = Host::build(profile(6, 18), &v4(4, 2)).unwrap();
+    let h = replay_layout(profile(6, 18), &v4(4, 2)).unwrap();
     assert_eq!(
         receivers(&h, "127.0.0.2"),
         [3].into(),
@@ -481,12 +481,12 @@ fn tcp_mapped_bind_misses_a_mapped_wildcard_socket_in_debian_6_1_only() {
         ],
         None,
     );
-    let h = Host::build(profile(6, 1), &l).unwrap();
+    let h = replay_layout(profile(6, 1), &l).unwrap();
     assert_eq!(binds(&h), [None, None]);
     // listen() runs the same check (inet_csk_get_port): 6.1.176 let socket
     // 1 listen and receive the connections to 127.0.0.1.
     assert_eq!(listens(&h), [None, None]);
-    let h = Host::build(profile(6, 18), &l).unwrap();
+    let h = replay_layout(profile(6, 18), &l).unwrap();
     assert_eq!(binds(&h), [None, Some(Errno::Eaddrinuse)]);
     // An AF_INET socket on 127.0.0.1 is still refused in 6.1: a bucket of
     // the other family matches at ::ffff:0.0.0.0.
@@ -499,7 +499,7 @@ fn tcp_mapped_bind_misses_a_mapped_wildcard_socket_in_debian_6_1_only() {
         ],
         None,
     );
-    let h = Host::build(profile(6, 1), &l4).unwrap();
+    let h = replay_layout(profile(6, 1), &l4).unwrap();
     assert_eq!(binds(&h), [None, Some(Errno::Eaddrinuse)]);
 }
 
@@ -820,7 +820,7 @@ fn the_earlier_forms_time_wait_socket_closes_with_so_linger_so_its_owner_does_no
         None,
     );
     for p in PROFILES.iter() {
-        let h = Host::build(p, &l).unwrap();
+        let h = replay_layout(p, &l).unwrap();
         assert_eq!(binds(&h), [None, None], "{}", p.release);
     }
 }
@@ -994,4 +994,13 @@ fn tcp_so_reuseport_changed_after_bind_or_listen_is_what_later_binds_listens_and
     ));
     assert!(ok(&a), "{a:?}");
     assert_eq!(tcp_receivers(&h), [1].into());
+}
+
+/// The host a socket-list layout stands for: its calls, replayed (the
+/// reader's conversion, then the one replay).
+fn replay_layout(
+    p: &'static reuseport_model::Profile,
+    l: &reuseport_model::lookup::Layout,
+) -> Result<reuseport_model::lookup::Host, reuseport_model::lookup::LayoutError> {
+    reuseport_model::lookup::Host::run(p, &reuseport_model::lookup::CallLog::from_layout(l)?)
 }

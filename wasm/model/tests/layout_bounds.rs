@@ -2,7 +2,7 @@
 //! named: an empty or zero-based ephemeral range, a socket closed
 //! twice.
 
-use reuseport_model::lookup::{Ephemeral, Family, Host, Layout, SockState, SocketSpec};
+use reuseport_model::lookup::{Ephemeral, Family, Layout, SockState, SocketSpec};
 use reuseport_model::profile::PROFILES;
 use reuseport_model::{Keys, Proto};
 
@@ -35,7 +35,7 @@ fn two_sockets() -> Layout {
 
 fn error_of(l: &Layout) -> String {
     let p = PROFILES.last().unwrap();
-    match Host::build(p, l) {
+    match replay_layout(p, l) {
         Ok(_) => panic!("the layout was accepted"),
         Err(e) => e.to_string(),
     }
@@ -77,7 +77,7 @@ fn a_one_port_range_is_accepted() {
         high: 30000,
         autobind_reuse: false,
     });
-    assert!(Host::build(PROFILES.last().unwrap(), &l).is_ok());
+    assert!(replay_layout(PROFILES.last().unwrap(), &l).is_ok());
 }
 
 #[test]
@@ -90,5 +90,14 @@ fn a_socket_closed_twice_is_refused_naming_closed_and_the_socket() {
         "{e}"
     );
     l.closed = vec![1, 0];
-    assert!(Host::build(PROFILES.last().unwrap(), &l).is_ok());
+    assert!(replay_layout(PROFILES.last().unwrap(), &l).is_ok());
+}
+
+/// The host a socket-list layout stands for: its calls, replayed (the
+/// reader's conversion, then the one replay).
+fn replay_layout(
+    p: &'static reuseport_model::Profile,
+    l: &reuseport_model::lookup::Layout,
+) -> Result<reuseport_model::lookup::Host, reuseport_model::lookup::LayoutError> {
+    reuseport_model::lookup::Host::run(p, &reuseport_model::lookup::CallLog::from_layout(l)?)
 }

@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use reuseport_model::lookup::{Family, Host, Layout, Packet, SkLookup, SockState, SocketSpec};
+use reuseport_model::lookup::{Family, Layout, Packet, SkLookup, SockState, SocketSpec};
 use reuseport_model::message::{Errno, RefusalRule};
 use reuseport_model::profile::PROFILES;
 use reuseport_model::reuseport::PacketCtx;
@@ -93,7 +93,7 @@ fn reuseport_addr_any_the_specific_socket_wins_from_5_0() {
     for p in since(5, 0) {
         for proto in [Proto::Udp, Proto::Tcp] {
             for (specific, dest) in cases {
-                let h = Host::build(p, &addr_any_layout(proto, specific)).unwrap();
+                let h = replay_layout(p, &addr_any_layout(proto, specific)).unwrap();
                 assert!(
                     h.results()
                         .iter()
@@ -126,7 +126,7 @@ fn reuseport_addr_any_fails_between_4_6_and_4_20_for_tcp() {
     // A later-listened wildcard group sits ahead of the specific socket in
     // the port list and its group returns at once (kernel-history.md §4.2).
     for name in ["4.6", "4.17"] {
-        let h = Host::build(
+        let h = replay_layout(
             Profile::named(name).unwrap(),
             &addr_any_layout(Proto::Tcp, (Family::Inet, "127.0.0.1")),
         )
@@ -136,7 +136,7 @@ fn reuseport_addr_any_fails_between_4_6_and_4_20_for_tcp() {
     }
     // Before groups, the +4 of a bound address decides: the specific socket wins.
     for name in ["3.9", "4.4"] {
-        let h = Host::build(
+        let h = replay_layout(
             Profile::named(name).unwrap(),
             &addr_any_layout(Proto::Tcp, (Family::Inet, "127.0.0.1")),
         )
@@ -165,7 +165,7 @@ fn reuseport_dualstack_an_ipv4_packet_reaches_an_af_inet_socket() {
                     v6.chain(v4).collect()
                 };
                 let families: Vec<Family> = sockets.iter().map(|s| s.family).collect();
-                let h = Host::build(p, &layout(sockets)).unwrap();
+                let h = replay_layout(p, &layout(sockets)).unwrap();
                 for sport in 30000..30050 {
                     let x = h.lookup(&packet(proto, "127.0.0.1", sport, "127.0.0.1", 8888));
                     let got = x.socket.expect("received");
@@ -202,7 +202,7 @@ fn reuseaddr_conflict_bind_answers() {
             v6only,
             ra(Family::Inet, "0.0.0.0", SockState::Bound),
         ]);
-        let h = Host::build(p, &l).unwrap();
+        let h = replay_layout(p, &l).unwrap();
         let r = h.results();
         assert!(r[0].bind.is_none() && r[0].listen.is_none());
         assert_eq!(
@@ -238,7 +238,7 @@ fn reuseaddr_ports_exhausted_autobind_answers() {
             ephemeral: Some(eph),
             ..layout(vec![mk(a_ra, a_rp), mk(b_ra, b_rp)])
         };
-        let h = Host::build(p, &l).unwrap();
+        let h = replay_layout(p, &l).unwrap();
         assert!(h.results()[0].bind.is_none());
         let both_ra = a_ra && b_ra;
         let second_ok = both_ra && !(a_rp && b_rp);
@@ -256,7 +256,7 @@ fn reuseaddr_ports_exhausted_autobind_answers() {
         uid,
         ..sock(Family::Inet, Proto::Tcp, "127.0.0.1", 0)
     };
-    let h = Host::build(
+    let h = replay_layout(
         p,
         &Layout {
             ephemeral: Some(eph),
@@ -286,7 +286,7 @@ fn sk_lookup_redir_with_reuseport_and_no_reuseport() {
                 socket: 0,
                 no_reuseport: false,
             });
-            let h = Host::build(p, &l).unwrap();
+            let h = replay_layout(p, &l).unwrap();
             let mut chosen = [0u32; 2];
             for sport in 50000..50200 {
                 let x = h.lookup(&packet(proto, "127.0.0.2", sport, "10.0.0.5", 80));
@@ -306,7 +306,7 @@ fn sk_lookup_redir_with_reuseport_and_no_reuseport() {
                 socket: 0,
                 no_reuseport: true,
             });
-            let h = Host::build(p, &l).unwrap();
+            let h = replay_layout(p, &l).unwrap();
             for sport in 50000..50050 {
                 assert_eq!(
                     h.lookup(&packet(proto, "127.0.0.2", sport, "10.0.0.5", 80))
@@ -319,7 +319,7 @@ fn sk_lookup_redir_with_reuseport_and_no_reuseport() {
     // Not before 5.9.
     let mut l = layout(vec![sock(Family::Inet, Proto::Tcp, "127.0.0.1", 7007)]);
     l.sk_lookup = Some(SkLookup::Drop);
-    assert!(Host::build(Profile::named("5.4").unwrap(), &l).is_err());
+    assert!(replay_layout(Profile::named("5.4").unwrap(), &l).is_err());
 }
 
 #[test]
@@ -338,7 +338,7 @@ fn a_device_bound_group_that_listened_earlier_loses_to_a_later_unbound_one() {
         sock(Family::Inet, Proto::Tcp, "0.0.0.0", 9000),
     ]);
     for p in since(5, 15) {
-        let h = Host::build(p, &l).unwrap();
+        let h = replay_layout(p, &l).unwrap();
         for sport in 1000..1100 {
             let x = h.lookup(&packet(Proto::Tcp, "127.0.0.3", sport, "127.0.0.1", 9000));
             assert!(x.socket.unwrap() >= 2, "{}: {:?}", p.release, x.reason);
@@ -357,7 +357,7 @@ fn a_connected_udp_member_receives_its_peer_from_5_4() {
     socks[2].state = SockState::Connected;
     socks[2].peer = Some(peer);
     for p in since(5, 4) {
-        let h = Host::build(p, &layout(socks.clone())).unwrap();
+        let h = replay_layout(p, &layout(socks.clone())).unwrap();
         let x = h.lookup(&packet(Proto::Udp, "127.0.0.9", 5000, "127.0.0.1", 6000));
         assert_eq!(x.socket, Some(2), "{}: {:?}", p.release, x.reason);
         for sport in 7000..7200 {
@@ -381,7 +381,7 @@ fn second_listener_with_another_owner_fails_at_listen() {
         ..a.clone()
     };
     for p in PROFILES {
-        let h = Host::build(p, &layout(vec![a.clone(), b.clone()])).unwrap();
+        let h = replay_layout(p, &layout(vec![a.clone(), b.clone()])).unwrap();
         let r = &h.results()[1];
         assert_eq!(
             r.bind.as_ref().map(|x| x.errno),
@@ -399,7 +399,7 @@ fn without_so_reuseport_the_second_bind_fails() {
         ..sock(Family::Inet, Proto::Udp, "0.0.0.0", 53)
     };
     for p in PROFILES {
-        let h = Host::build(p, &layout(vec![a.clone(), a.clone()])).unwrap();
+        let h = replay_layout(p, &layout(vec![a.clone(), a.clone()])).unwrap();
         assert!(h.results()[1].bind.is_some(), "{}", p.release);
     }
 }
@@ -424,7 +424,7 @@ fn lookup_agrees_with_the_single_group_model() {
                             .collect(),
                     )
                 };
-                let h = Host::build(p, &l).unwrap();
+                let h = replay_layout(p, &l).unwrap();
                 let g = ReuseportGroup::build(
                     p,
                     &GroupSpec::new(proto, n, bind.parse::<IpAddr>().unwrap(), 8080, keys),
@@ -458,7 +458,7 @@ fn reuseport_bpf_test_extra_filter_and_filter_no_reuseport() {
                 proto,
                 ..with_prog.clone()
             };
-            let h = Host::build(p, &layout(vec![a.clone(), a])).unwrap();
+            let h = replay_layout(p, &layout(vec![a.clone(), a])).unwrap();
             assert!(h.results()[0].bind.is_none(), "{}", p.release);
             let results = h.results();
             let r = results[1].bind.as_ref().expect("second bind refused");
@@ -472,7 +472,7 @@ fn reuseport_bpf_test_extra_filter_and_filter_no_reuseport() {
         program: Some(Program::Cpu),
         ..sock(Family::Inet, Proto::Udp, "0.0.0.0", 8890)
     };
-    let h = Host::build(Profile::named("6.18").unwrap(), &layout(vec![plain])).unwrap();
+    let h = replay_layout(Profile::named("6.18").unwrap(), &layout(vec![plain])).unwrap();
     assert_eq!(
         h.results()[0].attach.as_ref().map(|r| r.errno),
         Some(Errno::Einval)
@@ -482,7 +482,7 @@ fn reuseport_bpf_test_extra_filter_and_filter_no_reuseport() {
         .map(|_| sock(Family::Inet, Proto::Udp, "0.0.0.0", 8891))
         .collect();
     socks[0].program = Some(Program::Cpu);
-    let h = Host::build(Profile::named("6.18").unwrap(), &layout(socks)).unwrap();
+    let h = replay_layout(Profile::named("6.18").unwrap(), &layout(socks)).unwrap();
     let mut pk = packet(Proto::Udp, "127.0.0.1", 1234, "127.0.0.1", 8891);
     pk.ctx.cpu = 3;
     assert_eq!(h.lookup(&pk).socket, Some(3));
@@ -507,7 +507,7 @@ fn closing_sockets_in_a_layout_matches_the_single_group_model() {
                         .collect(),
                 )
             };
-            let h = Host::build(p, &l).unwrap();
+            let h = replay_layout(p, &l).unwrap();
             assert!(h.results()[1].closed && !h.results()[1].receiving);
             let g = ReuseportGroup::build(
                 p,
@@ -535,7 +535,7 @@ fn a_program_the_era_lacks_is_an_attach_refusal_not_a_listen_one() {
         program: Some(Program::Drop),
         ..sock(Family::Inet, Proto::Tcp, "127.0.0.1", 8892)
     };
-    let h = Host::build(Profile::named("4.17").unwrap(), &layout(vec![s])).unwrap();
+    let h = replay_layout(Profile::named("4.17").unwrap(), &layout(vec![s])).unwrap();
     let r = &h.results()[0];
     assert!(r.listen.is_none() && r.receiving);
     assert!(
@@ -544,4 +544,13 @@ fn a_program_the_era_lacks_is_an_attach_refusal_not_a_listen_one() {
             .is_some_and(|a| a.rule == RefusalRule::NoSkReuseportProgram),
         "{r:?}"
     );
+}
+
+/// The host a socket-list layout stands for: its calls, replayed (the
+/// reader's conversion, then the one replay).
+fn replay_layout(
+    p: &'static reuseport_model::Profile,
+    l: &reuseport_model::lookup::Layout,
+) -> Result<reuseport_model::lookup::Host, reuseport_model::lookup::LayoutError> {
+    reuseport_model::lookup::Host::run(p, &reuseport_model::lookup::CallLog::from_layout(l)?)
 }

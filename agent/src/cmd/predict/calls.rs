@@ -199,7 +199,8 @@ pub(super) fn run_layout(
     let shown = path.display().to_string();
     let text = crate::read_capped(path, MAX_LAYOUT_BYTES, "a layout")
         .map_err(|e| Error::Layout(format!("cannot read {shown}: {e}")))?;
-    // A call log, or the earlier {sockets, listenOrder, closed} form, converted.
+    // A call log; the socket-list form {sockets, listenOrder, closed} is
+    // converted into calls as it is read (the reader at the edge).
     let mut layout: CallLog =
         serde_json::from_str(&text).map_err(|e| Error::Layout(format!("{shown}: {e}")))?;
     if let Some(secret) = args.secret {

@@ -221,7 +221,7 @@ pub struct PredictArgs {
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub boots: u32,
 
-    /// A JSON layout of several sockets in place of --listeners: a call log (`{"calls": [{"call": "socket", "family": "inet", "proto": "tcp"}, {"call": "bind", "fd": 0, ...}, ...]}`: socket, setsockopt, bind, listen, connect, shutdown, close, in order), or the earlier {sockets, listenOrder, closed} form, converted. The full listener lookup and the bind rules: the first output line gives each call's answer (`answers`) and where each socket ended up (`sockets`); then one object per tuple with the receiving `socket`.
+    /// A JSON layout of several sockets in place of --listeners: a call log (`{"calls": [{"call": "socket", "family": "inet", "proto": "tcp"}, {"call": "bind", "fd": 0, ...}, ...]}`: socket, setsockopt, bind, listen, connect, shutdown, close, in order), or the socket-list form {sockets, listenOrder, closed}, converted into calls as it is read. The full listener lookup and the bind rules: the first output line gives each call's answer (`answers`) and where each socket ended up (`sockets`); then one object per tuple with the receiving `socket`.
     #[arg(long, value_name = "FILE")]
     pub layout: Option<std::path::PathBuf>,
 

@@ -1,17 +1,18 @@
 //! `verify --layouts N`: the layout draw of the differential test
 //! ([`crate::cmd::verify::differential`]).
 //!
-//! A layout is the earlier `{sockets, listenOrder, closed}` form: 2 – 7
+//! A layout is the socket-list form `{sockets, listenOrder, closed}`: 2 – 7
 //! sockets on one port, built on the running kernel the way a program would
 //! (every `bind()` first, then every `listen()` in a drawn order, each
 //! answer recorded with its errno). The model replays it through
-//! [`reuseport_model::lookup::Host::build`]. A disagreement shrinks by
+//! [`reuseport_model::lookup::Host::run`], converted to calls first
+//! ([`reuseport_model::lookup::CallLog::from_layout`]). A disagreement shrinks by
 //! whole sockets. The call-log draw ([`crate::cmd::verify::calldraw`]) says more.
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
-use reuseport_model::lookup::{Family, Host, Layout, SockState, SocketSpec};
+use reuseport_model::lookup::{CallLog, Family, Host, Layout, SockState, SocketSpec};
 use reuseport_model::{Keys, Profile, Proto};
 use serde::{Deserialize, Serialize};
 
@@ -148,7 +149,8 @@ pub struct Answers {
 
 /// The model's answers.
 pub fn model_answers(profile: &'static Profile, layout: &Layout) -> Result<Answers, String> {
-    let host = Host::build(profile, layout).map_err(|e| e.to_string())?;
+    let log = CallLog::from_layout(layout).map_err(|e| e.to_string())?;
+    let host = Host::run(profile, &log).map_err(|e| e.to_string())?;
     let results = host.results();
     let bind = results
         .iter()

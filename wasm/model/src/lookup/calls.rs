@@ -16,16 +16,16 @@
 //! ]}
 //! ```
 //!
-//! The earlier form, `{sockets, listenOrder, closed}` ([`Layout`]), is read
-//! too: a [`CallLog`] deserializes from either, the earlier one converted
-//! by [`CallLog::from_layout`] into the calls it stood for.
+//! A layout file may also list its sockets (`{sockets, listenOrder,
+//! closed}`): its reader converts that form into calls once, as the file
+//! is read ([`super::layout_file`]); everything past the reader takes a
+//! [`CallLog`].
 
-use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use serde::{Deserialize, Serialize};
 
-use super::types::{Family, Layout, LayoutError, SkLookup, SockState, SocketSpec};
+use super::types::{Family, SkLookup};
 use crate::error::{GroupError, SetupError};
 use crate::hash::Keys;
 use crate::profile::rules::Ephemeral;
@@ -162,7 +162,7 @@ impl Call {
 /// are not calls on a socket.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase", try_from = "LayoutFile")]
+#[serde(rename_all = "camelCase", try_from = "super::layout_file::LayoutFile")]
 pub struct CallLog {
     /// The calls, in the order the program makes them.
     pub calls: Vec<Call>,
@@ -185,243 +185,13 @@ pub struct CallLog {
     pub devices: Vec<String>,
 }
 
-/// What a layout file may hold: a call log (`calls`), or the earlier form
-/// (`sockets`, `listenOrder`, `closed`), with the settings both share.
-/// [`CallLog`] reads through it, so either form deserializes to a call log.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct LayoutFile {
-    #[serde(default)]
-    calls: Option<Vec<Call>>,
-    #[serde(default)]
-    sockets: Option<Vec<SocketSpec>>,
-    #[serde(default)]
-    listen_order: Option<Vec<usize>>,
-    #[serde(default)]
-    closed: Option<Vec<usize>>,
-    #[serde(default)]
-    sk_lookup: Option<SkLookup>,
-    #[serde(default)]
-    keys: Keys,
-    #[serde(default)]
-    ephemeral: Option<Ephemeral>,
-    #[serde(default)]
-    tcp_migrate_req: bool,
-    #[serde(default)]
-    devices: Vec<String>,
-}
-
-impl TryFrom<LayoutFile> for CallLog {
-    type Error = LayoutError;
-
-    fn try_from(f: LayoutFile) -> Result<CallLog, LayoutError> {
-        let legacy = f.sockets.is_some() || f.listen_order.is_some() || f.closed.is_some();
-        match (f.calls, legacy) {
-            (Some(_), true) => Err(LayoutError::Calls(
-                "give either calls or the earlier sockets/listenOrder/closed, not both".into(),
-            )),
-            (Some(calls), false) => Ok(CallLog {
-                calls,
-                sk_lookup: f.sk_lookup,
-                keys: f.keys,
-                ephemeral: f.ephemeral,
-                tcp_migrate_req: f.tcp_migrate_req,
-                devices: f.devices,
-            }),
-            (None, _) => {
-                let Some(sockets) = f.sockets else {
-                    return Err(LayoutError::Calls(
-                        "missing: a layout lists its calls ({\"calls\": [{\"call\": \"socket\", ...}, ...]})".into(),
-                    ));
-                };
-                let mut log = CallLog::from_layout(&Layout {
-                    sockets,
-                    listen_order: f.listen_order,
-                    sk_lookup: f.sk_lookup,
-                    keys: f.keys,
-                    ephemeral: f.ephemeral,
-                    closed: f.closed.unwrap_or_default(),
-                })?;
-                log.tcp_migrate_req = f.tcp_migrate_req;
-                log.devices = f.devices;
-                Ok(log)
-            }
-        }
-    }
-}
-
-/// The SO_LINGER timeout (seconds) a TIME_WAIT socket of the earlier form
-/// closes with, so that `close()` waits for the peer's ACK of its FIN and
-/// leaves a timewait socket, not a FIN_WAIT1 orphan (see [`Call::Close`]).
-pub const TIME_WAIT_LINGER: u32 = 1;
-
-/// The peer a TIME_WAIT socket of the earlier form is taken to have
-/// connected to when it names none: the discard port on loopback.
-fn default_peer(family: Family) -> SocketAddr {
+/// The peer a socket connects to when its description names none (a
+/// TIME_WAIT socket of the socket-list form, a connected member of a
+/// group spec): the discard port on loopback.
+pub(super) fn default_peer(family: Family) -> SocketAddr {
     match family {
         Family::Inet => SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 9),
         Family::Inet6 => SocketAddr::new(Ipv6Addr::LOCALHOST.into(), 9),
-    }
-}
-
-impl CallLog {
-    /// The calls the earlier `{sockets, listenOrder, closed}` form stood
-    /// for: per socket in order, `socket`, its options, an attach made
-    /// before bind, `bind`, then (without `listenOrder`) at once its
-    /// `listen` (TCP), `connect` (connected UDP) or `connect`, SO_LINGER
-    /// on and `close` (TIME_WAIT: a close that waits for the peer's ACK
-    /// leaves the timewait socket), and a later attach; with `listenOrder`, the listens
-    /// come after every bind, in that order; then the `closed` sockets
-    /// close in order.
-    pub fn from_layout(l: &Layout) -> Result<CallLog, LayoutError> {
-        if l.sockets.len() > MAX_SOCKETS {
-            return Err(LayoutError::Calls(format!(
-                "the layout has {} sockets; at most {MAX_SOCKETS}",
-                l.sockets.len()
-            )));
-        }
-        for (i, s) in l.sockets.iter().enumerate() {
-            let bad = |problem: String| Err(LayoutError::Socket { socket: i, problem });
-            match (s.family, s.addr) {
-                (Family::Inet, IpAddr::V6(_)) => {
-                    return bad(format!(
-                        "an AF_INET socket cannot bind the IPv6 address {}; use family inet6",
-                        s.addr
-                    ))
-                }
-                (Family::Inet6, IpAddr::V4(_)) => {
-                    return bad(format!(
-                        "an AF_INET6 socket binds IPv4 addresses as ::ffff:{}",
-                        s.addr
-                    ))
-                }
-                _ => {}
-            }
-            if s.state == SockState::Connected && (s.proto != Proto::Udp || s.peer.is_none()) {
-                return bad("state connected is for UDP sockets and needs a peer address".into());
-            }
-            if s.state == SockState::Connected && s.addr.is_unspecified() {
-                return bad("a connected UDP socket takes its source address as its bound address: give that address instead of the wildcard".into());
-            }
-            if s.state == SockState::TimeWait && s.proto != Proto::Tcp {
-                return bad("TIME_WAIT is a TCP state".into());
-            }
-        }
-        let mut seen = BTreeSet::new();
-        for &i in &l.closed {
-            if !seen.insert(i) {
-                return Err(LayoutError::Closed(format!(
-                    "lists socket {i} twice; a socket closes once"
-                )));
-            }
-            if i >= l.sockets.len() {
-                return Err(LayoutError::Closed(format!(
-                    "names socket {i}, but the layout has {}",
-                    l.sockets.len()
-                )));
-            }
-        }
-        let tcp_listeners: Vec<usize> = (0..l.sockets.len())
-            .filter(|&i| {
-                l.sockets[i].proto == Proto::Tcp && l.sockets[i].state == SockState::Listen
-            })
-            .collect();
-        if let Some(o) = &l.listen_order {
-            let mut sorted = o.clone();
-            sorted.sort_unstable();
-            if sorted != tcp_listeners {
-                return Err(LayoutError::ListenOrder(format!(
-                    "must list each TCP socket in state listen exactly once ({tcp_listeners:?}); got {o:?}"
-                )));
-            }
-        }
-        let mut calls = Vec::new();
-        let later = l.listen_order.is_some();
-        for (fd, s) in l.sockets.iter().enumerate() {
-            calls.push(Call::Socket {
-                family: s.family,
-                proto: s.proto,
-                uid: s.uid,
-            });
-            let mut opt = |opt: SockOpt| calls.push(Call::Setsockopt { fd, opt });
-            if s.reuseaddr {
-                opt(SockOpt::Reuseaddr(true));
-            }
-            if s.reuseport {
-                opt(SockOpt::Reuseport(true));
-            }
-            if s.v6only {
-                opt(SockOpt::V6only(true));
-            }
-            if let Some(d) = &s.device {
-                opt(SockOpt::Bindtodevice(Some(d.clone())));
-            }
-            if let Some(cpu) = s.incoming_cpu {
-                opt(SockOpt::IncomingCpu(cpu));
-            }
-            let attach = s.program.clone().map(SockOpt::AttachReuseport);
-            if s.program_before_bind {
-                if let Some(a) = attach.clone() {
-                    opt(a);
-                }
-            }
-            calls.push(Call::Bind {
-                fd,
-                addr: s.addr,
-                port: s.port,
-            });
-            match s.state {
-                SockState::Listen if s.proto == Proto::Tcp && !later => {
-                    calls.push(Call::Listen { fd })
-                }
-                SockState::Connected | SockState::TimeWait => {
-                    let peer = s.peer.unwrap_or_else(|| default_peer(s.family));
-                    calls.push(Call::Connect {
-                        fd,
-                        addr: peer.ip(),
-                        port: peer.port(),
-                    });
-                    if s.state == SockState::TimeWait {
-                        calls.push(Call::Setsockopt {
-                            fd,
-                            opt: SockOpt::Linger(Some(TIME_WAIT_LINGER)),
-                        });
-                        calls.push(Call::Close { fd });
-                    }
-                }
-                _ => {}
-            }
-            let listens_later = later && tcp_listeners.contains(&fd);
-            if !s.program_before_bind && !listens_later {
-                if let Some(a) = attach {
-                    calls.push(Call::Setsockopt { fd, opt: a });
-                }
-            }
-        }
-        for &fd in l.listen_order.iter().flatten() {
-            calls.push(Call::Listen { fd });
-            let s = &l.sockets[fd];
-            if let (Some(p), false) = (&s.program, s.program_before_bind) {
-                calls.push(Call::Setsockopt {
-                    fd,
-                    opt: SockOpt::AttachReuseport(p.clone()),
-                });
-            }
-        }
-        for &fd in &l.closed {
-            // A TIME_WAIT socket's fd is already closed.
-            if l.sockets[fd].state != SockState::TimeWait {
-                calls.push(Call::Close { fd });
-            }
-        }
-        Ok(CallLog {
-            calls,
-            sk_lookup: l.sk_lookup.clone(),
-            keys: l.keys,
-            ephemeral: l.ephemeral,
-            tcp_migrate_req: false,
-            devices: Vec::new(),
-        })
     }
 }
 

@@ -4,9 +4,11 @@
 //! candidate's `compute_score`, and which socket wins (kernel-history.md
 //! §4 – §7).
 //!
-//! A [`Layout`] lists sockets in `bind()` order (and, for TCP, an optional
-//! `listen()` order). [`Host::build`] replays the calls and records each
-//! one's answer; [`Host::lookup`] answers a packet with a [`LookupExplain`].
+//! A [`CallLog`] lists a program's socket calls. [`Host::run`] replays them
+//! ([`Host::apply`] steps one) and records each one's answer;
+//! [`Host::lookup`] answers a packet with a [`LookupExplain`]. A layout
+//! file that lists sockets instead is converted into calls by its reader
+//! ([`layout_file`]).
 //!
 //! Simplifications, each stated in the notes of an answer where it applies:
 //! the hash tables are taken to hold only the sockets of the packet's port
@@ -22,6 +24,7 @@ mod bind;
 mod bucket;
 pub mod calls;
 mod host;
+pub mod layout_file;
 mod replay;
 mod score;
 pub mod types;
@@ -31,6 +34,7 @@ pub use crate::message::Refusal;
 pub use crate::profile::rules;
 pub use calls::{Call, CallLog, SockOpt, MAX_CALLS, MAX_SOCKETS};
 pub use host::Host;
+pub use layout_file::TIME_WAIT_LINGER;
 pub use rules::Ephemeral;
 pub use types::{
     Answer, CallResult, Candidate, Family, GroupPick, Layout, LayoutError, LookupExplain, Packet,

@@ -9,7 +9,7 @@ use super::bucket::bucket_addr;
 use super::calls::{Call, CallLog, SockOpt, MAX_CALLS, MAX_SOCKETS};
 use super::host::{GroupEntry, Host, Sock};
 use super::types::{
-    as_v6, unspecified_of, Answer, Family, Layout, LayoutError, SkLookup, SockState, SocketSpec,
+    as_v6, unspecified_of, Answer, Family, LayoutError, SkLookup, SockState, SocketSpec,
 };
 use crate::hash::Keys;
 use crate::message::{Errno, KernelSource, Refusal, RefusalRule};
@@ -29,13 +29,6 @@ fn device_name(given: &str) -> String {
 }
 
 impl Host {
-    /// Replays the layout's calls in this profile: the earlier
-    /// `{sockets, listenOrder, closed}` form, converted by
-    /// [`CallLog::from_layout`].
-    pub fn build(profile: &'static Profile, layout: &Layout) -> Result<Host, LayoutError> {
-        Host::run(profile, &CallLog::from_layout(layout)?)
-    }
-
     /// Replays a call log in this profile: its settings, then each call in
     /// order through [`Host::apply`].
     /// Input the model cannot replay (an fd no `socket` call made, an
