@@ -292,8 +292,17 @@ fn hash_vectors_through_the_binary() {
     }
 }
 
-/// All 500 vectors, every group size and form, through `predict::run`, with
-/// the group bound explicitly.
+/// The largest group every vector is run with in process.
+const IN_PROCESS_MAX: u32 = 200;
+
+/// All 500 vectors, every form, through `predict::run`, with the group bound
+/// explicitly, in groups of up to [`IN_PROCESS_MAX`] members. `predict`
+/// builds its group from the calls a program makes, so each case is a host of
+/// `n` sockets: the groups of 1,000 and 32,768 members, 1,500 hosts of up to
+/// 100k calls each, took a minute of CPU here for nothing the other tests do
+/// not pin. Those sizes are held for every vector by the model's own vector
+/// test (wasm/model/tests/vectors.rs, each group built once) and through the
+/// binary for every tenth vector ([`hash_vectors_through_the_binary`]).
 #[test]
 fn hash_vectors_in_process() {
     for v in vectors() {
@@ -304,7 +313,7 @@ fn hash_vectors_in_process() {
             indices,
         } in forms(&v)
         {
-            for &(n, want) in indices {
+            for &(n, want) in indices.iter().filter(|(n, _)| *n <= IN_PROCESS_MAX) {
                 let argv = format!("reuseport-agent predict --kernel {kernel} --proto {proto} --listeners {n} --secret {} --bind {}", v.initval, v.bind);
                 let reuseport_agent::Command::Predict(args) =
                     Cli::try_parse_from(argv.split_whitespace())
