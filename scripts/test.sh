@@ -173,8 +173,9 @@ if [[ $(uname -s) == Linux ]]; then
     "$AGENT" scenario quic-reload -o "$LOGS/quic-reload.json"
   # The kernel selftests' SK_REUSEPORT program and nginx 1.26's QUIC helper (tests/fixtures/ebpf/),
   # compiled by clang here, loaded with libbpf, attached with SO_ATTACH_REUSEPORT_EBPF: 64 datagrams
-  # each, every datagram the program decides compared with the model (agent/src/cmd/verify/ebpf.rs).
-  ebpf_dir=$(mktemp -d)
+  # each compared with the model, those the hash decides with the namespace's recovered key
+  # (agent/src/cmd/verify/ebpf.rs). The objects go in the run's temporary directory, removed at exit.
+  ebpf_dir="$LOGS/ebpf"
   stage "compile the eBPF fixtures (clang)" bash scripts/ebpf-fixtures.sh "$ebpf_dir"
   stage "verify --program test_select_reuseport_kern.o on the running kernel (eBPF)" \
     "$AGENT" verify --program "$ebpf_dir/test_select_reuseport_kern.o" --ebpf-kind sk_reuseport

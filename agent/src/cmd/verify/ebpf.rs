@@ -20,10 +20,12 @@
 //! network namespace. Each datagram (random bytes, and QUIC-like short
 //! headers carrying a socket's cookie) lands where the kernel puts it, or
 //! nowhere; the model's answer for it is computed with the maps as the
-//! previous datagrams left them. Datagrams whose answer the hash decides,
-//! or whose choice changes with the hash key (the program read `hash`), or
-//! that drew a random number, are counted and not compared (the boot's
-//! hash secret is not known here).
+//! previous datagrams left them. The namespace's UDP hash key is recovered
+//! first, as `verify --programs` does, so datagrams whose answer the hash
+//! decides, or whose choice depends on the hash (the program read `hash`),
+//! are compared too. Those that drew a random number are counted and not
+//! compared (the kernel's generator is not the model's seeded one), and so
+//! are the hash's datagrams when the key search does not find exactly one.
 
 #![cfg(all(target_os = "linux", feature = "trace"))]
 
@@ -64,12 +66,20 @@ pub struct EbpfReport {
     pub program: String,
     /// Datagrams sent.
     pub sent: u64,
-    /// Datagrams compared (the program decided).
+    /// Datagrams compared.
     pub compared: u64,
     /// Of those, where kernel and model agree (socket, or drop).
     pub agreed: u64,
-    /// Datagrams the hash decides, or whose run read the hash or drew a
-    /// random number: not compared.
+    /// Of the compared, those the hash decided or whose run read the hash
+    /// (compared with the recovered key).
+    pub by_hash: u64,
+    /// Of those, where kernel and model agree.
+    pub by_hash_agreed: u64,
+    /// The namespace's UDP hash key, recovered at the start; `None` when
+    /// the search did not find exactly one.
+    pub hash_key: Option<String>,
+    /// Datagrams not compared: the run drew a random number, or the hash
+    /// decided and the key is not known.
     pub not_compared: u64,
     /// Datagrams the model could not decide (it names what it lacked).
     pub undecided: u64,
@@ -402,6 +412,17 @@ pub fn run(
         program: format!("{} (section {})", prog.name, prog.section),
         ..EbpfReport::default()
     };
+    let key = crate::cmd::verify::programs::hash_key(
+        &mut Rng::new(seed ^ 0x006b_6579),
+        profile,
+        Proto::Udp,
+        err,
+    )?;
+    rep.hash_key = key.map(|k| format!("0x{k:08x}"));
+    let keys = Keys {
+        v4: key.unwrap_or(0),
+        ..Keys::default()
+    };
     let mut r = Rng::new(seed);
     for d in 0..DATAGRAMS {
         if crate::cmd::verify::stopping() {
@@ -462,7 +483,7 @@ pub fn run(
             };
             ReuseportGroup::build(profile, &spec).map_err(io)
         };
-        let group = group_with(Keys::default())?;
+        let group = group_with(keys)?;
         // The same datagram under another hash key: a program that only
         // records the hash (the selftest's data_check) chooses the same.
         let other = group_with(Keys {
@@ -505,7 +526,8 @@ pub fn run(
         let same_under_other_key = other
             .explain_ctx(&t, &ctx)
             .is_ok_and(|o| o.listener == e.listener && o.fallback == e.fallback);
-        if hash_decides || (run.read_hash && !same_under_other_key) || run.drew_random {
+        let by_hash = hash_decides || (run.read_hash && !same_under_other_key);
+        if run.drew_random || (by_hash && key.is_none()) {
             rep.not_compared += 1;
             // The hash picks a socket: something must arrive.
             if hash_decides && kernel.is_none() && rep.mismatches.len() < 8 {
@@ -517,13 +539,16 @@ pub fn run(
             continue;
         }
         rep.compared += 1;
+        rep.by_hash += u64::from(by_hash);
         let model = e.listener;
         if model == kernel {
             rep.agreed += 1;
+            rep.by_hash_agreed += u64::from(by_hash);
         } else if rep.mismatches.len() < 8 {
             rep.mismatches.push(format!(
-                "payload {} from {src}:{sport}: kernel socket {kernel:?}, model {model:?} ({outcome:?})",
-                hex(&payload)
+                "payload {} from {src}:{sport}: kernel socket {kernel:?}, model {model:?} ({outcome:?}{})",
+                hex(&payload),
+                if by_hash { ", the hash" } else { "" }
             ));
         }
     }

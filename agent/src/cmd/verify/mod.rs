@@ -709,9 +709,20 @@ fn live_ebpf(
     } else {
         writeln!(
             out,
-            "ebpf {}: sent {}  compared {}  agreed {}  not compared (the hash decides, or hash/random read) {}  undecided {}",
+            "ebpf {}: sent {}  compared {}  agreed {}  not compared (a random draw, or the hash without its key) {}  undecided {}",
             rep.program, rep.sent, rep.compared, rep.agreed, rep.not_compared, rep.undecided
         )?;
+        match &rep.hash_key {
+            Some(k) => writeln!(
+                out,
+                "  of them, the hash decided (key {k}): {}, agreed {}",
+                rep.by_hash, rep.by_hash_agreed
+            )?,
+            None => writeln!(
+                out,
+                "  the hash key was not recovered: the hash's datagrams are not compared"
+            )?,
+        }
         for m in &rep.mismatches {
             writeln!(out, "  mismatch: {m}")?;
         }

@@ -392,7 +392,7 @@ const KEY_GROUP: u32 = 16;
 /// sockets, each a constraint on the key (the model's [`Plan`]), then the
 /// search over all 2^32 values, as `recover` does. `None` unless exactly
 /// one value fits.
-fn hash_key(
+pub(crate) fn hash_key(
     r: &mut Rng,
     profile: &'static Profile,
     proto: Proto,
@@ -440,13 +440,13 @@ fn hash_key(
     match key {
         Some(k) => writeln!(
             err,
-            "verify: this namespace's {name} hash key is 0x{k:08x} ({} packets, {:.1} s); out-of-range indexes are compared",
+            "verify: this namespace's {name} hash key is 0x{k:08x} ({} packets, {:.1} s); what the hash decides is compared",
             plan.observations().len(),
             searched.seconds
         )?,
         None => writeln!(
             err,
-            "verify: the {name} hash key search found {} values, not one: out-of-range indexes are counted, not compared",
+            "verify: the {name} hash key search found {} values, not one: what the hash decides is counted, not compared",
             searched.found.count
         )?,
     }
