@@ -175,12 +175,15 @@ if [[ $(uname -s) == Linux ]]; then
   # compiled by clang here, loaded with libbpf, attached with SO_ATTACH_REUSEPORT_EBPF: 64 datagrams
   # each compared with the model, those the hash decides with the namespace's recovered key
   # (agent/src/cmd/verify/ebpf.rs). The objects go in the run's temporary directory, removed at exit.
+  # Loading an ELF object takes libbpf (the agent's `trace` feature), which the static agent leaves out
+  # (it runs in guests): the debug agent that cargo test built for its own tests has it.
+  TRACE_AGENT="$TARGET_DIR/debug/reuseport-agent"
   ebpf_dir="$LOGS/ebpf"
   stage "compile the eBPF fixtures (clang)" bash scripts/ebpf-fixtures.sh "$ebpf_dir"
   stage "verify --program test_select_reuseport_kern.o on the running kernel (eBPF)" \
-    "$AGENT" verify --program "$ebpf_dir/test_select_reuseport_kern.o" --ebpf-kind sk_reuseport
+    "$TRACE_AGENT" verify --program "$ebpf_dir/test_select_reuseport_kern.o" --ebpf-kind sk_reuseport
   stage "verify --program ngx_quic_reuseport_helper.o on the running kernel (eBPF)" \
-    "$AGENT" verify --program "$ebpf_dir/ngx_quic_reuseport_helper.o" --ebpf-kind sk_reuseport
+    "$TRACE_AGENT" verify --program "$ebpf_dir/ngx_quic_reuseport_helper.o" --ebpf-kind sk_reuseport
   bg_wait
   # Another kernel than this one: Debian 6.1 booted under QEMU, recorded inside, checked here
   # (agent/src/cmd/verify/kernels.rs). No QEMU, no download or no boot fails this stage; it never skips.
