@@ -77,21 +77,6 @@ fn devices_compatible(a: &SocketSpec, b: &SocketSpec) -> bool {
     a.device.is_none() || b.device.is_none() || a.device == b.device
 }
 
-/// The `sock_reuseport` join rule (`inet_reuseport_add_sock`,
-/// `udp_reuseport_add_sock`; kernel-history.md §6.1): same family,
-/// `ipv6only`, device, port, SO_REUSEPORT, UID, and exactly the same address.
-pub(super) fn same_group(a: &SocketSpec, b: &SocketSpec) -> bool {
-    a.family == b.family
-        && a.proto == b.proto
-        && a.v6only == b.v6only
-        && a.device == b.device
-        && a.port == b.port
-        && a.reuseport
-        && b.reuseport
-        && a.uid == b.uid
-        && a.addr == b.addr
-}
-
 /// Which bind-conflict rule refuses socket `s` against the earlier `e`
 /// (kernel-history.md §7); `e_closing`: `e` is a TCP socket closed while
 /// connected, still in FIN_WAIT1.

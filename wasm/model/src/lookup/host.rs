@@ -302,7 +302,7 @@ impl Host {
             .copied()
             .filter(|&j| {
                 let o = &self.socks[j];
-                o.listening && !o.closed && super::bind::same_group(&o.spec, spec)
+                o.listening && !o.closed && super::types::same_group(&o.spec, spec)
             })
             .collect();
         let gs = GroupSpec {

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
-use super::bind::same_group;
 use super::bucket::bucket_addr;
 use super::calls::{Call, CallLog, SockOpt, MAX_CALLS, MAX_SOCKETS};
 use super::host::{GroupEntry, Host, Sock};
+use super::types::same_group;
 use super::types::{
     as_v6, unspecified_of, Answer, Family, LayoutError, SkLookup, SockState, SocketSpec,
 };

@@ -327,3 +327,18 @@ pub(super) fn as_v6(a: IpAddr) -> Ipv6Addr {
         IpAddr::V4(v) => v.to_ipv6_mapped(),
     }
 }
+
+/// The `sock_reuseport` join rule (`inet_reuseport_add_sock`,
+/// `udp_reuseport_add_sock`; kernel-history.md §6.1): same family,
+/// `ipv6only`, device, port, SO_REUSEPORT, UID, and exactly the same address.
+pub(super) fn same_group(a: &SocketSpec, b: &SocketSpec) -> bool {
+    a.family == b.family
+        && a.proto == b.proto
+        && a.v6only == b.v6only
+        && a.device == b.device
+        && a.port == b.port
+        && a.reuseport
+        && b.reuseport
+        && a.uid == b.uid
+        && a.addr == b.addr
+}
