@@ -1,4 +1,4 @@
-import AxeBuilder from '@axe-core/playwright';
+import { axe } from './axe';
 import { expect, test, type Page } from '@playwright/test';
 
 // Workers behind the listeners (service rates, stalls) and the guided tour of the dispatch visualizer.
@@ -276,7 +276,7 @@ test('the page has no axe violations with the tour open', async ({ page }) => {
   const tour = page.getByRole('region', { name: 'Tour of the scene' });
   for (let i = 0; i < 5; i++) await tour.getByRole('button', { name: 'Next' }).click();
   await expect(tour).toContainText('Step 6 of 6');
-  const results = await new AxeBuilder({ page }).analyze();
+  const results = await axe(page).analyze();
   expect(results.violations).toEqual([]);
 });
 

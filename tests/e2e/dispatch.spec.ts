@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import AxeBuilder from '@axe-core/playwright';
+import { axe } from './axe';
 import { expect, test, type Page } from '@playwright/test';
 import { AGENT } from '../agent';
 import { keepsDrawing } from './frames';
@@ -138,7 +138,7 @@ test('the visualizer has no axe violations', async ({ page }) => {
   await page.getByRole('button', { name: 'Close listener' }).click();
   await page.locator('.rl-dv-moved summary').click();
   await openLookup(page);
-  const results = await new AxeBuilder({ page }).analyze();
+  const results = await axe(page).analyze();
   expect(results.violations).toEqual([]);
 });
 
@@ -274,7 +274,7 @@ test('the lookup panel follows the inspected packet in the visualized group, fro
   await page.getByLabel('Lookup layout').focus();
   await page.keyboard.press('ArrowDown');
   await expect(panel.locator('.rl-dv-lookup-head')).toContainText('→ 127.0.0.1:8888');
-  const results = await new AxeBuilder({ page }).analyze();
+  const results = await axe(page).analyze();
   expect(results.violations).toEqual([]);
 });
 

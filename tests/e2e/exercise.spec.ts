@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import AxeBuilder from '@axe-core/playwright';
+import { axe } from './axe';
 import { expect, test, type Locator, type Page } from '@playwright/test';
 import { AGENT } from '../agent';
 
@@ -322,7 +322,7 @@ for (const [width, height] of [
     for (const path of ['./hash/', './zh-cn/bind-rules/', './scenarios/']) {
       const w = await open(page, path);
       const scan = async (when: string) => {
-        const r = await new AxeBuilder({ page }).include('reuseport-exercise').analyze();
+        const r = await axe(page).include('reuseport-exercise').analyze();
         expect(r.violations.map((v) => `${path} ${when}: ${v.id} (${v.nodes[0]?.target.join(' ')})`)).toEqual([]);
         // The scan reached into the shadow root: the choice buttons were checked.
         expect(r.passes.find((p) => p.id === 'button-name')?.nodes.length ?? 0, `${path} ${when}: buttons scanned`).toBeGreaterThan(0);

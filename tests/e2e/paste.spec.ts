@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import AxeBuilder from '@axe-core/playwright';
+import { axe } from './axe';
 import { expect, test, type Locator, type Page } from '@playwright/test';
 import { AGENT } from '../agent';
 
@@ -527,7 +527,7 @@ test('the paste analyser has no axe violations with its results shown', async ({
     .first()
     .click();
   await expect(w.getByRole('heading', { name: /^Line \d+ under your secret/ })).toBeVisible();
-  const results = await new AxeBuilder({ page }).include('reuseport-paste').analyze();
+  const results = await axe(page).include('reuseport-paste').analyze();
   expect(results.violations).toEqual([]);
 });
 

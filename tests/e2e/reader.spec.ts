@@ -1,63 +1,17 @@
 /**
- * The site as a reader meets it (issue 29):
- * - every page, in both languages, fits a 390 px phone: nothing makes the page
- *   scroll sideways once its widgets have mounted;
+ * The site as a reader meets it (that every page fits a 390 px phone is checked
+ * by the crawl in site.spec.ts, which loads each page at that width):
  * - the asides (`:::note[…]`) are drawn as asides, with their titles, on every
  *   page that has one, and nowhere as a paragraph of colons;
  * - on a phone the front page's headline and buttons come before the animation.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect, test, type Page } from '@playwright/test';
-import { builtPages, DIST, WIDGETS } from './pages';
+import { expect, test } from '@playwright/test';
+import { builtPages, DIST } from './pages';
 
 /** Every page a reader opens, in both languages (not the iframe pages, which a course page sizes). */
 const PAGES = builtPages().filter((p) => !p.startsWith('embed/'));
-
-/** Scrolls each widget into view (they mount when seen) and waits until it has mounted. */
-async function mountAll(page: Page): Promise<void> {
-  const widgets = page.locator(WIDGETS);
-  const n = await widgets.count();
-  for (let i = 0; i < n; i++) {
-    const w = widgets.nth(i);
-    await w.scrollIntoViewIfNeeded();
-    await expect(w, `widget ${i} mounted`).toHaveAttribute('data-mounted', '', { timeout: 30_000 });
-  }
-}
-
-test('the phone crawl covers every page in both languages', () => {
-  expect(PAGES.length).toBeGreaterThanOrEqual(40);
-  expect(PAGES.filter((p) => p.startsWith('zh-cn/')).length * 2).toBe(PAGES.length);
-});
-
-test.describe('at 390 px no page scrolls sideways', () => {
-  test.use({ viewport: { width: 390, height: 844 }, isMobile: false });
-  for (const path of PAGES) {
-    test(`/${path}`, async ({ page }) => {
-      await page.goto(`./${path}`);
-      await mountAll(page);
-      // A scenario card fills in when its simulation ends: wait for the widgets that run one to be ready.
-      for (const w of await page.locator('reuseport-scenario, reuseport-scenario-match, reuseport-server').all())
-        await expect(w).toHaveAttribute('data-state', 'ready', { timeout: 60_000 });
-      const wide = await page.evaluate(() => {
-        const width = document.documentElement.clientWidth;
-        const out: string[] = [];
-        const walk = (root: Document | ShadowRoot, where: string) => {
-          for (const e of root.querySelectorAll('*')) {
-            const b = e.getBoundingClientRect();
-            // Inside a scroller of its own (a wide table, a code block) an element may be wider; the page may not.
-            if (b.width > 0 && b.right > width + 1 && !e.closest('pre, .expressive-code, .sl-markdown-content table, [data-scrolls]'))
-              out.push(`${where}${e.localName}.${String(e.getAttribute('class') ?? '').replace(/ /g, '.')} right ${Math.round(b.right)}`);
-            if (e.shadowRoot) walk(e.shadowRoot, `${where}${e.localName} › `);
-          }
-        };
-        walk(document, '');
-        return { scroll: document.documentElement.scrollWidth, width, out: out.slice(0, 5) };
-      });
-      expect(wide.scroll, `scrollWidth of /${path}; wider than the screen: ${wide.out.join('; ')}`).toBeLessThanOrEqual(wide.width);
-    });
-  }
-});
 
 test('every aside in the content is drawn as an aside with its title, in both languages', () => {
   // Built HTML against the Markdown: as many asides on the built pages as `:::note[…]` in the content, each titled.

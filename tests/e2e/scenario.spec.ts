@@ -5,7 +5,7 @@
  * are pinned by the model's tests (wasm/model/tests/sim.rs); this checks the
  * page shows them.
  */
-import AxeBuilder from '@axe-core/playwright';
+import { axe } from './axe';
 import { expect, test } from '@playwright/test';
 
 test('a stalled worker: three cards, and only the reuseport one drops SYNs', async ({ page }) => {
@@ -33,7 +33,7 @@ test('a stalled worker: three cards, and only the reuseport one drops SYNs', asy
   // Every chart has its numbers as a table too.
   await expect(reuse.locator('details table tbody tr')).toHaveCount(4);
   await expect(reuse.locator('details table thead')).toContainText('Measured');
-  const r = await new AxeBuilder({ page }).include('reuseport-scenario').analyze();
+  const r = await axe(page).include('reuseport-scenario').analyze();
   expect(r.violations.map((v) => v.id)).toEqual([]);
 });
 

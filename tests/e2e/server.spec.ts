@@ -6,7 +6,7 @@
  * (tests/unit/server-view.test.ts); this checks the page shows it.
  */
 import { readFileSync } from 'node:fs';
-import AxeBuilder from '@axe-core/playwright';
+import { axe } from './axe';
 import { expect, test } from '@playwright/test';
 
 const fixture = readFileSync('tests/fixtures/server/ss-tanpe-shared.txt', 'utf8');
@@ -36,7 +36,7 @@ for (const l of LANGS) {
     await expect(verdict.getByRole('link', { name: l.link })).toHaveAttribute('href', /accept-models\/$/);
     await expect(w.locator('.rl-srv-sockets tbody tr')).toHaveCount(1);
     await expect(w.locator('.rl-srv-workers svg')).toBeVisible();
-    const r = await new AxeBuilder({ page }).include('reuseport-server').analyze();
+    const r = await axe(page).include('reuseport-server').analyze();
     expect(r.violations.map((v) => v.id)).toEqual([]);
   });
 }

@@ -2,10 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
+import { axe } from './axe';
 import { expect, test, type Page } from '@playwright/test';
 import { AGENT } from '../agent';
-import { builtPages, DIST, WIDGETS } from './pages';
+import { builtPages, DIST, sideways, WIDGETS } from './pages';
 
 /** Scrolls to each widget (they hydrate when seen) and waits for its first frame. */
 async function widgetsMounted(page: Page): Promise<number> {
@@ -48,11 +48,15 @@ const CHROME = ['', 'hash/', 'lookup/', 'embedding/', 'zh-cn/', 'zh-cn/hash/', '
 
 test('every page is crawled: twenty pages in each language', () => {
   expect(CRAWLED).toEqual(expect.arrayContaining(CHROME));
+  expect(CRAWLED.filter((p) => p.startsWith('zh-cn/')).length * 2, 'as many Chinese pages as English ones').toBe(CRAWLED.length);
   // The front page, three tools, sixteen chapters; each is a test of its own below, so workers share them.
   expect(CRAWLED.length).toBeGreaterThanOrEqual(40);
 });
 
-test.describe('every page, in both languages: its widgets mount and show their first frame, and axe finds no violations', () => {
+test.describe('every page, both languages: widgets mount at 390 px, nothing scrolls sideways, axe finds nothing at 1280 px', () => {
+  // One load a page for both widths: the page is opened as a phone opens it, checked there, then widened to the
+  // desktop viewport of playwright.config.ts for axe (the phone crawl of its own loaded every page a second time).
+  test.use({ viewport: { width: 390, height: 844 } });
   for (const path of CRAWLED) {
     test(`/${path}`, async ({ page }) => {
       const foreign: string[] = [];
@@ -66,15 +70,50 @@ test.describe('every page, in both languages: its widgets mount and show their f
       if (path.startsWith('zh-cn') && (await page.locator('main').getAttribute('lang')) !== 'zh-CN') failures.push(`${path}: shows the English fallback`);
       const n = await widgetsMounted(page);
       if (chapter && n === 0) failures.push(`${path}: no widget`);
+      // A scenario card fills in when its simulation ends: wait for the widgets that run one to be ready.
+      for (const w of await page.locator('reuseport-scenario, reuseport-scenario-match, reuseport-server').all())
+        await expect(w).toHaveAttribute('data-state', 'ready', { timeout: 60_000 });
+      const wide = await sideways(page);
+      if (wide.scroll > wide.width)
+        failures.push(`${path}: at 390 px scrollWidth ${wide.scroll} > ${wide.width}; wider than the screen: ${wide.out.join('; ')}`);
+      await page.setViewportSize({ width: 1280, height: 720 });
+      await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
       // The site's frame (header, search, sidebar, contents) is one template: axe reads it whole on CHROME's pages, and
       // on the others reads each page's own part, <main>, where its text and widgets are (it takes a third less time).
-      const axe = new AxeBuilder({ page });
-      const r = await (CHROME.includes(path) ? axe : axe.include('main')).analyze();
+      const builder = axe(page);
+      const r = await (CHROME.includes(path) ? builder : builder.include('main')).analyze();
       for (const v of r.violations) failures.push(`${path}: ${v.id} (${v.nodes.length}×: ${v.nodes[0]?.target.join(' ')})`);
       expect(failures).toEqual([]);
       expect(foreign, 'no request leaves the site (fonts and all assets are local)').toEqual([]);
     });
   }
+});
+
+test("axe as the crawl runs it reports a violation in the page and one inside the embedding chapter's iframe", async ({ page }) => {
+  // The crawl's axe runs in legacy mode (tests/e2e/axe.ts): this pins that it still reads the page and descends into
+  // same-origin frames. An image without alt text is put in <main> and in the bind checker's iframe.
+  await page.goto('./embedding/');
+  const frame = page.frameLocator('iframe.rl-demo-frame').first();
+  await expect(frame.locator('body')).toBeVisible();
+  await page.evaluate(() => {
+    const img = document.createElement('img');
+    img.src = 'data:image/gif;base64,R0lGODlhAQABAAAAACw=';
+    img.className = 'planted';
+    document.querySelector('main')?.append(img);
+    const inner = document.querySelector<HTMLIFrameElement>('iframe.rl-demo-frame')?.contentDocument;
+    const img2 = inner?.createElement('img');
+    if (!inner || !img2) throw new Error('the iframe is not same-origin or not loaded');
+    img2.src = img.src;
+    img2.className = 'planted';
+    inner.body.append(img2);
+  });
+  const r = await axe(page).include('main').analyze();
+  const targets = r.violations.filter((v) => v.id === 'image-alt').flatMap((v) => v.nodes.map((n) => n.target.map(String).join(' > ')));
+  expect(targets.length, targets.join(', ')).toBe(2);
+  expect(
+    targets.some((t) => t.includes('iframe')),
+    `one of ${targets.join(', ')} is inside the iframe`,
+  ).toBe(true);
 });
 
 test('search finds an English term and a Chinese term', async ({ page }) => {
@@ -264,7 +303,7 @@ test('on a phone the benchmark view passes axe: its table, wider than the screen
   const page = await context.newPage();
   await page.goto('./zh-cn/traces/?trace=bench-fork-vs-reuseport.json');
   await expect(page.locator('reuseport-traces')).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
-  const found = await new AxeBuilder({ page }).include('reuseport-traces').analyze();
+  const found = await axe(page).include('reuseport-traces').analyze();
   expect(found.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
   await context.close();
 });

@@ -1,5 +1,5 @@
 /**
- * Sentences readers met broken (issue 29): a line error that named its format
+ * Sentences readers met broken: a line error that named its format
  * as "an observed line" ("… is not a line of an observed line"), a Chinese one
  * with a space between two Chinese words ("地址对 的字段数不对"), "1 listening
  * sockets", and a pointer to "above" when nothing was above.
