@@ -24,6 +24,7 @@ import {
   type Refusal,
 } from '../../model/index';
 import { ephemeralRange } from '../../model/index';
+import { words, type Lang } from '../../model/messages';
 import { makeClients, SERVER, type Client } from './clients';
 import { emptyTally, replayGroup, replayPayload, tallyCheck, type Replay, type ReplayCheck, type ReplayTally } from './replay';
 import { EventLog, type DispatchEvent, type EventWhat, type NoTaker } from './events';
@@ -74,6 +75,7 @@ export const KIND_OF_CODE: PacketKind[] = ['SYN', 'SYN-ACK', 'ACK', 'RST', 'UDP'
 
 /** What the last add or close did, from the model's answers before and after. */
 export interface Remap {
+  /** The change in English ({@link changeWords}); other languages say it from `op` and `change`. */
   what: string;
   /** The change itself (for words in another language): the operation and the model's record of it. */
   op: Op;
@@ -260,12 +262,41 @@ export class RefusedCall extends Error {
 }
 
 /**
- * What a group change did to the flows, in English: how many now land on
- * another listener, or that none is left to take them.
+ * What a group change did to the flows, in `lang` (the catalogue's
+ * `ui.dispatch.remap_phrase.*`): how many now land on another listener, or
+ * that none is left to take them.
  */
-export function remapPhrase(r: Remap, listening: number): string {
-  if (listening === 0) return `no listener is left: all ${r.total} flows have nowhere to go (a SYN gets a RST, a datagram is dropped)`;
-  return `${r.moved.length} of ${r.total} flows now land on another listener`;
+export function remapPhrase(r: Remap, listening: number, lang: Lang = 'en'): string {
+  const w = words(lang, 'dispatch');
+  if (listening === 0) return w.say('remap_phrase.none', { total: r.total });
+  return w.say('remap_phrase.moved', { moved: r.moved.length, total: r.total });
+}
+
+/** A control's change in `lang`, from the operation and the model's record of it (the catalogue's `ui.dispatch.change.*`). */
+export function changeWords(lang: Lang, op: Op, c: Change | undefined): string {
+  const w = words(lang, 'dispatch');
+  switch (op.op) {
+    case 'join': {
+      if (c?.kind !== 'joined') return w.say('change.joined_unknown');
+      const effect =
+        c.effect.kind === 'grew'
+          ? w.say('change.grew', { from: c.effect.from, to: c.effect.to })
+          : c.effect.kind === 'evicted_closed'
+            ? w.say('change.evicted', { listener: c.effect.listener })
+            : '';
+      return w.say('change.joined', { listener: c.listener, slot: c.slot !== null ? w.say('change.at_slot', { slot: c.slot }) : '', effect });
+    }
+    case 'close': {
+      let more = '';
+      if (c?.kind === 'left' && c.slot !== null)
+        more = c.moved !== null ? w.say('change.moved_in', { moved: c.moved, slot: c.slot }) : w.say('change.last_slot', { slot: c.slot });
+      return w.say('change.closed', { listener: op.listener, more });
+    }
+    case 'cpu':
+      return op.cpu === undefined ? w.say('change.cpu_cleared', { listener: op.listener }) : w.say('change.cpu_set', { listener: op.listener, cpu: op.cpu });
+    case 'keys':
+      return w.say('change.secret', { secret: hex32(op.secret) });
+  }
 }
 
 export class DispatchSim {
@@ -492,7 +523,7 @@ export class DispatchSim {
    * the kernel refuses stops the rest and throws {@link RefusedCall}, after
    * the scene has taken in what the calls before it did.
    */
-  #change(op: Op, what: (c: Change | undefined) => string, snap: boolean): Change | undefined {
+  #change(op: Op, snap: boolean): Change | undefined {
     const before = this.clientListener;
     const oldY = [...this.rowY];
     const made: { call: Call; answer: Refusal | null }[] = [];
@@ -527,55 +558,29 @@ export class DispatchSim {
         from.push(before[i]!);
         to.push(after[i]!);
       }
-    this.lastRemap = { what: what(change), op, change, calls: made, moved, total: after.length, from, to, t: this.time };
+    this.lastRemap = { what: changeWords('en', op, change), op, change, calls: made, moved, total: after.length, from, to, t: this.time };
     if (refused) throw refused;
     return change;
   }
 
   /** A new member joins; returns the model's record (its slot, any growth of socks[]). */
   join(snap = false): Change {
-    return this.#change(
-      { op: 'join' },
-      (c) => {
-        if (c?.kind !== 'joined') return 'A listener joined';
-        const eff =
-          c.effect.kind === 'grew'
-            ? `; socks[] grew from ${c.effect.from} to ${c.effect.to} slots`
-            : c.effect.kind === 'evicted_closed'
-              ? `; evicted closed listener ${c.effect.listener}`
-              : '';
-        return `Listener ${c.listener} joined${c.slot !== null ? ` at socks[${c.slot}]` : ''}${eff}`;
-      },
-      snap,
-    )!;
+    return this.#change({ op: 'join' }, snap)!;
   }
 
   /** Closes a listener; returns the model's record of the slot freed and the member moved into it. */
   close(listener: number, snap = false): Change {
-    return this.#change(
-      { op: 'close', listener },
-      (c) => {
-        let what = `Listener ${listener} closed`;
-        if (c?.kind === 'left' && c.slot !== null)
-          what += c.moved !== null ? `; listener ${c.moved} moved from the last slot into socks[${c.slot}]` : `; it held the last slot, socks[${c.slot}]`;
-        return what;
-      },
-      snap,
-    )!;
+    return this.#change({ op: 'close', listener }, snap)!;
   }
 
   setIncomingCpu(listener: number, cpu: number | undefined, snap = false): void {
-    this.#change(
-      { op: 'cpu', listener, cpu },
-      () => (cpu === undefined ? `SO_INCOMING_CPU cleared on listener ${listener}` : `SO_INCOMING_CPU ${cpu} set on listener ${listener}`),
-      snap,
-    );
+    this.#change({ op: 'cpu', listener, cpu }, snap);
   }
 
   /** Replaces the hash key (a new boot, or a typed secret). */
   setSecret(secret: number): void {
     this.opts.secret = secret >>> 0;
-    this.#change({ op: 'keys', secret: secret >>> 0 }, () => `New hash secret ${hex32(secret)}`, true);
+    this.#change({ op: 'keys', secret: secret >>> 0 }, true);
   }
 
   /** Draws the next boot's secret from the seed. */
@@ -836,29 +841,33 @@ export class DispatchSim {
     return f;
   }
 
-  /** The scene in words, for the aria-live summary. */
-  describe(): string {
+  /** The scene in words of `lang` (the catalogue's `ui.dispatch.summary.*`), for the aria-live summary. */
+  describe(lang: Lang = 'en'): string {
+    const w = words(lang, 'dispatch');
     const s = this.summary();
     const o = this.opts;
     const inflight = this.particles.inFlight(this.time);
+    const n = s.listening;
     const parts = [
-      `${o.proto.toUpperCase()} group on kernel ${o.kernel}, bound to ${s.bind}:${s.port}, ${s.listening} listening member${s.listening === 1 ? '' : 's'}`,
-      s.selection === 'group' ? `socks[] capacity ${s.maxSocks}` : 'no group yet (reservoir scan)',
-      `${this.clients.length} clients`,
-      `${this.conns} ${o.proto === 'udp' ? 'datagrams' : 'connections'} so far, ${inflight} in flight`,
+      w.say(n === 1 ? 'summary.group.one' : 'summary.group.other', { proto: o.proto.toUpperCase(), kernel: o.kernel, bind: s.bind, port: s.port, n }),
+      s.selection === 'group' ? w.say('summary.socks', { max: String(s.maxSocks) }) : w.say('summary.no_group'),
+      w.say('summary.clients', { n: this.clients.length }),
+      w.say(o.proto === 'udp' ? 'summary.conns_udp' : 'summary.conns_tcp', { n: this.conns, inflight }),
     ];
-    if (this.dropped) parts.push(`${this.dropped} reached no socket`);
+    if (this.dropped) parts.push(w.say('summary.dropped', { n: this.dropped }));
     const odd = this.unusualWorkers();
     if (odd.length)
       parts.push(
         odd
-          .map(
-            (w) => `worker L${w.listener} ${w.stalled ? 'stalled' : `at ${w.rate}× rate`}, ${Math.floor(w.queue)} queued, ${Math.floor(w.accepted)} accepted`,
-          )
-          .join(', '),
+          .map((x) => {
+            const fields = { listener: x.listener, rate: x.rate, queued: Math.floor(x.queue), accepted: Math.floor(x.accepted) };
+            return w.say(x.stalled ? 'summary.worker_stalled' : 'summary.worker_rate', fields);
+          })
+          .join(w.say('list_sep')),
       );
-    if (this.lastRemap) parts.push(`${this.lastRemap.what}: ${remapPhrase(this.lastRemap, s.listening)}`);
-    return `${parts.join('; ')}.`;
+    const r = this.lastRemap;
+    if (r) parts.push(w.say('summary.remap', { what: changeWords(lang, r.op, r.change), phrase: remapPhrase(r, n, lang) }));
+    return w.say('summary.end', { parts: parts.join(w.say('summary.sep')) });
   }
 
   dispose(): void {
