@@ -5,7 +5,12 @@
  * removable; beside each call, the model's answer to it (`Host.answers()`):
  * ok, or the errno, the kernel rule and the socket it conflicts with. A
  * layout in the earlier `{sockets, …}` form is shown as the calls the model
- * converts it to (`Host.calls()`). Every answer is the model's.
+ * converts it to (`Host.calls()`). Every answer is the model's; every
+ * sentence is the catalogue's (`ui.bind.*` of messages/*.json).
+ *
+ * States (`data-state` on the element): `loading`, `ready` (each call has
+ * the model's answer, or the alert says why the calls are not valid),
+ * `disposed`.
  */
 import { select, type Selection } from 'd3';
 import { loadModel, profiles, resolveProfile } from '../model/index';
@@ -24,8 +29,8 @@ import {
   type Layout,
   type SockOpt,
 } from '../model/lookup';
-import { sayRefusal, type Refusal } from '../model/messages';
-import { DEFAULT, MAX_CALLS, MAX_SOCKETS, NEW_SOCKET, readLog } from './bind-log';
+import { langOf, sayRefusal, words, type Lang, type Refusal, type Words } from '../model/messages';
+import { DEFAULT, MAX_CALLS, MAX_SOCKETS, NEW_SOCKET, readLog, type LogWords } from './bind-log';
 
 export { MAX_CALLS, MAX_SOCKETS };
 import { pageLang } from './site';
@@ -42,69 +47,6 @@ export interface BindOptions {
 /** The calls the "Add a call" menu offers. */
 const ADDABLE = ['bind', 'listen', 'reuseport', 'reuseaddr', 'shutdown', 'close'] as const;
 type Addable = (typeof ADDABLE)[number];
-
-function words(lang: string) {
-  return lang === 'zh-CN'
-    ? {
-        kernel: '内核',
-        socket: '套接字',
-        uid: 'UID',
-        ok: '成功',
-        refusal: (a: Refusal, rule: string) => `失败：${a.errno}${a.with !== null ? `（与套接字 ${a.with} 冲突）` : ''}。${rule}。`,
-        ends: (r: CallResult) =>
-          `；最终${r.closed ? '已关闭' : r.receiving ? '接收连接或数据报' : '不接收'}` +
-          (r.randomPort !== null ? `，端口由内核从 ${r.randomPort.low}–${r.randomPort.high}（ip_local_port_range）中随机选取` : '') +
-          (r.group !== null ? `，位于 reuseport 组 ${r.group}（成员 ${r.member}）` : ''),
-        up: '上移',
-        down: '下移',
-        removeCall: '删除调用',
-        removeSocket: '删除套接字',
-        addSocket: '添加套接字',
-        addCall: '添加调用',
-        onSocket: '作用于',
-        caption: '程序按顺序执行的系统调用，以及模型对每个调用给出的结果',
-        bad: (why: string) => `调用序列无效：${why}`,
-        tooManyCalls: (n: number) => `布局有 ${n} 个调用，检查器最多接受 ${MAX_CALLS} 个`,
-        tooManySockets: (n: number) => `布局创建了 ${n} 个套接字，检查器最多接受 ${MAX_SOCKETS} 个`,
-        notCalls: '布局的 calls 中有不是系统调用的条目',
-        notJson: (why: string) => `<reuseport-bind>：layout 属性不是 JSON：${why}`,
-        value: '取值',
-        addr: '地址',
-        port: '端口',
-        proto: '协议',
-        family: '地址族',
-      }
-    : {
-        kernel: 'Kernel',
-        socket: 'Socket',
-        uid: 'UID',
-        ok: 'ok',
-        refusal: (a: Refusal, rule: string) =>
-          `fails: ${a.errno}${a.with !== null ? ` (conflicts with socket ${a.with})` : ''}. ${rule.charAt(0).toUpperCase()}${rule.slice(1)}.`,
-        ends: (r: CallResult) =>
-          `; ends ${r.closed ? 'closed' : r.receiving ? 'receiving' : 'not receiving'}` +
-          (r.randomPort !== null ? ` on a port the kernel drew at random from ${r.randomPort.low}–${r.randomPort.high} (ip_local_port_range)` : '') +
-          (r.group !== null ? `, in reuseport group ${r.group} (member ${r.member})` : ''),
-        up: 'Move up',
-        down: 'Move down',
-        removeCall: 'Remove call',
-        removeSocket: 'Remove socket',
-        addSocket: 'Add a socket',
-        addCall: 'Add a call',
-        onSocket: 'on socket',
-        caption: "The program's calls in order, each with the model's answer",
-        bad: (why: string) => `The calls are not valid: ${why}`,
-        tooManyCalls: (n: number) => `the layout has ${n} calls; the checker takes at most ${MAX_CALLS}`,
-        tooManySockets: (n: number) => `the layout makes ${n} sockets; the checker takes at most ${MAX_SOCKETS}`,
-        notCalls: "an entry of the layout's calls is not a call",
-        notJson: (why: string) => `<reuseport-bind>: the layout attribute is not JSON: ${why}`,
-        value: 'value',
-        addr: 'address',
-        port: 'port',
-        proto: 'protocol',
-        family: 'family',
-      };
-}
 
 /** The kernel's name of a socket option. */
 function optName(o: SockOpt): string {
@@ -128,77 +70,148 @@ function optValue(o: SockOpt): string {
 
 type Row = Selection<HTMLDivElement, unknown, null, undefined>;
 
-/** Mounts the checker into `el`; returns `dispose`. */
-export async function mountBind(el: HTMLElement, options: BindOptions = {}): Promise<() => void> {
-  await Promise.all([loadModel(), loadLookup()]);
-  const lang = pageLang(el);
-  const w = words(lang);
-  // The menu lists profiles: a release given (6.14, 6.18.44) is shown as the profile it resolves to.
-  const given = resolveProfile(options.kernel ?? '6.18').release;
-  let kernel = `${given.major}.${given.minor}`;
-  const read = readLog(kernel, options.layout ?? DEFAULT, w);
-  const log = read.log;
-  let readError = read.error;
-  const root = select(el).append('div').attr('class', 'rl-bind');
-  const top = root.append('div').attr('class', 'rl-bind-top');
-  const id = `rl-bind-${Math.random().toString(36).slice(2, 8)}`;
-  top.append('label').attr('for', `${id}-k`).text(`${w.kernel} `);
-  const ksel = top.append('select').attr('id', `${id}-k`);
-  ksel
-    .selectAll('option')
-    .data(profiles())
-    .join('option')
-    .attr('value', (p) => `${p.release.major}.${p.release.minor}`)
-    .text((p) => `${p.release.major}.${p.release.minor}`);
-  ksel.property('value', kernel).on('change', () => {
-    kernel = String(ksel.property('value'));
-    answer();
-  });
-  root.append('p').attr('class', 'rl-bind-caption').attr('id', `${id}-cap`).text(w.caption);
-  const list = root.append('ol').attr('class', 'rl-bind-list').attr('start', 0).attr('aria-labelledby', `${id}-cap`);
-  const err = root.append('p').attr('class', 'rl-errors').attr('role', 'alert');
-  const tools = root.append('div').attr('class', 'rl-bind-tools');
-  const addSock = tools.append('button').attr('type', 'button').text(w.addSocket);
-  addSock.on('click', () => {
-    const n = socketCount(log.calls);
-    if (n >= MAX_SOCKETS || log.calls.length >= MAX_CALLS) return;
-    log.calls.push(...setupCalls(n, NEW_SOCKET));
-    edited();
-  });
-  const adder = tools.append('span').attr('class', 'rl-bind-adder');
-  const kindSel = adder.append('select').attr('aria-label', w.addCall);
-  kindSel
-    .selectAll('option')
-    .data(ADDABLE)
-    .join('option')
-    .attr('value', (d) => d)
-    .text((d) => (d === 'reuseport' || d === 'reuseaddr' ? `setsockopt(SO_${d.toUpperCase()})` : `${d}()`));
-  adder.append('span').text(` ${w.onSocket} `);
-  const fdSel = adder.append('select').attr('aria-label', `${w.addCall}: ${w.onSocket}`);
-  const addCall = adder.append('button').attr('type', 'button').text(w.addCall);
-  addCall.on('click', () => {
-    const fd = Number(fdSel.property('value'));
-    if (!Number.isInteger(fd) || fd < 0 || log.calls.length >= MAX_CALLS) return;
-    const call = newCall(kindSel.property('value') as Addable, fd);
-    log.calls.splice(placeFor(log.calls, fd, call.call), 0, call);
-    edited();
-  });
+/** Where the checker is (see the module documentation). */
+export type BindState = 'loading' | 'ready' | 'disposed';
+
+/** The sentences a layout that cannot be shown is refused with, in `lang`. */
+function logWords(w: Words<'bind'>): LogWords {
+  return {
+    notCalls: w.say('not_calls'),
+    tooManyCalls: (n) => w.say('too_many_calls', { n, max: MAX_CALLS }),
+    tooManySockets: (n) => w.say('too_many_sockets', { n, max: MAX_SOCKETS }),
+  };
+}
+
+/** English begins a sentence with a capital; Chinese has no case, and its rules may begin with a kernel name (ip_local_port_range). */
+const sentence = (lang: Lang, s: string): string => (lang === 'en' ? `${s.charAt(0).toUpperCase()}${s.slice(1)}` : s);
+
+/** The bind checker on a page; made by {@link BindChecker.mount}, removed by {@link BindChecker.dispose}. */
+export class BindChecker {
+  static #uid = 0;
+
+  readonly #el: HTMLElement;
+  readonly #lang: Lang;
+  readonly #w: Words<'bind'>;
+  readonly #id: string;
+  readonly #log: CallLog;
+  readonly #root: Selection<HTMLDivElement, unknown, null, undefined>;
+  readonly #list: Selection<HTMLOListElement, unknown, null, undefined>;
+  readonly #err: Selection<HTMLParagraphElement, unknown, null, undefined>;
+  readonly #addSock: Selection<HTMLButtonElement, unknown, null, undefined>;
+  readonly #kindSel: Selection<HTMLSelectElement, unknown, null, undefined>;
+  readonly #fdSel: Selection<HTMLSelectElement, unknown, null, undefined>;
+  readonly #addCall: Selection<HTMLButtonElement, unknown, null, undefined>;
+
+  #state: BindState = 'loading';
+  /** The profile the calls are answered under (its menu's value). */
+  #kernel: string;
+  /** Why the layout given was not shown (the default log is, instead), until the first edit. */
+  #readError: string | undefined;
+
+  /** Loads the model's packages and shows the checker under `el`, answered once. */
+  static async mount(el: HTMLElement, options: BindOptions = {}): Promise<BindChecker> {
+    await Promise.all([loadModel(), loadLookup()]);
+    const c = new BindChecker(el, options);
+    c.#draw();
+    return c;
+  }
+
+  private constructor(el: HTMLElement, options: BindOptions) {
+    this.#el = el;
+    this.#lang = langOf(pageLang(el));
+    const w = words(this.#lang, 'bind');
+    this.#w = w;
+    this.#id = `rl-bind-${BindChecker.#uid++}`;
+    const id = this.#id;
+    // The menu lists profiles: a release given (6.14, 6.18.44) is shown as the profile it resolves to.
+    const given = resolveProfile(options.kernel ?? '6.18').release;
+    this.#kernel = `${given.major}.${given.minor}`;
+    const read = readLog(this.#kernel, options.layout ?? DEFAULT, logWords(w));
+    this.#log = read.log;
+    this.#readError = read.error;
+    const root = select(el).append('div').attr('class', 'rl-bind');
+    this.#root = root;
+    const top = root.append('div').attr('class', 'rl-bind-top');
+    top
+      .append('label')
+      .attr('for', `${id}-k`)
+      .text(`${w.say('kernel')} `);
+    const ksel = top.append('select').attr('id', `${id}-k`);
+    ksel
+      .selectAll('option')
+      .data(profiles())
+      .join('option')
+      .attr('value', (p) => `${p.release.major}.${p.release.minor}`)
+      .text((p) => `${p.release.major}.${p.release.minor}`);
+    ksel.property('value', this.#kernel).on('change', () => {
+      this.#kernel = String(ksel.property('value'));
+      this.#answer();
+    });
+    root.append('p').attr('class', 'rl-bind-caption').attr('id', `${id}-cap`).text(w.say('caption'));
+    this.#list = root.append('ol').attr('class', 'rl-bind-list').attr('start', 0).attr('aria-labelledby', `${id}-cap`);
+    this.#err = root.append('p').attr('class', 'rl-errors').attr('role', 'alert');
+    const tools = root.append('div').attr('class', 'rl-bind-tools');
+    this.#addSock = tools.append('button').attr('type', 'button').text(w.say('add_socket'));
+    this.#addSock.on('click', () => {
+      const log = this.#log;
+      const n = socketCount(log.calls);
+      if (n >= MAX_SOCKETS || log.calls.length >= MAX_CALLS) return;
+      log.calls.push(...setupCalls(n, NEW_SOCKET));
+      this.#edited();
+    });
+    const adder = tools.append('span').attr('class', 'rl-bind-adder');
+    this.#kindSel = adder.append('select').attr('aria-label', w.say('add_call'));
+    this.#kindSel
+      .selectAll('option')
+      .data(ADDABLE)
+      .join('option')
+      .attr('value', (d) => d)
+      .text((d) => (d === 'reuseport' || d === 'reuseaddr' ? `setsockopt(SO_${d.toUpperCase()})` : `${d}()`));
+    adder.append('span').text(` ${w.say('on_socket')} `);
+    this.#fdSel = adder.append('select').attr('aria-label', w.say('add_call_on'));
+    this.#addCall = adder.append('button').attr('type', 'button').text(w.say('add_call'));
+    this.#addCall.on('click', () => {
+      const log = this.#log;
+      const fd = Number(this.#fdSel.property('value'));
+      if (!Number.isInteger(fd) || fd < 0 || log.calls.length >= MAX_CALLS) return;
+      const call = this.#newCall(this.#kindSel.property('value') as Addable, fd);
+      log.calls.splice(placeFor(log.calls, fd, call.call), 0, call);
+      this.#edited();
+    });
+  }
+
+  /** The state the checker is in. */
+  get state(): BindState {
+    return this.#state;
+  }
+
+  /** Removes the checker. */
+  dispose(): void {
+    this.#root.remove();
+    this.#setState('disposed');
+  }
+
+  #setState(s: BindState): void {
+    this.#state = s;
+    hostOf(this.#el).dataset.state = s;
+  }
 
   /** A call of `kind` on `fd`; a bind takes the address and port of the socket's last bind, else its family's wildcard on 8080. */
-  function newCall(kind: Addable, fd: number): Call {
+  #newCall(kind: Addable, fd: number): Call {
+    const calls = this.#log.calls;
     if (kind === 'reuseport') return { call: 'setsockopt', fd, opt: { reuseport: true } };
     if (kind === 'reuseaddr') return { call: 'setsockopt', fd, opt: { reuseaddr: true } };
     if (kind !== 'bind') return { call: kind, fd };
-    const last = log.calls[lastCall(log.calls, fd, 'bind')];
+    const last = calls[lastCall(calls, fd, 'bind')];
     if (last?.call === 'bind') return { ...last };
-    const made = log.calls[lastCall(log.calls, fd, 'socket')];
+    const made = calls[lastCall(calls, fd, 'socket')];
     return { call: 'bind', fd, addr: made?.call === 'socket' && made.family === 'inet6' ? '::' : '0.0.0.0', port: 8080 };
   }
 
   /** After an edit of a call's field: the rows stay (and the focus with them); the answers are asked again. */
-  function changed(): void {
-    readError = undefined;
-    answer();
+  #changed(): void {
+    this.#readError = undefined;
+    this.#answer();
   }
 
   /**
@@ -206,24 +219,37 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
    * the answers asked again. `focus`: the row whose button takes the focus
    * back (the first of `glyphs` not disabled), since the one pressed is gone.
    */
-  function edited(focus?: { call: number; glyphs: readonly string[] }): void {
-    readError = undefined;
-    draw();
-    if (!focus || log.calls.length === 0) return;
-    const at = Math.min(focus.call, log.calls.length - 1);
-    const buttons = [...list.node()!.querySelectorAll<HTMLButtonElement>(`li[data-call="${at}"] .rl-bind-buttons button`)];
+  #edited(focus?: { call: number; glyphs: readonly string[] }): void {
+    const calls = this.#log.calls;
+    this.#readError = undefined;
+    this.#draw();
+    if (!focus || calls.length === 0) return;
+    const at = Math.min(focus.call, calls.length - 1);
+    const buttons = [...this.#list.node()!.querySelectorAll<HTMLButtonElement>(`li[data-call="${at}"] .rl-bind-buttons button`)];
     const glyph = focus.glyphs.find((g) => buttons.some((b) => b.textContent === g && !b.disabled));
     buttons.find((b) => b.textContent === glyph)?.focus();
   }
 
-  function outcome(a: Refusal | null | undefined): { text: string; ok: boolean } {
+  #outcome(a: Refusal | null | undefined): { text: string; ok: boolean } {
+    const w = this.#w;
     if (a === undefined) return { text: '', ok: false };
-    if (a === null) return { text: w.ok, ok: true };
-    return { text: w.refusal(a, sayRefusal(lang, a)), ok: false };
+    if (a === null) return { text: w.say('ok'), ok: true };
+    const conflict = a.with !== null ? w.say('refusal_with', { with: a.with }) : '';
+    return { text: w.say('refusal', { errno: a.errno, with: conflict, rule: sentence(this.#lang, sayRefusal(this.#lang, a)) }), ok: false };
+  }
+
+  /** How a socket ends after all its calls: closed or not, receiving or not, its random port and its group. */
+  #ends(r: CallResult): string {
+    const w = this.#w;
+    return w.say('ends', {
+      state: w.say(r.closed ? 'ends_state.closed' : r.receiving ? 'ends_state.receiving' : 'ends_state.idle'),
+      port: r.randomPort !== null ? w.say('ends_port', { low: r.randomPort.low, high: r.randomPort.high }) : '',
+      group: r.group !== null ? w.say('ends_group', { group: r.group, member: String(r.member) }) : '',
+    });
   }
 
   /** A select of `values` in `row`, labelled, calling `set` on change. */
-  function choice(row: Row, label: string, values: readonly string[], value: string, set: (v: string) => void): void {
+  #choice(row: Row, label: string, values: readonly string[], value: string, set: (v: string) => void): void {
     const s = row.append('select').attr('aria-label', label);
     s.selectAll('option')
       .data(values)
@@ -232,67 +258,74 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
       .text((d) => d);
     s.property('value', value).on('change', () => {
       set(String(s.property('value')));
-      changed();
+      this.#changed();
     });
   }
 
   /** A number or text input in `row`, labelled; `set` returns false for a value it refuses (the input goes back). */
-  function field(row: Row, label: string, value: string, size: number, set: (v: string) => boolean): void {
+  #field(row: Row, label: string, value: string, size: number, set: (v: string) => boolean): void {
     let kept = value;
     const i = row.append('input').attr('aria-label', label).attr('size', size).property('value', value);
     i.on('change', () => {
       const v = String(i.property('value')).trim();
       if (set(v)) {
         kept = v;
-        changed();
+        this.#changed();
       } else i.property('value', kept);
     });
   }
 
-  const text = (row: Row, s: string) => row.append('span').attr('class', 'rl-mono').text(s);
-
   /** The call as C, its fields editable. */
-  function callLine(row: Row, c: Call, fd: number): void {
+  #callLine(row: Row, c: Call, fd: number): void {
+    const w = this.#w;
+    const text = (s: string) => row.append('span').attr('class', 'rl-mono').text(s);
     if (c.call === 'socket') {
-      row.append('span').attr('class', 'rl-bind-name').text(`${w.socket} ${fd}`);
-      text(row, `= socket(`);
-      choice(row, `${w.socket} ${fd}: ${w.family}`, ['AF_INET', 'AF_INET6'], c.family === 'inet6' ? 'AF_INET6' : 'AF_INET', (v) => {
+      row.append('span').attr('class', 'rl-bind-name').text(w.say('socket', { fd }));
+      text(`= socket(`);
+      this.#choice(row, w.say('socket_field', { fd, field: w.say('family') }), ['AF_INET', 'AF_INET6'], c.family === 'inet6' ? 'AF_INET6' : 'AF_INET', (v) => {
         c.family = v === 'AF_INET6' ? 'inet6' : 'inet';
       });
-      choice(row, `${w.socket} ${fd}: ${w.proto}`, ['SOCK_STREAM', 'SOCK_DGRAM'], c.proto === 'udp' ? 'SOCK_DGRAM' : 'SOCK_STREAM', (v) => {
-        c.proto = v === 'SOCK_DGRAM' ? 'udp' : 'tcp';
-      });
-      text(row, ')');
+      this.#choice(
+        row,
+        w.say('socket_field', { fd, field: w.say('proto') }),
+        ['SOCK_STREAM', 'SOCK_DGRAM'],
+        c.proto === 'udp' ? 'SOCK_DGRAM' : 'SOCK_STREAM',
+        (v) => {
+          c.proto = v === 'SOCK_DGRAM' ? 'udp' : 'tcp';
+        },
+      );
+      text(')');
       const l = row.append('label').attr('class', 'rl-bind-field');
-      l.append('span').text(w.uid);
+      l.append('span').text(w.say('uid'));
       // Named per socket, like the other fields of the call: every socket's UID input said only "UID".
       const uid = l
         .append('input')
         .attr('type', 'number')
         .attr('min', 0)
-        .attr('aria-label', `${w.socket} ${fd}: ${w.uid}`)
+        .attr('aria-label', w.say('socket_field', { fd, field: w.say('uid') }))
         .style('width', 'calc(5 * var(--rl-rem))')
         .property('value', c.uid);
       uid.on('change', () => {
         const v = Number(uid.property('value'));
         if (Number.isInteger(v) && v >= 0 && v < 2 ** 32) {
           c.uid = v;
-          changed();
+          this.#changed();
         } else uid.property('value', c.uid);
       });
       return;
     }
     if (c.call === 'setsockopt') {
       const o = c.opt;
-      text(row, `setsockopt(${c.fd}, ${optName(o)}, `);
+      text(`setsockopt(${c.fd}, ${optName(o)}, `);
       if ('reuseaddr' in o || 'reuseport' in o || 'v6only' in o) {
         const key = 'reuseaddr' in o ? 'reuseaddr' : 'reuseport' in o ? 'reuseport' : 'v6only';
         const on = (o as Record<typeof key, boolean>)[key];
         const l = row.append('label').attr('class', 'rl-bind-check');
         const shown = l.append('span').attr('class', 'rl-mono');
+        const changed = () => this.#changed();
         l.insert('input', 'span')
           .attr('type', 'checkbox')
-          .attr('aria-label', `${optName(o)} ${w.value}`)
+          .attr('aria-label', w.say('opt_value', { opt: optName(o) }))
           .property('checked', on)
           .on('change', function () {
             const now = (this as HTMLInputElement).checked;
@@ -301,79 +334,85 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
             changed();
           });
         shown.text(on ? '1' : '0');
-      } else text(row, optValue(o));
-      text(row, ')');
+      } else text(optValue(o));
+      text(')');
       return;
     }
     if (c.call === 'bind' || c.call === 'connect') {
-      text(row, `${c.call}(${c.fd}, `);
-      field(row, `${c.call}() ${w.addr}`, c.addr, 16, (v) => {
+      text(`${c.call}(${c.fd}, `);
+      this.#field(row, w.say('call_addr', { call: c.call }), c.addr, 16, (v) => {
         if (!v || v.length > 64) return false;
         c.addr = v;
         return true;
       });
-      text(row, ':');
-      field(row, `${c.call}() ${w.port}`, String(c.port), 5, (v) => {
+      text(':');
+      this.#field(row, w.say('call_port', { call: c.call }), String(c.port), 5, (v) => {
         const p = Number(v);
         if (!Number.isInteger(p) || p < 0 || p > 65535) return false;
         c.port = p;
         return true;
       });
-      text(row, ')');
+      text(')');
       return;
     }
-    text(row, `${c.call}(${c.fd})`);
+    text(`${c.call}(${c.fd})`);
   }
 
-  function move(i: number, by: -1 | 1): void {
+  #move(i: number, by: -1 | 1): void {
+    const calls = this.#log.calls;
     const j = i + by;
-    if (j < 0 || j >= log.calls.length) return;
-    [log.calls[i], log.calls[j]] = [log.calls[j]!, log.calls[i]!];
+    if (j < 0 || j >= calls.length) return;
+    [calls[i], calls[j]] = [calls[j]!, calls[i]!];
     // The focus follows the call moved, on the same button while it can move further.
-    edited({ call: j, glyphs: by < 0 ? ['↑', '↓'] : ['↓', '↑'] });
+    this.#edited({ call: j, glyphs: by < 0 ? ['↑', '↓'] : ['↓', '↑'] });
   }
 
   /** The rows and the answers. */
-  function draw(): void {
-    rows();
-    answer();
+  #draw(): void {
+    this.#rows();
+    this.#answer();
   }
 
-  /** One row per call, its answer's paragraph empty until {@link answer}. */
-  function rows(): void {
+  /** One row per call, its answer's paragraph empty until {@link BindChecker.#answer}. */
+  #rows(): void {
+    const w = this.#w;
+    const log = this.#log;
     const sockets = socketCount(log.calls);
-    list.selectAll('li').remove();
+    this.#list.selectAll('li').remove();
     const fds = fdOfCalls(log.calls);
     log.calls.forEach((c, i) => {
       const fd = fds[i]!;
-      const li = list.append('li').attr('class', `rl-bind-call rl-bind-${c.call}`).attr('data-call', i).attr('data-fd', fd);
+      const li = this.#list.append('li').attr('class', `rl-bind-call rl-bind-${c.call}`).attr('data-call', i).attr('data-fd', fd);
       const row = li.append('div').attr('class', 'rl-bind-row') as unknown as Row;
       row.append('span').attr('class', 'rl-bind-index').text(`${i}.`);
-      callLine(row, c, fd);
+      this.#callLine(row, c, fd);
       const btns = row.append('span').attr('class', 'rl-bind-buttons');
       const btn = (label: string, glyph: string, disabled: boolean, act: () => void) =>
         btns.append('button').attr('type', 'button').attr('aria-label', label).attr('title', label).text(glyph).property('disabled', disabled).on('click', act);
       if (c.call !== 'socket') {
-        btn(`${w.up}: ${i}`, '↑', i === 0, () => move(i, -1));
-        btn(`${w.down}: ${i}`, '↓', i === log.calls.length - 1, () => move(i, 1));
-        btn(`${w.removeCall} ${i}`, '×', false, () => {
+        btn(w.say('move_up', { i }), '↑', i === 0, () => this.#move(i, -1));
+        btn(w.say('move_down', { i }), '↓', i === log.calls.length - 1, () => this.#move(i, 1));
+        btn(w.say('remove_call', { i }), '×', false, () => {
           log.calls.splice(i, 1);
-          edited({ call: i, glyphs: ['×', '↑', '↓'] });
+          this.#edited({ call: i, glyphs: ['×', '↑', '↓'] });
         });
       } else
-        btn(`${w.removeSocket} ${fd}`, '×', sockets <= 1, () => {
+        btn(w.say('remove_socket', { fd }), '×', sockets <= 1, () => {
           log.calls = withoutSocket(log.calls, fd);
-          edited({ call: i, glyphs: ['×', '↑', '↓'] });
+          this.#edited({ call: i, glyphs: ['×', '↑', '↓'] });
         });
       li.append('p').attr('class', 'rl-bind-result');
     });
   }
 
   /** The model's answer to each call of the log as it is now, written under its row. */
-  function answer(): void {
+  #answer(): void {
+    const w = this.#w;
+    const log = this.#log;
+    const kernel = this.#kernel;
     let answers: (Refusal | null)[] = [];
     let results: CallResult[] = [];
-    err.text(readError ? w.bad(readError) : '');
+    this.#err.text(this.#readError ? w.say('bad', { why: this.#readError }) : '');
     try {
       const host = new Host(kernel, log);
       try {
@@ -383,11 +422,12 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
         host.dispose();
       }
     } catch (e) {
-      err.text(w.bad(e instanceof Error ? e.message : String(e)));
+      this.#err.text(w.say('bad', { why: e instanceof Error ? e.message : String(e) }));
     }
     const sockets = socketCount(log.calls);
-    addSock.property('disabled', sockets >= MAX_SOCKETS || log.calls.length >= MAX_CALLS);
-    addCall.property('disabled', sockets === 0 || log.calls.length >= MAX_CALLS);
+    this.#addSock.property('disabled', sockets >= MAX_SOCKETS || log.calls.length >= MAX_CALLS);
+    this.#addCall.property('disabled', sockets === 0 || log.calls.length >= MAX_CALLS);
+    const fdSel = this.#fdSel;
     const keep = fdSel.property('value');
     fdSel
       .selectAll('option')
@@ -396,21 +436,27 @@ export async function mountBind(el: HTMLElement, options: BindOptions = {}): Pro
       .attr('value', (d) => d)
       .text((d) => String(d));
     if (keep !== '' && Number(keep) < sockets) fdSel.property('value', keep);
-    emit(el, 'answered', { kernel, answers: answers.map((a) => a?.errno ?? 'ok') });
+    emit(this.#el, 'answered', { kernel, answers: answers.map((a) => a?.errno ?? 'ok') });
     const fds = fdOfCalls(log.calls);
-    list.selectAll<HTMLLIElement, unknown>('li').each(function (_, i) {
+    const outcome = (a: Refusal | null | undefined) => this.#outcome(a);
+    const ends = (r: CallResult) => this.#ends(r);
+    this.#list.selectAll<HTMLLIElement, unknown>('li').each(function (_, i) {
       const c = log.calls[i]!;
       const o = outcome(answers[i]);
       const r = c.call === 'socket' ? results[fds[i]!] : undefined;
       select(this)
         .select('p.rl-bind-result')
         .attr('class', `rl-bind-result ${o.ok ? 'rl-bind-ok' : 'rl-bind-refused'}`)
-        .text(r && o.ok ? `${o.text}${w.ends(r)}` : o.text);
+        .text(r && o.ok ? `${o.text}${ends(r)}` : o.text);
     });
-    hostOf(el).dataset.state = 'ready';
+    this.#setState('ready');
   }
-  draw();
-  return () => root.remove();
+}
+
+/** Mounts the checker into `el`; returns `dispose`. */
+export async function mountBind(el: HTMLElement, options: BindOptions = {}): Promise<() => void> {
+  const c = await BindChecker.mount(el, options);
+  return () => c.dispose();
 }
 
 function readBind(el: HTMLElement): BindOptions {
@@ -421,7 +467,7 @@ function readBind(el: HTMLElement): BindOptions {
       layout = JSON.parse(raw) as CallLog;
     } catch (e) {
       const why = e instanceof Error ? e.message : String(e);
-      throw new Error(words(pageLang(el)).notJson(why));
+      throw new Error(words(langOf(pageLang(el)), 'bind').say('not_json', { why }));
     }
   }
   return { kernel: el.getAttribute('kernel') ?? undefined, layout };
