@@ -5,7 +5,7 @@
  */
 import type { Explain, SelectionPath } from '../model/index';
 import type { CbpfRun } from '../model/generated/CbpfRun';
-import { say, type Lang } from '../model/messages';
+import { say, words, type Lang } from '../model/messages';
 
 /** A labelled value; `mono` marks hex and code. */
 export interface Row {
@@ -52,7 +52,7 @@ function fmtTuple(e: Explain): string {
   return `${ep(saddr, sport)} → ${ep(daddr, dport)}`;
 }
 
-/** The card's own words (the model's outcomes come from messages.ts). */
+/** The card's own words, said by the catalogue (`ui.explain.*`; the model's outcomes are said by {@link say}). */
 interface Words {
   headline: (proto: string, tuple: string, release: string, who: string, slot: number | null, hash: string) => string;
   noSocket: string;
@@ -73,6 +73,8 @@ interface Words {
   formula: string;
   laddr: string;
   why: string;
+  /** A jhash call's table caption: the function and its role. */
+  jhashCaption: (fn: string, role: string) => string;
   jhashHead: [string, string];
   added: string;
   hashRow: string;
@@ -100,120 +102,70 @@ interface Words {
   end: (end: CbpfRun['end']) => string;
 }
 
-const EN: Words = {
-  headline: (p, t, r, who, slot, hash) => `${p} ${t} on kernel ${r}: ${who}${slot === null ? '' : ` in socks[${slot}]`}, hash ${hash}.`,
-  noSocket: 'no socket',
-  listener: (n) => `listener ${n}`,
-  packetGroup: 'Packet and group',
-  packet: 'Packet',
-  cpu: 'Receiving CPU',
-  boundTo: 'Group bound to',
-  port: (b, p) => `${b} port ${p}`,
-  listening: 'Listening members',
-  selection: 'Selection',
-  byGroup: 'sock_reuseport group (socks[] array)',
-  byChain: 'reservoir scan over the listener chain (no group yet)',
-  capacity: 'socks[] capacity (max_socks)',
-  closedTail: 'Closed tail (migration)',
-  incomingCpu: 'Members with SO_INCOMING_CPU',
-  hash: (f) => `Hash: ${f}`,
-  formula: 'Formula',
-  laddr: 'Local address hashed',
-  why: 'Why that address',
-  jhashHead: ['word', 'value (hex, kernel byte order)'],
-  added: 'Added outside the jhash',
-  hashRow: 'Hash',
-  slotTitle: 'reciprocal_scale and the slot',
-  slot: (n) => `slot ${n}`,
-  visited: 'Slots visited',
-  visitedHead: ['slot', 'listener', 'what happened'],
-  programTitle: 'Program attached to the group',
-  program: 'Program',
-  returned: 'Returned',
-  outcome: 'Outcome',
-  reservoirTitle: 'Reservoir scan over the chain',
-  rule: 'Rule',
-  ruleText:
-    'the first top-scoring socket is taken; each later equal one replaces it when reciprocal_scale(phash, matches) = 0, with phash the hash, then its ' +
-    'next_pseudo_random32 steps',
-  chain: 'Chain, newest listener first',
-  chainHead: ['position', 'listener', 'score', 'matches', 'phash', 'scaled', 'what happened'],
-  chainOmitted: (omitted, shown) => `${omitted.toLocaleString('en')} listeners: past the first ${shown}, only those that took the lead are listed`,
-  notListed: 'Not listed',
-  run: 'Instructions taken',
-  runHead: ['instruction', 'A after it', 'X after it'],
-  ended: 'Ended',
-  end: (e) => {
-    switch (e.kind) {
-      case 'returned':
-        return `ret: returns ${e.value}`;
-      case 'load_failed':
-        return `instruction ${e.pc} reads ${e.size} byte(s) at offset ${e.offset}, past the end of the data: the program returns 0`;
-      case 'div_by_zero':
-        return `instruction ${e.pc} divides by X = 0: the program returns 0`;
-      default:
-        return `instruction ${e.pc} reads a value the model does not hold`;
-    }
-  },
-};
+/** The card's words in `lang`, from the catalogue (`ui.explain.*` of messages/*.json). */
+function cardWords(lang: Lang): Words {
+  const w = words(lang, 'explain');
+  return {
+    headline: (proto, tuple, release, who, slot, hash) =>
+      w.say('headline', { proto, tuple, release, who, slot: slot === null ? '' : w.say('headline_slot', { slot }), hash }),
+    noSocket: w.say('no_socket'),
+    listener: (n) => w.say('listener', { n }),
+    packetGroup: w.say('packet_group'),
+    packet: w.say('packet'),
+    cpu: w.say('cpu'),
+    boundTo: w.say('bound_to'),
+    port: (bind, port) => w.say('port', { bind, port }),
+    listening: w.say('listening'),
+    selection: w.say('selection'),
+    byGroup: w.say('by_group'),
+    byChain: w.say('by_chain'),
+    capacity: w.say('capacity'),
+    closedTail: w.say('closed_tail'),
+    incomingCpu: w.say('incoming_cpu'),
+    hash: (fn) => w.say('hash', { function: fn }),
+    formula: w.say('formula'),
+    laddr: w.say('laddr'),
+    why: w.say('why'),
+    jhashCaption: (fn, role) => w.say('jhash_caption', { function: fn, role }),
+    jhashHead: w.list('jhash_head', 2) as [string, string],
+    added: w.say('added'),
+    hashRow: w.say('hash_row'),
+    slotTitle: w.say('slot_title'),
+    slot: (n) => w.say('slot', { n }),
+    visited: w.say('visited'),
+    visitedHead: w.list('visited_head', 3) as [string, string, string],
+    programTitle: w.say('program_title'),
+    program: w.say('program'),
+    returned: w.say('returned'),
+    outcome: w.say('outcome'),
+    reservoirTitle: w.say('reservoir_title'),
+    rule: w.say('rule'),
+    ruleText: w.say('rule_text'),
+    chain: w.say('chain'),
+    chainHead: w.list('chain_head', 7),
+    chainOmitted: (omitted, shown) => w.say('chain_omitted', { omitted: w.num(omitted), shown }),
+    notListed: w.say('not_listed'),
+    run: w.say('run'),
+    runHead: w.list('run_head', 3) as [string, string, string],
+    ended: w.say('ended'),
+    end: (e) => {
+      switch (e.kind) {
+        case 'returned':
+          return w.say('end.returned', { value: e.value });
+        case 'load_failed':
+          return w.say('end.load_failed', { pc: e.pc, size: e.size, offset: e.offset });
+        case 'div_by_zero':
+          return w.say('end.div_by_zero', { pc: e.pc });
+        default:
+          return w.say('end.unknown', { pc: e.pc });
+      }
+    },
+  };
+}
 
-const ZH: Words = {
-  headline: (p, t, r, who, slot, hash) => `${p} ${t}，内核 ${r}：${who}${slot === null ? '' : `，位于 socks[${slot}]`}，哈希 ${hash}。`,
-  noSocket: '没有套接字',
-  listener: (n) => `监听套接字 ${n}`,
-  packetGroup: '数据包与组',
-  packet: '数据包',
-  cpu: '接收 CPU',
-  boundTo: '组绑定到',
-  port: (b, p) => `${b} 端口 ${p}`,
-  listening: '正在监听的成员',
-  selection: '选择方式',
-  byGroup: 'sock_reuseport 组（socks[] 数组）',
-  byChain: '在监听链上做蓄水池扫描（尚未建组）',
-  capacity: 'socks[] 容量（max_socks）',
-  closedTail: '已关闭的尾部（迁移）',
-  incomingCpu: '设置了 SO_INCOMING_CPU 的成员',
-  hash: (f) => `哈希：${f}`,
-  formula: '公式',
-  laddr: '参与哈希的本地地址',
-  why: '为何是这个地址',
-  jhashHead: ['字', '值（十六进制，内核字节序）'],
-  added: '在 jhash 之外加上',
-  hashRow: '哈希',
-  slotTitle: 'reciprocal_scale 与槽位',
-  slot: (n) => `槽位 ${n}`,
-  visited: '访问过的槽位',
-  visitedHead: ['槽位', '监听套接字', '发生了什么'],
-  programTitle: '挂在组上的程序',
-  program: '程序',
-  returned: '返回值',
-  outcome: '结果',
-  reservoirTitle: '在链上做蓄水池扫描',
-  rule: '规则',
-  ruleText:
-    '先取第一个得分最高的套接字；之后每个得分相同的套接字，在 reciprocal_scale(phash, matches) = 0 时替换它，其中 phash 起初为哈希值，之后依次为其 next_pseudo_random32 结果',
-  chain: '链表，最新的监听套接字在前',
-  chainHead: ['位置', '监听套接字', '得分', '匹配数', 'phash', '缩放值', '发生了什么'],
-  chainOmitted: (omitted, shown) => `${omitted.toLocaleString('zh-CN')} 个监听套接字：前 ${shown} 个之后，只列出取得领先的那些`,
-  notListed: '未列出',
-  run: '执行过的指令',
-  runHead: ['指令', '执行后的 A', '执行后的 X'],
-  ended: '结束方式',
-  end: (e) => {
-    switch (e.kind) {
-      case 'returned':
-        return `ret：返回 ${e.value}`;
-      case 'load_failed':
-        return `第 ${e.pc} 条指令在偏移 ${e.offset} 处读取 ${e.size} 字节，超出了数据末尾：程序返回 0`;
-      case 'div_by_zero':
-        return `第 ${e.pc} 条指令除以 X = 0：程序返回 0`;
-      default:
-        return `第 ${e.pc} 条指令读取了模型不掌握的值`;
-    }
-  },
-};
+const WORDS: Readonly<Record<Lang, Words>> = { en: cardWords('en'), 'zh-CN': cardWords('zh-CN') };
 
-const wordsOf = (lang: Lang): Words => (lang === 'zh-CN' ? ZH : EN);
+const wordsOf = (lang: Lang): Words => WORDS[lang];
 
 /** Builds the display data for one explained packet; the model's outcomes are said in `lang`. */
 export function explainView(e: Explain, lang: Lang = 'en'): ExplainView {
@@ -246,7 +198,7 @@ export function explainView(e: Explain, lang: Lang = 'en'): ExplainView {
       { label: w.why, value: say(lang, 'laddr_reason', h.laddrReason) },
     ],
     tables: h.calls.map((c) => ({
-      caption: `${c.function}: ${say(lang, 'jhash_role', c.role)}`,
+      caption: w.jhashCaption(c.function, say(lang, 'jhash_role', c.role)),
       head: [...w.jhashHead],
       rows: [...c.words.map((w, i) => [`${i}`, w]), ['initval', c.initval], ['result', c.result]],
     })),
