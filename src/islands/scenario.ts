@@ -8,14 +8,21 @@
  * `reuseport-agent scenario NAME`), the measured figures stand beside the
  * simulated ones.
  *
+ * The cards are drawn by src/render/scenario-card.ts; this file keeps the
+ * form, the session and the state.
+ *
+ * States (`data-state` on the element): `loading` (the curated list is on its
+ * way), `ready` (the form takes a run; the last run's cards are shown),
+ * `running` (the variants are simulated: progress and Stop), `error` (the
+ * scenario is unknown, or the last run failed), `disposed`.
+ *
  * Events: `reuseport:started` `{name, seed, load}`, `reuseport:completed`
  * `{name, partial, variants}`, `reuseport:error` `{message}`.
  */
 import { SimSession, type CuratedView, type Scenario, type SimReport } from '../model/sim';
-import { renderLines, renderWorkerBars } from '../render/scenario-charts';
-import { tableElement } from '../render/table';
-import { type Agreement, saturatedRuns, verdictOf } from '../scene/scenario-verdict';
-import { scenarioCards, type VariantCard } from '../scene/scenario-view';
+import { renderScenarioCard, type CardMeasured } from '../render/scenario-card';
+import { type Agreement, saturatedRuns } from '../scene/scenario-verdict';
+import { scenarioCards } from '../scene/scenario-view';
 import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
 import { formatFigure, scenarioText, variantTitle, type ScenarioText } from './scenario-text';
 import { h, runStatus } from './dom';
@@ -37,14 +44,9 @@ function scaled(s: Scenario, seed: number, load: number): Scenario {
   return { ...s, seed, arrivals };
 }
 
-/** A recording of this machine: measured reports by variant id, the workload as run, and the calibration's agreement figures. */
-interface Measured {
-  kernel: string;
+/** A recording of this machine: measured reports by variant id, beside what the cards show of it. */
+interface Measured extends CardMeasured {
   byVariant: Record<string, SimReport>;
-  /** The scenario each variant ran as (CPUs and connections adapted to this machine). */
-  ranAs: Record<string, { cpus: number; connections: number }>;
-  agreement: Record<string, Agreement>;
-  thresholds: { share: number; latency: number } | null;
 }
 
 const NONE: Measured = { kernel: '', byVariant: {}, ranAs: {}, agreement: {}, thresholds: null };
@@ -93,94 +95,87 @@ async function measuredOf(name: string, el: HTMLElement): Promise<Measured> {
   }
 }
 
-function renderCard(parent: HTMLElement, c: VariantCard, t: ScenarioText, lang: string, m: Measured): void {
-  const measuredKernel = m.kernel;
-  const card = parent.appendChild(h('section', 'rl-sc-card'));
-  const title = variantTitle(c.variant, t);
-  card.setAttribute('aria-label', title);
-  card.append(h('h3', 'rl-sc-variant', title));
-  if (c.partial) card.append(h('p', 'rl-sc-partial', t.partial));
-  const hasMeasured = c.workers.some((w) => w.measured !== undefined);
-  const bars = card.appendChild(h('figure', 'rl-sc-fig'));
-  bars.append(h('figcaption', '', hasMeasured ? t.sharesLabel : t.accepts));
-  if (hasMeasured) {
-    const key = bars.appendChild(h('p', 'rl-sc-key'));
-    key.append(
-      h('span', 'rl-sc-swatch rl-sc-sim'),
-      document.createTextNode(t.simulated),
-      h('span', 'rl-sc-swatch rl-sc-meas'),
-      document.createTextNode(t.measuredShort),
-    );
-  }
-  // Runs of different lengths compare as shares of their own totals.
-  const share = (xs: (number | undefined)[]) => {
-    const total = xs.reduce<number>((a, x) => a + (x ?? 0), 0) || 1;
-    return (x: number | undefined) => (x === undefined ? undefined : (100 * x) / total);
-  };
-  const simShare = share(c.workers.map((w) => w.sim));
-  const measShare = share(c.workers.map((w) => w.measured));
-  const shown = hasMeasured ? c.workers.map((w) => ({ worker: w.worker, sim: simShare(w.sim)!, measured: measShare(w.measured) })) : c.workers;
-  renderWorkerBars(bars, shown, { label: hasMeasured ? t.sharesLabel : t.accepts, worker: t.worker });
-  const measuredCol = <T>(x: T): T[] => (hasMeasured ? [x] : []);
-  card.append(
-    tableElement({
-      className: 'rl-sc-figures',
-      head: [t.figureHead, t.simulated, ...measuredCol(t.measuredShort)],
-      rowHeads: true,
-      rows: c.figures.map((f) => [
-        t.figure[f.key],
-        formatFigure(f.sim, f.key, lang),
-        ...measuredCol('measured' in f ? formatFigure(f.measured, f.key, lang) : '—'),
-      ]),
-    }),
-  );
-  const ran = m.ranAs[c.variant.id];
-  if (hasMeasured && ran) card.append(h('p', 'rl-hint rl-sc-ran', t.ranAs(ran.cpus, ran.connections, measuredKernel)));
-  // The two counts of wasted wake-ups are of different things: say so beside them.
-  if (c.figures.some((f) => f.key === 'wasted' && 'measured' in f)) card.append(h('p', 'rl-hint rl-sc-wasted', t.wastedCounted));
-  const ag = m.agreement[c.variant.id];
-  if (hasMeasured && ag && m.thresholds) {
-    // A verdict per measure: shares that agree to a tenth of a percent are not "disagreeing" because a saturated
-    // recording's latency differs.
-    const v = verdictOf(ag, m.thresholds);
-    const box = card.appendChild(h('div', 'rl-sc-verdict'));
-    box.append(
-      h('p', `rl-sc-agree ${v.shares.agrees ? 'rl-sc-yes' : 'rl-sc-no'}`, t.sharesVerdict(v.shares, lang)),
-      h('p', `rl-sc-agree ${v.latency.agrees ? 'rl-sc-yes' : 'rl-sc-no'}`, t.latencyVerdict(v.latency, ran?.cpus ?? 0, lang)),
-    );
-  }
-  const charts = card.appendChild(h('div', 'rl-sc-charts'));
-  const depth = charts.appendChild(h('figure', 'rl-sc-fig'));
-  depth.append(h('figcaption', '', t.depth));
-  renderLines(depth, { series: c.depth, step: c.bucketMs, label: t.depth });
-  const p99 = charts.appendChild(h('figure', 'rl-sc-fig'));
-  p99.append(h('figcaption', '', t.p99));
-  renderLines(p99, { series: [c.p99Ms], step: c.bucketMs, label: t.p99 });
-  const det = card.appendChild(h('details', 'rl-sc-numbers'));
-  det.append(h('summary', '', t.table));
-  det.append(
-    tableElement({
-      caption: t.accepts,
-      className: null,
-      head: [t.workerHead, t.simulated, ...measuredCol(t.measuredShort)],
-      rowHeads: true,
-      rows: c.workers.map((w) => [t.worker(w.worker), w.sim.toLocaleString(lang), ...measuredCol(w.measured?.toLocaleString(lang) ?? '—')]),
-    }),
-  );
-}
+/** Where the widget is (see the module documentation). */
+export type ScenarioState = 'loading' | 'ready' | 'running' | 'error' | 'disposed';
 
-async function mountScenario(el: HTMLElement, o: ScenarioOptions): Promise<() => void> {
-  const lang = pageLang(el);
-  const t = scenarioText(lang);
-  const root = el.appendChild(h('div', 'rl-sc'));
-  const session = new SimSession();
-  let seed = o.seed ?? 1;
-  let load = o.load ?? 1;
-  const form = root.appendChild(h('form', 'rl-sc-controls'));
-  form.noValidate = true;
-  const field = (label: string, value: string, hint?: string) => {
+/** One scenario on a page; made by {@link ScenarioWidget.mount}, removed by {@link ScenarioWidget.dispose}. */
+export class ScenarioWidget {
+  readonly #el: HTMLElement;
+  readonly #name: string;
+  /** The seed the page gave: the recording is compared only under it, at load 1. */
+  readonly #givenSeed: number;
+  readonly #lang: string;
+  readonly #t: ScenarioText;
+  readonly #session = new SimSession();
+  readonly #ac = new AbortController();
+  readonly #measured: Promise<Measured>;
+
+  readonly #root: HTMLElement;
+  readonly #form: HTMLFormElement;
+  readonly #seedIn: HTMLInputElement;
+  readonly #loadIn: HTMLInputElement;
+  readonly #runBtn: HTMLButtonElement;
+  readonly #stopBtn: HTMLButtonElement;
+  readonly #status: HTMLParagraphElement;
+  readonly #bar: HTMLProgressElement;
+  readonly #error: HTMLParagraphElement;
+  readonly #note: HTMLParagraphElement;
+  readonly #grid: HTMLElement;
+
+  #state: ScenarioState = 'loading';
+  #seed: number;
+  #load: number;
+  #view: CuratedView | undefined;
+
+  /** Shows the widget under `el`, finds the scenario and runs it once. */
+  static async mount(el: HTMLElement, o: ScenarioOptions): Promise<ScenarioWidget> {
+    const w = new ScenarioWidget(el, o);
+    await w.#start();
+    return w;
+  }
+
+  private constructor(el: HTMLElement, o: ScenarioOptions) {
+    this.#el = el;
+    this.#name = o.name;
+    this.#givenSeed = o.seed ?? 1;
+    this.#seed = this.#givenSeed;
+    this.#load = o.load ?? 1;
+    this.#lang = pageLang(el);
+    this.#t = scenarioText(this.#lang);
+    const t = this.#t;
+    const on = { signal: this.#ac.signal };
+    this.#root = el.appendChild(h('div', 'rl-sc'));
+    this.#form = this.#root.appendChild(h('form', 'rl-sc-controls'));
+    this.#form.noValidate = true;
+    this.#seedIn = this.#field(t.seed, String(this.#seed));
+    this.#loadIn = this.#field(t.load, String(this.#load), t.loadHint);
+    this.#runBtn = this.#form.appendChild(h('button', 'rl-primary', t.run, { type: 'submit' }));
+    this.#stopBtn = this.#form.appendChild(h('button', '', t.stop, { type: 'button' }));
+    this.#stopBtn.hidden = true;
+    ({ status: this.#status, bar: this.#bar, error: this.#error } = runStatus(this.#root));
+    this.#note = this.#root.appendChild(h('p', 'rl-hint rl-sc-note'));
+    this.#grid = this.#root.appendChild(h('div', 'rl-sc-grid'));
+    provideSettings(el, () => ({ name: this.#name, seed: String(this.#seed), load: String(this.#load) }));
+    this.#form.addEventListener('submit', (e) => this.#submit(e), on);
+    this.#stopBtn.addEventListener('click', () => this.#session.stop(), on);
+    this.#measured = measuredOf(this.#name, el);
+    this.#setState('loading');
+  }
+
+  /** The state the widget is in. */
+  get state(): ScenarioState {
+    return this.#state;
+  }
+
+  #setState(s: ScenarioState): void {
+    this.#state = s;
+    hostOf(this.#el).dataset.state = s;
+  }
+
+  /** A labelled number field of the form. */
+  #field(label: string, value: string, hint?: string): HTMLInputElement {
     const id = `rl-sc-${Math.random().toString(36).slice(2, 8)}`;
-    const wrap = form.appendChild(h('div', 'rl-sc-field'));
+    const wrap = this.#form.appendChild(h('div', 'rl-sc-field'));
     wrap.append(h('label', '', label, { for: id }));
     const input = wrap.appendChild(h('input', '', '', { id, inputmode: 'decimal', value, size: '8' }));
     if (hint) {
@@ -188,61 +183,33 @@ async function mountScenario(el: HTMLElement, o: ScenarioOptions): Promise<() =>
       wrap.append(h('span', 'rl-hint', hint, { id: `${id}-hint` }));
     }
     return input;
-  };
-  const seedIn = field(t.seed, String(seed));
-  const loadIn = field(t.load, String(load), t.loadHint);
-  const runBtn = form.appendChild(h('button', 'rl-primary', t.run, { type: 'submit' }));
-  const stopBtn = form.appendChild(h('button', '', t.stop, { type: 'button' }));
-  stopBtn.hidden = true;
-  const { status, bar, error } = runStatus(root);
-  const note = root.appendChild(h('p', 'rl-hint rl-sc-note'));
-  const grid = root.appendChild(h('div', 'rl-sc-grid'));
-  provideSettings(el, () => ({ name: o.name, seed: String(seed), load: String(load) }));
-
-  let view: CuratedView | undefined;
-  let running = false;
-  const measured = measuredOf(o.name, el);
-
-  async function run(): Promise<void> {
-    if (!view || running) return;
-    running = true;
-    let failed = false;
-    runBtn.disabled = true;
-    stopBtn.hidden = false;
-    bar.hidden = false;
-    error.hidden = true;
-    emit(el, 'started', { name: o.name, seed, load });
-    hostOf(el).dataset.state = 'running';
-    try {
-      const scenarios = view.scenarios.map((s) => scaled(s, seed, load));
-      const reports = await session.run(scenarios, (p) => {
-        bar.value = (p.run + p.arrived / Math.max(1, p.total)) / p.runs;
-        status.textContent = t.progress(p.run, p.runs, p.arrived, p.total);
-      });
-      const m = await measured;
-      const sameWorkload = seed === (o.seed ?? 1) && load === 1;
-      const cards = scenarioCards(view.variants, reports, sameWorkload ? m.byVariant : {});
-      grid.replaceChildren();
-      for (const c of cards) renderCard(grid, c, t, lang, m);
-      status.textContent = reports.some((r) => r.partial) || reports.length < view.variants.length ? t.partial : t.finished(reports.length);
-      emit(el, 'completed', { name: o.name, partial: reports.some((r) => r.partial), variants: reports.length });
-    } catch (err) {
-      const msg = err instanceof Error ? err.message : String(err);
-      error.textContent = t.failed(msg);
-      error.hidden = false;
-      failed = true;
-      emit(el, 'error', { message: msg });
-    } finally {
-      running = false;
-      runBtn.disabled = false;
-      stopBtn.hidden = true;
-      bar.hidden = true;
-      hostOf(el).dataset.state = failed ? 'error' : 'ready';
-    }
   }
 
-  form.addEventListener('submit', (e) => {
+  /** Finds the scenario among the curated ones; runs it, or says it is unknown. */
+  async #start(): Promise<void> {
+    const t = this.#t;
+    try {
+      const all = await this.#session.curated();
+      this.#view = all.find((c) => c.name === this.#name);
+      if (!this.#view) throw new Error(t.unknown(this.#name, all.map((c) => c.name).join(', ')));
+    } catch (err) {
+      this.#error.textContent = err instanceof Error ? err.message : String(err);
+      this.#error.hidden = false;
+      this.#form.hidden = true;
+      this.#setState('error');
+      return;
+    }
+    this.#note.textContent = t.assumptions(this.#view.scenarios[0]!.kernel);
+    this.#setState('ready');
+    void this.run();
+  }
+
+  /** Checks the seed and the load; runs with them, or says which is wrong. */
+  #submit(e: Event): void {
     e.preventDefault();
+    const t = this.#t;
+    const seedIn = this.#seedIn;
+    const loadIn = this.#loadIn;
     const s = Number(seedIn.value.trim());
     const l = Number(loadIn.value.trim());
     const bad: string[] = [];
@@ -251,37 +218,76 @@ async function mountScenario(el: HTMLElement, o: ScenarioOptions): Promise<() =>
     seedIn.setAttribute('aria-invalid', String(bad.includes(t.seedBad)));
     loadIn.setAttribute('aria-invalid', String(bad.includes(t.loadBad)));
     if (bad.length) {
-      error.textContent = bad.join(' ');
-      error.hidden = false;
+      this.#error.textContent = bad.join(' ');
+      this.#error.hidden = false;
       return;
     }
-    seed = s;
-    load = l;
-    void run();
-  });
-  stopBtn.addEventListener('click', () => session.stop());
-
-  try {
-    const all = await session.curated();
-    view = all.find((c) => c.name === o.name);
-    if (!view) throw new Error(t.unknown(o.name, all.map((c) => c.name).join(', ')));
-  } catch (err) {
-    error.textContent = err instanceof Error ? err.message : String(err);
-    error.hidden = false;
-    form.hidden = true;
-    hostOf(el).dataset.state = 'error';
-    return () => {
-      session.dispose();
-      root.remove();
-    };
+    this.#seed = s;
+    this.#load = l;
+    void this.run();
   }
-  note.textContent = t.assumptions(view.scenarios[0]!.kernel);
-  hostOf(el).dataset.state = 'ready';
-  void run();
-  return () => {
-    session.dispose();
-    root.remove();
-  };
+
+  /** Simulates every variant with the current seed and load, and draws a card for each. */
+  async run(): Promise<void> {
+    const view = this.#view;
+    if (!view || this.#state === 'running' || this.#state === 'disposed') return;
+    const t = this.#t;
+    const { name } = this;
+    const seed = this.#seed;
+    const load = this.#load;
+    let failed = false;
+    this.#runBtn.disabled = true;
+    this.#stopBtn.hidden = false;
+    this.#bar.hidden = false;
+    this.#error.hidden = true;
+    emit(this.#el, 'started', { name, seed, load });
+    this.#setState('running');
+    try {
+      const scenarios = view.scenarios.map((s) => scaled(s, seed, load));
+      const reports = await this.#session.run(scenarios, (p) => {
+        this.#bar.value = (p.run + p.arrived / Math.max(1, p.total)) / p.runs;
+        this.#status.textContent = t.progress(p.run, p.runs, p.arrived, p.total);
+      });
+      const m = await this.#measured;
+      const sameWorkload = seed === this.#givenSeed && load === 1;
+      const cards = scenarioCards(view.variants, reports, sameWorkload ? m.byVariant : {});
+      this.#grid.replaceChildren();
+      const lang = this.#lang;
+      for (const c of cards)
+        renderScenarioCard(this.#grid, c, { title: variantTitle(c.variant, t), text: t, lang, figure: (v, key) => formatFigure(v, key, lang) }, m);
+      const partial = reports.some((r) => r.partial);
+      this.#status.textContent = partial || reports.length < view.variants.length ? t.partial : t.finished(reports.length);
+      emit(this.#el, 'completed', { name, partial, variants: reports.length });
+    } catch (err) {
+      const msg = err instanceof Error ? err.message : String(err);
+      this.#error.textContent = t.failed(msg);
+      this.#error.hidden = false;
+      failed = true;
+      emit(this.#el, 'error', { message: msg });
+    } finally {
+      this.#runBtn.disabled = false;
+      this.#stopBtn.hidden = true;
+      this.#bar.hidden = true;
+      if (!this.#ac.signal.aborted) this.#setState(failed ? 'error' : 'ready');
+    }
+  }
+
+  /** The scenario's name. */
+  get name(): string {
+    return this.#name;
+  }
+
+  dispose(): void {
+    this.#ac.abort();
+    this.#session.dispose();
+    this.#setState('disposed');
+    this.#root.remove();
+  }
+}
+
+async function mountScenario(el: HTMLElement, o: ScenarioOptions): Promise<() => void> {
+  const w = await ScenarioWidget.mount(el, o);
+  return () => w.dispose();
 }
 
 function readScenario(el: HTMLElement): ScenarioOptions {
