@@ -7,7 +7,7 @@
 // `<outDir>/embed/`, all addressed relative to the script itself, so it works
 // from any base path and any origin (with CORS: see README). In `astro dev`
 // the same URL serves a module that imports the source entry.
-import { copyFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'vite';
 import traceValidator from './trace-validator-plugin.mjs';
@@ -15,6 +15,20 @@ import traceValidator from './trace-validator-plugin.mjs';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const entry = fileURLToPath(new URL('../src/embed/index.ts', import.meta.url));
 const bootstrap = fileURLToPath(new URL('../src/embed/bootstrap.js', import.meta.url));
+
+/** The loader as it ships: its sentences (`ui.embed.unreachable.*` of each catalogue) written in at its marker. */
+function bootstrapWithWords() {
+  const words = {};
+  for (const lang of ['en', 'zh-CN']) {
+    const table = JSON.parse(readFileSync(fileURLToPath(new URL(`../messages/${lang}.json`, import.meta.url)), 'utf8'));
+    const prefix = 'ui.embed.unreachable.';
+    words[lang] = Object.fromEntries(Object.entries(table).flatMap(([k, v]) => (k.startsWith(prefix) ? [[k.slice(prefix.length), v]] : [])));
+  }
+  const marker = '/* embed-build: words */ {}';
+  const source = readFileSync(bootstrap, 'utf8');
+  if (!source.includes(marker)) throw new Error(`src/embed/bootstrap.js: the marker ${marker} where its words go is missing`);
+  return source.replace(marker, JSON.stringify(words));
+}
 
 export default function embedBuild() {
   let base = '/';
@@ -59,7 +73,7 @@ export default function embedBuild() {
             },
           },
         });
-        copyFileSync(bootstrap, `${outDir}reuseport-lab.js`);
+        writeFileSync(`${outDir}reuseport-lab.js`, bootstrapWithWords());
         logger.info(`embed script: ${outDir}reuseport-lab.js`);
       },
     },

@@ -9,20 +9,18 @@
   if (!src) return;
   const main = new URL('reuseport-lab-main.js', src);
 
+  // The sentences, from the catalogue (ui.embed.unreachable.* of messages/*.json): site/embed-build.mjs writes them in
+  // where the marker comment stands when it copies this file, since a classic script imports nothing.
+  const WORDS = /* embed-build: words */ {};
+
   /** The words, in the language around the element. */
   const say = (el, err) => {
     const lang = el.getAttribute('lang') || el.closest('[lang]')?.getAttribute('lang') || document.documentElement.lang || 'en';
-    const zh = lang.toLowerCase().startsWith('zh');
+    const words = WORDS[lang.toLowerCase().startsWith('zh') ? 'zh-CN' : 'en'] ?? {};
     const site = main.origin;
-    const why = err instanceof Error ? err.message : String(err);
-    if (site === location.origin)
-      return zh ? `此组件无法从 ${main.href} 加载代码（${why}）。` : `This widget could not load its code from ${main.href} (${why}).`;
-    return zh
-      ? `此组件无法从 ${site} 加载代码（${why}）。其他站点上的页面要使用它，${site} 必须为 /embed/ 和 /traces/ 下的文件发送响应头 ` +
-          '“Access-Control-Allow-Origin: *”（或本页面的源）：没有这个响应头，浏览器不会从其他站点加载模块脚本。'
-      : `This widget could not load its code from ${site} (${why}). For a page on another site to use it, ${site} must send the header ` +
-          '"Access-Control-Allow-Origin: *" (or this page\'s origin) with the files under /embed/ and /traces/: without it, browsers refuse ' +
-          "another site's module scripts.";
+    const fields = { url: main.href, site, why: err instanceof Error ? err.message : String(err) };
+    const key = site === location.origin ? 'same_site' : 'other_site';
+    return (words[key] ?? key).replace(/\{(\w+)\}/g, (whole, name) => fields[name] ?? whole);
   };
 
   /** Writes the failure into a widget element that has not started, once. */

@@ -2,8 +2,11 @@
  * The embeddable widgets: one row each, read by the iframe pages
  * (`/embed/<name>/`), their oEmbed documents, the "Embed this" panel and
  * the tests. `params` are the attributes an iframe page passes on from its
- * query; anything else in the query is refused by name.
+ * query; anything else in the query is refused by name. Their titles are
+ * the catalogue's (`ui.embed.title.<name>`, {@link embedTitle}).
  */
+import { words, type Lang, type WidgetKey } from '../model/messages';
+
 export interface EmbedWidget {
   /** The path segment: `/embed/<name>/`. */
   name: string;
@@ -21,7 +24,6 @@ export interface EmbedWidget {
   script?: boolean;
   /** A starting height for the iframe, in CSS pixels (it then reports its own). */
   height: number;
-  title: { en: string; zh: string };
 }
 
 export const EMBED_WIDGETS: readonly EmbedWidget[] = [
@@ -31,28 +33,24 @@ export const EMBED_WIDGETS: readonly EmbedWidget[] = [
     params: ['kernel', 'proto', 'listeners', 'clients', 'rate', 'speed', 'seed', 'secret', 'cpus', 'autoplay'],
     flags: ['compact', 'wildcard'],
     height: 720,
-    title: { en: 'SO_REUSEPORT dispatch visualizer', zh: 'SO_REUSEPORT 分发可视化' },
   },
   {
     name: 'lookup',
     tag: 'reuseport-lookup',
     params: ['kernel', 'proto', 'listeners', 'tuples', 'secret'],
     height: 760,
-    title: { en: 'Which listener gets this connection?', zh: '这个连接交给哪个监听套接字？' },
   },
   {
     name: 'bind-check',
     tag: 'reuseport-bind-check',
     params: ['kernel', 'layout'],
     height: 620,
-    title: { en: 'bind() and listen() checker', zh: 'bind() 与 listen() 检查器' },
   },
   {
     name: 'trace',
     tag: 'reuseport-trace',
     params: ['src'],
     height: 360,
-    title: { en: 'A measured trace', zh: '一条实测记录' },
   },
   {
     name: 'paste',
@@ -60,7 +58,6 @@ export const EMBED_WIDGETS: readonly EmbedWidget[] = [
     params: ['kernel', 'proto', 'listeners', 'text'],
     script: false,
     height: 900,
-    title: { en: 'Paste your connections', zh: '粘贴你的连接' },
   },
   {
     name: 'traces',
@@ -68,14 +65,12 @@ export const EMBED_WIDGETS: readonly EmbedWidget[] = [
     params: ['trace'],
     script: false,
     height: 900,
-    title: { en: 'Trace viewer', zh: '记录查看器' },
   },
   {
     name: 'exercise',
     tag: 'reuseport-exercise',
     params: ['kind', 'kernel', 'seed', 'count'],
     height: 560,
-    title: { en: 'SO_REUSEPORT exercise', zh: 'SO_REUSEPORT 练习' },
   },
 ];
 
@@ -90,4 +85,9 @@ export const FRAME_PARAMS = ['lang', 'origin'] as const;
 
 export function embedWidget(name: string): EmbedWidget | undefined {
   return EMBED_WIDGETS.find((w) => w.name === name);
+}
+
+/** A widget's title in `lang`, from the catalogue (`ui.embed.title.<name>` of messages/*.json). */
+export function embedTitle(w: EmbedWidget, lang: Lang): string {
+  return words(lang, 'embed').say(`title.${w.name}` as WidgetKey<'embed'>);
 }

@@ -4,7 +4,7 @@
  * and the one embed script) or as an iframe (`/embed/<name>/?…`), with a
  * copy button. Not shown where the widget is itself embedded.
  */
-import { EMBED_WIDGETS } from '../embed/widgets';
+import { EMBED_WIDGETS, embedTitle } from '../embed/widgets';
 import { siteBase } from './context';
 import { currentSettings } from './host';
 import { sayUi } from '../model/messages';
@@ -31,7 +31,7 @@ export function snippets(host: HTMLElement): { script: string | null; iframe: st
   }
   if (lang !== 'en') q.set('lang', lang);
   const qs = q.toString();
-  const title = lang === 'zh-CN' ? w.title.zh : w.title.en;
+  const title = embedTitle(w, lang);
   return {
     script:
       w.script === false

@@ -1,7 +1,7 @@
 // oEmbed documents (https://oembed.com/, type "rich"), one per embeddable
 // widget with its default settings; pages link to theirs for discovery.
 import type { APIRoute } from 'astro';
-import { EMBED_WIDGETS, type EmbedWidget } from '../../../src/embed/widgets';
+import { EMBED_WIDGETS, embedTitle, type EmbedWidget } from '../../../src/embed/widgets';
 
 export function getStaticPaths() {
   return EMBED_WIDGETS.map((w) => ({ params: { widget: w.name }, props: { w } }));
@@ -18,10 +18,10 @@ export const GET: APIRoute = ({ props, site }) => {
     type: 'rich',
     provider_name: 'Reuseport Lab',
     provider_url: `${origin}${base}`,
-    title: w.title.en,
+    title: embedTitle(w, 'en'),
     width: 800,
     height: w.height,
-    html: `<iframe src="${src}" title="${w.title.en}" width="800" height="${w.height}" style="border:0;max-width:100%" loading="lazy"></iframe>`,
+    html: `<iframe src="${src}" title="${embedTitle(w, 'en')}" width="800" height="${w.height}" style="border:0;max-width:100%" loading="lazy"></iframe>`,
   };
   return new Response(JSON.stringify(body, null, 2), { headers: { 'content-type': 'application/json+oembed' } });
 };
