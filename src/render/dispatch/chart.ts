@@ -38,8 +38,11 @@ export class Chart {
   #labels = '';
 
   /** Updates in place (bars joined by label); axes are redrawn only when the listeners or the scale change. */
-  /** `none` is the page's word for a ratio that has no value yet (no listener has a connection). */
-  draw(bars: Bar[], f: Fairness, label: (f: Fairness, ratio: string) => string = chartLabel, none = 'n/a'): void {
+  /**
+   * `label` says the chart's aria-label in the page's words (the catalogue's `ui.dispatch.chart_label`), `none` is the
+   * page's word for a ratio that has no value yet (no listener has a connection).
+   */
+  draw(bars: Bar[], f: Fairness, label: (f: Fairness, ratio: string) => string, none: string): void {
     const m = { l: 40, r: 14, t: 8, b: 24 };
     const svg = this.svg;
     if (!this.#bars) {
@@ -106,15 +109,7 @@ export class Chart {
   }
 }
 
-/** The chart's English aria-label. */
-function chartLabel(f: Fairness, ratio: string): string {
-  return (
-    `Connections per listener: ${f.total} in all, expected ${f.expected.toFixed(1)} each if the hash were uniform; max/min ${ratio}; Jain ` +
-    `${f.jain === null ? 'n/a' : f.jain.toFixed(3)}`
-  );
-}
-
 /** Max/min as shown: two places, ∞, or `none` (the page's word) while there is no ratio. */
-export function fmtRatio(r: number | null, none = 'n/a'): string {
+export function fmtRatio(r: number | null, none: string): string {
   return r === null ? none : r === Infinity ? '∞' : r.toFixed(2);
 }
