@@ -3,20 +3,30 @@
  * own; recorded choices beside the model's, agreement, per-listener counts,
  * the layout, "explain" on any row) and the compact card
  * `<reuseport-trace src="tcp-v4-specific-8.json">` for chapters.
+ *
+ * The model predicts and explains (src/model/trace.ts); the charts, facts,
+ * rows and the benchmark view are drawn by src/render/trace-view.ts. This
+ * file keeps the choice, the page of rows and the runs.
+ *
+ * States (`data-state` on either element): `loading` (a trace is fetched,
+ * read or predicted), `ready` (it is shown, or a prediction was cancelled),
+ * `error` (it could not be fetched, read or predicted: the errors say why),
+ * `disposed`.
  */
-import { select } from 'd3';
+import { select, type Selection } from 'd3';
 import { Group, loadModel } from '../model/index';
 import { MAX_TRACE_BYTES, checkTrace, explainEvent, predictTrace, traceGroup, type Trace } from '../model/trace';
-import { TRAIN_EVENTS, rows, spread, summarize } from '../scene/trace-view';
+import { TRAIN_EVENTS, rows, summarize } from '../scene/trace-view';
 import { explainView } from '../scene/explain-view';
 import { SHOWN_COMMAND, cutText } from '../scene/cut';
 import { renderExplain } from '../render/explain-card';
 import { renderTextTable } from '../render/table';
-import { renderBars, renderCountsTable, renderRows } from '../render/trace-view';
+import { chartWidth, renderBars, renderBench, renderCountsTable, renderFacts, renderRows, type BenchFile, type TraceFact } from '../render/trace-view';
 import { hex32, parseHex32 } from '../hex';
 import { defineIsland, hostOf, islandElement } from './element';
 import { pageLang, siteUrl } from './site';
 import { traceText, type TraceText } from './trace-text';
+import type { Lang } from '../model/messages';
 
 /** One entry of public/traces/manifest.json. */
 interface ManifestEntry {
@@ -28,9 +38,6 @@ interface ManifestEntry {
 }
 
 const PAGE = 50;
-
-/** An agent command inside a sentence, such as `reuseport-agent verify --trace` (captured, for `split`). */
-const AGENT_COMMAND = /(reuseport-agent [a-z]+(?: --[a-z-]+)*)/;
 
 type WorkerAnswer = { trace?: Trace; errors?: string[]; notJson?: string };
 type WorkerMessage = { head?: Trace; events?: Trace['events']; done?: true; errors?: string[]; notJson?: string };
@@ -60,13 +67,6 @@ function readInWorker(f: File): Promise<WorkerAnswer> {
   });
 }
 
-/** The chart is drawn at its box's width (so its labels keep their size on a phone), within 280–640 px. */
-function chartWidth(box: HTMLElement): number {
-  return Math.max(280, Math.min(640, Math.round(box.clientWidth || 560)));
-}
-
-let uid = 0;
-
 /** Where the site's traces are: `<base>traces/`. */
 const tracesUrl = (): string => siteUrl('traces/');
 
@@ -91,97 +91,193 @@ async function fetchTrace(file: string, t: TraceText): Promise<Trace> {
   return checked.trace;
 }
 
-/** The full viewer. */
-export async function mountTraces(el: HTMLElement, options: { trace?: string } = {}): Promise<() => void> {
-  await loadModel();
-  const t = traceText(pageLang(el));
-  const id = `rl-traces-${++uid}`;
-  const root = select(el).append('div').attr('class', 'rl-tv');
-  const pick = root.append('div').attr('class', 'rl-tv-pick');
-  pick.append('label').attr('for', `${id}-sel`).text(t.choose);
-  const sel = pick.append('select').attr('id', `${id}-sel`);
-  const fileWrap = pick.append('label').attr('class', 'rl-tv-file');
-  fileWrap.append('span').text(`${t.orDrop}: `);
-  const fileInput = fileWrap.append('input').attr('type', 'file').attr('accept', '.json,application/json');
-  const status = root.append('p').attr('class', 'rl-tv-status').attr('role', 'status').attr('aria-live', 'polite');
-  // "Your server, replayed": the visualizer replays a trace of the site by name; a file of one's own is picked there.
-  const replayLine = root.append('p').attr('class', 'rl-tv-replay').property('hidden', true);
-  const showReplay = (file: string | null) => {
-    replayLine.property('hidden', false).selectAll('*').remove();
-    if (file === null) replayLine.text(t.replayFile);
+/** Where a trace widget is (see the module documentation). */
+export type TraceState = 'loading' | 'ready' | 'error' | 'disposed';
+
+type Sel<E extends Element> = Selection<E, unknown, null, undefined>;
+
+/** What the viewer shows: the trace, the model's prediction once made, and the key it was made under. */
+interface Shown {
+  trace: Trace;
+  pred?: Int32Array;
+  key?: number;
+  keyFrom?: string;
+  name: string;
+}
+
+/** The full viewer on a page; made by {@link TraceViewer.mount}, removed by {@link TraceViewer.dispose}. */
+export class TraceViewer {
+  static #uid = 0;
+
+  readonly #el: HTMLElement;
+  readonly #lang: Lang;
+  readonly #t: TraceText;
+  readonly #id: string;
+  readonly #ac = new AbortController();
+
+  readonly #root: Sel<HTMLDivElement>;
+  readonly #sel: Sel<HTMLSelectElement>;
+  readonly #status: Sel<HTMLParagraphElement>;
+  readonly #replayLine: Sel<HTMLParagraphElement>;
+  readonly #progress: Sel<HTMLDivElement>;
+  readonly #bar: Sel<HTMLProgressElement>;
+  readonly #errors: Sel<HTMLDivElement>;
+  readonly #body: Sel<HTMLDivElement>;
+
+  #state: TraceState = 'loading';
+  /** The curated traces and benchmarks of the manifest. */
+  #traces: ManifestEntry[] = [];
+  #abort: AbortController | undefined;
+  #current: Shown | undefined;
+  /** The first row of the page of rows shown. */
+  #from = 0;
+  #onlyMiss = false;
+
+  /** Loads the model and the manifest, shows the viewer under `el`, and opens the trace asked for (or the first). */
+  static async mount(el: HTMLElement, options: { trace?: string } = {}): Promise<TraceViewer> {
+    await loadModel();
+    const w = new TraceViewer(el);
+    await w.#start(options.trace);
+    return w;
+  }
+
+  private constructor(el: HTMLElement) {
+    this.#el = el;
+    this.#lang = pageLang(el);
+    this.#t = traceText(this.#lang);
+    const t = this.#t;
+    this.#id = `rl-traces-${++TraceViewer.#uid}`;
+    const id = this.#id;
+    const on = { signal: this.#ac.signal };
+    this.#root = select(el).append('div').attr('class', 'rl-tv');
+    const root = this.#root;
+    const pick = root.append('div').attr('class', 'rl-tv-pick');
+    pick.append('label').attr('for', `${id}-sel`).text(t.choose);
+    this.#sel = pick.append('select').attr('id', `${id}-sel`);
+    const fileWrap = pick.append('label').attr('class', 'rl-tv-file');
+    fileWrap.append('span').text(`${t.orDrop}: `);
+    const fileInput = fileWrap.append('input').attr('type', 'file').attr('accept', '.json,application/json').node()!;
+    this.#status = root.append('p').attr('class', 'rl-tv-status').attr('role', 'status').attr('aria-live', 'polite');
+    // "Your server, replayed": the visualizer replays a trace of the site by name; a file of one's own is picked there.
+    this.#replayLine = root.append('p').attr('class', 'rl-tv-replay').property('hidden', true);
+    // Idle, the progress row is invisible but keeps its height: shown and hidden around each prediction,
+    // it moved the whole report down and up (a layout shift).
+    this.#progress = root.append('div').attr('class', 'rl-tv-progress rl-tv-idle');
+    this.#bar = this.#progress.append('progress').attr('max', 1).attr('value', 0);
+    const cancelBtn = this.#progress.append('button').attr('type', 'button').text(t.cancel).node()!;
+    this.#errors = root.append('div').attr('class', 'rl-errors').attr('role', 'alert');
+    this.#body = root.append('div').attr('class', 'rl-tv-body');
+    this.#setState('loading');
+
+    cancelBtn.addEventListener('click', () => this.#abort?.abort(), on);
+    this.#sel.node()!.addEventListener('change', () => void this.openCurated(String(this.#sel.property('value'))), on);
+    fileInput.addEventListener(
+      'change',
+      () => {
+        const f = fileInput.files?.[0];
+        if (f) void this.openFile(f);
+      },
+      on,
+    );
+    el.addEventListener(
+      'dragover',
+      (e) => {
+        e.preventDefault();
+        el.classList.add('rl-tv-dragging');
+      },
+      on,
+    );
+    el.addEventListener('dragleave', () => el.classList.remove('rl-tv-dragging'), on);
+    el.addEventListener(
+      'drop',
+      (e) => {
+        e.preventDefault();
+        el.classList.remove('rl-tv-dragging');
+        const f = e.dataTransfer?.files[0];
+        if (f) void this.openFile(f);
+      },
+      on,
+    );
+  }
+
+  /** The state the viewer is in. */
+  get state(): TraceState {
+    return this.#state;
+  }
+
+  #setState(s: TraceState): void {
+    if (this.#state === 'disposed') return;
+    this.#state = s;
+    hostOf(this.#el).dataset.state = s;
+  }
+
+  /** Fills the choice from the manifest and opens `trace`, the page's `?trace=`, or the first. */
+  async #start(trace: string | undefined): Promise<void> {
+    const entries = await loadManifest().catch(() => [] as ManifestEntry[]);
+    this.#traces = entries.filter((e) => e.kind === 'trace' || e.kind === 'bench');
+    this.#sel
+      .selectAll('option')
+      .data(this.#traces)
+      .join('option')
+      .attr('value', (e) => e.file)
+      .text((e) => `${e.file}: ${this.#t.shows(e)}`);
+    const wanted = trace ?? new URLSearchParams(location.search).get('trace') ?? this.#traces[0]?.file;
+    if (!wanted) {
+      // Nothing to open (an empty manifest): the viewer waits for a file, in a state an embedder can wait for.
+      this.#setState('ready');
+      return;
+    }
+    this.#sel.property('value', wanted);
+    // Mounted once the first trace is shown: the "Embed this" panel, added under the widget when it has mounted,
+    // then comes below the report instead of being pushed down the screen by it (a layout shift).
+    await this.openCurated(wanted);
+  }
+
+  /** The link to the visualizer's replay of `file`, or (null) what to do with a file of one's own. */
+  #showReplay(file: string | null): void {
+    const t = this.#t;
+    this.#replayLine.property('hidden', false).selectAll('*').remove();
+    if (file === null) this.#replayLine.text(t.replayFile);
     else
-      replayLine
+      this.#replayLine
         .text('')
         .append('a')
         .attr('href', siteUrl(`dispatch/?replay=${encodeURIComponent(file)}`, true))
         .text(t.replay);
-  };
-  // Idle, the progress row is invisible but keeps its height: shown and hidden around each prediction,
-  // it moved the whole report down and up (a layout shift).
-  const progress = root.append('div').attr('class', 'rl-tv-progress rl-tv-idle');
-  const bar = progress.append('progress').attr('max', 1).attr('value', 0);
-  const cancelBtn = progress.append('button').attr('type', 'button').text(t.cancel);
-  const errors = root.append('div').attr('class', 'rl-errors').attr('role', 'alert');
-  const body = root.append('div').attr('class', 'rl-tv-body');
+  }
 
-  let abort: AbortController | undefined;
-  let current: { trace: Trace; pred?: Int32Array; key?: number; keyFrom?: string; name: string } | undefined;
-  let from = 0;
-  let onlyMiss = false;
+  /** The recording's facts: kernel, group, how it chose, when and how it was recorded, the key. */
+  #facts(cur: Shown): TraceFact[] {
+    const t = this.#t;
+    const tr = cur.trace;
+    const facts: TraceFact[] = [
+      { label: t.kernel, text: t.kernelLine(tr.kernel.release, tr.kernel.profile) },
+      { label: t.group, text: t.groupLine(tr.group) },
+      { label: t.program, text: t.selection(tr.group) },
+    ];
+    if (tr.recorded) facts.push({ label: t.recorded, text: tr.recorded });
+    if (tr.command) {
+      // A command as long as the schema allows (64 Ki characters) is cut: the rest would be layout work for nothing.
+      const { shown, left } = cutText(tr.command, SHOWN_COMMAND);
+      facts.push({ label: t.command, command: shown, more: left ? t.cutMore(left) : null });
+    }
+    facts.push({ label: t.key, text: cur.key === undefined ? t.keyNone : t.keyFromManifest(hex32(cur.key), cur.keyFrom) });
+    return facts;
+  }
 
-  cancelBtn.on('click', () => abort?.abort());
-
-  const entries = await loadManifest().catch(() => [] as ManifestEntry[]);
-  const traces = entries.filter((e) => e.kind === 'trace' || e.kind === 'bench');
-  sel
-    .selectAll('option')
-    .data(traces)
-    .join('option')
-    .attr('value', (e) => e.file)
-    .text((e) => `${e.file}: ${t.shows(e)}`);
-
-  function draw(): void {
+  /** Draws the shown trace: its facts, the agreement and spread, the key form, and a page of rows. */
+  #draw(): void {
+    const body = this.#body;
+    const t = this.#t;
+    const id = this.#id;
     body.html('');
+    const current = this.#current;
     if (!current) return;
     const { trace: tr, pred } = current;
     const s = summarize(tr, pred);
     const meta = body.append('section').attr('class', 'rl-section').attr('aria-labelledby', `${id}-meta`);
     meta.append('h2').attr('id', `${id}-meta`).text(t.layout);
-    const dl = meta.append('dl');
-    const item = (k: string, v: string) => {
-      dl.append('dt').text(k);
-      const dd = dl.append('dd');
-      // A command named in the sentence ("reuseport-agent verify --trace") breaks only between its words, never
-      // inside "--trace"; as a whole it was wider than a phone's column and pushed the report past the card.
-      for (const [i, part] of v.split(AGENT_COMMAND).entries()) {
-        if (i % 2 === 0) {
-          if (part) dd.append('span').text(part);
-          continue;
-        }
-        for (const [j, word] of part.split(' ').entries()) {
-          if (j) dd.append('span').text(' ');
-          dd.append('span').attr('class', 'rl-tv-nowrap').text(word);
-        }
-      }
-    };
-    const g = tr.group;
-    item(t.kernel, t.kernelLine(tr.kernel.release, tr.kernel.profile));
-    item(t.group, t.groupLine(g));
-    item(t.program, t.selection(g));
-    if (tr.recorded) item(t.recorded, tr.recorded);
-    if (tr.command) {
-      dl.append('dt').text(t.command);
-      // One box per argument, so a narrow column breaks the line between arguments, never inside "--listeners".
-      // A command as long as the schema allows (64 Ki characters) is cut: the rest would be layout work for nothing.
-      const cmd = dl.append('dd').attr('class', 'rl-tv-command');
-      const { shown, left } = cutText(tr.command, SHOWN_COMMAND);
-      for (const [i, word] of shown.split(' ').entries()) {
-        if (i) cmd.append('span').text(' ');
-        cmd.append('span').attr('class', 'rl-tv-arg').text(word);
-      }
-      if (left) cmd.append('span').attr('class', 'rl-hint').text(t.cutMore(left));
-    }
-    item(t.key, current.key === undefined ? t.keyNone : t.keyFromManifest(hex32(current.key), current.keyFrom));
+    renderFacts(meta.append('dl'), this.#facts(current));
 
     const fig = body.append('section').attr('class', 'rl-section');
     fig
@@ -210,7 +306,8 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         keyErr.text(t.keyBad);
         return;
       }
-      if (current) void predict(current.trace, current.name, k, k === current.key ? current.keyFrom : undefined);
+      const cur = this.#current;
+      if (cur) void this.#predict(cur.trace, cur.name, k, k === cur.key ? cur.keyFrom : undefined);
     });
 
     const ev = body.append('section').attr('class', 'rl-section');
@@ -220,14 +317,15 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
     onlyLabel
       .append('input')
       .attr('type', 'checkbox')
-      .property('checked', onlyMiss)
-      .on('change', function () {
-        onlyMiss = (this as HTMLInputElement).checked;
-        from = 0;
-        draw();
+      .property('checked', this.#onlyMiss)
+      .on('change', (e: Event) => {
+        this.#onlyMiss = (e.currentTarget as HTMLInputElement).checked;
+        this.#from = 0;
+        this.#draw();
       });
     onlyLabel.append('span').text(` ${t.onlyMismatches}`);
-    const page = rows(tr, pred, from, PAGE, onlyMiss);
+    const from = this.#from;
+    const page = rows(tr, pred, from, PAGE, this.#onlyMiss);
     const nav = tools.append('span').attr('class', 'rl-tv-pager');
     nav
       .append('button')
@@ -235,8 +333,8 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
       .text(t.prev)
       .property('disabled', from === 0)
       .on('click', () => {
-        from = Math.max(0, from - PAGE);
-        draw();
+        this.#from = Math.max(0, from - PAGE);
+        this.#draw();
       });
     nav
       .append('span')
@@ -248,8 +346,8 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
       .text(t.next)
       .property('disabled', from + PAGE >= page.total)
       .on('click', () => {
-        from += PAGE;
-        draw();
+        this.#from = from + PAGE;
+        this.#draw();
       });
     const wrap = ev.append('div').attr('class', 'rl-tv-tablewrap').attr('tabindex', 0).attr('role', 'region').attr('aria-label', t.events);
     const table = renderTextTable(wrap, {
@@ -258,100 +356,111 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
       rows: [],
     });
     const explainBox = ev.append('div').attr('class', 'rl-tv-explain').attr('tabindex', '-1');
-    renderRows(table.select<HTMLTableSectionElement>('tbody'), page.rows, t, (i) => {
-      const e = tr.events[i]!;
-      const group = new Group(tr.kernel.release, traceGroup(tr, current?.key ?? 0));
-      try {
-        const x = explainEvent(group, tr, i);
-        explainBox.html('');
-        explainBox.append('h3').text(`${t.explain}: #${e.seq ?? i}, ${t.kernelPick} ${e.listener}`);
-        renderExplain(explainBox.append('div').node()!, explainView(x, pageLang(el)), 4);
-        (explainBox.node() as HTMLElement).focus();
-      } catch (err) {
-        explainBox.text(err instanceof Error ? err.message : String(err));
-      } finally {
-        group.dispose();
-      }
-    });
+    renderRows(table.select<HTMLTableSectionElement>('tbody'), page.rows, t, (i) => this.#explain(explainBox, tr, i));
   }
 
-  async function predict(tr: Trace, name: string, key: number | undefined, keyFrom?: string): Promise<void> {
-    abort?.abort();
+  /** The model's whole lookup for event `i` of `tr`, under the key shown, in `box`. */
+  #explain(box: Sel<HTMLDivElement>, tr: Trace, i: number): void {
+    const t = this.#t;
+    const e = tr.events[i]!;
+    const group = new Group(tr.kernel.release, traceGroup(tr, this.#current?.key ?? 0));
+    try {
+      const x = explainEvent(group, tr, i);
+      box.html('');
+      box.append('h3').text(`${t.explain}: #${e.seq ?? i}, ${t.kernelPick} ${e.listener}`);
+      renderExplain(box.append('div').node()!, explainView(x, this.#lang), 4);
+      box.node()!.focus();
+    } catch (err) {
+      box.text(err instanceof Error ? err.message : String(err));
+    } finally {
+      group.dispose();
+    }
+  }
+
+  /** Shows `tr` at once and the model's prediction under `key` when it is made (cancelled by a newer one). */
+  async #predict(tr: Trace, name: string, key: number | undefined, keyFrom?: string): Promise<void> {
+    const t = this.#t;
+    this.#abort?.abort();
     const ctl = new AbortController();
-    abort = ctl;
-    current = { trace: tr, key, keyFrom, name };
-    from = 0;
-    draw();
-    progress.classed('rl-tv-idle', false);
+    this.#abort = ctl;
+    this.#current = { trace: tr, key, keyFrom, name };
+    this.#from = 0;
+    this.#draw();
+    this.#progress.classed('rl-tv-idle', false);
     try {
       const pred = await predictTrace(tr, {
         key,
         signal: ctl.signal,
         onProgress: (d, n) => {
-          bar.attr('value', d / n);
-          status.text(t.predicting(d, n));
+          this.#bar.attr('value', d / n);
+          this.#status.text(t.predicting(d, n));
         },
       });
-      if (ctl.signal.aborted || current?.trace !== tr) return;
-      current = { trace: tr, key, keyFrom, name, pred };
-      status.text(name);
-      hostOf(el).dataset.state = 'ready';
-      draw();
+      if (ctl.signal.aborted || this.#current?.trace !== tr) return;
+      this.#current = { trace: tr, key, keyFrom, name, pred };
+      this.#status.text(name);
+      this.#setState('ready');
+      this.#draw();
     } catch (err) {
       const cancelled = err instanceof DOMException && err.name === 'AbortError';
-      if (cancelled) status.text(t.cancelled);
-      else errors.text(err instanceof Error ? err.message : String(err));
+      if (cancelled) this.#status.text(t.cancelled);
+      else this.#errors.text(err instanceof Error ? err.message : String(err));
       // A run another one replaced leaves the state to that one; otherwise the state ends here, never at 'loading'.
-      if (abort === ctl) hostOf(el).dataset.state = cancelled ? 'ready' : 'error';
+      if (this.#abort === ctl) this.#setState(cancelled ? 'ready' : 'error');
     } finally {
-      if (abort === ctl) progress.classed('rl-tv-idle', true);
+      if (this.#abort === ctl) this.#progress.classed('rl-tv-idle', true);
     }
   }
 
-  async function openCurated(file: string): Promise<void> {
-    errors.text('');
-    hostOf(el).dataset.state = 'loading';
-    status.text(t.loading(file));
-    if (traces.find((e) => e.file === file)?.kind === 'bench') {
-      abort?.abort();
-      current = undefined;
+  /** Opens a trace or benchmark of the site by its file name. */
+  async openCurated(file: string): Promise<void> {
+    const t = this.#t;
+    this.#errors.text('');
+    this.#setState('loading');
+    this.#status.text(t.loading(file));
+    const entry = this.#traces.find((e) => e.file === file);
+    if (entry?.kind === 'bench') {
+      this.#abort?.abort();
+      this.#current = undefined;
       try {
         const r = await fetch(`${tracesUrl()}${file}`);
         if (!r.ok) throw new Error(t.fetchFailed(file, `${r.status} ${r.statusText}`));
-        body.html('');
-        renderBench(body, (await r.json()) as BenchFile, t);
-        status.text(file);
-        hostOf(el).dataset.state = 'ready';
+        this.#body.html('');
+        renderBench(this.#body, (await r.json()) as BenchFile, t);
+        this.#status.text(file);
+        this.#setState('ready');
       } catch (err) {
-        hostOf(el).dataset.state = 'error';
-        errors.text(err instanceof Error ? err.message : String(err));
+        this.#setState('error');
+        this.#errors.text(err instanceof Error ? err.message : String(err));
       }
       return;
     }
     try {
       const tr = await fetchTrace(file, t);
-      showReplay(tr.group.bind.includes(':') ? null : file);
-      const entry = traces.find((e) => e.file === file);
-      await predict(tr, file, entry?.key ? parseHex32(entry.key) : undefined, entry?.keyFrom);
+      this.#showReplay(tr.group.bind.includes(':') ? null : file);
+      await this.#predict(tr, file, entry?.key ? parseHex32(entry.key) : undefined, entry?.keyFrom);
     } catch (err) {
-      hostOf(el).dataset.state = 'error';
-      errors.text(err instanceof Error ? err.message : String(err));
+      this.#setState('error');
+      this.#errors.text(err instanceof Error ? err.message : String(err));
     }
   }
 
-  async function openFile(f: File): Promise<void> {
+  /** Opens a trace file of the reader's own, read and checked in a worker. */
+  async openFile(f: File): Promise<void> {
+    const t = this.#t;
+    const errors = this.#errors;
     errors.text('');
-    hostOf(el).dataset.state = 'loading';
+    this.#setState('loading');
     // Every refusal ends in 'error', so an embedder waiting for a terminal state sees one.
     const refused = () => {
-      hostOf(el).dataset.state = 'error';
-      status.text('');
+      this.#setState('error');
+      this.#status.text('');
     };
     if (f.size > MAX_TRACE_BYTES) {
       errors.text(t.tooBig(f.size / 2 ** 20, MAX_TRACE_BYTES / 2 ** 20));
       return refused();
     }
-    status.text(t.loading(f.name));
+    this.#status.text(t.loading(f.name));
     const checked = await readInWorker(f).catch((err: unknown) => ({ notJson: err instanceof Error ? err.message : String(err) }) as WorkerAnswer);
     if (checked.notJson !== undefined) {
       errors.text(t.notJson(f.name, checked.notJson));
@@ -368,123 +477,98 @@ export async function mountTraces(el: HTMLElement, options: { trace?: string } =
         .text((d) => d);
       return refused();
     }
-    showReplay(null);
-    await predict(checked.trace!, f.name, undefined);
+    this.#showReplay(null);
+    await this.#predict(checked.trace!, f.name, undefined);
   }
 
-  sel.on('change', () => void openCurated(String(sel.property('value'))));
-  fileInput.on('change', function () {
-    const f = (this as HTMLInputElement).files?.[0];
-    if (f) void openFile(f);
-  });
-  const onDragOver = (e: DragEvent) => {
-    e.preventDefault();
-    el.classList.add('rl-tv-dragging');
-  };
-  const onDragLeave = () => el.classList.remove('rl-tv-dragging');
-  const onDrop = (e: DragEvent) => {
-    e.preventDefault();
-    el.classList.remove('rl-tv-dragging');
-    const f = e.dataTransfer?.files[0];
-    if (f) void openFile(f);
-  };
-  el.addEventListener('dragover', onDragOver);
-  el.addEventListener('dragleave', onDragLeave);
-  el.addEventListener('drop', onDrop);
-
-  const wanted = options.trace ?? new URLSearchParams(location.search).get('trace') ?? traces[0]?.file;
-  if (wanted) {
-    sel.property('value', wanted);
-    // Mounted once the first trace is shown: the "Embed this" panel, added under the widget when it has mounted,
-    // then comes below the report instead of being pushed down the screen by it (a layout shift).
-    await openCurated(wanted);
+  dispose(): void {
+    this.#abort?.abort();
+    this.#ac.abort();
+    this.#setState('disposed');
+    this.#root.remove();
   }
-
-  return () => {
-    abort?.abort();
-    el.removeEventListener('dragover', onDragOver);
-    el.removeEventListener('dragleave', onDragLeave);
-    el.removeEventListener('drop', onDrop);
-    root.remove();
-  };
 }
 
-/** A `reuseport-agent bench` file (the fields shown). */
-interface BenchFile {
-  nproc: number;
-  workers: number;
-  clients: number;
-  connections_per_client: number;
-  accept: string;
-  fork_over_reuseport?: number;
-  modes: { mode: string; seconds: number; connections_per_second: number; per_worker: number[]; max_min_ratio: number; jain: number }[];
+/** The full viewer. */
+export async function mountTraces(el: HTMLElement, options: { trace?: string } = {}): Promise<() => void> {
+  const w = await TraceViewer.mount(el, options);
+  return () => w.dispose();
 }
 
-/** The benchmark view: per mode, time, rate and each worker's accepts, with a bar chart per mode. */
-function renderBench(body: ReturnType<typeof select<HTMLDivElement, unknown>>, b: BenchFile, t: TraceText): void {
-  const sec = body.append('section').attr('class', 'rl-section');
-  sec.append('h2').text(t.benchTitle);
-  sec.append('p').text(t.benchSetup(b.workers, b.clients, b.connections_per_client, b.accept, b.nproc));
-  // On a phone the table scrolls sideways: its box takes the focus, so a keyboard can scroll it too.
-  const wrap = sec.append('div').attr('class', 'rl-tv-tablewrap').attr('tabindex', 0).attr('role', 'region').attr('aria-label', t.benchTitle);
-  renderTextTable(wrap, {
-    head: t.benchCols,
-    rowHeads: true,
-    rows: b.modes.map((m) => [
-      m.mode,
-      m.seconds.toFixed(3),
-      Math.round(m.connections_per_second).toLocaleString('en'),
-      m.per_worker.join(', '),
-      m.max_min_ratio.toFixed(2),
-      m.jain.toFixed(3),
-    ]),
-  });
-  for (const m of b.modes) {
-    const s = spread(m.per_worker);
-    sec.append('h3').text(`${m.mode}: ${t.benchPerWorker}`);
-    const chart = sec.append('div').attr('class', 'rl-tv-chart').node()!;
-    renderBars(chart, s, { ...t, listenerAxis: t.benchWorkerAxis }, chartWidth(chart));
+/** The compact card on a page; made by {@link TraceCard.mount}, removed by {@link TraceCard.dispose}. */
+export class TraceCard {
+  readonly #el: HTMLElement;
+  readonly #root: Sel<HTMLDivElement>;
+  readonly #ac = new AbortController();
+  #state: TraceState = 'loading';
+
+  /** Loads the model and shows the card of `options.src` under `el`: counts, agreement, a link to the viewer. */
+  static async mount(el: HTMLElement, options: { src: string }): Promise<TraceCard> {
+    await loadModel();
+    const w = new TraceCard(el);
+    await w.#show(options.src);
+    return w;
   }
-  // The file's `note` is the agent's English; the same comparison is written here from the file's CPU count.
-  sec.append('p').attr('class', 'rl-hint').text(t.benchNote(b.nproc));
+
+  private constructor(el: HTMLElement) {
+    this.#el = el;
+    this.#root = select(el).append('div').attr('class', 'rl-tv rl-tv-card');
+    this.#setState('loading');
+  }
+
+  /** The state the card is in. */
+  get state(): TraceState {
+    return this.#state;
+  }
+
+  #setState(s: TraceState): void {
+    this.#state = s;
+    hostOf(this.#el).dataset.state = s;
+  }
+
+  async #show(src: string): Promise<void> {
+    const t = traceText(pageLang(this.#el));
+    const root = this.#root;
+    const signal = this.#ac.signal;
+    try {
+      const [entries, tr] = await Promise.all([loadManifest(), fetchTrace(src, t)]);
+      const entry = entries.find((e) => e.file === src);
+      root
+        .append('p')
+        .attr('class', 'rl-headline')
+        .text(`${src}${entry ? `: ${t.shows(entry)}` : ''}`);
+      const key = entry?.key ? parseHex32(entry.key) : undefined;
+      const pred = await predictTrace(tr, { key, signal });
+      const s = summarize(tr, pred);
+      root.append('p').attr('class', 'rl-tv-agree').text(t.agreementAll(s.all, s.events));
+      root.append('p').text(t.spread(s));
+      const chart = root.append('div').attr('class', 'rl-tv-chart').node()!;
+      renderBars(chart, s, t, chartWidth(chart));
+      root.append('p').append('a').attr('href', viewerUrl(src)).text(`${t.open} →`);
+      this.#setState('ready');
+    } catch (err) {
+      if (!signal.aborted) {
+        this.#setState('error');
+        root
+          .append('p')
+          .attr('role', 'alert')
+          .attr('class', 'rl-errors')
+          .text(err instanceof Error ? err.message : String(err));
+      }
+    }
+  }
+
+  dispose(): void {
+    this.#ac.abort();
+    this.#setState('disposed');
+    this.#root.remove();
+  }
 }
 
 /** The compact card for a chapter: counts, agreement, a link to the viewer. */
 export async function mountTraceCard(el: HTMLElement, options: { src: string }): Promise<() => void> {
-  await loadModel();
-  const t = traceText(pageLang(el));
-  const root = select(el).append('div').attr('class', 'rl-tv rl-tv-card');
-  const ctl = new AbortController();
-  try {
-    const [entries, tr] = await Promise.all([loadManifest(), fetchTrace(options.src, t)]);
-    const entry = entries.find((e) => e.file === options.src);
-    root
-      .append('p')
-      .attr('class', 'rl-headline')
-      .text(`${options.src}${entry ? `: ${t.shows(entry)}` : ''}`);
-    const key = entry?.key ? parseHex32(entry.key) : undefined;
-    const pred = await predictTrace(tr, { key, signal: ctl.signal });
-    const s = summarize(tr, pred);
-    root.append('p').attr('class', 'rl-tv-agree').text(t.agreementAll(s.all, s.events));
-    root.append('p').text(t.spread(s));
-    const chart = root.append('div').attr('class', 'rl-tv-chart').node()!;
-    renderBars(chart, s, t, chartWidth(chart));
-    root.append('p').append('a').attr('href', viewerUrl(options.src)).text(`${t.open} →`);
-    hostOf(el).dataset.state = 'ready';
-  } catch (err) {
-    if (!ctl.signal.aborted) {
-      hostOf(el).dataset.state = 'error';
-      root
-        .append('p')
-        .attr('role', 'alert')
-        .attr('class', 'rl-errors')
-        .text(err instanceof Error ? err.message : String(err));
-    }
-  }
-  return () => {
-    ctl.abort();
-    root.remove();
-  };
+  const w = await TraceCard.mount(el, options);
+  return () => w.dispose();
 }
 
 export const ReuseportTracesElement = islandElement(mountTraces, (el) => ({ trace: el.getAttribute('trace') ?? undefined }), ['trace', 'lang']);

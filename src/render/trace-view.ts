@@ -1,10 +1,11 @@
 /**
  * Draws a trace summary: per-listener bars against the uniform expectation
- * (SVG, with a table as its text equivalent), and a page of event rows.
+ * (SVG, with a table as its text equivalent), the recording's facts, a page
+ * of event rows, and a benchmark file's modes.
  */
 import { scaleBand, scaleLinear, type Selection } from 'd3';
 import { chartSvg } from './svg';
-import type { Spread, TraceRow } from '../scene/trace-view';
+import { spread, type Spread, type TraceRow } from '../scene/trace-view';
 import { renderTextTable } from './table';
 
 /** The words these views say (the catalogue says them: ui.trace.* of messages/*.json, through islands/trace-text.ts). */
@@ -131,4 +132,96 @@ export function renderRows(
         .text(t.explain)
         .on('click', (_e, r) => onExplain(r.index));
     });
+}
+
+/** The chart is drawn at its box's width (so its labels keep their size on a phone), within 280–640 px. */
+export function chartWidth(box: HTMLElement): number {
+  return Math.max(280, Math.min(640, Math.round(box.clientWidth || 560)));
+}
+
+/** An agent command inside a sentence, such as `reuseport-agent verify --trace` (captured, for `split`). */
+const AGENT_COMMAND = /(reuseport-agent [a-z]+(?: --[a-z-]+)*)/;
+
+/** One line of a recording's facts: a sentence, or the command it was recorded with (cut, with what was left out said). */
+export type TraceFact = { label: string; text: string } | { label: string; command: string; more: string | null };
+
+/** The recording's facts as a definition list under `dl`. */
+export function renderFacts(dl: Selection<HTMLDListElement, unknown, null, undefined>, facts: readonly TraceFact[]): void {
+  for (const f of facts) {
+    dl.append('dt').text(f.label);
+    if ('command' in f) {
+      // One box per argument, so a narrow column breaks the line between arguments, never inside "--listeners".
+      const cmd = dl.append('dd').attr('class', 'rl-tv-command');
+      for (const [i, word] of f.command.split(' ').entries()) {
+        if (i) cmd.append('span').text(' ');
+        cmd.append('span').attr('class', 'rl-tv-arg').text(word);
+      }
+      if (f.more !== null) cmd.append('span').attr('class', 'rl-hint').text(f.more);
+      continue;
+    }
+    const dd = dl.append('dd');
+    // A command named in the sentence ("reuseport-agent verify --trace") breaks only between its words, never
+    // inside "--trace"; as a whole it was wider than a phone's column and pushed the report past the card.
+    for (const [i, part] of f.text.split(AGENT_COMMAND).entries()) {
+      if (i % 2 === 0) {
+        if (part) dd.append('span').text(part);
+        continue;
+      }
+      for (const [j, word] of part.split(' ').entries()) {
+        if (j) dd.append('span').text(' ');
+        dd.append('span').attr('class', 'rl-tv-nowrap').text(word);
+      }
+    }
+  }
+}
+
+/** A `reuseport-agent bench` file (the fields shown). */
+export interface BenchFile {
+  nproc: number;
+  workers: number;
+  clients: number;
+  connections_per_client: number;
+  accept: string;
+  fork_over_reuseport?: number;
+  modes: { mode: string; seconds: number; connections_per_second: number; per_worker: number[]; max_min_ratio: number; jain: number }[];
+}
+
+/** The words of the benchmark view (ui.trace.bench_* of messages/*.json). */
+export interface BenchText {
+  benchTitle: string;
+  benchSetup: (workers: number, clients: number, conns: number, accept: string, nproc: number) => string;
+  benchCols: string[];
+  benchPerWorker: string;
+  benchWorkerAxis: string;
+  /** The comparison with the fork-against-reuseport article, for a machine of `nproc` CPUs. */
+  benchNote: (nproc: number) => string;
+}
+
+/** The benchmark view: per mode, time, rate and each worker's accepts, with a bar chart per mode. */
+export function renderBench(body: Selection<HTMLDivElement, unknown, null, undefined>, b: BenchFile, t: TraceViewText & BenchText): void {
+  const sec = body.append('section').attr('class', 'rl-section');
+  sec.append('h2').text(t.benchTitle);
+  sec.append('p').text(t.benchSetup(b.workers, b.clients, b.connections_per_client, b.accept, b.nproc));
+  // On a phone the table scrolls sideways: its box takes the focus, so a keyboard can scroll it too.
+  const wrap = sec.append('div').attr('class', 'rl-tv-tablewrap').attr('tabindex', 0).attr('role', 'region').attr('aria-label', t.benchTitle);
+  renderTextTable(wrap, {
+    head: t.benchCols,
+    rowHeads: true,
+    rows: b.modes.map((m) => [
+      m.mode,
+      m.seconds.toFixed(3),
+      Math.round(m.connections_per_second).toLocaleString('en'),
+      m.per_worker.join(', '),
+      m.max_min_ratio.toFixed(2),
+      m.jain.toFixed(3),
+    ]),
+  });
+  for (const m of b.modes) {
+    const s = spread(m.per_worker);
+    sec.append('h3').text(`${m.mode}: ${t.benchPerWorker}`);
+    const chart = sec.append('div').attr('class', 'rl-tv-chart').node()!;
+    renderBars(chart, s, { ...t, listenerAxis: t.benchWorkerAxis }, chartWidth(chart));
+  }
+  // The file's `note` is the agent's English; the same comparison is written here from the file's CPU count.
+  sec.append('p').attr('class', 'rl-hint').text(t.benchNote(b.nproc));
 }
