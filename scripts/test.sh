@@ -153,7 +153,7 @@ if [[ $(uname -s) == Linux ]]; then
   stage "verify on the running kernel (record, recover, predict)" "$AGENT" verify --quick
   # The differential test of the lookup and bind rules: 500 random layouts (seed 11) built on
   # this kernel in a private network namespace, every answer compared with the model
-  # (agent/src/cmd/verify/differential/, the layout draw in agent/src/cmd/verify/layouts.rs).
+  # (agent/src/cmd/verify/differential/, the layout profile of agent/src/cmd/verify/calldraw.rs).
   stage "verify --layouts on the running kernel (bind, listen, lookup)" "$AGENT" verify --layouts 500
   # The same with call logs as programs make them (agent/src/cmd/verify/calldraw.rs): options after bind,
   # binds out of order, shutdown and listen again, closes between binds; every call's answer compared.

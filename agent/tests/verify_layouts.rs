@@ -1,13 +1,13 @@
 //! `verify --layouts N`: the differential test of the lookup and bind rules
-//! (agent/src/cmd/verify/layouts.rs): its argument, its shrinker, and one short run on
+//! (agent/src/cmd/verify/calldraw.rs): its argument, its shrinker, and one short run on
 //! the running kernel.
 
-use std::net::IpAddr;
 use std::process::Command;
 
-use reuseport_agent::cmd::verify::differential::Rng;
-use reuseport_agent::cmd::verify::layouts;
+use reuseport_agent::cmd::verify::calldraw::{self, Layouts};
+use reuseport_agent::cmd::verify::differential::{shrink, Rng};
 use reuseport_agent::cmd::verify::{layouts_arg, recording, LayoutName, LayoutsArg};
+use reuseport_model::lookup::{Call, CallLog, SockOpt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_reuseport-agent");
 
@@ -27,112 +27,245 @@ fn layouts_takes_a_count_or_curated_names() {
     );
 }
 
+/// A layout of the profile's own drawing.
+fn layout(rng: &mut Rng, port: u16) -> CallLog {
+    calldraw::draw(rng, port, &calldraw::LAYOUTS, true, true)
+}
+
 #[test]
 fn the_same_seed_draws_the_same_layouts_and_another_seed_others() {
     let a: Vec<_> = (0..20)
-        .scan(Rng::new(5), |r, _| Some(layouts::draw(r, 9000)))
+        .scan(Rng::new(5), |r, _| Some(layout(r, 9000)))
         .collect();
     let b: Vec<_> = (0..20)
-        .scan(Rng::new(5), |r, _| Some(layouts::draw(r, 9000)))
+        .scan(Rng::new(5), |r, _| Some(layout(r, 9000)))
         .collect();
     let c: Vec<_> = (0..20)
-        .scan(Rng::new(6), |r, _| Some(layouts::draw(r, 9000)))
+        .scan(Rng::new(6), |r, _| Some(layout(r, 9000)))
         .collect();
     assert_eq!(a, b);
     assert_ne!(a, c);
     for l in &a {
-        assert!((2..=7).contains(&l.sockets.len()));
-        assert!(l.sockets.iter().all(|s| s.port == 9000));
+        assert!((2..=7).contains(&calldraw::sockets_in(l)));
+        assert!(l.calls.iter().all(|c| match c {
+            Call::Bind { port, .. } => *port == 9000,
+            _ => true,
+        }));
+    }
+}
+
+/// Per fd, the index of its `socket` call (fd `k` is the `k`th made).
+fn made_at(log: &CallLog) -> Vec<usize> {
+    (log.calls.iter().enumerate())
+        .filter(|(_, c)| matches!(c, Call::Socket { .. }))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The layout profile draws only what the socket-list form of a layout
+/// file says, in the order that form implies (`CallLog::from_layout`):
+/// per socket in fd order its `socket`, its options, its `bind` and then
+/// at once its `connect` (connected UDP) or `connect`, SO_LINGER 1 and
+/// `close` (TIME_WAIT); then the listens; then closes. So no option after
+/// a bind, no listen before the last bind, no shutdown and no reset.
+#[test]
+fn the_layout_profile_draws_only_what_a_layout_says_in_its_order() {
+    let mut rng = Rng::new(9);
+    for log in (0..400).map(|_| layout(&mut rng, 9000)) {
+        let c = &log.calls;
+        let at = made_at(&log);
+        let last_bind = c.iter().rposition(|x| matches!(x, Call::Bind { .. }));
+        let first_listen = c.iter().position(|x| matches!(x, Call::Listen { .. }));
+        if let (Some(b), Some(l)) = (last_bind, first_listen) {
+            assert!(
+                b < l,
+                "a listen before the last bind: {}",
+                calldraw::compact(&log)
+            );
+        }
+        for (fd, &start) in at.iter().enumerate() {
+            // The socket's calls up to its bind are its own and in order.
+            let end = at.get(fd + 1).copied().unwrap_or(c.len());
+            let own = &c[start..end];
+            let bind = own
+                .iter()
+                .position(|x| matches!(x, Call::Bind { .. }))
+                .expect("every socket binds right after its options");
+            assert!(own[1..bind]
+                .iter()
+                .all(|x| matches!(x, Call::Setsockopt { fd: f, .. } if *f == fd)));
+            assert!(matches!(own[bind], Call::Bind { fd: f, .. } if f == fd));
+            match &own[bind + 1..] {
+                [] => {}
+                [Call::Connect { fd: f, .. }] if *f == fd => {}
+                [Call::Connect { fd: a, .. }, Call::Setsockopt {
+                    fd: b,
+                    opt: SockOpt::Linger(Some(1)),
+                }, Call::Close { fd: d }]
+                    if *a == fd && *b == fd && *d == fd => {}
+                // The last socket's calls run on into the listens and closes.
+                rest if fd + 1 == at.len() => assert!(
+                    rest.iter().all(|x| matches!(
+                        x,
+                        Call::Listen { .. }
+                            | Call::Close { .. }
+                            | Call::Connect { .. }
+                            | Call::Setsockopt {
+                                opt: SockOpt::Linger(Some(1)),
+                                ..
+                            }
+                    )),
+                    "{}",
+                    calldraw::compact(&log)
+                ),
+                rest => panic!("socket {fd} then {rest:?}: {}", calldraw::compact(&log)),
+            }
+        }
+        assert!(!c.iter().any(|x| matches!(
+            x,
+            Call::Shutdown { .. }
+                | Call::Setsockopt {
+                    opt: SockOpt::Linger(Some(0)),
+                    ..
+                }
+        )));
     }
 }
 
 /// The draws reach TIME_WAIT, connected UDP and SO_INCOMING_CPU, each only
 /// where the model can replay it (TIME_WAIT and connect() on a specific
-/// address, a TIME_WAIT socket never in `closed`), and the printed layout
-/// keeps SO_INCOMING_CPU 0, which is not a default.
+/// address), and the printed layout keeps SO_INCOMING_CPU 0, which is not
+/// a default.
 #[test]
 fn draws_reach_time_wait_connected_udp_and_incoming_cpu_where_the_model_replays_them() {
-    use reuseport_model::lookup::{CallLog, Host, SockState};
+    use reuseport_model::lookup::Host;
     let profile = reuseport_model::Profile::for_release("6.18").unwrap();
     let mut rng = Rng::new(9);
-    let drawn: Vec<_> = (0..400).map(|_| layouts::draw(&mut rng, 9000)).collect();
-    let socks = || drawn.iter().flat_map(|l| l.sockets.iter());
-    let time_wait = socks().filter(|s| s.state == SockState::TimeWait).count();
-    let connected = socks().filter(|s| s.state == SockState::Connected).count();
-    let cpu0 = socks().filter(|s| s.incoming_cpu == Some(0)).count();
-    let cpu1 = socks().filter(|s| s.incoming_cpu == Some(1)).count();
+    let drawn: Vec<_> = (0..400).map(|_| layout(&mut rng, 9000)).collect();
+    let calls = || drawn.iter().flat_map(|l| l.calls.iter());
+    let time_wait = calls()
+        .filter(|c| {
+            matches!(
+                c,
+                Call::Setsockopt {
+                    opt: SockOpt::Linger(Some(1)),
+                    ..
+                }
+            )
+        })
+        .count();
+    let connects = calls()
+        .filter(|c| matches!(c, Call::Connect { .. }))
+        .count();
+    let cpu = |n| {
+        calls()
+            .filter(
+                |c| matches!(c, Call::Setsockopt { opt: SockOpt::IncomingCpu(k), .. } if *k == n),
+            )
+            .count()
+    };
+    let connected = connects - time_wait;
     assert!(time_wait > 20 && connected > 20, "{time_wait} {connected}");
-    assert!(cpu0 > 20 && cpu1 > 20, "{cpu0} {cpu1}");
+    assert!(cpu(0) > 20 && cpu(1) > 20, "{} {}", cpu(0), cpu(1));
     for l in &drawn {
-        let log = CallLog::from_layout(l);
-        assert!(
-            log.is_ok_and(|log| Host::run(profile, &log).is_ok()),
-            "{}",
-            layouts::compact(l)
-        );
-        for (i, s) in l.sockets.iter().enumerate() {
-            if matches!(s.state, SockState::TimeWait | SockState::Connected) {
-                assert!(!s.addr.is_unspecified() && s.addr.to_string() != "::ffff:0.0.0.0");
+        assert!(Host::run(profile, l).is_ok(), "{}", calldraw::compact(l));
+        for c in &l.calls {
+            if let Call::Connect { fd, .. } = c {
+                let bound = l.calls.iter().find_map(|b| match b {
+                    Call::Bind { fd: f, addr, .. } if f == fd => Some(*addr),
+                    _ => None,
+                });
+                let addr = bound.unwrap();
+                assert!(!addr.is_unspecified() && addr.to_string() != "::ffff:0.0.0.0");
             }
-            if s.state == SockState::TimeWait {
-                assert!(!l.closed.contains(&i));
-            }
-            assert_eq!(s.state == SockState::Connected, s.peer.is_some());
         }
     }
     let with_cpu0 = drawn
         .iter()
         .find(|l| {
-            l.sockets.iter().any(|s| s.incoming_cpu == Some(0))
-                && l.listen_order.as_ref().is_none_or(|o| !o.is_empty())
+            l.calls.iter().any(|c| {
+                matches!(
+                    c,
+                    Call::Setsockopt {
+                        opt: SockOpt::IncomingCpu(0),
+                        ..
+                    }
+                )
+            })
         })
         .unwrap();
-    let mut back: reuseport_model::lookup::Layout =
-        serde_json::from_str(&layouts::compact(with_cpu0)).unwrap();
-    back.keys = with_cpu0.keys;
+    let back: CallLog = serde_json::from_str(&calldraw::compact(with_cpu0)).unwrap();
     assert_eq!(&back, with_cpu0);
 }
 
 #[test]
 fn shrink_keeps_only_the_sockets_the_disagreement_needs_and_renumbers_listens() {
     let mut rng = Rng::new(3);
-    // A TCP layout with at least four listening sockets.
-    let layout = std::iter::repeat_with(|| layouts::draw(&mut rng, 8080))
-        .find(|l| {
-            l.listen_order.as_ref().is_some_and(|o| o.len() >= 4)
-                && l.sockets
-                    .iter()
-                    .filter(|s| s.addr == "127.0.0.1".parse::<IpAddr>().unwrap())
-                    .count()
-                    == 0
-        })
-        .unwrap();
-    let o = layout.listen_order.clone().unwrap();
-    // The "disagreement" needs the listeners at the 2nd and 4th place of the
-    // drawn listen order, and nothing else.
-    let (x, y) = (o[1], o[3]);
-    let mut marked = layout.clone();
-    marked.sockets[x].addr = "127.0.0.1".parse().unwrap();
-    marked.sockets[x].family = reuseport_model::lookup::Family::Inet;
-    marked.sockets[y].device = Some("marker".into());
-    let small = layouts::shrink(&marked, |l| {
-        l.sockets
+    let listens = |l: &CallLog| -> Vec<usize> {
+        l.calls
             .iter()
-            .any(|s| s.addr == "127.0.0.1".parse::<IpAddr>().unwrap())
-            && l.sockets
-                .iter()
-                .any(|s| s.device.as_deref() == Some("marker"))
+            .filter_map(|c| match c {
+                Call::Listen { fd } => Some(*fd),
+                _ => None,
+            })
+            .collect()
+    };
+    let marker = Call::Setsockopt {
+        fd: 0,
+        opt: SockOpt::Bindtodevice(Some("marker".into())),
+    };
+    // A TCP layout with at least four listening sockets, none marked.
+    let log = std::iter::repeat_with(|| layout(&mut rng, 8080))
+        .find(|l| listens(l).len() >= 4)
+        .unwrap();
+    let o = listens(&log);
+    // The "disagreement" needs the listeners at the 2nd and 4th place of the
+    // drawn listen order, and nothing else: each carries a marker option.
+    let (x, y) = (o[1], o[3]);
+    let mut marked = log.clone();
+    for fd in [x, y] {
+        let at = made_at(&marked)[fd];
+        let mut m = marker.clone();
+        if let Call::Setsockopt { fd: f, .. } = &mut m {
+            *f = fd;
+        }
+        marked.calls.insert(at + 1, m);
+    }
+    let is_marker = |c: &Call| matches!(c, Call::Setsockopt { opt: SockOpt::Bindtodevice(Some(d)), .. } if d == "marker");
+    let small = shrink::<Layouts>(&marked, |l| {
+        l.calls.iter().filter(|c| is_marker(c)).count() == 2 && listens(l).len() >= 2
     });
-    assert_eq!(small.sockets.len(), 2);
-    assert_eq!(
-        small.sockets[..],
-        [
-            marked.sockets[x.min(y)].clone(),
-            marked.sockets[x.max(y)].clone()
-        ]
-    );
+    assert_eq!(calldraw::sockets_in(&small), 2);
+    // The two sockets' own calls, in the order drawn, renumbered 0 and 1.
+    let renumber = |fd: usize| usize::from(fd == x.max(y));
+    let want: Vec<Call> = marked
+        .calls
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let fd = match c.fd() {
+                Some(fd) => fd,
+                None => made_at(&marked).iter().position(|&k| k == i)?,
+            };
+            if fd != x && fd != y {
+                return None;
+            }
+            let mut c = c.clone();
+            match &mut c {
+                Call::Setsockopt { fd, .. }
+                | Call::Bind { fd, .. }
+                | Call::Listen { fd }
+                | Call::Connect { fd, .. }
+                | Call::Shutdown { fd }
+                | Call::Close { fd } => *fd = renumber(*fd),
+                Call::Socket { .. } => {}
+            }
+            Some(c)
+        })
+        .collect();
+    assert_eq!(small.calls, want);
     let want = if x < y { vec![0, 1] } else { vec![1, 0] };
-    assert_eq!(small.listen_order, Some(want));
+    assert_eq!(listens(&small), want);
 }
 
 #[cfg(target_os = "linux")]
@@ -217,7 +350,7 @@ fn call_log_draws_reach_what_only_calls_say_and_the_model_replays_them() {
     let draw = |seed| -> Vec<_> {
         let mut rng = Rng::new(seed);
         (0..400)
-            .map(|_| calldraw::draw(&mut rng, 9000, true, true))
+            .map(|_| calldraw::draw(&mut rng, 9000, &calldraw::CALL_LOGS, true, true))
             .collect()
     };
     let drawn = draw(5);
@@ -353,7 +486,7 @@ fn call_log_shrink_drops_sockets_and_calls_and_renumbers_fds() {
         ..CallLog::default()
     };
     // The "disagreement" needs a listen on a socket with SO_REUSEPORT.
-    let small = calldraw::shrink(&log, |l| {
+    let small = shrink::<calldraw::CallLogs>(&log, |l| {
         l.calls.iter().any(|c| {
             match c {
             Call::Listen { fd } => l.calls.iter().any(|o| {
@@ -400,7 +533,7 @@ fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_see
     let calls: usize = lines
         .iter()
         .map(|l| {
-            calldraw::draw(&mut rng, l.port, l.pinned, l.two_uids)
+            calldraw::draw(&mut rng, l.port, &calldraw::CALL_LOGS, l.pinned, l.two_uids)
                 .calls
                 .len()
         })
@@ -419,27 +552,39 @@ fn call_log_kernel_answers_are_checked_against_the_logs_drawn_again_from_the_see
     );
 }
 
-/// The layout draw's guest file carries each layout, so the host checks it
-/// without drawing again: a seed other than the guest's changes nothing,
-/// and a line whose answer was altered is a disagreement naming the call.
+/// The layout profile's guest file, like the call logs', carries the
+/// answers without the layouts: the host draws them again from the seed
+/// with the layout profile. A line whose answer was altered is a
+/// disagreement naming the call, and a missing line is named.
 #[cfg(target_os = "linux")]
 #[test]
-fn layout_kernel_answers_carry_their_layouts_and_are_checked_on_the_host() {
+fn layout_kernel_answers_are_checked_against_the_layouts_drawn_again_from_the_seed() {
+    use reuseport_agent::cmd::verify::calldraw::CallsLine;
     use reuseport_agent::cmd::verify::differential::check_kernel_answers;
-    use reuseport_agent::cmd::verify::layouts::{KernelLine, Layouts};
     let text = guest_file(&[]);
     let profile = reuseport_agent::kernel::resolve("auto").unwrap();
     let a = check_kernel_answers::<Layouts>(profile, &text, 4, 6).unwrap();
     assert_eq!((a.layouts, a.agreed), (6, 6), "{:?}", a.disagreements);
     assert_eq!(a.lookups, 18, "three destinations each");
-    let other = check_kernel_answers::<Layouts>(profile, &text, 99, 6).unwrap();
-    assert_eq!((other.agreed, other.calls), (6, a.calls));
-    // The first socket's bind() said EADDRINUSE instead.
-    let mut lines: Vec<KernelLine> = text
+    let mut lines: Vec<CallsLine> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    lines[0].bind[0] = 98;
+    let mut rng = Rng::new(4);
+    let redrawn: Vec<CallLog> = lines
+        .iter()
+        .map(|l| calldraw::draw(&mut rng, l.port, &calldraw::LAYOUTS, l.pinned, l.two_uids))
+        .collect();
+    let calls: usize = redrawn.iter().map(|l| l.calls.len()).sum();
+    assert_eq!(a.calls, calls as u64, "every call of the redrawn layouts");
+    // The first socket's bind() said EADDRINUSE instead.
+    let bind = redrawn[0]
+        .calls
+        .iter()
+        .position(|c| matches!(c, Call::Bind { fd: 0, .. }))
+        .unwrap();
+    assert_eq!(lines[0].answers.calls[bind], None);
+    lines[0].answers.calls[bind] = Some(98);
     let altered: String = lines
         .iter()
         .map(|l| serde_json::to_string(l).unwrap() + "\n")
@@ -448,10 +593,14 @@ fn layout_kernel_answers_carry_their_layouts_and_are_checked_on_the_host() {
     assert_eq!(b.agreed, 5);
     assert_eq!(b.calls_agreed, a.calls_agreed - 1);
     assert!(
-        b.disagreements[0].contains("socket 0 bind(): kernel EADDRINUSE, model ok"),
+        b.disagreements[0].contains(&format!("call {bind} {{\"call\":\"bind\",\"fd\":0,"))
+            && b.disagreements[0].contains("kernel EADDRINUSE, model ok"),
         "{:?}",
         b.disagreements
     );
+    // A seed other than the guest's draws other layouts: the check says so.
+    assert!(check_kernel_answers::<Layouts>(profile, &text, 5, 6)
+        .map_or(true, |o| o.calls != a.calls || o.agreed != a.agreed));
     assert!(check_kernel_answers::<Layouts>(profile, &text, 4, 7)
         .unwrap_err()
         .contains("6 of 7 layouts"));

@@ -1,16 +1,29 @@
-//! `verify --layouts N --call-logs`: random call logs, drawn as programs
-//! make them, replayed on the running kernel ([`crate::calllog::replay`])
-//! and by the model ([`reuseport_model::lookup::Host::run`]), every call's
-//! answer and the receiving sockets compared.
+//! `verify --layouts N [--call-logs]`: the draw of the differential test
+//! ([`crate::cmd::verify::differential`]). One draw makes random call logs
+//! as programs make them; a [`DrawProfile`] says which calls it may make
+//! and in which order. Each log is replayed on the running kernel
+//! ([`crate::calllog::replay`]) and by the model
+//! ([`reuseport_model::lookup::Host::run`]), every call's answer and the
+//! receiving sockets compared.
 //!
-//! Besides what the layout draw ([`crate::cmd::verify::layouts::draw`]) covers, a call
-//! log says what only calls can: an option set after `bind()`, binds in
-//! another order than the sockets were made, a listener shut down and
-//! listening again, a `close()` between other sockets' binds. A
-//! disagreement is shrunk (sockets, then single calls, dropped while it
-//! still disagrees) and printed as the call log `predict --layout` reads.
+//! Two profiles:
+//! - [`CALL_LOGS`] (`--call-logs`) draws what only calls can say: an
+//!   option set after `bind()`, binds in another order than the sockets
+//!   were made, a listener shut down and listening again, a `close()`
+//!   between other sockets' binds, a reset;
+//! - [`LAYOUTS`] (the default) draws only what the socket-list form of a
+//!   layout file says, in the order that form implies
+//!   ([`reuseport_model::lookup::CallLog::from_layout`]): per socket in
+//!   fd order its `socket`, its options and its `bind` (then `connect` for
+//!   connected UDP, or `connect`, SO_LINGER and `close` for TIME_WAIT);
+//!   then every `listen` in a drawn order; then some closes.
+//!
+//! A disagreement is shrunk (sockets and, where the profile says, single
+//! calls dropped while it still disagrees) and printed as the call log
+//! `predict --layout` reads.
 
 use std::io::Write;
+use std::marker::PhantomData;
 use std::net::{IpAddr, Ipv6Addr};
 
 use reuseport_model::lookup::{Call, CallLog, Family, Host, SockOpt};
@@ -20,13 +33,63 @@ use serde::{Deserialize, Serialize};
 use crate::calllog::{errno_name, Answer};
 pub use crate::cmd::verify::differential::PEER_PORT;
 use crate::cmd::verify::differential::{
-    model_lookups, specific, v6_addrs, Draw, Drawing, Found, Lookups, Rng, Words, OTHER_UID,
-    V4_ADDRS, V4_PEER_IP,
+    model_lookups, specific, v6_addrs, Draw, Drawing, Found, Lookups, Rng, Words,
+    MAX_DRAWN_SOCKETS, OTHER_UID, V4_ADDRS, V4_PEER_IP,
 };
 
-/// Sockets per drawn call log.
+/// The fewest sockets a drawn log makes.
 const MIN_SOCKETS: usize = 2;
-const MAX_SOCKETS: usize = 6;
+
+/// What one profile of the draw may make: its restrictions on the calls
+/// and their order, and how its runs name themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Restrictions {
+    /// The most sockets per log (at most [`MAX_DRAWN_SOCKETS`]).
+    pub max_sockets: usize,
+    /// Every socket is made, with its options, before the first bind, and
+    /// the binds run in a drawn order; otherwise each socket is made, set
+    /// up and bound in fd order before the next is made.
+    pub sockets_first: bool,
+    /// SO_REUSEADDR or SO_REUSEPORT sometimes set only after `bind()`.
+    pub late_options: bool,
+    /// A listener sometimes listens right after its bind; otherwise every
+    /// `listen` comes after the last bind.
+    pub listen_at_bind: bool,
+    /// A TCP socket sometimes connects and closes with SO_LINGER 0 (a
+    /// reset: nothing left on the port).
+    pub reset: bool,
+    /// An earlier socket sometimes closes between other sockets' binds.
+    pub close_between_binds: bool,
+    /// A listener sometimes shut down, and sometimes listening again.
+    pub shutdown: bool,
+    /// A disagreement shrinks by single calls as well as by sockets.
+    pub shrink_calls: bool,
+}
+
+/// The call-log profile: every restriction off.
+pub const CALL_LOGS: Restrictions = Restrictions {
+    max_sockets: 6,
+    sockets_first: true,
+    late_options: true,
+    listen_at_bind: true,
+    reset: true,
+    close_between_binds: true,
+    shutdown: true,
+    shrink_calls: true,
+};
+
+/// The layout profile: the calls the socket-list form of a layout file
+/// stands for, in its order, shrunk by whole sockets as a layout is.
+pub const LAYOUTS: Restrictions = Restrictions {
+    max_sockets: MAX_DRAWN_SOCKETS,
+    sockets_first: false,
+    late_options: false,
+    listen_at_bind: false,
+    reset: false,
+    close_between_binds: false,
+    shutdown: false,
+    shrink_calls: false,
+};
 
 /// How a drawn socket ends its first life.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -39,25 +102,28 @@ enum Kind {
     Udp,
 }
 
-/// Draws one call log on `port`: 2 – 6 sockets of one protocol, made in fd
-/// order with their options (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY,
-/// SO_BINDTODEVICE lo, SO_INCOMING_CPU 0 or 1; owner UID 0 or
-/// [`OTHER_UID`]); then bound in a drawn order, an option sometimes set
-/// only after the bind, a listener sometimes listening at once, a TCP
-/// socket connecting and closing at once with SO_LINGER, into TIME_WAIT or
-/// reset (at most one: two would share a 4-tuple), or a connected UDP
-/// socket connecting at once, and now and then an earlier socket closed
-/// between binds; then the other listens in a drawn order; then a listener
-/// sometimes shut down and sometimes listening again; then some closes.
-/// `pinned` false draws no SO_INCOMING_CPU, `two_uids` false no second UID.
-pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
+/// Draws one call log on `port` within the restrictions `r`: 2 –
+/// `r.max_sockets` sockets of one protocol, made with their options
+/// (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY, SO_BINDTODEVICE lo,
+/// SO_INCOMING_CPU 0 or 1; owner UID 0 or [`OTHER_UID`]); then bound (in
+/// fd order, or in a drawn order), an option sometimes set only after the
+/// bind, a listener sometimes listening at once, a TCP socket on a
+/// specific address connecting and closing at once with SO_LINGER, into
+/// TIME_WAIT or reset (at most one: two would share a 4-tuple), or a
+/// connected UDP socket connecting at once, and now and then an earlier
+/// socket closed between binds; then the other listens in a drawn order;
+/// then a listener sometimes shut down and sometimes listening again; then
+/// some closes. What `r` forbids is never drawn. `pinned` false draws no
+/// SO_INCOMING_CPU, `two_uids` false no second UID.
+pub fn draw(rng: &mut Rng, port: u16, r: &Restrictions, pinned: bool, two_uids: bool) -> CallLog {
     let proto = if rng.chance(55) {
         Proto::Tcp
     } else {
         Proto::Udp
     };
-    let n = MIN_SOCKETS + rng.below(MAX_SOCKETS - MIN_SOCKETS + 1);
-    let mut calls = Vec::new();
+    let n = MIN_SOCKETS + rng.below(r.max_sockets - MIN_SOCKETS + 1);
+    // Per socket: its `socket` call and its options before bind.
+    let mut made: Vec<Vec<Call>> = Vec::with_capacity(n);
     let mut addrs = Vec::with_capacity(n);
     let mut kinds = Vec::with_capacity(n);
     let mut after_bind: Vec<Option<SockOpt>> = Vec::with_capacity(n);
@@ -70,6 +136,8 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
         } else {
             V4_ADDRS[rng.below(3)].into()
         };
+        // Wildcard binds take their address from connect(); the model
+        // wants the address the socket ends with, so only specific ones.
         let specific = specific(addr);
         let kind = match (proto, rng.below(100)) {
             (Proto::Tcp, 0..=19) => Kind::BoundOnly,
@@ -77,7 +145,7 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
                 time_wait_drawn = true;
                 Kind::TimeWait
             }
-            (Proto::Tcp, 30..=33) if specific && !time_wait_drawn => {
+            (Proto::Tcp, 30..=33) if r.reset && specific && !time_wait_drawn => {
                 time_wait_drawn = true;
                 Kind::Reset
             }
@@ -91,14 +159,18 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
         } else {
             0
         };
-        calls.push(Call::Socket { family, proto, uid });
+        let mut calls = vec![Call::Socket { family, proto, uid }];
         let reuseaddr = rng.chance(50);
         let reuseport = rng.chance(65);
         // One option of the two, off before bind, set on after it.
-        let late = match rng.below(100) {
-            0..=7 if !reuseport => Some(SockOpt::Reuseport(true)),
-            8..=13 if !reuseaddr => Some(SockOpt::Reuseaddr(true)),
-            _ => None,
+        let late = if r.late_options {
+            match rng.below(100) {
+                0..=7 if !reuseport => Some(SockOpt::Reuseport(true)),
+                8..=13 if !reuseaddr => Some(SockOpt::Reuseaddr(true)),
+                _ => None,
+            }
+        } else {
+            None
         };
         let mut opt = |opt: SockOpt| calls.push(Call::Setsockopt { fd, opt });
         if reuseaddr {
@@ -119,11 +191,14 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
                 opt(SockOpt::IncomingCpu(cpu));
             }
         }
+        made.push(calls);
         addrs.push(addr);
         kinds.push(kind);
         after_bind.push(late);
         families.push(family);
     }
+    // A peer of the socket's family: an AF_INET6 socket on a v4-mapped
+    // address connects to the v4-mapped peer.
     let peer = |fd: usize| -> IpAddr {
         match (families[fd], addrs[fd]) {
             (Family::Inet6, IpAddr::V6(a)) if a.to_ipv4_mapped().is_none() => {
@@ -133,12 +208,17 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
             _ => V4_PEER_IP.into(),
         }
     };
-    let mut closed = vec![false; n];
+    let mut calls = Vec::new();
     let mut order: Vec<usize> = (0..n).collect();
-    rng.shuffle(&mut order);
+    if r.sockets_first {
+        calls.extend(made.iter_mut().flat_map(std::mem::take));
+        rng.shuffle(&mut order);
+    }
+    let mut closed = vec![false; n];
     let mut later = Vec::new();
     let mut bound = Vec::new();
     for &fd in &order {
+        calls.append(&mut made[fd]);
         calls.push(Call::Bind {
             fd,
             addr: addrs[fd],
@@ -148,7 +228,7 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
             calls.push(Call::Setsockopt { fd, opt });
         }
         match kinds[fd] {
-            Kind::Listen if rng.chance(40) => calls.push(Call::Listen { fd }),
+            Kind::Listen if r.listen_at_bind && rng.chance(40) => calls.push(Call::Listen { fd }),
             Kind::Listen => later.push(fd),
             Kind::TimeWait | Kind::Reset | Kind::ConnectedUdp => {
                 calls.push(Call::Connect {
@@ -164,7 +244,7 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
                 // after it meets would depend on timing; the model answers
                 // that case (kernel_bind_rules.rs), the draw leaves it out.
                 let linger = match kinds[fd] {
-                    Kind::TimeWait => Some(1),
+                    Kind::TimeWait => Some(reuseport_model::lookup::TIME_WAIT_LINGER),
                     Kind::Reset => Some(0),
                     _ => None,
                 };
@@ -181,7 +261,7 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
         }
         bound.push(fd);
         // A close between other sockets' binds.
-        if rng.chance(8) {
+        if r.close_between_binds && rng.chance(8) {
             let open: Vec<usize> = bound.iter().copied().filter(|&f| !closed[f]).collect();
             if !open.is_empty() {
                 let fd = open[rng.below(open.len())];
@@ -200,7 +280,7 @@ pub fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
     let listeners: Vec<usize> = (0..n)
         .filter(|&f| kinds[f] == Kind::Listen && !closed[f])
         .collect();
-    if !listeners.is_empty() && rng.chance(15) {
+    if r.shutdown && !listeners.is_empty() && rng.chance(15) {
         let fd = listeners[rng.below(listeners.len())];
         calls.push(Call::Shutdown { fd });
         if rng.chance(60) {
@@ -272,17 +352,28 @@ pub fn without_socket(log: &CallLog, drop: usize) -> CallLog {
     l
 }
 
-fn sockets_in(log: &CallLog) -> usize {
+/// How many sockets the log makes.
+pub fn sockets_in(log: &CallLog) -> usize {
     log.calls
         .iter()
         .filter(|c| matches!(c, Call::Socket { .. }))
         .count()
 }
 
-/// Drops sockets, then single calls other than `socket`, while `still`
-/// holds: a log where every socket and call matters.
-pub fn shrink(log: &CallLog, still: impl FnMut(&CallLog) -> bool) -> CallLog {
-    crate::cmd::verify::differential::shrink::<CallLogs>(log, still)
+/// The logs one step smaller: each socket dropped, then (where `r` says
+/// so) each call other than `socket`.
+pub fn smaller(log: &CallLog, r: &Restrictions) -> Vec<CallLog> {
+    let sockets = (0..sockets_in(log))
+        .map(|i| without_socket(log, i))
+        .filter(|l| sockets_in(l) > 0);
+    let calls = (0..log.calls.len())
+        .filter(|&i| r.shrink_calls && !matches!(log.calls[i], Call::Socket { .. }))
+        .map(|i| {
+            let mut l = log.clone();
+            l.calls.remove(i);
+            l
+        });
+    sockets.chain(calls).collect()
 }
 
 /// Every answer of one side (kernel or model) for one call log.
@@ -302,11 +393,6 @@ pub fn model_answers(profile: &'static Profile, log: &CallLog) -> Result<CallAns
     let (proto, port) = (proto_of(log), port_of(log));
     let lookups = model_lookups(&host, proto, port);
     Ok(CallAnswers { calls, lookups })
-}
-
-/// The differences between the kernel's answers and the model's, in words.
-pub fn differences(log: &CallLog, kernel: &CallAnswers, model: &CallAnswers) -> Vec<String> {
-    crate::cmd::verify::differential::differences::<CallLogs>(log, kernel, model)
 }
 
 /// The call log as JSON `predict --layout` reads, without the settings
@@ -329,6 +415,8 @@ pub struct CallDisagreement {
     pub drawn: u32,
     /// Calls before shrinking.
     pub calls_drawn: usize,
+    /// Sockets before shrinking.
+    pub sockets_drawn: usize,
     /// The minimal call log, on port 8080 (`predict --layout` reads it).
     pub log: CallLog,
     /// What differs.
@@ -340,8 +428,9 @@ pub struct CallDisagreement {
 }
 
 /// One drawn call log's answers on a guest kernel: a line of the file
-/// `verify --layouts N --call-logs --kernel-answers --output FILE` writes.
-/// The log itself is not written: the host draws it again from the seed.
+/// `verify --layouts N [--call-logs] --kernel-answers --output FILE`
+/// writes. The log itself is not written: the host draws it again from
+/// the seed, with the same profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CallsLine {
@@ -357,20 +446,22 @@ pub struct CallsLine {
     pub answers: CallAnswers,
 }
 
-/// The report of `verify --layouts N --call-logs`.
+/// The report of `verify --layouts N [--call-logs]`.
 pub type CallsReport = crate::cmd::verify::differential::Report<CallDisagreement>;
 
-/// The call-log draw.
-pub struct CallLogs;
+/// A profile of the draw as a type, so that [`CallDraw`] is a [`Draw`].
+pub trait DrawProfile {
+    /// What the profile may draw.
+    const RESTRICTIONS: Restrictions;
+    /// How its runs name themselves and their parts.
+    const WORDS: Words;
+}
 
-impl Draw for CallLogs {
-    type Case = CallLog;
-    type Answers = CallAnswers;
-    type Line = CallsLine;
-    type Disagreement = CallDisagreement;
-    #[cfg(target_os = "linux")]
-    type Helpers = kernel::Peers;
+/// The call-log profile ([`CALL_LOGS`]).
+pub struct AnyCalls;
 
+impl DrawProfile for AnyCalls {
+    const RESTRICTIONS: Restrictions = CALL_LOGS;
     const WORDS: Words = Words {
         command: "verify --layouts --call-logs",
         thing: "call log",
@@ -379,9 +470,55 @@ impl Draw for CallLogs {
         member: "fd",
         parts: "calls",
     };
+}
+
+/// The layout profile ([`LAYOUTS`]).
+pub struct LayoutCalls;
+
+impl DrawProfile for LayoutCalls {
+    const RESTRICTIONS: Restrictions = LAYOUTS;
+    const WORDS: Words = Words {
+        command: "verify --layouts",
+        thing: "layout",
+        things: "layouts",
+        answers: "call answers",
+        member: "fd",
+        parts: "sockets",
+    };
+}
+
+/// The draw under profile `P`: the one [`Draw`] of call logs.
+pub struct CallDraw<P>(PhantomData<P>);
+
+/// `verify --layouts N --call-logs`.
+pub type CallLogs = CallDraw<AnyCalls>;
+/// `verify --layouts N`.
+pub type Layouts = CallDraw<LayoutCalls>;
+
+impl<P: DrawProfile> CallDraw<P> {
+    /// What a log's size counts: its sockets where the profile shrinks by
+    /// sockets alone, else its calls.
+    fn parts(log: &CallLog) -> usize {
+        if P::RESTRICTIONS.shrink_calls {
+            log.calls.len()
+        } else {
+            sockets_in(log)
+        }
+    }
+}
+
+impl<P: DrawProfile> Draw for CallDraw<P> {
+    type Case = CallLog;
+    type Answers = CallAnswers;
+    type Line = CallsLine;
+    type Disagreement = CallDisagreement;
+    #[cfg(target_os = "linux")]
+    type Helpers = kernel::Peers;
+
+    const WORDS: Words = P::WORDS;
 
     fn draw(rng: &mut Rng, port: u16, pinned: bool, two_uids: bool) -> CallLog {
-        draw(rng, port, pinned, two_uids)
+        draw(rng, port, &P::RESTRICTIONS, pinned, two_uids)
     }
 
     fn with_port(log: &CallLog, port: u16) -> CallLog {
@@ -393,22 +530,11 @@ impl Draw for CallLogs {
     }
 
     fn size(log: &CallLog) -> usize {
-        log.calls.len()
+        Self::parts(log)
     }
 
-    /// Each socket dropped, then each call other than `socket`.
     fn smaller(log: &CallLog) -> Vec<CallLog> {
-        let sockets = (0..sockets_in(log))
-            .map(|i| without_socket(log, i))
-            .filter(|l| sockets_in(l) > 0);
-        let calls = (0..log.calls.len())
-            .filter(|&i| !matches!(log.calls[i], Call::Socket { .. }))
-            .map(|i| {
-                let mut l = log.clone();
-                l.calls.remove(i);
-                l
-            });
-        sockets.chain(calls).collect()
+        smaller(log, &P::RESTRICTIONS)
     }
 
     fn compact(log: &CallLog) -> String {
@@ -485,12 +611,13 @@ impl Draw for CallLogs {
     ) -> Result<(u32, CallLog, CallAnswers), String> {
         if line.drawn as usize != n {
             return Err(format!(
-                "line {} of the guest's answers is drawn log {}; expected {n}",
+                "line {} of the guest's answers is drawn {} {}; expected {n}",
                 n + 1,
+                P::WORDS.thing,
                 line.drawn
             ));
         }
-        let log = draw(rng, line.port, line.pinned, line.two_uids);
+        let log = draw(rng, line.port, &P::RESTRICTIONS, line.pinned, line.two_uids);
         Ok((line.drawn, log, line.answers))
     }
 
@@ -503,6 +630,7 @@ impl Draw for CallLogs {
         CallDisagreement {
             drawn,
             calls_drawn: drawn_case.calls.len(),
+            sockets_drawn: sockets_in(drawn_case),
             log: shown,
             differences: f.differences,
             kernel: f.kernel,
@@ -511,12 +639,19 @@ impl Draw for CallLogs {
     }
 
     fn write_disagreement(d: &CallDisagreement, out: &mut dyn Write) -> std::io::Result<()> {
+        let w = P::WORDS;
+        let drawn = if P::RESTRICTIONS.shrink_calls {
+            d.calls_drawn
+        } else {
+            d.sockets_drawn
+        };
         writeln!(
             out,
-            "DISAGREEMENT in drawn call log {} ({} calls, shrunk to {}):",
+            "DISAGREEMENT in drawn {} {} ({drawn} {}, shrunk to {}):",
+            w.thing,
             d.drawn,
-            d.calls_drawn,
-            d.log.calls.len()
+            w.parts,
+            Self::parts(&d.log)
         )?;
         writeln!(out, "  log: {}", compact(&d.log))?;
         for (i, c) in d.log.calls.iter().enumerate() {

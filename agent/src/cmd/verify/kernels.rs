@@ -29,9 +29,8 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::cmd::verify::calldraw::CallLogs;
+use crate::cmd::verify::calldraw::{CallLogs, Layouts};
 use crate::cmd::verify::differential::{check_kernel_answers, Draw, LayoutsAgreement, Words};
-use crate::cmd::verify::layouts::Layouts;
 use crate::cmd::verify::{LayoutName, LayoutResult, VerifyArgs};
 use crate::lab::{self, Accel, GuestOutput, GuestRun, LabOptions, Request, MIRROR};
 
@@ -647,7 +646,7 @@ fn method(count: u64, verify: &VerifyArgs, random: u32) -> String {
         String::new()
     } else {
         format!(
-            " In each guest {random} random layouts (seed {seed}, agent/src/cmd/verify/layouts.rs: every bind, then the listens in a drawn order, then some closes) were also built in a private network namespace, and {random} random call logs (seed {seed}, agent/src/cmd/verify/calldraw.rs: the calls a program makes, options set after bind(), binds in another order than the sockets were made, shutdown and listen again, closes between binds) replayed there; the layouts' bind() and listen() answers, every call's answer, and the sockets that received connections and datagrams from several loopback sources were compared on the host with the model for the guest's release.",
+            " In each guest {random} random layouts (seed {seed}, the layout profile of agent/src/cmd/verify/calldraw.rs: per socket its options and bind, then the listens in a drawn order, then some closes) were also replayed in a private network namespace, and {random} random call logs (seed {seed}, agent/src/cmd/verify/calldraw.rs: the calls a program makes, options set after bind(), binds in another order than the sockets were made, shutdown and listen again, closes between binds) replayed there; every call's answer of both, and the sockets that received connections and datagrams from several loopback sources were compared on the host with the model for the guest's release.",
             seed = verify.seed
         )
     };
@@ -944,7 +943,7 @@ mod method_tests {
     }
 
     /// Why: a record made with `--layouts N --call-logs` said its guests
-    /// built random layouts of agent/src/cmd/verify/layouts.rs and compared only bind()
+    /// built random layouts and compared only bind()
     /// and listen(), when they replayed calldraw's call logs and compared
     /// every call. Now every guest runs both draws, and the method names both.
     #[test]
@@ -955,17 +954,14 @@ mod method_tests {
         ] {
             let m = method(300, &args(argv), 50);
             assert!(
-                m.contains("50 random layouts (seed 11, agent/src/cmd/verify/layouts.rs"),
+                m.contains("50 random layouts (seed 11, the layout profile of agent/src/cmd/verify/calldraw.rs"),
                 "{m}"
             );
             assert!(
                 m.contains("50 random call logs (seed 11, agent/src/cmd/verify/calldraw.rs"),
                 "{m}"
             );
-            assert!(
-                m.contains("bind() and listen() answers, every call's answer"),
-                "{m}"
-            );
+            assert!(m.contains("every call's answer of both"), "{m}");
         }
         let none = method(300, &args(&["verify"]), 0);
         assert!(!none.contains("random"), "{none}");

@@ -11,7 +11,6 @@ pub mod calldraw;
 pub mod differential;
 pub mod ebpf;
 pub mod kernels;
-pub mod layouts;
 pub mod programs;
 
 use std::io::Write;
@@ -149,7 +148,7 @@ pub struct VerifyArgs {
     /// Either curated group layouts to check, comma-separated (tcp-specific,
     /// tcp-wildcard, udp, udp-wildcard, closed, large; all by default), or a
     /// number N: the differential test of the lookup and bind rules on N
-    /// random layouts drawn from --seed (agent/src/layouts.rs). With
+    /// random layouts drawn from --seed (agent/src/cmd/verify/calldraw.rs). With
     /// --kernels, N random layouts are built in each guest besides the
     /// curated ones, and their answers compared with the model here.
     #[arg(long, value_name = "N|NAMES", value_parser = layouts_arg)]
@@ -532,7 +531,7 @@ pub fn events_needed(members: u32) -> usize {
     ((32.0 + 100f64.log2()) / f64::from(members).log2()).ceil() as usize
 }
 
-/// `verify --layouts N`: the differential test ([`crate::cmd::verify::layouts`]); the
+/// `verify --layouts N`: the differential test ([`crate::cmd::verify::calldraw`]); the
 /// report is exact when every layout agreed.
 #[cfg(target_os = "linux")]
 fn random_layouts(
@@ -541,8 +540,8 @@ fn random_layouts(
     out: impl Write,
     err: &mut dyn Write,
 ) -> Result<Report, VerifyError> {
+    use crate::cmd::verify::calldraw::{CallLogs, Layouts};
     use crate::cmd::verify::differential::{run, run_kernel_side};
-    use crate::cmd::verify::{calldraw::CallLogs, layouts::Layouts};
     let opts = crate::cmd::verify::differential::Options {
         count,
         seed: args.seed,

@@ -1,7 +1,7 @@
 //! The differential test of the lookup and bind rules, `verify --layouts N`:
-//! what both of its draws share. A [`Draw`] says what is drawn (a layout,
-//! [`crate::cmd::verify::layouts`], or a call log, [`crate::cmd::verify::calldraw`]), how each side
-//! answers it and how a disagreement is printed; this module runs it.
+//! what a draw shares. A [`Draw`] says what is drawn (call logs under a
+//! profile, [`crate::cmd::verify::calldraw`]), how each side answers it and
+//! how a disagreement is printed; this module runs it.
 //!
 //! Each run draws `N` random cases on fresh ports (seeded), builds each on
 //! the running kernel the way a program would, sends traffic over loopback
@@ -41,7 +41,7 @@ pub use crate::calllog::Answer;
 
 /// At most this many cases per run.
 pub const MAX_LAYOUTS: u32 = 100_000;
-/// The most sockets either draw makes in one case.
+/// The most sockets a drawn case makes, under any profile of the draw.
 pub(crate) const MAX_DRAWN_SOCKETS: usize = 7;
 /// Tries per member of the model's answer.
 const TRIES_PER_MEMBER: usize = 24;
@@ -174,7 +174,7 @@ pub struct Words {
     pub thing: &'static str,
     /// As above, plural.
     pub things: &'static str,
-    /// The answers compared ("bind/listen answers").
+    /// The answers compared ("call answers").
     pub answers: &'static str,
     /// What a receiving set counts ("socket", "fd").
     pub member: &'static str,
@@ -182,8 +182,8 @@ pub struct Words {
     pub parts: &'static str,
 }
 
-/// One kind of drawn case: a layout ([`crate::cmd::verify::layouts::Layouts`]) or a
-/// call log ([`crate::cmd::verify::calldraw::CallLogs`]). Everything a run does with a
+/// One kind of drawn case: a call log under a profile
+/// ([`crate::cmd::verify::calldraw::CallDraw`]). Everything a run does with a
 /// case goes through here; the run itself is this module's.
 pub trait Draw {
     /// What is drawn.
@@ -348,7 +348,7 @@ pub struct Counts {
     pub layouts: u32,
     /// Cases where kernel and model agree on everything.
     pub agreed: u32,
-    /// Answers compared: bind() and listen(), or every call of a call log.
+    /// Answers compared: every call of each drawn log.
     pub calls: u64,
     /// Of which equal.
     pub calls_agreed: u64,
@@ -396,7 +396,7 @@ pub struct LayoutsAgreement {
     pub layouts: u32,
     /// Cases where kernel and model agree on everything.
     pub agreed: u32,
-    /// Answers compared (bind() and listen(), or every call of a call log).
+    /// Answers compared: every call of each drawn log.
     pub calls: u64,
     /// Of which equal.
     pub calls_agreed: u64,
