@@ -9,8 +9,11 @@
  * allow it, "Find the key" runs the labelled key search in Web Workers with
  * progress and Stop.
  *
- * States (`data-state` on the element): `ready` (nothing read), `reading`,
- * `diagnosed`, `searching`, `error`.
+ * States (`data-state` on the element): `ready` (nothing read yet), `reading`
+ * (the input is read and diagnosed in the worker), `diagnosed` (the verdict
+ * and its scene are shown), `searching` (the key search runs: progress and
+ * Stop), `error` (the input or the search failed: the alert says why),
+ * `disposed`.
  *
  * Events: `reuseport:answered` `{verdict}`, `reuseport:started` `{search}`,
  * `reuseport:completed` `{verdict, complete}`, `reuseport:error` `{message}`.
@@ -30,7 +33,8 @@ export interface ServerOptions {
   kernel: string;
 }
 
-type State = 'ready' | 'reading' | 'diagnosed' | 'searching' | 'error';
+/** Where the widget is (see the module documentation). */
+export type ServerState = 'ready' | 'reading' | 'diagnosed' | 'searching' | 'error' | 'disposed';
 
 /** Files larger than this are refused (a million lines of ss is about 200 MB; the page takes a quarter of that). */
 const MAX_FILE = 64 * 1024 * 1024;
@@ -67,13 +71,14 @@ function buildServerUi(host: HTMLElement, t: ServerText, options: ServerOptions)
 
 type ServerUi = ReturnType<typeof buildServerUi>;
 
-/** One mounted widget: its elements, the session worker and what was read. */
-class ServerWidget {
+/** One mounted widget: its elements, the session worker and what was read; removed by {@link ServerWidget.dispose}. */
+export class ServerWidget {
   readonly #el: HTMLElement;
   readonly #lang: Lang;
   readonly #t: ServerText;
   readonly #session = new ServerSession();
-  #state: State = 'ready';
+  readonly #ac = new AbortController();
+  #state: ServerState = 'ready';
   /** The snapshot diagnosed and the kernel it was diagnosed under, for the key search. */
   #current?: { kernel: string; snapshot: Snapshot };
   #abort?: AbortController;
@@ -85,25 +90,40 @@ class ServerWidget {
     this.#t = serverText(this.#lang);
     const ui = buildServerUi(el, this.#t, options);
     this.#ui = ui;
-    ui.form.addEventListener('submit', (e) => {
-      e.preventDefault();
-      void this.diagnose(ui.text.value);
-    });
-    ui.file.addEventListener('change', () => {
-      const f = ui.file.files?.[0];
-      if (!f) return;
-      if (f.size > MAX_FILE) return this.#fail(this.#t.fileTooBig(f.size));
-      void f.text().then((s) => {
-        ui.text.value = s.length > 200_000 ? `${s.slice(0, 200_000)}\n…` : s;
-        void this.diagnose(s);
-      });
-    });
-    ui.find.addEventListener('click', () => void this.search());
-    ui.stop.addEventListener('click', () => this.#abort?.abort());
+    const on = { signal: this.#ac.signal };
+    ui.form.addEventListener(
+      'submit',
+      (e) => {
+        e.preventDefault();
+        void this.diagnose(ui.text.value);
+      },
+      on,
+    );
+    ui.file.addEventListener(
+      'change',
+      () => {
+        const f = ui.file.files?.[0];
+        if (!f) return;
+        if (f.size > MAX_FILE) return this.#fail(this.#t.fileTooBig(f.size));
+        void f.text().then((s) => {
+          ui.text.value = s.length > 200_000 ? `${s.slice(0, 200_000)}\n…` : s;
+          void this.diagnose(s);
+        });
+      },
+      on,
+    );
+    ui.find.addEventListener('click', () => void this.search(), on);
+    ui.stop.addEventListener('click', () => this.#abort?.abort(), on);
     this.#set('ready');
   }
 
-  #set(state: State): void {
+  /** The state the widget is in. */
+  get state(): ServerState {
+    return this.#state;
+  }
+
+  #set(state: ServerState): void {
+    if (this.#state === 'disposed') return;
     this.#state = state;
     hostOf(this.#el).dataset.state = state;
     const ui = this.#ui;
@@ -246,8 +266,10 @@ class ServerWidget {
   }
 
   dispose(): void {
+    this.#ac.abort();
     this.#abort?.abort();
     this.#session.dispose();
+    this.#set('disposed');
     this.#ui.root.remove();
   }
 }
