@@ -8,9 +8,9 @@ import type { DispatchEvent } from '../scene/dispatch/events';
 import { NO_LISTENER } from '../model/index';
 import { fmtRatio } from '../render/dispatch/chart';
 import { fairness } from '../scene/dispatch/stats';
-import type { RowView } from '../scene/dispatch/structure';
 import type { DispatchCtx } from './dispatch-dom';
 import { renderTextTable } from '../render/table';
+import { EventRows, drawFigures, drawWorkerRows } from '../render/dispatch/tables';
 
 /** Moved flows listed under the scene (all of them are ringed in it). */
 const MOVED_LIST = 100;
@@ -50,14 +50,7 @@ export function dispatchPanels({ el, t, sim, dom, s }: DispatchCtx) {
   // The event list reuses its row elements (row i shows the i-th event of the window), and holds
   // still while keyboard focus is inside it during playback: a rebuilt row under the focus sent
   // focus back to <body>.
-  const ROWS = 12;
-  const rowEls: { tr: HTMLTableRowElement; btn: HTMLButtonElement; tds: HTMLTableCellElement[] }[] = [];
-  for (let i = 0; i < ROWS; i++) {
-    const tr = tbody.append('tr').property('hidden', true);
-    const btn = tr.append('th').attr('scope', 'row').append('button').attr('type', 'button').attr('class', 'rl-dv-rowbtn');
-    const tds = Array.from({ length: 8 }, () => tr.append('td').node()!);
-    rowEls.push({ tr: tr.node()!, btn: btn.node()!, tds });
-  }
+  const rowEls = new EventRows(tbody, 12, 8);
   const focusInList = () => {
     const a = (el.getRootNode() as ShadowRoot | Document).activeElement;
     return !!a && tbody.node()!.contains(a);
@@ -66,53 +59,34 @@ export function dispatchPanels({ el, t, sim, dom, s }: DispatchCtx) {
     if (s.playing && !force && focusInList()) return;
     const cur = sim.log.cursor;
     const end = s.playing || cur < 0 ? sim.log.nextSeq - 1 : Math.min(sim.log.nextSeq - 1, cur + 4);
-    const rows = sim.log.window(end, ROWS);
-    rowEls.forEach((r, i) => {
-      const e = rows[i];
-      r.tr.hidden = !e;
-      if (!e) return;
-      const chosen = e.seq === cur && !s.playing;
-      r.tr.classList.toggle('rl-chosen', chosen);
-      if (chosen) r.tr.setAttribute('aria-current', 'true');
-      else r.tr.removeAttribute('aria-current');
-      const label = String(e.seq);
-      if (r.btn.textContent !== label) {
-        r.btn.textContent = label;
-        r.btn.setAttribute('aria-label', t.inspectEvent(e.seq));
-      }
-      eventCells(e).forEach((c, k) => {
-        if (r.tds[k]!.textContent !== c) r.tds[k]!.textContent = c;
-      });
-    });
+    const rows = sim.log.window(end, rowEls.length);
+    rowEls.show(
+      Array.from({ length: rowEls.length }, (_, i) => {
+        const e = rows[i];
+        return e && { label: String(e.seq), inspect: t.inspectEvent(e.seq), chosen: e.seq === cur && !s.playing, cells: eventCells(e) };
+      }),
+    );
   };
 
   /** Rows of the workers table: the first {@link WORKER_ROWS} in slot order, then every stalled or slowed one. */
   const drawWorkers = () => {
     const shown = s.struct.rows.filter((r, i) => i < WORKER_ROWS || r.stalled || r.tag !== '');
     workersCaption.text(t.workersCaption(shown.length, s.struct.rows.length));
-    workersBody
-      .selectAll<HTMLTableRowElement, RowView>('tr')
-      .data(shown, (d) => String(d.listener))
-      .join((e) => {
-        const tr = e.append('tr');
-        tr.append('th').attr('scope', 'row');
-        for (let k = 0; k < 4; k++) tr.append('td');
-        return tr;
-      })
-      .classed('rl-dv-stalled', (d) => d.stalled)
-      .each(function (d) {
-        const cells = (this as HTMLTableRowElement).cells;
-        const vals = [
+    drawWorkerRows(
+      workersBody,
+      shown.map((d) => ({
+        key: String(d.listener),
+        stalled: d.stalled,
+        cells: [
           d.label,
           t.rateOf(sim.worker(d.listener)),
           String(sim.counts[d.listener] ?? 0),
           String(Math.floor(sim.accepted[d.listener] ?? 0)),
           String(Math.floor(sim.queue[d.listener] ?? 0)),
-        ];
-        vals.forEach((v, k) => {
-          if (cells[k]!.textContent !== v) cells[k]!.textContent = v;
-        });
-      });
+        ],
+      })),
+      5,
+    );
   };
   const drawSide = () => {
     const bars = s.struct.rows.map((r) => ({ label: r.label, count: sim.counts[r.listener] ?? 0, colour: r.colour, hollow: r.fill === 'hollow' }));
@@ -125,23 +99,7 @@ export function dispatchPanels({ el, t, sim, dom, s }: DispatchCtx) {
     }
     drawWorkers();
     const items = t.figures(fr, sim.dropped, sim.closedCounts, sim.particles.inFlight(sim.time), fmtRatio(fr.maxMinRatio, t.notApplicable), longest);
-    figures
-      .selectAll('div')
-      .data(items)
-      .join((e) => {
-        const d = e.append('div');
-        d.append('dt');
-        d.append('dd');
-        return d;
-      });
-    figures
-      .selectAll('div')
-      .select('dt')
-      .text((d) => (d as [string, string])[0]);
-    figures
-      .selectAll('div')
-      .select('dd')
-      .text((d) => (d as [string, string])[1]);
+    drawFigures(figures, items);
   };
 
   return { drawTable, drawSide, showRemap };
