@@ -2,16 +2,19 @@
  * The paste analyser's form: the text or file, how to read it, the group and
  * its secret, and the layout of several sockets; then the status line, the
  * progress bar, the error list and the results box. Built once by
- * `mountPaste` (paste.ts), which wires it to the paste worker. Also the
- * results' simulation section, drawn from the worker's answer alone.
+ * `PasteWidget` (paste.ts), which wires it to the paste worker; what the
+ * form says is read here (the group, the secret, the link's settings). Also
+ * the results' simulation section, drawn from the worker's answer alone.
  */
-import { maxGroupMembers, profiles, type Proto } from '../model/index';
+import { groupSpec, maxGroupMembers, parseBind, profiles, resolveProfile, type Proto } from '../model/index';
 import type { CallLog, Layout } from '../model/lookup';
 import { tableElement } from '../render/table';
 import { el, field } from './dom';
 import type { PasteText } from './paste-text';
 import { say, type Lang } from '../model/messages';
-import type { SpreadAnswer } from '../model/paste';
+import type { PasteSession, SpreadAnswer, UrlState } from '../model/paste';
+import type { ReadSummary } from '../model/paste-protocol';
+import { parseHex32 } from '../hex';
 
 /** Two groups on one port: a wildcard pair and a pair on 127.0.0.1, which wins the lookup for packets to it. */
 const LAYOUT_EXAMPLE = JSON.stringify(
@@ -219,4 +222,118 @@ export function spreadSection(t: PasteText, lang: Lang, spread: SpreadAnswer | u
     }),
   );
   return sec;
+}
+
+/** The form's elements, as {@link buildPasteForm} returns them. */
+export type PasteUi = ReturnType<typeof buildPasteForm>;
+
+/** The group and keys the worker answers under. */
+export type GroupRequest = Parameters<PasteSession['answer']>[0];
+
+/** The secret the reader chose. */
+export function secretMode(ui: PasteUi): SecretMode {
+  return [...ui.radios].find(([, r]) => r.checked)?.[0] ?? 'none';
+}
+
+/** The per-listener counts the reader typed, or null when none (or not whole numbers). */
+export function typedCounts(ui: PasteUi): number[] | null {
+  const v = ui.observedCounts.value.trim();
+  if (!v) return null;
+  const parts = v.split(/[\s,;]+/).filter(Boolean);
+  return parts.every((p) => /^\d{1,12}$/.test(p)) ? parts.map(Number) : null;
+}
+
+/**
+ * The group and secret the fields say, for the connections `summary` read; every problem names its field. No
+ * request before a read: the group's address and port default to the first connection's server side.
+ */
+export function readGroup(ui: PasteUi, t: PasteText, summary: ReadSummary | undefined): { problems: string[]; request?: GroupRequest } {
+  const { listeners, closed, observedCounts, kernel, secret, inner, bind, proto } = ui;
+  const problems: string[] = [];
+  const n = Number(listeners.value);
+  if (!Number.isInteger(n) || n < 1 || n > maxGroupMembers()) problems.push(t.listenersBad(maxGroupMembers()));
+  const closedList = closed.value.trim() === '' ? [] : closed.value.split(',').map((x) => x.trim());
+  if (!closedList.every((x) => /^\d{1,5}$/.test(x) && Number(x) < n)) problems.push(t.closedBad(n));
+  if (observedCounts.value.trim() !== '') {
+    const c = typedCounts(ui);
+    if (!c || c.length !== n) problems.push(t.countsBad(n));
+  }
+  try {
+    resolveProfile(kernel.value.trim());
+  } catch (e) {
+    problems.push(t.kernelBad((e as Error).message));
+  }
+  let keys: { v4: number; v6Outer: number; v6Inner: number } | null = null;
+  if (secretMode(ui) !== 'none') {
+    const v4 = parseHex32(secret.value);
+    if (v4 === undefined) problems.push(t.secretBad);
+    const v6 = inner.value.trim() === '' ? 0 : parseHex32(inner.value);
+    if (v6 === undefined) problems.push(t.innerBad);
+    // IPv6 answers need the inner key too: never assumed to be 0.
+    else if (inner.value.trim() === '' && (summary?.v6 ?? 0) > 0) problems.push(t.innerMissing(summary!.v6));
+    if (v4 !== undefined && v6 !== undefined) keys = { v4, v6Outer: v4, v6Inner: v6 };
+  }
+  const server = summary?.server;
+  if (!server) return { problems };
+  // The group's address and port: the listening side given, else the first connection's server side.
+  let addr = server.addr;
+  let port = server.port;
+  const bindText = bind.value.trim();
+  if (bindText) {
+    try {
+      const b = bindText.startsWith(':') ? { addr: server.addr, port: Number(bindText.slice(1)) } : parseBind(bindText);
+      addr = b.addr;
+      port = b.port ?? port;
+    } catch (e) {
+      problems.push(t.bindBad((e as Error).message));
+    }
+  }
+  return {
+    problems,
+    request: {
+      kernel: kernel.value.trim(),
+      group: groupSpec({ proto: proto.value as Proto, listeners: n, bind: addr, port, closed: closedList.map(Number) }),
+      keys,
+      cpu: 0,
+    },
+  };
+}
+
+/** The form's settings for a link; the text is null when it came from a file (a link cannot carry it). */
+export function formUrlState(ui: PasteUi, flip: boolean, source: { text: string } | { file: File } | undefined): UrlState {
+  const mode = secretMode(ui);
+  return {
+    kernel: ui.kernel.value.trim(),
+    proto: ui.proto.value,
+    listeners: ui.listeners.value,
+    closed: ui.closed.value.trim(),
+    bind: ui.bind.value.trim(),
+    format: ui.format.value,
+    flip,
+    secret: mode === 'none' ? '' : ui.secret.value.trim(),
+    inner: ui.inner.value.trim(),
+    mode,
+    counts: ui.observedCounts.value.trim(),
+    text: source && 'text' in source ? source.text : ui.file.files?.length ? null : ui.text.value,
+  };
+}
+
+/** Fills the form with a link's settings (those it has); returns whether the link flips the sides. */
+export function fillForm(ui: PasteUi, v: UrlState): boolean {
+  const { kernel, proto, listeners, closed, bind, format, secret, inner, radios, observedCounts, text } = ui;
+  if (v.kernel) kernel.value = v.kernel;
+  if (v.proto) proto.value = v.proto;
+  if (v.listeners) listeners.value = v.listeners;
+  if (v.closed) closed.value = v.closed;
+  if (v.bind) bind.value = v.bind;
+  if (v.format) format.value = v.format;
+  if (v.secret) secret.value = v.secret;
+  if (v.inner) inner.value = v.inner;
+  if (v.mode && radios.has(v.mode as SecretMode)) {
+    if (v.mode === 'recovered') radios.get('recovered')!.disabled = false;
+    radios.get(v.mode as SecretMode)!.checked = true;
+  }
+  if (v.counts) observedCounts.value = v.counts;
+  if (v.text) text.value = v.text;
+  return !!v.flip;
 }

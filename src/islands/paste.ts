@@ -19,8 +19,21 @@
  */
 import { pageLang } from './site';
 import { el, field } from './dom';
-import { buildPasteForm, readLayout, spreadSection, type PasteOptions, type SecretMode } from './paste-form';
-import { groupSpec, loadModel, maxGroupMembers, parseBind, resolveNotes, resolveProfile, type Proto } from '../model/index';
+import {
+  buildPasteForm,
+  fillForm,
+  formUrlState,
+  readGroup,
+  readLayout,
+  secretMode,
+  spreadSection,
+  typedCounts,
+  type GroupRequest,
+  type PasteOptions,
+  type PasteUi,
+  type SecretMode,
+} from './paste-form';
+import { loadModel, parseBind, resolveNotes, resolveProfile, type Proto } from '../model/index';
 import { say, sayBasis, sayRefusal, type Lang } from '../model/messages';
 import { PasteSession, readUrlState, writeUrlState, MAX_URL_TEXT, MAX_FILE_BYTES, type UrlState } from '../model/paste';
 import type { Answered, BadLine, NotedLine, ReadSummary, Row } from '../model/paste-protocol';
@@ -30,7 +43,7 @@ import { renderExplain } from '../render/explain-card';
 import { renderVirtualTable, type VirtualTable } from '../render/virtual-table';
 import { renderPasteBars } from '../render/paste-bars';
 import { tableElement } from '../render/table';
-import { hex32, parseHex32 } from '../hex';
+import { hex32 } from '../hex';
 import { defineIsland, emit, hostOf, islandElement, type WidgetEventKind } from './element';
 import { pasteText, type PasteText } from './paste-text';
 import type { Columns, Role, SpreadAnswer } from '../model/paste';
@@ -53,9 +66,6 @@ const MAX_BOX_CHARS = 200_000;
 
 /** Where the analyser is (see the module documentation). */
 export type PasteState = 'ready' | 'busy' | 'disposed';
-
-type PasteUi = ReturnType<typeof buildPasteForm>;
-type GroupRequest = Parameters<PasteSession['answer']>[0];
 
 /** The paste analyser on a page; made by {@link PasteWidget.mount}, removed by {@link PasteWidget.dispose}. */
 export class PasteWidget {
@@ -199,26 +209,10 @@ export class PasteWidget {
 
   /** Fills the form from the page URL's settings; the refused ones are named. */
   #applyUrl(): void {
-    const { kernel, proto, listeners, closed, bind, format, secret, inner, radios, observedCounts, text } = this.#ui;
     const st = readUrlState(location.href);
     this.#urlProblems = st.errors.map((e) => this.#t.urlBad(e.param, e.value));
     this.#fail([]);
-    const v = st.state;
-    if (v.kernel) kernel.value = v.kernel;
-    if (v.proto) proto.value = v.proto;
-    if (v.listeners) listeners.value = v.listeners;
-    if (v.closed) closed.value = v.closed;
-    if (v.bind) bind.value = v.bind;
-    if (v.format) format.value = v.format;
-    if (v.flip) this.#flip = true;
-    if (v.secret) secret.value = v.secret;
-    if (v.inner) inner.value = v.inner;
-    if (v.mode && radios.has(v.mode as SecretMode)) {
-      if (v.mode === 'recovered') radios.get('recovered')!.disabled = false;
-      radios.get(v.mode as SecretMode)!.checked = true;
-    }
-    if (v.counts) observedCounts.value = v.counts;
-    if (v.text) text.value = v.text;
+    if (fillForm(this.#ui, st.state)) this.#flip = true;
     this.#showProfile();
   }
 
@@ -255,7 +249,7 @@ export class PasteWidget {
   };
 
   #mode(): SecretMode {
-    return [...this.#ui.radios].find(([, r]) => r.checked)?.[0] ?? 'none';
+    return secretMode(this.#ui);
   }
 
   #showProfile(): void {
@@ -290,57 +284,7 @@ export class PasteWidget {
 
   /** Checks the group and secret fields; every problem names its field. */
   #readGroup(): { problems: string[]; request?: GroupRequest } {
-    const t = this.#t;
-    const { listeners, closed, observedCounts, kernel, secret, inner, bind, proto } = this.#ui;
-    const summary = this.#summary;
-    const problems: string[] = [];
-    const n = Number(listeners.value);
-    if (!Number.isInteger(n) || n < 1 || n > maxGroupMembers()) problems.push(t.listenersBad(maxGroupMembers()));
-    const closedList = closed.value.trim() === '' ? [] : closed.value.split(',').map((x) => x.trim());
-    if (!closedList.every((x) => /^\d{1,5}$/.test(x) && Number(x) < n)) problems.push(t.closedBad(n));
-    if (observedCounts.value.trim() !== '') {
-      const c = this.#typedCounts();
-      if (!c || c.length !== n) problems.push(t.countsBad(n));
-    }
-    try {
-      resolveProfile(kernel.value.trim());
-    } catch (e) {
-      problems.push(t.kernelBad((e as Error).message));
-    }
-    let keys: { v4: number; v6Outer: number; v6Inner: number } | null = null;
-    if (this.#mode() !== 'none') {
-      const v4 = parseHex32(secret.value);
-      if (v4 === undefined) problems.push(t.secretBad);
-      const v6 = inner.value.trim() === '' ? 0 : parseHex32(inner.value);
-      if (v6 === undefined) problems.push(t.innerBad);
-      // IPv6 answers need the inner key too: never assumed to be 0.
-      else if (inner.value.trim() === '' && (summary?.v6 ?? 0) > 0) problems.push(t.innerMissing(summary!.v6));
-      if (v4 !== undefined && v6 !== undefined) keys = { v4, v6Outer: v4, v6Inner: v6 };
-    }
-    const server = summary?.server;
-    if (!server) return { problems };
-    // The group's address and port: the listening side given, else the first connection's server side.
-    let addr = server.addr;
-    let port = server.port;
-    const bindText = bind.value.trim();
-    if (bindText) {
-      try {
-        const b = bindText.startsWith(':') ? { addr: server.addr, port: Number(bindText.slice(1)) } : parseBind(bindText);
-        addr = b.addr;
-        port = b.port ?? port;
-      } catch (e) {
-        problems.push(t.bindBad((e as Error).message));
-      }
-    }
-    return {
-      problems,
-      request: {
-        kernel: kernel.value.trim(),
-        group: groupSpec({ proto: proto.value as Proto, listeners: n, bind: addr, port, closed: closedList.map(Number) }),
-        keys,
-        cpu: 0,
-      },
-    };
+    return readGroup(this.#ui, this.#t, this.#summary);
   }
 
   // ---- rendering ----------------------------------------------------------
@@ -490,10 +434,7 @@ export class PasteWidget {
   }
 
   #typedCounts(): number[] | null {
-    const v = this.#ui.observedCounts.value.trim();
-    if (!v) return null;
-    const parts = v.split(/[\s,;]+/).filter(Boolean);
-    return parts.every((p) => /^\d{1,12}$/.test(p)) ? parts.map(Number) : null;
+    return typedCounts(this.#ui);
   }
 
   #renderRows(): HTMLElement {
@@ -698,22 +639,7 @@ export class PasteWidget {
   }
 
   #urlState(): UrlState {
-    const { kernel, proto, listeners, closed, bind, format, secret, inner, observedCounts, file, text } = this.#ui;
-    const source = this.#source;
-    return {
-      kernel: kernel.value.trim(),
-      proto: proto.value,
-      listeners: listeners.value,
-      closed: closed.value.trim(),
-      bind: bind.value.trim(),
-      format: format.value,
-      flip: this.#flip,
-      secret: this.#mode() === 'none' ? '' : secret.value.trim(),
-      inner: inner.value.trim(),
-      mode: this.#mode(),
-      counts: observedCounts.value.trim(),
-      text: source && 'text' in source ? source.text : file.files?.length ? null : text.value,
-    };
+    return formUrlState(this.#ui, this.#flip, this.#source);
   }
 
   /** The layout's sockets: each one's bind and listen answers, and what it receives. */
