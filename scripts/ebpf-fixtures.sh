@@ -2,7 +2,8 @@
 # Compiles the eBPF programs nobody here wrote (tests/fixtures/ebpf/, README there) into the
 # directory given as the first argument, as their own builds do: the kernel selftests' with
 # clang -O2 -g -target bpf and libbpf's headers, nginx's QUIC helper with its makefile's flags
-# (and the legacy map struct it needs, -include). Objects are never checked in.
+# (and the legacy map struct it needs, -include). Tests compile their own; public/examples/ keeps
+# the nginx object for the page (README there).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:?usage: ebpf-fixtures.sh OUTDIR}

@@ -17,15 +17,29 @@
  * attached and the datagrams are routed), `refused` (the kernel refuses the
  * program: the group hashes, and the datagrams are routed so), `bad-program`
  * (the text is not a program: nothing is routed), `bad-group` (a field of
- * the group is not valid), `disposed`.
+ * the group is not valid), `bad-maps` (the eBPF object's kind, seed or maps
+ * are not valid: nothing is routed), `disposed`.
+ *
+ * An ELF object (dropped, picked, or the nginx example) is read by the
+ * model (`readEbpf`); its maps start as `verify --program` fills live ones
+ * and the reader edits them. Each datagram then runs the program in a group
+ * holding the maps as the previous datagram's run left them
+ * (`Group.explainCtx`, `Group.ebpfMapsAfter`), and the card shows the run.
  */
-import { loadModel, profiles } from '../model/index';
+import { Group, loadModel, profiles } from '../model/index';
 import { Host, loadLookup, type LookupExplain } from '../model/lookup';
 import { cidProgram, lineOf, parseDatagrams, quicPacket, readProgram, type ReadProgram } from '../model/editor';
 import { sayRefusal, sayUi, sayUiCount, say, type Lang } from '../model/messages';
 import type { Refusal } from '../model/generated/message/Refusal';
 import { renderEditorRoutes, type EditorRouteText } from '../render/editor';
 import { renderExplain, type ExplainCardText } from '../render/explain-card';
+import { renderTextTable } from '../render/table';
+import { select } from 'd3';
+import type { Explain } from '../model/generated/Explain';
+import type { MapFill } from '../model/generated/MapFill';
+import type { Program } from '../model/generated/Program';
+import { mapsAfterTables } from '../scene/ebpf-run-view';
+import { EbpfPanel } from './editor-ebpf';
 import { explainView } from '../scene/explain-view';
 import {
   MAX_DATAGRAMS,
@@ -33,6 +47,7 @@ import {
   MAX_SOCKETS,
   datagramLine,
   editorLog,
+  explainRow,
   perSocket,
   quicFlows,
   refusalLine,
@@ -61,7 +76,7 @@ export interface EditorOptions {
 }
 
 /** Where the editor is (see the module documentation). */
-export type EditorState = 'loading' | 'routed' | 'refused' | 'bad-program' | 'bad-group' | 'disposed';
+export type EditorState = 'loading' | 'routed' | 'refused' | 'bad-program' | 'bad-group' | 'bad-maps' | 'disposed';
 
 /** The example programs: the connection-ID program is the model's; the others are the selftests', as bpf_asm. */
 function exampleText(e: EditorExample): string {
@@ -117,10 +132,14 @@ export class ProgramEditor {
   readonly #results: HTMLElement;
   readonly #card: HTMLElement;
 
+  readonly #ebpf: EbpfPanel;
+
   #state: EditorState = 'loading';
   #generated = 0;
   /** The last run's lookups by packets-field line, for the card. */
   #answers = new Map<number, LookupExplain>();
+  /** The last run's eBPF records by line: the group's record and the maps after the run. */
+  #ebpfAnswers = new Map<number, { explain: Explain; mapsAfter: MapFill[] | null }>();
 
   /** Loads the model's packages and shows the editor under `el`, routed once. */
   static async mount(el: HTMLElement, options: EditorOptions = {}): Promise<ProgramEditor> {
@@ -150,6 +169,7 @@ export class ProgramEditor {
         'click',
         () => {
           this.#program.value = exampleText(e);
+          this.#ebpf.useText();
           this.route();
         },
         on,
@@ -159,6 +179,18 @@ export class ProgramEditor {
     this.#program.value = exampleText(o.example);
     prog.append(field(`${id}-program`, t('editor.program_label'), this.#program, t('editor.program_hint')));
     this.#programStatus = prog.appendChild(h('p', 'rl-ed-status', '', { id: `${id}-program-status` }));
+    this.#ebpf = new EbpfPanel(prog, this.#lang, id, this.#ac.signal, {
+      changed: () => this.route(),
+      // A new object: datagrams whose IDs carry its map's keys, then routed.
+      loaded: () => {
+        this.#generate(true);
+        this.route();
+      },
+      sockets: () => {
+        const n = Number(this.#sockets.value);
+        return Number.isInteger(n) && n >= 1 && n <= MAX_SOCKETS ? n : 1;
+      },
+    });
 
     // The group.
     const grp = box.appendChild(el('fieldset', { class: 'rl-ed-group' }, el('legend', {}, t('editor.group'))));
@@ -303,6 +335,7 @@ export class ProgramEditor {
       cidNamesSocket: this.#gen.names.checked,
       sockets: g.sockets,
       seed: 0x51c0 + this.#generated++,
+      cidKeys: this.#ebpf.cidKeys() ?? undefined,
     };
     const lines = quicFlows(o).map((f) => datagramLine(f, quicPacket(f.spec)));
     const kept = replace ? '' : this.#packets.value.replace(/\s*$/, '');
@@ -317,29 +350,35 @@ export class ProgramEditor {
     this.#results.replaceChildren();
     this.#card.replaceChildren();
     this.#answers.clear();
+    this.#ebpfAnswers.clear();
     this.#program.removeAttribute('aria-invalid');
-    // The program: the model's reader names the line.
+    // The program: the ELF object's, its maps checked by the model; or the text's, the model's reader naming the line.
     let read: ReadProgram;
-    try {
-      read = readProgram(this.#program.value);
-    } catch (e) {
-      const msg = e instanceof Error ? e.message : String(e);
-      const line = lineOf(msg);
-      this.#program.setAttribute('aria-invalid', 'true');
-      this.#programStatus.className = 'rl-ed-status rl-error';
-      this.#programStatus.textContent = line === null ? msg : sayUi(lang, 'editor.bad_line', { line, message: msg.replace(/^line \d+: /, '') });
-      this.#groupStatus.replaceChildren();
-      this.#live.textContent = this.#programStatus.textContent;
-      this.#setState('bad-program');
-      emit(this.#el, 'stepped', { state: this.#state, line });
-      return;
+    if (this.#ebpf.active) {
+      const c = this.#ebpf.choice();
+      if ('error' in c) {
+        this.#programStatus.className = 'rl-ed-status';
+        this.#programStatus.textContent = sayUi(lang, 'editor.elf_attached_not');
+        this.#groupStatus.replaceChildren();
+        this.#live.textContent = c.error;
+        this.#setState('bad-maps');
+        emit(this.#el, 'stepped', { state: this.#state });
+        return;
+      }
+      read = { program: c.program, lines: [], form: 'json' };
+    } else {
+      const r = this.#readText();
+      if (r === null) return;
+      read = r;
     }
     const insns = read.program.kind === 'cbpf' ? read.program.insns.length : 0;
     this.#programStatus.className = 'rl-ed-status';
     this.#programStatus.textContent =
       read.program.kind === 'cbpf'
         ? sayUiCount(lang, 'editor.read', insns, { form: sayUi(lang, read.form === 'json' ? 'editor.form_json' : 'editor.form_text') })
-        : sayUi(lang, 'editor.read_other', { kind: read.program.kind });
+        : this.#ebpf.active
+          ? sayUi(lang, 'editor.elf_attached', { name: read.program.kind === 'ebpf' ? read.program.program.name : '' })
+          : sayUi(lang, 'editor.read_other', { kind: read.program.kind });
     const g = this.#group();
     const secret = parseHex32(this.#secret.value.trim());
     if (typeof g === 'string' || secret === undefined) {
@@ -361,9 +400,28 @@ export class ProgramEditor {
     }
     try {
       const refused = this.#sayCalls(host, read, g);
-      this.#routeAll(host, g, refused);
+      this.#routeAll(host, g, refused, refused || read.program.kind !== 'ebpf' ? null : { program: read.program, secret });
     } finally {
       host.dispose();
+    }
+  }
+
+  /** The text program as the model reads it, or null after saying which line is wrong (state `bad-program`). */
+  #readText(): ReadProgram | null {
+    const lang = this.#lang;
+    try {
+      return readProgram(this.#program.value);
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      const line = lineOf(msg);
+      this.#program.setAttribute('aria-invalid', 'true');
+      this.#programStatus.className = 'rl-ed-status rl-error';
+      this.#programStatus.textContent = line === null ? msg : sayUi(lang, 'editor.bad_line', { line, message: msg.replace(/^line \d+: /, '') });
+      this.#groupStatus.replaceChildren();
+      this.#live.textContent = this.#programStatus.textContent;
+      this.#setState('bad-program');
+      emit(this.#el, 'stepped', { state: this.#state, line });
+      return null;
     }
   }
 
@@ -401,18 +459,49 @@ export class ProgramEditor {
     return sayUi(lang, 'editor.refused', { errno: a.errno, rule: sayRefusal(lang, a), at });
   }
 
-  #routeAll(host: Host, g: EditorGroup, refused: boolean): void {
+  /**
+   * Routes every datagram. With an attached eBPF program (`ebpf`), a datagram
+   * the host hands to the group is run in a group that holds the maps as the
+   * previous datagram's run left them (the kernel's maps persist), and the
+   * group's record is the row's answer.
+   */
+  #routeAll(host: Host, g: EditorGroup, refused: boolean, ebpf: { program: Program; secret: number } | null): void {
     const lang = this.#lang;
     const parsed = parseDatagrams(this.#packets.value, MAX_DATAGRAMS + 1);
     const over = parsed.length > MAX_DATAGRAMS;
     const rows: RouteRow[] = [];
     const bad: { line: number; error: string }[] = [];
+    /** The maps as the last run left them (null: as the reader filled them). */
+    let maps: MapFill[] | null = null;
     for (const p of parsed.slice(0, MAX_DATAGRAMS)) {
       if (p.error !== undefined) {
         bad.push({ line: p.line, error: p.error });
         continue;
       }
       const x = host.lookup({ proto: g.proto, tuple: p.datagram.tuple, device: null, ctx: p.datagram.ctx });
+      if (ebpf && ebpf.program.kind === 'ebpf' && x.group) {
+        const program: Program = { ...ebpf.program, maps: maps ?? ebpf.program.maps };
+        const grp = new Group(this.#kernel.value, {
+          proto: g.proto,
+          listeners: g.sockets,
+          bind: g.bind,
+          port: g.port,
+          keys: { v4: ebpf.secret >>> 0, v6Outer: ebpf.secret >>> 0, v6Inner: 0 },
+          program,
+        });
+        try {
+          const e = grp.explainCtx(p.datagram.tuple, p.datagram.ctx);
+          const after = grp.ebpfMapsAfter(p.datagram.tuple, p.datagram.ctx);
+          if (after) maps = after;
+          this.#ebpfAnswers.set(p.line, { explain: e, mapsAfter: after });
+          rows.push(explainRow(p.line, e, p.datagram.ctx.payload as number[] | number | null));
+        } catch (err) {
+          bad.push({ line: p.line, error: sayUi(lang, 'editor.run_undecided', { message: err instanceof Error ? err.message : String(err) }) });
+        } finally {
+          grp.dispose();
+        }
+        continue;
+      }
       this.#answers.set(p.line, x);
       rows.push(routeRow(p.line, x));
     }
@@ -435,9 +524,23 @@ export class ProgramEditor {
   /** The explain card of the datagram on `line`; `focus` moves focus to it. */
   #show(line: number, focus: boolean): void {
     const x = this.#answers.get(line);
+    const run = this.#ebpfAnswers.get(line);
     this.#card.replaceChildren();
-    if (!x) return;
     const lang = this.#lang;
+    if (run) {
+      this.#card.append(h('h3', '', sayUi(lang, 'editor.card_title', { line })));
+      for (const b of this.#results.querySelectorAll<HTMLButtonElement>('button[data-line]'))
+        b.setAttribute('aria-pressed', String(b.dataset.line === String(line)));
+      renderExplain(this.#card.appendChild(h('div')), explainView(run.explain, lang), 4, cardText(lang));
+      if (run.mapsAfter) {
+        const sec = this.#card.appendChild(h('section', 'rl-section rl-ed-maps-after'));
+        sec.append(h('h4', '', sayUi(lang, 'editor.maps_after')), h('p', 'rl-hint', sayUi(lang, 'editor.maps_after_lead')));
+        for (const t of mapsAfterTables(run.mapsAfter, lang)) renderTextTable(select(sec), t);
+      }
+      if (focus) this.#card.focus();
+      return;
+    }
+    if (!x) return;
     this.#card.append(h('h3', '', sayUi(lang, 'editor.card_title', { line })));
     for (const b of this.#results.querySelectorAll<HTMLButtonElement>('button[data-line]'))
       b.setAttribute('aria-pressed', String(b.dataset.line === String(line)));

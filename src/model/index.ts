@@ -28,6 +28,8 @@ import init, {
 import { wasmLoader } from './load';
 import type { Change } from './generated/Change';
 import type { Explain } from './generated/Explain';
+import type { MapFill } from './generated/MapFill';
+import type { PacketCtx } from './generated/PacketCtx';
 import type { GroupSpec } from './generated/GroupSpec';
 import type { GroupSummary } from './generated/GroupSummary';
 import type { Keys } from './generated/Keys';
@@ -95,6 +97,19 @@ export class Group {
   explain(tuple: Tuple, cpu = 0, payload: number | null = null): Explain {
     if (payload === null) return this.#inner.explain(tuple, cpu);
     return this.#inner.explainCtx(tuple, { cpu, payload });
+  }
+
+  /**
+   * The kernel's whole path for one packet in a full context (the payload's bytes, for programs that read them);
+   * throws the model's sentence when the run does not decide.
+   */
+  explainCtx(tuple: Tuple, ctx: PacketCtx): Explain {
+    return this.#inner.explainCtx(tuple, ctx);
+  }
+
+  /** The maps of the group's eBPF program after its run on this packet (to give the next packet's group), or null without an eBPF program. */
+  ebpfMapsAfter(tuple: Tuple, ctx: PacketCtx): MapFill[] | null {
+    return this.#inner.ebpfMapsAfter(tuple, ctx);
   }
 
   /** Explains every line of pasted text in one call; bad lines carry their error. */

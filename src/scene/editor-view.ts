@@ -7,6 +7,7 @@
  */
 import type { Call } from '../model/generated/Call';
 import type { CallLog } from '../model/generated/CallLog';
+import type { Explain } from '../model/generated/Explain';
 import type { LookupExplain } from '../model/generated/LookupExplain';
 import type { Program } from '../model/generated/Program';
 import type { Refusal } from '../model/generated/message/Refusal';
@@ -91,6 +92,13 @@ export interface QuicFlows {
   /** The group's size, for {@link cidNamesSocket}. */
   sockets: number;
   seed: number;
+  /**
+   * With {@link cidNamesSocket}: the bytes that open flow i's server-issued
+   * ID are `cidKeys[i mod cidKeys.length]` instead of the socket byte (an
+   * eBPF program's map key, as nginx writes its socket's key into the IDs
+   * it issues). Absent or empty: the socket byte.
+   */
+  cidKeys?: readonly (readonly number[])[];
 }
 
 /** One generated flow: its tuple and the packet to build. */
@@ -109,7 +117,10 @@ export function quicFlows(o: QuicFlows): QuicFlow[] {
   const out: QuicFlow[] = [];
   for (let i = 0; i < Math.min(o.flows, MAX_FLOWS); i++) {
     const dcid = bytes(o.cidLength);
-    if (o.cidNamesSocket && o.form !== 'initial' && dcid.length > 0) dcid[0] = i % Math.max(1, o.sockets);
+    if (o.cidNamesSocket && o.form !== 'initial' && dcid.length > 0) {
+      const key = o.cidKeys && o.cidKeys.length > 0 ? o.cidKeys[i % o.cidKeys.length]! : [i % Math.max(1, o.sockets)];
+      dcid.splice(0, Math.min(key.length, dcid.length), ...key.slice(0, dcid.length));
+    }
     out.push({
       saddr: o.saddr,
       sport: (o.sport + i) & 0xffff,
@@ -182,6 +193,21 @@ export function routeRow(line: number, x: LookupExplain): RouteRow {
     payload: payloadHead(bytes),
     payloadLength: bytes.length,
     socket: x.socket ?? null,
+    returned: prog ? prog.returned : null,
+    outcome: prog ? prog.outcome : null,
+  };
+}
+
+/** A datagram's row from a group's record (the eBPF path: the group is the editor's, listener i = socket i). */
+export function explainRow(line: number, e: Explain, payload: number[] | number | null | undefined): RouteRow {
+  const bytes = payloadBytes(payload);
+  const prog = e.pick.kind === 'program' ? e.pick : null;
+  return {
+    line,
+    from: endpoint(e.tuple.saddr, e.tuple.sport),
+    payload: payloadHead(bytes),
+    payloadLength: bytes.length,
+    socket: e.listener ?? null,
     returned: prog ? prog.returned : null,
     outcome: prog ? prog.outcome : null,
   };

@@ -6,22 +6,10 @@
 import type { Explain, SelectionPath } from '../model/index';
 import type { CbpfRun } from '../model/generated/CbpfRun';
 import { say, words, type Lang } from '../model/messages';
+import type { Row, Table } from './card';
+import { ebpfRunView } from './ebpf-run-view';
 
-/** A labelled value; `mono` marks hex and code. */
-export interface Row {
-  label: string;
-  value: string;
-  mono?: boolean;
-}
-
-/** A small table. */
-export interface Table {
-  caption: string;
-  head: string[];
-  rows: string[][];
-  /** Index of the row to highlight (the chosen one), if any. */
-  highlight?: number;
-}
+export type { Row, Table };
 
 /** One titled part of the explanation. */
 export interface Section {
@@ -276,8 +264,9 @@ function pickSections(pick: SelectionPath, e: Explain, lang: Lang): Section[] {
         { label: w.returned, value: say(lang, 'program_return', pick.returned), mono: true },
         { label: w.outcome, value: say(lang, 'program_outcome', pick.outcome) },
         ...(pick.run ? [{ label: w.ended, value: w.end(pick.run.end) }] : []),
+        ...(pick.ebpfRun ? ebpfRunView(pick.ebpfRun, lang).rows : []),
       ],
-      tables: pick.run ? [runTable(pick.run, w)] : [],
+      tables: pick.run ? [runTable(pick.run, w)] : pick.ebpfRun ? ebpfRunView(pick.ebpfRun, lang).tables : [],
     };
     return pick.then ? [own, ...pickSections(pick.then, e, lang)] : [own];
   }

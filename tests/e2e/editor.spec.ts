@@ -5,20 +5,8 @@
  * payload word mod 4; the connection ID's first byte, which the generator
  * writes as flow i mod the sockets), never taken from the widget's code.
  */
-import { expect, test, type Locator, type Page } from '@playwright/test';
-
-async function open(page: Page, path = '/steering/'): Promise<Locator> {
-  await page.goto(path);
-  const w = page.locator('reuseport-editor');
-  await w.scrollIntoViewIfNeeded();
-  await expect(w).toHaveAttribute('data-state', 'routed', { timeout: 30_000 });
-  return w;
-}
-
-/** The socket of every routed row, in order. */
-async function sockets(w: Locator): Promise<string[]> {
-  return w.locator('table.rl-ed-routes tbody tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.socket ?? ''));
-}
+import { expect, test } from '@playwright/test';
+import { openEditor, routedSockets } from './editor-page';
 
 const MOD4 = {
   asm: 'ld [0]\nmod #4\nret a\n',
@@ -28,8 +16,8 @@ const MOD4 = {
 const WORDS = Array.from({ length: 8 }, (_, k) => `192.0.2.1:${40000 + k} 127.0.0.1:443 payload=0000000${k}`).join('\n');
 
 test('the connection-ID example sends 1-RTT flow i to socket i mod 4', async ({ page }) => {
-  const w = await open(page);
-  expect(await sockets(w)).toEqual(['0', '1', '2', '3', '0', '1', '2', '3']);
+  const w = await openEditor(page);
+  expect(await routedSockets(w)).toEqual(['0', '1', '2', '3', '0', '1', '2', '3']);
   await expect(w.locator('.rl-ed-ok')).toContainText('accepted');
   // The card shows the first line's lookup, with the program's run.
   await expect(w.locator('.rl-ed-card')).toContainText('Instructions taken');
@@ -37,18 +25,18 @@ test('the connection-ID example sends 1-RTT flow i to socket i mod 4', async ({ 
 
 for (const [form, text] of Object.entries(MOD4)) {
   test(`a program pasted as ${form} routes datagram k to socket k mod 4`, async ({ page }) => {
-    const w = await open(page);
+    const w = await openEditor(page);
     await w.getByLabel('Classic BPF program').fill(text);
     await w.getByLabel('One datagram per line').fill(WORDS);
     await w.getByRole('button', { name: 'Send', exact: true }).click();
     await expect(w).toHaveAttribute('data-state', 'routed');
     await expect(w.locator('.rl-ed-program .rl-ed-status')).toContainText('Read 3 instructions');
-    expect(await sockets(w)).toEqual(['0', '1', '2', '3', '0', '1', '2', '3']);
+    expect(await routedSockets(w)).toEqual(['0', '1', '2', '3', '0', '1', '2', '3']);
   });
 }
 
 test('a line that is not an instruction is named, and nothing is routed', async ({ page }) => {
-  const w = await open(page);
+  const w = await openEditor(page);
   await w.getByLabel('Classic BPF program').fill('ld [0]\nfrob #1\nret a');
   await w.getByRole('button', { name: 'Send', exact: true }).click();
   await expect(w).toHaveAttribute('data-state', 'bad-program');
@@ -58,7 +46,7 @@ test('a line that is not an instruction is named, and nothing is routed', async 
 });
 
 test("the kernel's refusal names the program's line, and the hash decides", async ({ page }) => {
-  const w = await open(page);
+  const w = await openEditor(page);
   await w.getByLabel('Classic BPF program').fill('; a division by the constant 0\nld [0]\ndiv #0\nret a');
   await w.getByRole('button', { name: 'Send', exact: true }).click();
   await expect(w).toHaveAttribute('data-state', 'refused');
@@ -67,7 +55,7 @@ test("the kernel's refusal names the program's line, and the hash decides", asyn
 });
 
 test('a bad datagram line is named; the good ones are routed', async ({ page }) => {
-  const w = await open(page);
+  const w = await openEditor(page);
   await w.getByLabel('One datagram per line').fill('192.0.2.1:40000 127.0.0.1:443 payload=00\n192.0.2.1:40001 127.0.0.1:443 payload=abc\n');
   await w.getByRole('button', { name: 'Send', exact: true }).click();
   await expect(w.locator('.rl-ed-bad')).toContainText('Line 2:');
@@ -75,7 +63,7 @@ test('a bad datagram line is named; the good ones are routed', async ({ page }) 
 });
 
 test('by keyboard: Ctrl+Enter sends, a line number opens its lookup and focus moves to the card', async ({ page }) => {
-  const w = await open(page);
+  const w = await openEditor(page);
   await w.getByLabel('Classic BPF program').fill(MOD4.asm);
   await w.getByLabel('One datagram per line').fill(WORDS);
   await w.getByLabel('One datagram per line').press('Control+Enter');
@@ -89,7 +77,7 @@ test('by keyboard: Ctrl+Enter sends, a line number opens its lookup and focus mo
 });
 
 test('the generator adds Initial packets, which the hash decides', async ({ page }) => {
-  const w = await open(page);
+  const w = await openEditor(page);
   await w.getByLabel('Packet', { exact: true }).selectOption('initial');
   await w.getByRole('button', { name: 'Add and send' }).click();
   await expect(w.locator('table.rl-ed-routes tbody tr')).toHaveCount(16);
@@ -98,8 +86,8 @@ test('the generator adds Initial packets, which the hash decides', async ({ page
 });
 
 test('in Chinese the editor speaks Chinese', async ({ page }) => {
-  const w = await open(page, '/zh-cn/steering/');
+  const w = await openEditor(page, '/zh-cn/steering/');
   await expect(w.locator('legend').first()).toHaveText('程序');
   await expect(w.locator('.rl-ed-ok')).toContainText('成功');
-  expect(await sockets(w)).toEqual(['0', '1', '2', '3', '0', '1', '2', '3']);
+  expect(await routedSockets(w)).toEqual(['0', '1', '2', '3', '0', '1', '2', '3']);
 });

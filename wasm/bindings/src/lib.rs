@@ -58,6 +58,9 @@ import type { Profile } from "../generated/Profile";
 import type { Tuple } from "../generated/Tuple";
 import type { EbpfObject } from "../generated/EbpfObject";
 import type { MapFill } from "../generated/MapFill";
+import type { MapDef } from "../generated/MapDef";
+import type { EbpfProgram } from "../generated/EbpfProgram";
+import type { Holds } from "../generated/Holds";
 import type { Note } from "../generated/message/Note";
 import type { LineError } from "../generated/message/LineError";
 "#;
@@ -232,8 +235,89 @@ pub fn wasm_ebpf_map_type_name(map_type: u32) -> String {
     reuseport_model::reuseport::ebpf::map_type::name(map_type).to_string()
 }
 
+/// The largest ELF object [`wasm_read_ebpf`] reads, in bytes (a page
+/// checks a file's size against it before reading the file).
+#[wasm_bindgen(js_name = ebpfMaxElfBytes)]
+pub fn wasm_ebpf_max_elf_bytes() -> u32 {
+    reuseport_model::reuseport::ebpf::MAX_ELF_BYTES as u32
+}
+
+/// The map types the model runs, for a form's choice: each with its uapi
+/// `name` and what its values are (`holds`: `"sockets"`, `"maps"` or
+/// `"bytes"`), so the form asks for a socket, a map or a number.
+#[wasm_bindgen(js_name = ebpfMapTypes, unchecked_return_type = "EbpfMapType[]")]
+pub fn wasm_ebpf_map_types() -> JsResult<JsValue> {
+    use reuseport_model::reuseport::ebpf::{fill, map_type};
+    let all: Vec<EbpfMapType> = fill::KNOWN_TYPES
+        .iter()
+        .map(|&t| EbpfMapType {
+            map_type: t,
+            name: map_type::name(t),
+            holds: fill::holds(t),
+        })
+        .collect();
+    to_js(&all)
+}
+
+/// One entry of [`wasm_ebpf_map_types`] (TypeScript: `EbpfMapType`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EbpfMapType {
+    map_type: u32,
+    name: &'static str,
+    holds: reuseport_model::reuseport::ebpf::fill::Holds,
+}
+
+/// What a map of type `mapType` holds: `"sockets"`, `"maps"` or `"bytes"`.
+#[wasm_bindgen(js_name = ebpfMapHolds, unchecked_return_type = "Holds")]
+pub fn wasm_ebpf_map_holds(map_type: u32) -> JsResult<JsValue> {
+    to_js(&reuseport_model::reuseport::ebpf::fill::holds(map_type))
+}
+
+/// The maps a group of `sockets` listeners starts with for `program` (an
+/// `EbpfProgram` from [`wasm_read_ebpf`]): `{ maps: MapFill[], extraMaps:
+/// MapDef[] }`, by the rule `reuseport-agent verify --program` fills its
+/// live maps with (listener i at key i; a map the object only declares is
+/// a SOCKHASH of u64 keys, as nginx makes it).
+#[wasm_bindgen(js_name = ebpfDefaultMaps, unchecked_return_type = "EbpfMaps")]
+pub fn wasm_ebpf_default_maps(
+    #[wasm_bindgen(unchecked_param_type = "EbpfProgram")] program: JsValue,
+    sockets: u32,
+) -> JsResult<JsValue> {
+    let p: reuseport_model::reuseport::ebpf::EbpfProgram = from_js(program, "eBPF program")?;
+    let (maps, extra_maps) = reuseport_model::reuseport::ebpf::fill::default_maps(&p, sockets);
+    to_js(&EbpfMaps { maps, extra_maps })
+}
+
+/// The maps of an eBPF program as given (TypeScript: `EbpfMaps`).
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EbpfMaps {
+    maps: Vec<reuseport_model::reuseport::ebpf::MapFill>,
+    extra_maps: Vec<reuseport_model::reuseport::ebpf::MapDef>,
+}
+
+/// Checks the maps as the reader filled them (`{ maps, extraMaps }`) for
+/// `program` in a group of `sockets` listeners, by the rules the run
+/// builds them with: throws a sentence naming the map and key at fault.
+#[wasm_bindgen(js_name = ebpfCheckMaps)]
+pub fn wasm_ebpf_check_maps(
+    #[wasm_bindgen(unchecked_param_type = "EbpfProgram")] program: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "EbpfMaps")] maps: JsValue,
+    sockets: u32,
+) -> JsResult<()> {
+    let p: reuseport_model::reuseport::ebpf::EbpfProgram = from_js(program, "eBPF program")?;
+    let m: EbpfMaps = from_js(maps, "maps")?;
+    reuseport_model::reuseport::ebpf::fill::check_maps(&p, &m.maps, &m.extra_maps, sockets)
+        .map_err(|e| JsError::new(&e))
+}
+
 #[wasm_bindgen(typescript_custom_section)]
 const TS_BOUNDARY: &str = r#"
+/** A map type the model runs: its uapi number and name, and what its values are. */
+export type EbpfMapType = { mapType: number; name: string; holds: Holds };
+/** An eBPF program's maps as user space filled them, and the maps it made that the object does not define. */
+export type EbpfMaps = { maps: MapFill[]; extraMaps: MapDef[] };
 /** A bound address and its port (null when none was given). */
 export type ParsedBind = { addr: string; port: number | null };
 /** A kernel profile name or release (`6.18`, `5.19.3`), and a group. */

@@ -37,6 +37,7 @@ fn export_typescript_declarations() {
     reuseport_model::reuseport::Migration::export_all(&cfg).unwrap();
     reuseport_model::reuseport::ebpf::EbpfObject::export_all(&cfg).unwrap();
     reuseport_model::reuseport::ebpf::MapFill::export_all(&cfg).unwrap();
+    reuseport_model::reuseport::ebpf::fill::Holds::export_all(&cfg).unwrap();
     reuseport_model::paste::Detected::export_all(&cfg).unwrap();
     reuseport_model::diagnose::DiagnosisVerdict::export_all(&cfg).unwrap();
     reuseport_model::diagnose::Diagnosis::export_all(&cfg).unwrap();

@@ -180,15 +180,7 @@ fn build(
     let sock_fd = |i: usize| socks[i].as_raw_fd() as u64;
     for def in &prog.maps {
         let def = if def.map_type == 0 {
-            let d = MapDef {
-                name: def.name.clone(),
-                map_type: map_type::SOCKHASH,
-                key_size: 8,
-                value_size: 8,
-                max_entries: 1024,
-                flags: 0,
-                data: None,
-            };
+            let d = reuseport_model::reuseport::ebpf::fill::extern_def(&def.name);
             extra.push(d.clone());
             d
         } else {

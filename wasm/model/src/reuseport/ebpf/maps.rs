@@ -123,14 +123,14 @@ fn is_array(t: u32) -> bool {
     )
 }
 
-fn holds_sockets(t: u32) -> bool {
+pub(super) fn holds_sockets(t: u32) -> bool {
     matches!(
         t,
         map_type::REUSEPORT_SOCKARRAY | map_type::SOCKMAP | map_type::SOCKHASH
     )
 }
 
-fn holds_maps(t: u32) -> bool {
+pub(super) fn holds_maps(t: u32) -> bool {
     matches!(t, map_type::ARRAY_OF_MAPS | map_type::HASH_OF_MAPS)
 }
 

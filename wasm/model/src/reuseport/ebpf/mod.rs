@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 
 mod btf;
 pub mod elf;
+pub mod fill;
 pub mod maps;
 mod run;
 

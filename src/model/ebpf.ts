@@ -1,0 +1,54 @@
+/**
+ * eBPF objects for the pages, from the core package: the ELF reader, the
+ * map types the model runs, the maps a group starts with, and the check of
+ * the maps a reader filled. Each is the model's; this file only forwards.
+ */
+import {
+  ebpfCheckMaps as wasmCheckMaps,
+  ebpfDefaultMaps as wasmDefaultMaps,
+  ebpfMapTypeName as wasmMapTypeName,
+  ebpfMapTypes as wasmMapTypes,
+  ebpfMaxElfBytes as wasmMaxElfBytes,
+  readEbpf as wasmReadEbpf,
+  type EbpfMapType,
+  type EbpfMaps,
+} from './pkg/reuseport.js';
+import type { EbpfObject } from './generated/EbpfObject';
+import type { EbpfProgram } from './generated/EbpfProgram';
+import type { EbpfRun } from './generated/EbpfRun';
+import type { Holds } from './generated/Holds';
+import type { MapDef } from './generated/MapDef';
+import type { MapFill } from './generated/MapFill';
+import type { ProgKind } from './generated/ProgKind';
+
+export type { EbpfMapType, EbpfMaps, EbpfObject, EbpfProgram, EbpfRun, Holds, MapDef, MapFill, ProgKind };
+
+/** Reads the bytes of an ELF object clang wrote; throws a sentence naming the section or instruction at fault. Needs the core package. */
+export function readEbpf(bytes: Uint8Array): EbpfObject {
+  return wasmReadEbpf(bytes);
+}
+
+/** The largest object the reader reads, in bytes. */
+export function ebpfMaxElfBytes(): number {
+  return wasmMaxElfBytes();
+}
+
+/** The map types the model runs, with what their values are. */
+export function ebpfMapTypes(): EbpfMapType[] {
+  return wasmMapTypes();
+}
+
+/** The uapi name of a map type number. */
+export function ebpfMapTypeName(mapType: number): string {
+  return wasmMapTypeName(mapType);
+}
+
+/** The maps a group of `sockets` listeners starts with for `program` (the rule `verify --program` fills live maps by). */
+export function ebpfDefaultMaps(program: EbpfProgram, sockets: number): EbpfMaps {
+  return wasmDefaultMaps(program, sockets);
+}
+
+/** Throws the model's sentence (naming the map and key) when the maps as filled cannot be built for `program` in a group of `sockets`. */
+export function ebpfCheckMaps(program: EbpfProgram, maps: EbpfMaps, sockets: number): void {
+  wasmCheckMaps(program, maps, sockets);
+}

@@ -1,0 +1,205 @@
+/**
+ * The program editor's eBPF part without a browser: the map form's text
+ * (tests/unit expectations written by hand), the example object in
+ * public/examples (it reads, and it is what a fresh compile of nginx's
+ * source gives), and datagrams routed through nginx's QUIC helper with the
+ * maps as the form fills them. Where a destination is asserted, it is
+ * counted from the helper's source (tests/fixtures/ebpf/
+ * ngx_quic_reuseport_helper.c): the first 8 bytes of a short header's
+ * Destination Connection ID, read most significant first, are the SOCKHASH
+ * key; a key in the map selects its socket (`bpf_sk_select_reuseport`
+ * returns 0, SK_PASS); a key not in it returns -ENOENT, and SK_PASS with
+ * nothing selected leaves the datagram to the hash.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ebpfCheckMaps, ebpfDefaultMaps, ebpfMapTypes, readEbpf, type EbpfObject, type EbpfProgram, type Holds } from '../../src/model/ebpf';
+import { parseDatagrams, quicPacket } from '../../src/model/editor';
+import type { Explain } from '../../src/model/generated/Explain';
+import type { Program } from '../../src/model/generated/Program';
+import { Group } from '../../src/model/index';
+import { loadLookupSync } from '../../src/model/lookup';
+import { formMaps, keyBytesBE, mapForms, readFill, socketKeys } from '../../src/scene/ebpf-form';
+import { ebpfRunView, mapsAfterTables } from '../../src/scene/ebpf-run-view';
+import { datagramLine, quicFlows } from '../../src/scene/editor-view';
+import { explainView } from '../../src/scene/explain-view';
+import { loadModelForTests } from './setup-model';
+
+const OBJECT = fileURLToPath(new URL('../../public/examples/ngx_quic_reuseport_helper.o', import.meta.url));
+const lookupWasm = fileURLToPath(new URL('../../src/model/pkg-lookup/reuseport_bg.wasm', import.meta.url));
+
+let nginx: EbpfObject;
+let holds: (t: number) => Holds;
+beforeAll(() => {
+  loadModelForTests();
+  loadLookupSync(readFileSync(lookupWasm));
+  nginx = readEbpf(new Uint8Array(readFileSync(OBJECT)));
+  const types = ebpfMapTypes();
+  holds = (t) => types.find((x) => x.mapType === t)?.holds ?? 'bytes';
+});
+
+/** nginx's helper as nginx loads it: BPF_PROG_TYPE_SK_REUSEPORT (ngx_event_quic_bpf_code.c). */
+const helper = (): EbpfProgram => ({ ...nginx.programs[0]!, kind: 'sk_reuseport' });
+
+describe("a map's text", () => {
+  it('reads KEY VALUE lines, skipping blanks and comments; a socket map takes listener numbers', () => {
+    const r = readFill('m', '# sockets\n0 2\n\n0x10 3\nhex:0100000000000000 1\n', 'sockets');
+    expect(r).toEqual({
+      fill: {
+        map: 'm',
+        entries: [
+          [0, { socket: 2 }],
+          [16, { socket: 3 }],
+          ['0100000000000000', { socket: 1 }],
+        ],
+      },
+    });
+    expect(readFill('m', '1 map:inner\n2 7', 'maps')).toEqual({
+      fill: {
+        map: 'm',
+        entries: [
+          [1, { map: 'inner' }],
+          [2, 7],
+        ],
+      },
+    });
+  });
+
+  it('names the line and the field that is wrong', () => {
+    expect(readFill('m', '0 0\n1', 'sockets')).toEqual({ problem: { kind: 'fields', line: 2 } });
+    expect(readFill('m', '0 0\n\nx 1', 'sockets')).toEqual({ problem: { kind: 'key', line: 3, text: 'x' } });
+    expect(readFill('m', '0 zero', 'bytes')).toEqual({ problem: { kind: 'value', line: 1, text: 'zero' } });
+    // 2^53 is past JavaScript's exact integers: refused, not rounded.
+    expect(readFill('m', '9007199254740992 0', 'sockets')).toEqual({ problem: { kind: 'key', line: 1, text: '9007199254740992' } });
+  });
+
+  it('writes a key most significant byte first, as ngx_quic_parse_uint64 reads it back', () => {
+    expect(keyBytesBE(0x0102, 8)).toEqual([0, 0, 0, 0, 0, 0, 1, 2]);
+    expect(keyBytesBE(3, 4)).toEqual([0, 0, 0, 3]);
+  });
+});
+
+describe("nginx's QUIC helper from public/examples", () => {
+  it('reads: one program in section ngx_quic_reuseport_helper, its map declared and not defined', () => {
+    expect(nginx.programs.map((p) => [p.name, p.section])).toEqual([['ngx_quic_select_socket_by_dcid', 'ngx_quic_reuseport_helper']]);
+    expect(nginx.license).toBe('BSD');
+    expect(nginx.programs[0]!.maps.map((m) => [m.name, m.mapType])).toEqual([['ngx_quic_sockmap', 0]]);
+  });
+
+  // The object checked in is what the source gives: a fresh compile (scripts/ebpf-fixtures.sh) has the same instructions.
+  it.skipIf(!existsSync('/usr/bin/clang') && !existsSync('/usr/bin/clang-14'))('is what a fresh compile of the fixture source gives', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ebpf-ex-'));
+    try {
+      execFileSync('bash', ['scripts/ebpf-fixtures.sh', dir], { stdio: 'pipe' });
+      const fresh = readEbpf(new Uint8Array(readFileSync(join(dir, 'ngx_quic_reuseport_helper.o'))));
+      expect(fresh.programs.map((p) => p.insns)).toEqual(nginx.programs.map((p) => p.insns));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the form starts the map as nginx makes it: a user-made SOCKHASH of 8-byte keys, socket i at key i', () => {
+    const forms = mapForms(helper(), ebpfDefaultMaps(helper(), 4));
+    expect(forms).toHaveLength(1);
+    const f = forms[0]!;
+    expect([f.name, f.userMade, f.def.keySize, f.def.valueSize]).toEqual(['ngx_quic_sockmap', true, 8, 8]);
+    expect(holds(f.def.mapType)).toBe('sockets');
+    expect(f.text).toBe('0 0\n1 1\n2 2\n3 3');
+    expect(socketKeys(forms, holds)).toEqual([0, 1, 2, 3].map((k) => [0, 0, 0, 0, 0, 0, 0, k]));
+  });
+
+  it('a listener the group does not have is refused by the model, naming the map', () => {
+    const forms = mapForms(helper(), ebpfDefaultMaps(helper(), 4));
+    const maps = formMaps([{ ...forms[0]!, text: '0 0\n1 7' }], holds);
+    if ('problem' in maps) throw new Error('the text reads');
+    expect(() => ebpfCheckMaps(helper(), maps, 4)).toThrow(/ngx_quic_sockmap/);
+  });
+});
+
+/** Routes generated flows through a 4-socket UDP group on 0.0.0.0:443 running `program`, the maps carried from datagram to datagram. */
+function route(program: Program, lines: string[]): Explain[] {
+  let maps = program.kind === 'ebpf' ? program.maps : [];
+  return parseDatagrams(lines.join('\n'), 100).map((p) => {
+    if (p.error !== undefined) throw new Error(p.error);
+    const g = new Group('6.18', {
+      proto: 'udp',
+      listeners: 4,
+      bind: '0.0.0.0',
+      port: 443,
+      keys: { v4: 0x5eed0001, v6Outer: 0x5eed0001, v6Inner: 0 },
+      program: program.kind === 'ebpf' ? { ...program, maps } : program,
+    });
+    try {
+      const e = g.explainCtx(p.datagram.tuple, p.datagram.ctx);
+      maps = g.ebpfMapsAfter(p.datagram.tuple, p.datagram.ctx) ?? maps;
+      return e;
+    } finally {
+      g.dispose();
+    }
+  });
+}
+
+describe('datagrams through the helper, the maps as the form fills them', () => {
+  const program = (): Program => {
+    const forms = mapForms(helper(), ebpfDefaultMaps(helper(), 4));
+    const maps = formMaps(forms, holds);
+    if ('problem' in maps) throw new Error('the default text reads');
+    return { kind: 'ebpf', program: helper(), maps: maps.maps, extraMaps: maps.extraMaps, seed: 1 };
+  };
+  const base = { flows: 8, saddr: '192.0.2.10', sport: 40000, daddr: '127.0.0.1', dport: 443, cidLength: 20, cidNamesSocket: true, sockets: 4, seed: 7 };
+
+  it("short-header flow i, whose ID opens with socket i mod 4's key, reaches socket i mod 4", () => {
+    const keys = socketKeys(mapForms(helper(), ebpfDefaultMaps(helper(), 4)), holds)!;
+    const lines = quicFlows({ ...base, form: 'short', cidKeys: keys }).map((f) => datagramLine(f, quicPacket(f.spec)));
+    const out = route(program(), lines);
+    expect(out.map((e) => e.listener)).toEqual([0, 1, 2, 3, 0, 1, 2, 3]);
+    // The card shows the run: one bpf_sk_select_reuseport call that returned 0, and the exit with SK_PASS (1).
+    const pick = out[1]!.pick;
+    if (pick.kind !== 'program' || !pick.ebpfRun) throw new Error('the group ran the program');
+    expect(pick.ebpfRun.calls.map((c) => [c.helper, c.result])).toEqual([['bpf_sk_select_reuseport', '0']]);
+    expect(pick.ebpfRun.end).toEqual({ kind: 'returned', value: '1' });
+    const view = ebpfRunView(pick.ebpfRun, 'en');
+    expect(view.tables[0]!.rows.map((r) => r[1]!.split('(')[0])).toEqual(['bpf_sk_select_reuseport']);
+    expect(view.tables[1]!.rows).toHaveLength(pick.ebpfRun.steps.length);
+    const card = explainView(out[1]!, 'en');
+    expect(card.sections.some((s) => s.tables.some((t) => t.caption === view.tables[0]!.caption))).toBe(true);
+  });
+
+  it('an ID whose key is in no entry is left to the hash: the helper called, got -ENOENT, and passed', () => {
+    // Keys 100..103: the map holds 0..3 only.
+    const lines = quicFlows({ ...base, flows: 4, form: 'short', cidKeys: [100, 101, 102, 103].map((k) => keyBytesBE(k, 8)) }).map((f) =>
+      datagramLine(f, quicPacket(f.spec)),
+    );
+    for (const e of route(program(), lines)) {
+      if (e.pick.kind !== 'program' || !e.pick.ebpfRun) throw new Error('the group ran the program');
+      expect(e.pick.ebpfRun.calls.map((c) => [c.helper, c.result])).toEqual([['bpf_sk_select_reuseport', '-ENOENT']]);
+      expect(e.pick.outcome).toEqual({ kind: 'pass_selected_nothing' });
+    }
+  });
+
+  it('the maps after a run are the maps before it (the helper writes none), said as hex keys', () => {
+    const keys = socketKeys(mapForms(helper(), ebpfDefaultMaps(helper(), 4)), holds)!;
+    const [f] = quicFlows({ ...base, flows: 1, form: 'short', cidKeys: keys });
+    const line = datagramLine(f!, quicPacket(f!.spec));
+    const [d] = parseDatagrams(line, 1);
+    const p = program();
+    const g = new Group('6.18', { proto: 'udp', listeners: 4, bind: '0.0.0.0', port: 443, program: p });
+    try {
+      const after = g.ebpfMapsAfter(d!.datagram!.tuple, d!.datagram!.ctx)!;
+      const t = mapsAfterTables(after, 'en');
+      // Key 2 as a little-endian u64 in memory: 02 then seven zero bytes.
+      expect(t[0]!.rows).toEqual([
+        ['hex:0000000000000000', '0'],
+        ['hex:0100000000000000', '1'],
+        ['hex:0200000000000000', '2'],
+        ['hex:0300000000000000', '3'],
+      ]);
+    } finally {
+      g.dispose();
+    }
+  });
+});
