@@ -12,7 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import AxeBuilder from '@axe-core/playwright';
+import { axe } from './axe';
 import { expect, test, type Locator } from '@playwright/test';
 import { openEditor, routedSockets } from './editor-page';
 
@@ -102,7 +102,7 @@ test('by keyboard: the example loads from its button, a line opens its run, and 
   await page.keyboard.press('Enter');
   await expect(w.locator('.rl-ed-card')).toBeFocused();
   await expect(w.locator('.rl-ed-card')).toContainText('socket 2');
-  const r = await new AxeBuilder({ page }).include('reuseport-editor').analyze();
+  const r = await axe(page).include('reuseport-editor').analyze();
   expect(r.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
 });
 
