@@ -338,12 +338,11 @@ struct GroupConfig {
 }
 
 impl GroupConfig {
-    /// The group that `{ kernel, group: GroupSpec }` describes, as both
-    /// [`WasmGroup`] and the key search's plan start from it.
-    fn build(config: JsValue) -> JsResult<ReuseportGroup> {
+    /// The profile and the group that `{ kernel, group: GroupSpec }` names.
+    fn read(config: JsValue) -> JsResult<(&'static Profile, GroupSpec)> {
         let cfg: GroupConfig = from_js(config, "group configuration")?;
         let profile = Profile::resolve(&cfg.kernel, None).js()?;
-        ReuseportGroup::build(profile, &cfg.group).js()
+        Ok((profile, cfg.group))
     }
 }
 
@@ -375,8 +374,13 @@ impl WasmGroup {
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "GroupConfig")] config: JsValue,
     ) -> JsResult<WasmGroup> {
+        let (profile, spec) = GroupConfig::read(config)?;
+        // Built from the spec, not handed out of a host: this page's 3.9–4.5
+        // chain reaches a million listeners, past a host's bound on sockets
+        // (`lookup::MAX_SOCKETS`), and keeps each listener's number after
+        // closes, which the reservoir era's stand-in in a host does not.
         Ok(WasmGroup {
-            inner: GroupConfig::build(config)?,
+            inner: ReuseportGroup::build(profile, &spec).js()?,
         })
     }
 
@@ -963,7 +967,8 @@ impl WasmRecovery {
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "GroupConfig")] config: JsValue,
     ) -> JsResult<WasmRecovery> {
-        let group = GroupConfig::build(config)?;
+        let (profile, spec) = GroupConfig::read(config)?;
+        let group = Host::spec_group(profile, &spec).js()?;
         Ok(WasmRecovery {
             plan: reuseport_model::recover::Plan::new(&group).js()?,
         })

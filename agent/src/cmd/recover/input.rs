@@ -4,10 +4,11 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read};
 
+use reuseport_model::lookup::Host;
 use reuseport_model::profile::{Selection, PROFILES};
 use reuseport_model::recover::{Obs, Plan, RecoverError};
 use reuseport_model::tuple::parse_observed_line;
-use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, Tuple};
 
 use super::{RecoverArgs, RecoverCliError, Skipped};
 use crate::cmd::predict::MAX_LINE;
@@ -319,11 +320,10 @@ pub(super) fn read_lines(
 pub(super) fn plan_for(profile: &'static Profile, input: &Input) -> Result<Plan, RecoverCliError> {
     let mut plan: Option<Plan> = None;
     for g in &input.groups {
-        let built =
-            ReuseportGroup::build(profile, &g.spec).map_err(|e| RecoverCliError::Group {
-                at: g.at.clone(),
-                problem: e.to_string(),
-            })?;
+        let built = Host::spec_group(profile, &g.spec).map_err(|e| RecoverCliError::Group {
+            at: g.at.clone(),
+            problem: e.to_string(),
+        })?;
         let refused = |source| RecoverCliError::Refused {
             at: g.at.clone(),
             source,

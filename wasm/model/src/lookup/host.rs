@@ -279,6 +279,12 @@ impl Host {
         self.groups.get(g).map(|e| &e.group)
     }
 
+    /// Group `g` taken out of the host, for a hot path that keeps it after
+    /// the host is gone.
+    pub fn into_group(self, g: usize) -> Option<ReuseportGroup> {
+        self.groups.into_iter().nth(g).map(|e| e.group)
+    }
+
     /// The reservoir era's stand-in for a group (TCP before 4.6, UDP
     /// before 4.5), for the hot paths: the kernel keeps no group there, and
     /// the lookup's reservoir scan picks among the receiving SO_REUSEPORT

@@ -11,6 +11,7 @@ use super::types::same_group;
 use super::types::{
     as_v6, unspecified_of, Answer, Family, LayoutError, SkLookup, SockState, SocketSpec,
 };
+use crate::error::{GroupError, SetupError};
 use crate::hash::Keys;
 use crate::message::{Errno, KernelSource, Refusal, RefusalRule};
 use crate::profile::rules::LookupRules;
@@ -114,6 +115,45 @@ impl Host {
     /// [`Host::group`] of [`Host::group_of`]`(0)` is the group itself.
     pub fn from_group(profile: &'static Profile, spec: &GroupSpec) -> Result<Host, LayoutError> {
         Host::run(profile, &CallLog::from_group(spec))
+    }
+
+    /// The reuseport group a [`GroupSpec`] shorthand stands for, handed out
+    /// of the host that replays the calls it writes
+    /// ([`CallLog::from_group_checked`]), for the hot paths that ask one
+    /// group many times (the key search, the spread, batch selection, a
+    /// trace's check). Listener `i` is fd `i` and member `i`. A call the
+    /// kernel refuses is an error naming it. The reservoir era keeps no
+    /// group: there it is the chain's stand-in ([`Host::chain_of`]), whose
+    /// members are the listeners in order while none has closed.
+    pub fn spec_group(
+        profile: &'static Profile,
+        spec: &GroupSpec,
+    ) -> Result<ReuseportGroup, SetupError> {
+        let log = CallLog::from_group_checked(profile, spec)?;
+        let unsupported = |why: String| {
+            SetupError::from(GroupError::Unsupported {
+                what: "the group's calls".into(),
+                why,
+            })
+        };
+        let host = Host::run(profile, &log).map_err(|e| unsupported(e.to_string()))?;
+        if let Some((i, r)) =
+            (host.answers().iter().enumerate()).find_map(|(i, a)| a.as_ref().map(|r| (i, r)))
+        {
+            return Err(unsupported(format!(
+                "call {i} ({:?}) fails with {}",
+                log.calls[i],
+                format!("{:?}", r.errno).to_uppercase()
+            )));
+        }
+        if host.group_era(spec.proto) {
+            let g = host.group_of(0).unwrap_or(0);
+            host.into_group(g)
+        } else {
+            let fd = (0..host.sockets()).find(|&fd| host.chain_of(fd).is_some());
+            fd.and_then(|fd| host.chain_of(fd)).map(|(g, _)| g)
+        }
+        .ok_or(SetupError::NoListeners)
     }
 
     /// Steps the host by one more call, as a program makes it, and returns

@@ -564,7 +564,7 @@ mod tests {
                 ..Keys::default()
             },
         );
-        ReuseportGroup::build(Profile::named(kernel).unwrap(), &spec).unwrap()
+        crate::lookup::Host::spec_group(Profile::named(kernel).unwrap(), &spec).unwrap()
     }
 
     fn flows(seed: u32, count: usize) -> Vec<Tuple> {

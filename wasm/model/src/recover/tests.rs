@@ -23,7 +23,7 @@ fn group(kernel: &str, proto: Proto, n: u32, bind: &str, key: u32) -> ReuseportG
             ..Keys::default()
         },
     );
-    ReuseportGroup::build(Profile::named(kernel).unwrap(), &spec).unwrap()
+    crate::lookup::Host::spec_group(Profile::named(kernel).unwrap(), &spec).unwrap()
 }
 
 fn flows(rng: &mut Xorshift32, count: usize, daddr: Ipv4Addr) -> Vec<Tuple> {
@@ -214,7 +214,7 @@ fn closed_listeners_use_the_slot_after_the_swap() {
             },
         )
     };
-    let g = ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec).unwrap();
+    let g = crate::lookup::Host::spec_group(Profile::named("6.18").unwrap(), &spec).unwrap();
     let ts = flows(&mut Xorshift32::new(11), 30, Ipv4Addr::LOCALHOST);
     let plan = plan_from(&g, &ts);
     assert!(plan.observations().iter().all(|o| o.members == 4));
@@ -246,7 +246,7 @@ fn several_groups_of_one_key_combine() {
             ..Keys::default()
         },
     );
-    let b = ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec).unwrap();
+    let b = crate::lookup::Host::spec_group(Profile::named("6.18").unwrap(), &spec).unwrap();
     let mut plan = Plan::new(&a).unwrap();
     let gb = plan.add_group(&b).unwrap();
     let mut rng = Xorshift32::new(5);
@@ -333,7 +333,7 @@ fn the_range_end_is_exact() {
 #[test]
 fn ipv6_reservoir_and_cpu_pins_are_refused() {
     let spec = GroupSpec::new(Proto::Tcp, 4, "::".parse().unwrap(), 8080, Keys::default());
-    let g = ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec).unwrap();
+    let g = crate::lookup::Host::spec_group(Profile::named("6.18").unwrap(), &spec).unwrap();
     let t6 = Tuple {
         saddr: "fd00::2".parse().unwrap(),
         sport: 40000,
@@ -380,7 +380,8 @@ fn ipv6_reservoir_and_cpu_pins_are_refused() {
             Keys::default(),
         )
     };
-    let pinned = |k: &str| ReuseportGroup::build(Profile::named(k).unwrap(), &spec).unwrap();
+    let pinned =
+        |k: &str| crate::lookup::Host::spec_group(Profile::named(k).unwrap(), &spec).unwrap();
     let e = Plan::new(&pinned("6.18")).unwrap_err();
     assert!(
         matches!(e, RecoverError::IncomingCpu { count: 1, .. }),
@@ -399,8 +400,10 @@ fn ipv6_reservoir_and_cpu_pins_are_refused() {
             Keys::default(),
         )
     };
-    let e = Plan::new(&ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec).unwrap())
-        .unwrap_err();
+    let e = Plan::new(
+        &crate::lookup::Host::spec_group(Profile::named("6.18").unwrap(), &spec).unwrap(),
+    )
+    .unwrap_err();
     assert!(matches!(e, RecoverError::Program { .. }), "{e}");
 
     let spec = GroupSpec {
@@ -416,11 +419,14 @@ fn ipv6_reservoir_and_cpu_pins_are_refused() {
     // 5.4 - 6.12: the connected member stays in socks[] and is stepped over.
     // From 6.13 it leaves the group as it connects (udp_lib_hash4), and the
     // three left are a plain group (seen on 6.18.44).
-    assert!(
-        Plan::new(&ReuseportGroup::build(Profile::named("6.18").unwrap(), &spec).unwrap()).is_ok()
-    );
-    let e = Plan::new(&ReuseportGroup::build(Profile::named("6.12").unwrap(), &spec).unwrap())
-        .unwrap_err();
+    assert!(Plan::new(
+        &crate::lookup::Host::spec_group(Profile::named("6.18").unwrap(), &spec).unwrap()
+    )
+    .is_ok());
+    let e = Plan::new(
+        &crate::lookup::Host::spec_group(Profile::named("6.12").unwrap(), &spec).unwrap(),
+    )
+    .unwrap_err();
     assert!(
         matches!(e, RecoverError::Connected { listener: 2, .. }),
         "{e}"
@@ -468,7 +474,8 @@ fn independent_vectors_are_satisfied_by_their_initval() {
             let mut plan: Option<Plan> = None;
             for n in [200u32, 1000, 32768] {
                 let spec = GroupSpec::new(Proto::Tcp, n, laddr, lport, Keys::default());
-                let g = ReuseportGroup::build(Profile::named(kernel).unwrap(), &spec).unwrap();
+                let g = crate::lookup::Host::spec_group(Profile::named(kernel).unwrap(), &spec)
+                    .unwrap();
                 let gi = match &mut plan {
                     None => {
                         plan = Some(Plan::new(&g).unwrap());

@@ -17,9 +17,10 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use reuseport_model::jhash::reciprocal_scale;
+use reuseport_model::lookup::Host;
 use reuseport_model::profile::Profile;
 use reuseport_model::recover::{Found, Plan};
-use reuseport_model::{GroupSpec, Keys, Proto, ReuseportGroup, Tuple};
+use reuseport_model::{GroupSpec, Keys, Proto, Tuple};
 
 use crate::trace::{Counts, Event, KernelInfo, MachineInfo, Trace, TraceGroup, FORMAT, VERSION};
 
@@ -581,7 +582,7 @@ fn check(
         let decided: Vec<&&KernelRecord> = v4.iter().filter(|r| r.by_hash()).collect();
         let train = (crate::cmd::verify::events_needed(g.listeners) + 4).min(decided.len() / 2);
         checked_from = train;
-        ReuseportGroup::build(profile, &g.spec(Keys::default()))
+        Host::spec_group(profile, &g.spec(Keys::default()))
             .map_err(|e| e.to_string())
             .and_then(|rg| Plan::new(&rg).map_err(|e| e.to_string()))
             .and_then(|mut plan| {
@@ -594,7 +595,7 @@ fn check(
     } else {
         let bind = if ehash { v4[0].server.ip() } else { g.bind };
         let stand_in = GroupSpec::new(g.proto, SEARCH_MEMBERS, bind, g.port, Keys::default());
-        ReuseportGroup::build(profile, &stand_in)
+        Host::spec_group(profile, &stand_in)
             .map_err(|e| e.to_string())
             .and_then(|sg| Plan::new(&sg).map_err(|e| e.to_string()))
             .and_then(|mut plan| {
@@ -626,7 +627,7 @@ fn check(
         v6_outer: 0,
         v6_inner: 0,
     };
-    let model = match ReuseportGroup::build(profile, &g.spec(keys)) {
+    let model = match Host::spec_group(profile, &g.spec(keys)) {
         Ok(m) => m,
         Err(e) => {
             out.key_reason = Some(e.to_string());
@@ -711,7 +712,7 @@ fn check_v6(
         return;
     }
     // The secrets only make a hash; the pick from a given hash does not read them.
-    let model = match ReuseportGroup::build(profile, &g.spec(Keys::default())) {
+    let model = match Host::spec_group(profile, &g.spec(Keys::default())) {
         Ok(m) => m,
         Err(e) => {
             out.ipv6_unchecked += v6.len() as u64;
