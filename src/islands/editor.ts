@@ -129,6 +129,8 @@ export class ProgramEditor {
     names: HTMLInputElement;
   };
   readonly #live: HTMLElement;
+  /** The label of the generator's "ID names the socket" box: its words follow the program attached. */
+  readonly #namesLabel: HTMLLabelElement;
   readonly #results: HTMLElement;
   readonly #card: HTMLElement;
 
@@ -243,7 +245,8 @@ export class ProgramEditor {
     grow.append(field(`${id}-cidlen`, t('editor.cid_length'), cidLen, t('editor.cid_length_hint')));
     const names = h('input', '', undefined, { type: 'checkbox', id: `${id}-names` });
     names.checked = true;
-    gen.append(el('div', { class: 'rl-field rl-ed-check' }, names, el('label', { htmlFor: `${id}-names` }, t('editor.cid_names'))));
+    this.#namesLabel = el('label', { htmlFor: `${id}-names` }, t('editor.cid_names'));
+    gen.append(el('div', { class: 'rl-field rl-ed-check' }, names, this.#namesLabel));
     this.#gen = { form, flows, client, sport, server, cidLen, names };
     const genRow = gen.appendChild(h('div', 'rl-ed-actions'));
     const add = genRow.appendChild(h('button', '', t('editor.add'), { type: 'button' }));
@@ -352,6 +355,7 @@ export class ProgramEditor {
     this.#answers.clear();
     this.#ebpfAnswers.clear();
     this.#program.removeAttribute('aria-invalid');
+    this.#namesLabel.textContent = sayUi(lang, this.#ebpf.active ? 'editor.cid_names_ebpf' : 'editor.cid_names');
     // The program: the ELF object's, its maps checked by the model; or the text's, the model's reader naming the line.
     let read: ReadProgram;
     if (this.#ebpf.active) {

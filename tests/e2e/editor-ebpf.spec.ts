@@ -48,6 +48,8 @@ test('the example loads from the page; a map that puts socket 3 at every key sen
   await w.getByRole('button', { name: "Load nginx's QUIC helper (ELF)" }).click();
   await routedWithObject(w);
   expect(await routedSockets(w)).toEqual(['0', '1', '2', '3', '0', '1', '2', '3']);
+  // The generator says what it writes for the object: each ID opens with a socket's map key.
+  await expect(w.getByLabel(/opens with the key of socket i mod the number of sockets/)).toBeChecked();
   await w.getByLabel('Entries of ngx_quic_sockmap').fill('0 3\n1 3\n2 3\n3 3');
   await w.getByRole('button', { name: 'Send', exact: true }).click();
   await expect(w).toHaveAttribute('data-state', 'routed');
