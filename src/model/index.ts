@@ -21,14 +21,14 @@ import init, {
   resolveProfile as wasmResolveProfile,
   type Dispatched,
   type HostChange,
-  type LineAnswer,
   type ParsedBind,
-  type ParsedLine,
 } from './pkg/reuseport.js';
 import { wasmLoader } from './load';
 import type { Change } from './generated/Change';
 import type { Explain } from './generated/Explain';
+import type { LineAnswer } from './generated/LineAnswer';
 import type { MapFill } from './generated/MapFill';
+import type { ParsedLine } from './generated/ParsedLine';
 import type { PacketCtx } from './generated/PacketCtx';
 import type { GroupSpec } from './generated/GroupSpec';
 import type { GroupSummary } from './generated/GroupSummary';

@@ -35,9 +35,8 @@ mod ts_export;
 use reuseport_model::batch::V4Batch;
 use reuseport_model::group::AddEffect;
 use reuseport_model::lookup::{Call, CallLog, Host, Packet};
-use reuseport_model::paste::LineError;
 use reuseport_model::reuseport::{Change, PacketCtx};
-use reuseport_model::tuple::{parse_bind, parse_tuple_line, Proto, Tuple};
+use reuseport_model::tuple::{parse_bind, Proto, Tuple};
 use reuseport_model::{GroupSpec, Profile, ReuseportGroup};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
@@ -63,6 +62,8 @@ import type { EbpfProgram } from "../generated/EbpfProgram";
 import type { Holds } from "../generated/Holds";
 import type { Note } from "../generated/message/Note";
 import type { LineError } from "../generated/message/LineError";
+import type { LineAnswer } from "../generated/LineAnswer";
+import type { ParsedLine } from "../generated/ParsedLine";
 "#;
 
 /// Every fallible export returns this.
@@ -120,55 +121,12 @@ pub fn wasm_resolve_profile(kernel: &str) -> JsResult<JsValue> {
     to_js(Profile::resolve(kernel, None).js()?)
 }
 
-/// One parsed line of [`wasm_parse_tuples`].
-#[wasm_bindgen(typescript_custom_section)]
-const TS_PARSED_LINE: &str = r#"
-/** One parsed line of pasted text: its tuple, or why it is not one. */
-export type ParsedLine = { line: number; tuple: Tuple; error?: undefined } | { line: number; error: LineError; tuple?: undefined };
-"#;
-
-/// A tuple line's parse error as the model's structured line error, which
-/// the pages say in their language. Every error of `parse_tuple_line` is
-/// about the line; the fallback is never reached.
-fn line_error(e: &reuseport_model::ParseError) -> LineError {
-    LineError::from_tuple(e).unwrap_or(LineError::Unrecognized {
-        format: reuseport_model::paste::Format::Pairs,
-        value: e.to_string(),
-    })
-}
-
-/// One parsed line of [`wasm_parse_tuples`] (TypeScript: `ParsedLine`).
-#[derive(Serialize)]
-struct ParsedLine {
-    line: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tuple: Option<Tuple>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<LineError>,
-}
-
-/// Parses pasted tuple text with the model's parser:
-/// `{ line, tuple } | { line, error }[]`, blank and `#` lines skipped.
+/// Parses pasted tuple text with the model's parser
+/// ([`reuseport_model::paste::parse_tuples`]): `ParsedLine[]`, blank and
+/// `#` lines skipped.
 #[wasm_bindgen(js_name = parseTuples, unchecked_return_type = "ParsedLine[]")]
 pub fn wasm_parse_tuples(text: &str) -> JsResult<JsValue> {
-    let mut out = Vec::new();
-    for (i, l) in text.lines().enumerate() {
-        let line = i as u32 + 1;
-        match parse_tuple_line(l) {
-            Ok(None) => {}
-            Ok(Some(t)) => out.push(ParsedLine {
-                line,
-                tuple: Some(t),
-                error: None,
-            }),
-            Err(e) => out.push(ParsedLine {
-                line,
-                tuple: None,
-                error: Some(line_error(&e)),
-            }),
-        }
-    }
-    to_js(&out)
+    to_js(&reuseport_model::paste::parse_tuples(text))
 }
 
 /// Parses a bound address with an optional port (`0.0.0.0`, `[::1]:8080`):
@@ -322,11 +280,6 @@ export type EbpfMaps = { maps: MapFill[]; extraMaps: MapDef[] };
 export type ParsedBind = { addr: string; port: number | null };
 /** A kernel profile name or release (`6.18`, `5.19.3`), and a group. */
 export type GroupConfig = { kernel: string; group: GroupSpec };
-/** One answered line of pasted text: the model's record, or why there is none. */
-export type LineAnswer =
-  | { line: number; explain: Explain; error?: undefined; refused?: undefined }
-  | { line: number; error: LineError; explain?: undefined; refused?: undefined }
-  | { line: number; refused: string; explain?: undefined; error?: undefined };
 "#;
 
 /// The input of [`WasmGroup::new`]: a kernel profile name or release, and
@@ -344,21 +297,6 @@ impl GroupConfig {
         let profile = Profile::resolve(&cfg.kernel, None).js()?;
         Ok((profile, cfg.group))
     }
-}
-
-/// One line's answer in [`WasmGroup::explain_text`] (TypeScript: `LineAnswer`).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LineAnswer {
-    line: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    explain: Option<reuseport_model::Explain>,
-    /// The line is not a tuple.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<LineError>,
-    /// The tuple is one the group cannot answer (the model's sentence).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    refused: Option<String>,
 }
 
 /// A reuseport group in one kernel era, held in wasm memory.
@@ -430,26 +368,7 @@ impl WasmGroup {
     /// answer the tuple), never throwing for a bad line.
     #[wasm_bindgen(js_name = explainText, unchecked_return_type = "LineAnswer[]")]
     pub fn explain_text(&self, text: &str, cpu: u32) -> JsResult<JsValue> {
-        let mut out = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let line_no = i as u32 + 1;
-            let mut answer = LineAnswer {
-                line: line_no,
-                explain: None,
-                error: None,
-                refused: None,
-            };
-            match parse_tuple_line(line) {
-                Ok(None) => continue,
-                Ok(Some(t)) => match self.inner.explain(&t, cpu) {
-                    Ok(x) => answer.explain = Some(x),
-                    Err(e) => answer.refused = Some(e.to_string()),
-                },
-                Err(e) => answer.error = Some(line_error(&e)),
-            }
-            out.push(answer);
-        }
-        to_js(&out)
+        to_js(&self.inner.explain_text(text, cpu))
     }
 
     /// The group at a glance (`GroupSummary`).

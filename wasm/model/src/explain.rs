@@ -9,6 +9,8 @@ use crate::message::{
     Fallback, KernelSource, Note, ProgramOutcome, ProgramReturn, ProgramSummary, ReservoirOutcome,
     RingOutcome,
 };
+use crate::paste::tuple_lines::Absent;
+use crate::paste::LineError;
 use crate::profile::{Release, Selection};
 use crate::tuple::{Proto, Tuple};
 
@@ -168,4 +170,57 @@ pub struct ReservoirStep {
     pub taken: bool,
     /// What happened.
     pub outcome: ReservoirOutcome,
+}
+
+/// One answered line of pasted text: the model's record, or why there is
+/// none.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(untagged)]
+pub enum LineAnswer {
+    /// The group's answer for the line's tuple.
+    Explain {
+        /// The line number, from 1.
+        line: u32,
+        /// The whole selection (boxed: the other answers are small).
+        explain: Box<Explain>,
+        /// Never written.
+        #[serde(skip_serializing)]
+        #[cfg_attr(feature = "ts", ts(optional, type = "undefined"))]
+        error: Absent,
+        /// Never written.
+        #[serde(skip_serializing)]
+        #[cfg_attr(feature = "ts", ts(optional, type = "undefined"))]
+        refused: Absent,
+    },
+    /// The line is not a tuple.
+    Error {
+        /// The line number, from 1.
+        line: u32,
+        /// Why, as the model's structured line error.
+        error: LineError,
+        /// Never written.
+        #[serde(skip_serializing)]
+        #[cfg_attr(feature = "ts", ts(optional, type = "undefined"))]
+        explain: Absent,
+        /// Never written.
+        #[serde(skip_serializing)]
+        #[cfg_attr(feature = "ts", ts(optional, type = "undefined"))]
+        refused: Absent,
+    },
+    /// The tuple is one the group cannot answer.
+    Refused {
+        /// The line number, from 1.
+        line: u32,
+        /// The model's sentence saying why.
+        refused: String,
+        /// Never written.
+        #[serde(skip_serializing)]
+        #[cfg_attr(feature = "ts", ts(optional, type = "undefined"))]
+        explain: Absent,
+        /// Never written.
+        #[serde(skip_serializing)]
+        #[cfg_attr(feature = "ts", ts(optional, type = "undefined"))]
+        error: Absent,
+    },
 }

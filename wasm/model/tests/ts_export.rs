@@ -45,6 +45,8 @@ fn export_typescript_declarations() {
     reuseport_model::diagnose::counts::CountsDiagnosis::export_all(&cfg).unwrap();
     reuseport_model::paste::Line::export_all(&cfg).unwrap();
     reuseport_model::paste::LineError::export_all(&cfg).unwrap();
+    reuseport_model::paste::ParsedLine::export_all(&cfg).unwrap();
+    reuseport_model::explain::LineAnswer::export_all(&cfg).unwrap();
     reuseport_model::paste::Decision::export_all(&cfg).unwrap();
     reuseport_model::paste::Undecided::export_all(&cfg).unwrap();
     reuseport_model::paste::Skip::export_all(&cfg).unwrap();

@@ -22,6 +22,7 @@ mod csv;
 mod formats;
 pub mod session;
 mod sides;
+pub mod tuple_lines;
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -35,6 +36,7 @@ pub use sides::{
     port_rule, Basis, Decision, ListenPorts, Sides, Undecided, EPHEMERAL_LOW, MAX_LISTENING,
     SERVICE_PORTS,
 };
+pub use tuple_lines::{parse_tuples, ParsedLine};
 
 pub use crate::echo::{shown, SHOWN_CHARS};
 use crate::tuple::Proto;

@@ -4,6 +4,7 @@
 //! `net/core/sock_reuseport.c`, kernel-history.md §3 and §4).
 
 use super::*;
+use crate::explain::LineAnswer;
 
 /// Where a closed listener's pending request goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -296,6 +297,38 @@ impl ReuseportGroup {
             .and_then(Result::ok)
             .and_then(|r| r.maps_after)
             .map(|m| m.to_fills()))
+    }
+
+    /// Explains every line of pasted text (`SADDR SPORT DADDR DPORT` or
+    /// `SADDR:SPORT DADDR:DPORT`) on `cpu`: per line its [`Explain`], its
+    /// line error, or the sentence saying why the group cannot answer its
+    /// tuple. Blank and `#` lines are skipped; a bad line never fails the
+    /// rest.
+    pub fn explain_text(&self, text: &str, cpu: u32) -> Vec<LineAnswer> {
+        crate::paste::tuple_lines::tuple_lines(text)
+            .map(
+                |(line, parsed)| match parsed.map(|t| self.explain(&t, cpu)) {
+                    Ok(Ok(explain)) => LineAnswer::Explain {
+                        line,
+                        explain: Box::new(explain),
+                        error: None,
+                        refused: None,
+                    },
+                    Ok(Err(e)) => LineAnswer::Refused {
+                        line,
+                        refused: e.to_string(),
+                        explain: None,
+                        error: None,
+                    },
+                    Err(error) => LineAnswer::Error {
+                        line,
+                        error,
+                        explain: None,
+                        refused: None,
+                    },
+                },
+            )
+            .collect()
     }
 
     /// The whole path of one packet, received on `cpu`.
