@@ -13,6 +13,8 @@ fx=tests/fixtures/ebpf
 sys=(-D__x86_64__ -idirafter /usr/include/x86_64-linux-gnu -idirafter /usr/include)
 "$clang" -O2 -g -target bpf "${sys[@]}" -I/usr/include/bpf -I"$fx" \
   -c "$fx/test_select_reuseport_kern.c" -o "$out/test_select_reuseport_kern.o" 2>/dev/null
+"$clang" -O2 -g -target bpf "${sys[@]}" -I/usr/include/bpf \
+  -c "$fx/test_migrate_reuseport.c" -o "$out/test_migrate_reuseport.o" 2>/dev/null
 "$clang" -O2 -Wall -DPROGNAME='"ngx_quic_reuseport_helper"' -DLICENSE_BSD -DLICENSE='"BSD"' \
   -include "$fx/bpf_map_def.h" -target bpf "${sys[@]}" \
   -c "$fx/ngx_quic_reuseport_helper.c" -o "$out/ngx_quic_reuseport_helper.o"

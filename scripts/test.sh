@@ -184,6 +184,11 @@ if [[ $(uname -s) == Linux ]]; then
     "$TRACE_AGENT" verify --program "$ebpf_dir/test_select_reuseport_kern.o" --ebpf-kind sk_reuseport
   stage "verify --program ngx_quic_reuseport_helper.o on the running kernel (eBPF)" \
     "$TRACE_AGENT" verify --program "$ebpf_dir/ngx_quic_reuseport_helper.o" --ebpf-kind sk_reuseport
+  # The selftests' SELECT_OR_MIGRATE program (agent/src/cmd/verify/migrate.rs): 12 children queued on a
+  # listener that shuts down, in five cases (three routes of the program, then tcp_migrate_req 1 and 0);
+  # where each lands, accepted or reset, compared with the model, and the program's counters too.
+  stage "verify --migrate test_migrate_reuseport.o on the running kernel (eBPF)" \
+    "$TRACE_AGENT" verify --migrate "$ebpf_dir/test_migrate_reuseport.o"
   bg_wait
   # Another kernel than this one: Debian 6.1 booted under QEMU, recorded inside, checked here
   # (agent/src/cmd/verify/kernels.rs). No QEMU, no download or no boot fails this stage; it never skips.

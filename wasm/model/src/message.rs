@@ -843,4 +843,8 @@ pub enum ResetReason {
     MigrateReqOff,
     /// No listening member is left to take the request.
     NoListenerLeft,
+    /// The group's SELECT_OR_MIGRATE program returned `SK_DROP`
+    /// (`bpf_run_sk_reuseport` gives `ERR_PTR(-ECONNREFUSED)`, and
+    /// `reuseport_migrate_sock` does not fall back to the hash).
+    ProgramDropped,
 }

@@ -7,8 +7,6 @@
 //! holds the same runs against the live kernel.
 
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
-use std::process::Command;
 
 use reuseport_model::explain::Pick;
 use reuseport_model::message::ProgramOutcome;
@@ -18,9 +16,7 @@ use reuseport_model::reuseport::ebpf::{
 use reuseport_model::reuseport::{PacketCtx, Payload, Program};
 use reuseport_model::{GroupSpec, Keys, Proto, ReuseportGroup, SetupError, Tuple};
 
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/ebpf")
-}
+mod common;
 
 /// Compiles a fixture as the selftests' Makefile does (clang -target bpf
 /// -O2 -g, libbpf's headers), or says SKIPPED when clang is missing.
@@ -29,45 +25,7 @@ fn compile(src: &str) -> Option<Vec<u8>> {
 }
 
 fn compile_with(src: &str, flags: &[&str]) -> Option<Vec<u8>> {
-    let clang = ["clang", "clang-14"].into_iter().find(|c| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    let Some(clang) = clang else {
-        eprintln!("SKIPPED: clang is not installed (scripts/setup.sh installs it)");
-        return None;
-    };
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let out =
-        std::env::temp_dir().join(format!("reuseport-ebpf-{}-{n}-{src}.o", std::process::id()));
-    let st = Command::new(clang)
-        .args(["-O2", "-g", "-target", "bpf", "-D__x86_64__"])
-        .args([
-            "-idirafter",
-            "/usr/include/x86_64-linux-gnu",
-            "-idirafter",
-            "/usr/include",
-        ])
-        .args(flags)
-        .args(["-I/usr/include/bpf", "-I"])
-        .arg(fixtures())
-        .arg("-c")
-        .arg(fixtures().join(src))
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .expect("clang runs");
-    assert!(
-        st.status.success(),
-        "clang failed on {src}: {}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    let bytes = std::fs::read(&out).expect("the object");
-    let _ = std::fs::remove_file(&out);
-    Some(bytes)
+    common::compile_fixture(src, flags)
 }
 
 fn sockarray(n: u32) -> MapDef {
@@ -113,6 +71,7 @@ fn selftest_program(prog: EbpfProgram, n: u32, filled: u32) -> Program {
         ],
         extra_maps: vec![sockarray(n)],
         seed: 0,
+        cookies: Vec::new(),
     }
 }
 
@@ -290,6 +249,7 @@ fn bare(kind: ProgKind, insns: Vec<Insn>) -> Program {
         maps: vec![],
         extra_maps: vec![],
         seed: 7,
+        cookies: Vec::new(),
     }
 }
 
@@ -367,6 +327,9 @@ fn alu_rules_division_by_zero_and_masked_shifts() {
         first: 0,
         anc: &anc,
         seed: 0,
+        since_5_14: true,
+        cookies: &[],
+        migrating: None,
     };
     let run = ebpf::run(program, &st, &pkt);
     assert_eq!(run.value(), Some(11));
@@ -420,7 +383,7 @@ fn bad_elf_input_is_refused_with_a_reason() {
 /// nginx 1.26.3's QUIC helper, compiled as its makefile does (with the
 /// legacy map struct restated, tests/fixtures/ebpf/README.md).
 fn nginx() -> Option<EbpfProgram> {
-    let inc = fixtures().join("bpf_map_def.h");
+    let inc = common::fixtures().join("bpf_map_def.h");
     let elf = compile_with(
         "ngx_quic_reuseport_helper.c",
         &[
@@ -470,6 +433,7 @@ fn nginx_program(p: EbpfProgram, keys: &[(u64, u32)]) -> Program {
             data: None,
         }],
         seed: 0,
+        cookies: Vec::new(),
     }
 }
 
@@ -539,6 +503,7 @@ fn nginx_helper_without_its_map_definition_is_refused_naming_the_map() {
             maps,
             extra_maps: vec![],
             seed: 0,
+            cookies: Vec::new(),
         },
     );
     let ctx = PacketCtx {

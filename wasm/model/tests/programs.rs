@@ -286,6 +286,7 @@ fn a_payload_program_on_an_empty_packet_returns_index_0() {
 fn migrate_reuseport_requests_of_closed_listeners_move_by_hash_with_the_real_address() {
     // migrate_reuseport.c (5.14+): servers 0–3 shut down with migration on;
     // every request moves to a listening member.
+    use reuseport_model::reuseport::ebpf::MigrateStage;
     use reuseport_model::reuseport::Migration;
     let p = Profile::named("6.18").unwrap();
     let mut s = spec(Proto::Tcp, 5, None);
@@ -293,7 +294,10 @@ fn migrate_reuseport_requests_of_closed_listeners_move_by_hash_with_the_real_add
     s.shutdown = vec![0, 1, 2, 3];
     let g = ReuseportGroup::build(p, &s).unwrap();
     for i in 0..25 {
-        match g.migrate(&packet(i), 0).unwrap() {
+        match g
+            .migrate(0, &packet(i), MigrateStage::AcceptQueue, 0)
+            .unwrap()
+        {
             Migration::To { listener, .. } => assert_eq!(listener, 4),
             m => panic!("{m:?}"),
         }
@@ -307,7 +311,9 @@ fn migrate_reuseport_requests_of_closed_listeners_move_by_hash_with_the_real_add
     let listening = g.listening().to_vec();
     for i in 0..100 {
         let t = packet(i);
-        let Migration::To { listener, hash, .. } = g.migrate(&t, 0).unwrap() else {
+        let Migration::To { listener, hash, .. } =
+            g.migrate(1, &t, MigrateStage::AcceptQueue, 0).unwrap()
+        else {
             panic!()
         };
         assert_eq!(
@@ -325,13 +331,15 @@ fn migrate_reuseport_requests_of_closed_listeners_move_by_hash_with_the_real_add
     off.shutdown = vec![0];
     let g = ReuseportGroup::build(p, &off).unwrap();
     assert!(matches!(
-        g.migrate(&packet(1), 0).unwrap(),
+        g.migrate(0, &packet(1), MigrateStage::AcceptQueue, 0)
+            .unwrap(),
         Migration::Reset { .. }
     ));
     let g =
         ReuseportGroup::build(Profile::named("5.10").unwrap(), &spec(Proto::Tcp, 3, None)).unwrap();
     assert!(matches!(
-        g.migrate(&packet(1), 0).unwrap(),
+        g.migrate(0, &packet(1), MigrateStage::AcceptQueue, 0)
+            .unwrap(),
         Migration::Reset { .. }
     ));
 }

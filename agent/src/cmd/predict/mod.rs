@@ -314,6 +314,7 @@ pub fn program_arg(path: &str) -> Result<Program, String> {
             maps: Vec::new(),
             extra_maps: Vec::new(),
             seed: 0,
+            cookies: Vec::new(),
         });
     }
     let mut text = String::new();

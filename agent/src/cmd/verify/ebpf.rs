@@ -108,13 +108,14 @@ fn reuseport_udp(port: u16) -> std::io::Result<Socket> {
     Ok(s)
 }
 
-fn cookie(s: &UdpSocket) -> std::io::Result<u64> {
+/// A socket's `SO_COOKIE` (the kernel hands one out on first use).
+pub(crate) fn cookie(s: &impl AsFd) -> std::io::Result<u64> {
     let mut v = 0u64;
     let mut len = 8 as libc::socklen_t;
     // SAFETY: v and len outlive the call; the kernel writes at most len bytes.
     let r = unsafe {
         libc::getsockopt(
-            s.as_raw_fd(),
+            s.as_fd().as_raw_fd(),
             libc::SOL_SOCKET,
             SO_COOKIE,
             (&mut v as *mut u64).cast(),
@@ -150,11 +151,12 @@ fn create(def: &MapDef, inner: Option<i32>) -> std::io::Result<MapHandle> {
     .map_err(|e| io(format!("creating map `{}`: {e}", def.name)))
 }
 
-/// The kernel's side: maps, program, group.
-struct Live {
+/// The kernel's side: maps (in the object's order, then inner maps),
+/// program, group.
+pub(crate) struct Live {
     socks: Vec<UdpSocket>,
     port: u16,
-    _maps: Vec<MapHandle>,
+    pub(crate) maps: Vec<MapHandle>,
     prog_fd: i32,
 }
 
@@ -167,9 +169,9 @@ impl Drop for Live {
 
 /// Makes the maps by the module's rule, returns them with the fills the
 /// model is given and the definitions it needs beyond the object's.
-fn build(
+pub(crate) fn build(
     prog: &EbpfProgram,
-    socks: &[UdpSocket],
+    socks: &[impl AsFd],
 ) -> std::io::Result<(Live, Vec<MapFill>, Vec<MapDef>)> {
     let n = socks.len() as u32;
     let mut handles: Vec<MapHandle> = Vec::new();
@@ -177,7 +179,7 @@ fn build(
     let mut fills = Vec::new();
     let mut extra = Vec::new();
     let mut keep = Vec::new();
-    let sock_fd = |i: usize| socks[i].as_raw_fd() as u64;
+    let sock_fd = |i: usize| socks[i].as_fd().as_raw_fd() as u64;
     for def in &prog.maps {
         let def = if def.map_type == 0 {
             let d = reuseport_model::reuseport::ebpf::fill::extern_def(&def.name);
@@ -334,17 +336,20 @@ fn build(
             msg.trim_end_matches('\0').lines().last().unwrap_or("")
         )));
     }
-    let port = socks[0].local_addr()?.port();
+    let port = socket2::SockRef::from(&socks[0])
+        .local_addr()?
+        .as_socket()
+        .map_or(0, |a| a.port());
     let live = Live {
         socks: Vec::new(),
         port,
-        _maps: handles,
+        maps: handles,
         prog_fd: fd,
     };
     // SAFETY: the descriptor is valid for the call.
     let r = unsafe {
         libc::setsockopt(
-            socks[0].as_raw_fd(),
+            socks[0].as_fd().as_raw_fd(),
             libc::SOL_SOCKET,
             SO_ATTACH_REUSEPORT_EBPF,
             (&fd as *const i32).cast(),
@@ -464,6 +469,7 @@ pub fn run(
                     maps: fills.clone(),
                     extra_maps: extra.clone(),
                     seed: 0,
+                    cookies: Vec::new(),
                 }),
                 ..GroupSpec::new(
                     Proto::Udp,

@@ -11,6 +11,7 @@ pub mod calldraw;
 pub mod differential;
 pub mod ebpf;
 pub mod kernels;
+pub mod migrate;
 pub mod programs;
 
 use std::io::Write;
@@ -212,6 +213,13 @@ pub struct VerifyArgs {
     /// sets it in code.
     #[arg(long, value_name = "KIND", requires = "program")]
     pub ebpf_kind: Option<String>,
+    /// Where the children of a listener that shuts down go (5.14+), on the
+    /// live kernel beside the model (root; a private network namespace):
+    /// the ELF object's `sk_reuseport/migrate` program with three routes
+    /// (a socket, SK_DROP, a failed selection), then no program with
+    /// net.ipv4.tcp_migrate_req 1 and 0. See `verify/migrate.rs`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["layouts", "traces", "program", "programs"])]
+    pub migrate: Option<std::path::PathBuf>,
     /// `--kernels`: the same proof in Debian's kernels booted under QEMU (agent/src/kernels.rs).
     #[command(flatten)]
     pub kernels: crate::cmd::verify::kernels::KernelsArgs,
@@ -733,6 +741,14 @@ fn live_ebpf(
     })
 }
 
+/// What `--program FILE.o` and `--migrate` answer in a build without libbpf.
+#[cfg(not(feature = "trace"))]
+fn no_libbpf() -> Result<Report, VerifyError> {
+    Err(VerifyError::Options(
+        "this build has no libbpf (feature `trace`): it cannot load an ELF object".into(),
+    ))
+}
+
 #[cfg(not(feature = "trace"))]
 fn live_ebpf(
     _: &VerifyArgs,
@@ -741,9 +757,69 @@ fn live_ebpf(
     _: impl Write,
     _: &mut dyn Write,
 ) -> Result<Report, VerifyError> {
-    Err(VerifyError::Options(
-        "this build has no libbpf (feature `trace`): it cannot load an ELF object".into(),
-    ))
+    no_libbpf()
+}
+
+/// `verify --migrate FILE.o` ([`migrate`]).
+#[cfg(feature = "trace")]
+fn live_migrate(
+    args: &VerifyArgs,
+    path: &std::path::Path,
+    mut out: impl Write,
+    err: &mut dyn Write,
+) -> Result<Report, VerifyError> {
+    let profile =
+        crate::kernel::resolve("auto").map_err(|e| VerifyError::Options(e.to_string()))?;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| {
+            use std::io::Read as _;
+            f.take(reuseport_model::reuseport::ebpf::MAX_ELF_BYTES as u64 + 1)
+                .read_to_end(&mut bytes)
+        })
+        .map_err(|e| VerifyError::Options(format!("--migrate {}: {e}", path.display())))?;
+    let program = migrate::migrate_program(&bytes)
+        .map_err(|e| VerifyError::Options(format!("--migrate {}: {e}", path.display())))?;
+    let rep = migrate::run(profile, &program, args.seed, err)?;
+    if args.json {
+        serde_json::to_writer(&mut out, &rep).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "migrate {}: hash key {}",
+            rep.program,
+            rep.hash_key.as_deref().unwrap_or("not recovered")
+        )?;
+        for c in &rep.cases {
+            writeln!(
+                out,
+                "  {}: children {}  compared {}  agreed {}  not compared (the hash, no key) {}  kernel accepted per socket, then reset {:?}",
+                c.name, c.children, c.compared, c.agreed, c.not_compared, c.kernel
+            )?;
+            if let Some((k, m)) = &c.bss {
+                writeln!(out, "    .bss kernel {k}  model {m}")?;
+            }
+            for m in &c.mismatches {
+                writeln!(out, "    mismatch: {m}")?;
+            }
+        }
+    }
+    Ok(Report {
+        layouts: Vec::new(),
+        exact: rep.exact(),
+        interrupted: stopping(),
+    })
+}
+
+#[cfg(not(feature = "trace"))]
+fn live_migrate(
+    _: &VerifyArgs,
+    _: &std::path::Path,
+    _: impl Write,
+    _: &mut dyn Write,
+) -> Result<Report, VerifyError> {
+    no_libbpf()
 }
 
 /// `verify --programs N` / `--program FILE` ([`programs`]).
@@ -837,6 +913,9 @@ pub fn run(
     }
     if args.programs.is_some() || args.program.is_some() {
         return live_programs(args, out, err);
+    }
+    if let Some(path) = &args.migrate {
+        return live_migrate(args, path, out, err);
     }
     let layouts = args.named_layouts();
     let count = if args.quick { 300 } else { args.count };

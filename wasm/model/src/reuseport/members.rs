@@ -206,7 +206,10 @@ impl ReuseportGroup {
         if m.state != MemberState::Listening {
             return Err(self.wrong_state(l, "shutdown", "listening"));
         }
-        let migrate = self.tcp_migrate_req && self.profile.closed_tail;
+        // reuseport_stop_listen_sock (net/core/sock_reuseport.c 5.14+): the
+        // sysctl, or a program loaded with BPF_SK_REUSEPORT_SELECT_OR_MIGRATE.
+        let capable = self.tcp_migrate_req || self.program.as_ref().is_some_and(|p| p.migrates());
+        let migrate = capable && self.profile.closed_tail;
         let change = match &mut self.layout {
             Layout::Array(a) if migrate => {
                 let (slot, moved) = a.stop_listen(l).expect("listening member is in the prefix");

@@ -143,7 +143,7 @@ mod select;
 
 pub use program::Program;
 use program::{EbpfFacts, ProgramResult};
-pub use select::{GroupAnswer, Migration};
+pub use select::{GroupAnswer, Migration, MigrationRun};
 
 /// Everything that describes one group: one typed object, the same across
 /// the command line, the wasm boundary and the tests.

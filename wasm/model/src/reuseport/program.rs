@@ -66,6 +66,12 @@ pub enum Program {
         /// its own, reproducible from this seed).
         #[serde(default)]
         seed: u64,
+        /// The listeners' socket cookies as user space read them
+        /// (`SO_COOKIE`): `[listener, cookie]` pairs, for a program that
+        /// calls `bpf_get_socket_cookie` (5.14+).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<(u32, u64)>>"))]
+        cookies: Vec<(u32, u64)>,
     },
 }
 
@@ -78,6 +84,10 @@ pub(super) struct EbpfFacts<'a> {
     pub(super) bind_inany: bool,
     pub(super) in_group: &'a [u32],
     pub(super) members: u32,
+    /// `sk_reuseport_md.sk` and `.migrating_sk` exist (5.14).
+    pub(super) since_5_14: bool,
+    /// A migration's run: the socket that moves.
+    pub(super) migrating: Option<ebpf::Migrating>,
 }
 
 /// What a program decided.
@@ -128,6 +138,14 @@ impl Program {
         }
     }
 
+    /// Loaded with `BPF_SK_REUSEPORT_SELECT_OR_MIGRATE` (5.14): the group
+    /// keeps closed listeners and runs it for their requests
+    /// (`reuseport_stop_listen_sock`, `reuseport_migrate_sock`,
+    /// net/core/sock_reuseport.c).
+    pub(super) fn migrates(&self) -> bool {
+        matches!(self, Program::Ebpf { program, .. } if program.kind == Some(ebpf::ProgKind::SkReuseportMigrate))
+    }
+
     /// An eBPF program's run on this packet (`None` for the others), or why
     /// it cannot run: its kind is not said, or its maps are not right.
     pub(super) fn ebpf_run(
@@ -140,6 +158,7 @@ impl Program {
             maps,
             extra_maps,
             seed,
+            cookies,
         } = self
         else {
             return None;
@@ -172,6 +191,9 @@ impl Program {
             first: f.in_group.first().copied().unwrap_or(0),
             anc: &ctx.anc,
             seed: *seed,
+            since_5_14: f.since_5_14,
+            cookies,
+            migrating: f.migrating,
         };
         Some(Ok(ebpf::run(program, &state, &pkt)))
     }

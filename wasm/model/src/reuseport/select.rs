@@ -19,12 +19,27 @@ pub enum Migration {
         slot: u32,
         /// The request's hash.
         hash: u32,
+        /// A SELECT_OR_MIGRATE program chose it (else select by hash did).
+        by_program: bool,
     },
     /// The request is reset.
     Reset {
         /// Why.
         reason: ResetReason,
     },
+}
+
+/// A migration with the program's run, when a SELECT_OR_MIGRATE program ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationRun {
+    /// Where the request went.
+    pub migration: Migration,
+    /// The program's run (instructions, helper calls, end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub ebpf_run: Option<ebpf::EbpfRun>,
 }
 
 /// What a group answers inside a full lookup.
@@ -142,6 +157,8 @@ impl ReuseportGroup {
             bind_inany: self.bind.is_unspecified(),
             in_group: a.listening(),
             members: self.members.len() as u32,
+            since_5_14: self.profile.closed_tail,
+            migrating: None,
         }
     }
 
@@ -657,41 +674,136 @@ impl ReuseportGroup {
         o
     }
 
-    /// Where a pending request (SYN_RECV / NEW_SYN_RECV child) of a listener
-    /// that has just been shut down or closed goes (5.14+,
-    /// `reuseport_migrate_sock`, net/core/sock_reuseport.c): with
-    /// `net.ipv4.tcp_migrate_req` on, select-by-hash over the listening
-    /// members with the request's own hash (`sk_hash`, the established hash
-    /// of its 4-tuple, so the real local address even for a wildcard group);
-    /// otherwise the request is reset.
-    pub fn migrate(&self, t: &Tuple, cpu: u32) -> Result<Migration, SetupError> {
+    /// Where a child or request of listener `closing`, which has just been
+    /// shut down or closed, goes (5.14+, `reuseport_migrate_sock`,
+    /// net/core/sock_reuseport.c 6.12), at `stage` of its handshake, on `cpu`.
+    /// See [`Self::migrate_run`].
+    pub fn migrate(
+        &self,
+        closing: u32,
+        t: &Tuple,
+        stage: ebpf::MigrateStage,
+        cpu: u32,
+    ) -> Result<Migration, SetupError> {
+        self.migrate_run(closing, t, stage, cpu)
+            .map(|r| r.migration)
+    }
+
+    /// [`Self::migrate`] with the program's run. The rules of
+    /// `reuseport_migrate_sock` (net/core/sock_reuseport.c, 5.14 – 6.12):
+    ///
+    /// - before 5.14, or for UDP, nothing migrates: the request is reset;
+    /// - the closing listener stayed in the group only if
+    ///   `net.ipv4.tcp_migrate_req` is 1 or the group's program was loaded
+    ///   with `BPF_SK_REUSEPORT_SELECT_OR_MIGRATE`
+    ///   (`reuseport_stop_listen_sock`); otherwise it left, and the request
+    ///   is reset;
+    /// - with no listening member left, the request is reset (the program
+    ///   does not run);
+    /// - the hash is the request's own (`migrating_sk->sk_hash`: the
+    ///   established hash of its 4-tuple, the real local address even in a
+    ///   wildcard group);
+    /// - without a SELECT_OR_MIGRATE program: select by hash if the sysctl
+    ///   is 1, else reset;
+    /// - with one, it runs with `sk` the closing listener and
+    ///   `migrating_sk` the request ([`ebpf::Migrating`]): `SK_PASS` with a
+    ///   selection migrates there; `SK_PASS` without one falls back to
+    ///   select by hash, whatever the sysctl; anything else is
+    ///   `ERR_PTR(-ECONNREFUSED)` (`bpf_run_sk_reuseport`,
+    ///   net/core/filter.c), and the request is reset with no fallback.
+    ///
+    /// A selection is always a listening member: `bpf_sk_select_reuseport`
+    /// returns -ENOENT for a socket the sockarray no longer holds (a closed
+    /// member is removed from it on shutdown, `bpf_sk_reuseport_detach`),
+    /// and the program then decides with that error in hand.
+    pub fn migrate_run(
+        &self,
+        closing: u32,
+        t: &Tuple,
+        stage: ebpf::MigrateStage,
+        cpu: u32,
+    ) -> Result<MigrationRun, SetupError> {
         let t = Tuple {
             saddr: canonical(t.saddr),
             daddr: canonical(t.daddr),
             ..*t
         };
+        let reset = |reason| {
+            Ok(MigrationRun {
+                migration: Migration::Reset { reason },
+                ebpf_run: None,
+            })
+        };
         if self.proto != Proto::Tcp || !self.profile.closed_tail {
-            return Ok(Migration::Reset {
-                reason: ResetReason::NoMigration {
-                    release: self.profile.release,
-                },
+            return reset(ResetReason::NoMigration {
+                release: self.profile.release,
             });
         }
-        if !self.tcp_migrate_req {
-            return Ok(Migration::Reset {
-                reason: ResetReason::MigrateReqOff,
-            });
+        let migrate_prog = self.program.as_ref().filter(|p| p.migrates());
+        if !self.tcp_migrate_req && migrate_prog.is_none() {
+            return reset(ResetReason::MigrateReqOff);
         }
         let a = self.sock_array().expect("group era from 5.14");
+        if a.num_socks() == 0 {
+            return reset(ResetReason::NoListenerLeft);
+        }
         let hash = self.hash_with_laddr(&t, t.daddr);
-        match self.select_by_hash(a, hash, cpu, None) {
-            Some((slot, listener)) => Ok(Migration::To {
-                listener,
-                slot,
-                hash,
+        let by_hash =
+            |ebpf_run: Option<ebpf::EbpfRun>| match self.select_by_hash(a, hash, cpu, None) {
+                Some((slot, listener)) => Ok(MigrationRun {
+                    migration: Migration::To {
+                        listener,
+                        slot,
+                        hash,
+                        by_program: false,
+                    },
+                    ebpf_run,
+                }),
+                None => Ok(MigrationRun {
+                    migration: Migration::Reset {
+                        reason: ResetReason::NoListenerLeft,
+                    },
+                    ebpf_run,
+                }),
+            };
+        let Some(program) = migrate_prog else {
+            return by_hash(None);
+        };
+        let facts = EbpfFacts {
+            migrating: Some(ebpf::Migrating { stage, closing }),
+            ..self.ebpf_facts(&t, hash, a)
+        };
+        let run = match program.ebpf_run(&PacketCtx::on_cpu(cpu), &facts) {
+            Some(Ok(run)) => run,
+            Some(Err(why)) => return Err(SetupError::EbpfInput { why }),
+            None => unreachable!("a SELECT_OR_MIGRATE program is an eBPF program"),
+        };
+        match (&run.end, run.value()) {
+            (ebpf::EbpfEnd::Unknown { pc, what }, _) => Err(SetupError::EbpfUndecided {
+                pc: *pc,
+                what: format!("reads {what}, which the model does not know for this request"),
             }),
-            None => Ok(Migration::Reset {
-                reason: ResetReason::NoListenerLeft,
+            (ebpf::EbpfEnd::Fault { pc, why }, _) => Err(SetupError::EbpfUndecided {
+                pc: *pc,
+                what: why.clone(),
+            }),
+            (_, Some(1)) => match run.selected {
+                Some(listener) => Ok(MigrationRun {
+                    migration: Migration::To {
+                        listener,
+                        slot: self.slot_of(listener).expect("a selection is listening"),
+                        hash,
+                        by_program: true,
+                    },
+                    ebpf_run: Some(run),
+                }),
+                None => by_hash(Some(run)),
+            },
+            _ => Ok(MigrationRun {
+                migration: Migration::Reset {
+                    reason: ResetReason::ProgramDropped,
+                },
+                ebpf_run: Some(run),
             }),
         }
     }

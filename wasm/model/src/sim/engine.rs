@@ -962,7 +962,12 @@ impl Simulation {
             let g = self.group.as_ref().expect("per-worker model");
             // inet_csk_listen_stop → reuseport_migrate_sock
             // (net/ipv4/inet_connection_sock.c, net/core/sock_reuseport.c, 5.14).
-            match g.migrate(&t, cpu) {
+            match g.migrate(
+                l,
+                &t,
+                crate::reuseport::ebpf::MigrateStage::AcceptQueue,
+                cpu,
+            ) {
                 Ok(Migration::To { listener, .. })
                     if (self.queues[listener as usize].conns.len() as u64)
                         <= self.s.backlog as u64 =>

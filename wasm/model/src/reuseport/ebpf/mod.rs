@@ -41,7 +41,10 @@ mod run;
 
 pub use elf::{kind_of_section, read, ElfError, MAX_ELF_BYTES};
 pub use maps::{MapFill, MapKey, MapState, MapValue, MAX_MAP_ENTRIES};
-pub use run::{run, EbpfCall, EbpfEnd, EbpfRun, EbpfStep, Packet, MAX_RECORDED_STEPS, MAX_STEPS};
+pub use run::{
+    run, EbpfCall, EbpfEnd, EbpfRun, EbpfStep, MigrateStage, Migrating, Packet, MAX_RECORDED_STEPS,
+    MAX_STEPS,
+};
 
 /// The most instructions of one program the model runs: the kernel's
 /// `BPF_COMPLEXITY_LIMIT_INSNS` (1,000,000, kernel/bpf/verifier.c 5.2+)

@@ -16,7 +16,14 @@
 //!   listener's protocol, `bind_inany` whether the group is bound to the
 //!   wildcard address, `hash` the group's hash of the packet, `sk` (5.14)
 //!   the listener the lookup found, `migrating_sk` (5.14) NULL outside a
-//!   migration;
+//!   migration; in a migration (`reuseport_migrate_sock`,
+//!   net/core/sock_reuseport.c 5.14+) `sk` is the closing listener,
+//!   `migrating_sk` the child or request ([`Migrating`]), and on the close
+//!   path and the SYN+ACK timer the skb is the empty one
+//!   `reuseport_migrate_sock` allocates (`alloc_skb(0)`: `len` 0,
+//!   `eth_protocol` 0, `data == data_end`); before 5.14 the structure ends
+//!   at `hash`, so the verifier refuses a read of `sk` or `migrating_sk`
+//!   (`sk_reuseport_is_valid_access`, net/core/filter.c);
 //! - `__sk_buff` for socket filters (`bpf_convert_ctx_access`): `run_bpf_filter`
 //!   (net/core/sock_reuseport.c 4.5+) pulls the transport header first, so
 //!   `len` is the payload's length and `LD_ABS` offset 0 its first byte;
@@ -69,6 +76,63 @@ pub struct Packet<'a> {
     pub anc: &'a AncInputs,
     /// The seed of `bpf_get_prandom_u32`'s draws.
     pub seed: u64,
+    /// The kernel has the 5.14 additions: `sk_reuseport_md.sk` and
+    /// `.migrating_sk`, and `bpf_get_socket_cookie` for SK_REUSEPORT
+    /// programs (`sk_reuseport_func_proto`, net/core/filter.c).
+    pub since_5_14: bool,
+    /// The sockets' cookies (`SO_COOKIE`) as user space read them, by
+    /// listener: the kernel hands them out from a counter on first use
+    /// (`sock_gen_cookie`, net/core/sock_diag.c), so they are inputs.
+    pub cookies: &'a [(u32, u64)],
+    /// A migration's run rather than a packet's: the socket that moves.
+    pub migrating: Option<Migrating>,
+}
+
+/// Where in its life a migrating socket is (`reuseport_migrate_sock`'s
+/// three callers, 5.14+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum MigrateStage {
+    /// An established child in the closing listener's accept queue
+    /// (`inet_csk_listen_stop`, net/ipv4/inet_connection_sock.c): no skb,
+    /// `migrating_sk->state` is `BPF_TCP_ESTABLISHED`.
+    AcceptQueue,
+    /// A request whose SYN+ACK timer fires after its listener closed
+    /// (`reqsk_timer_handler`, same file): no skb, state
+    /// `BPF_TCP_NEW_SYN_RECV`.
+    SynAckTimer,
+    /// A request whose final ACK arrives after its listener closed
+    /// (`tcp_v4_rcv` / `tcp_v6_rcv`, net/ipv4/tcp_ipv4.c): the skb is that
+    /// ACK, state `BPF_TCP_NEW_SYN_RECV`.
+    FinalAck,
+}
+
+impl MigrateStage {
+    /// `migrating_sk->state` (`enum` in include/uapi/linux/bpf.h:
+    /// `BPF_TCP_ESTABLISHED` 1, `BPF_TCP_NEW_SYN_RECV` 12).
+    pub fn state(self) -> u32 {
+        match self {
+            MigrateStage::AcceptQueue => 1,
+            MigrateStage::SynAckTimer | MigrateStage::FinalAck => 12,
+        }
+    }
+
+    /// Whether `reuseport_migrate_sock` runs the program on an skb of its
+    /// own making, empty (`skb == NULL` from the caller).
+    pub fn empty_skb(self) -> bool {
+        !matches!(self, MigrateStage::FinalAck)
+    }
+}
+
+/// The socket a migration moves, as `sk_reuseport_md.migrating_sk`
+/// shows it (a `struct bpf_sock` read through `PTR_TO_SOCK_COMMON`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migrating {
+    /// Where it is in the handshake.
+    pub stage: MigrateStage,
+    /// The closing listener (`sk_reuseport_md.sk` in this run).
+    pub closing: u32,
 }
 
 /// One instruction taken.
@@ -181,8 +245,13 @@ enum Region {
     Stack,
     Packet,
     Map(usize),
-    Value { map: usize, slot: usize },
+    Value {
+        map: usize,
+        slot: usize,
+    },
     Sock(u32),
+    /// `migrating_sk`.
+    Child,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,6 +318,10 @@ fn frames(p: &Packet, kind: ProgKind) -> (Vec<Option<u8>>, Vec<Option<u8>>) {
     let pay: Vec<Option<u8>> = p.payload.iter().map(|&b| Some(b)).collect();
     if kind == ProgKind::SocketFilter {
         return (pay, Vec::new());
+    }
+    if p.migrating.is_some_and(|m| m.stage.empty_skb()) {
+        // alloc_skb(0) in reuseport_migrate_sock: no bytes at all.
+        return (Vec::new(), Vec::new());
     }
     let mut l4: Vec<Option<u8>> = Vec::new();
     l4.extend(p.sport.to_be_bytes().map(Some));
@@ -436,6 +509,7 @@ impl Vm<'_, '_> {
                 format!("{}[{key}]", m.def.name)
             }
             Region::Sock(l) => format!("socket {l}"),
+            Region::Child => "migrating_sk".to_string(),
         };
         if p.off == 0 {
             base
@@ -865,6 +939,57 @@ impl Vm<'_, '_> {
             Region::Sock(_) => Err(Stop::Unknown(
                 "a field of struct bpf_sock (the model does not hold the socket's fields)".into(),
             )),
+            Region::Child => self.child_load(at, size),
+        }
+    }
+
+    /// A field of `migrating_sk` (`struct bpf_sock` through
+    /// `PTR_TO_SOCK_COMMON`: `bpf_sock_common_is_valid_access` refuses
+    /// `type` to `priority`; `bpf_sock_convert_ctx_access`, net/core/filter.c
+    /// 5.14+). The child's addresses are the packet's, its local side first.
+    fn child_load(&self, at: i64, size: u32) -> R<Val> {
+        let p = self.pkt;
+        let state = p.migrating.map_or(0, |m| m.stage.state());
+        let v4 = |a: IpAddr| match a {
+            IpAddr::V4(a) => Some(u32::from_le_bytes(a.octets()) as u64),
+            IpAddr::V6(_) => None,
+        };
+        let field = |v: u64, start: i64, fsize: u32| -> R<Val> {
+            if size > fsize || (at - start) % size as i64 != 0 {
+                return fault(format!(
+                    "reads migrating_sk at offset {at}, size {size} (the verifier refuses)"
+                ));
+            }
+            Ok(Val::Num(narrow(v, at - start, size)))
+        };
+        let unknown = |what: &str| {
+            Err(Stop::Unknown(format!(
+                "migrating_sk->{what}, which the model does not hold"
+            )))
+        };
+        match at {
+            4..=7 => field(if p.saddr.is_ipv6() { 10 } else { 2 }, 4, 4),
+            8..=23 => fault(format!(
+                "reads migrating_sk at offset {at} (type to priority: bpf_sock_common_is_valid_access refuses)"
+            )),
+            24..=27 => match v4(p.daddr) {
+                Some(a) => field(a, 24, 4),
+                None => unknown("src_ip4 of an IPv6 socket"),
+            },
+            44..=47 => field(p.dport as u64, 44, 4),
+            48..=49 => field(u16::from_le_bytes(p.sport.to_be_bytes()) as u64, 48, 2),
+            52..=55 => match v4(p.saddr) {
+                Some(a) => field(a, 52, 4),
+                None => unknown("dst_ip4 of an IPv6 socket"),
+            },
+            72..=75 => field(state as u64, 72, 4),
+            0..=3 => unknown("bound_dev_if"),
+            28..=43 => unknown("src_ip6"),
+            56..=71 => unknown("dst_ip6"),
+            76..=79 => unknown("rx_queue_mapping"),
+            _ => fault(format!(
+                "reads migrating_sk at offset {at}, past struct bpf_sock (the verifier refuses)"
+            )),
         }
     }
 
@@ -951,7 +1076,9 @@ impl Vm<'_, '_> {
             Region::Packet => {
                 fault("writes the packet (the verifier refuses for this program type)")
             }
-            Region::Map(_) | Region::Sock(_) => fault("writes through a map or socket pointer"),
+            Region::Map(_) | Region::Sock(_) | Region::Child => {
+                fault("writes through a map or socket pointer")
+            }
         }
     }
 
@@ -1078,16 +1205,27 @@ impl Vm<'_, '_> {
             };
         }
         let num = |v: u64, fsize: i64| -> R<Val> { Ok(Val::Num(narrow(v, at % fsize, size))) };
+        let empty_skb = p.migrating.is_some_and(|m| m.stage.empty_skb());
+        if (40..56).contains(&at) && !p.since_5_14 {
+            return fault(format!(
+                "reads sk_reuseport_md at offset {at}: before 5.14 the structure ends at `hash` \
+                 (sk_reuseport_is_valid_access, net/core/filter.c; the verifier refuses)"
+            ));
+        }
         match at {
+            // alloc_skb(0): skb->len 0 and skb->protocol 0.
+            16..=23 if empty_skb => num(0, 4),
             0 | 8 if size == 8 => Ok(Val::Ptr(Ptr {
                 region: Region::Packet,
                 off: if at == 0 { 0 } else { self.data.len() as i64 },
             })),
             16..=19 => {
                 if p.proto == Proto::Tcp {
-                    return Err(Stop::Unknown(
-                        "sk_reuseport_md.len of a SYN (its TCP options' length)".into(),
-                    ));
+                    return Err(Stop::Unknown(if p.migrating.is_some() {
+                        "sk_reuseport_md.len of the final ACK (its TCP options' length)".into()
+                    } else {
+                        "sk_reuseport_md.len of a SYN (its TCP options' length)".into()
+                    }));
                 }
                 num(self.data.len() as u64, 4)
             }
@@ -1112,10 +1250,16 @@ impl Vm<'_, '_> {
                 num(p.hash as u64, 4)
             }
             40 if size == 8 => Ok(Val::Ptr(Ptr {
-                region: Region::Sock(p.first),
+                region: Region::Sock(p.migrating.map_or(p.first, |m| m.closing)),
                 off: 0,
             })),
-            48 if size == 8 => Ok(Val::Num(0)),
+            48 if size == 8 => Ok(match p.migrating {
+                Some(_) => Val::Ptr(Ptr {
+                    region: Region::Child,
+                    off: 0,
+                }),
+                None => Val::Num(0),
+            }),
             _ => fault(format!(
                 "reads sk_reuseport_md at offset {at}, size {size} (the verifier refuses)"
             )),
@@ -1369,6 +1513,53 @@ impl Vm<'_, '_> {
                     vec![def.name.clone(), format!("key {}", hex(&key)), note],
                     Val::Num(r as u64),
                     "sk_select_reuseport (net/core/filter.c 4.19; SOCKMAP and SOCKHASH 5.6): -ENOENT when the key holds no socket",
+                )
+            }
+            46 => {
+                if self.kind == ProgKind::SocketFilter {
+                    return fault(
+                        "bpf_get_socket_cookie in a socket filter (the model runs it in SK_REUSEPORT programs only)",
+                    );
+                }
+                if !self.pkt.since_5_14 {
+                    return fault(
+                        "bpf_get_socket_cookie: SK_REUSEPORT programs are offered it from 5.14 \
+                         (sk_reuseport_func_proto, net/core/filter.c); the verifier refuses it before",
+                    );
+                }
+                let ret = match &args[0] {
+                    Val::Ptr(Ptr {
+                        region: Region::Sock(l),
+                        off: 0,
+                    }) => match self.pkt.cookies.iter().find(|(s, _)| s == l) {
+                        Some((_, c)) => Val::Num(*c),
+                        None => {
+                            return Err(Stop::Unknown(format!(
+                                "the cookie of listener {l} (SO_COOKIE, handed out by the kernel): give it in `cookies`"
+                            )))
+                        }
+                    },
+                    Val::Ptr(Ptr {
+                        region: Region::Child,
+                        off: 0,
+                    }) => {
+                        return Err(Stop::Unknown(
+                            "the cookie of the migrating socket (the kernel hands it out on first use)"
+                                .into(),
+                        ))
+                    }
+                    v => {
+                        return fault(format!(
+                            "bpf_get_socket_cookie of {} (it takes a socket: the verifier refuses)",
+                            self.show(v)
+                        ))
+                    }
+                };
+                (
+                    "bpf_get_socket_cookie",
+                    vec![self.show(&args[0])],
+                    ret,
+                    "bpf_get_socket_ptr_cookie (net/core/filter.c 5.14+): the socket's cookie, sock_gen_cookie",
                 )
             }
             6 => (
