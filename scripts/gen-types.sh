@@ -12,10 +12,10 @@ out="${1:-$PWD/src/model/generated}"
 # Written into a fresh directory and renamed into place, never into the old one, whose
 # files may be hard links shared with another checkout.
 rm -rf "$out.tmp" "$out.old" && mkdir -p "$out.tmp"
-TS_EXPORT_DIR="$out.tmp" cargo test -p reuseport-model --features ts --test ts_export --quiet >/dev/null
+TS_EXPORT_DIR="$out.tmp" cargo test --profile types -p reuseport-model --features ts --test ts_export --quiet >/dev/null
 # The records the workers exchange with the wasm layer (the paste session's
 # requests and answers, the diagnosis plan, the scenario ranking).
-TS_EXPORT_DIR="$out.tmp" cargo test -p reuseport-wasm --features ts --lib ts_export --quiet >/dev/null
+TS_EXPORT_DIR="$out.tmp" cargo test --profile types -p reuseport-wasm --features ts --lib ts_export --quiet >/dev/null
 if [[ -e $out ]]; then mv -T "$out" "$out.old"; fi
 mv -T "$out.tmp" "$out" && rm -rf "$out.old"
 echo "gen-types: wrote $(ls "$out" | wc -l) declarations to $out" >&2

@@ -103,7 +103,9 @@ fi
 
 # The release builds (wasm32, the agent) run beside the debug ones (clippy, rustdoc, the tests):
 # cargo locks each profile's directory on its own, and while one lane is in a step that takes one
-# core (LTO, a link, a large crate) the other has the second.
+# core (LTO, a link, a large crate) the other has the second. The wasm build's TypeScript
+# declarations (scripts/gen-types.sh) build in a profile of their own (`types`), not in
+# target/debug: there they held the debug lane's lock, and rustdoc waited minutes for them.
 #
 # The one release build of the agent: the verify stages run it, and so do Vitest's and the browser
 # tests' comparisons (tests/agent.ts reads REUSEPORT_AGENT; Playwright's global setup builds nothing

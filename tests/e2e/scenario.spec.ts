@@ -2,7 +2,7 @@
  * The scenario gallery's widget on its pages: every variant of the curated
  * scenario gets a card with the model's figures, a bad control value is
  * refused by name, and a new run replaces the cards. The figures themselves
- * are pinned by the model's tests (wasm/model/tests/sim.rs); this checks the
+ * are pinned by the model's tests (wasm/model/tests/suite/sim.rs); this checks the
  * page shows them.
  */
 import { axe } from './axe';

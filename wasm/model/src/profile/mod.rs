@@ -7,7 +7,7 @@
 //! field names the kernel file and the release that fixes it; the era table is
 //! `shared/reference/kernel-history.md` §9 and §11, and [`PROFILES`] writes
 //! it as rows, each the row before it with what changed. No code outside the
-//! table compares release numbers. `tests/eras.rs` prints the table as
+//! table compares release numbers. `tests/suite/eras.rs` prints the table as
 //! Markdown and pins it to `tests/eras.md`.
 //!
 //! A profile describes the newest stable release of its series as read in the
@@ -120,7 +120,7 @@ pub enum WildcardLaddr {
 /// The table below ([`PROFILES`]) writes each row as a difference from the
 /// row before it, so a stable backport is one changed field. No code outside
 /// the table compares release numbers: what a profile does follows from its
-/// fields alone (`tests/eras.rs` checks this with made-up rows).
+/// fields alone (`tests/suite/eras.rs` checks this with made-up rows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]

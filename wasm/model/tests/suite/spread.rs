@@ -4,16 +4,13 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-#[path = "../benches/common/xorshift.rs"]
-mod xorshift;
-
+use crate::xorshift::Xorshift32;
 use reuseport_model::batch::NONE;
 use reuseport_model::reuseport::CpuPin;
 use reuseport_model::spread::{
     boot_keys, by_listeners, SpreadError, SpreadRun, Verdict, LISTENER_SIZES, MAX_BOOTS,
 };
 use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
-use xorshift::Xorshift32;
 
 fn lo() -> IpAddr {
     Ipv4Addr::new(127, 0, 0, 1).into()

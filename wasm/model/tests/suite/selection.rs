@@ -572,7 +572,7 @@ fn batch_selection_equals_one_packet_at_a_time() {
 
 #[test]
 fn a_rebound_group_answers_as_one_built_at_its_new_address() {
-    // tests/vectors.rs builds each size once and moves it to each vector's address.
+    // tests/suite/vectors.rs builds each size once and moves it to each vector's address.
     let there: IpAddr = Ipv4Addr::new(10, 1, 2, 3).into();
     for kernel in ["3.9", "4.6", "6.18"] {
         for proto in [Proto::Tcp, Proto::Udp] {

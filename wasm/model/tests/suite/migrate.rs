@@ -27,7 +27,7 @@ fn cookie(l: u32) -> u64 {
     0x1000 + l as u64
 }
 
-mod common;
+use crate::common;
 
 fn compile() -> Option<EbpfProgram> {
     let bytes = common::compile_fixture("test_migrate_reuseport.c", &[])?;

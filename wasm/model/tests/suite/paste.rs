@@ -419,7 +419,7 @@ fn ss_local_and_peer_columns_alone_are_oriented_by_the_common_port() {
 fn a_line_whose_side_cannot_be_decided_is_reported_not_guessed() {
     // One pair: both its ports are on one side of every line, so neither
     // is the common port, and neither is a system or well-known port (8080
-    // would be: tests/paste_shapes.rs).
+    // would be: tests/suite/paste_shapes.rs).
     let c = Conn {
         a: ep("10.0.0.2:40000"),
         b: ep("10.0.0.1:18080"),

@@ -741,7 +741,8 @@ fn basis_en(b: &EraBasis) -> String {
     say("era_basis", &v, &given)
 }
 
-const MARK: &str = "<!-- Generated below by wasm/model/tests/eras.rs; do not edit by hand. -->\n";
+const MARK: &str =
+    "<!-- Generated below by wasm/model/tests/suite/eras.rs; do not edit by hand. -->\n";
 
 #[test]
 fn the_era_table_prints_as_the_reviewed_markdown() {

@@ -16,7 +16,7 @@ use reuseport_model::reuseport::ebpf::{
 use reuseport_model::reuseport::{PacketCtx, Payload, Program};
 use reuseport_model::{GroupSpec, Keys, Proto, ReuseportGroup, SetupError, Tuple};
 
-mod common;
+use crate::common;
 
 /// Compiles a fixture as the selftests' Makefile does (clang -target bpf
 /// -O2 -g, libbpf's headers), or says SKIPPED when clang is missing.
