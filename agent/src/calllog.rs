@@ -74,6 +74,16 @@ pub fn proto_of(log: &CallLog) -> Option<Proto> {
     protos.all(|p| p == first).then_some(first)
 }
 
+/// The socket type a protocol's sockets are made with: `SOCK_STREAM` for
+/// TCP, `SOCK_DGRAM` for UDP. Every live socket the agent makes takes it
+/// from here.
+pub fn socket_type(proto: Proto) -> socket2::Type {
+    match proto {
+        Proto::Tcp => socket2::Type::STREAM,
+        Proto::Udp => socket2::Type::DGRAM,
+    }
+}
+
 #[cfg(target_os = "linux")]
 pub use kernel::*;
 
@@ -164,10 +174,7 @@ mod kernel {
                 Family::Inet => Domain::IPV4,
                 Family::Inet6 => Domain::IPV6,
             };
-            let ty = match proto {
-                Proto::Tcp => Type::STREAM,
-                Proto::Udp => Type::DGRAM,
-            };
+            let ty = socket_type(proto);
             // The owner UID is the creator's fsuid (sock_init_data).
             // SAFETY: setfsuid changes only this thread's credentials.
             if uid != 0 {

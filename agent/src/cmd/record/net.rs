@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use reuseport_model::Proto;
-use socket2::{Domain, SockRef, Socket, Type};
+use socket2::{Domain, SockRef, Socket};
+
+use crate::calllog::socket_type;
 
 use super::drive::{Delivery, Driver};
 use super::sys;
@@ -153,10 +155,7 @@ impl Group {
         stop: &'static AtomicBool,
     ) -> Result<Group, RecordError> {
         let domain = Domain::for_address(SocketAddr::new(s.bind, 0));
-        let ty = match s.proto {
-            Proto::Tcp => Type::STREAM,
-            Proto::Udp => Type::DGRAM,
-        };
+        let ty = socket_type(s.proto);
         let mut port = s.port;
         let mut members = Vec::with_capacity(s.listeners as usize);
         for i in 0..s.listeners {
@@ -300,10 +299,7 @@ impl Group {
     /// A client socket bound to `client` with SO_REUSEADDR, or why the pair
     /// is skipped.
     fn client_socket(&self, client: SocketAddr) -> Result<Result<Socket, String>, RecordError> {
-        let ty = match self.proto {
-            Proto::Tcp => Type::STREAM,
-            Proto::Udp => Type::DGRAM,
-        };
+        let ty = socket_type(self.proto);
         let sock = Socket::new(Domain::for_address(client), ty, None).map_err(|e| {
             let hint = fd_hint(&e, self.members.len() as u32);
             RecordError::sys(format!("client {client}: socket()"), e, hint)

@@ -363,6 +363,17 @@ impl Report {
             interrupted: false,
         }
     }
+
+    /// The report of a run that compares packets, not layouts (the program
+    /// and migrate checks): exact as the run says, interrupted when a
+    /// terminating signal stopped it.
+    fn of_packets(exact: bool) -> Report {
+        Report {
+            layouts: Vec::new(),
+            exact,
+            interrupted: stopping(),
+        }
+    }
 }
 
 /// How `verify` records `name`: [`LayoutName::recorded`], and for a
@@ -734,11 +745,7 @@ fn live_ebpf(
             writeln!(out, "  mismatch: {m}")?;
         }
     }
-    Ok(Report {
-        layouts: Vec::new(),
-        exact: rep.exact(),
-        interrupted: stopping(),
-    })
+    Ok(Report::of_packets(rep.exact()))
 }
 
 /// What `--program FILE.o` and `--migrate` answer in a build without libbpf.
@@ -805,11 +812,7 @@ fn live_migrate(
             }
         }
     }
-    Ok(Report {
-        layouts: Vec::new(),
-        exact: rep.exact(),
-        interrupted: stopping(),
-    })
+    Ok(Report::of_packets(rep.exact()))
 }
 
 #[cfg(not(feature = "trace"))]
@@ -890,11 +893,7 @@ fn live_programs(
             writeln!(out, "  mismatch: {m}")?;
         }
     }
-    Ok(Report {
-        layouts: Vec::new(),
-        exact: rep.exact(),
-        interrupted: stopping(),
-    })
+    Ok(Report::of_packets(rep.exact()))
 }
 
 /// Runs `verify`: writes the report to `out`, progress to `err`.

@@ -38,6 +38,7 @@ use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
 use serde::Serialize;
 use socket2::{Domain, Socket, Type};
 
+use crate::calllog::socket_type;
 use crate::cmd::verify::differential::Rng;
 
 /// The most programs one run draws.
@@ -270,11 +271,7 @@ fn attach(fd: i32, insns: &[Insn]) -> i32 {
 /// A member of a live group: SO_REUSEPORT, bound to 127.0.0.1:`port`
 /// (0: any free port), listening when TCP.
 fn member(proto: Proto, port: u16) -> std::io::Result<Socket> {
-    let ty = match proto {
-        Proto::Udp => Type::DGRAM,
-        Proto::Tcp => Type::STREAM,
-    };
-    let s = Socket::new(Domain::IPV4, ty, None)?;
+    let s = Socket::new(Domain::IPV4, socket_type(proto), None)?;
     s.set_reuse_port(true)?;
     s.bind(&SocketAddr::from((Ipv4Addr::LOCALHOST, port)).into())?;
     if proto == Proto::Tcp {
@@ -308,11 +305,7 @@ impl Live {
     /// slot of the member that received it.
     fn send(&self, src: Ipv4Addr, payload: &[u8]) -> std::io::Result<(u16, Option<u32>)> {
         let to: socket2::SockAddr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port)).into();
-        let ty = match self.proto {
-            Proto::Udp => Type::DGRAM,
-            Proto::Tcp => Type::STREAM,
-        };
-        let from = Socket::new(Domain::IPV4, ty, None)?;
+        let from = Socket::new(Domain::IPV4, socket_type(self.proto), None)?;
         from.bind(&SocketAddr::from((src, 0)).into())?;
         let me = from.local_addr()?.as_socket();
         let sport = me.map_or(0, |a| a.port());
