@@ -12,6 +12,7 @@
 import {
   ebpfCheckMaps,
   ebpfDefaultMaps,
+  ebpfMapBounds,
   ebpfMapTypeName,
   ebpfMapTypes,
   ebpfMaxElfBytes,
@@ -287,9 +288,11 @@ export class EbpfPanel {
         row.append(field(`${mid}-type`, t('editor.map_type'), type));
         const num = (v: number, min: number, max: number) =>
           h('input', '', undefined, { type: 'number', min: String(min), max: String(max), step: '1', value: String(v) });
-        const key = num(form.def.keySize, 1, 512);
-        const value = num(form.def.valueSize, 1, 65536);
-        const max = num(form.def.maxEntries, 1, 65536);
+        // The model's bounds, as its map check applies them.
+        const bounds = ebpfMapBounds();
+        const key = num(form.def.keySize, 1, bounds.keySize);
+        const value = num(form.def.valueSize, 1, bounds.valueSize);
+        const max = num(form.def.maxEntries, 1, bounds.maxEntries);
         row.append(
           field(`${mid}-key`, t('editor.map_key_size'), key),
           field(`${mid}-value`, t('editor.map_value_size'), value),

@@ -33,15 +33,27 @@ function hydrate(tag: string): void {
   if (!load) return;
   load()
     .then((m) => m.define())
-    .catch((err: unknown) => {
-      for (const el of document.querySelectorAll(tag)) {
-        const p = document.createElement('p');
-        p.className = 'rl-error';
-        p.setAttribute('role', 'alert');
-        p.textContent = `This widget failed to load: ${err instanceof Error ? err.message : String(err)}`;
-        el.replaceChildren(p);
-      }
-    });
+    .catch((err: unknown) => sayLoadFailed(tag, err instanceof Error ? err.message : String(err)));
+}
+
+/**
+ * Says in each `tag` element that its widget failed to load, in the
+ * element's language. The catalogue is fetched only now (the loader runs on
+ * every page and stays small); when it cannot load either, the browser's
+ * own message stands alone.
+ */
+async function sayLoadFailed(tag: string, message: string): Promise<void> {
+  const say = await import('../model/messages').then(
+    (m) => (el: Element) => m.sayUi(m.langOf(el.closest('[lang]')?.getAttribute('lang') ?? document.documentElement.lang), 'widget.load_failed', { message }),
+    () => () => message,
+  );
+  for (const el of document.querySelectorAll(tag)) {
+    const p = document.createElement('p');
+    p.className = 'rl-error';
+    p.setAttribute('role', 'alert');
+    p.textContent = say(el);
+    el.replaceChildren(p);
+  }
 }
 
 /** Hydrates the widgets in `doc` now and as they are added; returns a function that stops watching. */

@@ -6,10 +6,12 @@
 import {
   ebpfCheckMaps as wasmCheckMaps,
   ebpfDefaultMaps as wasmDefaultMaps,
+  ebpfMapBounds as wasmMapBounds,
   ebpfMapTypeName as wasmMapTypeName,
   ebpfMapTypes as wasmMapTypes,
   ebpfMaxElfBytes as wasmMaxElfBytes,
   readEbpf as wasmReadEbpf,
+  type EbpfMapBounds,
   type EbpfMapType,
   type EbpfMaps,
 } from './pkg/reuseport.js';
@@ -21,7 +23,7 @@ import type { MapDef } from './generated/MapDef';
 import type { MapFill } from './generated/MapFill';
 import type { ProgKind } from './generated/ProgKind';
 
-export type { EbpfMapType, EbpfMaps, EbpfObject, EbpfProgram, EbpfRun, Holds, MapDef, MapFill, ProgKind };
+export type { EbpfMapBounds, EbpfMapType, EbpfMaps, EbpfObject, EbpfProgram, EbpfRun, Holds, MapDef, MapFill, ProgKind };
 
 /** Reads the bytes of an ELF object clang wrote; throws a sentence naming the section or instruction at fault. Needs the core package. */
 export function readEbpf(bytes: Uint8Array): EbpfObject {
@@ -36,6 +38,11 @@ export function ebpfMaxElfBytes(): number {
 /** The map types the model runs, with what their values are. */
 export function ebpfMapTypes(): EbpfMapType[] {
   return wasmMapTypes();
+}
+
+/** The model's bounds on a map the reader defines: the largest key and value in bytes, the most entries. */
+export function ebpfMapBounds(): EbpfMapBounds {
+  return wasmMapBounds();
 }
 
 /** The uapi name of a map type number. */

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ebpfCheckMaps, ebpfDefaultMaps, ebpfMapTypes, readEbpf, type EbpfObject, type EbpfProgram, type Holds } from '../../src/model/ebpf';
+import { ebpfCheckMaps, ebpfDefaultMaps, ebpfMapBounds, ebpfMapTypes, readEbpf, type EbpfObject, type EbpfProgram, type Holds } from '../../src/model/ebpf';
 import { parseDatagrams, quicPacket } from '../../src/model/editor';
 import type { Explain } from '../../src/model/generated/Explain';
 import type { Program } from '../../src/model/generated/Program';
@@ -117,6 +117,25 @@ describe("nginx's QUIC helper from public/examples", () => {
     const maps = formMaps([{ ...forms[0]!, text: '0 0\n1 7' }], holds);
     if ('problem' in maps) throw new Error('the text reads');
     expect(() => ebpfCheckMaps(helper(), maps, 4)).toThrow(/ngx_quic_sockmap/);
+  });
+
+  it("the form's size bounds are the ones the model's check applies: at the bound accepted, one past it refused", () => {
+    const b = ebpfMapBounds();
+    const forms = mapForms(helper(), ebpfDefaultMaps(helper(), 4));
+    const check = (def: Partial<EbpfProgram['maps'][number]>) => {
+      // A hash of the sizes asked, holding nothing: only its definition is checked.
+      const maps = formMaps([{ ...forms[0]!, def: { ...forms[0]!.def, mapType: 1, ...def }, text: '' }], holds);
+      if ('problem' in maps) throw new Error('an empty text reads');
+      return () => ebpfCheckMaps(helper(), maps, 4);
+    };
+    expect(check({ keySize: b.keySize })).not.toThrow();
+    expect(check({ keySize: b.keySize + 1 })).toThrow(/key size/);
+    expect(check({ valueSize: b.valueSize })).not.toThrow();
+    expect(check({ valueSize: b.valueSize + 1 })).toThrow(/value size/);
+    expect(check({ maxEntries: b.maxEntries })).not.toThrow();
+    expect(check({ maxEntries: b.maxEntries + 1 })).toThrow(/max_entries/);
+    // A key a program builds on its stack: MAX_BPF_STACK, 512 bytes (include/linux/filter.h).
+    expect(b.keySize).toBe(512);
   });
 });
 

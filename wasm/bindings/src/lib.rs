@@ -200,6 +200,28 @@ pub fn wasm_ebpf_max_elf_bytes() -> u32 {
     reuseport_model::reuseport::ebpf::MAX_ELF_BYTES as u32
 }
 
+/// The model's bounds on a map a reader defines (TypeScript:
+/// `EbpfMapBounds`): the largest key and value in bytes and the most
+/// entries, for the form's number inputs.
+#[wasm_bindgen(js_name = ebpfMapBounds, unchecked_return_type = "EbpfMapBounds")]
+pub fn wasm_ebpf_map_bounds() -> JsResult<JsValue> {
+    use reuseport_model::reuseport::ebpf as e;
+    to_js(&EbpfMapBounds {
+        key_size: e::MAX_KEY_SIZE,
+        value_size: e::MAX_VALUE_SIZE,
+        max_entries: e::MAX_MAP_ENTRIES as u32,
+    })
+}
+
+/// The result of [`wasm_ebpf_map_bounds`].
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EbpfMapBounds {
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+}
+
 /// The map types the model runs, for a form's choice: each with its uapi
 /// `name` and what its values are (`holds`: `"sockets"`, `"maps"` or
 /// `"bytes"`), so the form asks for a socket, a map or a number.
@@ -276,6 +298,8 @@ const TS_BOUNDARY: &str = r#"
 export type EbpfMapType = { mapType: number; name: string; holds: Holds };
 /** An eBPF program's maps as user space filled them, and the maps it made that the object does not define. */
 export type EbpfMaps = { maps: MapFill[]; extraMaps: MapDef[] };
+/** The model's bounds on a map a reader defines: the largest key and value in bytes, the most entries. */
+export type EbpfMapBounds = { keySize: number; valueSize: number; maxEntries: number };
 /** A bound address and its port (null when none was given). */
 export type ParsedBind = { addr: string; port: number | null };
 /** A kernel profile name or release (`6.18`, `5.19.3`), and a group. */

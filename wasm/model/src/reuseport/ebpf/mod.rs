@@ -56,6 +56,13 @@ pub const MAX_INSNS: usize = 65_536;
 pub const MAX_MAPS: usize = 64;
 /// `MAX_BPF_STACK` (include/linux/filter.h): 512 bytes of stack.
 pub const STACK_SIZE: usize = 512;
+/// The largest map key the model holds, in bytes: a key a program passes
+/// to a map helper is built on its stack, which holds [`STACK_SIZE`] bytes
+/// (an input bound of the model).
+pub const MAX_KEY_SIZE: u32 = STACK_SIZE as u32;
+/// The largest map value the model holds, in bytes (an input bound of the
+/// model; the kernel's own bound is the allocator's, far larger).
+pub const MAX_VALUE_SIZE: u32 = 1 << 16;
 
 /// Map types the model knows (`enum bpf_map_type`, include/uapi/linux/bpf.h).
 pub mod map_type {
@@ -239,9 +246,10 @@ impl MapDef {
                 self.max_entries
             ));
         }
-        if self.key_size > 512 || self.value_size > 1 << 16 {
+        if self.key_size > MAX_KEY_SIZE || self.value_size > MAX_VALUE_SIZE {
             return Err(format!(
-                "key size {} or value size {} past the model's bounds (512, 65536)",
+                "key size {} or value size {} past the model's bounds \
+                 ({MAX_KEY_SIZE}, {MAX_VALUE_SIZE})",
                 self.key_size, self.value_size
             ));
         }
