@@ -1,21 +1,7 @@
 import type { BaseType, Selection } from 'd3';
-import { el, h } from '../render/dom';
+import { el, field, h } from '../render/dom';
 
-export { el, h };
-
-/** A labelled control, with its hint (read out with the control) when given. */
-export function field(id: string, label: string, control: HTMLElement, hint?: string): HTMLElement {
-  const wrap = el('div', { class: 'rl-field' });
-  wrap.append(el('label', { htmlFor: id }, label));
-  if (hint) {
-    const h = el('span', { class: 'rl-hint', id: `${id}-hint` }, hint);
-    control.setAttribute('aria-describedby', h.id);
-    wrap.append(h);
-  }
-  control.id = id;
-  wrap.append(control);
-  return wrap;
-}
+export { el, field, h };
 
 /** Fills a select with `[value, label]` options and, when given, chooses `value`. */
 export function selectOptions<P extends BaseType, PD>(

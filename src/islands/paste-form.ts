@@ -3,16 +3,15 @@
  * its secret, and the layout of several sockets; then the status line, the
  * progress bar, the error list and the results box. Built once by
  * `PasteWidget` (paste.ts), which wires it to the paste worker; what the
- * form says is read here (the group, the secret, the link's settings). Also
- * the results' simulation section, drawn from the worker's answer alone.
+ * form says is read here (the group, the secret, the link's settings). The
+ * results are drawn by render/paste-*.ts.
  */
-import { groupSpec, maxGroupMembers, parseBind, profiles, resolveProfile, type Proto } from '../model/index';
+import { groupSpec, maxGroupMembers, parseBind, profiles, resolveNotes, resolveProfile, type Proto } from '../model/index';
+import { say, sayBasis, type Lang } from '../model/messages';
 import type { CallLog, Layout } from '../model/lookup';
-import { tableElement } from '../render/table';
 import { el, field } from './dom';
-import type { PasteText } from './paste-text';
-import { say, type Lang } from '../model/messages';
-import type { PasteSession, SpreadAnswer, UrlState } from '../model/paste';
+import type { PasteText } from '../render/paste-text';
+import type { PasteSession, UrlState } from '../model/paste';
 import type { ReadSummary } from '../model/paste-protocol';
 import { parseHex32 } from '../hex';
 
@@ -175,53 +174,96 @@ export function buildPasteForm(root: HTMLElement, t: PasteText, f: (n: string) =
   };
 }
 
-/** A number as the page's locale writes it, with at most `digits` decimals (∞ when not finite). */
-function fmt(n: number, digits = 2): string {
-  if (!Number.isFinite(n)) return '∞';
-  return n.toLocaleString(undefined, { maximumFractionDigits: digits });
+/** A paste longer than this goes to a file: the text box would freeze the page. */
+const MAX_BOX_CHARS = 200_000;
+
+/** What the widget does when the form asks. */
+export interface FormHandlers {
+  /** The form was submitted. */
+  submit: () => void;
+  /** Cancel was pressed. */
+  cancel: () => void;
+  /** A file was chosen, dropped, or a huge paste became one. */
+  file: () => void;
+  /** The kernel field changed. */
+  kernel: () => void;
+  /** Another secret mode was chosen. */
+  mode: () => void;
 }
 
 /**
- * The secret-free simulation's section: the spread of the skew over random
- * boots, the observed counts against it, and other group sizes. `pending`:
- * the simulation is still to come.
+ * Wires the form until `signal` aborts: a file dropped on the text box is chosen, a paste too long for the box becomes
+ * a file, a secret typed while "none" is chosen chooses "typed"; the rest goes to `on`.
  */
-export function spreadSection(t: PasteText, lang: Lang, spread: SpreadAnswer | undefined, pending: boolean): HTMLElement {
-  const sec = el('section', { class: 'rl-paste-spread' });
-  sec.append(el('h2', {}, t.spreadTitle));
-  if (!spread) {
-    sec.append(el('p', {}, pending ? t.spreadPending : t.noRows));
-    return sec;
-  }
-  const s = spread.spread;
-  sec.append(el('p', {}, t.spreadLead(s)));
-  const dl = el('dl', { class: 'rl-facts' });
-  const num = (v: number | null) => (v === null ? '∞' : fmt(v));
-  const range = (m: { mean: number | null; p5: number | null; p95: number | null }, pct = false) =>
-    pct ? `${fmt(m.mean! * 100, 1)} % (${fmt(m.p5! * 100, 1)}–${fmt(m.p95! * 100, 1)} %)` : `${num(m.mean)} (${num(m.p5)}–${num(m.p95)})`;
-  dl.append(el('dt', {}, t.maxMin), el('dd', {}, range(s.maxMin), s.maxMin.unbounded > 0 ? ` ${t.unbounded(s.maxMin.unbounded)}` : ''));
-  dl.append(el('dt', {}, t.jain), el('dd', {}, `${fmt(s.jain.mean, 4)} (${fmt(s.jain.p5, 4)}–${fmt(s.jain.p95, 4)})`));
-  dl.append(el('dt', {}, t.emptyShare), el('dd', {}, range(s.emptyShare, true)));
-  dl.append(el('dt', {}, t.maxShare), el('dd', {}, range(s.maxShare, true)));
-  if (s.exchangeable) dl.append(el('dt', {}, t.oneListener), el('dd', {}, t.bandLine(s.band)));
-  sec.append(dl);
-  if (spread.compareError) sec.append(el('p', { class: 'rl-warn' }, spread.compareError));
-  if (spread.comparison)
-    sec.append(el('p', { class: 'rl-verdict' }, say(lang, 'verdict', spread.comparison.verdict)), el('p', {}, t.observedSkew(spread.comparison)));
-  const rows = spread.byListeners.rows;
-  sec.append(
-    tableElement({
-      caption: t.byListenersTitle,
-      head: t.byListenersHead,
-      rows: rows.map((r) => [
-        String(r.listeners) + (r.yours ? ` ${t.yours}` : ''),
-        `${num(r.maxMin.p50)} / ${num(r.maxMin.p95)}`,
-        `${fmt(r.emptyShare.mean * 100, 1)} %`,
-      ]),
-      chosen: (i) => !!rows[i]?.yours,
-    }),
+export function wireForm(ui: PasteUi, t: PasteText, signal: AbortSignal, on: FormHandlers): void {
+  const opts = { signal };
+  const { form, cancel, file, fileNote, text, kernel, radios, secret } = ui;
+  form.addEventListener(
+    'submit',
+    (e) => {
+      e.preventDefault();
+      on.submit();
+    },
+    opts,
   );
-  return sec;
+  cancel.addEventListener('click', () => on.cancel(), opts);
+  file.addEventListener('change', () => on.file(), opts);
+  text.addEventListener(
+    'drop',
+    (e) => {
+      const x = e.dataTransfer?.files?.[0];
+      if (!x) return;
+      e.preventDefault();
+      const dt = new DataTransfer();
+      dt.items.add(x);
+      file.files = dt.files;
+      on.file();
+    },
+    opts,
+  );
+  text.addEventListener(
+    'dragover',
+    (e) => {
+      if (e.dataTransfer?.types.includes('Files')) e.preventDefault();
+    },
+    opts,
+  );
+  text.addEventListener(
+    'paste',
+    (e) => {
+      // A huge paste would freeze the text box: it becomes a file instead.
+      const s = e.clipboardData?.getData('text/plain') ?? '';
+      if (s.length <= MAX_BOX_CHARS) return;
+      e.preventDefault();
+      const dt = new DataTransfer();
+      dt.items.add(new File([s], 'pasted.txt', { type: 'text/plain' }));
+      file.files = dt.files;
+      fileNote.textContent = t.pastedAsFile(s.length);
+    },
+    opts,
+  );
+  kernel.addEventListener('input', () => on.kernel(), opts);
+  for (const r of radios.values()) r.addEventListener('change', () => on.mode(), opts);
+  secret.addEventListener(
+    'change',
+    () => {
+      if (secretMode(ui) === 'none' && secret.value.trim()) radios.get('typed')!.checked = true;
+    },
+    opts,
+  );
+}
+
+/** Says under the kernel field which profile it resolves to, where its rules were read, and its notes (or the problem). */
+export function showProfile(ui: PasteUi, t: PasteText, lang: Lang): void {
+  const { kernel, profileNote } = ui;
+  const k = kernel.value.trim();
+  try {
+    const p = resolveProfile(k);
+    const notes = resolveNotes(k).map((n) => `${say(lang, 'note', n)}${lang === 'zh-CN' ? '。' : '.'}`);
+    profileNote.textContent = [t.profile(`${p.release.major}.${p.release.minor}`, sayBasis(lang, p.basis)), ...notes].join(' ');
+  } catch (e) {
+    profileNote.textContent = (e as Error).message;
+  }
 }
 
 /** The form's elements, as {@link buildPasteForm} returns them. */

@@ -8,17 +8,18 @@
  * same widget as a custom element (attributes: kernel, proto, listeners,
  * text, from-url).
  *
- * The form is built by paste-form.ts and the words are paste-text.ts's; the
- * tables, bars and cards are drawn by render/ (table.ts, virtual-table.ts,
- * paste-bars.ts, explain-card.ts). This file keeps what was read and
- * answered, and asks the worker (`PasteSession`) and the key search.
+ * The form is built and wired by paste-form.ts; the words are
+ * render/paste-text.ts's; the sections are drawn by render/ (paste-read.ts,
+ * paste-answers.ts, paste-actions.ts, explain-card.ts) from the facts of
+ * scene/paste-view.ts. This file keeps what was read and answered, asks the
+ * worker (`PasteSession`) and the key search, and says what each button does.
  *
  * States (`data-state` on the element): `ready` (nothing runs: the form takes
  * input, and what was read and answered last is shown), `busy` (the worker
  * reads, answers or simulates: progress and Cancel), `disposed`.
  */
 import { pageLang } from './site';
-import { el, field } from './dom';
+import { el } from './dom';
 import {
   buildPasteForm,
   fillForm,
@@ -26,43 +27,33 @@ import {
   readGroup,
   readLayout,
   secretMode,
-  spreadSection,
+  showProfile,
   typedCounts,
+  wireForm,
   type GroupRequest,
   type PasteOptions,
   type PasteUi,
   type SecretMode,
 } from './paste-form';
-import { loadModel, parseBind, resolveNotes, resolveProfile, type Proto } from '../model/index';
-import { say, sayBasis, sayRefusal, type Lang } from '../model/messages';
+import { loadModel, parseBind, type Proto } from '../model/index';
+import type { Lang } from '../model/messages';
 import { PasteSession, readUrlState, writeUrlState, MAX_URL_TEXT, MAX_FILE_BYTES, type UrlState } from '../model/paste';
-import type { Answered, BadLine, NotedLine, ReadSummary, Row } from '../model/paste-protocol';
+import type { Answered, ReadSummary } from '../model/paste-protocol';
 import { recoverKey, type Recovered } from '../model/recover';
 import { explainView } from '../scene/explain-view';
 import { renderExplain } from '../render/explain-card';
-import { renderVirtualTable, type VirtualTable } from '../render/virtual-table';
-import { renderPasteBars } from '../render/paste-bars';
-import { tableElement } from '../render/table';
+import type { VirtualTable } from '../render/virtual-table';
+import { renderReadSection } from '../render/paste-read';
+import { barsSection, explainedRow, rowsSection, socketsSection, spreadSection } from '../render/paste-answers';
+import { exportSection, recoverSection, showRecovered } from '../render/paste-actions';
 import { hex32 } from '../hex';
 import { defineIsland, emit, hostOf, islandElement, type WidgetEventKind } from './element';
-import { pasteText, type PasteText } from './paste-text';
-import type { Columns, Role, SpreadAnswer } from '../model/paste';
+import { pasteText, type PasteText } from '../render/paste-text';
+import type { Columns, SpreadAnswer } from '../model/paste';
 import type { CallLog, Layout } from '../model/lookup';
 import type { LayoutAnswered } from '../model/paste-protocol';
 import { lookupView } from '../scene/dispatch/lookup';
 import { renderLookup } from '../render/dispatch/lookup';
-
-/** A column role as one select value (`endpoint:client`), and back. */
-function roleKey(r: Role): string {
-  return 'side' in r ? `${r.kind}:${r.side}` : r.kind;
-}
-function roleOf(key: string): Role {
-  const [kind, side] = key.split(':') as [string, string | undefined];
-  return (side ? { kind, side } : { kind }) as Role;
-}
-
-/** A paste longer than this goes to a file: the text box would freeze the page. */
-const MAX_BOX_CHARS = 200_000;
 
 /** Where the analyser is (see the module documentation). */
 export type PasteState = 'ready' | 'busy' | 'disposed';
@@ -123,62 +114,16 @@ export class PasteWidget {
     this.#explainBox = el('div', { class: 'rl-paste-explain' });
     this.#explainBox.setAttribute('aria-live', 'polite');
 
-    const on = { signal: this.#ac.signal };
-    const { form, cancel, file, fileNote, text, kernel, radios, secret } = this.#ui;
-    form.addEventListener(
-      'submit',
-      (e) => {
-        e.preventDefault();
+    wireForm(this.#ui, t, this.#ac.signal, {
+      submit: () => {
         this.#urlProblems = [];
         void this.analyse();
       },
-      on,
-    );
-    cancel.addEventListener('click', () => this.#session.stop(), on);
-    file.addEventListener('change', () => this.#onFile(), on);
-    text.addEventListener(
-      'drop',
-      (e) => {
-        const x = e.dataTransfer?.files?.[0];
-        if (!x) return;
-        e.preventDefault();
-        const dt = new DataTransfer();
-        dt.items.add(x);
-        file.files = dt.files;
-        this.#onFile();
-      },
-      on,
-    );
-    text.addEventListener(
-      'dragover',
-      (e) => {
-        if (e.dataTransfer?.types.includes('Files')) e.preventDefault();
-      },
-      on,
-    );
-    text.addEventListener(
-      'paste',
-      (e) => {
-        // A huge paste would freeze the text box: it becomes a file instead.
-        const s = e.clipboardData?.getData('text/plain') ?? '';
-        if (s.length <= MAX_BOX_CHARS) return;
-        e.preventDefault();
-        const dt = new DataTransfer();
-        dt.items.add(new File([s], 'pasted.txt', { type: 'text/plain' }));
-        file.files = dt.files;
-        fileNote.textContent = t.pastedAsFile(s.length);
-      },
-      on,
-    );
-    kernel.addEventListener('input', () => this.#showProfile(), on);
-    for (const r of radios.values()) r.addEventListener('change', () => this.#onMode(), on);
-    secret.addEventListener(
-      'change',
-      () => {
-        if (this.#mode() === 'none' && secret.value.trim()) radios.get('typed')!.checked = true;
-      },
-      on,
-    );
+      cancel: () => this.#session.stop(),
+      file: () => this.#onFile(),
+      kernel: () => this.#showProfile(),
+      mode: () => this.#onMode(),
+    });
     this.#showProfile();
   }
 
@@ -253,16 +198,7 @@ export class PasteWidget {
   }
 
   #showProfile(): void {
-    const { kernel, profileNote } = this.#ui;
-    const lang = this.#lang;
-    const k = kernel.value.trim();
-    try {
-      const p = resolveProfile(k);
-      const notes = resolveNotes(k).map((n) => `${say(lang, 'note', n)}${lang === 'zh-CN' ? '。' : '.'}`);
-      profileNote.textContent = [this.#t.profile(`${p.release.major}.${p.release.minor}`, sayBasis(lang, p.basis)), ...notes].join(' ');
-    } catch (e) {
-      profileNote.textContent = (e as Error).message;
-    }
+    showProfile(this.#ui, this.#t, this.#lang);
   }
 
   #onFile(): void {
@@ -287,143 +223,48 @@ export class PasteWidget {
     return readGroup(this.#ui, this.#t, this.#summary);
   }
 
-  // ---- rendering ----------------------------------------------------------
-  /** A line's problem in this language: the model's reason, with its field and format in our words. */
-  #sayReason(b: BadLine): string {
-    const t = this.#t;
-    const r = b.reason as Record<string, unknown>;
-    const given: Record<string, string> = {};
-    if (typeof r.field === 'string') given.field = t.fieldWords[r.field] ?? r.field;
-    if (typeof r.format === 'string') given.format = t.formatWords[r.format] ?? r.format;
-    return b.group === 'undecided' ? say(this.#lang, 'undecided', b.reason as never, given) : say(this.#lang, 'line_error', b.reason as never, given);
-  }
-
-  #renderRead(s: ReadSummary): HTMLElement {
-    const t = this.#t;
-    const lang = this.#lang;
+  // ---- drawing (render/paste-*.ts draws; this wires) ----------------------
+  #readSection(s: ReadSummary): HTMLElement {
     const session = this.#session;
-    const sec = el('section', { class: 'rl-paste-read' });
-    sec.append(el('h2', {}, t.readTitle));
-    const dl = el('dl', { class: 'rl-facts' });
-    const fact = (k: string, v: string | Node) => dl.append(el('dt', {}, k), el('dd', {}, v));
-    fact(t.formatFound, s.detected ? t.formatName(s.detected.format, s.detected.header) : t.formatNone);
-    if (s.detected?.evidence && s.detected.evidence.sample > 0) sec.append(el('p', { class: 'rl-hint rl-paste-why' }, t.formatWhy(s.detected)));
-    fact(
-      t.linesRead,
-      t.lineCounts(s, (kind) => say(lang, 'skip', { kind } as never)),
-    );
-    const flipBtn = el('button', { type: 'button' }, t.flip);
-    flipBtn.addEventListener('click', () => {
-      this.#flip = !this.#flip;
-      void this.analyse();
-    });
-    const side = el('span', {}, t.decision(s.decision, this.#flip), ' ');
-    side.append(flipBtn);
-    if (Object.keys(s.sides ?? {}).length) side.append(el('span', { class: 'rl-hint' }, ' ', t.sidesBy(s.sides)));
-    fact(t.serverSide, side);
-    if (s.listening) fact(t.listeningFound, s.listeningAddrs.join(', '));
-    sec.append(dl);
-    const cols = s.detected?.format === 'csv' ? (s.detected.columns as Columns | null) : null;
-    if (cols) sec.append(this.#renderColumns(cols));
-    if (s.partial) sec.append(el('p', { class: 'rl-warn' }, t.partial));
-    if (s.cut) sec.append(el('p', { class: 'rl-warn' }, t.cut(s.cut)));
-    if (s.bad + s.undecided > 0) {
-      const det = el('details', { class: 'rl-paste-bad', open: s.rows === 0 });
-      det.append(el('summary', {}, t.badTitle(s.bad + s.undecided)));
-      const holder = el('div');
-      det.append(holder);
-      sec.append(det);
-      this.#badTable?.dispose();
-      this.#badTable = renderVirtualTable(holder, {
-        caption: t.badTitle(s.bad + s.undecided),
-        columns: t.badColumns,
-        // The line's own text next to its number: after the reason, a long sentence, it sat scrolled out of view.
-        rows: async (start, count) =>
-          (await session.bad(start, count)).map((b: BadLine) => [
-            String(b.line),
-            b.text,
-            this.#sayReason(b),
-            // The format in the page's words ("地址对格式"), never its id ("pairs").
-            b.format ? (t.formatWords[b.format] ?? b.format) : '–',
-          ]),
-        rowHeight: 30,
-        // The reason is a sentence: it wraps, so the format column beside it stays in view.
-        wrap: true,
-      });
-      this.#badTable.setCount(s.bad + s.undecided);
-    }
-    if (s.notes > 0) {
-      const det = el('details', { class: 'rl-paste-notes', open: true });
-      det.append(el('summary', {}, t.notesTitle(s.notes)));
-      const holder = el('div');
-      det.append(holder);
-      sec.append(det);
-      this.#notesTable?.dispose();
-      this.#notesTable = renderVirtualTable(holder, {
-        caption: t.notesTitle(s.notes),
-        columns: t.notesColumns,
-        rows: async (start, count) => (await session.notes(start, count)).map((x: NotedLine) => [String(x.line), say(lang, 'line_note', x.note)]),
-        rowHeight: 30,
-      });
-      this.#notesTable.setCount(s.notes);
-    }
-    return sec;
-  }
-
-  /** The CSV columns as read, each with a choice of what it holds; a change reads the input again. */
-  #renderColumns(cols: Columns): HTMLElement {
-    const t = this.#t;
-    const box = el('details', { class: 'rl-paste-cols', open: true });
-    box.append(el('summary', {}, t.columnsTitle(cols.header)));
-    const rows = cols.columns.map((c, i) => {
-      const sel = el('select');
-      sel.setAttribute('aria-label', t.columnRole(c.name));
-      for (const [key, label] of t.roles) sel.append(el('option', { value: key }, label));
-      sel.value = roleKey(c.role);
-      sel.addEventListener('change', () => {
-        this.#columns = { ...cols, columns: cols.columns.map((x, j) => (j === i ? { ...x, role: roleOf(sel.value) } : x)) };
+    this.#badTable?.dispose();
+    this.#notesTable?.dispose();
+    const r = renderReadSection({
+      summary: s,
+      t: this.#t,
+      lang: this.#lang,
+      flipped: this.#flip,
+      onFlip: () => {
+        this.#flip = !this.#flip;
         void this.analyse();
-      });
-      return [c.name, sel];
+      },
+      onColumns: (columns) => {
+        this.#columns = columns;
+        void this.analyse();
+      },
+      bad: (start, count) => session.bad(start, count),
+      notes: (start, count) => session.notes(start, count),
     });
-    box.append(tableElement({ head: t.columnsHead, rows }));
-    return box;
+    this.#badTable = r.bad;
+    this.#notesTable = r.notes;
+    return r.section;
   }
 
-  #renderBarsSection(): HTMLElement {
-    const t = this.#t;
+  #barsSection(): HTMLElement {
     const a = this.#answered;
-    const spread = this.#spread;
     const layoutAnswered = this.#layoutAnswered;
     const bySocket = layoutAnswered?.counts ?? null;
-    const counts = bySocket ?? a?.counts ?? a?.observed ?? this.#typedCounts();
-    const sec = el('section', { class: 'rl-paste-bars' });
-    sec.append(el('h2', {}, bySocket ? t.barsTitleSockets : t.barsTitle));
     const mismatch = layoutAnswered?.mismatch ?? a?.mismatch;
-    if (mismatch) {
-      const k = layoutAnswered?.mismatched ?? a?.mismatched ?? 0;
-      const why = this.#sayReason({ line: 0, format: this.#summary?.detected?.format ?? null, group: 'line_error', reason: mismatch, text: '' });
-      sec.append(el('p', { class: 'rl-warn' }, t.mismatched(k, why)));
-    }
-    if (!counts) {
-      sec.append(el('p', {}, t.barsNeedSecret(spread ? t.spreadTitle : null)));
-      return sec;
-    }
-    const which = bySocket ? t.barsSockets(this.#secretLabel()) : a?.counts ? t.barsUnder(this.#secretLabel()) : a?.observed ? t.barsObserved : t.barsTyped;
-    sec.append(el('p', {}, which));
-    const band = !bySocket && spread?.spread.exchangeable ? spread.spread.band : undefined;
-    if (spread && !spread.spread.exchangeable) sec.append(el('p', { class: 'rl-hint' }, t.notExchangeable));
-    renderPasteBars(sec, { counts, band, label: t.barsLabel(counts, band), axis: bySocket ? t.socketAxis : t.listenerAxis });
-    const det = el('details');
-    det.append(el('summary', {}, t.countsTable));
-    const rows = counts.map((c, i) => {
-      const b = band ?? spread?.spread.perListener.find((x) => x.listener === i);
-      const inBand = b ? `${c < b.p5 ? t.below : c > b.p95 ? t.above : t.within} (${b.p5.toLocaleString()}–${b.p95.toLocaleString()})` : '–';
-      return [String(i), c.toLocaleString(), inBand];
+    return barsSection({
+      t: this.#t,
+      lang: this.#lang,
+      counts: bySocket ?? a?.counts ?? a?.observed ?? this.#typedCounts(),
+      source: bySocket ? 'sockets' : a?.counts ? 'secret' : a?.observed ? 'observed' : 'typed',
+      secret: this.#secretLabel(),
+      mismatch: mismatch
+        ? { count: layoutAnswered?.mismatched ?? a?.mismatched ?? 0, reason: mismatch, format: this.#summary?.detected?.format ?? null }
+        : null,
+      spread: this.#spread,
     });
-    det.append(tableElement({ head: t.countsHead, rows }));
-    sec.append(det);
-    return sec;
   }
 
   #secretLabel(): string {
@@ -437,57 +278,37 @@ export class PasteWidget {
     return typedCounts(this.#ui);
   }
 
-  #renderRows(): HTMLElement {
-    const t = this.#t;
+  #rowsSection(): HTMLElement {
     const summary = this.#summary;
-    const sec = el('section', { class: 'rl-paste-rows' });
-    sec.append(el('h2', {}, t.rowsTitle));
-    if (!summary || summary.rows === 0) {
-      sec.append(el('p', {}, t.noRows));
-      return sec;
-    }
-    if (!this.#answered?.counts) sec.append(el('p', { class: 'rl-hint' }, t.rowsNeedSecret));
-    const bar = el('div', { class: 'rl-paste-filter' });
-    const filter = this.#filter;
-    const q = el('input', { type: 'search', value: filter.query, placeholder: t.searchPlaceholder });
-    const lf = el('input', { type: 'number', min: '0', value: filter.listener === null ? '' : String(filter.listener) });
-    bar.append(field(this.#f('q'), t.search, q), field(this.#f('lf'), t.filterListener, lf, t.filterListenerHint));
-    sec.append(bar);
-    const count = el('p', { class: 'rl-hint' });
-    count.setAttribute('aria-live', 'polite');
-    sec.append(count);
-    const holder = el('div');
-    sec.append(holder, this.#explainBox);
     this.#table?.dispose();
-    const table = renderVirtualTable(holder, {
-      caption: t.rowsTitle,
-      columns: this.#layoutAnswered ? t.rowColumnsSockets : t.rowColumns,
-      rows: async (start, n) =>
-        (await this.#session.rows(start, n)).map((r: Row) => [
-          String(r.line),
-          r.client,
-          r.server,
-          r.listener === null ? (this.#answered?.counts ? t.none : '–') : String(r.listener),
-          r.observed === null ? '–' : String(r.observed),
-        ]),
-      action: { text: t.explain, label: (_i, c) => t.explainRow(c[0]!), run: (i) => void this.#explainRow(i) },
+    this.#table = undefined;
+    const r = rowsSection({
+      t: this.#t,
+      summary,
+      answered: () => !!this.#answered?.counts,
+      sockets: !!this.#layoutAnswered,
+      filter: this.#filter,
+      ids: { query: this.#f('q'), listener: this.#f('lf') },
+      explainBox: this.#explainBox,
+      rows: (start, n) => this.#session.rows(start, n),
+      onFilter: (query, listener) => {
+        clearTimeout(this.#debounce);
+        this.#debounce = window.setTimeout(() => void apply(query, listener), 150);
+      },
+      onExplain: (i) => void this.#explainRow(i),
     });
-    this.#table = table;
-    const apply = async () => {
-      const listener = lf.value.trim() === '' ? null : Number(lf.value);
-      this.#filter = { listener: listener !== null && Number.isInteger(listener) && listener >= 0 ? listener : null, query: q.value.trim().slice(0, 200) };
+    const shown = r.shown;
+    if (!r.table || !shown || !summary) return r.section;
+    this.#table = r.table;
+    const apply = async (query: string, listenerText: string) => {
+      const listener = listenerText.trim() === '' ? null : Number(listenerText);
+      this.#filter = { listener: listener !== null && Number.isInteger(listener) && listener >= 0 ? listener : null, query: query.trim().slice(0, 200) };
       const n = await this.#session.filter(this.#filter);
-      count.textContent = t.shown(n, summary.rows);
-      table.setCount(n);
+      shown(n, summary.rows);
     };
-    const later = () => {
-      clearTimeout(this.#debounce);
-      this.#debounce = window.setTimeout(() => void apply(), 150);
-    };
-    q.addEventListener('input', later);
-    lf.addEventListener('input', later);
-    void apply();
-    return sec;
+    const f = this.#filter;
+    void apply(f.query, f.listener === null ? '' : String(f.listener));
+    return r.section;
   }
 
   async #explainRow(i: number): Promise<void> {
@@ -505,43 +326,26 @@ export class PasteWidget {
       const layoutAnswered = this.#layoutAnswered;
       if (this.#layout && layoutAnswered) {
         const r = await this.#session.explainLayout(i);
-        const h = el('h3', { tabIndex: -1 }, t.explainTitle(r.line, this.#secretLabel()));
-        explainBox.append(h);
-        const card = el('div');
-        explainBox.append(card);
         // A pasted layout's sockets are not listeners of a visualized group.
         const plan = { listenerOf: layoutAnswered.results.map(() => null) };
-        renderLookup(card, t.layoutDescribe(layoutAnswered.sockets), lookupView(plan, layoutAnswered.results, r.explain, lang), 4, lang);
-        h.focus();
+        const view = lookupView(plan, layoutAnswered.results, r.explain, lang);
+        explainedRow(explainBox, t.explainTitle(r.line, this.#secretLabel()), (card) =>
+          renderLookup(card, t.layoutDescribe(layoutAnswered.sockets), view, 4, lang),
+        );
         return;
       }
       const r = await this.#session.explain(i, req);
-      const h = el('h3', { tabIndex: -1 }, t.explainTitle(r.line, this.#secretLabel()));
-      explainBox.append(h);
-      const card = el('div');
-      explainBox.append(card);
-      renderExplain(card, explainView(r.explain, lang), 4, t.card);
-      h.focus();
+      explainedRow(explainBox, t.explainTitle(r.line, this.#secretLabel()), (card) => renderExplain(card, explainView(r.explain, lang), 4, t.card));
     } catch (e) {
       explainBox.append(el('p', { class: 'rl-warn' }, (e as Error).message));
     }
   }
 
-  #renderRecover(): HTMLElement {
+  #recoverSection(): HTMLElement {
     const t = this.#t;
-    const sec = el('section', { class: 'rl-paste-recover' });
-    sec.append(el('h2', {}, t.recoverTitle));
-    const n = this.#summary?.observed ?? 0;
-    sec.append(el('p', {}, n ? t.recoverLead(n) : t.recoverNeeds));
-    if (!n) return sec;
-    const btn = el('button', { type: 'button' }, t.recoverGo);
-    const stop = el('button', { type: 'button', hidden: true }, t.cancel);
-    const prog = el('progress', { max: 1, value: 0, hidden: true });
-    prog.setAttribute('aria-label', t.recoverTitle);
-    const note = el('p');
-    note.setAttribute('aria-live', 'polite');
-    const result = el('div');
-    sec.append(el('div', { class: 'rl-actions' }, btn, stop), prog, note, result);
+    const { section, controls } = recoverSection(t, this.#summary?.observed ?? 0);
+    if (!controls) return section;
+    const { start: btn, stop, progress: prog, note, result } = controls;
     if (this.#recovered) this.#showRecovered(result, this.#recovered);
     btn.addEventListener('click', async () => {
       const req = this.#readGroup();
@@ -575,40 +379,22 @@ export class PasteWidget {
         prog.hidden = true;
       }
     });
-    return sec;
+    return section;
   }
 
   #showRecovered(box: HTMLElement, r: Recovered): void {
-    const t = this.#t;
     const { secret, radios } = this.#ui;
-    box.replaceChildren();
-    box.append(el('p', {}, t.recovered(r)));
-    if (r.values.length) {
-      const ul = el('ul', { class: 'rl-candidates' });
-      for (const v of r.values.slice(0, 16)) ul.append(el('li', {}, hex32(v)));
-      box.append(ul);
-    }
-    if (r.candidates >= 1 && r.complete) {
-      const use = el('button', { type: 'button' }, t.useRecovered(hex32(r.values[0]!)));
-      use.addEventListener('click', () => {
-        secret.value = hex32(r.values[0]!);
-        radios.get('recovered')!.disabled = false;
-        radios.get('recovered')!.checked = true;
-        void this.answer();
-      });
-      box.append(use);
-    }
+    showRecovered(box, r, this.#t, (value) => {
+      secret.value = value;
+      radios.get('recovered')!.disabled = false;
+      radios.get('recovered')!.checked = true;
+      void this.answer();
+    });
   }
 
-  #renderExport(): HTMLElement {
+  #exportSection(): HTMLElement {
     const t = this.#t;
-    const sec = el('section', { class: 'rl-paste-export' });
-    sec.append(el('h2', {}, t.exportTitle));
-    const csv = el('button', { type: 'button' }, t.exportCsv);
-    const json = el('button', { type: 'button' }, t.exportJson);
-    const share = el('button', { type: 'button' }, t.share);
-    const note = el('p', { class: 'rl-hint' });
-    note.setAttribute('aria-live', 'polite');
+    const { section, csv, json, share, note } = exportSection(t);
     const download = async (kind: 'csv' | 'json') => {
       const blob = await this.#session.export(kind, { secret: this.#answered?.counts ? this.#secretLabel() : null, spread: this.#spread ?? null });
       const a = el('a', { href: URL.createObjectURL(blob), download: `reuseport-connections.${kind}` });
@@ -634,35 +420,11 @@ export class PasteWidget {
       }
       note.textContent = whole ? said : `${t.tooBigForUrl(MAX_URL_TEXT)} ${said}`;
     });
-    sec.append(el('div', { class: 'rl-actions' }, csv, json, share), note);
-    return sec;
+    return section;
   }
 
   #urlState(): UrlState {
     return formUrlState(this.#ui, this.#flip, this.#source);
-  }
-
-  /** The layout's sockets: each one's bind and listen answers, and what it receives. */
-  #renderLayout(a: LayoutAnswered): HTMLElement {
-    const t = this.#t;
-    const lang = this.#lang;
-    const sec = el('section', { class: 'rl-paste-sockets' });
-    sec.append(el('h2', {}, t.socketsTitle));
-    sec.append(el('p', {}, t.socketsLead(a.sockets, a.unrouted, this.#summary!.rows)));
-    const rows = a.results.slice(0, 4096).map((r) => {
-      const where = r.family === 'inet6' ? `[${r.addr}]:${r.port}` : `${r.addr}:${r.port}`;
-      const call = (x: typeof r.bind) => (x ? `${x.errno}: ${sayRefusal(lang, x)}` : t.callOk);
-      return [
-        String(r.socket),
-        where,
-        call(r.bind),
-        r.proto === 'tcp' ? call(r.listen) : '–',
-        r.group === null ? '–' : t.groupMember(r.group, r.member ?? 0),
-        a.counts ? (a.counts[r.socket] ?? 0).toLocaleString() : '–',
-      ];
-    });
-    sec.append(tableElement({ caption: t.socketsCaption, head: t.socketsHead, rows }));
-    return sec;
   }
 
   #renderAll(): void {
@@ -670,13 +432,13 @@ export class PasteWidget {
     if (!summary) return;
     const layoutAnswered = this.#layoutAnswered;
     this.#ui.out.replaceChildren(
-      this.#renderRead(summary),
-      ...(layoutAnswered ? [this.#renderLayout(layoutAnswered)] : []),
+      this.#readSection(summary),
+      ...(layoutAnswered ? [socketsSection(layoutAnswered, summary, this.#t, this.#lang)] : []),
       spreadSection(this.#t, this.#lang, this.#spread, !!(summary.rows > 0 && this.#running)),
-      this.#renderBarsSection(),
-      this.#renderRows(),
-      this.#renderRecover(),
-      this.#renderExport(),
+      this.#barsSection(),
+      this.#rowsSection(),
+      this.#recoverSection(),
+      this.#exportSection(),
     );
   }
 

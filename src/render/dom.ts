@@ -1,6 +1,6 @@
 /**
- * The two small element builders every widget and drawing uses: text only
- * through textContent, attributes and properties by name.
+ * The small element builders every widget and drawing uses: text only
+ * through textContent, attributes and properties by name; a labelled control.
  */
 /** One element with a class, text and attributes: the widgets' small DOM builder. */
 export function h<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string, attrs: Record<string, string> = {}): HTMLElementTagNameMap[K] {
@@ -24,4 +24,18 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   }
   e.append(...kids);
   return e;
+}
+
+/** A labelled control, with its hint (read out with the control) when given. */
+export function field(id: string, label: string, control: HTMLElement, hint?: string): HTMLElement {
+  const wrap = el('div', { class: 'rl-field' });
+  wrap.append(el('label', { htmlFor: id }, label));
+  if (hint) {
+    const h = el('span', { class: 'rl-hint', id: `${id}-hint` }, hint);
+    control.setAttribute('aria-describedby', h.id);
+    wrap.append(h);
+  }
+  control.id = id;
+  wrap.append(control);
+  return wrap;
 }

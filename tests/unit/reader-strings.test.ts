@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { say } from '../../src/model/messages';
 import type { Format } from '../../src/model/generated/message/Format';
-import { PASTE_TEXT } from '../../src/islands/paste-text';
+import { PASTE_TEXT } from '../../src/render/paste-text';
 
 const FORMATS: Format[] = ['ss', 'netstat', 'conntrack', 'tcpdump', 'proc-net', 'csv', 'pairs', 'observed', 'page', 'bsd'];
 /** Two Chinese characters (or Chinese punctuation) with a space between them. */

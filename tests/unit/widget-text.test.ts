@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DISPATCH_TEXT } from '../../src/islands/dispatch-text';
 import { LOOKUP_TEXT } from '../../src/islands/lookup-text';
-import { PASTE_TEXT } from '../../src/islands/paste-text';
+import { PASTE_TEXT } from '../../src/render/paste-text';
 import { SERVER_TEXT } from '../../src/islands/server-text';
 
 const HAN = /[\u4e00-\u9fff]/;

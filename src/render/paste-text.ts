@@ -3,10 +3,10 @@
  * the page's language by the catalogue (`ui.paste.*` of messages/en.json and
  * messages/zh-CN.json). No sentence is written here.
  */
-import { langOf, words, type Lang, type WidgetKey } from '../model/messages';
-import { cardText, type ExplainCardText } from '../render/explain-card';
+import { langOf, say, words, type Lang, type WidgetKey } from '../model/messages';
+import { cardText, type ExplainCardText } from './explain-card';
 import type { Recovered } from '../model/recover';
-import type { Answered, ReadSummary } from '../model/paste-protocol';
+import type { Answered, BadLine, ReadSummary } from '../model/paste-protocol';
 import type { Comparison, Spread } from '../model/paste';
 
 type Decision = ReadSummary['decision'];
@@ -473,3 +473,12 @@ export function pasteText(lang: string): PasteText {
 
 /** Both languages, for tests. */
 export const PASTE_TEXT = { en: build('en'), zh: build('zh-CN') } as const;
+
+/** A line's problem in `lang`: the model's reason, with its field and format in the page's words. */
+export function sayReason(lang: Lang, t: PasteText, b: BadLine): string {
+  const r = b.reason as Record<string, unknown>;
+  const given: Record<string, string> = {};
+  if (typeof r.field === 'string') given.field = t.fieldWords[r.field] ?? r.field;
+  if (typeof r.format === 'string') given.format = t.formatWords[r.format] ?? r.format;
+  return b.group === 'undecided' ? say(lang, 'undecided', b.reason as never, given) : say(lang, 'line_error', b.reason as never, given);
+}
