@@ -153,11 +153,27 @@ fn create(def: &MapDef, inner: Option<i32>) -> std::io::Result<MapHandle> {
 
 /// The kernel's side: maps (in the object's order, then inner maps),
 /// program, group.
-pub(crate) struct Live {
+pub struct Live {
     socks: Vec<UdpSocket>,
     port: u16,
     pub(crate) maps: Vec<MapHandle>,
     prog_fd: i32,
+}
+
+impl Live {
+    /// Puts `sock` at `key` of the `map`-th map (in the object's order), as
+    /// user space filling a socket map does (`bpf_map_update_elem` with
+    /// its descriptor).
+    pub fn put_socket(&self, map: usize, key: u32, sock: &impl AsFd) -> std::io::Result<()> {
+        let m = self
+            .maps
+            .get(map)
+            .ok_or_else(|| io(format!("no map {map}")))?;
+        let fd = sock.as_fd().as_raw_fd() as u64;
+        let size = m.value_size() as usize;
+        m.update(&key.to_le_bytes(), &fd.to_le_bytes()[..size], MapFlags::ANY)
+            .map_err(|e| io(format!("putting a socket at key {key}: {e}")))
+    }
 }
 
 impl Drop for Live {
@@ -167,9 +183,11 @@ impl Drop for Live {
     }
 }
 
-/// Makes the maps by the module's rule, returns them with the fills the
-/// model is given and the definitions it needs beyond the object's.
-pub(crate) fn build(
+/// Makes the maps by the module's rule, loads the program and attaches it
+/// to the group of `socks[0]` (`SO_ATTACH_REUSEPORT_EBPF`); returns the
+/// kernel's side with the fills the model is given and the definitions it
+/// needs beyond the object's. The sockets may be UDP or TCP listeners.
+pub fn build(
     prog: &EbpfProgram,
     socks: &[impl AsFd],
 ) -> std::io::Result<(Live, Vec<MapFill>, Vec<MapDef>)> {
@@ -464,13 +482,7 @@ pub fn run(
         };
         let group_with = |keys: Keys| {
             let spec = GroupSpec {
-                program: Some(Program::Ebpf {
-                    program: prog.clone(),
-                    maps: fills.clone(),
-                    extra_maps: extra.clone(),
-                    seed: 0,
-                    cookies: Vec::new(),
-                }),
+                program: Some(Program::ebpf(prog.clone(), fills.clone(), extra.clone())),
                 ..GroupSpec::new(
                     Proto::Udp,
                     SOCKETS,

@@ -54,6 +54,18 @@ impl ReuseportGroup {
         Ok(())
     }
 
+    /// Listener `l` leaves the group: out of its program's socket maps
+    /// ([`super::Program::forget`]); `unhashed` when it leaves the tables too
+    /// (close, a listener's shutdown), not only the group (a UDP
+    /// `connect()`).
+    fn leave_maps(&mut self, l: u32, unhashed: bool) {
+        if let Some(p) = &mut self.program {
+            if p.forget(l, unhashed) && !self.sockarray_gone.contains(&l) {
+                self.sockarray_gone.push(l);
+            }
+        }
+    }
+
     fn in_group(state: MemberState) -> bool {
         matches!(state, MemberState::Listening | MemberState::ClosedTail)
     }
@@ -169,6 +181,12 @@ impl ReuseportGroup {
     /// `close()`: the member leaves the group for good; in the group era the
     /// last listening member moves into its slot (`reuseport_detach_sock`).
     pub fn close(&mut self, l: u32) -> Result<Change, GroupError> {
+        self.leave(l, true)
+    }
+
+    /// Out of the group for good: on `close()` (`unhashed`), or as a UDP
+    /// member connects (6.13+, or with a wildcard address).
+    fn leave(&mut self, l: u32, unhashed: bool) -> Result<Change, GroupError> {
         let m = self.member(l)?;
         let change = match m.state {
             MemberState::Listening => self.remove_from_listening(l),
@@ -179,15 +197,18 @@ impl ReuseportGroup {
                 Change::Unchanged
             }
             MemberState::ShutDown => Change::Unchanged,
-            // Out of the group since its connect() (6.13+): the file closes.
-            MemberState::Closed if m.connected && self.connect_leaves() => {
-                return Ok(Change::Unchanged)
+            // Out of the group since its connect(): the file closes, and
+            // the socket maps that still hold it let go (sock_map_close).
+            MemberState::Closed if m.connected && self.connect_leaves() && unhashed => {
+                self.leave_maps(l, true);
+                return Ok(Change::Unchanged);
             }
             MemberState::Closed => return Err(self.wrong_state(l, "close", "open")),
         };
         if Self::in_group(m.state) && m.incoming_cpu >= 0 && self.selection() == Selection::Group {
             self.incoming_cpu -= 1;
         }
+        self.leave_maps(l, unhashed);
         self.members[l as usize].state = MemberState::Closed;
         Ok(change)
     }
@@ -224,6 +245,10 @@ impl ReuseportGroup {
         if !migrate && m.incoming_cpu >= 0 && self.selection() == Selection::Group {
             self.incoming_cpu -= 1;
         }
+        // Unhashed either way (inet_csk_listen_stop -> inet_unhash), and out
+        // of the socket maps either way: reuseport_stop_listen_sock clears
+        // the sockarray entry before moving it to the closed tail.
+        self.leave_maps(l, true);
         self.members[l as usize].state = if migrate {
             MemberState::ClosedTail
         } else {
@@ -295,18 +320,40 @@ impl ReuseportGroup {
         Ok(Change::Unchanged)
     }
 
-    /// Whether `connect()` takes a UDP member out of its group: 6.13+,
-    /// `udp_lib_hash4` -> `reuseport_detach_sock` (net/ipv4/udp.c, commit
-    /// 78c91ae2c6de), seen on 6.18.44 (agent/tests/udp_connect_leaves.rs).
+    /// Whether `connect()` takes a UDP member out of its group:
+    ///
+    /// - with a wildcard address, in every era with UDP groups (4.5+):
+    ///   `connect()` gives the socket the route's source address
+    ///   (`__ip4_datagram_connect`, net/ipv4/datagram.c;
+    ///   `__ip6_datagram_connect`, net/ipv6/datagram.c), and the rehash
+    ///   that follows takes it out of its group (`udp_lib_rehash` ->
+    ///   `reuseport_detach_sock`, net/ipv4/udp.c; read in 4.6.2, 6.1.192
+    ///   and 6.12.117, added with the UDP groups, e32ea7e74727, 4.5);
+    /// - with a specific address, from 6.13: `udp_lib_hash4` ->
+    ///   `reuseport_detach_sock` (net/ipv4/udp.c, commit 78c91ae2c6de),
+    ///   seen on 6.18.44 (agent/tests/udp_connect_leaves.rs).
     fn connect_leaves(&self) -> bool {
-        self.proto == Proto::Udp && self.profile.lookup.udp_connect_leaves_group
+        self.proto == Proto::Udp
+            && (self.rehash_leaves() || self.profile.lookup.udp_connect_leaves_group)
+    }
+
+    /// A wildcard member leaves as its address is set, before
+    /// `reuseport_has_conns_set` runs (5.4+, same function), which then
+    /// finds no group: the group's `has_conns` is not set by it.
+    fn rehash_leaves(&self) -> bool {
+        self.proto == Proto::Udp
+            && self.bind.is_unspecified()
+            && self.selection() == Selection::Group
     }
 
     /// `connect()` on a UDP member: it becomes TCP_ESTABLISHED and the group
-    /// records `has_conns` (5.4+), which is never cleared. From 6.13 the
-    /// member then leaves the group as on `close()`, the last member moving
-    /// into its slot ([`ReuseportGroup::close`]); closing it later changes
-    /// nothing more.
+    /// records `has_conns` (5.4+), which is never cleared; select by hash
+    /// steps over it (5.4+). A member that leaves its group as it connects
+    /// ([`Self::connect_leaves`]: a wildcard one in every group era, any
+    /// from 6.13) goes as on `close()`, the last member moving into its
+    /// slot ([`ReuseportGroup::close`]), and its REUSEPORT_SOCKARRAY
+    /// entries go with it; closing it later changes nothing more in the
+    /// group. A wildcard member leaves before `has_conns` could be set.
     pub fn connect(&mut self, l: u32) -> Result<Change, GroupError> {
         if self.proto != Proto::Udp {
             return Err(GroupError::Unsupported {
@@ -319,9 +366,11 @@ impl ReuseportGroup {
             return Err(self.wrong_state(l, "connect", "bound"));
         }
         self.members[l as usize].connected = true;
-        self.has_conns = true;
+        if !self.rehash_leaves() {
+            self.has_conns = true;
+        }
         if self.connect_leaves() {
-            return self.close(l);
+            return self.leave(l, false);
         }
         Ok(Change::Unchanged)
     }

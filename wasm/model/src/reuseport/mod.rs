@@ -271,6 +271,11 @@ pub struct ReuseportGroup {
     incoming_cpu: u32,
     has_conns: bool,
     program: Option<Program>,
+    /// Listeners whose entries in a [`Program::SockArray`] map the kernel
+    /// removed as they left the group since the program was attached
+    /// (`bpf_sk_reuseport_detach`, kernel/bpf/reuseport_array.c 4.19+): a
+    /// listener that listens again is not put back.
+    sockarray_gone: Vec<u32>,
     /// Per member, when it last joined (listen or re-listen): the chain order.
     join_seq: Vec<u64>,
     next_seq: u64,
@@ -363,6 +368,7 @@ impl ReuseportGroup {
             incoming_cpu: 0,
             has_conns: false,
             program: None,
+            sockarray_gone: Vec::new(),
             join_seq: Vec::new(),
             next_seq: 0,
         }
@@ -578,6 +584,8 @@ impl ReuseportGroup {
             },
             _ => {}
         }
+        // The program's maps are as user space filled them now.
+        self.sockarray_gone.clear();
         self.program = program;
         Ok(Change::Unchanged)
     }

@@ -130,10 +130,76 @@ impl Miss {
 }
 
 impl Program {
+    /// An eBPF program with the maps user space filled, the draws' seed 0
+    /// and no cookies.
+    pub fn ebpf(
+        program: ebpf::EbpfProgram,
+        maps: Vec<ebpf::MapFill>,
+        extra_maps: Vec<ebpf::MapDef>,
+    ) -> Program {
+        Program::Ebpf {
+            program,
+            maps,
+            extra_maps,
+            seed: 0,
+            cookies: Vec::new(),
+        }
+    }
+
     pub(super) fn is_sk_reuseport(&self) -> bool {
         match self {
             Program::SockArray { .. } | Program::Pass | Program::Drop => true,
             Program::Ebpf { program, .. } => program.kind.is_some_and(|k| k.is_sk_reuseport()),
+            _ => false,
+        }
+    }
+
+    /// Takes listener `l` out of the socket maps user space filled, as
+    /// the kernel does when the socket leaves its group: a
+    /// REUSEPORT_SOCKARRAY entry goes whenever it leaves
+    /// (`reuseport_detach_sock` and `reuseport_stop_listen_sock` call
+    /// `bpf_sk_reuseport_detach`, net/core/sock_reuseport.c, which clears
+    /// it, kernel/bpf/reuseport_array.c, 4.19+); SOCKMAP and SOCKHASH
+    /// entries go only when it is unhashed (`sock_map_unhash`,
+    /// `sock_map_close`, net/core/sock_map.c), on close or a listener's
+    /// shutdown, not when a connected UDP socket leaves. Nothing puts an
+    /// entry back when the socket joins again. Returns whether a
+    /// [`Program::SockArray`] lost `l` (its map has no place for a hole;
+    /// the group keeps the list).
+    pub(super) fn forget(&mut self, l: u32, unhashed: bool) -> bool {
+        use ebpf::map_type as t;
+        match self {
+            Program::SockArray { sockarray, .. } => sockarray.contains(&l),
+            Program::Ebpf {
+                program,
+                maps,
+                extra_maps,
+                ..
+            } => {
+                let type_of = |name: &str| {
+                    program
+                        .maps
+                        .iter()
+                        .chain(extra_maps.iter())
+                        .find(|d| d.name == name && d.map_type != 0)
+                        .map(|d| d.map_type)
+                };
+                for fill in maps.iter_mut() {
+                    let clears = match type_of(&fill.map) {
+                        Some(t::REUSEPORT_SOCKARRAY) => true,
+                        Some(t::SOCKMAP | t::SOCKHASH) => unhashed,
+                        _ => false,
+                    };
+                    if clears {
+                        fill.entries.retain(|(_, v)| match v {
+                            ebpf::MapValue::Socket { socket } => *socket != l,
+                            ebpf::MapValue::Num(n) => *n != l as u64,
+                            _ => true,
+                        });
+                    }
+                }
+                false
+            }
             _ => false,
         }
     }
@@ -268,6 +334,7 @@ impl Program {
         (proto, ipv6): (Proto, bool),
         listening: &[u32],
         is_listening: impl Fn(u32) -> bool,
+        gone: &[u32],
         erun: Option<&ebpf::EbpfRun>,
     ) -> ProgramResult {
         let word = ctx.payload.as_ref().and_then(Payload::word);
@@ -320,6 +387,11 @@ impl Program {
                     return failed(Miss::NoPayload);
                 };
                 match sockarray.get(key as usize) {
+                    // Its entry went as it left the group, and listening
+                    // again does not restore it: the array holds NULL
+                    // there, -ENOENT (`bpf_sk_reuseport_detach`,
+                    // kernel/bpf/reuseport_array.c 4.19+).
+                    Some(&l) if gone.contains(&l) => failed(Miss::NoEntry { key }),
                     Some(&l) if listening.contains(&l) && is_listening(l) => {
                         ProgramResult::Selected(l)
                     }

@@ -499,6 +499,7 @@ impl ReuseportGroup {
             (self.proto, ipv6),
             a.listening(),
             |l| self.members[l as usize].state == MemberState::Listening,
+            &self.sockarray_gone,
             erun.as_ref(),
         );
         let describe = |then: Option<Box<Pick>>,

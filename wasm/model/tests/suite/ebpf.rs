@@ -516,3 +516,78 @@ fn nginx_helper_without_its_map_definition_is_refused_naming_the_map() {
         "{e}"
     );
 }
+
+/// A TCP group of four on 127.0.0.1 on 6.18 with `program`, in the four
+/// phases of `agent/tests/sockarray_relisten.rs`: before, after shutdown()
+/// of listener 2, after it listens again, after `refill` (user space
+/// putting it back, as a new attach of the same program) when given.
+fn relisten_phases(program: Program, refill: Option<Program>, ctx: &PacketCtx) -> Vec<Option<u32>> {
+    let profile = reuseport_model::profile::Profile::named("6.18").unwrap();
+    let spec = GroupSpec {
+        program: Some(program),
+        ..GroupSpec::new(
+            Proto::Tcp,
+            4,
+            Ipv4Addr::LOCALHOST.into(),
+            4242,
+            Keys::default(),
+        )
+    };
+    let mut g = ReuseportGroup::build(profile, &spec).unwrap();
+    let pick = |g: &ReuseportGroup| g.select_ctx(&tuple(), ctx).unwrap().listener;
+    let mut out = vec![pick(&g)];
+    g.shutdown(2).unwrap();
+    out.push(pick(&g));
+    g.relisten(2).unwrap();
+    out.push(pick(&g));
+    if let Some(p) = refill {
+        g.attach_program(p).unwrap();
+        out.push(pick(&g));
+    }
+    out
+}
+
+fn select_key_2_or_drop(keys: u32) -> Program {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/ebpf/select_key_2_or_drop.json"
+    );
+    let program: EbpfProgram =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let fill = MapFill {
+        map: "sockarray".into(),
+        entries: (0..keys)
+            .map(|i| (MapKey::Num(i as u64), MapValue::Socket { socket: i }))
+            .collect(),
+    };
+    Program::ebpf(program, vec![fill], vec![])
+}
+
+#[test]
+fn a_sockarray_entry_stays_gone_after_shutdown_and_listen_again() {
+    // The kernel clears a listener's REUSEPORT_SOCKARRAY entry as it leaves
+    // the group (bpf_sk_reuseport_detach, kernel/bpf/reuseport_array.c,
+    // from reuseport_detach_sock, net/core/sock_reuseport.c) and listening
+    // again does not restore it. Linux 6.18.44 with this program
+    // (agent/tests/sockarray_relisten.rs, 2026-11-28): accepted on socket
+    // 2, refused, refused, and on socket 2 once user space puts it back.
+    let phases = relisten_phases(
+        select_key_2_or_drop(4),
+        Some(select_key_2_or_drop(4)),
+        &PacketCtx::on_cpu(0),
+    );
+    assert_eq!(phases, [Some(2), None, None, Some(2)]);
+}
+
+#[test]
+fn the_selftest_style_sockarray_loses_a_relistened_socket_too() {
+    // The same kernel rule for the built-in program of the selftest's
+    // shape (key = the first payload word, a TCP Fast Open SYN here):
+    // after the re-listen, key 2 holds nothing and the packet is dropped.
+    let prog = Program::SockArray {
+        sockarray: vec![0, 1, 2, 3],
+        pass_on_failure: false,
+    };
+    let phases = relisten_phases(prog.clone(), Some(prog), &PacketCtx::with_word(0, 2));
+    assert_eq!(phases, [Some(2), None, None, Some(2)]);
+}

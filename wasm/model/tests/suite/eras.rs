@@ -522,6 +522,64 @@ fn acdcecc61285_a_connected_udp_socket_enters_its_group_in_5_0_and_not_from_5_4(
     );
 }
 
+#[test]
+fn a_wildcard_udp_member_leaves_its_group_as_it_connects_in_every_group_era() {
+    // connect() on a UDP socket bound to the wildcard sets its address to
+    // the route's source (__ip4_datagram_connect, net/ipv4/datagram.c) and
+    // rehashes it; udp_lib_rehash (net/ipv4/udp.c) then detaches it from
+    // its group: read in 4.6.2, 6.1.192 and 6.12.117, and seen on 6.18.44
+    // (agent/tests/udp_connect_leaves.rs). reuseport_has_conns_set runs
+    // after the rehash and finds no group, so has_conns stays clear. A
+    // member bound to a specific address stays, stepped over, until the
+    // 6.13 hash4 detach (`lookup.udpConnectLeavesGroup`). Four members,
+    // member 1 connects: swap-last-into-hole leaves [0, 3, 2] (a hand
+    // count of reuseport_detach_sock).
+    let mut eras = 0;
+    for p in PROFILES {
+        if p.udp_selection != reuseport_model::profile::Selection::Group {
+            continue;
+        }
+        eras += 1;
+        let group = |bind: &str| {
+            let mut spec = GroupSpec::new(Proto::Udp, 4, bind.parse().unwrap(), 8080, KEYS);
+            spec.connected = vec![1];
+            ReuseportGroup::build(p, &spec).unwrap()
+        };
+        let any = group("0.0.0.0");
+        assert_eq!(any.listening(), [0, 3, 2], "{}: wildcard", p.release);
+        assert!(
+            !any.summary().has_conns,
+            "{}: wildcard has_conns",
+            p.release
+        );
+        let any6 = group("::");
+        assert_eq!(any6.listening(), [0, 3, 2], "{}: [::]", p.release);
+        let specific = group("127.0.0.1");
+        let want: &[u32] = if p.lookup.udp_connect_leaves_group {
+            &[0, 3, 2]
+        } else {
+            &[0, 1, 2, 3]
+        };
+        assert_eq!(specific.listening(), want, "{}: 127.0.0.1", p.release);
+        assert!(
+            specific.summary().has_conns,
+            "{}: 127.0.0.1 has_conns",
+            p.release
+        );
+        // The three left share the hash: socks[reciprocal_scale(h, 3)].
+        for i in 0..16 {
+            let c = any
+                .select(&flow(i, "127.0.0.1".parse().unwrap()), 0)
+                .unwrap();
+            assert_eq!(c.listener, Some([0, 3, 2][scale(c.hash, 3) as usize]));
+        }
+    }
+    assert_eq!(
+        eras,
+        PROFILES.iter().filter(|p| p.release >= r(4, 5)).count()
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Rules that hold between fields of one row.
 
