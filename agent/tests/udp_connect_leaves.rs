@@ -190,3 +190,170 @@ fn a_connected_wildcard_udp_member_leaves_its_group() {
         );
     }
 }
+
+/// The calls of the `has_conns` probe: socket 0 bound to `bind`:8080 with
+/// SO_REUSEPORT and SO_BINDTODEVICE lo (a group of its own: members share
+/// a bound device), then four group members on `bind`:8080 without a
+/// device, and member 2 (fd 2) connected to 127.0.0.1:9.
+fn device_probe(bind: IpAddr) -> CallLog {
+    use reuseport_model::lookup::{Call, Family, SockOpt};
+    let mut calls = Vec::new();
+    for fd in 0..5 {
+        calls.push(Call::Socket {
+            family: Family::Inet,
+            proto: Proto::Udp,
+            uid: 0,
+        });
+        calls.push(Call::Setsockopt {
+            fd,
+            opt: SockOpt::Reuseport(true),
+        });
+        if fd == 0 {
+            calls.push(Call::Setsockopt {
+                fd,
+                opt: SockOpt::Bindtodevice(Some("lo".into())),
+            });
+        }
+        calls.push(Call::Bind {
+            fd,
+            addr: bind,
+            port: 8080,
+        });
+    }
+    calls.push(Call::Connect {
+        fd: 2,
+        addr: Ipv4Addr::LOCALHOST.into(),
+        port: 9,
+    });
+    CallLog {
+        calls,
+        ..CallLog::default()
+    }
+}
+
+/// Whether the group's `has_conns` was set, seen from outside. A group
+/// whose `has_conns` is clear ends the hash2 scan as soon as a member
+/// scores (`udp4_lib_lookup2`, net/ipv4/udp.c 5.4+); one whose flag is
+/// set scans on and re-scores (6.5+), so socket 0, bound to lo (+4) and
+/// later in the chain (hash2 inserts at the head), takes every datagram
+/// from other clients. With a specific address, connect() sets the flag
+/// (`reuseport_has_conns_set`, net/ipv4/datagram.c) before the 6.13 hash4
+/// detach; with the wildcard, the rehash (`udp_lib_rehash`) has already
+/// taken the member out, the flag finds no group and stays clear, and the
+/// group keeps every datagram. The model's group must say the same, and
+/// for the specific address (a call log the model replays) its host must
+/// hand every datagram to socket 0 as the kernel does.
+#[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "builds UDP sockets on Linux")]
+fn a_wildcard_member_leaves_before_it_can_mark_the_group_connected() {
+    #[cfg(target_os = "linux")]
+    {
+        use reuseport_agent::calllog::{self, source};
+        use reuseport_model::lookup::Packet;
+        use reuseport_model::reuseport::PacketCtx;
+        use reuseport_model::Tuple;
+        use std::time::Duration;
+
+        if !common::is_root() {
+            common::skip(
+                "udp_connect_leaves",
+                "needs root for a private network namespace and SO_BINDTODEVICE",
+            );
+            return;
+        }
+        let release = reuseport_agent::kernel::running_release().unwrap();
+        let Ok(profile) = reuseport_agent::kernel::resolve("auto") else {
+            common::skip_fact(
+                "udp_connect_leaves",
+                &format!("no model profile for {release}"),
+            );
+            return;
+        };
+        if !(profile.lookup.udp_rescore && profile.lookup.udp_connect_leaves_group) {
+            common::skip_fact(
+                "udp_connect_leaves",
+                &format!("{release}: the probe reads has_conns through the 6.5 re-score and the 6.13 detach"),
+            );
+            return;
+        }
+        const SENT: usize = 120;
+        let to = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let to_socket_0 = |bind: IpAddr| {
+            std::thread::spawn(move || {
+                assert!(calllog::private_netns(), "no private network namespace");
+                let run = calllog::replay(&device_probe(bind));
+                assert!(
+                    run.answers.iter().all(Option::is_none),
+                    "every call succeeds: {:?}",
+                    run.answers
+                );
+                let mut counts = [0usize; 5];
+                for k in 1..=SENT {
+                    let from = source(to, k);
+                    if let Some(fd) = run.probe(Proto::Udp, from, to, 8080, Duration::from_secs(2))
+                    {
+                        counts[fd] += 1;
+                    }
+                }
+                counts
+            })
+            .join()
+            .expect("the probe thread panicked")
+        };
+        let specific = to_socket_0(to);
+        let wildcard = to_socket_0(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        println!("{release}: specific {specific:?}, wildcard {wildcard:?}");
+        for (what, c) in [("specific", specific), ("wildcard", wildcard)] {
+            assert!(
+                c.iter().sum::<usize>() >= SENT * 9 / 10,
+                "{what}: few datagrams arrived: {c:?}"
+            );
+            assert_eq!(
+                c[2], 0,
+                "{what}: the connected member takes only its peer's"
+            );
+        }
+        assert_eq!(
+            specific[1] + specific[3] + specific[4],
+            0,
+            "specific: has_conns set"
+        );
+        assert_eq!(wildcard[0], 0, "wildcard: has_conns clear");
+
+        // The model: the group's flag, both ways.
+        let spec = |bind: IpAddr| GroupSpec {
+            connected: vec![1],
+            ..GroupSpec::new(Proto::Udp, 4, bind, 8080, Keys::default())
+        };
+        let flag = |bind| {
+            ReuseportGroup::build(profile, &spec(bind))
+                .unwrap()
+                .summary()
+                .has_conns
+        };
+        assert!(flag(to), "the model's specific group has has_conns");
+        assert!(
+            !flag(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+            "the model's wildcard group has no has_conns"
+        );
+        // And the host, on the log it replays.
+        let host = Host::run(profile, &device_probe(to)).unwrap();
+        for k in 1..=SENT {
+            let t = Tuple {
+                saddr: source(to, k),
+                sport: 40000 + k as u16,
+                daddr: to,
+                dport: 8080,
+            };
+            let got = host
+                .lookup(&Packet {
+                    proto: Proto::Udp,
+                    tuple: t,
+                    device: None,
+                    ctx: PacketCtx::default(),
+                })
+                .socket;
+            assert_eq!(got, Some(0), "the model's host, datagram {k}");
+        }
+    }
+}
