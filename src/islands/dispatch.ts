@@ -12,7 +12,7 @@
 import { select, type Selection } from 'd3';
 import { FrameClock } from '../clock';
 import { defineIsland, emit, hostOf, islandElement, provideSettings } from './element';
-import { loadModel, NO_LISTENER, profiles, type Program, type Proto } from '../model/index';
+import { loadModel, profiles } from '../model/index';
 import { yieldToMain } from './dom';
 import { pageLang } from './site';
 import { renderExplain } from '../render/explain-card';
@@ -20,19 +20,20 @@ import type { Marker } from '../render/dispatch/overlay';
 import { hitTest, px, py } from '../render/dispatch/particles';
 import { StageCanvas, type QueueBar, type StageFrame } from '../render/dispatch/stage';
 import { explainView } from '../scene/explain-view';
-import { parseClients } from '../scene/dispatch/clients';
 import type { DispatchEvent } from '../scene/dispatch/events';
-import { along, COL, hashToY } from '../scene/dispatch/layout';
-import { KINDS, listenerMark } from '../scene/dispatch/palette';
-import { bootSecret, hex32, parseHex32 } from '../scene/dispatch/rng';
+import { COL, hashToY } from '../scene/dispatch/layout';
+import { listenerMark } from '../scene/dispatch/palette';
+import { hex32, parseHex32 } from '../scene/dispatch/rng';
 import { DispatchSim, KIND_OF_CODE, newFrame, RefusedCall, type SimOptions } from '../scene/dispatch/sim';
 import { sayRefusal, type Lang } from '../model/messages';
 import { structure, type RowView } from '../scene/dispatch/structure';
+import { focusedPacket } from '../scene/dispatch/focus';
 import { dispatchText, nowView, type DispatchText } from './dispatch-text';
-import { formatRates, RATE_BOUNDS } from '../scene/dispatch/workers';
+import { RATE_BOUNDS } from '../scene/dispatch/workers';
 import { ROW_PARTS } from '../scene/dispatch/tour';
 import { buildDispatchDom, type DispatchCtx, type DispatchDom, type On, type ViewState } from './dispatch-dom';
-import { LIMITS, PRESET_BASE, readDispatch, refusedText, type DispatchOptions, type Preset, type Refused } from './dispatch-options';
+import { LIMITS, readDispatch, refusedText, type DispatchOptions, type Preset, type Refused } from './dispatch-options';
+import { embedSettings, fillPreset, readSettings, startOptions } from './dispatch-form';
 import { dispatchPanels } from './dispatch-panels';
 import { lookupPanel } from './dispatch-lookup';
 import { fetchReplay, replayPanel } from './dispatch-replay';
@@ -43,8 +44,6 @@ export { LIMITS, readDispatch, type DispatchOptions } from './dispatch-options';
 
 /** How far from a packet (CSS pixels) a click still picks it. */
 const HIT_RADIUS = 12;
-/** Milliseconds the focused packet takes to travel its route when stepping. */
-const FOCUS_MS = 900;
 /**
  * The event table, the chart and the figures refresh once a second while
  * playing: each refresh lays out and repaints DOM, which costs whole frames
@@ -107,27 +106,8 @@ export class DispatchWidget {
   static async mount(el: HTMLElement, options: MountOptions = {}): Promise<DispatchWidget> {
     await loadModel();
     const t = dispatchText(pageLang(el));
-    const refused = [...(options.refused ?? [])];
     const kernels = profiles().map((p) => `${p.release.major}.${p.release.minor}`);
-    if (options.kernel !== undefined && !kernels.includes(options.kernel)) {
-      refused.push({ name: 'kernel', value: options.kernel, rule: 'one-of', allowed: kernels });
-      options = { ...options, kernel: undefined };
-    }
-    const seed0 = (options.seed ?? 1) >>> 0;
-    const opts: SimOptions = {
-      kernel: options.kernel ?? '6.18',
-      proto: options.proto ?? 'tcp',
-      listeners: Math.min(LIMITS.listeners, options.listeners ?? 8),
-      wildcard: options.wildcard ?? false,
-      seed: seed0,
-      secret: (options.secret ?? bootSecret(seed0, 0)) >>> 0,
-      clients: Math.min(LIMITS.clients, options.clients ?? 200),
-      rate: Math.min(LIMITS.rate, options.rate ?? 40),
-      cpus: options.cpus ?? 4,
-      program: null,
-      clientList: null,
-      rates: (options.rates ?? []).slice(0, LIMITS.listeners),
-    };
+    const { opts, refused } = startOptions(options, kernels);
     // "Your server, replayed": a trace of the site's, fetched before the scene is built from it.
     const errors = refused.map((r) => refusedText(t, r));
     if (options.replay) {
@@ -494,74 +474,9 @@ export class DispatchWidget {
 
   /** Reads the settings form into options; undefined (with the error shown) when a field is wrong. */
   #readForm(): SimOptions | undefined {
-    const t = this.#t;
-    const { rateIn, listenersIn, clientsIn, cpusIn, seedIn, secretIn, progSel, progIdx, progMod, clientList, kernelSel, protoSel, bindSel } = this.#dom;
-    const num = (input: typeof rateIn, lo: number, hi: number, name: string): number | undefined => {
-      const v = Number(input.property('value'));
-      if (!Number.isInteger(v) || v < lo || v > hi) {
-        this.#setError(t.wholeNumber(name, lo, hi));
-        return undefined;
-      }
-      return v;
-    };
-    const listeners = num(listenersIn, 1, LIMITS.listeners, t.listeners);
-    const clients = num(clientsIn, 1, LIMITS.clients, t.clients);
-    const cpus = num(cpusIn, 1, 64, t.cpus);
-    const seed = num(seedIn, 0, 4294967295, t.seed);
-    const rate = num(rateIn, 1, LIMITS.rate, t.rate);
-    const secret = parseHex32(String(secretIn.property('value')));
-    if (listeners === undefined || clients === undefined || cpus === undefined || seed === undefined || rate === undefined) return undefined;
-    if (secret === undefined) {
-      this.#setError(t.secretBad);
-      return undefined;
-    }
-    const prog = String(progSel.property('value'));
-    let program: Program | null = null;
-    if (prog === 'cpu') program = { kind: 'cpu' };
-    if (prog === 'index') {
-      const idx = num(progIdx, 0, 65535, t.fixedIndexName);
-      if (idx === undefined) return undefined;
-      program = { kind: 'index', index: idx };
-    }
-    if (prog === 'payload_mod') {
-      const m = num(progMod, 1, 4294967295, t.payloadModulusName);
-      if (m === undefined) return undefined;
-      program = { kind: 'payload_mod', modulus: m };
-    }
-    if (prog === 'pass') program = { kind: 'pass' };
-    if (prog === 'drop') program = { kind: 'drop' };
-    let clientListParsed = null;
-    const text = String(clientList.property('value'));
-    if (text.trim()) {
-      const r = parseClients(text, cpus, seed, LIMITS.clients);
-      if (r.tooMany) {
-        this.#setError(t.tooManyClients(r.tooMany.line, r.tooMany.max));
-        return undefined;
-      }
-      if (r.errors.length) {
-        this.#setError(t.clientListErrors(r.errors.slice(0, 5)));
-        return undefined;
-      }
-      if (!r.clients.length) {
-        this.#setError(t.noClient);
-        return undefined;
-      }
-      clientListParsed = r.clients;
-    }
-    return {
-      ...this.#sim.opts,
-      kernel: String(kernelSel.property('value')),
-      proto: protoSel.property('value') as Proto,
-      wildcard: bindSel.property('value') === 'wildcard',
-      listeners,
-      clients,
-      cpus,
-      seed,
-      secret,
-      rate,
-      program,
-      clientList: clientListParsed,
-    };
+    const r = readSettings(this.#dom, this.#t, this.#sim.opts);
+    if ('error' in r) this.#setError(r.error);
+    return 'options' in r ? r.options : undefined;
   }
 
   /** Builds the scene from `next`; when the model cannot (a refused program), builds it back from the options before and says why. */
@@ -657,18 +572,8 @@ export class DispatchWidget {
 
   /** Sets the form to a preset's settings, restarts, then makes its change (if any) and plays. */
   #applyPreset(p: Preset): void {
-    const { kernelSel, protoSel, bindSel, listenersIn, clientsIn, rateIn, cpusIn, progSel, showProgramFields, clientList, closeSel } = this.#dom;
-    const o = { ...PRESET_BASE, ...p.options };
-    kernelSel.property('value', o.kernel);
-    protoSel.property('value', o.proto);
-    bindSel.property('value', o.wildcard ? 'wildcard' : 'specific');
-    listenersIn.property('value', String(o.listeners));
-    clientsIn.property('value', String(o.clients));
-    rateIn.property('value', String(o.rate));
-    cpusIn.property('value', String(o.cpus));
-    progSel.property('value', o.program);
-    showProgramFields();
-    clientList.property('value', '');
+    const { closeSel } = this.#dom;
+    fillPreset(this.#dom, p);
     if (!this.#restart()) return;
     if (p.close !== undefined) {
       closeSel.property('value', String(p.close));
@@ -811,22 +716,7 @@ export class DispatchWidget {
   /** The focused packet on its route, `now` into its travel (stepping while paused), or null. */
   #focusOf(now: number): StageFrame['focus'] {
     const s = this.#s;
-    const sim = this.#sim;
-    if (!s.focus || s.playing) return null;
-    const e = sim.log.get(s.focus.seq);
-    if (!e) return null;
-    const route = sim.path(e.kind, e.client, e.hash === null ? 0.5 : hashToY(e.hash), e.listener ?? NO_LISTENER);
-    const u = this.#reduced ? 1 : Math.min(1, (now - s.focus.start) / FOCUS_MS);
-    const p = { x: 0, y: 0 };
-    along(route.pts, route.w, u, p);
-    const one = this.#one;
-    one.n = 1;
-    one.x[0] = p.x;
-    one.y[0] = p.y;
-    one.kind[0] = KINDS.indexOf(e.kind);
-    one.listener[0] = e.listener ?? NO_LISTENER;
-    one.seq[0] = e.seq;
-    return { route: route.pts, packet: one, seq: e.seq };
+    return s.focus && !s.playing ? focusedPacket(this.#sim, s.focus, now, this.#reduced, this.#one) : null;
   }
 
   #render(now: number): void {
@@ -871,26 +761,7 @@ export class DispatchWidget {
     const s = this.#s;
     const options = this.#options;
     // "Embed this" writes the group as it is set now (the program and a client list have no attribute).
-    provideSettings(el, () => {
-      const o = sim.opts;
-      const out: Record<string, string | boolean> = {
-        kernel: o.kernel,
-        proto: o.proto,
-        listeners: String(o.listeners),
-        clients: String(o.clients),
-        rate: String(o.rate),
-        speed: String(this.#speed),
-        seed: String(o.seed),
-        secret: hex32(o.secret),
-        cpus: String(o.cpus),
-        wildcard: o.wildcard,
-      };
-      const rates = formatRates(o.rates ?? []);
-      if (rates) out.rates = rates;
-      if (options.compact) out.compact = true;
-      if (options.autoplay === false) out.autoplay = 'false';
-      return out;
-    });
+    provideSettings(el, () => embedSettings(sim.opts, this.#speed, options));
     const buf = this.#frameBuf;
     (hostOf(el) as HTMLElement & { __dispatch?: unknown }).__dispatch = {
       clock: this.#clock,
