@@ -78,8 +78,9 @@ pub enum LineError {
     #[error(transparent)]
     Parse(#[from] ParseError),
     /// The tuple does not reach the group, or lacks a key (an IPv6 tuple
-    /// without `--inner-secret`).
-    #[error(transparent)]
+    /// without `--inner-secret`), or the group's eBPF program does not
+    /// decide (said by the sentence tables, `crate::messages`).
+    #[error("{}", crate::messages::setup_error(.0))]
     Setup(#[from] SetupError),
     /// The line is longer than the bound.
     #[error("the line is {len} bytes long, over the bound of {max} bytes a line (only its start was kept); it starts {start}")]

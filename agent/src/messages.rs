@@ -10,6 +10,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use reuseport_model::message::Refusal;
+use reuseport_model::reuseport::ebpf::EbpfEnd;
+use reuseport_model::SetupError;
 
 /// The English table, as written in the repository.
 const EN: &str = include_str!("../../messages/en.json");
@@ -106,6 +108,42 @@ pub fn refusal(r: &Refusal) -> String {
     )
 }
 
+/// How an eBPF run ended (`ebpf_end.<kind>`), its reason said by its own
+/// template (`ebpf_unknown.<kind>`, `ebpf_fault.<kind>`) and a helper's
+/// operand by `ui.ebpf.operand.<arg>`.
+pub fn ebpf_end(end: &EbpfEnd) -> String {
+    let fields = serde_json::to_value(end).expect("runs serialize");
+    let mut given = Vec::new();
+    for (field, group) in [("what", "ebpf_unknown"), ("why", "ebpf_fault")] {
+        if let Some(reason) = fields.get(field) {
+            let operand = reason
+                .get("arg")
+                .and_then(Value::as_str)
+                .map(|arg| ("arg", say_key(&format!("ui.ebpf.operand.{arg}"))));
+            given.push((field, say_with(group, reason, &Vec::from_iter(operand))));
+        }
+    }
+    say_with("ebpf_end", &fields, &given)
+}
+
+/// A group's refusal of a packet, in English: an eBPF run that does not
+/// decide is said by the sentence tables ([`ebpf_end`]), the others by
+/// the model's own message.
+pub fn setup_error(e: &SetupError) -> String {
+    match e {
+        SetupError::EbpfUndecided { end } => ebpf_end(end),
+        other => other.to_string(),
+    }
+}
+
+/// The template at `key` as written (no placeholders to fill).
+fn say_key(key: &str) -> String {
+    english()
+        .get(key)
+        .cloned()
+        .unwrap_or_else(|| key.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +170,29 @@ mod tests {
             "both set SO_REUSEPORT, but their owners differ (UID 0 and 1000) \
              (inet_bind_conflict, net/ipv4/inet_connection_sock.c, kernel 6.12)"
         );
+    }
+
+    #[test]
+    fn an_undecided_ebpf_run_reads_as_its_reason_with_the_operand_named() {
+        use reuseport_model::reuseport::ebpf::{EbpfFault, EbpfUnknown, Operand};
+        // The words are the table's: each sentence is checked against its
+        // templates, so an edit to en.json keeps this passing only if the
+        // numbers and the operand still land where the fields say.
+        let end = EbpfEnd::Fault {
+            pc: 7,
+            why: Box::new(EbpfFault::ArgPastPacket { arg: Operand::Key }),
+        };
+        let said = setup_error(&SetupError::EbpfUndecided { end });
+        let operand = say_key("ui.ebpf.operand.key");
+        assert!(said.contains('7') && said.contains(&operand), "{said}");
+        assert!(!said.contains('{'), "every placeholder filled: {said}");
+        let end = EbpfEnd::Unknown {
+            pc: 5,
+            what: Box::new(EbpfUnknown::PacketByte { at: 6 }),
+        };
+        let said = ebpf_end(&end);
+        assert!(said.contains("data+6") && said.contains('5'), "{said}");
+        assert!(!said.contains('{'), "{said}");
     }
 
     #[test]

@@ -29,14 +29,17 @@
 import { Group, loadModel, profiles } from '../model/index';
 import { Host, loadLookup, type LookupExplain } from '../model/lookup';
 import { cidProgram, lineOf, parseDatagrams, quicPacket, readProgram, type ReadProgram } from '../model/editor';
-import { sayRefusal, sayUi, sayUiCount, say, type Lang } from '../model/messages';
+import { sayEbpfEnd, sayRefusal, sayUi, sayUiCount, say, type Lang } from '../model/messages';
 import type { Refusal } from '../model/generated/message/Refusal';
 import { renderEditorRoutes, type EditorRouteText } from '../render/editor';
 import { renderExplain, type ExplainCardText } from '../render/explain-card';
 import { renderTextTable } from '../render/table';
 import { select } from 'd3';
 import type { Explain } from '../model/generated/Explain';
+import type { EbpfRun } from '../model/generated/EbpfRun';
 import type { MapFill } from '../model/generated/MapFill';
+import type { PacketCtx } from '../model/generated/PacketCtx';
+import type { Tuple } from '../model/generated/Tuple';
 import type { Program } from '../model/generated/Program';
 import { mapsAfterTables } from '../scene/ebpf-run-view';
 import { EbpfPanel } from './editor-ebpf';
@@ -77,6 +80,16 @@ export interface EditorOptions {
 
 /** Where the editor is (see the module documentation). */
 export type EditorState = 'loading' | 'routed' | 'refused' | 'bad-program' | 'bad-group' | 'bad-maps' | 'disposed';
+
+/** How the group's eBPF run on a packet stopped when it does not decide, or null (it decided, or it cannot run at all). */
+function stoppedRun(grp: Group, tuple: Tuple, ctx: PacketCtx): Exclude<EbpfRun['end'], { kind: 'returned' }> | null {
+  try {
+    const end = grp.ebpfRun(tuple, ctx)?.end;
+    return end && end.kind !== 'returned' ? end : null;
+  } catch {
+    return null;
+  }
+}
 
 /** The example programs: the connection-ID program is the model's; the others are the selftests', as bpf_asm. */
 function exampleText(e: EditorExample): string {
@@ -500,7 +513,10 @@ export class ProgramEditor {
           this.#ebpfAnswers.set(p.line, { explain: e, mapsAfter: after });
           rows.push(explainRow(p.line, e, p.datagram.ctx.payload as number[] | number | null));
         } catch (err) {
-          bad.push({ line: p.line, error: sayUi(lang, 'editor.run_undecided', { message: err instanceof Error ? err.message : String(err) }) });
+          // A run that stops undecided is said from its record, in the page's language; any other refusal is the model's sentence.
+          const end = stoppedRun(grp, p.datagram.tuple, p.datagram.ctx);
+          const message = end ? sayEbpfEnd(lang, end) : err instanceof Error ? err.message : String(err);
+          bad.push({ line: p.line, error: sayUi(lang, 'editor.run_undecided', { message }) });
         } finally {
           grp.dispose();
         }

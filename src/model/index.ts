@@ -27,6 +27,7 @@ import { wasmLoader } from './load';
 import type { Change } from './generated/Change';
 import type { Explain } from './generated/Explain';
 import type { LineAnswer } from './generated/LineAnswer';
+import type { EbpfRun } from './generated/EbpfRun';
 import type { MapFill } from './generated/MapFill';
 import type { ParsedLine } from './generated/ParsedLine';
 import type { PacketCtx } from './generated/PacketCtx';
@@ -105,6 +106,11 @@ export class Group {
    */
   explainCtx(tuple: Tuple, ctx: PacketCtx): Explain {
     return this.#inner.explainCtx(tuple, ctx);
+  }
+
+  /** The run of the group's eBPF program on this packet, also when it does not decide (where `explainCtx` throws), or null without an eBPF program. */
+  ebpfRun(tuple: Tuple, ctx: PacketCtx): EbpfRun | null {
+    return this.#inner.ebpfRun(tuple, ctx);
   }
 
   /** The maps of the group's eBPF program after its run on this packet (to give the next packet's group), or null without an eBPF program. */

@@ -40,6 +40,12 @@ import type { Skip } from './generated/message/Skip';
 import type { LineNote } from './generated/message/LineNote';
 import type { CountError } from './generated/message/CountError';
 import type { DiagnosisVerdict } from './generated/message/DiagnosisVerdict';
+import type { CallArg } from './generated/message/CallArg';
+import type { EbpfEnd } from './generated/message/EbpfEnd';
+import type { EbpfFault } from './generated/message/EbpfFault';
+import type { EbpfUnknown } from './generated/message/EbpfUnknown';
+import type { HelperRule } from './generated/message/HelperRule';
+import type { HelperSource } from './generated/message/HelperSource';
 
 export type { Refusal };
 export type { Errno } from './generated/message/Errno';
@@ -83,6 +89,12 @@ export interface Messages {
   line_note: LineNote;
   count_error: CountError;
   diagnosis_verdict: DiagnosisVerdict;
+  helper_rule: HelperRule;
+  helper_source: HelperSource;
+  call_arg: CallArg;
+  ebpf_end: EbpfEnd;
+  ebpf_unknown: EbpfUnknown;
+  ebpf_fault: EbpfFault;
 }
 
 /** How a field's value reads in a sentence: strings as they are, numbers in decimal, a release `{major, minor}` as `6.18`. */
@@ -244,4 +256,26 @@ export function sayBasis(lang: Lang, b: EraBasis): string {
   const given: Record<string, string> = { tree: say(lang, 'basis_tree', b.tree) };
   if (b.kind === 'qualified') given.qualifier = say(lang, 'basis_qualifier', b.qualifier);
   return say(lang, 'era_basis', b, given);
+}
+
+/** Why an eBPF run lacked a value (the model's `EbpfUnknown`), in `lang`: a helper's operand in the page's words (`ui.ebpf.operand.*`). */
+export function sayEbpfUnknown(lang: Lang, u: EbpfUnknown): string {
+  return say(lang, 'ebpf_unknown', u, 'arg' in u ? { arg: sayUi(lang, `ebpf.operand.${u.arg}`) } : {});
+}
+
+/** What an eBPF run did that the verifier refuses (the model's `EbpfFault`), in `lang`, its operand in the page's words. */
+export function sayEbpfFault(lang: Lang, f: EbpfFault): string {
+  return say(lang, 'ebpf_fault', f, 'arg' in f ? { arg: sayUi(lang, `ebpf.operand.${f.arg}`) } : {});
+}
+
+/** How an eBPF run ended (the model's `EbpfEnd`), in `lang`: its reason said by its own template. */
+export function sayEbpfEnd(lang: Lang, end: EbpfEnd): string {
+  switch (end.kind) {
+    case 'returned':
+      return say(lang, 'ebpf_end', end);
+    case 'unknown':
+      return say(lang, 'ebpf_end', end, { what: sayEbpfUnknown(lang, end.what) });
+    default:
+      return say(lang, 'ebpf_end', end, { why: sayEbpfFault(lang, end.why) });
+  }
 }

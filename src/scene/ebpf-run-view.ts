@@ -6,7 +6,7 @@
  */
 import type { EbpfRun } from '../model/generated/EbpfRun';
 import type { MapFill } from '../model/generated/MapFill';
-import { sayUi, type Lang } from '../model/messages';
+import { say, sayEbpfEnd, sayEbpfUnknown, sayUi, type Lang } from '../model/messages';
 import type { Row, Table } from './card';
 
 /** The rows and tables of one run, for the program's section of the card. */
@@ -15,24 +15,12 @@ export interface EbpfRunView {
   tables: Table[];
 }
 
-/** How the run ended, in words. */
-export function ebpfEnd(end: EbpfRun['end'], lang: Lang): string {
-  switch (end.kind) {
-    case 'returned':
-      return sayUi(lang, 'ebpf.end_returned', { value: end.value });
-    case 'unknown':
-      return sayUi(lang, 'ebpf.end_unknown', { pc: end.pc, what: end.what });
-    default:
-      return sayUi(lang, 'ebpf.end_fault', { pc: end.pc, why: end.why });
-  }
-}
-
 /** The run as the card shows it: the helper calls first (what decided), then every instruction taken. */
 export function ebpfRunView(run: EbpfRun, lang: Lang): EbpfRunView {
   const t = (k: Parameters<typeof sayUi>[1], f: Record<string, string | number> = {}) => sayUi(lang, k, f);
   const rows: Row[] = [
     { label: t('ebpf.taken'), value: run.steps.length < run.taken ? t('ebpf.taken_some', { n: run.taken, shown: run.steps.length }) : String(run.taken) },
-    { label: t('ebpf.ended'), value: ebpfEnd(run.end, lang) },
+    { label: t('ebpf.ended'), value: sayEbpfEnd(lang, run.end) },
   ];
   if (run.selected !== undefined) rows.push({ label: t('ebpf.selected'), value: t('ebpf.listener', { n: run.selected }) });
   if (run.readHash) rows.push({ label: t('ebpf.read_hash'), value: t('ebpf.read_hash_why') });
@@ -41,12 +29,20 @@ export function ebpfRunView(run: EbpfRun, lang: Lang): EbpfRunView {
     caption: run.calls.length === 0 ? t('ebpf.no_calls') : t('ebpf.calls'),
     // Three columns, so the table fits a phone: the call with its arguments, then its result with the rule that decides it.
     head: [t('ebpf.col_pc'), t('ebpf.col_call'), t('ebpf.col_result')],
-    rows: run.calls.map((c) => [String(c.pc), `${c.helper}(${c.args.join(', ')})`, t('ebpf.result_rule', { result: c.result, rule: c.rule })]),
+    rows: run.calls.map((c) => [
+      String(c.pc),
+      `${c.helper}(${c.args.map((a) => say(lang, 'call_arg', a)).join(', ')})`,
+      t('ebpf.result_rule', { result: c.result, rule: say(lang, 'helper_rule', c.rule), source: say(lang, 'helper_source', c.source) }),
+    ]),
   };
   const steps: Table = {
     caption: t('ebpf.steps'),
     head: [t('ebpf.col_pc'), t('ebpf.col_reg'), t('ebpf.col_value')],
-    rows: run.steps.map((s) => [String(s.pc), s.reg === undefined ? '' : `r${s.reg}`, s.value ?? '']),
+    rows: run.steps.map((s) => [
+      String(s.pc),
+      s.reg === undefined ? '' : `r${s.reg}`,
+      s.unknown ? t('ebpf.unknown_value', { what: sayEbpfUnknown(lang, s.unknown) }) : (s.value ?? ''),
+    ]),
     highlight: run.steps.length - 1,
   };
   return { rows, tables: run.calls.length === 0 ? [steps] : [calls, steps] };

@@ -27,6 +27,7 @@ import { formMaps, keyBytesBE, mapForms, readFill, socketKeys } from '../../src/
 import { ebpfRunView, mapsAfterTables } from '../../src/scene/ebpf-run-view';
 import { datagramLine, quicFlows } from '../../src/scene/editor-view';
 import { explainView } from '../../src/scene/explain-view';
+import { sayUi } from '../../src/model/messages';
 import { loadModelForTests } from './setup-model';
 
 const OBJECT = fileURLToPath(new URL('../../public/examples/ngx_quic_reuseport_helper.o', import.meta.url));
@@ -220,5 +221,49 @@ describe('datagrams through the helper, the maps as the form fills them', () => 
     } finally {
       g.dispose();
     }
+  });
+});
+
+describe("the run on the Chinese page: the model's facts, the catalogue's words", () => {
+  /** Two English words in a row: a sentence or a phrase, not a kernel identifier (`bpf_sk_select_reuseport`, `net/core/filter.c`). */
+  const ENGLISH = /\b[a-z]{2,} [a-z]{2,}\b/i;
+  const program = (): Program => {
+    const maps = formMaps(mapForms(helper(), ebpfDefaultMaps(helper(), 4)), holds);
+    if ('problem' in maps) throw new Error('the default text reads');
+    return { kind: 'ebpf', program: helper(), maps: maps.maps, extraMaps: maps.extraMaps, seed: 1 };
+  };
+  const base = { flows: 2, saddr: '192.0.2.10', sport: 40000, daddr: '127.0.0.1', dport: 443, cidLength: 20, cidNamesSocket: true, sockets: 4, seed: 7 };
+  /** The calls table and the end row of each datagram's run, in `lang`. */
+  const said = (cidKeys: number[][], lang: 'en' | 'zh-CN') =>
+    route(
+      program(),
+      quicFlows({ ...base, form: 'short', cidKeys }).map((f) => datagramLine(f, quicPacket(f.spec))),
+    ).map((e) => {
+      if (e.pick.kind !== 'program' || !e.pick.ebpfRun) throw new Error('the group ran the program');
+      const view = ebpfRunView(e.pick.ebpfRun, lang);
+      const ended = view.rows.find((r) => r.label === sayUi(lang, 'ebpf.ended'))!.value;
+      return { calls: view.tables[0]!.rows.flat(), ended };
+    });
+  const inMap = () => socketKeys(mapForms(helper(), ebpfDefaultMaps(helper(), 4)), holds)!;
+  const notInMap = () => [100, 101].map((k) => keyBytesBE(k, 8));
+
+  it('a key in the map (a socket selected) and a key in none (-ENOENT) read in Chinese, numbers and kernel names as the model gave them', () => {
+    for (const keys of [inMap(), notInMap()]) {
+      for (const run of said(keys, 'zh-CN')) {
+        for (const cell of [...run.calls, run.ended]) expect(cell, cell).not.toMatch(ENGLISH);
+        expect(run.calls.join(' ')).toContain('bpf_sk_select_reuseport(ngx_quic_sockmap, 键 ');
+        expect(run.calls.join(' ')).toContain('sk_select_reuseport，net/core/filter.c');
+        expect(run.ended).toBe('exit：返回 1');
+      }
+    }
+    // The selected socket and the miss, as the helper's source decides them (see the file's opening).
+    expect(said(inMap(), 'zh-CN')[1]!.calls.join(' ')).toContain('选中套接字 1');
+    expect(said(notInMap(), 'zh-CN')[0]!.calls.join(' ')).toContain('此键下没有套接字');
+  });
+
+  it('the same runs in English do read as English sentences, so the check above can fail', () => {
+    const en = said(notInMap(), 'en')[0]!;
+    expect(en.calls.join(' ')).toMatch(ENGLISH);
+    expect(en.calls.join(' ')).toContain('no socket at this key');
   });
 });

@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { fill, keyOf, langOf, placeholders, say, sayBasis, sayRefusal, sayUi, sayUiCount, TABLES, type Lang } from '../../src/model/messages';
+import { fill, keyOf, langOf, placeholders, say, sayBasis, sayEbpfEnd, sayRefusal, sayUi, sayUiCount, TABLES, type Lang } from '../../src/model/messages';
 
 const dir = fileURLToPath(new URL('../../src/model/generated/message/', import.meta.url));
 
@@ -76,6 +76,19 @@ describe('sentence tables', () => {
     // Sanity: the parser found the tagged types and the structs.
     expect(expected.get('refusal_rule.uids_differ')).toEqual(['uid', 'otherUid']);
     expect(expected.get('kernel_source')).toEqual(['func', 'file', 'release']);
+    // The eBPF run's records (wasm/model/src/reuseport/ebpf/said.rs) are among them: a tag added there fails below until both tables say it.
+    expect(expected.get('ebpf_fault.packet_past_end')).toEqual(['at', 'size', 'end']);
+    expect(expected.get('ebpf_unknown.packet_byte_in')).toEqual(['at', 'arg']);
+    expect(expected.get('helper_rule.sk_select_reuseport')).toEqual([]);
+    expect(expected.get('call_arg.selected')).toEqual(['listener']);
+    expect(expected.get('ebpf_end.unknown')).toEqual(['pc', 'what']);
+  });
+
+  it("every helper operand the model names (Operand) has its words in both languages, as the run's faults say them", () => {
+    const text = readFileSync(`${dir}Operand.ts`, 'utf8');
+    const operands = [...text.replace(/\/\*[\s\S]*?\*\//g, '').matchAll(/"([a-z_]+)"/g)].map((m) => m[1]!);
+    expect(operands).toEqual(['key', 'value', 'buffer']);
+    for (const lang of Object.keys(TABLES) as Lang[]) for (const o of operands) expect(TABLES[lang], `${lang} ${o}`).toHaveProperty([`ui.ebpf.operand.${o}`]);
   });
 
   // The widgets' own sentences (`ui.*`) are held below, language against language.
@@ -139,6 +152,14 @@ describe('rendering', () => {
     expect(say('zh-CN', 'refusal_rule', { kind: 'no_groups', since: { major: 4, minor: 6 } })).toContain('4.6');
     expect(keyOf('kernel_source', { func: 'f' })).toBe('kernel_source');
     expect(fill('{a} {b}', { a: null })).toBe(' {b}');
+  });
+
+  it("an eBPF run's end says its reason by its own template, a helper's operand in the page's words", () => {
+    const fault = { kind: 'fault' as const, pc: 7, why: { kind: 'arg_past_packet' as const, arg: 'key' as const } };
+    expect(sayEbpfEnd('en', fault)).toBe('instruction 7: the key runs past data_end');
+    expect(sayEbpfEnd('zh-CN', fault)).toBe('第 7 条指令：键越过了 data_end');
+    const unknown = { kind: 'unknown' as const, pc: 5, what: { kind: 'packet_byte' as const, at: 6 } };
+    expect(sayEbpfEnd('zh-CN', unknown)).toBe('第 5 条指令需要一个模型不掌握的值：数据包字节 data+6（模型不知道的校验和或头部字段）');
   });
 
   it('a refusal names its rule and its kernel source in either language', () => {

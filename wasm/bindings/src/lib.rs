@@ -59,6 +59,7 @@ import type { EbpfObject } from "../generated/EbpfObject";
 import type { MapFill } from "../generated/MapFill";
 import type { MapDef } from "../generated/MapDef";
 import type { EbpfProgram } from "../generated/EbpfProgram";
+import type { EbpfRun } from "../generated/EbpfRun";
 import type { Holds } from "../generated/Holds";
 import type { Note } from "../generated/message/Note";
 import type { LineError } from "../generated/message/LineError";
@@ -306,6 +307,14 @@ export type ParsedBind = { addr: string; port: number | null };
 export type GroupConfig = { kernel: string; group: GroupSpec };
 "#;
 
+/// A packet as the page gives it: its `Tuple` and its `PacketCtx`.
+fn packet(
+    tuple: JsValue,
+    ctx: JsValue,
+) -> JsResult<(Tuple, reuseport_model::reuseport::PacketCtx)> {
+    Ok((from_js(tuple, "tuple")?, from_js(ctx, "packet context")?))
+}
+
 /// The input of [`WasmGroup::new`]: a kernel profile name or release, and
 /// the group (TypeScript: `GroupConfig`).
 #[derive(Deserialize)]
@@ -365,9 +374,22 @@ impl WasmGroup {
         #[wasm_bindgen(unchecked_param_type = "Tuple")] tuple: JsValue,
         #[wasm_bindgen(unchecked_param_type = "PacketCtx")] ctx: JsValue,
     ) -> JsResult<JsValue> {
-        let t: Tuple = from_js(tuple, "tuple")?;
-        let c: reuseport_model::reuseport::PacketCtx = from_js(ctx, "packet context")?;
+        let (t, c) = packet(tuple, ctx)?;
         to_js(&self.inner.explain_ctx(&t, &c).js()?)
+    }
+
+    /// The run of the group's eBPF program on a packet (`Tuple`,
+    /// `PacketCtx`), also when it does not decide (where `explainCtx`
+    /// throws): `EbpfRun`, whose `end` says where and why it stopped, or
+    /// `null` when the group has no eBPF program.
+    #[wasm_bindgen(js_name = ebpfRun, unchecked_return_type = "EbpfRun | null")]
+    pub fn ebpf_run(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Tuple")] tuple: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "PacketCtx")] ctx: JsValue,
+    ) -> JsResult<JsValue> {
+        let (t, c) = packet(tuple, ctx)?;
+        to_js(&self.inner.ebpf_run(&t, &c).js()?)
     }
 
     /// The maps of the group's eBPF program after its run on this packet
@@ -380,8 +402,7 @@ impl WasmGroup {
         #[wasm_bindgen(unchecked_param_type = "Tuple")] tuple: JsValue,
         #[wasm_bindgen(unchecked_param_type = "PacketCtx")] ctx: JsValue,
     ) -> JsResult<JsValue> {
-        let t: Tuple = from_js(tuple, "tuple")?;
-        let c: reuseport_model::reuseport::PacketCtx = from_js(ctx, "packet context")?;
+        let (t, c) = packet(tuple, ctx)?;
         to_js(&self.inner.ebpf_maps_after(&t, &c).js()?)
     }
 

@@ -110,12 +110,13 @@ pub enum SetupError {
     },
     /// An eBPF program's run that does not decide: it read what the
     /// packet does not hold, or did what the verifier refuses.
-    #[error("the eBPF program's instruction {pc} {what}")]
+    /// Its words are the sentence tables' (`ebpf_end.<kind>`, said by the
+    /// site and by the agent); this message is the bare record.
+    #[error("the eBPF program's run does not decide: {end:?}")]
     EbpfUndecided {
-        /// The instruction.
-        pc: u32,
-        /// What happened, in words.
-        what: String,
+        /// How the run ended: [`crate::reuseport::ebpf::EbpfEnd::Unknown`]
+        /// or [`crate::reuseport::ebpf::EbpfEnd::Fault`].
+        end: crate::reuseport::ebpf::EbpfEnd,
     },
     /// An eBPF program that cannot run here: its kind is not said, or its
     /// maps' contents are wrong.

@@ -510,8 +510,9 @@ pub fn run(
                 rep.undecided += 1;
                 if rep.mismatches.len() < 8 {
                     rep.mismatches.push(format!(
-                        "payload {}: the model cannot decide: {why}",
-                        hex(&payload)
+                        "payload {}: the model cannot decide: {}",
+                        hex(&payload),
+                        crate::messages::setup_error(&why)
                     ));
                 }
                 continue;

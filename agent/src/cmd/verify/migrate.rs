@@ -296,7 +296,12 @@ fn case(
         let t = Tuple::v4(*v4.ip(), me.port(), Ipv4Addr::LOCALHOST, port);
         let run = g
             .migrate_run(0, &t, MigrateStage::AcceptQueue, 0)
-            .map_err(|e| io(format!("the model cannot decide child {k}: {e}")))?;
+            .map_err(|e| {
+                io(format!(
+                    "the model cannot decide child {k}: {}",
+                    crate::messages::setup_error(&e)
+                ))
+            })?;
         if let (Some(Program::Ebpf { maps, .. }), Some(after)) = (
             program.as_mut(),
             run.ebpf_run.as_ref().and_then(|r| r.maps_after.as_ref()),

@@ -121,18 +121,8 @@ impl ReuseportGroup {
             match program.ebpf_run(ctx, &self.ebpf_facts(t, h, a)) {
                 Some(Err(why)) => return Err(SetupError::EbpfInput { why }),
                 Some(Ok(run)) => match run.end {
-                    ebpf::EbpfEnd::Unknown { pc, what } => {
-                        return Err(SetupError::EbpfUndecided {
-                            pc,
-                            what: format!(
-                                "reads {what}, which the model does not know for this packet"
-                            ),
-                        })
-                    }
-                    ebpf::EbpfEnd::Fault { pc, why } => {
-                        return Err(SetupError::EbpfUndecided { pc, what: why })
-                    }
                     ebpf::EbpfEnd::Returned { .. } => {}
+                    end => return Err(SetupError::EbpfUndecided { end }),
                 },
                 None => {}
             }
@@ -291,6 +281,29 @@ impl ReuseportGroup {
             slot: o.slot,
             hash,
         })
+    }
+
+    /// The run of the group's eBPF program on this packet, also when it
+    /// does not decide (it ends [`ebpf::EbpfEnd::Unknown`] or
+    /// [`ebpf::EbpfEnd::Fault`]): what it did up to there. `None` when the
+    /// group has no eBPF program or selects without running it.
+    pub fn ebpf_run(
+        &self,
+        t: &Tuple,
+        ctx: &PacketCtx,
+    ) -> Result<Option<ebpf::EbpfRun>, SetupError> {
+        let t = self.accepts(t)?;
+        if self.selection() == Selection::Reservoir {
+            return Ok(None);
+        }
+        let (Some(program), Layout::Array(a)) = (&self.program, &self.layout) else {
+            return Ok(None);
+        };
+        let h = self.hash_of(&t);
+        program
+            .ebpf_run(ctx, &self.ebpf_facts(&t, h, a))
+            .transpose()
+            .map_err(|why| SetupError::EbpfInput { why })
     }
 
     /// The maps of the group's eBPF program after its run on this packet
@@ -780,14 +793,11 @@ impl ReuseportGroup {
             None => unreachable!("a SELECT_OR_MIGRATE program is an eBPF program"),
         };
         match (&run.end, run.value()) {
-            (ebpf::EbpfEnd::Unknown { pc, what }, _) => Err(SetupError::EbpfUndecided {
-                pc: *pc,
-                what: format!("reads {what}, which the model does not know for this request"),
-            }),
-            (ebpf::EbpfEnd::Fault { pc, why }, _) => Err(SetupError::EbpfUndecided {
-                pc: *pc,
-                what: why.clone(),
-            }),
+            (ebpf::EbpfEnd::Unknown { .. } | ebpf::EbpfEnd::Fault { .. }, _) => {
+                Err(SetupError::EbpfUndecided {
+                    end: run.end.clone(),
+                })
+            }
             (_, Some(1)) => match run.selected {
                 Some(listener) => Ok(MigrationRun {
                     migration: Migration::To {

@@ -170,9 +170,9 @@ fn a_request_on_the_synack_timer_has_no_skb_so_len_is_zero() {
     assert!(matches!(r.migration, Migration::To { listener: 3, .. }));
     assert_eq!(counters(&r.ebpf_run.unwrap()), [0, 0, 1, 0]);
     match g.migrate_run(0, &client(1), MigrateStage::FinalAck, 0) {
-        Err(SetupError::EbpfUndecided { what, .. }) => {
-            assert!(what.contains("final ACK"), "{what}")
-        }
+        Err(SetupError::EbpfUndecided {
+            end: ebpf::EbpfEnd::Unknown { what, .. },
+        }) => assert_eq!(*what, ebpf::EbpfUnknown::FinalAckLen),
         other => panic!("{other:?}"),
     }
 }
@@ -305,9 +305,12 @@ fn before_5_14_nothing_migrates_and_the_verifier_refuses_migrating_sk() {
         }
     ));
     match g.explain_ctx(&client(2), &PacketCtx::on_cpu(0)) {
-        Err(SetupError::EbpfUndecided { what, .. }) => {
-            assert!(what.contains("before 5.14"), "{what}")
-        }
+        Err(SetupError::EbpfUndecided {
+            end: ebpf::EbpfEnd::Fault { why, .. },
+        }) => assert!(
+            matches!(*why, ebpf::EbpfFault::CtxFieldBefore514 { .. }),
+            "{why:?}"
+        ),
         other => panic!("{other:?}"),
     }
 }

@@ -9,6 +9,9 @@
 //! - [`maps`] holds what user space put in the maps ([`MapFill`]): which
 //!   socket is in which key, which inner map in an array of maps, and
 //!   plain bytes.
+//! - [`said`]: what a run records as data (the helpers' rules, their
+//!   arguments, the values it lacked, the faults), said by the sentence
+//!   tables.
 //! - [`run()`] is the interpreter: the instruction set of
 //!   kernel/bpf/core.c (`___bpf_prog_run`, 6.x), the context each program
 //!   type sees (`sk_reuseport_convert_ctx_access` and
@@ -38,6 +41,7 @@ pub mod elf;
 pub mod fill;
 pub mod maps;
 mod run;
+pub mod said;
 
 pub use elf::{kind_of_section, read, ElfError, MAX_ELF_BYTES};
 pub use maps::{MapFill, MapKey, MapState, MapValue, MAX_MAP_ENTRIES};
@@ -45,6 +49,7 @@ pub use run::{
     run, EbpfCall, EbpfEnd, EbpfRun, EbpfStep, MigrateStage, Migrating, Packet, MAX_RECORDED_STEPS,
     MAX_STEPS,
 };
+pub use said::{CallArg, EbpfFault, EbpfUnknown, HelperRule, HelperSource, Operand};
 
 /// The most instructions of one program the model runs: the kernel's
 /// `BPF_COMPLEXITY_LIMIT_INSNS` (1,000,000, kernel/bpf/verifier.c 5.2+)

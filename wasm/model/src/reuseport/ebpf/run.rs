@@ -35,6 +35,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::maps::{errno, MapState, Stored};
+use super::said::{CallArg, EbpfFault, EbpfUnknown, HelperRule, HelperSource, Operand};
 use super::{hex, map_type, EbpfProgram, Insn, ProgKind, STACK_SIZE};
 use crate::reuseport::cbpf::AncInputs;
 use crate::tuple::Proto;
@@ -147,10 +148,15 @@ pub struct EbpfStep {
     #[cfg_attr(feature = "ts", ts(optional))]
     pub reg: Option<u8>,
     /// What it holds after: a hex number, or a pointer (`ctx+8`,
-    /// `packet+12`, `stack-16`, `map value result_map[0]+4`).
+    /// `data+12`, `fp-16`, `&result_map` for the map, `result_map[00000000]+4`
+    /// into a value, `sk 2` for a listener); absent when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub value: Option<String>,
+    /// What the register holds when the model does not know it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub unknown: Option<EbpfUnknown>,
 }
 
 /// One helper call and its result.
@@ -163,16 +169,18 @@ pub struct EbpfCall {
     /// The helper (`bpf_map_lookup_elem`, ...).
     pub helper: String,
     /// Its arguments, as the model read them.
-    pub args: Vec<String>,
+    pub args: Vec<CallArg>,
     /// What it returned: a number, `-ENOENT`, a pointer, `NULL`.
     pub result: String,
-    /// The kernel function that decides it, with file and release.
-    pub rule: String,
+    /// The kernel rule that decides it.
+    pub rule: HelperRule,
+    /// Where the kernel applies that rule.
+    pub source: HelperSource,
 }
 
-/// How a run ended.
+/// How a run ended (said by `ebpf_end.<kind>`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
 #[serde(
     tag = "kind",
     rename_all = "snake_case",
@@ -188,16 +196,16 @@ pub enum EbpfEnd {
     Unknown {
         /// The instruction.
         pc: u32,
-        /// What.
-        what: String,
+        /// What (boxed: the run record stays small).
+        what: Box<EbpfUnknown>,
     },
     /// The program did what the verifier refuses, or what the model does
-    /// not run: the message names it.
+    /// not run: the record names it.
     Fault {
         /// The instruction.
         pc: u32,
-        /// What.
-        why: String,
+        /// What (boxed: the run record stays small).
+        why: Box<EbpfFault>,
     },
 }
 
@@ -265,7 +273,7 @@ enum Val {
     #[default]
     Uninit,
     Num(u64),
-    Unknown(String),
+    Unknown(EbpfUnknown),
     Ptr(Ptr),
 }
 
@@ -278,14 +286,19 @@ enum Cell {
 }
 
 enum Stop {
-    Unknown(String),
-    Fault(String),
+    Unknown(EbpfUnknown),
+    Fault(EbpfFault),
 }
 
 type R<T> = Result<T, Stop>;
 
-fn fault<T>(why: impl Into<String>) -> R<T> {
-    Err(Stop::Fault(why.into()))
+fn fault<T>(why: EbpfFault) -> R<T> {
+    Err(Stop::Fault(why))
+}
+
+/// A stack offset as the run table writes it: `fp-8`.
+fn fp(at: i64) -> String {
+    format!("fp{:+}", at - STACK_SIZE as i64)
 }
 
 struct Vm<'a, 'p> {
@@ -296,7 +309,7 @@ struct Vm<'a, 'p> {
     reg: [Val; 11],
     stack: Vec<Cell>,
     spilled: Vec<Ptr>,
-    unknowns: Vec<String>,
+    unknowns: Vec<EbpfUnknown>,
     /// The bytes `data` points at, `None` where unknown.
     data: Vec<Option<u8>>,
     /// The IP header then `data`, for `BPF_HDR_START_NET` reads.
@@ -411,28 +424,32 @@ pub fn run(prog: &EbpfProgram, maps: &MapState, pkt: &Packet) -> EbpfRun {
         if taken >= MAX_STEPS {
             break EbpfEnd::Fault {
                 pc: pc as u32,
-                why: format!(
-                    "the run took {MAX_STEPS} instructions without exiting (the model's bound)"
-                ),
+                why: Box::new(EbpfFault::TooManySteps { max: MAX_STEPS }),
             };
         }
         let Some(&insn) = prog.insns.get(pc) else {
             break EbpfEnd::Fault {
                 pc: pc as u32,
-                why: format!(
-                    "the program runs past its last instruction ({})",
-                    prog.insns.len()
-                ),
+                why: Box::new(EbpfFault::PastEnd {
+                    len: prog.insns.len() as u32,
+                }),
             };
         };
         taken += 1;
         match vm.step(pc, insn) {
             Ok(Flow::Next(n, written)) => {
                 if steps.len() < MAX_RECORDED_STEPS {
+                    let held = written.map(|r| &vm.reg[r as usize]);
                     steps.push(EbpfStep {
                         pc: pc as u32,
                         reg: written,
-                        value: written.map(|r| vm.show(&vm.reg[r as usize])),
+                        value: held
+                            .filter(|v| !matches!(v, Val::Unknown(_)))
+                            .map(|v| vm.show(v)),
+                        unknown: match held {
+                            Some(Val::Unknown(w)) => Some(w.clone()),
+                            _ => None,
+                        },
                     });
                 }
                 pc = n;
@@ -443,6 +460,7 @@ pub fn run(prog: &EbpfProgram, maps: &MapState, pkt: &Packet) -> EbpfRun {
                         pc: pc as u32,
                         reg: None,
                         value: None,
+                        unknown: None,
                     });
                 }
                 break EbpfEnd::Returned {
@@ -452,16 +470,21 @@ pub fn run(prog: &EbpfProgram, maps: &MapState, pkt: &Packet) -> EbpfRun {
             Err(Stop::Unknown(what)) => {
                 break EbpfEnd::Unknown {
                     pc: pc as u32,
-                    what,
+                    what: Box::new(what),
                 }
             }
-            Err(Stop::Fault(why)) => break EbpfEnd::Fault { pc: pc as u32, why },
+            Err(Stop::Fault(why)) => {
+                break EbpfEnd::Fault {
+                    pc: pc as u32,
+                    why: Box::new(why),
+                }
+            }
         }
     };
     let name = match kind {
         ProgKind::SkReuseport => "sk_reuseport",
         ProgKind::SkReuseportMigrate => "sk_reuseport/migrate",
-        ProgKind::SocketFilter => "socket filter",
+        ProgKind::SocketFilter => "socket_filter",
     };
     EbpfRun {
         program: format!("{} ({name})", prog.name),
@@ -488,7 +511,8 @@ impl Vm<'_, '_> {
         match v {
             Val::Uninit => "uninit".into(),
             Val::Num(n) => format!("{n:#x}"),
-            Val::Unknown(w) => format!("unknown ({w})"),
+            // What it is unknown is recorded beside (EbpfStep::unknown).
+            Val::Unknown(_) => "?".into(),
             Val::Ptr(p) => self.show_ptr(p),
         }
     }
@@ -496,19 +520,21 @@ impl Vm<'_, '_> {
     fn show_ptr(&self, p: &Ptr) -> String {
         let base = match p.region {
             Region::Ctx => "ctx".to_string(),
-            Region::Stack => return format!("fp{:+}", p.off - STACK_SIZE as i64),
+            Region::Stack => return fp(p.off),
             Region::Packet => "data".to_string(),
-            Region::Map(m) => format!("map {}", self.maps.maps[m].def.name),
+            // The map's address, as C writes it: `&ngx_quic_sockmap`.
+            Region::Map(m) => format!("&{}", self.maps.maps[m].def.name),
             Region::Value { map, slot } => {
                 let m = &self.maps.maps[map];
                 let key = m
                     .entries
                     .iter()
                     .find(|(_, &s)| s == slot)
-                    .map_or("deleted".into(), |(k, _)| hex(k));
+                    // A deleted entry's value has no key left.
+                    .map_or("-".into(), |(k, _)| hex(k));
                 format!("{}[{key}]", m.def.name)
             }
-            Region::Sock(l) => format!("socket {l}"),
+            Region::Sock(l) => format!("sk {l}"),
             Region::Child => "migrating_sk".to_string(),
         };
         if p.off == 0 {
@@ -520,10 +546,8 @@ impl Vm<'_, '_> {
 
     fn get(&self, r: u8) -> R<Val> {
         match self.reg.get(r as usize) {
-            None => fault(format!("register r{r} does not exist")),
-            Some(Val::Uninit) => fault(format!(
-                "reads r{r}, which holds no value here (the verifier refuses: R{r} !read_ok)"
-            )),
+            None => fault(EbpfFault::NoRegister { reg: r }),
+            Some(Val::Uninit) => fault(EbpfFault::UninitRegister { reg: r }),
             Some(v) => Ok(v.clone()),
         }
     }
@@ -532,17 +556,17 @@ impl Vm<'_, '_> {
         match self.get(r)? {
             Val::Num(n) => Ok(n),
             Val::Unknown(w) => Err(Stop::Unknown(w)),
-            Val::Ptr(p) => fault(format!(
-                "uses r{r}, a pointer ({}), as a number (the verifier refuses pointer arithmetic of this kind)",
-                self.show_ptr(&p)
-            )),
+            Val::Ptr(p) => fault(EbpfFault::PointerAsNumber {
+                reg: r,
+                ptr: self.show_ptr(&p),
+            }),
             Val::Uninit => unreachable!(),
         }
     }
 
     fn set(&mut self, r: u8, v: Val) -> R<()> {
         if r >= 10 {
-            return fault(format!("writes r{r} (the frame pointer is read-only)"));
+            return fault(EbpfFault::WritesFramePointer { reg: r });
         }
         self.reg[r as usize] = v;
         Ok(())
@@ -592,18 +616,20 @@ impl Vm<'_, '_> {
                 self.store(&base, i.off as i64, size, v)?;
                 Ok(Flow::Next(pc + 1, None))
             }
-            _ => fault(format!("opcode {:#04x} is no instruction", i.code)),
+            _ => fault(EbpfFault::BadOpcode {
+                code: format!("{:#04x}", i.code),
+            }),
         }
     }
 
     fn atomic(&mut self, pc: usize, i: Insn, base: &Val, size: u32) -> R<Flow> {
         if size != 4 && size != 8 {
-            return fault("an atomic operation on other than 4 or 8 bytes");
+            return fault(EbpfFault::AtomicSize);
         }
         let old = match self.load(base, i.off as i64, size)? {
             Val::Num(n) => n,
             Val::Unknown(w) => return Err(Stop::Unknown(w)),
-            _ => return fault("an atomic operation on a pointer"),
+            _ => return fault(EbpfFault::AtomicPointer),
         };
         let src = self.num(i.src)?;
         let mask = if size == 4 { 0xffff_ffff } else { u64::MAX };
@@ -623,10 +649,9 @@ impl Vm<'_, '_> {
                 return Ok(Flow::Next(pc + 1, Some(0)));
             }
             _ => {
-                return fault(format!(
-                    "atomic operation {:#x} is not one the model runs",
-                    i.imm
-                ))
+                return fault(EbpfFault::AtomicOp {
+                    imm: format!("{:#x}", i.imm),
+                })
             }
         } & mask;
         self.store(base, i.off as i64, size, Val::Num(new))?;
@@ -653,7 +678,7 @@ impl Vm<'_, '_> {
                     Val::Num(if wide { n } else { n & 0xffff_ffff })
                 }
                 Val::Ptr(p) if wide => Val::Ptr(p),
-                Val::Ptr(_) => return fault("a 32-bit move of a pointer (the verifier refuses)"),
+                Val::Ptr(_) => return fault(EbpfFault::Mov32Pointer),
                 other => other,
             };
             return self.set(i.dst, v);
@@ -662,7 +687,7 @@ impl Vm<'_, '_> {
             let n = match self.get(i.dst)? {
                 Val::Num(n) => n,
                 Val::Unknown(w) => return self.set(i.dst, Val::Unknown(w)),
-                _ => return fault("a byte swap of a pointer"),
+                _ => return fault(EbpfFault::SwapPointer),
             };
             let bits = i.imm as u32;
             let v = if wide || i.code & 0x08 != 0 {
@@ -671,14 +696,14 @@ impl Vm<'_, '_> {
                     16 => (n as u16).swap_bytes() as u64,
                     32 => (n as u32).swap_bytes() as u64,
                     64 => n.swap_bytes(),
-                    _ => return fault(format!("a byte swap of {bits} bits")),
+                    _ => return fault(EbpfFault::SwapWidth { bits }),
                 }
             } else {
                 match bits {
                     16 => n & 0xffff,
                     32 => n & 0xffff_ffff,
                     64 => n,
-                    _ => return fault(format!("a byte swap of {bits} bits")),
+                    _ => return fault(EbpfFault::SwapWidth { bits }),
                 }
             };
             return self.set(i.dst, Val::Num(v));
@@ -720,9 +745,9 @@ impl Vm<'_, '_> {
                 return self.set(i.dst, Val::Num(a.off.wrapping_sub(b.off) as u64));
             }
             (Val::Ptr(_), _) | (_, Val::Ptr(_)) => {
-                return fault(format!(
-                    "ALU operation {op:#04x} on a pointer (the verifier refuses it)"
-                ))
+                return fault(EbpfFault::AluPointer {
+                    op: format!("{op:#04x}"),
+                })
             }
             (Val::Unknown(w), _) | (_, Val::Unknown(w)) => {
                 let w = w.clone();
@@ -747,7 +772,7 @@ impl Vm<'_, '_> {
         let target = |off: i64| -> R<usize> {
             let t = pc as i64 + 1 + off;
             if t < 0 || t as usize >= self.prog.insns.len() {
-                return fault(format!("a jump to {t}, outside the program"));
+                return fault(EbpfFault::JumpOutside { target: t });
             }
             Ok(t as usize)
         };
@@ -758,9 +783,7 @@ impl Vm<'_, '_> {
             }
             0x80 => {
                 if i.src != 0 {
-                    return fault(
-                        "a BPF-to-BPF or kfunc call (the model runs programs without them)",
-                    );
+                    return fault(EbpfFault::Subprogram);
                 }
                 self.call(pc, i.imm)?;
                 return Ok(Flow::Next(pc + 1, Some(0)));
@@ -769,7 +792,7 @@ impl Vm<'_, '_> {
                 return match self.get(0)? {
                     Val::Num(n) => Ok(Flow::Exit(n)),
                     Val::Unknown(w) => Err(Stop::Unknown(w)),
-                    _ => fault("exits with a pointer in r0 (the verifier refuses)"),
+                    _ => fault(EbpfFault::ExitPointer),
                 };
             }
             _ => {}
@@ -800,11 +823,10 @@ impl Vm<'_, '_> {
                 return Err(Stop::Unknown(w.clone()));
             }
             _ => {
-                return fault(format!(
-                    "compares {} with {} (the verifier refuses)",
-                    self.show(&a),
-                    self.show(&b)
-                ))
+                return fault(EbpfFault::Compare {
+                    a: self.show(&a),
+                    b: self.show(&b),
+                })
             }
         };
         let n = if taken { target(i.off as i64)? } else { pc + 1 };
@@ -814,14 +836,14 @@ impl Vm<'_, '_> {
     fn ld(&mut self, pc: usize, i: Insn) -> R<Flow> {
         if i.code == 0x18 {
             let Some(next) = self.prog.insns.get(pc + 1) else {
-                return fault("ld_imm64 without its second half");
+                return fault(EbpfFault::LdImm64Half);
             };
             let v = match i.src {
                 0 => Val::Num((i.imm as u32 as u64) | ((next.imm as u32 as u64) << 32)),
                 1 | 2 => {
                     let m = i.imm as usize;
                     if m >= self.maps.maps.len() {
-                        return fault(format!("ld_imm64 of map {m}, which the object lacks"));
+                        return fault(EbpfFault::LdImm64Map { map: m as u32 });
                     }
                     if i.src == 1 {
                         Val::Ptr(Ptr {
@@ -831,28 +853,26 @@ impl Vm<'_, '_> {
                     } else {
                         let slot = self.maps.maps[m]
                             .find(&0u32.to_le_bytes())
-                            .ok_or(Stop::Fault("global data without its entry".into()))?;
+                            .ok_or(Stop::Fault(EbpfFault::GlobalDataEntry))?;
                         Val::Ptr(Ptr {
                             region: Region::Value { map: m, slot },
                             off: next.imm as i64,
                         })
                     }
                 }
-                s => {
-                    return fault(format!(
-                        "ld_imm64 with src {s}, which the model does not resolve"
-                    ))
-                }
+                s => return fault(EbpfFault::LdImm64Src { src: s }),
             };
             self.set(i.dst, v)?;
             return Ok(Flow::Next(pc + 2, Some(i.dst)));
         }
         let mode = i.code & 0xe0;
         if mode != 0x20 && mode != 0x40 {
-            return fault(format!("opcode {:#04x} is no load the model runs", i.code));
+            return fault(EbpfFault::BadLoad {
+                code: format!("{:#04x}", i.code),
+            });
         }
         if self.kind != ProgKind::SocketFilter {
-            return fault("LD_ABS/LD_IND in an SK_REUSEPORT program (the verifier refuses)");
+            return fault(EbpfFault::LdAbsInSkReuseport);
         }
         let size = size_of(i.code);
         let mut off = i.imm as i64;
@@ -863,9 +883,7 @@ impl Vm<'_, '_> {
             self.reg[r] = Val::Uninit;
         }
         if off < 0 {
-            return Err(Stop::Unknown(format!(
-                "LD_ABS at negative offset {off} (the network or link header), which the model does not hold for socket filters"
-            )));
+            return Err(Stop::Unknown(EbpfUnknown::NegativeLdAbs { off }));
         }
         let end = off as usize + size as usize;
         if end > self.data.len() {
@@ -885,7 +903,7 @@ impl Vm<'_, '_> {
         let p = match base {
             Val::Ptr(p) => *p,
             Val::Unknown(w) => return Err(Stop::Unknown(w.clone())),
-            _ => return fault("a load through a number (the verifier refuses: not a pointer)"),
+            _ => return fault(EbpfFault::LoadThroughNumber),
         };
         let at = p.off + off;
         match p.region {
@@ -893,10 +911,11 @@ impl Vm<'_, '_> {
             Region::Stack => self.stack_load(at, size),
             Region::Packet => {
                 if at < 0 || at as usize + size as usize > self.data.len() {
-                    return fault(format!(
-                        "reads data+{at}..+{size}, past data_end ({}) (the verifier refuses an unchecked packet read)",
-                        self.data.len()
-                    ));
+                    return fault(EbpfFault::PacketPastEnd {
+                        at,
+                        size,
+                        end: self.data.len() as u32,
+                    });
                 }
                 let mut v = 0u64;
                 for (k, b) in self.data[at as usize..at as usize + size as usize]
@@ -906,10 +925,9 @@ impl Vm<'_, '_> {
                     match b {
                         Some(b) => v |= (*b as u64) << (8 * k),
                         None => {
-                            return Err(Stop::Unknown(format!(
-                                "packet byte data+{} (a checksum or header field the model does not know)",
-                                at as usize + k
-                            )))
+                            return Err(Stop::Unknown(EbpfUnknown::PacketByte {
+                                at: at + k as i64,
+                            }))
                         }
                     }
                 }
@@ -917,14 +935,15 @@ impl Vm<'_, '_> {
             }
             Region::Value { map, slot } => {
                 let Stored::Bytes(b) = self.maps.maps[map].slot(slot) else {
-                    return fault("reads a socket or map entry as bytes");
+                    return fault(EbpfFault::ReadsEntryAsBytes);
                 };
                 if at < 0 || at as usize + size as usize > b.len() {
-                    return fault(format!(
-                        "reads {}+{at}..+{size}, past the value's {} bytes",
-                        self.maps.maps[map].def.name,
-                        b.len()
-                    ));
+                    return fault(EbpfFault::ValuePastEnd {
+                        map: self.maps.maps[map].def.name.clone(),
+                        at,
+                        size,
+                        len: b.len() as u32,
+                    });
                 }
                 let mut v = 0u64;
                 for (k, x) in b[at as usize..at as usize + size as usize]
@@ -935,10 +954,8 @@ impl Vm<'_, '_> {
                 }
                 Ok(Val::Num(v))
             }
-            Region::Map(_) => fault("reads through a map pointer (the verifier refuses)"),
-            Region::Sock(_) => Err(Stop::Unknown(
-                "a field of struct bpf_sock (the model does not hold the socket's fields)".into(),
-            )),
+            Region::Map(_) => fault(EbpfFault::ReadsThroughMap),
+            Region::Sock(_) => Err(Stop::Unknown(EbpfUnknown::SocketField)),
             Region::Child => self.child_load(at, size),
         }
     }
@@ -956,56 +973,55 @@ impl Vm<'_, '_> {
         };
         let field = |v: u64, start: i64, fsize: u32| -> R<Val> {
             if size > fsize || (at - start) % size as i64 != 0 {
-                return fault(format!(
-                    "reads migrating_sk at offset {at}, size {size} (the verifier refuses)"
-                ));
+                return fault(EbpfFault::MigratingRead { at, size });
             }
             Ok(Val::Num(narrow(v, at - start, size)))
         };
-        let unknown = |what: &str| {
-            Err(Stop::Unknown(format!(
-                "migrating_sk->{what}, which the model does not hold"
-            )))
+        let unknown = |field: &str| {
+            Err(Stop::Unknown(EbpfUnknown::MigratingField {
+                field: field.into(),
+            }))
+        };
+        let ip4_of_v6 = |field: &str| {
+            Err(Stop::Unknown(EbpfUnknown::MigratingIp4OfV6 {
+                field: field.into(),
+            }))
         };
         match at {
             4..=7 => field(if p.saddr.is_ipv6() { 10 } else { 2 }, 4, 4),
-            8..=23 => fault(format!(
-                "reads migrating_sk at offset {at} (type to priority: bpf_sock_common_is_valid_access refuses)"
-            )),
+            8..=23 => fault(EbpfFault::MigratingHidden {
+                at,
+                func: "bpf_sock_common_is_valid_access".into(),
+            }),
             24..=27 => match v4(p.daddr) {
                 Some(a) => field(a, 24, 4),
-                None => unknown("src_ip4 of an IPv6 socket"),
+                None => ip4_of_v6("src_ip4"),
             },
             44..=47 => field(p.dport as u64, 44, 4),
             48..=49 => field(u16::from_le_bytes(p.sport.to_be_bytes()) as u64, 48, 2),
             52..=55 => match v4(p.saddr) {
                 Some(a) => field(a, 52, 4),
-                None => unknown("dst_ip4 of an IPv6 socket"),
+                None => ip4_of_v6("dst_ip4"),
             },
             72..=75 => field(state as u64, 72, 4),
             0..=3 => unknown("bound_dev_if"),
             28..=43 => unknown("src_ip6"),
             56..=71 => unknown("dst_ip6"),
             76..=79 => unknown("rx_queue_mapping"),
-            _ => fault(format!(
-                "reads migrating_sk at offset {at}, past struct bpf_sock (the verifier refuses)"
-            )),
+            _ => fault(EbpfFault::MigratingPastEnd { at }),
         }
     }
 
     fn store(&mut self, base: &Val, off: i64, size: u32, v: Val) -> R<()> {
         let p = match base {
             Val::Ptr(p) => *p,
-            _ => return fault("a store through a number (the verifier refuses)"),
+            _ => return fault(EbpfFault::StoreThroughNumber),
         };
         let at = p.off + off;
         match p.region {
             Region::Stack => {
                 if at < 0 || at as usize + size as usize > STACK_SIZE {
-                    return fault(format!(
-                        "a stack write at fp{:+}, outside the 512-byte stack",
-                        at - STACK_SIZE as i64
-                    ));
+                    return fault(EbpfFault::StackWrite { slot: fp(at) });
                 }
                 let at = at as usize;
                 match v {
@@ -1016,7 +1032,7 @@ impl Vm<'_, '_> {
                     }
                     Val::Ptr(q) => {
                         if size != 8 {
-                            return fault("a partial spill of a pointer (the verifier refuses)");
+                            return fault(EbpfFault::PartialSpill);
                         }
                         let idx = self.spilled.len() as u16;
                         self.spilled.push(q);
@@ -1039,18 +1055,18 @@ impl Vm<'_, '_> {
                 let n = match v {
                     Val::Num(n) => n,
                     Val::Unknown(w) => return Err(Stop::Unknown(w)),
-                    _ => return fault("stores a pointer in a map value (the verifier refuses)"),
+                    _ => return fault(EbpfFault::PointerInValue),
                 };
                 if self.maps.maps[map].def.data.is_some()
                     && self.maps.maps[map].def.name == ".rodata"
                 {
-                    return fault("writes to .rodata (the verifier refuses: the map is frozen)");
+                    return fault(EbpfFault::WritesRodata);
                 }
                 let Stored::Bytes(b) = self.maps.maps[map].slot_mut(slot) else {
-                    return fault("writes a socket or map entry as bytes");
+                    return fault(EbpfFault::WritesEntryAsBytes);
                 };
                 if at < 0 || at as usize + size as usize > b.len() {
-                    return fault("a write past the map value's end");
+                    return fault(EbpfFault::ValueWritePastEnd);
                 }
                 for k in 0..size as usize {
                     b[at as usize + k] = (n >> (8 * k)) as u8;
@@ -1061,33 +1077,28 @@ impl Vm<'_, '_> {
                 let n = match v {
                     Val::Num(n) => n,
                     Val::Unknown(w) => return Err(Stop::Unknown(w)),
-                    _ => return fault("stores a pointer in cb[] (the verifier refuses)"),
+                    _ => return fault(EbpfFault::PointerInCb),
                 };
                 let at = at as usize - 48;
                 if at + size as usize > 20 {
-                    return fault("a cb[] write past its 20 bytes");
+                    return fault(EbpfFault::CbWritePastEnd);
                 }
                 for k in 0..size as usize {
                     self.cb[at + k] = (n >> (8 * k)) as u8;
                 }
                 Ok(())
             }
-            Region::Ctx => fault(format!("writes the context at {at} (the verifier refuses)")),
-            Region::Packet => {
-                fault("writes the packet (the verifier refuses for this program type)")
-            }
+            Region::Ctx => fault(EbpfFault::WritesContext { at }),
+            Region::Packet => fault(EbpfFault::WritesPacket),
             Region::Map(_) | Region::Sock(_) | Region::Child => {
-                fault("writes through a map or socket pointer")
+                fault(EbpfFault::WritesThroughMapOrSocket)
             }
         }
     }
 
     fn stack_load(&self, at: i64, size: u32) -> R<Val> {
         if at < 0 || at as usize + size as usize > STACK_SIZE {
-            return fault(format!(
-                "a stack read at fp{:+}, outside the 512-byte stack",
-                at - STACK_SIZE as i64
-            ));
+            return fault(EbpfFault::StackRead { slot: fp(at) });
         }
         let cells = &self.stack[at as usize..at as usize + size as usize];
         if let Cell::Ptr(idx, 0) = cells[0] {
@@ -1099,29 +1110,28 @@ impl Vm<'_, '_> {
             {
                 return Ok(Val::Ptr(self.spilled[idx as usize]));
             }
-            return fault("a partial read of a spilled pointer (the verifier refuses)");
+            return fault(EbpfFault::PartialSpillRead);
         }
         let mut v = 0u64;
         for (k, c) in cells.iter().enumerate() {
             match c {
                 Cell::Byte(b) => v |= (*b as u64) << (8 * k),
                 Cell::Uninit => {
-                    return fault(format!(
-                        "reads stack byte fp{:+}, never written (the verifier refuses: invalid read from stack)",
-                        at + k as i64 - STACK_SIZE as i64
-                    ))
+                    return fault(EbpfFault::StackUninit {
+                        slot: fp(at + k as i64),
+                    })
                 }
                 Cell::Unknown(i) => return Ok(Val::Unknown(self.unknowns[*i as usize].clone())),
-                Cell::Ptr(..) => return fault("reads part of a spilled pointer as a number"),
+                Cell::Ptr(..) => return fault(EbpfFault::SpillAsNumber),
             }
         }
         Ok(Val::Num(v))
     }
 
     /// Bytes at a pointer, for a helper's key or value argument.
-    fn bytes_at(&self, v: &Val, len: u32, what: &str) -> R<Vec<u8>> {
+    fn bytes_at(&self, v: &Val, len: u32, arg: Operand) -> R<Vec<u8>> {
         let Val::Ptr(p) = v else {
-            return fault(format!("{what} is not a pointer (the verifier refuses)"));
+            return fault(EbpfFault::ArgNotPointer { arg });
         };
         let mut out = Vec::with_capacity(len as usize);
         for k in 0..len as i64 {
@@ -1129,25 +1139,30 @@ impl Vm<'_, '_> {
                 Region::Stack => match self.stack_load(p.off + k, 1)? {
                     Val::Num(n) => n as u8,
                     Val::Unknown(w) => return Err(Stop::Unknown(w)),
-                    _ => return fault(format!("{what} holds a pointer")),
+                    _ => return fault(EbpfFault::ArgHoldsPointer { arg }),
                 },
                 Region::Value { map, slot } => match self.maps.maps[map].slot(slot) {
                     Stored::Bytes(b) => *b
                         .get((p.off + k) as usize)
-                        .ok_or(Stop::Fault(format!("{what} runs past the map value")))?,
-                    _ => return fault(format!("{what} points into a socket or map entry")),
+                        .ok_or(Stop::Fault(EbpfFault::ArgPastValue { arg }))?,
+                    _ => return fault(EbpfFault::ArgInEntry { arg }),
                 },
                 Region::Packet => match self.data.get((p.off + k) as usize) {
                     Some(Some(b)) => *b,
                     Some(None) => {
-                        return Err(Stop::Unknown(format!(
-                            "packet byte data+{} in {what}",
-                            p.off + k
-                        )))
+                        return Err(Stop::Unknown(EbpfUnknown::PacketByteIn {
+                            at: p.off + k,
+                            arg,
+                        }))
                     }
-                    None => return fault(format!("{what} runs past data_end")),
+                    None => return fault(EbpfFault::ArgPastPacket { arg }),
                 },
-                _ => return fault(format!("{what} points at {}", self.show_ptr(p))),
+                _ => {
+                    return fault(EbpfFault::ArgPointsAt {
+                        arg,
+                        ptr: self.show_ptr(p),
+                    })
+                }
             };
             out.push(b);
         }
@@ -1155,9 +1170,9 @@ impl Vm<'_, '_> {
     }
 
     /// Writes bytes at a stack or map value pointer (a helper's output).
-    fn write_at(&mut self, v: &Val, bytes: &[u8], what: &str) -> R<()> {
+    fn write_at(&mut self, v: &Val, bytes: &[u8], arg: Operand) -> R<()> {
         let Val::Ptr(p) = v else {
-            return fault(format!("{what} is not a pointer"));
+            return fault(EbpfFault::ArgNotPointer { arg });
         };
         for (k, b) in bytes.iter().enumerate() {
             self.store(&Val::Ptr(*p), k as i64, 1, Val::Num(*b as u64))?;
@@ -1184,7 +1199,7 @@ impl Vm<'_, '_> {
                 48..=64 => {
                     let o = at as usize - 48;
                     if o + size as usize > 20 {
-                        return fault("a cb[] read past its 20 bytes");
+                        return fault(EbpfFault::CbReadPastEnd);
                     }
                     let mut v = 0u64;
                     for k in 0..size as usize {
@@ -1194,23 +1209,19 @@ impl Vm<'_, '_> {
                 }
                 68 => match p.anc.rxhash {
                     Some(h) => field(h),
-                    None => Err(Stop::Unknown(
-                        "__sk_buff.hash (skb->hash: the sender's flow hash, not the model's)"
-                            .into(),
-                    )),
+                    None => Err(Stop::Unknown(EbpfUnknown::SkbHash)),
                 },
-                _ => Err(Stop::Unknown(format!(
-                    "__sk_buff field at offset {at}, which the model does not hold"
-                ))),
+                _ => Err(Stop::Unknown(EbpfUnknown::SkbField { at })),
             };
         }
         let num = |v: u64, fsize: i64| -> R<Val> { Ok(Val::Num(narrow(v, at % fsize, size))) };
         let empty_skb = p.migrating.is_some_and(|m| m.stage.empty_skb());
         if (40..56).contains(&at) && !p.since_5_14 {
-            return fault(format!(
-                "reads sk_reuseport_md at offset {at}: before 5.14 the structure ends at `hash` \
-                 (sk_reuseport_is_valid_access, net/core/filter.c; the verifier refuses)"
-            ));
+            return fault(EbpfFault::CtxFieldBefore514 {
+                at,
+                func: "sk_reuseport_is_valid_access".into(),
+                file: "net/core/filter.c".into(),
+            });
         }
         match at {
             // alloc_skb(0): skb->len 0 and skb->protocol 0.
@@ -1222,9 +1233,9 @@ impl Vm<'_, '_> {
             16..=19 => {
                 if p.proto == Proto::Tcp {
                     return Err(Stop::Unknown(if p.migrating.is_some() {
-                        "sk_reuseport_md.len of the final ACK (its TCP options' length)".into()
+                        EbpfUnknown::FinalAckLen
                     } else {
-                        "sk_reuseport_md.len of a SYN (its TCP options' length)".into()
+                        EbpfUnknown::SynLen
                     }));
                 }
                 num(self.data.len() as u64, 4)
@@ -1260,9 +1271,7 @@ impl Vm<'_, '_> {
                 }),
                 None => Val::Num(0),
             }),
-            _ => fault(format!(
-                "reads sk_reuseport_md at offset {at}, size {size} (the verifier refuses)"
-            )),
+            _ => fault(EbpfFault::BadCtxRead { at, size }),
         }
     }
 
@@ -1276,23 +1285,23 @@ impl Vm<'_, '_> {
         (z ^ (z >> 31)) as u32
     }
 
-    fn map_of(&self, v: &Val, what: &str) -> R<usize> {
+    fn map_of(&self, v: &Val, reg: u8) -> R<usize> {
         match v {
             Val::Ptr(Ptr {
                 region: Region::Map(m),
                 off: 0,
             }) => Ok(*m),
-            _ => fault(format!("{what} is not a map (the verifier refuses)")),
+            _ => fault(EbpfFault::NotAMap { reg }),
         }
     }
 
     fn call(&mut self, pc: usize, id: i32) -> R<()> {
         let args: Vec<Val> = (1..=5).map(|r| self.reg[r].clone()).collect();
-        let (helper, shown, ret, rule): (&str, Vec<String>, Val, &str) = match id {
+        let (helper, shown, ret, rule): (&str, Vec<CallArg>, Val, HelperRule) = match id {
             1 => {
-                let m = self.map_of(&args[0], "r1")?;
+                let m = self.map_of(&args[0], 1)?;
                 let def = self.maps.maps[m].def.clone();
-                let key = self.bytes_at(&args[1], def.key_size, "the key")?;
+                let key = self.bytes_at(&args[1], def.key_size, Operand::Key)?;
                 let found = self.maps.maps[m].find(&key);
                 let ret = match (found, def.map_type) {
                     (None, _) => Val::Num(0),
@@ -1310,13 +1319,12 @@ impl Vm<'_, '_> {
                             || t == map_type::SOCKHASH
                             || t == map_type::REUSEPORT_SOCKARRAY =>
                     {
-                        return fault(format!(
-                            "bpf_map_lookup_elem on a {}: the model does not run socket lookups from a program",
-                            map_type::name(t)
-                        ))
+                        return fault(EbpfFault::LookupSocketMap {
+                            map_type: map_type::name(t).into(),
+                        })
                     }
                     (Some(_), t) if t == map_type::PERCPU_ARRAY || t == map_type::PERCPU_HASH => {
-                        return fault("per-CPU maps are not in the model")
+                        return fault(EbpfFault::PerCpuMap)
                     }
                     (Some(s), _) => Val::Ptr(Ptr {
                         region: Region::Value { map: m, slot: s },
@@ -1325,13 +1333,13 @@ impl Vm<'_, '_> {
                 };
                 (
                     "bpf_map_lookup_elem",
-                    vec![def.name.clone(), format!("key {}", hex(&key))],
+                    vec![map_arg(&def.name), CallArg::Key { hex: hex(&key) }],
                     ret,
-                    "map_lookup_elem of the map's type (kernel/bpf/arraymap.c, hashtab.c, 6.x): NULL when absent",
+                    HelperRule::MapLookup,
                 )
             }
             2 => {
-                let m = self.map_of(&args[0], "r1")?;
+                let m = self.map_of(&args[0], 1)?;
                 let def = self.maps.maps[m].def.clone();
                 if matches!(
                     def.map_type,
@@ -1339,47 +1347,46 @@ impl Vm<'_, '_> {
                 ) || def.map_type == map_type::ARRAY_OF_MAPS
                     || def.map_type == map_type::HASH_OF_MAPS
                 {
-                    return fault(format!(
-                        "bpf_map_update_elem on a {} (not run by the model)",
-                        map_type::name(def.map_type)
-                    ));
+                    return fault(EbpfFault::UpdateNotRun {
+                        map_type: map_type::name(def.map_type).into(),
+                    });
                 }
                 if def.name == ".rodata" {
-                    return fault("updates .rodata (frozen)");
+                    return fault(EbpfFault::UpdatesRodata);
                 }
-                let key = self.bytes_at(&args[1], def.key_size, "the key")?;
-                let val = self.bytes_at(&args[2], def.value_size, "the value")?;
+                let key = self.bytes_at(&args[1], def.key_size, Operand::Key)?;
+                let val = self.bytes_at(&args[2], def.value_size, Operand::Value)?;
                 let flags = match &args[3] {
                     Val::Num(n) => *n,
                     Val::Unknown(w) => return Err(Stop::Unknown(w.clone())),
-                    _ => return fault("flags is not a number"),
+                    _ => return fault(EbpfFault::FlagsNotNumber),
                 };
                 let r = self.maps.maps[m].update(&key, val.clone(), flags);
                 (
                     "bpf_map_update_elem",
                     vec![
-                        def.name.clone(),
-                        format!("key {}", hex(&key)),
-                        format!("value {}", hex(&val)),
-                        format!("flags {flags}"),
+                        map_arg(&def.name),
+                        CallArg::Key { hex: hex(&key) },
+                        CallArg::Value { hex: hex(&val) },
+                        CallArg::Flags { flags },
                     ],
                     Val::Num(r as u64),
-                    "array_map_update_elem / htab_map_update_elem (kernel/bpf/arraymap.c, hashtab.c, 6.x)",
+                    HelperRule::MapUpdate,
                 )
             }
             3 => {
-                let m = self.map_of(&args[0], "r1")?;
+                let m = self.map_of(&args[0], 1)?;
                 let def = self.maps.maps[m].def.clone();
                 if matches!(def.map_type, map_type::SOCKMAP | map_type::SOCKHASH) {
-                    return fault("bpf_map_delete_elem on a socket map (not run by the model)");
+                    return fault(EbpfFault::DeleteSocketMap);
                 }
-                let key = self.bytes_at(&args[1], def.key_size, "the key")?;
+                let key = self.bytes_at(&args[1], def.key_size, Operand::Key)?;
                 let r = self.maps.maps[m].delete(&key);
                 (
                     "bpf_map_delete_elem",
-                    vec![def.name.clone(), format!("key {}", hex(&key))],
+                    vec![map_arg(&def.name), CallArg::Key { hex: hex(&key) }],
                     Val::Num(r as u64),
-                    "array_map_delete_elem (-EINVAL) / htab_map_delete_elem (kernel/bpf/arraymap.c, hashtab.c, 6.x)",
+                    HelperRule::MapDelete,
                 )
             }
             7 => {
@@ -1389,14 +1396,14 @@ impl Vm<'_, '_> {
                     "bpf_get_prandom_u32",
                     vec![],
                     Val::Num(v as u64),
-                    "bpf_user_rnd_u32 (kernel/bpf/core.c): per-CPU state; the model draws from its seed instead",
+                    HelperRule::PrandomU32,
                 )
             }
             8 => (
                 "bpf_get_smp_processor_id",
                 vec![],
                 Val::Num(self.pkt.cpu as u64),
-                "bpf_get_smp_processor_id (kernel/bpf/helpers.c): the receiving CPU",
+                HelperRule::SmpProcessorId,
             ),
             26 => {
                 let off = self.num(2)?;
@@ -1414,21 +1421,20 @@ impl Vm<'_, '_> {
                         match self.data[off as usize + k] {
                             Some(b) => v.push(b),
                             None => {
-                                return Err(Stop::Unknown(format!(
-                                    "packet byte data+{} read by bpf_skb_load_bytes",
-                                    off as usize + k
-                                )))
+                                return Err(Stop::Unknown(EbpfUnknown::LoadedByte {
+                                    at: off + k as u64,
+                                }))
                             }
                         }
                     }
                     v
                 };
-                self.write_at(&args[2], &bytes, "the buffer")?;
+                self.write_at(&args[2], &bytes, Operand::Buffer)?;
                 (
                     "bpf_skb_load_bytes",
-                    vec![format!("offset {off}"), format!("len {len}")],
+                    vec![CallArg::Offset { offset: off }, CallArg::Len { len }],
                     Val::Num(ret as u64),
-                    "bpf_skb_load_bytes / sk_reuseport_load_bytes (net/core/filter.c 4.19+): -EFAULT and a zeroed buffer past the end",
+                    HelperRule::SkbLoadBytes,
                 )
             }
             68 => {
@@ -1439,140 +1445,116 @@ impl Vm<'_, '_> {
                     // BPF_HDR_START_NET: from the network header; the
                     // bytes may run on into the transport header.
                     1 if self.kind != ProgKind::SocketFilter => (&self.net, 0),
-                    0 | 1 => {
-                        return Err(Stop::Unknown(
-                            "bpf_skb_load_bytes_relative from the link-layer header (or a socket filter's network header)"
-                                .into(),
-                        ))
-                    }
+                    0 | 1 => return Err(Stop::Unknown(EbpfUnknown::LinkHeader)),
                     _ => (&[], -1),
                 };
                 let mut ret = 0;
-                let bytes: Vec<u8> = if base < 0
-                    || len == 0
-                    || off as usize + len as usize > src.len()
-                {
-                    ret = errno::EFAULT;
-                    vec![0; len as usize]
-                } else {
-                    let mut v = Vec::new();
-                    for k in 0..len as usize {
-                        match src[off as usize + k] {
-                            Some(b) => v.push(b),
-                            None => {
-                                return Err(Stop::Unknown(format!(
-                                    "header byte {} from the network header (an IP ID, TTL, TOS or checksum)",
-                                    off as usize + k
-                                )))
+                let bytes: Vec<u8> =
+                    if base < 0 || len == 0 || off as usize + len as usize > src.len() {
+                        ret = errno::EFAULT;
+                        vec![0; len as usize]
+                    } else {
+                        let mut v = Vec::new();
+                        for k in 0..len as usize {
+                            match src[off as usize + k] {
+                                Some(b) => v.push(b),
+                                None => {
+                                    return Err(Stop::Unknown(EbpfUnknown::HeaderByte {
+                                        at: off + k as u64,
+                                    }))
+                                }
                             }
                         }
-                    }
-                    v
-                };
-                self.write_at(&args[2], &bytes, "the buffer")?;
+                        v
+                    };
+                self.write_at(&args[2], &bytes, Operand::Buffer)?;
                 (
                     "bpf_skb_load_bytes_relative",
-                    vec![format!("offset {off}"), format!("len {len}"), format!("start {start}")],
+                    vec![
+                        CallArg::Offset { offset: off },
+                        CallArg::Len { len },
+                        CallArg::Start { start },
+                    ],
                     Val::Num(ret as u64),
-                    "____bpf_skb_load_bytes_relative (net/core/filter.c 4.18+): -EFAULT and a zeroed buffer outside the header to the tail",
+                    HelperRule::SkbLoadBytesRelative,
                 )
             }
             82 => {
                 if !self.kind.is_sk_reuseport() {
-                    return fault("bpf_sk_select_reuseport outside an SK_REUSEPORT program");
+                    return fault(EbpfFault::SelectOutside);
                 }
-                let m = self.map_of(&args[1], "r2")?;
+                let m = self.map_of(&args[1], 2)?;
                 let def = self.maps.maps[m].def.clone();
                 if !matches!(
                     def.map_type,
                     map_type::REUSEPORT_SOCKARRAY | map_type::SOCKMAP | map_type::SOCKHASH
                 ) {
-                    return fault(format!(
-                        "bpf_sk_select_reuseport on a {} (the verifier refuses; it takes REUSEPORT_SOCKARRAY, SOCKMAP or SOCKHASH)",
-                        map_type::name(def.map_type)
-                    ));
+                    return fault(EbpfFault::SelectBadMap {
+                        map_type: map_type::name(def.map_type).into(),
+                    });
                 }
-                let key = self.bytes_at(&args[2], def.key_size, "the key")?;
-                let found = self.maps.maps[m].find(&key).map(|s| self.maps.maps[m].slot(s).clone());
+                let key = self.bytes_at(&args[2], def.key_size, Operand::Key)?;
+                let found = self.maps.maps[m]
+                    .find(&key)
+                    .map(|s| self.maps.maps[m].slot(s).clone());
                 let (r, note) = match found {
                     Some(Stored::Socket(l)) if self.pkt.in_group.contains(&l) => {
                         self.selected = Some(l);
-                        (0, format!("selected listener {l}"))
+                        (0, CallArg::Selected { listener: l })
                     }
                     // A closed member left the map with its group
                     // (bpf_sk_reuseport_detach, kernel/bpf/reuseport_array.c;
                     // sock_map_unhash, net/core/sock_map.c).
-                    Some(Stored::Socket(l)) => (
-                        errno::ENOENT,
-                        format!("listener {l} is not in the group (closed): its entry is gone"),
-                    ),
-                    _ => (errno::ENOENT, "no socket at this key".to_string()),
+                    Some(Stored::Socket(l)) => (errno::ENOENT, CallArg::Closed { listener: l }),
+                    _ => (errno::ENOENT, CallArg::NoSocket),
                 };
                 (
                     "bpf_sk_select_reuseport",
-                    vec![def.name.clone(), format!("key {}", hex(&key)), note],
+                    vec![map_arg(&def.name), CallArg::Key { hex: hex(&key) }, note],
                     Val::Num(r as u64),
-                    "sk_select_reuseport (net/core/filter.c 4.19; SOCKMAP and SOCKHASH 5.6): -ENOENT when the key holds no socket",
+                    HelperRule::SkSelectReuseport,
                 )
             }
             46 => {
                 if self.kind == ProgKind::SocketFilter {
-                    return fault(
-                        "bpf_get_socket_cookie in a socket filter (the model runs it in SK_REUSEPORT programs only)",
-                    );
+                    return fault(EbpfFault::CookieInFilter);
                 }
                 if !self.pkt.since_5_14 {
-                    return fault(
-                        "bpf_get_socket_cookie: SK_REUSEPORT programs are offered it from 5.14 \
-                         (sk_reuseport_func_proto, net/core/filter.c); the verifier refuses it before",
-                    );
+                    return fault(EbpfFault::CookieBefore514 {
+                        func: "sk_reuseport_func_proto".into(),
+                        file: "net/core/filter.c".into(),
+                    });
                 }
-                let ret = match &args[0] {
+                let (ret, arg) = match &args[0] {
                     Val::Ptr(Ptr {
                         region: Region::Sock(l),
                         off: 0,
                     }) => match self.pkt.cookies.iter().find(|(s, _)| s == l) {
-                        Some((_, c)) => Val::Num(*c),
+                        Some((_, c)) => (Val::Num(*c), CallArg::Socket { listener: *l }),
                         None => {
-                            return Err(Stop::Unknown(format!(
-                                "the cookie of listener {l} (SO_COOKIE, handed out by the kernel): give it in `cookies`"
-                            )))
+                            return Err(Stop::Unknown(EbpfUnknown::SocketCookie { listener: *l }))
                         }
                     },
                     Val::Ptr(Ptr {
                         region: Region::Child,
                         off: 0,
-                    }) => {
-                        return Err(Stop::Unknown(
-                            "the cookie of the migrating socket (the kernel hands it out on first use)"
-                                .into(),
-                        ))
-                    }
-                    v => {
-                        return fault(format!(
-                            "bpf_get_socket_cookie of {} (it takes a socket: the verifier refuses)",
-                            self.show(v)
-                        ))
-                    }
+                    }) => return Err(Stop::Unknown(EbpfUnknown::MigratingCookie)),
+                    v => return fault(EbpfFault::CookieOfNonSocket { ptr: self.show(v) }),
                 };
                 (
                     "bpf_get_socket_cookie",
-                    vec![self.show(&args[0])],
+                    vec![arg],
                     ret,
-                    "bpf_get_socket_ptr_cookie (net/core/filter.c 5.14+): the socket's cookie, sock_gen_cookie",
+                    HelperRule::GetSocketCookie,
                 )
             }
             6 => (
                 "bpf_trace_printk",
                 vec![],
                 Val::Num(0),
-                "bpf_trace_printk (kernel/trace/bpf_trace.c): writes to the trace pipe; the model returns 0",
+                HelperRule::TracePrintk,
             ),
-            _ => {
-                return fault(format!(
-                    "calls helper {id}, which the model does not run"
-                ))
-            }
+            _ => return fault(EbpfFault::UnknownHelper { id }),
         };
         let result = match &ret {
             Val::Num(n) => match errno::name(*n as i64) {
@@ -1588,7 +1570,8 @@ impl Vm<'_, '_> {
                 helper: helper.into(),
                 args: shown,
                 result,
-                rule: rule.into(),
+                rule,
+                source: rule.source(),
             });
         }
         self.reg[0] = ret;
@@ -1597,6 +1580,11 @@ impl Vm<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// A map argument: the map, by name.
+fn map_arg(name: &str) -> CallArg {
+    CallArg::Map { name: name.into() }
 }
 
 fn size_of(code: u8) -> u32 {
@@ -1644,7 +1632,11 @@ fn alu64(op: u8, a: u64, b: u64, signed: bool) -> R<u64> {
         0x90 => a % b,
         0xa0 => a ^ b,
         0xc0 => ((a as i64) >> (b & 63)) as u64,
-        _ => return fault(format!("ALU64 operation {op:#04x} is no instruction")),
+        _ => {
+            return fault(EbpfFault::BadAlu64 {
+                op: format!("{op:#04x}"),
+            })
+        }
     })
 }
 
@@ -1666,7 +1658,11 @@ fn alu32(op: u8, a: u32, b: u32, signed: bool) -> R<u32> {
         0x90 => a % b,
         0xa0 => a ^ b,
         0xc0 => ((a as i32) >> (b & 31)) as u32,
-        _ => return fault(format!("ALU operation {op:#04x} is no instruction")),
+        _ => {
+            return fault(EbpfFault::BadAlu32 {
+                op: format!("{op:#04x}"),
+            })
+        }
     })
 }
 
@@ -1688,6 +1684,10 @@ fn cmp(op: u8, a: u64, b: u64, j32: bool) -> R<bool> {
         0xb0 => a <= b,
         0xc0 => sa < sb,
         0xd0 => sa <= sb,
-        _ => return fault(format!("jump operation {op:#04x} is no instruction")),
+        _ => {
+            return fault(EbpfFault::BadJump {
+                op: format!("{op:#04x}"),
+            })
+        }
     })
 }
