@@ -103,12 +103,13 @@ function exampleText(e: EditorExample): string {
   }
 }
 
-function checkOptions(o: EditorOptions): Required<EditorOptions> {
+/** The options as given, or the sentence (in `lang`) naming the one that is wrong. */
+function checkOptions(o: EditorOptions, lang: Lang): Required<EditorOptions> {
   const sockets = o.sockets ?? 4;
   if (!Number.isInteger(sockets) || sockets < 1 || sockets > MAX_SOCKETS)
-    throw new Error(`<reuseport-editor>: sockets must be a whole number from 1 to ${MAX_SOCKETS}, not ${String(o.sockets)}`);
+    throw new Error(sayUi(lang, 'editor.option_sockets', { max: MAX_SOCKETS, value: String(o.sockets) }));
   const example = o.example ?? 'cid';
-  if (!EXAMPLES.includes(example)) throw new Error(`<reuseport-editor>: example must be "cid", "mod" or "cpu", not "${String(example)}"`);
+  if (!EXAMPLES.includes(example)) throw new Error(sayUi(lang, 'editor.option_example', { value: String(example) }));
   return { kernel: o.kernel ?? '6.18', sockets, example };
 }
 
@@ -158,7 +159,7 @@ export class ProgramEditor {
 
   /** Loads the model's packages and shows the editor under `el`, routed once. */
   static async mount(el: HTMLElement, options: EditorOptions = {}): Promise<ProgramEditor> {
-    const o = checkOptions(options);
+    const o = checkOptions(options, pageLang(el));
     await Promise.all([loadModel(), loadLookup()]);
     const w = new ProgramEditor(el, o);
     w.route();

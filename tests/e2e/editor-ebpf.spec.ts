@@ -115,4 +115,10 @@ test('in Chinese the object’s part speaks Chinese', async ({ page }) => {
   await expect(w.locator('.rl-ed-elf-status')).toContainText('已读入');
   await expect(w.locator('.rl-ed-card')).toContainText('辅助函数调用及其结果');
   expect(await routedSockets(w)).toEqual(['0', '1', '2', '3', '0', '1', '2', '3']);
+  // The run's call, its rule and its end are the model's facts said by the Chinese catalogue, not the model's English.
+  const calls = w.locator('.rl-ed-card table', { hasText: 'bpf_sk_select_reuseport' });
+  await expect(calls).toContainText('选中套接字 0');
+  await expect(calls).toContainText('没有时返回 -ENOENT');
+  await expect(calls).not.toContainText('selected');
+  await expect(w.locator('.rl-ed-card')).toContainText('exit：返回 1');
 });
