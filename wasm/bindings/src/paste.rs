@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 
+use reuseport_model::lookup::Host;
 use reuseport_model::paste::session::{self, Read, Session, Unused as Why};
 use reuseport_model::paste::{
     self, Conn, Decision, Detected, Evidence, Format, LineError, LineNote,
@@ -265,7 +266,7 @@ fn group_of(req: &AnswerRequest, keys: Keys) -> JsResult<ReuseportGroup> {
         keys,
         ..req.group.clone()
     };
-    ReuseportGroup::build(profile, &spec).js()
+    Host::page_group(profile, &spec).js()
 }
 
 fn endpoint(a: std::net::IpAddr, p: u16) -> String {
@@ -560,7 +561,7 @@ impl WasmPaste {
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "LayoutRequest")] req: JsValue,
     ) -> JsResult<JsValue> {
-        use reuseport_model::lookup::{Host, Packet};
+        use reuseport_model::lookup::Packet;
         use reuseport_model::reuseport::PacketCtx;
         let mut req: LayoutRequest = from_js(req, "layout request")?;
         if let Some(k) = req.keys {

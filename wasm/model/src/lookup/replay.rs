@@ -15,7 +15,7 @@ use crate::error::{GroupError, SetupError};
 use crate::hash::Keys;
 use crate::message::{Errno, KernelSource, Refusal, RefusalRule};
 use crate::profile::rules::LookupRules;
-use crate::profile::Profile;
+use crate::profile::{Profile, Selection};
 use crate::reuseport::{GroupSpec, Program, ReuseportGroup};
 use crate::tuple::Proto;
 
@@ -154,6 +154,48 @@ impl Host {
             fd.and_then(|fd| host.chain_of(fd)).map(|(g, _)| g)
         }
         .ok_or(SetupError::NoListeners)
+    }
+
+    /// Whether [`Host::spec_group`] hands out the group `spec` stands for
+    /// numbered as the spec numbers its listeners: every group-era spec,
+    /// and a chain-era one (TCP before 4.6, UDP before 4.5) of at most
+    /// [`MAX_SOCKETS`] listeners, none closed or shut down.
+    pub fn holds_spec(profile: &'static Profile, spec: &GroupSpec) -> bool {
+        profile.selection(spec.proto) == Selection::Group
+            || (spec.listeners as usize <= MAX_SOCKETS
+                && spec.closed.is_empty()
+                && spec.shutdown.is_empty())
+    }
+
+    /// The group a page holds and asks packet by packet (the wasm `Group`
+    /// of the visualizer and the lookup page, the paste page's answers):
+    /// the host's ([`Host::spec_group`]) wherever it holds it
+    /// ([`Host::holds_spec`]).
+    ///
+    /// The rest of the chain era is built here without a host
+    /// ([`ReuseportGroup::build`]), and only here, for two reasons:
+    /// - a 3.9–4.5 chain has no kernel bound but one process's file
+    ///   descriptors, so a page may ask for up to
+    ///   [`crate::reuseport::MAX_LISTENERS`] (2^20) listeners, and a host
+    ///   holds at most [`MAX_SOCKETS`] (2^16) sockets: raising that bound
+    ///   would make every host a million sockets deep for a chain's sake;
+    /// - the kernel keeps no group there: the host's stand-in
+    ///   ([`Host::chain_of`]) numbers the chain's live members oldest
+    ///   first, so after a close its numbers are no longer the spec's
+    ///   listener numbers, which the pages show and count by.
+    ///
+    /// Either way the group explains every packet as the spec's direct
+    /// build does (the suite's `host_calls` tests hold them to it, chain
+    /// and group era alike).
+    pub fn page_group(
+        profile: &'static Profile,
+        spec: &GroupSpec,
+    ) -> Result<ReuseportGroup, SetupError> {
+        if Host::holds_spec(profile, spec) {
+            Host::spec_group(profile, spec)
+        } else {
+            ReuseportGroup::build(profile, spec)
+        }
     }
 
     /// Steps the host by one more call, as a program makes it, and returns
@@ -775,8 +817,14 @@ impl Host {
             tcp_migrate_req: self.tcp_migrate_req && spec.proto == Proto::Tcp,
             ..GroupSpec::new(spec.proto, 0, spec.addr, spec.port, keys)
         };
+        let mut group = ReuseportGroup::build_empty(self.profile, &gs);
+        // The sysctl, where the era has it (5.14+): a listener shut down
+        // then moves to the group's closed tail (reuseport_stop_listen_sock,
+        // net/core/sock_reuseport.c). Before 5.14 there is no such sysctl
+        // to set, and the group goes on without it.
+        let _ = group.set_tcp_migrate_req(gs.tcp_migrate_req);
         self.groups.push(GroupEntry {
-            group: ReuseportGroup::build_empty(self.profile, &gs),
+            group,
             members: Vec::new(),
         });
         let g = self.groups.len() - 1;

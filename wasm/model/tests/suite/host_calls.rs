@@ -9,7 +9,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use reuseport_model::lookup::{Call, CallLog, Host};
+use reuseport_model::lookup::{Call, CallLog, Host, MAX_SOCKETS};
 use reuseport_model::profile::{Selection, PROFILES};
 use reuseport_model::reuseport::{CpuPin, PacketCtx};
 use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
@@ -443,4 +443,85 @@ fn so_incoming_cpu_is_refused_with_enoprotoopt_before_4_4() {
             "{kernel}: {a:?}"
         );
     }
+}
+
+/// The group a page holds (`Host::page_group`: the visualizer's `Group`,
+/// the paste page's answers) goes through the host wherever the host holds
+/// it; either way it must give the packet the listener the spec's own build
+/// gives, and the whole explain record the page shows, in every era.
+#[test]
+fn the_group_a_page_holds_explains_as_the_spec_built_directly_in_every_era() {
+    let mut hosted = 0;
+    for profile in PROFILES.iter() {
+        let profile: &'static Profile = profile;
+        for spec in specs() {
+            if spec.tcp_migrate_req && !profile.closed_tail {
+                continue;
+            }
+            let page = Host::page_group(profile, &spec);
+            let Ok(direct) = ReuseportGroup::build(profile, &spec) else {
+                assert!(
+                    page.is_err(),
+                    "{} {spec:?}: the direct build refuses, the page's does not",
+                    profile.release
+                );
+                continue;
+            };
+            let page = page.unwrap_or_else(|e| panic!("{} {spec:?}: {e}", profile.release));
+            hosted += usize::from(Host::holds_spec(profile, &spec));
+            for (t, ctx) in packets(&spec) {
+                let cpu = ctx.cpu;
+                assert_eq!(
+                    direct.explain(&t, cpu).ok(),
+                    page.explain(&t, cpu).ok(),
+                    "{} {spec:?} {t:?}",
+                    profile.release
+                );
+            }
+        }
+    }
+    // The host holds most of them: every group-era spec, and the chain's without closes.
+    assert!(
+        hosted >= PROFILES.len() * 3,
+        "only {hosted} through the host"
+    );
+}
+
+/// A chain-era group the host cannot hand out with the spec's listener
+/// numbers (a listener closed), or cannot hold at all (past `MAX_SOCKETS`),
+/// is still the page's: built directly, numbered as the spec numbers it.
+#[test]
+fn a_chain_with_a_close_or_past_the_hosts_bound_keeps_the_specs_listener_numbers() {
+    let profile = Profile::named("4.4").unwrap();
+    let spec = GroupSpec {
+        closed: vec![1],
+        ..GroupSpec::new(Proto::Tcp, 4, IpAddr::V4(Ipv4Addr::LOCALHOST), 8080, keys())
+    };
+    assert!(!Host::holds_spec(profile, &spec));
+    let g = Host::page_group(profile, &spec).unwrap();
+    // Counted by hand: listeners 0, 2 and 3 receive, listener 1 was closed.
+    let mut seen = [0u32; 4];
+    for (t, ctx) in packets(&spec) {
+        let l = g.select_ctx(&t, &ctx).unwrap().listener.unwrap();
+        seen[l as usize] += 1;
+    }
+    assert_eq!(seen[1], 0, "{seen:?}");
+    assert!(seen[0] > 0 && seen[2] > 0 && seen[3] > 0, "{seen:?}");
+
+    let big = GroupSpec::new(
+        Proto::Tcp,
+        MAX_SOCKETS as u32 + 1,
+        IpAddr::V4(Ipv4Addr::LOCALHOST),
+        8080,
+        keys(),
+    );
+    assert!(!Host::holds_spec(profile, &big));
+    assert!(
+        Host::spec_group(profile, &big).is_err(),
+        "a host holds at most MAX_SOCKETS sockets"
+    );
+    assert_eq!(
+        Host::page_group(profile, &big).unwrap().members().len(),
+        MAX_SOCKETS + 1
+    );
 }
