@@ -91,3 +91,13 @@ test('in Chinese the editor speaks Chinese', async ({ page }) => {
   await expect(w.locator('.rl-ed-ok')).toContainText('成功');
   expect(await routedSockets(w)).toEqual(['0', '1', '2', '3', '0', '1', '2', '3']);
 });
+
+test('a widget whose code cannot load says so in the page’s language (the loader’s catalogue sentence)', async ({ page }) => {
+  // The editor's module fails to arrive; the catalogue's module still does.
+  await page.route(/\/_astro\/editor\.[^/]*\.js$/, (r) => r.abort());
+  await page.goto('/zh-cn/steering/');
+  const w = page.locator('reuseport-editor');
+  await w.scrollIntoViewIfNeeded();
+  await expect(w.getByRole('alert')).toContainText('此组件未能加载：');
+  await expect(w.getByRole('alert')).not.toContainText('failed to load');
+});
