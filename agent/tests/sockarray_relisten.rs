@@ -16,8 +16,38 @@
 //! key 2. The kernel's answer (accepted on socket i, or refused) and the
 //! model's must agree in every phase. No answer depends on the hash.
 //! Needs root for the namespace; otherwise `SKIPPED`.
+//!
+//! The second test asks the same of a SOCKMAP and a UDP member that
+//! leaves its group as it connects (6.13+ with a specific address): the
+//! map keeps the socket (only unhashing drops it from a sockmap), and
+//! `sk_select_reuseport` (net/core/filter.c) answers -EINVAL for a socket
+//! in no group, where the model once answered -ENOENT.
 
 mod common;
+
+/// Root, for the namespace and BPF; otherwise says `SKIPPED`.
+fn can_run() -> bool {
+    let root = common::is_root();
+    if !root {
+        common::skip(
+            "sockarray_relisten",
+            "needs root for a private network namespace and BPF",
+        );
+    }
+    root
+}
+
+#[test]
+#[cfg_attr(
+    not(all(target_os = "linux", feature = "trace")),
+    ignore = "loads an eBPF program with libbpf on Linux"
+)]
+fn a_sockmap_entry_of_a_member_that_left_on_connect_answers_einval() {
+    #[cfg(all(target_os = "linux", feature = "trace"))]
+    if can_run() {
+        live::sockmap();
+    }
+}
 
 #[test]
 #[cfg_attr(
@@ -25,15 +55,10 @@ mod common;
     ignore = "loads an eBPF program with libbpf on Linux"
 )]
 fn a_sockarray_entry_stays_gone_after_shutdown_and_listen_again() {
-    if !common::is_root() {
-        common::skip(
-            "sockarray_relisten",
-            "needs root for a private network namespace and BPF",
-        );
-        return;
-    }
     #[cfg(all(target_os = "linux", feature = "trace"))]
-    live::run();
+    if can_run() {
+        live::run();
+    }
 }
 
 #[cfg(all(target_os = "linux", feature = "trace"))]
@@ -53,20 +78,39 @@ mod live {
     const WAIT: Duration = Duration::from_secs(2);
 
     fn program() -> EbpfProgram {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../tests/fixtures/ebpf/select_key_2_or_drop.json"
+        fixture("select_key_2_or_drop.json")
+    }
+
+    fn fixture(name: &str) -> EbpfProgram {
+        let path = format!(
+            "{}/../tests/fixtures/ebpf/{name}",
+            env!("CARGO_MANIFEST_DIR")
         );
         let text = std::fs::read_to_string(path).expect("the fixture is there");
         serde_json::from_str(&text).expect("the fixture is an EbpfProgram")
     }
 
-    fn listener(port: u16) -> Socket {
-        let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-        s.set_reuse_port(true).unwrap();
-        s.bind(&SocketAddr::from((Ipv4Addr::LOCALHOST, port)).into())
-            .unwrap();
-        s
+    /// `N` SO_REUSEPORT sockets of `ty` on one port of 127.0.0.1 (the
+    /// first bind picks it), and the port.
+    fn bound(ty: Type) -> (Vec<Socket>, u16) {
+        let one = |port: u16| {
+            let s = Socket::new(Domain::IPV4, ty, None).unwrap();
+            s.set_reuse_port(true).unwrap();
+            s.bind(&SocketAddr::from((Ipv4Addr::LOCALHOST, port)).into())
+                .unwrap();
+            s
+        };
+        let first = one(0);
+        let port = first
+            .local_addr()
+            .unwrap()
+            .as_socket()
+            .map_or(0, |a| a.port());
+        let mut socks = vec![first];
+        for _ in 1..N {
+            socks.push(one(port));
+        }
+        (socks, port)
     }
 
     /// Which listener accepted one new connection, or `None` when the
@@ -99,16 +143,7 @@ mod live {
                 "a private network namespace could not be made"
             );
             let prog = program();
-            let first = listener(0);
-            let port = first
-                .local_addr()
-                .unwrap()
-                .as_socket()
-                .map_or(0, |a| a.port());
-            let mut socks = vec![first];
-            for _ in 1..N {
-                socks.push(listener(port));
-            }
+            let (socks, port) = bound(Type::STREAM);
             for s in &socks {
                 s.listen(16).unwrap();
                 s.set_nonblocking(true).unwrap();
@@ -169,6 +204,85 @@ mod live {
 
         let release = reuseport_agent::kernel::running_release().unwrap_or_default();
         println!("{release}: kernel {kernel:?}, model {model:?}");
+        assert_eq!(model, kernel, "the model against {release}");
+    }
+
+    /// Four UDP members on 127.0.0.1, the SOCKMAP program
+    /// (`sockmap_key_2_pass_on_einval.json`: SK_PASS only on -EINVAL);
+    /// one datagram from another client before and after member 2
+    /// connects to 127.0.0.1:9. Delivered (to whichever member the hash
+    /// picks) or dropped, on the kernel and in the model.
+    pub fn sockmap() {
+        use reuseport_agent::calllog::source;
+        use std::net::{IpAddr, UdpSocket};
+
+        let profile = reuseport_agent::kernel::resolve("auto").expect("a profile");
+        let release = reuseport_agent::kernel::running_release().unwrap_or_default();
+        if !profile.lookup.udp_connect_leaves_group {
+            println!(
+                "SKIPPED sockarray_relisten: on {release} a connected member stays in its group"
+            );
+            return;
+        }
+        let (kernel, model) = std::thread::spawn(move || {
+            assert!(
+                reuseport_agent::calllog::private_netns(),
+                "a private network namespace could not be made"
+            );
+            let prog = fixture("sockmap_key_2_pass_on_einval.json");
+            let (socks, port) = bound(Type::DGRAM);
+            for s in &socks {
+                s.set_nonblocking(true).unwrap();
+            }
+            let (live, fills, extra) = ebpf::build(&prog, &socks).expect("the kernel loads it");
+            let spec = GroupSpec {
+                program: Some(Program::ebpf(prog, fills, extra)),
+                ..GroupSpec::new(
+                    Proto::Udp,
+                    N as u32,
+                    Ipv4Addr::LOCALHOST.into(),
+                    port,
+                    Keys::default(),
+                )
+            };
+            let mut g = ReuseportGroup::build(profile, &spec).unwrap();
+            let to = IpAddr::V4(Ipv4Addr::LOCALHOST);
+            let mut kernel = Vec::new();
+            let mut model = Vec::new();
+            for (phase, k) in [(0, 1), (1, 2)] {
+                if phase == 1 {
+                    socks[2]
+                        .connect(&SocketAddr::from((Ipv4Addr::LOCALHOST, 9)).into())
+                        .unwrap();
+                    g.connect(2).unwrap();
+                }
+                let from = source(to, k);
+                let client = UdpSocket::bind((from, 0)).unwrap();
+                let sport = client.local_addr().unwrap().port();
+                client.send_to(b"x", (to, port)).unwrap();
+                let deadline = Instant::now() + WAIT;
+                let mut got = false;
+                while !got && Instant::now() < deadline {
+                    got = socks
+                        .iter()
+                        .any(|s| s.recv(&mut [std::mem::MaybeUninit::new(0); 16]).is_ok());
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                kernel.push(got);
+                let t = Tuple {
+                    saddr: from,
+                    sport,
+                    daddr: to,
+                    dport: port,
+                };
+                model.push(g.select(&t, 0).unwrap().listener.is_some());
+            }
+            drop(live);
+            (kernel, model)
+        })
+        .join()
+        .expect("the test thread panicked");
+        println!("{release}: delivered, kernel {kernel:?}, model {model:?}");
         assert_eq!(model, kernel, "the model against {release}");
     }
 }

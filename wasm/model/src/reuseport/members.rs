@@ -375,6 +375,21 @@ impl ReuseportGroup {
         Ok(Change::Unchanged)
     }
 
+    /// Members that left the group as they connected and are still open
+    /// (a later `close()` of one changes nothing in the group, so a
+    /// connected member out of the group counts as open).
+    pub(super) fn left_on_connect(&self) -> Vec<u32> {
+        if !self.connect_leaves() {
+            return Vec::new();
+        }
+        (0..self.members.len() as u32)
+            .filter(|&l| {
+                let m = self.members[l as usize];
+                m.connected && m.state == MemberState::Closed
+            })
+            .collect()
+    }
+
     /// A member that is connected when it joins: a UDP socket that left its
     /// group on `connect()` (6.13+) and is then the socket a later bind
     /// matches, which makes a new group around it (`reuseport_add_sock`

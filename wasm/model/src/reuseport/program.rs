@@ -83,6 +83,8 @@ pub(super) struct EbpfFacts<'a> {
     pub(super) hash: u32,
     pub(super) bind_inany: bool,
     pub(super) in_group: &'a [u32],
+    /// Open members in no group (UDP members that left as they connected).
+    pub(super) outside_group: Vec<u32>,
     pub(super) members: u32,
     /// `sk_reuseport_md.sk` and `.migrating_sk` exist (5.14).
     pub(super) since_5_14: bool,
@@ -254,6 +256,7 @@ impl Program {
             hash: f.hash,
             bind_inany: f.bind_inany,
             in_group: f.in_group,
+            outside_group: &f.outside_group,
             first: f.in_group.first().copied().unwrap_or(0),
             anc: &ctx.anc,
             seed: *seed,

@@ -146,6 +146,7 @@ impl ReuseportGroup {
             hash: h,
             bind_inany: self.bind.is_unspecified(),
             in_group: a.listening(),
+            outside_group: self.left_on_connect(),
             members: self.members.len() as u32,
             since_5_14: self.profile.closed_tail,
             migrating: None,

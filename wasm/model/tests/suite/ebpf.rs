@@ -324,6 +324,7 @@ fn alu_rules_division_by_zero_and_masked_shifts() {
         hash: 0,
         bind_inany: false,
         in_group: &[0, 1, 2, 3],
+        outside_group: &[],
         first: 0,
         anc: &anc,
         seed: 0,
@@ -551,20 +552,26 @@ fn relisten_phases(program: Program, refill: Option<Program>, ctx: &PacketCtx) -
     out
 }
 
-fn select_key_2_or_drop(keys: u32) -> Program {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/fixtures/ebpf/select_key_2_or_drop.json"
+/// A hand-assembled fixture (tests/fixtures/ebpf/NAME.json) with socket i
+/// at key i of its one map, for `keys` keys.
+fn hand_fixture(name: &str, keys: u32) -> Program {
+    let path = format!(
+        "{}/../../tests/fixtures/ebpf/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
     );
     let program: EbpfProgram =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let fill = MapFill {
-        map: "sockarray".into(),
+        map: program.maps[0].name.clone(),
         entries: (0..keys)
             .map(|i| (MapKey::Num(i as u64), MapValue::Socket { socket: i }))
             .collect(),
     };
     Program::ebpf(program, vec![fill], vec![])
+}
+
+fn select_key_2_or_drop(keys: u32) -> Program {
+    hand_fixture("select_key_2_or_drop", keys)
 }
 
 #[test]
@@ -594,4 +601,35 @@ fn the_selftest_style_sockarray_loses_a_relistened_socket_too() {
     };
     let phases = relisten_phases(prog.clone(), Some(prog), &PacketCtx::with_word(0, 2));
     assert_eq!(phases, [Some(2), None, None, Some(2)]);
+}
+
+#[test]
+fn a_sockmap_entry_of_a_member_that_left_on_connect_answers_einval() {
+    // From 6.13 a UDP member with a specific address leaves its group as it
+    // connects; a SOCKMAP keeps it (only unhashing drops it, sock_map_unhash,
+    // net/core/sock_map.c) and sk_select_reuseport (net/core/filter.c)
+    // answers -EINVAL for a socket in no group: "return is_sockarray ?
+    // -ENOENT : -EINVAL". The fixture passes to the hash on -EINVAL only.
+    // Linux 6.18.44 (agent/tests/sockarray_relisten.rs, 2026-11-28): the
+    // datagram was dropped before the connect and delivered after it.
+    let spec = GroupSpec {
+        program: Some(hand_fixture("sockmap_key_2_pass_on_einval", 4)),
+        ..GroupSpec::new(
+            Proto::Udp,
+            4,
+            Ipv4Addr::LOCALHOST.into(),
+            4242,
+            Keys::default(),
+        )
+    };
+    let profile = reuseport_model::profile::Profile::named("6.18").unwrap();
+    let mut g = ReuseportGroup::build(profile, &spec).unwrap();
+    let ctx = PacketCtx::on_cpu(0);
+    assert_eq!(g.select_ctx(&tuple(), &ctx).unwrap().listener, None);
+    g.connect(2).unwrap();
+    assert!(g.select_ctx(&tuple(), &ctx).unwrap().listener.is_some());
+    let Pick::Program { ebpf_run, .. } = g.explain_ctx(&tuple(), &ctx).unwrap().pick else {
+        panic!("the program decides");
+    };
+    assert_eq!(ebpf_run.unwrap().calls[0].result, "-EINVAL");
 }

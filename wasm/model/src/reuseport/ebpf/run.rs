@@ -71,6 +71,9 @@ pub struct Packet<'a> {
     pub bind_inany: bool,
     /// The listeners in `socks[]` (those a selection can return).
     pub in_group: &'a [u32],
+    /// Listeners that are open but in no group: UDP members that left
+    /// their group as they connected.
+    pub outside_group: &'a [u32],
     /// The listener the lookup found first (`reuse_kern->sk`).
     pub first: u32,
     /// Ancillary values a socket filter may read (`__sk_buff` fields).
@@ -1501,6 +1504,15 @@ impl Vm<'_, '_> {
                     Some(Stored::Socket(l)) if self.pkt.in_group.contains(&l) => {
                         self.selected = Some(l);
                         (0, CallArg::Selected { listener: l })
+                    }
+                    // A socket map entry whose socket has no group
+                    // (`!reuse`): -ENOENT for a REUSEPORT_SOCKARRAY, -EINVAL
+                    // for the others (sk_select_reuseport, net/core/filter.c).
+                    Some(Stored::Socket(l))
+                        if self.pkt.outside_group.contains(&l)
+                            && def.map_type != map_type::REUSEPORT_SOCKARRAY =>
+                    {
+                        (errno::EINVAL, CallArg::OutsideGroup { listener: l })
                     }
                     // A closed member left the map with its group
                     // (bpf_sk_reuseport_detach, kernel/bpf/reuseport_array.c;

@@ -168,6 +168,16 @@ pub enum CallArg {
         /// The listener.
         listener: u32,
     },
+    /// The key of a SOCKMAP or SOCKHASH holds a socket that is in no
+    /// group: a UDP member that left its group as it connected keeps its
+    /// socket-map entries (only unhashing drops them), and
+    /// `sk_select_reuseport` answers -EINVAL for a socket without
+    /// `sk_reuseport_cb` from any map but a REUSEPORT_SOCKARRAY
+    /// (net/core/filter.c 4.19+).
+    OutsideGroup {
+        /// The listener.
+        listener: u32,
+    },
     /// The key holds no socket.
     NoSocket,
     /// A socket of the group.
