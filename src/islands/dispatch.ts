@@ -19,6 +19,7 @@ import { renderExplain } from '../render/explain-card';
 import type { Marker } from '../render/dispatch/overlay';
 import { hitTest, px, py } from '../render/dispatch/particles';
 import { StageCanvas, type QueueBar, type StageFrame } from '../render/dispatch/stage';
+import { drawStalls, stallButtonsFit } from '../render/dispatch/stalls';
 import { explainView } from '../scene/explain-view';
 import type { DispatchEvent } from '../scene/dispatch/events';
 import { COL, hashToY } from '../scene/dispatch/layout';
@@ -26,11 +27,10 @@ import { listenerMark } from '../scene/dispatch/palette';
 import { hex32, parseHex32 } from '../scene/dispatch/rng';
 import { DispatchSim, KIND_OF_CODE, newFrame, RefusedCall, type SimOptions } from '../scene/dispatch/sim';
 import { sayRefusal, type Lang } from '../model/messages';
-import { structure, type RowView } from '../scene/dispatch/structure';
+import { structure } from '../scene/dispatch/structure';
 import { focusedPacket } from '../scene/dispatch/focus';
 import { dispatchText, nowView, type DispatchText } from './dispatch-text';
 import { RATE_BOUNDS } from '../scene/dispatch/workers';
-import { ROW_PARTS } from '../scene/dispatch/tour';
 import { buildDispatchDom, type DispatchCtx, type DispatchDom, type On, type ViewState } from './dispatch-dom';
 import { LIMITS, readDispatch, refusedText, type DispatchOptions, type Preset, type Refused } from './dispatch-options';
 import { embedSettings, fillPreset, readSettings, startOptions } from './dispatch-form';
@@ -290,34 +290,11 @@ export class DispatchWidget {
 
   /** Whether the scene has room for a stall button beside each listener (else the Settings panel has the toggle). */
   #stallButtonsFit(): boolean {
-    const s = this.#s;
-    return s.struct.rows.length > 0 && s.struct.rows.length <= 32 && s.box.height / s.struct.rows.length >= 26;
+    return stallButtonsFit(this.#s.struct.rows.length, this.#s.box);
   }
 
   #drawStalls(): void {
-    const s = this.#s;
-    const t = this.#t;
-    const fit = this.#stallButtonsFit();
-    const rh = s.box.height / Math.max(1, s.struct.rows.length);
-    // At least 24 px square (WCAG 2.5.8), two pixels clear of the next row's.
-    const size = Math.min(28, Math.max(24, rh - 4));
-    const x = px(s.box, COL.listener) + ROW_PARTS.stall;
-    this.#dom.stalls
-      .selectAll<HTMLButtonElement, RowView>('button')
-      .data(fit ? s.struct.rows : [], (d) => String(d.listener))
-      .join((e) => {
-        const b = e.append('button').attr('type', 'button').attr('class', 'rl-dv-stall');
-        b.append('span').attr('class', 'rl-dv-stall-icon').attr('aria-hidden', 'true');
-        return b;
-      })
-      .attr('data-listener', (d) => d.listener)
-      .attr('aria-label', (d) => t.stallWorker(d.label))
-      .attr('title', (d) => t.stallWorker(d.label))
-      .attr('aria-pressed', (d) => String(d.stalled))
-      .style('left', `${x}px`)
-      .style('top', (d) => `${py(s.box, d.y) - size / 2}px`)
-      .style('width', '28px')
-      .style('height', `${size}px`);
+    drawStalls(this.#dom.stalls, this.#s.struct.rows, this.#s.box, (label) => this.#t.stallWorker(label));
   }
 
   /** Toggles listener `l`'s worker between stalled and working. */
