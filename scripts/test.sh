@@ -53,16 +53,16 @@ stage() {
   printf '==> test: %s ok (%ss)\n' "$name" "$((SECONDS - t0))" >&2
 }
 
-# bg_start NAME FUNCTION: runs the stages FUNCTION runs beside the next ones, on the core they leave
-# idle (the verify stages mostly wait on the kernel); its output is kept, and shown when bg_wait
-# collects it, which also fails the run if one of its stages failed.
+# bg_start NAME FUNCTION [FUNCTION...]: runs the stages the first FUNCTION runs (it may call the others)
+# beside the next ones; its output is kept, and shown when bg_wait collects it, which also fails the
+# run if one of its stages failed.
 BG_PID=0
 BG_NAME=""
 bg_start() {
   BG_NAME=$1
   printf '\n==> test: %s: started, beside the next stages\n' "$BG_NAME" >&2
   # Its own process group (setsid), so that a failure elsewhere stops the builds it started too.
-  BESIDE=1 setsid bash -c "$(declare -f stage "$2"); set -euo pipefail; LOGS='$LOGS'; $2" >"$LOGS/beside.log" 2>&1 &
+  BESIDE=1 setsid bash -c "$(declare -f stage "${@:2}"); $(declare -p LOGS static); set -euo pipefail; $2" >"$LOGS/beside.log" 2>&1 &
   BG_PID=$!
 }
 bg_wait() {
@@ -101,45 +101,28 @@ if (( quick )); then
   exit 0
 fi
 
-# The release builds (wasm32, the agent) run beside the debug ones (clippy, rustdoc, the tests):
-# cargo locks each profile's directory on its own, and while one lane is in a step that takes one
-# core (LTO, a link, a large crate) the other has the second. The wasm build's TypeScript
-# declarations (scripts/gen-types.sh) build in a profile of their own (`types`), not in
-# target/debug: there they held the debug lane's lock, and rustdoc waited minutes for them.
+# Two lanes, so that both cores stay busy (measured: every browser test and build is CPU-bound, while
+# cargo test and the verify stages leave a core idle, waiting on the kernel and on servers):
+#   beside: the wasm package, the site built twice with its link checks, the test agent; then, once
+#           those are collected, typecheck, Vitest and Playwright;
+#   here:   clippy, rustdoc, the test build and cargo test; then the verify stages on this kernel and
+#           in the QEMU guest.
+# cargo locks each profile's directory on its own, so the lanes' builds never wait on each other. The
+# wasm build's TypeScript declarations (scripts/gen-types.sh) build in a profile of their own
+# (`types`), not in target/debug, whose lock the debug lane holds.
 #
-# The one release build of the agent: the verify stages run it, and so do Vitest's and the browser
-# tests' comparisons (tests/agent.ts reads REUSEPORT_AGENT; Playwright's global setup builds nothing
-# then). The verify --kernels guests run a static x86_64 agent; on an x86_64 Linux host that build is
-# this host's agent too: one LTO build, not two (the glibc build is compiled and tested in debug).
+# The one build of the agent that Vitest, the browser tests, the verify stages and the guest run: static
+# (x86_64-unknown-linux-musl), in the `test-agent` profile (Cargo.toml). tests/agent.ts reads
+# REUSEPORT_AGENT; Playwright's global setup builds nothing then. Elsewhere than x86_64 Linux it is the
+# host's own target, in the same profile.
 TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-if [[ $(uname -s) == Linux && $(uname -m) == x86_64 ]]; then
-  AGENT="$TARGET_DIR/x86_64-unknown-linux-musl/release/reuseport-agent"
+static=0
+[[ $(uname -s) == Linux && $(uname -m) == x86_64 ]] && static=1
+if (( static )); then
+  AGENT="$TARGET_DIR/x86_64-unknown-linux-musl/test-agent/reuseport-agent"
 else
-  AGENT="$TARGET_DIR/release/reuseport-agent"
+  AGENT="$TARGET_DIR/test-agent/reuseport-agent"
 fi
-release_builds() {
-  stage build-wasm bash scripts/build-wasm.sh
-  if [[ $(uname -s) == Linux && $(uname -m) == x86_64 ]]; then
-    stage "agent release build (static, x86_64-unknown-linux-musl: this host's and the guest's)" bash scripts/kernels/guest-agent.sh
-  else
-    stage "agent release build" cargo build --release -q -p reuseport-agent
-    [[ $(uname -s) != Linux ]] || stage "static guest agent (x86_64-unknown-linux-musl)" bash scripts/kernels/guest-agent.sh
-  fi
-}
-bg_start "the release builds (wasm, agent)" release_builds
-stage "clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
-stage "rustdoc intra-doc links" env RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --workspace --no-deps --quiet
-# reuseport-wasm has no native tests (its code runs in the model's tests, Vitest and the browser tests):
-# compiling it natively here built js-sys and wasm-bindgen's macros for 0 tests, a sixth of the
-# compile. It is taken back in as soon as it has a test or a doc example.
-not_tested=(--exclude reuseport-wasm)
-if grep -rqE '#\[(test|cfg\(test\))\]|^\s*//[/!]\s*```' wasm/bindings/src; then not_tested=(); fi
-stage "cargo test: build" cargo test --workspace "${not_tested[@]}" --no-run
-bg_wait
-export REUSEPORT_AGENT=$AGENT
-# The tests run on their own: some of the agent's wait on the kernel with timeouts.
-stage "cargo test" cargo_test --workspace "${not_tested[@]}"
-
 site_builds() {
   stage "site build (astro, pagefind)" astro build --silent
   stage "link check over the built site" node scripts/check-links.mjs dist
@@ -148,10 +131,39 @@ site_builds() {
   stage "site build under /reuseport-lab/" env BASE_PATH=/reuseport-lab/ astro build --silent --outDir dist-base/reuseport-lab
   stage "link check under /reuseport-lab/" node scripts/check-links.mjs dist-base /reuseport-lab/
 }
+builds() {
+  stage build-wasm bash scripts/build-wasm.sh
+  site_builds
+  if (( static )); then
+    stage "agent build (static, x86_64-unknown-linux-musl, test-agent profile: this host's and the guest's)" \
+      bash scripts/kernels/guest-agent.sh --profile test-agent
+  else
+    stage "agent build (test-agent profile)" cargo build --profile test-agent -q -p reuseport-agent
+  fi
+}
+bg_start "the wasm, site and agent builds" builds site_builds
+stage "clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
+stage "rustdoc intra-doc links" env RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --workspace --no-deps --quiet
+# reuseport-wasm has no native tests (its code runs in the model's tests, Vitest and the browser tests):
+# compiling it natively here built js-sys and wasm-bindgen's macros for 0 tests, a sixth of the
+# compile. It is taken back in as soon as it has a test or a doc example.
+not_tested=(--exclude reuseport-wasm)
+if grep -rqE '#\[(test|cfg\(test\))\]|^\s*//[/!]\s*```' wasm/bindings/src; then not_tested=(); fi
+stage "cargo test: build" cargo test --workspace "${not_tested[@]}" --no-run
+# The Rust tests need nothing the other lane builds (the agent's run the debug binary cargo built).
+stage "cargo test" cargo_test --workspace "${not_tested[@]}"
+bg_wait
+export REUSEPORT_AGENT=$AGENT
+
+browser_tests() {
+  stage typecheck tsc --noEmit -p tsconfig.json
+  stage "unit tests (vitest)" vitest run --reporter=default --reporter=json --outputFile.json="$LOGS/vitest.json"
+  stage "e2e tests (playwright)" env PLAYWRIGHT_JSON_OUTPUT_NAME="$LOGS/playwright.json" playwright test --reporter=list,json
+}
 
 if [[ $(uname -s) == Linux ]]; then
-  # The site builds use the core the verify stages leave idle (they wait on the kernel's answers).
-  bg_start "the site builds and link checks" site_builds
+  # The browser tests take the cores the verify stages leave idle (they wait on the kernel's answers).
+  bg_start "typecheck, Vitest and the browser tests" browser_tests
   stage "verify on the running kernel (record, recover, predict)" "$AGENT" verify --quick
   # The differential test of the lookup and bind rules: 500 random layouts (seed 11) built on
   # this kernel in a private network namespace, every answer compared with the model
@@ -191,21 +203,17 @@ if [[ $(uname -s) == Linux ]]; then
   # where each lands, accepted or reset, compared with the model, and the program's counters too.
   stage "verify --migrate test_migrate_reuseport.o on the running kernel (eBPF)" \
     "$TRACE_AGENT" verify --migrate "$ebpf_dir/test_migrate_reuseport.o"
-  bg_wait
   # Another kernel than this one: Debian 6.1 booted under QEMU, recorded inside, checked here
   # (agent/src/cmd/verify/kernels.rs). No QEMU, no download or no boot fails this stage; it never skips.
   # Besides the curated layouts, 50 random layouts and 50 random call logs (seed 11) are built
   # in the guest and every answer and receiving set compared with the model for 6.1.
   stage "verify in Debian 6.1 under QEMU (record in the guest, recover and predict here)" \
-    "$AGENT" verify --kernels 6.1 --quick --layouts 50 \
-    --guest-agent "$TARGET_DIR/x86_64-unknown-linux-musl/release/reuseport-agent"
+    "$AGENT" verify --kernels 6.1 --quick --layouts 50 --guest-agent "$AGENT"
+  bg_wait
 else
   printf '==> test: verify skipped: it records on a Linux kernel\n' >&2
-  site_builds
+  browser_tests
 fi
-stage typecheck tsc --noEmit -p tsconfig.json
-stage "unit tests (vitest)" vitest run --reporter=default --reporter=json --outputFile.json="$LOGS/vitest.json"
-stage "e2e tests (playwright)" env PLAYWRIGHT_JSON_OUTPUT_NAME="$LOGS/playwright.json" playwright test --reporter=list,json
 
 node scripts/test-summary.mjs "$LOGS" >&2
 stage_table

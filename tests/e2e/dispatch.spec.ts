@@ -445,16 +445,8 @@ test('the summary counts what the chart counts while playing, and says when it i
 test('an ACK or SYN-ACK goes straight to its listener: no hash marker, no route through the hash', async ({ page }) => {
   await setup(page);
   const fwd = page.getByRole('button', { name: 'Step forward' });
-  const route = () =>
-    page.evaluate(
-      () =>
-        (
-          document.querySelector('reuseport-dispatch') as unknown as {
-            __dispatch: { focusRoute: () => number[][] | null; columns: () => Record<string, number> };
-          }
-        ).__dispatch,
-    );
-  const state = () =>
+  type Seen = { route: number[][] | null; col: Record<string, number> };
+  const state = (): Promise<Seen> =>
     page.evaluate(() => {
       const d = (
         document.querySelector('reuseport-dispatch') as unknown as {
@@ -463,22 +455,31 @@ test('an ACK or SYN-ACK goes straight to its listener: no hash marker, no route 
       ).__dispatch;
       return { route: d.focusRoute(), col: d.columns() };
     });
-  void route;
+  // The route is laid out on the frame after the step: wait until the scene shows the stepped packet's route
+  // (a failing wait names the condition), then read it.
+  const routeOnceShown = async (what: string, shown: (s: Seen) => boolean): Promise<Seen> => {
+    let seen: Seen = { route: null, col: {} };
+    await expect
+      .poll(
+        async () => {
+          seen = await state();
+          return seen.route !== null && shown(seen);
+        },
+        { message: what },
+      )
+      .toBe(true);
+    return seen;
+  };
   await fwd.click();
   await expect(currentRow(page).locator('td').nth(1)).toHaveText('SYN');
   await expect(page.locator('.rl-dv-marker')).toHaveCount(1);
-  const syn = await state();
-  expect(
-    syn.route!.some(([x]) => Math.abs(x! - syn.col.hash!) < 1),
-    'the SYN goes through the hash column',
-  ).toBe(true);
+  await routeOnceShown('the SYN goes through the hash column', (s) => s.route!.some(([x]) => Math.abs(x! - s.col.hash!) < 1));
   for (const kind of ['SYN-ACK', 'ACK']) {
     await fwd.click();
     await expect(currentRow(page).locator('td').nth(1)).toHaveText(kind);
     await expect(page.locator('.rl-dv-marker')).toHaveCount(0);
     await expect(page.locator('.rl-dv-stage-line')).toContainText('no reuseport selection');
-    const s = await state();
-    expect(s.route!.length, `${kind}: one straight segment`).toBe(2);
+    const s = await routeOnceShown(`${kind}: one straight segment`, (s) => s.route!.length === 2);
     expect(s.route!.map(([x]) => Math.round(x!)).sort((a, b) => a - b)).toEqual([Math.round(s.col.client!), Math.round(s.col.listener!)]);
   }
 });
