@@ -67,6 +67,7 @@ bg_start() {
 }
 bg_wait() {
   local rc=0
+  (( BG_PID != 0 )) || return 0
   wait "$BG_PID" || rc=$?
   BG_PID=0
   printf '\n==> test: %s: its output\n' "$BG_NAME" >&2
@@ -103,10 +104,10 @@ fi
 
 # Two lanes, so that both cores stay busy (measured: every browser test and build is CPU-bound, while
 # cargo test and the verify stages leave a core idle, waiting on the kernel and on servers):
-#   beside: the wasm package, the site built twice with its link checks, the test agent; then, once
-#           those are collected, typecheck, Vitest and Playwright;
-#   here:   clippy, rustdoc, the test build and cargo test; then the verify stages on this kernel and
-#           in the QEMU guest.
+#   beside: the wasm package, the site built twice with its link checks, the test agent; then
+#           typecheck, Vitest and Playwright, beside cargo test and the verify stages;
+#   here:   clippy, rustdoc, the test build and cargo test (none of which needs the other lane); then,
+#           once the other lane has built the agent, the verify stages on this kernel and in the QEMU guest.
 # cargo locks each profile's directory on its own, so the lanes' builds never wait on each other. The
 # wasm build's TypeScript declarations (scripts/gen-types.sh) build in a profile of their own
 # (`types`), not in target/debug, whose lock the debug lane holds.
@@ -141,7 +142,25 @@ builds() {
     stage "agent build (test-agent profile)" cargo build --profile test-agent -q -p reuseport-agent
   fi
 }
-bg_start "the wasm, site and agent builds" builds site_builds
+browser_tests() {
+  stage typecheck tsc --noEmit -p tsconfig.json
+  stage "unit tests (vitest)" vitest run --reporter=default --reporter=json --outputFile.json="$LOGS/vitest.json"
+  stage "e2e tests (playwright)" env PLAYWRIGHT_JSON_OUTPUT_NAME="$LOGS/playwright.json" playwright test --reporter=list,json
+}
+beside_lane() {
+  builds
+  touch "$LOGS/agent.ready"
+  browser_tests
+}
+# Waits until the other lane has built the agent; a lane that ended without it is collected, and fails the run.
+agent_ready() {
+  until [[ -e $LOGS/agent.ready ]]; do
+    kill -0 "$BG_PID" 2>/dev/null || { bg_wait; [[ -e $LOGS/agent.ready ]] || failed "the agent build"; }
+    sleep 1
+  done
+}
+export REUSEPORT_AGENT=$AGENT
+bg_start "the builds, typecheck, Vitest and the browser tests" beside_lane builds site_builds browser_tests
 stage "clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
 stage "rustdoc intra-doc links" env RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" cargo doc --workspace --no-deps --quiet
 # reuseport-wasm has no native tests (its code runs in the model's tests, Vitest and the browser tests):
@@ -150,20 +169,11 @@ stage "rustdoc intra-doc links" env RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_l
 not_tested=(--exclude reuseport-wasm)
 if grep -rqE '#\[(test|cfg\(test\))\]|^\s*//[/!]\s*```' wasm/bindings/src; then not_tested=(); fi
 stage "cargo test: build" cargo test --workspace "${not_tested[@]}" --no-run
-# The Rust tests need nothing the other lane builds (the agent's run the debug binary cargo built).
+# The Rust tests need nothing the other lane builds (the agent's tests run the debug binary cargo built).
 stage "cargo test" cargo_test --workspace "${not_tested[@]}"
-bg_wait
-export REUSEPORT_AGENT=$AGENT
-
-browser_tests() {
-  stage typecheck tsc --noEmit -p tsconfig.json
-  stage "unit tests (vitest)" vitest run --reporter=default --reporter=json --outputFile.json="$LOGS/vitest.json"
-  stage "e2e tests (playwright)" env PLAYWRIGHT_JSON_OUTPUT_NAME="$LOGS/playwright.json" playwright test --reporter=list,json
-}
 
 if [[ $(uname -s) == Linux ]]; then
-  # The browser tests take the cores the verify stages leave idle (they wait on the kernel's answers).
-  bg_start "typecheck, Vitest and the browser tests" browser_tests
+  agent_ready
   stage "verify on the running kernel (record, recover, predict)" "$AGENT" verify --quick
   # The differential test of the lookup and bind rules: 500 random layouts (seed 11) built on
   # this kernel in a private network namespace, every answer compared with the model
@@ -209,11 +219,10 @@ if [[ $(uname -s) == Linux ]]; then
   # in the guest and every answer and receiving set compared with the model for 6.1.
   stage "verify in Debian 6.1 under QEMU (record in the guest, recover and predict here)" \
     "$AGENT" verify --kernels 6.1 --quick --layouts 50 --guest-agent "$AGENT"
-  bg_wait
 else
   printf '==> test: verify skipped: it records on a Linux kernel\n' >&2
-  browser_tests
 fi
+bg_wait
 
 node scripts/test-summary.mjs "$LOGS" >&2
 stage_table

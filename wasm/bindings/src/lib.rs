@@ -347,9 +347,9 @@ impl WasmGroup {
     ) -> JsResult<WasmGroup> {
         let (profile, spec) = GroupConfig::read(config)?;
         // The host's group; a 3.9–4.5 chain it cannot hold is built where
-        // the model says why (`Host::page_group`).
+        // the model says why (`Host::shorthand_group`).
         Ok(WasmGroup {
-            inner: Host::page_group(profile, &spec).js()?,
+            inner: Host::shorthand_group(profile, &spec).js()?,
         })
     }
 

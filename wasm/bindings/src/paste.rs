@@ -266,7 +266,7 @@ fn group_of(req: &AnswerRequest, keys: Keys) -> JsResult<ReuseportGroup> {
         keys,
         ..req.group.clone()
     };
-    Host::page_group(profile, &spec).js()
+    Host::shorthand_group(profile, &spec).js()
 }
 
 fn endpoint(a: std::net::IpAddr, p: u16) -> String {

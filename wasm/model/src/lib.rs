@@ -41,7 +41,8 @@
 //!    group.
 //! 10. **Over time and in the wild.** [`sim`]: the discrete-event simulator
 //!     of workers and accept models; [`diagnose`]: what a snapshot of a real
-//!     server says.
+//!     server says; [`quic`]: QUIC datagrams as a program reads them, and a
+//!     QUIC server's reload with and without the connection-ID program.
 //!
 //! The rules follow `shared/reference/kernel-history.md`; each names its
 //! kernel file and release where it is implemented.

@@ -40,6 +40,7 @@ use serde::Serialize;
 use crate::batch::{V4Batch, NONE};
 use crate::error::SetupError;
 use crate::hash::Keys;
+use crate::lookup::Host;
 use crate::profile::Profile;
 use crate::reuseport::{GroupSpec, MemberState, ReuseportGroup};
 use crate::tuple::Tuple;
@@ -729,7 +730,7 @@ pub fn by_listeners(
         s.shutdown.retain(|&l| l < n);
         s.connected.retain(|&l| l < n);
         s.incoming_cpu.retain(|p| p.listener < n);
-        let group = match ReuseportGroup::build(profile, &s) {
+        let group = match Host::shorthand_group(profile, &s) {
             Ok(g) => g,
             Err(e) if yours => return Err(e.into()),
             Err(_) => continue,

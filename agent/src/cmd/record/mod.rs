@@ -21,7 +21,7 @@
 //!    members tells which one got it. One event at a time, so attribution
 //!    is unambiguous; nothing within the wait (1 s) counts as lost.
 //! 4. **Trace**: the events, counts per listener, each listener's slot in
-//!    `socks[]` per the model ([`ReuseportGroup::build`] on the same spec),
+//!    `socks[]` per the model ([`Host::shorthand_group`] of the same spec),
 //!    kernel, machine and options. Written also after Ctrl-C, with what was
 //!    recorded; the sysctl is restored on every way out.
 
@@ -33,8 +33,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use reuseport_model::lookup::Host;
 use reuseport_model::reuseport::CpuPin;
-use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup};
+use reuseport_model::{GroupSpec, Keys, Profile, Proto};
 use serde_json::json;
 
 use crate::trace::{KernelInfo, MachineInfo, Sampling, Trace, TraceGroup, FORMAT, VERSION};
@@ -335,7 +336,7 @@ fn model_slots(
     port: u16,
 ) -> Option<Vec<u32>> {
     let profile = profile?;
-    match ReuseportGroup::build(profile, &setup.spec(port)) {
+    match Host::shorthand_group(profile, &setup.spec(port)) {
         Ok(g) => g.sock_array().map(|a| a.listening().to_vec()),
         Err(e) => {
             crate::note!(

@@ -24,10 +24,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use reuseport_model::isa::Isa;
+use reuseport_model::lookup::Host;
 use reuseport_model::quic::reload::{self, Executor, Phase, ReloadReport, ReloadSpec};
 use reuseport_model::recover::Plan;
 use reuseport_model::reuseport::Program;
-use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, Tuple};
 use serde::Serialize;
 use socket2::{Domain, Socket, Type};
 
@@ -160,7 +161,7 @@ fn recover_key(
     err: &mut dyn Write,
 ) -> Result<(Option<u32>, u64), ScenarioError> {
     let s = &measured.spec;
-    let group = ReuseportGroup::build(
+    let group = Host::shorthand_group(
         profile,
         &GroupSpec::new(
             Proto::Udp,

@@ -35,12 +35,13 @@ use std::time::{Duration, Instant};
 
 use libbpf_rs::{libbpf_sys, MapCore, MapFlags, MapHandle, MapType};
 use reuseport_model::explain::Pick;
+use reuseport_model::lookup::Host;
 use reuseport_model::message::ProgramOutcome;
 use reuseport_model::reuseport::ebpf::{
     map_type, EbpfProgram, MapDef, MapFill, MapKey, MapValue, ProgKind,
 };
 use reuseport_model::reuseport::{PacketCtx, Payload, Program};
-use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, Tuple};
 use serde::Serialize;
 use socket2::{Domain, Socket, Type};
 
@@ -491,7 +492,7 @@ pub fn run(
                     keys,
                 )
             };
-            ReuseportGroup::build(profile, &spec).map_err(io)
+            Host::shorthand_group(profile, &spec).map_err(io)
         };
         let group = group_with(keys)?;
         // The same datagram under another hash key: a program that only

@@ -37,11 +37,12 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use libbpf_rs::{MapCore, MapFlags};
+use reuseport_model::lookup::Host;
 use reuseport_model::reuseport::ebpf::{
     map_type, EbpfProgram, MapFill, MapKey, MapValue, MigrateStage, ProgKind,
 };
 use reuseport_model::reuseport::{Migration, Program};
-use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, Tuple};
 use serde::Serialize;
 use socket2::{Domain, Socket, Type};
 
@@ -289,7 +290,7 @@ fn case(
                 keys,
             )
         };
-        let g = ReuseportGroup::build(profile, &spec).map_err(io)?;
+        let g = Host::shorthand_group(profile, &spec).map_err(io)?;
         let SocketAddr::V4(v4) = me else {
             return Err(io("a client without an IPv4 address"));
         };

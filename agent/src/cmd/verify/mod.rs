@@ -19,8 +19,9 @@ use std::sync::atomic::AtomicBool;
 
 use clap::{Args, ValueEnum};
 use reuseport_model::batch::Isa;
+use reuseport_model::lookup::Host;
 use reuseport_model::recover::Plan;
-use reuseport_model::{Keys, Profile, ReuseportGroup};
+use reuseport_model::{Keys, Profile};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -467,7 +468,7 @@ fn check_trace_among(
     // The release is quoted in the model's answer; a huge one is cut.
     let profile = Profile::for_release(&trace.kernel.release)
         .map_err(|e| bad(crate::trace::tamed(&e.to_string())))?;
-    let group = ReuseportGroup::build(profile, &trace.group.spec(Keys::default()))
+    let group = Host::shorthand_group(profile, &trace.group.spec(Keys::default()))
         .map_err(|e| bad(e.to_string()))?;
     let train = args.train().min(trace.events.len() / 2);
     let mut plan = Plan::new(&group).map_err(|e| bad(e.to_string()))?;
@@ -492,7 +493,7 @@ fn check_trace_among(
     let mut agreed = 0;
     let mut mismatches = Vec::new();
     if let Some(k) = key {
-        let g = ReuseportGroup::build(
+        let g = Host::shorthand_group(
             profile,
             &trace.group.spec(Keys {
                 v4: k,

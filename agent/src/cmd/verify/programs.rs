@@ -31,10 +31,11 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use reuseport_model::batch::Isa;
+use reuseport_model::lookup::Host;
 use reuseport_model::recover::Plan;
 use reuseport_model::reuseport::cbpf::{self, Ancillary, Insn};
 use reuseport_model::reuseport::{PacketCtx, Payload, Program};
-use reuseport_model::{GroupSpec, Keys, Profile, Proto, ReuseportGroup, Tuple};
+use reuseport_model::{GroupSpec, Keys, Profile, Proto, Tuple};
 use serde::Serialize;
 use socket2::{Domain, Socket, Type};
 
@@ -401,7 +402,7 @@ pub(crate) fn hash_key(
         Keys::default(),
     );
     let other = |e: String| std::io::Error::other(e);
-    let group = ReuseportGroup::build(profile, &spec).map_err(|e| other(e.to_string()))?;
+    let group = Host::shorthand_group(profile, &spec).map_err(|e| other(e.to_string()))?;
     let mut plan = match Plan::new(&group) {
         Ok(p) => p,
         Err(e) => {
@@ -501,7 +502,7 @@ impl Case {
                 },
             )
         };
-        let group = ReuseportGroup::build(profile, &spec)
+        let group = Host::shorthand_group(profile, &spec)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         let mut sent = Sent::default();
         let count = match proto {

@@ -27,6 +27,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use crate::hash::Keys;
+use crate::lookup::Host;
 use crate::profile::Profile;
 use crate::recover::{Found, LabelledError, LabelledPlan, TARGET, WARN_AT};
 use crate::reuseport::{GroupSpec, ReuseportGroup};
@@ -597,7 +598,7 @@ pub fn prepare(profile: &'static Profile, snap: &Snapshot) -> Result<Prepared, D
         snap.port,
         Keys::default(),
     );
-    let group = match ReuseportGroup::build(profile, &spec) {
+    let group = match Host::shorthand_group(profile, &spec) {
         Ok(g) => g,
         Err(e) => {
             prepared.no_plan = Some(Reason::Refused { why: e.to_string() });

@@ -167,9 +167,11 @@ impl Host {
                 && spec.shutdown.is_empty())
     }
 
-    /// The group a page holds and asks packet by packet (the wasm `Group`
-    /// of the visualizer and the lookup page, the paste page's answers):
-    /// the host's ([`Host::spec_group`]) wherever it holds it
+    /// The group a [`GroupSpec`] shorthand stands for, for whoever holds
+    /// one and asks it packet by packet (the wasm `Group` of the visualizer
+    /// and the lookup page, the paste page's answers, the spread, diagnose,
+    /// the QUIC reload model, and the agent's record and verify): the
+    /// host's ([`Host::spec_group`]) wherever it holds it
     /// ([`Host::holds_spec`]).
     ///
     /// The rest of the chain era is built here without a host
@@ -187,7 +189,7 @@ impl Host {
     /// Either way the group explains every packet as the spec's direct
     /// build does (the suite's `host_calls` tests hold them to it, chain
     /// and group era alike).
-    pub fn page_group(
+    pub fn shorthand_group(
         profile: &'static Profile,
         spec: &GroupSpec,
     ) -> Result<ReuseportGroup, SetupError> {

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{packet, QuicForm, QuicPacketSpec, CID_PROGRAM, NGINX_CID_LEN};
 use crate::hash::Keys;
+use crate::lookup::Host;
 use crate::profile::Profile;
 use crate::reuseport::{cbpf, GroupSpec, PacketCtx, Payload, Program, ReuseportGroup};
 use crate::tuple::{Proto, Tuple};
@@ -173,7 +174,7 @@ impl ModelExecutor {
             });
         }
         Ok(ModelExecutor {
-            group: ReuseportGroup::build(profile, &g).map_err(|e| e.to_string())?,
+            group: Host::shorthand_group(profile, &g).map_err(|e| e.to_string())?,
         })
     }
 }

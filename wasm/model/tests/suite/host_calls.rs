@@ -445,7 +445,7 @@ fn so_incoming_cpu_is_refused_with_enoprotoopt_before_4_4() {
     }
 }
 
-/// The group a page holds (`Host::page_group`: the visualizer's `Group`,
+/// The group a shorthand stands for (`Host::shorthand_group`: the visualizer's `Group`,
 /// the paste page's answers) goes through the host wherever the host holds
 /// it; either way it must give the packet the listener the spec's own build
 /// gives, and the whole explain record the page shows, in every era.
@@ -458,7 +458,7 @@ fn the_group_a_page_holds_explains_as_the_spec_built_directly_in_every_era() {
             if spec.tcp_migrate_req && !profile.closed_tail {
                 continue;
             }
-            let page = Host::page_group(profile, &spec);
+            let page = Host::shorthand_group(profile, &spec);
             let Ok(direct) = ReuseportGroup::build(profile, &spec) else {
                 assert!(
                     page.is_err(),
@@ -498,7 +498,7 @@ fn a_chain_with_a_close_or_past_the_hosts_bound_keeps_the_specs_listener_numbers
         ..GroupSpec::new(Proto::Tcp, 4, IpAddr::V4(Ipv4Addr::LOCALHOST), 8080, keys())
     };
     assert!(!Host::holds_spec(profile, &spec));
-    let g = Host::page_group(profile, &spec).unwrap();
+    let g = Host::shorthand_group(profile, &spec).unwrap();
     // Counted by hand: listeners 0, 2 and 3 receive, listener 1 was closed.
     let mut seen = [0u32; 4];
     for (t, ctx) in packets(&spec) {
@@ -521,7 +521,10 @@ fn a_chain_with_a_close_or_past_the_hosts_bound_keeps_the_specs_listener_numbers
         "a host holds at most MAX_SOCKETS sockets"
     );
     assert_eq!(
-        Host::page_group(profile, &big).unwrap().members().len(),
+        Host::shorthand_group(profile, &big)
+            .unwrap()
+            .members()
+            .len(),
         MAX_SOCKETS + 1
     );
 }
