@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use reuseport_model::message::Refusal;
-use reuseport_model::reuseport::ebpf::EbpfEnd;
+use reuseport_model::reuseport::ebpf::{EbpfEnd, ElfError, MapRefusal};
 use reuseport_model::SetupError;
 
 /// The English table, as written in the repository.
@@ -132,8 +132,33 @@ pub fn ebpf_end(end: &EbpfEnd) -> String {
 pub fn setup_error(e: &SetupError) -> String {
     match e {
         SetupError::EbpfUndecided { end } => ebpf_end(end),
+        SetupError::EbpfInput { why } => map_refusal(why),
         other => other.to_string(),
     }
+}
+
+/// Why maps cannot be built as given (`map_refusal.<kind>`), a
+/// definition's fault said by its own template (`map_def_problem.<kind>`).
+pub fn map_refusal(r: &MapRefusal) -> String {
+    let fields = serde_json::to_value(r).expect("refusals serialize");
+    let why = fields
+        .get("why")
+        .map(|why| ("why", say_with("map_def_problem", why, &[])));
+    say_with("map_refusal", &fields, &Vec::from_iter(why))
+}
+
+/// Why an ELF object could not be read (`elf_error.<kind>`), a BTF
+/// fault (`btf_problem.<kind>`) or a map definition's
+/// (`map_def_problem.<kind>`) said by its own template.
+pub fn elf_error(e: &ElfError) -> String {
+    let fields = serde_json::to_value(e).expect("reader errors serialize");
+    let why = match e {
+        ElfError::Btf { why } | ElfError::BtfMember { why, .. } => Some(say("btf_problem", why)),
+        ElfError::MapDef { why, .. } => Some(say("map_def_problem", why)),
+        _ => None,
+    };
+    let given = Vec::from_iter(why.map(|w| ("why", w)));
+    say_with("elf_error", &fields, &given)
 }
 
 /// The template at `key` as written (no placeholders to fill).
@@ -193,6 +218,57 @@ mod tests {
         let said = ebpf_end(&end);
         assert!(said.contains("data+6") && said.contains('5'), "{said}");
         assert!(!said.contains('{'), "{said}");
+    }
+
+    #[test]
+    fn a_refused_map_fill_reads_with_its_map_key_and_numbers() {
+        use reuseport_model::reuseport::ebpf::MapDefProblem;
+        let said = setup_error(&SetupError::EbpfInput {
+            why: MapRefusal::NoListener {
+                map: "socks".into(),
+                key: "3".into(),
+                listener: 9,
+                members: 4,
+            },
+        });
+        assert!(
+            said.contains("socks")
+                && said.contains('3')
+                && said.contains('9')
+                && said.contains('4'),
+            "{said}"
+        );
+        assert!(!said.contains('{'), "every placeholder filled: {said}");
+        let said = map_refusal(&MapRefusal::Def {
+            map: "socks".into(),
+            why: MapDefProblem::KeySize {
+                map_type: "BPF_MAP_TYPE_REUSEPORT_SOCKARRAY".into(),
+                key_size: 8,
+            },
+        });
+        assert!(
+            said.contains("socks") && said.contains("REUSEPORT_SOCKARRAY") && said.contains('8'),
+            "{said}"
+        );
+        assert!(!said.contains('{'), "{said}");
+    }
+
+    #[test]
+    fn a_bad_elf_object_reads_with_its_section_and_numbers() {
+        use reuseport_model::reuseport::ebpf::BtfProblem;
+        let said =
+            elf_error(&reuseport_model::reuseport::ebpf::read(b"not an object").unwrap_err());
+        assert!(said.contains("ELF") && said.contains("clang"), "{said}");
+        let said = elf_error(&ElfError::BtfMember {
+            map: "socks".into(),
+            member: "key".into(),
+            why: BtfProblem::TypeOutOfRange { id: 77 },
+        });
+        assert!(
+            said.contains("socks") && said.contains("key") && said.contains("77"),
+            "{said}"
+        );
+        assert!(!said.contains('{'), "every placeholder filled: {said}");
     }
 
     #[test]

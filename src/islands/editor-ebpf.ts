@@ -24,7 +24,7 @@ import {
   type ProgKind,
 } from '../model/ebpf';
 import type { Program } from '../model/generated/Program';
-import { sayUi, sayUiCount, type Lang, type UiKey } from '../model/messages';
+import { sayElfError, sayMapRefusal, sayUi, sayUiCount, type Lang, type UiKey } from '../model/messages';
 import { formMaps, mapForms, socketKeys, type FillProblem, type MapForm } from '../scene/ebpf-form';
 import { el, field, h } from './dom';
 import { siteUrl } from './site';
@@ -219,13 +219,12 @@ export class EbpfPanel {
   /** Reads `bytes` as an ELF object (the model's reader) and shows it; `kind` is given to a program whose section does not say. Returns whether it read. */
   load(name: string, bytes: Uint8Array, kind?: ProgKind): boolean {
     const lang = this.#lang;
-    let obj: EbpfObject;
-    try {
-      obj = readEbpf(bytes);
-    } catch (e) {
-      this.#fail(sayUi(lang, 'editor.elf_bad', { name, message: e instanceof Error ? e.message : String(e) }));
+    const read = readEbpf(bytes);
+    if (read.object === null) {
+      this.#fail(sayUi(lang, 'editor.elf_bad', { name, message: sayElfError(lang, read.refused) }));
       return false;
     }
+    const obj: EbpfObject = read.object;
     if (obj.programs.length === 0) {
       this.#fail(sayUi(lang, 'editor.elf_no_program', { name }));
       return false;
@@ -375,13 +374,11 @@ export class EbpfPanel {
       return this.#mapError(this.#problem(maps.map, maps.problem), x.text);
     }
     const program: EbpfProgram = { ...p, kind };
-    try {
-      ebpfCheckMaps(program, maps, this.#sockets());
-    } catch (e) {
-      const msg = e instanceof Error ? e.message : String(e);
-      const x = this.#inputs.find((i) => msg.includes(`\`${i.form.name}\``));
+    const refused = ebpfCheckMaps(program, maps, this.#sockets());
+    if (refused) {
+      const x = this.#inputs.find((i) => i.form.name === refused.map);
       x?.text.setAttribute('aria-invalid', 'true');
-      return this.#mapError(t('editor.maps_refused', { message: msg }), x?.text ?? this.#maps);
+      return this.#mapError(t('editor.maps_refused', { message: sayMapRefusal(this.#lang, refused) }), x?.text ?? this.#maps);
     }
     return { program: { kind: 'ebpf', program, maps: maps.maps, extraMaps: maps.extraMaps, seed } };
   }

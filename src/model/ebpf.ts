@@ -12,6 +12,7 @@ import {
   ebpfMaxElfBytes as wasmMaxElfBytes,
   readEbpf as wasmReadEbpf,
   type EbpfMapBounds,
+  type EbpfRead,
   type EbpfMapType,
   type EbpfMaps,
 } from './pkg/reuseport.js';
@@ -21,12 +22,17 @@ import type { EbpfRun } from './generated/EbpfRun';
 import type { Holds } from './generated/Holds';
 import type { MapDef } from './generated/MapDef';
 import type { MapFill } from './generated/MapFill';
+import type { ElfError } from './generated/message/ElfError';
+import type { MapRefusal } from './generated/message/MapRefusal';
 import type { ProgKind } from './generated/ProgKind';
 
-export type { EbpfMapBounds, EbpfMapType, EbpfMaps, EbpfObject, EbpfProgram, EbpfRun, Holds, MapDef, MapFill, ProgKind };
+export type { EbpfMapBounds, EbpfMapType, EbpfMaps, EbpfObject, EbpfProgram, EbpfRead, EbpfRun, ElfError, Holds, MapDef, MapFill, MapRefusal, ProgKind };
 
-/** Reads the bytes of an ELF object clang wrote; throws a sentence naming the section or instruction at fault. Needs the core package. */
-export function readEbpf(bytes: Uint8Array): EbpfObject {
+/**
+ * Reads the bytes of an ELF object clang wrote: the object, or the model's fact naming the section or instruction at fault
+ * (`sayElfError` says it). Needs the core package.
+ */
+export function readEbpf(bytes: Uint8Array): EbpfRead {
   return wasmReadEbpf(bytes);
 }
 
@@ -55,7 +61,10 @@ export function ebpfDefaultMaps(program: EbpfProgram, sockets: number): EbpfMaps
   return wasmDefaultMaps(program, sockets);
 }
 
-/** Throws the model's sentence (naming the map and key) when the maps as filled cannot be built for `program` in a group of `sockets`. */
-export function ebpfCheckMaps(program: EbpfProgram, maps: EbpfMaps, sockets: number): void {
-  wasmCheckMaps(program, maps, sockets);
+/**
+ * Why the maps as filled cannot be built for `program` in a group of `sockets` (the model's fact, naming the map and key;
+ * `sayMapRefusal` says it), or null when they can.
+ */
+export function ebpfCheckMaps(program: EbpfProgram, maps: EbpfMaps, sockets: number): MapRefusal | null {
+  return wasmCheckMaps(program, maps, sockets) ?? null;
 }

@@ -46,6 +46,10 @@ import type { EbpfFault } from './generated/message/EbpfFault';
 import type { EbpfUnknown } from './generated/message/EbpfUnknown';
 import type { HelperRule } from './generated/message/HelperRule';
 import type { HelperSource } from './generated/message/HelperSource';
+import type { BtfProblem } from './generated/message/BtfProblem';
+import type { ElfError } from './generated/message/ElfError';
+import type { MapDefProblem } from './generated/message/MapDefProblem';
+import type { MapRefusal } from './generated/message/MapRefusal';
 
 export type { Refusal };
 export type { Errno } from './generated/message/Errno';
@@ -95,6 +99,10 @@ export interface Messages {
   ebpf_end: EbpfEnd;
   ebpf_unknown: EbpfUnknown;
   ebpf_fault: EbpfFault;
+  map_refusal: MapRefusal;
+  map_def_problem: MapDefProblem;
+  elf_error: ElfError;
+  btf_problem: BtfProblem;
 }
 
 /** How a field's value reads in a sentence: strings as they are, numbers in decimal, a release `{major, minor}` as `6.18`. */
@@ -277,5 +285,23 @@ export function sayEbpfEnd(lang: Lang, end: EbpfEnd): string {
       return say(lang, 'ebpf_end', end, { what: sayEbpfUnknown(lang, end.what) });
     default:
       return say(lang, 'ebpf_end', end, { why: sayEbpfFault(lang, end.why) });
+  }
+}
+
+/** Why the maps as filled cannot be built (the model's `MapRefusal`), in `lang`: a definition's fault said by its own template. */
+export function sayMapRefusal(lang: Lang, r: MapRefusal): string {
+  return say(lang, 'map_refusal', r, r.kind === 'def' ? { why: say(lang, 'map_def_problem', r.why) } : {});
+}
+
+/** Why an ELF object could not be read (the model's `ElfError`), in `lang`: a BTF fault or a map definition's said by its own template. */
+export function sayElfError(lang: Lang, e: ElfError): string {
+  switch (e.kind) {
+    case 'btf':
+    case 'btf_member':
+      return say(lang, 'elf_error', e, { why: say(lang, 'btf_problem', e.why) });
+    case 'map_def':
+      return say(lang, 'elf_error', e, { why: say(lang, 'map_def_problem', e.why) });
+    default:
+      return say(lang, 'elf_error', e);
   }
 }

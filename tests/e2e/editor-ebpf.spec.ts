@@ -58,7 +58,7 @@ test('the example loads from the page; a map that puts socket 3 at every key sen
   await w.getByLabel('Entries of ngx_quic_sockmap').fill('0 0\n1 9');
   await w.getByRole('button', { name: 'Send', exact: true }).click();
   await expect(w).toHaveAttribute('data-state', 'bad-maps');
-  await expect(w.locator('.rl-ed-live')).toContainText('ngx_quic_sockmap');
+  await expect(w.locator('.rl-ed-live')).toContainText('map ngx_quic_sockmap, key 1: listener 9, but the group has 4');
   await expect(w.getByLabel('Entries of ngx_quic_sockmap')).toHaveAttribute('aria-invalid', 'true');
   // A line that is not an entry is named.
   await w.getByLabel('Entries of ngx_quic_sockmap').fill('0 0\nzero 1');
@@ -121,4 +121,11 @@ test('in Chinese the object’s part speaks Chinese', async ({ page }) => {
   await expect(calls).toContainText('没有时返回 -ENOENT');
   await expect(calls).not.toContainText('selected');
   await expect(w.locator('.rl-ed-card')).toContainText('exit：返回 1');
+  // A refused map fill says the model's reason in Chinese: the map, the key, the listener and the group's size.
+  await w.getByLabel('ngx_quic_sockmap 的表项').fill('0 0\n1 9');
+  await w.getByRole('button', { name: '发送', exact: true }).click();
+  await expect(w).toHaveAttribute('data-state', 'bad-maps');
+  const refused = '映射表 ngx_quic_sockmap 的键 1：组里没有监听套接字 9（组里共 4 个，从 0 开始编号）';
+  await expect(w.locator('.rl-ed-live')).toContainText(refused);
+  await expect(w.locator('.rl-ed-live')).not.toContainText('listener');
 });

@@ -27,7 +27,7 @@ import { formMaps, keyBytesBE, mapForms, readFill, socketKeys } from '../../src/
 import { ebpfRunView, mapsAfterTables } from '../../src/scene/ebpf-run-view';
 import { datagramLine, quicFlows } from '../../src/scene/editor-view';
 import { explainView } from '../../src/scene/explain-view';
-import { sayUi } from '../../src/model/messages';
+import { sayElfError, sayMapRefusal, sayUi } from '../../src/model/messages';
 import { loadModelForTests } from './setup-model';
 
 const OBJECT = fileURLToPath(new URL('../../public/examples/ngx_quic_reuseport_helper.o', import.meta.url));
@@ -38,7 +38,7 @@ let holds: (t: number) => Holds;
 beforeAll(() => {
   loadModelForTests();
   loadLookupSync(readFileSync(lookupWasm));
-  nginx = readEbpf(new Uint8Array(readFileSync(OBJECT)));
+  nginx = readEbpf(new Uint8Array(readFileSync(OBJECT))).object!;
   const types = ebpfMapTypes();
   holds = (t) => types.find((x) => x.mapType === t)?.holds ?? 'bytes';
 });
@@ -96,7 +96,7 @@ describe("nginx's QUIC helper from public/examples", () => {
     const dir = mkdtempSync(join(tmpdir(), 'ebpf-ex-'));
     try {
       execFileSync('bash', ['scripts/ebpf-fixtures.sh', dir], { stdio: 'pipe' });
-      const fresh = readEbpf(new Uint8Array(readFileSync(join(dir, 'ngx_quic_reuseport_helper.o'))));
+      const fresh = readEbpf(new Uint8Array(readFileSync(join(dir, 'ngx_quic_reuseport_helper.o')))).object!;
       expect(fresh.programs.map((p) => p.insns)).toEqual(nginx.programs.map((p) => p.insns));
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -117,7 +117,8 @@ describe("nginx's QUIC helper from public/examples", () => {
     const forms = mapForms(helper(), ebpfDefaultMaps(helper(), 4));
     const maps = formMaps([{ ...forms[0]!, text: '0 0\n1 7' }], holds);
     if ('problem' in maps) throw new Error('the text reads');
-    expect(() => ebpfCheckMaps(helper(), maps, 4)).toThrow(/ngx_quic_sockmap/);
+    // Line 2 puts listener 7 at key 1; the group has 4.
+    expect(ebpfCheckMaps(helper(), maps, 4)).toEqual({ kind: 'no_listener', map: 'ngx_quic_sockmap', key: '1', listener: 7, members: 4 });
   });
 
   it("the form's size bounds are the ones the model's check applies: at the bound accepted, one past it refused", () => {
@@ -127,14 +128,15 @@ describe("nginx's QUIC helper from public/examples", () => {
       // A hash of the sizes asked, holding nothing: only its definition is checked.
       const maps = formMaps([{ ...forms[0]!, def: { ...forms[0]!.def, mapType: 1, ...def }, text: '' }], holds);
       if ('problem' in maps) throw new Error('an empty text reads');
-      return () => ebpfCheckMaps(helper(), maps, 4);
+      return ebpfCheckMaps(helper(), maps, 4);
     };
-    expect(check({ keySize: b.keySize })).not.toThrow();
-    expect(check({ keySize: b.keySize + 1 })).toThrow(/key size/);
-    expect(check({ valueSize: b.valueSize })).not.toThrow();
-    expect(check({ valueSize: b.valueSize + 1 })).toThrow(/value size/);
-    expect(check({ maxEntries: b.maxEntries })).not.toThrow();
-    expect(check({ maxEntries: b.maxEntries + 1 })).toThrow(/max_entries/);
+    const refused = (kind: string) => ({ kind: 'def', map: 'ngx_quic_sockmap', why: expect.objectContaining({ kind }) });
+    expect(check({ keySize: b.keySize })).toBeNull();
+    expect(check({ keySize: b.keySize + 1 })).toEqual(refused('sizes_over'));
+    expect(check({ valueSize: b.valueSize })).toBeNull();
+    expect(check({ valueSize: b.valueSize + 1 })).toEqual(refused('sizes_over'));
+    expect(check({ maxEntries: b.maxEntries })).toBeNull();
+    expect(check({ maxEntries: b.maxEntries + 1 })).toEqual(refused('max_entries_over'));
     // A key a program builds on its stack: MAX_BPF_STACK, 512 bytes (include/linux/filter.h).
     expect(b.keySize).toBe(512);
   });
@@ -224,9 +226,10 @@ describe('datagrams through the helper, the maps as the form fills them', () => 
   });
 });
 
+/** Two English words in a row: a sentence or a phrase, not a kernel identifier (`bpf_sk_select_reuseport`, `net/core/filter.c`). */
+const ENGLISH = /\b[a-z]{2,} [a-z]{2,}\b/i;
+
 describe("the run on the Chinese page: the model's facts, the catalogue's words", () => {
-  /** Two English words in a row: a sentence or a phrase, not a kernel identifier (`bpf_sk_select_reuseport`, `net/core/filter.c`). */
-  const ENGLISH = /\b[a-z]{2,} [a-z]{2,}\b/i;
   const program = (): Program => {
     const maps = formMaps(mapForms(helper(), ebpfDefaultMaps(helper(), 4)), holds);
     if ('problem' in maps) throw new Error('the default text reads');
@@ -265,5 +268,73 @@ describe("the run on the Chinese page: the model's facts, the catalogue's words"
     const en = said(notInMap(), 'en')[0]!;
     expect(en.calls.join(' ')).toMatch(ENGLISH);
     expect(en.calls.join(' ')).toContain('no socket at this key');
+  });
+});
+
+describe("a refused map fill on the Chinese page: the model's facts, the catalogue's words", () => {
+  /** What the editor shows for the map text `text` in a group of 4, in `lang` (its frame and the model's reason), or null when the maps build. */
+  const refusal = (lang: 'en' | 'zh-CN', text: string, def: Partial<EbpfProgram['maps'][number]> = {}) => {
+    const forms = mapForms(helper(), ebpfDefaultMaps(helper(), 4));
+    const maps = formMaps([{ ...forms[0]!, def: { ...forms[0]!.def, ...def }, text }], holds);
+    if ('problem' in maps) throw new Error('the text reads');
+    const r = ebpfCheckMaps(helper(), maps, 4);
+    return r && sayUi(lang, 'editor.maps_refused', { message: sayMapRefusal(lang, r) });
+  };
+
+  it('a listener the group lacks, a key past a full map and a socket map with 2-byte values read in Chinese, names and numbers as given', () => {
+    const cases = [
+      // Listener 7 at key 1; the group has listeners 0 to 3.
+      { text: '0 0\n1 7', def: {}, has: ['ngx_quic_sockmap', '键 1', '监听套接字 7', '共 4 个'] },
+      // A SOCKHASH of 2 entries given 3 keys: the third is one too many (htab's -E2BIG).
+      { text: '0 0\n1 1\n2 2', def: { maxEntries: 2 }, has: ['键 2', 'max_entries 2', '-E2BIG'] },
+      // A SOCKHASH holds 4- or 8-byte values (reuseport_array_alloc_check's rule, as sock_hash_alloc's).
+      { text: '0 0', def: { valueSize: 2 }, has: ['BPF_MAP_TYPE_SOCKHASH', '4 或 8 字节', '2 字节'] },
+    ];
+    for (const c of cases) {
+      const zh = refusal('zh-CN', c.text, c.def);
+      expect(zh, c.text).not.toBeNull();
+      expect(zh!, zh!).not.toMatch(ENGLISH);
+      for (const part of c.has) expect(zh!).toContain(part);
+      // The same refusal in English reads as an English sentence, so the check above can fail.
+      expect(refusal('en', c.text, c.def)!).toMatch(ENGLISH);
+    }
+    expect(refusal('en', '0 0\n1 7')).toBe('The maps cannot be filled so: map ngx_quic_sockmap, key 1: listener 7, but the group has 4 (numbered from 0).');
+    expect(refusal('zh-CN', '0 0\n1 1')).toBeNull();
+  });
+});
+
+describe("a bad ELF file on the Chinese page: the model's facts, the catalogue's words", () => {
+  /** nginx's helper with its ELF header's e_machine (bytes 18-19, little-endian) set to 62, EM_X86_64 (include/uapi/linux/elf-em.h). */
+  const x86 = () => {
+    const b = new Uint8Array(readFileSync(OBJECT));
+    b[18] = 62;
+    b[19] = 0;
+    return b;
+  };
+  const files: [string, Uint8Array, string][] = [
+    ['notes.txt', new TextEncoder().encode('not an ELF object\n'), 'not_elf'],
+    ['huge.o', new Uint8Array((4 << 20) + 1), 'too_large'],
+    ['x86.o', x86(), 'not_bpf'],
+  ];
+  /** What the editor shows for a file the model does not read, in `lang`. */
+  const said = (lang: 'en' | 'zh-CN', name: string, bytes: Uint8Array) => {
+    const read = readEbpf(bytes);
+    if (read.object !== null) throw new Error(`${name} reads`);
+    return { kind: read.refused.kind, text: sayUi(lang, 'editor.elf_bad', { name, message: sayElfError(lang, read.refused) }) };
+  };
+
+  it('a text file, a file past the bound and an x86-64 object read in Chinese, with the sizes and the machine as the model gave them', () => {
+    for (const [name, bytes, kind] of files) {
+      const zh = said('zh-CN', name, bytes);
+      expect(zh.kind).toBe(kind);
+      // A command in backticks (`clang -target bpf`) is written as it is typed, in either language.
+      const prose = (t: string) => t.replace(/`[^`]*`/g, '');
+      expect(prose(zh.text), zh.text).not.toMatch(ENGLISH);
+      expect(prose(said('en', name, bytes).text)).toMatch(ENGLISH);
+    }
+    expect(said('zh-CN', 'huge.o', files[1]![1]).text).toBe('huge.o 不是模型能读取的 eBPF 目标文件：目标文件有 4194305 字节，模型最多读取 4194304 字节');
+    expect(said('zh-CN', 'x86.o', x86()).text).toContain('面向 X86_64，不是 BPF');
+    const en = 'x86.o is not an eBPF object the model reads: the ELF object is for X86_64, not BPF (compile with `clang -target bpf`)';
+    expect(said('en', 'x86.o', x86()).text).toBe(en);
   });
 });

@@ -82,6 +82,14 @@ describe('sentence tables', () => {
     expect(expected.get('helper_rule.sk_select_reuseport')).toEqual([]);
     expect(expected.get('call_arg.selected')).toEqual(['listener']);
     expect(expected.get('ebpf_end.unknown')).toEqual(['pc', 'what']);
+    // So are the refusals of a map fill and of a map definition (ebpf/refused.rs).
+    expect(expected.get('map_refusal.no_listener')).toEqual(['map', 'key', 'listener', 'members']);
+    expect(expected.get('map_refusal.def')).toEqual(['map', 'why']);
+    expect(expected.get('map_def_problem.key_size')).toEqual(['mapType', 'keySize']);
+    expect(expected.get('map_def_problem.max_entries_zero')).toEqual([]);
+    // And the ELF reader's (ebpf/elf.rs, ebpf/btf.rs).
+    expect(expected.get('elf_error.btf_member')).toEqual(['map', 'member', 'why']);
+    expect(expected.get('btf_problem.no_size')).toEqual(['id', 'btfKind']);
   });
 
   it("every helper operand the model names (Operand) has its words in both languages, as the run's faults say them", () => {

@@ -63,6 +63,8 @@ import type { EbpfRun } from "../generated/EbpfRun";
 import type { Holds } from "../generated/Holds";
 import type { Note } from "../generated/message/Note";
 import type { LineError } from "../generated/message/LineError";
+import type { MapRefusal } from "../generated/message/MapRefusal";
+import type { ElfError } from "../generated/message/ElfError";
 import type { LineAnswer } from "../generated/LineAnswer";
 import type { ParsedLine } from "../generated/ParsedLine";
 "#;
@@ -180,11 +182,24 @@ pub fn wasm_parse_cbpf(text: &str) -> JsResult<JsValue> {
 /// bytes: "hex" } })` returns the `Explain`, whose program pick holds
 /// `ebpfRun`: the instructions taken, the helper calls with their results,
 /// and how the run ended; `group.ebpfMapsAfter(tuple, ctx)` gives the maps
-/// after that packet, to carry into the next. Throws a sentence naming the
-/// section or instruction for a bad object.
-#[wasm_bindgen(js_name = readEbpf, unchecked_return_type = "EbpfObject")]
+/// after that packet, to carry into the next. Returns `{ object, refused:
+/// null }`, or for a bad object `{ object: null, refused }` with the
+/// `ElfError` naming the section or instruction (said by the sentence
+/// tables, `elf_error.<kind>`).
+#[wasm_bindgen(js_name = readEbpf, unchecked_return_type = "EbpfRead")]
 pub fn wasm_read_ebpf(bytes: &[u8]) -> JsResult<JsValue> {
-    to_js(&reuseport_model::reuseport::ebpf::read(bytes).js()?)
+    let (object, refused) = match reuseport_model::reuseport::ebpf::read(bytes) {
+        Ok(o) => (Some(o), None),
+        Err(e) => (None, Some(e)),
+    };
+    to_js(&EbpfRead { object, refused })
+}
+
+/// The result of [`wasm_read_ebpf`] (TypeScript: `EbpfRead`).
+#[derive(Serialize)]
+struct EbpfRead {
+    object: Option<reuseport_model::reuseport::ebpf::EbpfObject>,
+    refused: Option<reuseport_model::reuseport::ebpf::ElfError>,
 }
 
 /// The uapi name of a map type number (`BPF_MAP_TYPE_REUSEPORT_SOCKARRAY`
@@ -280,23 +295,29 @@ struct EbpfMaps {
 
 /// Checks the maps as the reader filled them (`{ maps, extraMaps }`) for
 /// `program` in a group of `sockets` listeners, by the rules the run
-/// builds them with: throws a sentence naming the map and key at fault.
-#[wasm_bindgen(js_name = ebpfCheckMaps)]
+/// builds them with: `null` when they build, else the `MapRefusal` naming
+/// the map and key at fault (said by the sentence tables,
+/// `map_refusal.<kind>`).
+#[wasm_bindgen(js_name = ebpfCheckMaps, unchecked_return_type = "MapRefusal | null")]
 pub fn wasm_ebpf_check_maps(
     #[wasm_bindgen(unchecked_param_type = "EbpfProgram")] program: JsValue,
     #[wasm_bindgen(unchecked_param_type = "EbpfMaps")] maps: JsValue,
     sockets: u32,
-) -> JsResult<()> {
+) -> JsResult<JsValue> {
     let p: reuseport_model::reuseport::ebpf::EbpfProgram = from_js(program, "eBPF program")?;
     let m: EbpfMaps = from_js(maps, "maps")?;
-    reuseport_model::reuseport::ebpf::fill::check_maps(&p, &m.maps, &m.extra_maps, sockets)
-        .map_err(|e| JsError::new(&e))
+    match reuseport_model::reuseport::ebpf::fill::check_maps(&p, &m.maps, &m.extra_maps, sockets) {
+        Ok(()) => Ok(JsValue::NULL),
+        Err(why) => to_js(&why),
+    }
 }
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_BOUNDARY: &str = r#"
 /** A map type the model runs: its uapi number and name, and what its values are. */
 export type EbpfMapType = { mapType: number; name: string; holds: Holds };
+/** An ELF object as the model read it, or why it could not. */
+export type EbpfRead = { object: EbpfObject; refused: null } | { object: null; refused: ElfError };
 /** An eBPF program's maps as user space filled them, and the maps it made that the object does not define. */
 export type EbpfMaps = { maps: MapFill[]; extraMaps: MapDef[] };
 /** The model's bounds on a map a reader defines: the largest key and value in bytes, the most entries. */

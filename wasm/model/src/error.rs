@@ -118,12 +118,23 @@ pub enum SetupError {
         /// or [`crate::reuseport::ebpf::EbpfEnd::Fault`].
         end: crate::reuseport::ebpf::EbpfEnd,
     },
-    /// An eBPF program that cannot run here: its kind is not said, or its
-    /// maps' contents are wrong.
-    #[error("the eBPF program cannot run: {why}")]
+    /// An eBPF program whose section does not say its kind, and the
+    /// reader has not.
+    #[error(
+        "section `{section}` does not say the program's kind: give `kind` \
+         (sk_reuseport, sk_reuseport_migrate or socket_filter)"
+    )]
+    EbpfKindUnsaid {
+        /// The program's section.
+        section: String,
+    },
+    /// An eBPF program whose maps cannot be built as given.
+    /// Its words are the sentence tables' (`map_refusal.<kind>`, said by
+    /// the site and by the agent); this message is the bare record.
+    #[error("the eBPF program's maps cannot be built: {why:?}")]
     EbpfInput {
-        /// Why.
-        why: String,
+        /// Why, naming the map and key.
+        why: crate::reuseport::ebpf::MapRefusal,
     },
 }
 

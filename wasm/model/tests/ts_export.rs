@@ -37,6 +37,8 @@ fn export_typescript_declarations() {
     reuseport_model::reuseport::Migration::export_all(&cfg).unwrap();
     reuseport_model::reuseport::ebpf::EbpfObject::export_all(&cfg).unwrap();
     reuseport_model::reuseport::ebpf::MapFill::export_all(&cfg).unwrap();
+    reuseport_model::reuseport::ebpf::MapRefusal::export_all(&cfg).unwrap();
+    reuseport_model::reuseport::ebpf::ElfError::export_all(&cfg).unwrap();
     reuseport_model::reuseport::ebpf::fill::Holds::export_all(&cfg).unwrap();
     reuseport_model::paste::Detected::export_all(&cfg).unwrap();
     reuseport_model::diagnose::DiagnosisVerdict::export_all(&cfg).unwrap();

@@ -302,8 +302,8 @@ pub fn program_arg(path: &str) -> Result<Program, String> {
         // An ELF object clang wrote: its first program, maps empty (the
         // reader fills them; verify fills them by its rule).
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let obj =
-            reuseport_model::reuseport::ebpf::read(&bytes).map_err(|e| format!("{path}: {e}"))?;
+        let obj = reuseport_model::reuseport::ebpf::read(&bytes)
+            .map_err(|e| format!("{path}: {}", crate::messages::elf_error(&e)))?;
         let program = obj
             .programs
             .into_iter()

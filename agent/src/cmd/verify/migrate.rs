@@ -369,7 +369,8 @@ fn case(
 /// The object's SELECT_OR_MIGRATE program: the first whose section says
 /// `sk_reuseport/migrate`.
 pub fn migrate_program(bytes: &[u8]) -> Result<EbpfProgram, String> {
-    let obj = reuseport_model::reuseport::ebpf::read(bytes).map_err(|e| e.to_string())?;
+    let obj = reuseport_model::reuseport::ebpf::read(bytes)
+        .map_err(|e| crate::messages::elf_error(&e))?;
     obj.programs
         .into_iter()
         .find(|p| p.kind == Some(ProgKind::SkReuseportMigrate))

@@ -220,7 +220,7 @@ impl Program {
         &self,
         ctx: &PacketCtx,
         f: &EbpfFacts,
-    ) -> Option<Result<ebpf::EbpfRun, String>> {
+    ) -> Option<Result<ebpf::EbpfRun, SetupError>> {
         let Program::Ebpf {
             program,
             maps,
@@ -232,17 +232,15 @@ impl Program {
             return None;
         };
         if program.kind.is_none() {
-            return Some(Err(format!(
-                "section `{}` does not say the program's kind: give `kind` (sk_reuseport, \
-                 sk_reuseport_migrate or socket_filter)",
-                program.section
-            )));
+            return Some(Err(SetupError::EbpfKindUnsaid {
+                section: program.section.clone(),
+            }));
         }
         let mut defs = program.maps.clone();
         defs.extend(extra_maps.iter().cloned());
         let state = match ebpf::MapState::build(&defs, maps, f.members) {
             Ok(s) => s,
-            Err(e) => return Some(Err(e)),
+            Err(why) => return Some(Err(SetupError::EbpfInput { why })),
         };
         let bytes = ctx.payload.as_ref().map(|p| p.bytes()).unwrap_or_default();
         let pkt = ebpf::Packet {

@@ -119,7 +119,7 @@ impl ReuseportGroup {
         if let Layout::Array(a) = &self.layout {
             let h = self.hash_of(t);
             match program.ebpf_run(ctx, &self.ebpf_facts(t, h, a)) {
-                Some(Err(why)) => return Err(SetupError::EbpfInput { why }),
+                Some(Err(e)) => return Err(e),
                 Some(Ok(run)) => match run.end {
                     ebpf::EbpfEnd::Returned { .. } => {}
                     end => return Err(SetupError::EbpfUndecided { end }),
@@ -304,7 +304,6 @@ impl ReuseportGroup {
         program
             .ebpf_run(ctx, &self.ebpf_facts(&t, h, a))
             .transpose()
-            .map_err(|why| SetupError::EbpfInput { why })
     }
 
     /// The maps of the group's eBPF program after its run on this packet
@@ -790,7 +789,7 @@ impl ReuseportGroup {
         };
         let run = match program.ebpf_run(&PacketCtx::on_cpu(cpu), &facts) {
             Some(Ok(run)) => run,
-            Some(Err(why)) => return Err(SetupError::EbpfInput { why }),
+            Some(Err(e)) => return Err(e),
             None => unreachable!("a SELECT_OR_MIGRATE program is an eBPF program"),
         };
         match (&run.end, run.value()) {

@@ -17,16 +17,28 @@
 
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind, SymbolKind};
 
-use super::{btf, EbpfObject, EbpfProgram, Insn, MapDef, ProgKind, MAX_INSNS, MAX_MAPS};
+use serde::{Deserialize, Serialize};
+
+pub use super::btf::BtfProblem;
+use super::{
+    btf, EbpfObject, EbpfProgram, Insn, MapDef, MapDefProblem, ProgKind, MAX_INSNS, MAX_MAPS,
+};
 
 /// The largest object read: a bound of the model's input.
 pub const MAX_ELF_BYTES: usize = 4 << 20;
 
-/// Why an object could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why an object could not be read, as data (said by the sentence tables,
+/// `elf_error.<kind>`, a BTF fault by `btf_problem.<kind>` and a map
+/// definition's by `map_def_problem.<kind>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(export_to = "message/"))]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum ElfError {
     /// Larger than [`MAX_ELF_BYTES`].
-    #[error("the object is {len} bytes; the model reads objects up to {max} bytes")]
     TooLarge {
         /// Its size.
         len: usize,
@@ -34,52 +46,154 @@ pub enum ElfError {
         max: usize,
     },
     /// Not an ELF file the reader understands.
-    #[error("not an ELF object: {why} (compile with `clang -target bpf -O2 -c`)")]
-    NotElf {
-        /// What the reader said.
-        why: String,
+    NotElf,
+    /// An object file of another format.
+    OtherFormat {
+        /// The format's name.
+        format: String,
     },
     /// An ELF file for another machine.
-    #[error("the ELF object is for {arch}, not BPF (compile with `clang -target bpf`)")]
     NotBpf {
         /// Its architecture.
         arch: String,
     },
-    /// A section the reader could not use.
-    #[error("section `{section}`: {why}")]
-    Section {
+    /// A big-endian object: the model runs little-endian BPF, as x86-64
+    /// and arm64 do.
+    BigEndian,
+    /// A section whose bytes cannot be read.
+    SectionUnreadable {
         /// The section.
         section: String,
-        /// What was wrong.
-        why: String,
     },
-    /// A relocation the model does not apply.
-    #[error("section `{section}`, instruction {insn}: {why}")]
-    Relocation {
+    /// A program section that is not a whole number of 8-byte instructions.
+    SectionLength {
+        /// The section.
+        section: String,
+        /// Its bytes.
+        bytes: usize,
+    },
+    /// A function that runs past its section's end.
+    FunctionPastEnd {
+        /// The section.
+        section: String,
+        /// The function.
+        function: String,
+    },
+    /// A function longer than the model runs (an input bound).
+    FunctionTooLong {
+        /// The section.
+        section: String,
+        /// The function.
+        function: String,
+        /// Its instructions.
+        insns: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// More maps than the model runs (an input bound).
+    TooManyMaps {
+        /// The section being read.
+        section: String,
+        /// The bound.
+        max: usize,
+    },
+    /// A relocation without a symbol.
+    RelocNoSymbol {
         /// The program section.
         section: String,
         /// The instruction index in the section.
         insn: usize,
-        /// What was wrong.
-        why: String,
     },
-    /// A map definition the reader could not use.
-    #[error("map `{map}`: {why}")]
-    Map {
+    /// A relocation whose symbol cannot be read.
+    RelocBadSymbol {
+        /// The program section.
+        section: String,
+        /// The instruction index in the section.
+        insn: usize,
+    },
+    /// A relocation past the section's end.
+    RelocPastEnd {
+        /// The program section.
+        section: String,
+        /// The instruction index in the section.
+        insn: usize,
+    },
+    /// A BPF-to-BPF call, which the model does not run.
+    BpfCall {
+        /// The program section.
+        section: String,
+        /// The instruction index in the section.
+        insn: usize,
+        /// The function called.
+        symbol: String,
+    },
+    /// A relocation on an instruction that is not `ld_imm64`.
+    RelocNotLdImm64 {
+        /// The program section.
+        section: String,
+        /// The instruction index in the section.
+        insn: usize,
+        /// The symbol.
+        symbol: String,
+        /// The instruction's opcode, in hex.
+        opcode: String,
+    },
+    /// A relocation against a symbol that is neither a map nor global data.
+    RelocNotMap {
+        /// The program section.
+        section: String,
+        /// The instruction index in the section.
+        insn: usize,
+        /// The symbol.
+        symbol: String,
+    },
+    /// The `.BTF` section the `.maps` section needs cannot be read.
+    Btf {
+        /// What is wrong.
+        why: BtfProblem,
+    },
+    /// A member of a BTF-defined map cannot be read.
+    BtfMember {
+        /// The map.
+        map: String,
+        /// The member (`type`, `key`, `max_entries`, ...).
+        member: String,
+        /// What is wrong.
+        why: BtfProblem,
+    },
+    /// A map in `.maps` that the `.BTF` section does not describe.
+    MapNotInBtf {
+        /// The map.
+        map: String,
+    },
+    /// A legacy `maps` entry shorter than `struct bpf_map_def`.
+    MapDefShort {
+        /// The map.
+        map: String,
+    },
+    /// A map definition the model or the kernel refuses.
+    MapDef {
         /// The map's name.
         map: String,
-        /// What was wrong.
-        why: String,
+        /// What is wrong.
+        why: MapDefProblem,
     },
-    /// No program in the object.
-    #[error("the object holds no program (no function in an executable section)")]
+    /// No program in the object (no function in an executable section).
     NoProgram,
 }
 
-fn section_err(section: &str, why: impl Into<String>) -> ElfError {
-    ElfError::Section {
+impl std::fmt::Display for ElfError {
+    /// The bare record: the words are the sentence tables'.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the ELF object cannot be read: {self:?}")
+    }
+}
+
+impl std::error::Error for ElfError {}
+
+fn unreadable(section: &str) -> ElfError {
+    ElfError::SectionUnreadable {
         section: section.to_string(),
-        why: why.into(),
     }
 }
 
@@ -122,10 +236,10 @@ pub fn read(bytes: &[u8]) -> Result<EbpfObject, ElfError> {
             max: MAX_ELF_BYTES,
         });
     }
-    let file = object::File::parse(bytes).map_err(|e| ElfError::NotElf { why: e.to_string() })?;
+    let file = object::File::parse(bytes).map_err(|_| ElfError::NotElf)?;
     if file.format() != object::BinaryFormat::Elf {
-        return Err(ElfError::NotElf {
-            why: format!("{:?} format", file.format()),
+        return Err(ElfError::OtherFormat {
+            format: format!("{:?}", file.format()),
         });
     }
     if file.architecture() != object::Architecture::Bpf {
@@ -134,10 +248,7 @@ pub fn read(bytes: &[u8]) -> Result<EbpfObject, ElfError> {
         });
     }
     if !file.is_little_endian() {
-        return Err(ElfError::NotElf {
-            why: "a big-endian object (the model runs little-endian BPF, as x86-64 and arm64 do)"
-                .into(),
-        });
+        return Err(ElfError::BigEndian);
     }
     let (mut maps, mut origins) = read_maps(&file)?;
     let mut programs = Vec::new();
@@ -146,34 +257,31 @@ pub fn read(bytes: &[u8]) -> Result<EbpfObject, ElfError> {
             continue;
         }
         let name = sec.name().unwrap_or("").to_string();
-        let data = sec.data().map_err(|e| section_err(&name, e.to_string()))?;
+        let data = sec.data().map_err(|_| unreadable(&name))?;
         if data.is_empty() {
             continue;
         }
         if !data.len().is_multiple_of(8) {
-            return Err(section_err(
-                &name,
-                format!(
-                    "{} bytes, not a whole number of 8-byte instructions",
-                    data.len()
-                ),
-            ));
+            return Err(ElfError::SectionLength {
+                section: name,
+                bytes: data.len(),
+            });
         }
         let mut insns: Vec<Insn> = data.chunks_exact(8).map(Insn::from_bytes).collect();
         for (off, rel) in sec.relocations() {
             let at = (off / 8) as usize;
             let RelocationTarget::Symbol(si) = rel.target() else {
-                return Err(ElfError::Relocation {
+                return Err(ElfError::RelocNoSymbol {
                     section: name.clone(),
                     insn: at,
-                    why: "a relocation without a symbol".into(),
                 });
             };
-            let sym = file.symbol_by_index(si).map_err(|e| ElfError::Relocation {
-                section: name.clone(),
-                insn: at,
-                why: e.to_string(),
-            })?;
+            let sym = file
+                .symbol_by_index(si)
+                .map_err(|_| ElfError::RelocBadSymbol {
+                    section: name.clone(),
+                    insn: at,
+                })?;
             relocate(&mut insns, at, &name, &sym, &mut maps, &mut origins)?;
         }
         let kind = kind_of_section(&name);
@@ -194,22 +302,18 @@ pub fn read(bytes: &[u8]) -> Result<EbpfObject, ElfError> {
                 insns.len() - start
             };
             if start + len > insns.len() {
-                return Err(section_err(
-                    &name,
-                    format!(
-                        "function `{}` runs past the section's end",
-                        f.name().unwrap_or("?")
-                    ),
-                ));
+                return Err(ElfError::FunctionPastEnd {
+                    section: name,
+                    function: f.name().unwrap_or("?").to_string(),
+                });
             }
             if len > MAX_INSNS {
-                return Err(section_err(
-                    &name,
-                    format!(
-                        "function `{}` has {len} instructions; the model runs up to {MAX_INSNS}",
-                        f.name().unwrap_or("?")
-                    ),
-                ));
+                return Err(ElfError::FunctionTooLong {
+                    section: name,
+                    function: f.name().unwrap_or("?").to_string(),
+                    insns: len,
+                    max: MAX_INSNS,
+                });
             }
             programs.push(EbpfProgram {
                 name: f.name().unwrap_or("").to_string(),
@@ -243,8 +347,8 @@ fn read_maps(file: &object::File) -> Result<(Vec<MapDef>, Vec<MapOrigin>), ElfEr
     let mut origins = Vec::new();
     let btf_maps = match file.section_by_name(".BTF") {
         Some(s) if file.section_by_name(".maps").is_some() => {
-            let data = s.data().map_err(|e| section_err(".BTF", e.to_string()))?;
-            btf::maps(data).map_err(|why| section_err(".BTF", why))?
+            let data = s.data().map_err(|_| unreadable(".BTF"))?;
+            btf::maps(data)?
         }
         _ => Vec::new(),
     };
@@ -258,10 +362,7 @@ fn read_maps(file: &object::File) -> Result<(Vec<MapDef>, Vec<MapOrigin>), ElfEr
                         .iter()
                         .find(|(n, _)| *n == sname)
                         .map(|(_, d)| d.clone())
-                        .ok_or_else(|| ElfError::Map {
-                            map: sname.clone(),
-                            why: "in `.maps` but not described in the `.BTF` section".into(),
-                        })?;
+                        .ok_or_else(|| ElfError::MapNotInBtf { map: sname.clone() })?;
                     maps.push(MapDef { name: sname, ..def });
                     origins.push(MapOrigin::Symbol {
                         section: sec.index().0,
@@ -270,7 +371,7 @@ fn read_maps(file: &object::File) -> Result<(Vec<MapDef>, Vec<MapOrigin>), ElfEr
                 }
             }
             "maps" => {
-                let data = sec.data().map_err(|e| section_err(name, e.to_string()))?;
+                let data = sec.data().map_err(|_| unreadable(name))?;
                 for sym in symbols_in(file, sec.index()) {
                     let sname = sym.name().unwrap_or("").to_string();
                     let at = sym.address() as usize;
@@ -282,10 +383,7 @@ fn read_maps(file: &object::File) -> Result<(Vec<MapDef>, Vec<MapOrigin>), ElfEr
                     };
                     let (Some(t), Some(k), Some(v), Some(m)) = (word(0), word(1), word(2), word(3))
                     else {
-                        return Err(ElfError::Map {
-                            map: sname,
-                            why: "a `maps` entry shorter than struct bpf_map_def's 16 bytes".into(),
-                        });
+                        return Err(ElfError::MapDefShort { map: sname });
                     };
                     maps.push(MapDef {
                         name: sname,
@@ -310,9 +408,7 @@ fn read_maps(file: &object::File) -> Result<(Vec<MapDef>, Vec<MapOrigin>), ElfEr
                 let data = if name == ".bss" {
                     vec![0u8; size as usize]
                 } else {
-                    sec.data()
-                        .map_err(|e| section_err(name, e.to_string()))?
-                        .to_vec()
+                    sec.data().map_err(|_| unreadable(name))?.to_vec()
                 };
                 maps.push(MapDef {
                     name: name.to_string(),
@@ -330,14 +426,14 @@ fn read_maps(file: &object::File) -> Result<(Vec<MapDef>, Vec<MapOrigin>), ElfEr
             _ => {}
         }
         if maps.len() > MAX_MAPS {
-            return Err(section_err(
-                name,
-                format!("more than {MAX_MAPS} maps; the model runs objects with up to {MAX_MAPS}"),
-            ));
+            return Err(ElfError::TooManyMaps {
+                section: name.to_string(),
+                max: MAX_MAPS,
+            });
         }
     }
     for m in &maps {
-        m.check().map_err(|why| ElfError::Map {
+        m.check().map_err(|why| ElfError::MapDef {
             map: m.name.clone(),
             why,
         })?;
@@ -368,27 +464,25 @@ fn relocate(
     maps: &mut Vec<MapDef>,
     origins: &mut Vec<MapOrigin>,
 ) -> Result<(), ElfError> {
-    let err = |why: String| ElfError::Relocation {
-        section: section.to_string(),
-        insn: at,
-        why,
-    };
+    let section = section.to_string();
+    let symbol = sym.name().unwrap_or("?").to_string();
     let Some(insn) = insns.get(at).copied() else {
-        return Err(err("a relocation past the section's end".into()));
+        return Err(ElfError::RelocPastEnd { section, insn: at });
     };
     if insn.code == 0x85 {
-        return Err(err(format!(
-            "a call to `{}`: the model runs programs without BPF-to-BPF calls \
-             (mark the function `static __always_inline`)",
-            sym.name().unwrap_or("?")
-        )));
+        return Err(ElfError::BpfCall {
+            section,
+            insn: at,
+            symbol,
+        });
     }
     if insn.code != 0x18 || at + 1 >= insns.len() {
-        return Err(err(format!(
-            "a relocation against `{}` on an instruction that is not ld_imm64 (opcode {:#04x})",
-            sym.name().unwrap_or("?"),
-            insn.code
-        )));
+        return Err(ElfError::RelocNotLdImm64 {
+            section,
+            insn: at,
+            symbol,
+            opcode: format!("{:#04x}", insn.code),
+        });
     }
     let Some(sidx) = sym.section_index() else {
         // An extern: a map user space makes (the reader defines it in
@@ -438,10 +532,11 @@ fn relocate(
             insns[at + 1].imm = off as i32;
         }
         None => {
-            return Err(err(format!(
-                "a relocation against `{}`, which is neither a map nor global data",
-                sym.name().unwrap_or("?")
-            )))
+            return Err(ElfError::RelocNotMap {
+                section,
+                insn: at,
+                symbol,
+            })
         }
     }
     Ok(())

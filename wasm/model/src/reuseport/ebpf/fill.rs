@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::maps::{holds_maps, holds_sockets, MapState};
-use super::{map_type, EbpfProgram, MapDef, MapFill, MapKey, MapValue};
+use super::{map_type, EbpfProgram, MapDef, MapFill, MapKey, MapRefusal, MapValue};
 
 /// What a map's values are, so a form asks for the right thing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,13 +131,13 @@ pub fn default_maps(prog: &EbpfProgram, members: u32) -> (Vec<MapFill>, Vec<MapD
 /// Whether the maps as given can be built for `prog` in a group of
 /// `members` listeners: the kernel's rules for what a map accepts (a key
 /// past `max_entries`, a listener the group does not have, a value of the
-/// wrong size), as the run would meet them; `Err` says which map and key.
+/// wrong size), as the run would meet them; `Err` names the map and key.
 pub fn check_maps(
     prog: &EbpfProgram,
     fills: &[MapFill],
     extra: &[MapDef],
     members: u32,
-) -> Result<(), String> {
+) -> Result<(), MapRefusal> {
     let mut defs = prog.maps.clone();
     defs.extend(extra.iter().cloned());
     MapState::build(&defs, fills, members).map(|_| ())
@@ -199,7 +199,12 @@ mod tests {
         assert_eq!(check_maps(&p, &fills, &extra, 4), Ok(()));
         // Without the definition the run cannot build the map, and says so.
         let e = check_maps(&p, &fills, &[], 4).unwrap_err();
-        assert!(e.contains("ngx_quic_sockmap"), "{e}");
+        assert_eq!(
+            e,
+            MapRefusal::ExternUndefined {
+                map: "ngx_quic_sockmap".into()
+            }
+        );
     }
 
     /// A listener the group does not have is refused naming the map.
@@ -211,7 +216,15 @@ mod tests {
             entries: vec![(MapKey::Num(0), MapValue::Socket { socket: 9 })],
         }];
         let e = check_maps(&p, &fills, &[], 4).unwrap_err();
-        assert!(e.contains("`a`") && e.contains("listener 9"), "{e}");
+        assert_eq!(
+            e,
+            MapRefusal::NoListener {
+                map: "a".into(),
+                key: "0".into(),
+                listener: 9,
+                members: 4
+            }
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{hex, map_type, unhex, MapDef};
+use super::{hex, map_type, unhex, MapDef, MapDefProblem, MapRefusal};
 
 /// The most entries one map holds in the model (an input bound).
 pub const MAX_MAP_ENTRIES: usize = 1 << 16;
@@ -99,17 +99,26 @@ pub struct MapState {
     pub maps: Vec<MapRt>,
 }
 
-fn le_bytes(n: u64, size: u32, what: &str) -> Result<Vec<u8>, String> {
+/// `n` little-endian in `size` bytes; `None` when it does not fit.
+fn le_bytes(n: u64, size: u32) -> Option<Vec<u8>> {
     let b = n.to_le_bytes();
     if size as usize >= 8 {
         let mut v = b.to_vec();
         v.resize(size as usize, 0);
-        return Ok(v);
+        return Some(v);
     }
-    if size < 8 && n >> (8 * size) != 0 {
-        return Err(format!("{what} {n} does not fit in {size} bytes"));
+    if n >> (8 * size) != 0 {
+        return None;
     }
-    Ok(b[..size as usize].to_vec())
+    Some(b[..size as usize].to_vec())
+}
+
+/// A key as the reader wrote it: a number in decimal, hex as given.
+fn written(k: &MapKey) -> String {
+    match k {
+        MapKey::Num(n) => n.to_string(),
+        MapKey::Hex(h) => h.clone(),
+    }
 }
 
 fn is_array(t: u32) -> bool {
@@ -161,7 +170,7 @@ pub mod errno {
 }
 
 impl MapRt {
-    fn new(def: MapDef) -> Result<MapRt, String> {
+    fn new(def: MapDef) -> Result<MapRt, MapDefProblem> {
         def.check()?;
         let mut m = MapRt {
             def,
@@ -172,7 +181,7 @@ impl MapRt {
         if matches!(t, map_type::ARRAY | map_type::PERCPU_ARRAY) {
             let init = match &m.def.data {
                 Some(h) => {
-                    let mut v = unhex(h)?;
+                    let mut v = unhex(h).map_err(|_| MapDefProblem::DataNotHex)?;
                     v.resize(m.def.value_size as usize, 0);
                     v
                 }
@@ -264,7 +273,8 @@ impl MapRt {
 impl MapState {
     /// The maps of a program and the reader's own, filled as the reader
     /// says. `members` is how many listeners the group has.
-    pub fn build(defs: &[MapDef], fills: &[MapFill], members: u32) -> Result<MapState, String> {
+    pub fn build(defs: &[MapDef], fills: &[MapFill], members: u32) -> Result<MapState, MapRefusal> {
+        use MapRefusal as R;
         let mut maps = Vec::with_capacity(defs.len());
         // An extern map (type 0) takes the definition the reader gives
         // under its name, at the extern's place (the index its ld_imm64
@@ -275,11 +285,9 @@ impl MapState {
                 match defs.iter().find(|x| x.name == d.name && x.map_type != 0) {
                     Some(def) => resolved.push(def.clone()),
                     None => {
-                        return Err(format!(
-                            "the object refers to `{}`, a map user space creates: define it in \
-                             extraMaps (type, key and value sizes, max entries)",
-                            d.name
-                        ))
+                        return Err(R::ExternUndefined {
+                            map: d.name.clone(),
+                        })
                     }
                 }
             } else if !defs[..i]
@@ -291,114 +299,170 @@ impl MapState {
         }
         for d in &resolved {
             if maps.iter().any(|m: &MapRt| m.def.name == d.name) {
-                return Err(format!("two maps are named `{}`", d.name));
+                return Err(R::SameName {
+                    map: d.name.clone(),
+                });
             }
-            maps.push(MapRt::new(d.clone()).map_err(|e| format!("map `{}`: {e}", d.name))?);
+            maps.push(MapRt::new(d.clone()).map_err(|why| R::Def {
+                map: d.name.clone(),
+                why,
+            })?);
         }
         let names: Vec<String> = maps.iter().map(|m| m.def.name.clone()).collect();
         for f in fills {
             let Some(mi) = names.iter().position(|n| *n == f.map) else {
-                return Err(format!(
-                    "no map is named `{}` (the object's and your own: {})",
-                    f.map,
-                    names.join(", ")
-                ));
+                return Err(R::NoSuchMap {
+                    map: f.map.clone(),
+                    names: names.join(", "),
+                });
             };
             if f.entries.len() > MAX_MAP_ENTRIES {
-                return Err(format!(
-                    "map `{}`: {} entries, more than the model holds ({MAX_MAP_ENTRIES})",
-                    f.map,
-                    f.entries.len()
-                ));
+                return Err(R::TooManyEntries {
+                    map: f.map.clone(),
+                    entries: u32::try_from(f.entries.len()).unwrap_or(u32::MAX),
+                    bound: MAX_MAP_ENTRIES as u32,
+                });
             }
             for (k, v) in &f.entries {
                 let m = &maps[mi];
-                let e = |why: String| format!("map `{}`, key {k:?}: {why}", f.map);
+                let map = f.map.clone();
+                let key_text = written(k);
+                let t = m.def.map_type;
                 let key = match k {
-                    MapKey::Num(n) => le_bytes(*n, m.def.key_size, "key").map_err(e)?,
-                    MapKey::Hex(h) => unhex(h).map_err(e)?,
+                    MapKey::Num(n) => {
+                        le_bytes(*n, m.def.key_size).ok_or_else(|| R::KeyTooWide {
+                            map: map.clone(),
+                            key: key_text.clone(),
+                            size: m.def.key_size,
+                        })?
+                    }
+                    MapKey::Hex(h) => unhex(h).map_err(|_| R::KeyNotHex {
+                        map: map.clone(),
+                        key: key_text.clone(),
+                    })?,
                 };
                 if key.len() != m.def.key_size as usize {
-                    return Err(e(format!(
-                        "{} key bytes, the map's keys have {}",
-                        key.len(),
-                        m.def.key_size
-                    )));
+                    return Err(R::KeyBytes {
+                        map,
+                        key: key_text,
+                        got: key.len() as u32,
+                        want: m.def.key_size,
+                    });
                 }
-                let t = m.def.map_type;
+                let key_of = || (map.clone(), key_text.clone());
+                let type_name = || map_type::name(t).to_string();
                 let stored = match v {
                     MapValue::Socket { socket } if holds_sockets(t) => {
                         if *socket >= members {
-                            return Err(e(format!(
-                                "listener {socket}: the group has {members} (0 to {})",
-                                members.saturating_sub(1)
-                            )));
+                            let (map, key) = key_of();
+                            return Err(R::NoListener {
+                                map,
+                                key,
+                                listener: *socket as u64,
+                                members,
+                            });
                         }
                         Stored::Socket(*socket)
                     }
                     MapValue::Num(n) if holds_sockets(t) => {
                         if *n >= members as u64 {
-                            return Err(e(format!("listener {n}: the group has {members}")));
+                            let (map, key) = key_of();
+                            return Err(R::NoListener {
+                                map,
+                                key,
+                                listener: *n,
+                                members,
+                            });
                         }
                         Stored::Socket(*n as u32)
                     }
                     _ if holds_sockets(t) => {
-                        return Err(e(format!(
-                            "a {} holds sockets: write {{\"socket\": N}} with a listener number",
-                            map_type::name(t)
-                        )))
+                        let (map, key) = key_of();
+                        return Err(R::WantsSocket {
+                            map,
+                            key,
+                            map_type: type_name(),
+                        });
                     }
-                    MapValue::Map { map } if holds_maps(t) => {
-                        let Some(inner) = names.iter().position(|n| n == map) else {
-                            return Err(e(format!("no map is named `{map}`")));
+                    MapValue::Map { map: inner } if holds_maps(t) => {
+                        let Some(i) = names.iter().position(|n| n == inner) else {
+                            let (map, key) = key_of();
+                            return Err(R::NoInnerMap {
+                                map,
+                                key,
+                                inner: inner.clone(),
+                            });
                         };
-                        Stored::Map(inner)
+                        Stored::Map(i)
                     }
                     _ if holds_maps(t) => {
-                        return Err(e(format!(
-                            "a {} holds maps: write {{\"map\": \"NAME\"}}",
-                            map_type::name(t)
-                        )))
+                        let (map, key) = key_of();
+                        return Err(R::WantsMap {
+                            map,
+                            key,
+                            map_type: type_name(),
+                        });
                     }
-                    MapValue::Num(n) => {
-                        Stored::Bytes(le_bytes(*n, m.def.value_size, "value").map_err(e)?)
-                    }
+                    MapValue::Num(n) => match le_bytes(*n, m.def.value_size) {
+                        Some(b) => Stored::Bytes(b),
+                        None => {
+                            let (map, key) = key_of();
+                            return Err(R::ValueTooWide {
+                                map,
+                                key,
+                                value: *n,
+                                size: m.def.value_size,
+                            });
+                        }
+                    },
                     MapValue::Hex(h) => {
-                        let b = unhex(h).map_err(e)?;
+                        let Ok(b) = unhex(h) else {
+                            let (map, key) = key_of();
+                            return Err(R::ValueNotHex { map, key });
+                        };
                         if b.len() != m.def.value_size as usize {
-                            return Err(e(format!(
-                                "{} value bytes, the map's values have {}",
-                                b.len(),
-                                m.def.value_size
-                            )));
+                            let (map, key) = key_of();
+                            return Err(R::ValueBytes {
+                                map,
+                                key,
+                                got: b.len() as u32,
+                                want: m.def.value_size,
+                            });
                         }
                         Stored::Bytes(b)
                     }
                     MapValue::Socket { .. } | MapValue::Map { .. } => {
-                        return Err(e(format!(
-                            "a {} holds bytes: write a number or hex",
-                            map_type::name(t)
-                        )))
+                        let (map, key) = key_of();
+                        return Err(R::WantsBytes {
+                            map,
+                            key,
+                            map_type: type_name(),
+                        });
                     }
                 };
                 let m = &mut maps[mi];
                 if is_array(t) {
+                    // array_map_update_elem (kernel/bpf/arraymap.c) and the
+                    // socket arrays' updates answer -E2BIG past the end.
                     let idx = u32::from_le_bytes([key[0], key[1], key[2], key[3]]);
                     if idx >= m.def.max_entries {
-                        return Err(e(format!(
-                            "index {idx} past max_entries {} (the kernel answers E2BIG)",
-                            m.def.max_entries
-                        )));
+                        return Err(R::IndexPastMax {
+                            map,
+                            key: key_text,
+                            index: idx,
+                            max_entries: m.def.max_entries,
+                        });
                     }
                 }
                 match m.entries.get(&key) {
                     Some(&i) => m.slots[i] = stored,
                     None => {
                         if m.entries.len() >= m.def.max_entries as usize {
-                            return Err(e(format!(
-                                "more entries than max_entries {}",
-                                m.def.max_entries
-                            )));
+                            return Err(R::Full {
+                                map,
+                                key: key_text,
+                                max_entries: m.def.max_entries,
+                            });
                         }
                         m.entries.insert(key, m.slots.len());
                         m.slots.push(stored);

@@ -9,6 +9,9 @@
 //! - [`maps`] holds what user space put in the maps ([`MapFill`]): which
 //!   socket is in which key, which inner map in an array of maps, and
 //!   plain bytes.
+//! - [`refused`]: why maps as given cannot be built, as data (the map,
+//!   the key, the sizes and bounds), said by the sentence tables; the
+//!   reader's own faults are [`ElfError`] and [`BtfProblem`], data too.
 //! - [`said`]: what a run records as data (the helpers' rules, their
 //!   arguments, the values it lacked, the faults), said by the sentence
 //!   tables.
@@ -40,11 +43,13 @@ mod btf;
 pub mod elf;
 pub mod fill;
 pub mod maps;
+pub mod refused;
 mod run;
 pub mod said;
 
-pub use elf::{kind_of_section, read, ElfError, MAX_ELF_BYTES};
+pub use elf::{kind_of_section, read, BtfProblem, ElfError, MAX_ELF_BYTES};
 pub use maps::{MapFill, MapKey, MapState, MapValue, MAX_MAP_ENTRIES};
+pub use refused::{MapDefProblem, MapRefusal};
 pub use run::{
     run, EbpfCall, EbpfEnd, EbpfRun, EbpfStep, MigrateStage, Migrating, Packet, MAX_RECORDED_STEPS,
     MAX_STEPS,
@@ -237,45 +242,44 @@ impl MapDef {
     /// Checks the sizes against the model's bounds and the kernel's rules
     /// for socket maps (`reuseport_array_alloc_check`,
     /// kernel/bpf/reuseport_array.c 4.19+: value size 4 or 8, key size 4).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), MapDefProblem> {
         use map_type::*;
         if self.map_type == 0 {
             return Ok(());
         }
         if self.max_entries == 0 {
-            return Err("max_entries is 0 (the kernel refuses it with EINVAL)".into());
+            return Err(MapDefProblem::MaxEntriesZero);
         }
         if self.max_entries as usize > MAX_MAP_ENTRIES {
-            return Err(format!(
-                "max_entries {} is more than the model holds ({MAX_MAP_ENTRIES})",
-                self.max_entries
-            ));
+            return Err(MapDefProblem::MaxEntriesOver {
+                max_entries: self.max_entries,
+                bound: MAX_MAP_ENTRIES as u32,
+            });
         }
         if self.key_size > MAX_KEY_SIZE || self.value_size > MAX_VALUE_SIZE {
-            return Err(format!(
-                "key size {} or value size {} past the model's bounds \
-                 ({MAX_KEY_SIZE}, {MAX_VALUE_SIZE})",
-                self.key_size, self.value_size
-            ));
+            return Err(MapDefProblem::SizesOver {
+                key_size: self.key_size,
+                value_size: self.value_size,
+                key_bound: MAX_KEY_SIZE,
+                value_bound: MAX_VALUE_SIZE,
+            });
         }
         match self.map_type {
             REUSEPORT_SOCKARRAY | SOCKMAP | ARRAY | PERCPU_ARRAY | ARRAY_OF_MAPS
                 if self.key_size != 4 =>
             {
-                Err(format!(
-                    "a {} has 4-byte keys, not {}",
-                    name(self.map_type),
-                    self.key_size
-                ))
+                Err(MapDefProblem::KeySize {
+                    map_type: name(self.map_type).to_string(),
+                    key_size: self.key_size,
+                })
             }
             REUSEPORT_SOCKARRAY | SOCKMAP | SOCKHASH
                 if self.value_size != 4 && self.value_size != 8 =>
             {
-                Err(format!(
-                    "a {} has 4- or 8-byte values, not {}",
-                    name(self.map_type),
-                    self.value_size
-                ))
+                Err(MapDefProblem::ValueSize {
+                    map_type: name(self.map_type).to_string(),
+                    value_size: self.value_size,
+                })
             }
             _ => Ok(()),
         }
