@@ -27,7 +27,7 @@
  */
 import { ephemeralRange, Group, NO_LISTENER, loadModel, resolveProfile, type Explain, type Tuple } from '../model/index';
 import { Host, callLog, lastCall, loadLookup, setupAll, type CallLog, type SocketSetup } from '../model/lookup';
-import { sayRefusal, type Errno, type Lang, type Refusal } from '../model/messages';
+import { sayRefusal, sayUi, type Errno, type Lang, type Refusal } from '../model/messages';
 import { renderExplain } from '../render/explain-card';
 import { tableElement } from '../render/table';
 import { explainView } from '../scene/explain-view';
@@ -272,15 +272,15 @@ function fact(parent: HTMLElement, label: string, value: string, hint?: string):
 type Phase = 'simulating' | 'asking' | 'answered' | 'summary' | 'disposed';
 
 /** The options, checked: every problem names the attribute. */
-function checkOptions(options: ExerciseOptions): { kind: ExerciseKind; kernel: string; count: number; seed: number } {
+function checkOptions(options: ExerciseOptions, lang: Lang): { kind: ExerciseKind; kernel: string; count: number; seed: number } {
   const kind = options.kind ?? 'syn';
-  if (!KINDS.includes(kind)) throw new Error(`<reuseport-exercise>: kind must be "syn", "bind" or "model", not "${String(kind)}"`);
+  if (!KINDS.includes(kind)) throw new Error(sayUi(lang, 'exercise.option_kind', { value: String(kind) }));
   const kernel = options.kernel ?? '6.18';
   const count = options.count ?? 5;
   if (!Number.isInteger(count) || count < 1 || count > MAX_COUNT)
-    throw new Error(`<reuseport-exercise>: count must be a whole number from 1 to ${MAX_COUNT}, not ${String(options.count)}`);
+    throw new Error(sayUi(lang, 'exercise.option_count', { max: MAX_COUNT, value: String(options.count) }));
   const seed = options.seed ?? 1;
-  if (!Number.isInteger(seed) || seed < 0) throw new Error(`<reuseport-exercise>: seed must be a whole number from 0, not ${String(options.seed)}`);
+  if (!Number.isInteger(seed) || seed < 0) throw new Error(sayUi(lang, 'exercise.option_seed', { value: String(options.seed) }));
   return { kind, kernel, count, seed };
 }
 
@@ -324,7 +324,7 @@ export class ExerciseWidget {
 
   /** Checks the options, loads what the kind needs, and shows the first question under `el`. */
   static async mount(el: HTMLElement, options: ExerciseOptions = {}): Promise<ExerciseWidget> {
-    const o = checkOptions(options);
+    const o = checkOptions(options, pageLang(el));
     await (o.kind === 'bind' ? Promise.all([loadModel(), loadLookup()]) : loadModel());
     resolveProfile(o.kernel);
     // The accept-model questions run in the simulation worker; the others need no worker.
